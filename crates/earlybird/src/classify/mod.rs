@@ -1,0 +1,33 @@
+//! Early classification: which application a flow belongs to, from the sizes,
+//! directions and inter-arrival times of its first N packets.
+//!
+//! Contract: a [`Classifier`] maps a [`FlowFeatures`] view (early packets and,
+//! if the model uses them, protocol and ports) to a [`Verdict`]. Classifying
+//! never allocates and never panics; a model that is not sure answers
+//! [`Verdict::UNKNOWN`]. Models are trained offline (`train`) and stored in a
+//! versioned file (`model`).
+
+use crate::flow::record::{EarlyPkt, Verdict};
+
+/// What a classifier sees of a flow.
+#[derive(Debug, Clone, Copy)]
+pub struct FlowFeatures<'a> {
+    /// The first packets of the flow (at most N).
+    pub early: &'a [EarlyPkt],
+    /// IP protocol number.
+    pub proto: u8,
+    /// Client port.
+    pub sport: u16,
+    /// Server port.
+    pub dport: u16,
+}
+
+/// A trained model that labels flows.
+pub trait Classifier: Send + Sync {
+    /// Number of early packets the model needs before it decides.
+    fn packets_needed(&self) -> usize;
+    /// Labels one flow.
+    fn classify(&self, f: &FlowFeatures<'_>) -> Verdict;
+    /// Class names, indexed by [`Verdict::class`].
+    fn classes(&self) -> &[String];
+}

@@ -1,0 +1,60 @@
+//! Errors for whole inputs and outputs.
+//!
+//! Contract: an [`Error`] is returned only when a whole input or output is
+//! unusable (a file that is not a capture, an unsupported link type, a write
+//! that failed). Malformed *packets* never become an `Error`; they are counted
+//! by name in [`crate::telemetry::Counters`] and skipped. Every variant names
+//! the file and, where it applies, the byte offset or packet number.
+
+use std::path::PathBuf;
+
+/// Result alias used across the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A failure that stops processing of one input or output.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The operating system refused to open, map or read a file.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a pcap or pcapng capture, or its header is damaged.
+    #[error("{path}: not a capture file: {reason}")]
+    NotCapture { path: PathBuf, reason: String },
+    /// The capture is well formed but uses a link type earlybird cannot decode.
+    #[error("{path}: unsupported link type {linktype} (byte offset {offset})")]
+    UnsupportedLinkType {
+        path: PathBuf,
+        linktype: u32,
+        offset: u64,
+    },
+    /// A structural error inside a capture file at a known byte offset.
+    #[error("{path}: at byte offset {offset}: {reason}")]
+    BadCapture {
+        path: PathBuf,
+        offset: u64,
+        reason: String,
+    },
+    /// An output (exporter) failed.
+    #[error("output {name}: {reason}")]
+    Output { name: String, reason: String },
+    /// A model file could not be read or is of another version.
+    #[error("model {path}: {reason}")]
+    Model { path: PathBuf, reason: String },
+    /// Invalid configuration given by the user.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+impl Error {
+    /// Wrap an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

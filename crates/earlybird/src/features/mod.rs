@@ -1,0 +1,1 @@
+//! Per-flow feature state machines.

@@ -1,0 +1,227 @@
+//! Flow records: what leaves a shard when a flow ends.
+//!
+//! Contract: a [`FlowRecord`] is a plain value (no heap data) describing one
+//! finished flow. Early features live beside it in a [`RecordBatch`] (a flat
+//! array with a fixed stride of N per record) so records stay small and a
+//! batch is two allocations that are reused. Every field is documented once,
+//! here; `docs/RECORD_FIELDS.md` is checked against [`FIELDS`] by a test.
+
+use crate::decode::TunnelKind;
+use crate::time::Nanos;
+
+/// Largest number of early packets a flow can keep (`--early-packets`).
+pub const MAX_EARLY: usize = 32;
+
+/// Direction of a packet relative to the flow: the sender of the flow's first
+/// packet is the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum Dir {
+    /// Client to server (same direction as the first packet).
+    #[default]
+    Fwd = 0,
+    /// Server to client.
+    Bwd = 1,
+}
+
+/// One of the first N packets of a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C)]
+pub struct EarlyPkt {
+    /// IP length of the packet (header + payload, from the IP header).
+    pub size: u16,
+    /// Direction relative to the flow's first packet.
+    pub dir: Dir,
+    /// TCP flags of the packet (0 for non-TCP).
+    pub flags: u8,
+    /// Time since the previous packet of the flow (either direction) in
+    /// microseconds, saturating at `u32::MAX` (~71 min); 0 for the first.
+    pub iat_us: u32,
+}
+
+/// Why a flow ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum EndReason {
+    /// No packet for longer than the idle timeout.
+    #[default]
+    Idle = 0,
+    /// Flow lasted longer than the active timeout; a new flow continues it.
+    Active = 1,
+    /// TCP FIN seen in both directions (and the final ACK or timeout).
+    Fin = 2,
+    /// TCP RST seen.
+    Rst = 3,
+    /// Still open when the input ended (or on SIGINT/SIGTERM).
+    EndOfInput = 4,
+    /// Removed to make room when the flow table was full.
+    Evicted = 5,
+}
+
+impl EndReason {
+    /// Number of reasons.
+    pub const COUNT: usize = 6;
+    /// All reasons in counter order.
+    pub const ALL: [EndReason; EndReason::COUNT] = [
+        EndReason::Idle,
+        EndReason::Active,
+        EndReason::Fin,
+        EndReason::Rst,
+        EndReason::EndOfInput,
+        EndReason::Evicted,
+    ];
+    /// Name used in records and summaries.
+    pub fn name(self) -> &'static str {
+        match self {
+            EndReason::Idle => "idle",
+            EndReason::Active => "active",
+            EndReason::Fin => "fin",
+            EndReason::Rst => "rst",
+            EndReason::EndOfInput => "end_of_input",
+            EndReason::Evicted => "evicted",
+        }
+    }
+}
+
+/// The key of a flow as reported (client first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct RecordKey {
+    /// Client address (IPv4 stored IPv4-mapped, see [`crate::decode::Decoded`]).
+    pub src: [u8; 16],
+    /// Server address.
+    pub dst: [u8; 16],
+    /// Client port (ICMP: type<<8|code).
+    pub sport: u16,
+    /// Server port.
+    pub dport: u16,
+    /// IP protocol number.
+    pub proto: u8,
+    /// 4 or 6.
+    pub ip_version: u8,
+    /// 802.1Q VLAN id, 0 when untagged.
+    pub vlan: u16,
+    /// Tunnel that carried the flow.
+    pub tunnel: TunnelKind,
+    /// GRE key / VXLAN VNI.
+    pub tunnel_id: u32,
+}
+
+/// Summary statistics of one quantity in one direction.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Stat {
+    /// Smallest value (0 when no sample).
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Population standard deviation.
+    pub std: f64,
+}
+
+/// Application verdict attached to a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Verdict {
+    /// Class index into the model's class names; `UNKNOWN` when undecided.
+    pub class: u16,
+    /// Confidence in [0, 1] (posterior probability or leaf purity).
+    pub confidence: f32,
+    /// 1-based packet index at which the verdict was taken (0 = never).
+    pub at_packet: u8,
+}
+
+impl Verdict {
+    /// Class index meaning "unknown" (no model, too few packets or low
+    /// confidence).
+    pub const UNKNOWN: u16 = u16::MAX;
+}
+
+/// One finished flow.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct FlowRecord {
+    /// 5-tuple and context, client first.
+    pub key: RecordKey,
+    /// MAC addresses of the first packet (source = client's side).
+    pub src_mac: [u8; 6],
+    /// Destination MAC of the first packet.
+    pub dst_mac: [u8; 6],
+    /// Timestamp of the first packet (ns since epoch).
+    pub first_ts: Nanos,
+    /// Timestamp of the last packet (ns since epoch).
+    pub last_ts: Nanos,
+    /// Packets per direction: `[client→server, server→client]`.
+    pub packets: [u64; 2],
+    /// Bytes per direction (sum of IP lengths).
+    pub bytes: [u64; 2],
+    /// IP packet size statistics per direction, bytes.
+    pub size: [Stat; 2],
+    /// Inter-arrival time statistics per direction, nanoseconds (between
+    /// consecutive packets of the same direction).
+    pub iat: [Stat; 2],
+    /// TCP flag counts per direction, in the order of [`TCP_FLAG_NAMES`].
+    pub tcp_flags: [[u32; 8]; 2],
+    /// Why the flow ended.
+    pub end: EndReason,
+    /// Number of early packets kept (≤ N).
+    pub early_len: u8,
+    /// Application verdict.
+    pub verdict: Verdict,
+}
+
+/// Names of the TCP flags counted per direction, in bit order (FIN = bit 0).
+pub const TCP_FLAG_NAMES: [&str; 8] = ["fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr"];
+
+/// A batch of finished records with their early features.
+#[derive(Debug, Clone, Default)]
+pub struct RecordBatch {
+    /// Finished records.
+    pub records: Vec<FlowRecord>,
+    /// Early packets, `stride` entries per record (only `early_len` used).
+    pub early: Vec<EarlyPkt>,
+    /// N: early packets reserved per record.
+    pub stride: usize,
+}
+
+impl RecordBatch {
+    /// An empty batch for N early packets per record.
+    pub fn with_capacity(records: usize, stride: usize) -> Self {
+        RecordBatch {
+            records: Vec::with_capacity(records),
+            early: Vec::with_capacity(records * stride),
+            stride,
+        }
+    }
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+    /// True when the batch holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+    /// Appends a record and its early packets (at most `stride` are kept).
+    pub fn push(&mut self, rec: FlowRecord, early: &[EarlyPkt]) {
+        let n = early.len().min(self.stride);
+        let mut rec = rec;
+        rec.early_len = n as u8;
+        self.records.push(rec);
+        self.early.extend_from_slice(&early[..n]);
+        self.early
+            .resize(self.records.len() * self.stride, EarlyPkt::default());
+    }
+    /// The early packets of record `i`.
+    pub fn early_of(&self, i: usize) -> &[EarlyPkt] {
+        let r = &self.records[i];
+        let s = i * self.stride;
+        &self.early[s..s + r.early_len as usize]
+    }
+    /// Iterates over `(record, early packets)`.
+    pub fn iter(&self) -> impl Iterator<Item = (&FlowRecord, &[EarlyPkt])> {
+        (0..self.len()).map(move |i| (&self.records[i], self.early_of(i)))
+    }
+    /// Empties the batch, keeping its allocations.
+    pub fn clear(&mut self) {
+        self.records.clear();
+        self.early.clear();
+    }
+}

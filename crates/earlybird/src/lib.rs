@@ -1,0 +1,26 @@
+//! earlybird: a wire-speed flow meter that labels each flow's application
+//! from its first few packets.
+//!
+//! ```text
+//!  source ──batches──▶ shard 0..N-1 (each walks the capture, keeps the
+//!                      packets whose symmetric flow hash is its own)
+//!     per shard, one thread, run to completion:
+//!     decode ─▶ flow table ─▶ early features ─▶ inline classifier
+//!                     │
+//!                     ▼ finished records (batches, bounded channel)
+//!               exporter thread (CSV, JSON lines, …)
+//! ```
+#![forbid(unsafe_op_in_unsafe_fn)]
+
+pub mod classify;
+pub mod decode;
+pub mod error;
+pub mod export;
+pub mod features;
+pub mod flow;
+pub mod gen;
+pub mod source;
+pub mod telemetry;
+pub mod time;
+
+pub use error::{Error, Result};

@@ -1,0 +1,1 @@
+//! (to be written) Capture files: open, map, detect pcap vs pcapng.

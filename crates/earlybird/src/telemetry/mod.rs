@@ -1,0 +1,1 @@
+//! Counters and run summaries.
