@@ -13,6 +13,7 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 pub mod classify;
+pub mod config;
 pub mod decode;
 pub mod error;
 pub mod export;

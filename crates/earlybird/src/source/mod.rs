@@ -14,8 +14,6 @@ pub mod file;
 pub mod pcap;
 pub mod pcapng;
 
-
-
 use crate::time::Nanos;
 
 /// Default number of packets in a batch (the seeds use chunks of 128).
