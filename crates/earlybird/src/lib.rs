@@ -20,6 +20,8 @@ pub mod export;
 pub mod features;
 pub mod flow;
 pub mod gen;
+pub mod pipeline;
+pub mod shard;
 pub mod source;
 pub mod telemetry;
 pub mod time;
