@@ -5,6 +5,9 @@
 //!   It accepts both byte orders of the microsecond (0xa1b2c3d4), nanosecond
 //!   (0xa1b23c4d) and "modified" Kuznetsov (0xa1b2cd34, 24-byte record
 //!   headers) magics, and fails with a human-readable reason otherwise.
+//!   Versions before 2.3 (and DG/UX's 543.0) have the two record length
+//!   fields swapped; 2.3 files are swapped only where caplen > orig_len
+//!   (the rule libpcap applies).
 //! - [`PcapReader`] walks the records after the header and appends one
 //!   [`PacketRef`] per record to the caller's batch: offsets into the file
 //!   buffer, timestamps in ns, `orig_len ≥ caplen` (a record claiming
@@ -44,6 +47,21 @@ pub struct PcapHeader {
     pub snaplen: u32,
     /// Link-layer header type (LINKTYPE_*, FCS/reserved bits masked off).
     pub linktype: u32,
+    /// Order of the two length fields in record headers (old versions
+    /// wrote them the other way round).
+    pub lengths: Lengths,
+}
+
+/// Where the captured and original lengths sit in a record header. libpcap
+/// swapped them at version 2.3, and some writers did not follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lengths {
+    /// caplen then orig_len (version 2.4 and later).
+    Normal,
+    /// orig_len then caplen (versions before 2.3, and DG/UX's "543.0").
+    Swapped,
+    /// Version 2.3: swapped only where caplen > orig_len as read.
+    MaybeSwapped,
 }
 
 /// True when `bytes` starts with one of the classic pcap magics.
@@ -93,12 +111,12 @@ pub fn parse_header(bytes: &[u8]) -> Result<PcapHeader, String> {
         }
     };
     let version = (u16_at(4), u16_at(6));
-    if version.0 != 2 {
-        return Err(format!(
-            "unsupported pcap version {}.{}",
-            version.0, version.1
-        ));
-    }
+    let lengths = match version {
+        (2, 0..=2) | (543, _) => Lengths::Swapped,
+        (2, 3) => Lengths::MaybeSwapped,
+        (2, _) => Lengths::Normal,
+        (major, minor) => return Err(format!("unsupported pcap version {major}.{minor}")),
+    };
     Ok(PcapHeader {
         big_endian,
         nanos: kind == MAGIC_NS,
@@ -107,6 +125,7 @@ pub fn parse_header(bytes: &[u8]) -> Result<PcapHeader, String> {
         snaplen: u32_at(16),
         // Bits 16..32 carry the FCS length and reserved flags (LT_LINKTYPE).
         linktype: u32_at(20) & 0xffff,
+        lengths,
     })
 }
 
@@ -146,10 +165,16 @@ impl<'a> PcapReader<'a> {
             return 0;
         }
         out.reserve(max);
-        let (stop, n) = if self.hdr.big_endian {
-            self.walk::<true>(out, max)
-        } else {
-            self.walk::<false>(out, max)
+        const N: u8 = 0;
+        const S: u8 = 1;
+        const M: u8 = 2;
+        let (stop, n) = match (self.hdr.big_endian, self.hdr.lengths) {
+            (false, Lengths::Normal) => self.walk::<false, N>(out, max),
+            (true, Lengths::Normal) => self.walk::<true, N>(out, max),
+            (false, Lengths::Swapped) => self.walk::<false, S>(out, max),
+            (true, Lengths::Swapped) => self.walk::<true, S>(out, max),
+            (false, Lengths::MaybeSwapped) => self.walk::<false, M>(out, max),
+            (true, Lengths::MaybeSwapped) => self.walk::<true, M>(out, max),
         };
         if let Some(stop) = stop {
             self.finish(stop);
@@ -158,9 +183,10 @@ impl<'a> PcapReader<'a> {
     }
 
     /// The tight loop. Returns why it stopped early (if it did) and how many
-    /// packets it appended.
+    /// packets it appended. `LENS` is the [`Lengths`] mode (0 normal, 1
+    /// swapped, 2 maybe swapped), resolved at compile time.
     #[inline(always)]
-    fn walk<const BE: bool>(
+    fn walk<const BE: bool, const LENS: u8>(
         &mut self,
         out: &mut Vec<PacketRef>,
         max: usize,
@@ -189,8 +215,11 @@ impl<'a> PcapReader<'a> {
             };
             let sec = rd::<BE>([h[0], h[1], h[2], h[3]]);
             let frac = rd::<BE>([h[4], h[5], h[6], h[7]]);
-            let caplen = rd::<BE>([h[8], h[9], h[10], h[11]]);
-            let orig = rd::<BE>([h[12], h[13], h[14], h[15]]);
+            let mut caplen = rd::<BE>([h[8], h[9], h[10], h[11]]);
+            let mut orig = rd::<BE>([h[12], h[13], h[14], h[15]]);
+            if LENS == 1 || (LENS == 2 && caplen > orig) {
+                std::mem::swap(&mut caplen, &mut orig);
+            }
             if caplen > MAX_CAPLEN {
                 stop = Some(Stop::Absurd(pos, caplen));
                 break;
@@ -396,6 +425,33 @@ mod tests {
     }
 
     #[test]
+    fn old_versions_swap_the_length_fields() {
+        // Version 2.2: record headers hold orig_len before caplen.
+        let mut v = LE_US.to_vec();
+        v[6] = 2;
+        v[32..40].copy_from_slice(&[4, 0, 0, 0, 4, 0, 0, 0]);
+        v[52..60].copy_from_slice(&[60, 0, 0, 0, 2, 0, 0, 0]);
+        assert_eq!(parse_header(&v).unwrap().lengths, Lengths::Swapped);
+        let (p, w) = drain(&v);
+        assert!(w.is_none());
+        assert_eq!((p[1].caplen, p[1].orig_len), (2, 60));
+        // Version 2.3 swaps only records whose caplen > orig_len as read.
+        v[6] = 3;
+        assert_eq!(parse_header(&v).unwrap().lengths, Lengths::MaybeSwapped);
+        let (p, _) = drain(&v);
+        assert_eq!((p[1].caplen, p[1].orig_len), (2, 60));
+        v[52..60].copy_from_slice(&[2, 0, 0, 0, 60, 0, 0, 0]);
+        let (p, _) = drain(&v);
+        assert_eq!((p[1].caplen, p[1].orig_len), (2, 60));
+        // In version 2.4 a large caplen is taken as written (and is corrupt).
+        v[6] = 4;
+        v[52..60].copy_from_slice(&[60, 0, 0, 0, 2, 0, 0, 0]);
+        let (p, w) = drain(&v);
+        assert_eq!(p.len(), 1);
+        assert_eq!(w.unwrap().offset, 44);
+    }
+
+    #[test]
     fn caplen_above_orig_len_is_raised() {
         let mut v = LE_US.to_vec();
         v[36] = 1; // orig_len of record 1 := 1 < caplen 4
@@ -414,6 +470,7 @@ mod tests {
         let mut v = LE_US.to_vec();
         v[4] = 3;
         assert!(parse_header(&v).unwrap_err().contains("version 3.4"));
+        assert_eq!(parse_header(&LE_US).unwrap().lengths, Lengths::Normal);
         let mut v = LE_US.to_vec();
         v[20..24].copy_from_slice(&0x1000_0001u32.to_le_bytes()); // FCS bits set
         assert_eq!(parse_header(&v).unwrap().linktype, 1);
