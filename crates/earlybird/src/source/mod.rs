@@ -14,6 +14,8 @@ pub mod file;
 pub mod pcap;
 pub mod pcapng;
 
+pub use file::{CaptureFile, CaptureReader};
+
 use crate::time::Nanos;
 
 /// Default number of packets in a batch (the seeds use chunks of 128).
