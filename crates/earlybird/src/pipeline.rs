@@ -33,7 +33,6 @@ use crate::flow::record::RecordBatch;
 use crate::shard::Shard;
 use crate::source::{CaptureFile, PacketRef, Warning};
 use crate::telemetry::summary::{Report, Summary};
-use crate::telemetry::Counters;
 use crate::{Error, Result};
 
 /// Records per batch handed to the exporter thread.
