@@ -58,7 +58,11 @@ fn bench_hash(c: &mut Criterion) {
     let mut g = c.benchmark_group("hash");
     g.throughput(Throughput::Elements(p.len() as u64));
     g.bench_function("key_hash_1024", |b| {
-        b.iter(|| p.iter().map(|x| black_box(x.key).hash()).fold(0u64, |a, h| a ^ h))
+        b.iter(|| {
+            p.iter()
+                .map(|x| black_box(x.key).hash())
+                .fold(0u64, |a, h| a ^ h)
+        })
     });
     g.finish();
 }

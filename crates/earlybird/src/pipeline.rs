@@ -218,7 +218,12 @@ struct Sink {
 }
 
 impl Sink {
-    fn new(tx: Sender<RecordBatch>, pool: Receiver<RecordBatch>, policy: ExportPolicy, stride: usize) -> Sink {
+    fn new(
+        tx: Sender<RecordBatch>,
+        pool: Receiver<RecordBatch>,
+        policy: ExportPolicy,
+        stride: usize,
+    ) -> Sink {
         Sink {
             tx,
             pool,
@@ -330,11 +335,31 @@ pub fn collect(
 ) -> Result<(Vec<CollectedFlow>, Report)> {
     let store = Arc::new(std::sync::Mutex::new(Vec::new()));
     let ex = Collector(store.clone());
-    let report = run(files, opts, model, vec![Box::new(ex)], &RunControl::default())?;
+    let report = run(
+        files,
+        opts,
+        model,
+        vec![Box::new(ex)],
+        &RunControl::default(),
+    )?;
     let mut flows = std::mem::take(&mut *store.lock().unwrap_or_else(|p| p.into_inner()));
     flows.sort_by(|a: &CollectedFlow, b: &CollectedFlow| {
-        let ka = (a.record.first_ts, a.record.key.src, a.record.key.dst, a.record.key.sport, a.record.key.dport, a.record.key.proto);
-        let kb = (b.record.first_ts, b.record.key.src, b.record.key.dst, b.record.key.sport, b.record.key.dport, b.record.key.proto);
+        let ka = (
+            a.record.first_ts,
+            a.record.key.src,
+            a.record.key.dst,
+            a.record.key.sport,
+            a.record.key.dport,
+            a.record.key.proto,
+        );
+        let kb = (
+            b.record.first_ts,
+            b.record.key.src,
+            b.record.key.dst,
+            b.record.key.sport,
+            b.record.key.dport,
+            b.record.key.proto,
+        );
         ka.cmp(&kb)
     });
     Ok((flows, report))

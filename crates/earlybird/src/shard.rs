@@ -39,7 +39,12 @@ pub struct Shard {
 
 impl Shard {
     /// Shard `id` of `shards`.
-    pub fn new(id: usize, shards: usize, cfg: &FlowConfig, model: Option<Arc<dyn Classifier>>) -> Shard {
+    pub fn new(
+        id: usize,
+        shards: usize,
+        cfg: &FlowConfig,
+        model: Option<Arc<dyn Classifier>>,
+    ) -> Shard {
         Shard {
             id,
             shards: shards.max(1),

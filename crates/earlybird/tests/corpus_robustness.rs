@@ -7,7 +7,9 @@ use earlybird::pipeline::{self, ModelRef, RunOptions};
 use earlybird::source::CaptureFile;
 
 fn run_dir(sub: &str) {
-    let Some(corpus) = common::corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let files = common::captures(&corpus.join(sub));
     assert!(files.len() > 50, "expected many files under {sub}");
     let (mut ok, mut refused, mut packets, mut flows) = (0, 0, 0u64, 0u64);
@@ -21,8 +23,9 @@ fn run_dir(sub: &str) {
             }
             Ok(cf) => {
                 let files = [cf];
-                let (recs, report) = pipeline::collect(&files, &RunOptions::default(), &ModelRef::default())
-                    .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+                let (recs, report) =
+                    pipeline::collect(&files, &RunOptions::default(), &ModelRef::default())
+                        .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
                 let c = &report.counters;
                 assert_eq!(
                     c.packets_read,
@@ -30,8 +33,16 @@ fn run_dir(sub: &str) {
                     "{}: every packet is either in a flow or counted as skipped",
                     f.display()
                 );
-                let in_records: u64 = recs.iter().map(|r| r.record.packets[0] + r.record.packets[1]).sum();
-                assert_eq!(in_records, c.packets_flowed, "{}: records hold every packet", f.display());
+                let in_records: u64 = recs
+                    .iter()
+                    .map(|r| r.record.packets[0] + r.record.packets[1])
+                    .sum();
+                assert_eq!(
+                    in_records,
+                    c.packets_flowed,
+                    "{}: records hold every packet",
+                    f.display()
+                );
                 packets += c.packets_read;
                 flows += recs.len() as u64;
                 ok += 1;

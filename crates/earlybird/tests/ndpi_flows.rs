@@ -32,19 +32,29 @@ fn expect_path() -> PathBuf {
 
 #[test]
 fn flows_match_ndpi() {
-    let Some(corpus) = common::corpus() else { return };
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
     let dev = corpus.join("classify/dev");
     let text = std::fs::read_to_string(dev.join("ndpi_truth.csv")).expect("truth csv");
     let mut lines = text.lines();
     let header = common::split_csv(lines.next().unwrap());
     let col = |n: &str| header.iter().position(|h| h == n).unwrap();
-    let (c_pcap, c_proto, c_src, c_sport, c_dst, c_dport) =
-        (col("pcap"), col("proto"), col("src"), col("sport"), col("dst"), col("dport"));
+    let (c_pcap, c_proto, c_src, c_sport, c_dst, c_dport) = (
+        col("pcap"),
+        col("proto"),
+        col("src"),
+        col("sport"),
+        col("dst"),
+        col("dport"),
+    );
     let (c_p1, c_p2) = (col("c2s_pkts"), col("s2c_pkts"));
     let mut truth: BTreeMap<String, BTreeMap<FlowId, u64>> = BTreeMap::new();
     for l in lines {
         let f = common::split_csv(l);
-        let Some(proto) = common::proto_number(&f[c_proto]) else { continue };
+        let Some(proto) = common::proto_number(&f[c_proto]) else {
+            continue;
+        };
         let k = id(
             proto,
             f[c_src].clone(),
@@ -53,7 +63,11 @@ fn flows_match_ndpi() {
             f[c_dport].parse().unwrap_or(0),
         );
         let pk: u64 = f[c_p1].parse::<u64>().unwrap_or(0) + f[c_p2].parse::<u64>().unwrap_or(0);
-        *truth.entry(f[c_pcap].clone()).or_default().entry(k).or_default() += pk;
+        *truth
+            .entry(f[c_pcap].clone())
+            .or_default()
+            .entry(k)
+            .or_default() += pk;
     }
     let mut diffs: BTreeMap<String, String> = BTreeMap::new();
     let (mut files, mut same_files, mut flows_total, mut flows_same) = (0, 0, 0, 0);
@@ -70,11 +84,18 @@ fn flows_match_ndpi() {
                 continue;
             }
         };
-        let (recs, _) = pipeline::collect(&[cf], &RunOptions::default(), &ModelRef::default()).unwrap();
+        let (recs, _) =
+            pipeline::collect(&[cf], &RunOptions::default(), &ModelRef::default()).unwrap();
         let mut got: BTreeMap<FlowId, u64> = BTreeMap::new();
         for r in &recs {
             let k = &r.record.key;
-            let fid = id(k.proto, fmt_addr(&k.src), k.sport, fmt_addr(&k.dst), k.dport);
+            let fid = id(
+                k.proto,
+                fmt_addr(&k.src),
+                k.sport,
+                fmt_addr(&k.dst),
+                k.dport,
+            );
             *got.entry(fid).or_default() += r.record.packets[0] + r.record.packets[1];
         }
         flows_total += want.len();
@@ -109,7 +130,10 @@ fn flows_match_ndpi() {
     if std::env::var_os("EARLYBIRD_BLESS").is_some() {
         let mut s = String::from("# capture\tmeasured difference\treason (reviewed by hand)\n");
         for (f, d) in &diffs {
-            let r = reasons.get(f).cloned().unwrap_or_else(|| "TODO: explain".into());
+            let r = reasons
+                .get(f)
+                .cloned()
+                .unwrap_or_else(|| "TODO: explain".into());
             s.push_str(&format!("{f}\t{d}\t{r}\n"));
         }
         std::fs::write(expect_path(), s).unwrap();
@@ -117,10 +141,20 @@ fn flows_match_ndpi() {
     }
     let listed: BTreeSet<&String> = reasons.keys().collect();
     let found: BTreeSet<&String> = diffs.keys().collect();
-    let new: Vec<_> = found.difference(&listed).map(|f| format!("{f}: {}", diffs[*f])).collect();
+    let new: Vec<_> = found
+        .difference(&listed)
+        .map(|f| format!("{f}: {}", diffs[*f]))
+        .collect();
     let fixed: Vec<_> = listed.difference(&found).collect();
-    assert!(new.is_empty(), "captures that now differ from nDPI (unexplained):\n{}", new.join("\n"));
-    assert!(fixed.is_empty(), "captures listed as different that now match nDPI: {fixed:?}");
+    assert!(
+        new.is_empty(),
+        "captures that now differ from nDPI (unexplained):\n{}",
+        new.join("\n")
+    );
+    assert!(
+        fixed.is_empty(),
+        "captures listed as different that now match nDPI: {fixed:?}"
+    );
     assert!(
         reasons.values().all(|r| !r.starts_with("TODO")),
         "every listed difference needs a reason"

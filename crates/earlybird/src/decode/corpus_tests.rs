@@ -29,16 +29,24 @@ fn whole_corpus_never_panics() {
     let mut packets = 0u64;
     let mut stack = vec![root];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for e in entries.flatten() {
             let path = e.path();
             if path.is_dir() {
                 stack.push(path);
                 continue;
             }
-            let Ok(bytes) = std::fs::read(&path) else { continue };
-            let Some((linktype, pkts)) = read_pcap(&bytes) else { continue };
-            let Some(link) = LinkType::from_pcap(linktype) else { continue };
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let Some((linktype, pkts)) = read_pcap(&bytes) else {
+                continue;
+            };
+            let Some(link) = LinkType::from_pcap(linktype) else {
+                continue;
+            };
             files += 1;
             let mut d = Decoded::default();
             for p in &pkts {

@@ -39,11 +39,11 @@ pub mod vxlan;
 mod walk;
 
 #[cfg(test)]
+mod corpus_tests;
+#[cfg(test)]
 mod testutil;
 #[cfg(test)]
 mod walk_tests;
-#[cfg(test)]
-mod corpus_tests;
 
 pub use walk::{decode, MAX_TUNNELS, MAX_VLAN_TAGS};
 

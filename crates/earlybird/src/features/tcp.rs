@@ -32,8 +32,10 @@ impl TcpState {
             return;
         }
         let c = &mut self.counts[dir & 1];
-        for (bit, n) in c.iter_mut().enumerate() {
-            *n += ((flags >> bit) & 1) as u32;
+        let mut f = flags;
+        while f != 0 {
+            c[f.trailing_zeros() as usize & 7] += 1;
+            f &= f - 1;
         }
         if flags & FIN != 0 {
             self.close |= 1 << (dir & 1);

@@ -25,12 +25,9 @@ pub struct Hot {
     pub last_ts: u64,
     /// Low 32 bits of the key hash (home bucket for deletion).
     pub hash: u32,
-    /// Verdict confidence × 65535.
-    pub conf: u16,
-    /// Packet index at which the verdict was taken.
-    pub at: u8,
-    /// Kept zero.
-    pub _pad: u8,
+    /// Whole seconds of the first packet's timestamp (coarse active-timeout
+    /// check without touching the cold part).
+    pub first_s: u32,
 }
 
 /// Slot holds a live flow.
@@ -41,6 +38,8 @@ pub const CLIENT_IS_A: u8 = 2;
 pub const DECIDED: u8 = 4;
 /// The flow is IPv6.
 pub const V6: u8 = 8;
+/// The TCP connection has closed (FIN both ways or RST).
+pub const CLOSED: u8 = 16;
 
 /// Cold part of a flow: statistics read when the flow ends.
 #[derive(Debug, Clone, Copy, Default)]
@@ -53,6 +52,10 @@ pub struct Cold {
     pub tcp: TcpState,
     /// MAC addresses of the first packet (source, destination).
     pub macs: [[u8; 6]; 2],
+    /// Verdict confidence.
+    pub conf: f32,
+    /// Packet index at which the verdict was taken.
+    pub at: u8,
 }
 
 const _: () = assert!(std::mem::size_of::<Hot>() == 64);

@@ -36,7 +36,8 @@ impl Key {
     /// sent by endpoint `a`.
     #[inline]
     pub fn from_decoded(d: &Decoded, bidirectional: bool) -> (Key, bool) {
-        let forward = !bidirectional || (d.src, d.sport) <= (d.dst, d.dport);
+        let forward = !bidirectional
+            || (u128::from_be_bytes(d.src), d.sport) <= (u128::from_be_bytes(d.dst), d.dport);
         let (a, pa, b, pb) = if forward {
             (d.src, d.sport, d.dst, d.dport)
         } else {

@@ -27,7 +27,7 @@
 
 use std::sync::Arc;
 
-use super::entry::{Cold, Hot, CLIENT_IS_A, DECIDED, IN_USE, V6};
+use super::entry::{Cold, Hot, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, V6};
 use super::key::Key;
 use super::record::{Dir, EarlyPkt, EndReason, FlowRecord, RecordBatch, RecordKey, Verdict};
 use crate::classify::{Classifier, FlowFeatures};
@@ -205,7 +205,7 @@ impl FlowTable {
         let h = &self.hot[s];
         let c = &self.cold[s];
         let gap = p.ts.saturating_sub(h.last_ts);
-        if c.tcp.close != 0 && c.tcp.closed() {
+        if h.state & CLOSED != 0 {
             let bare_syn = p.flags & (tcp::SYN | tcp::ACK) == tcp::SYN;
             if gap > self.close || bare_syn {
                 return Some(close_reason(c));
@@ -264,9 +264,7 @@ impl FlowTable {
             app: Verdict::UNKNOWN,
             last_ts: p.ts,
             hash: p.hash as u32,
-            conf: 0,
-            at: 0,
-            _pad: 0,
+            first_s: (p.ts / crate::time::SECOND) as u32,
         };
         self.cold[s] = Cold {
             first_ts: p.ts,
@@ -306,8 +304,11 @@ impl FlowTable {
         }
         let c = &mut self.cold[s];
         c.dir[dir as usize].update(p.size, p.ts);
-        if p.key.proto == crate::decode::ipproto::TCP {
+        if p.flags != 0 {
             c.tcp.update(dir as usize, p.flags);
+            if c.tcp.closed() {
+                h.state |= CLOSED;
+            }
         }
         if self.decide_at != 0 && h.state & DECIDED == 0 && h.n_early as usize >= self.decide_at {
             self.decide(s);
@@ -329,9 +330,10 @@ impl FlowTable {
         let v = model.classify(&f);
         let h = &mut self.hot[s];
         h.app = v.class;
-        h.conf = (v.confidence.clamp(0.0, 1.0) * 65535.0).round() as u16;
-        h.at = v.at_packet;
         h.state |= DECIDED;
+        let c = &mut self.cold[s];
+        c.conf = v.confidence.clamp(0.0, 1.0);
+        c.at = v.at_packet;
         self.counters.classified += 1;
     }
 
@@ -346,8 +348,8 @@ impl FlowTable {
         let verdict = if h.state & DECIDED != 0 {
             Verdict {
                 class: h.app,
-                confidence: h.conf as f32 / 65535.0,
-                at_packet: h.at,
+                confidence: c.conf,
+                at_packet: c.at,
             }
         } else {
             Verdict {
@@ -420,19 +422,22 @@ impl FlowTable {
         self.used -= 1;
     }
 
-    /// Why slot `s` has expired at time `now`, if it has.
-    fn expired(&self, s: usize, now: Nanos) -> Option<EndReason> {
+    /// Why slot `s` has expired at time `now`, if it has. Reads only the
+    /// hot line unless the coarse active-timeout check says "maybe".
+    #[inline]
+    fn expired(&self, s: usize, now: Nanos, now_s: u32) -> Option<EndReason> {
         let h = &self.hot[s];
         if h.state & IN_USE == 0 {
             return None;
         }
         let gap = now.saturating_sub(h.last_ts);
-        let c = &self.cold[s];
-        if c.tcp.closed() && gap > self.close {
-            Some(close_reason(c))
+        if h.state & CLOSED != 0 && gap > self.close {
+            Some(close_reason(&self.cold[s]))
         } else if gap > self.idle {
             Some(EndReason::Idle)
-        } else if now.saturating_sub(c.first_ts) > self.active {
+        } else if now_s.saturating_sub(h.first_s) as u64 >= self.active / crate::time::SECOND
+            && now.saturating_sub(self.cold[s].first_ts) > self.active
+        {
             Some(EndReason::Active)
         } else {
             None
@@ -460,13 +465,14 @@ impl FlowTable {
             return 0;
         }
         let mut ended = 0;
+        let now_s = (self.now / crate::time::SECOND) as u32;
         for _ in 0..n.min(high) {
             if self.cursor >= high {
                 self.cursor = 0;
             }
             let s = self.cursor;
             self.cursor += 1;
-            if let Some(r) = self.expired(s, self.now) {
+            if let Some(r) = self.expired(s, self.now, now_s) {
                 self.end(s, r);
                 ended += 1;
             }
@@ -506,9 +512,8 @@ impl FlowTable {
     pub fn flush(&mut self) {
         for s in 0..self.hot.len() {
             if self.hot[s].state & IN_USE != 0 {
-                let c = &self.cold[s];
-                let r = if c.tcp.closed() {
-                    close_reason(c)
+                let r = if self.hot[s].state & CLOSED != 0 {
+                    close_reason(&self.cold[s])
                 } else {
                     EndReason::EndOfInput
                 };

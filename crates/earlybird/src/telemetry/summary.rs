@@ -5,9 +5,10 @@
 //! updates per record, on the exporter thread, never on a shard);
 //! [`Report`] prints the counters and the top entries.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::Counters;
 use crate::decode::Skip;
@@ -165,10 +166,18 @@ impl fmt::Display for Report {
             f,
             "flows: {} ({})",
             c.flows_ended(),
-            if ends.is_empty() { "none".into() } else { ends.join(", ") }
+            if ends.is_empty() {
+                "none".into()
+            } else {
+                ends.join(", ")
+            }
         )?;
         if c.export_dropped > 0 {
-            writeln!(f, "records dropped (exporter too slow): {}", c.export_dropped)?;
+            writeln!(
+                f,
+                "records dropped (exporter too slow): {}",
+                c.export_dropped
+            )?;
         }
         let top = self.summary.top_ports(10);
         if !top.is_empty() {
@@ -201,7 +210,12 @@ impl fmt::Display for Report {
                         .map(String::as_str)
                         .unwrap_or("?")
                 };
-                writeln!(f, "  {name:<20} {:>10}  {:>9} flows", human(t.bytes), t.flows)?;
+                writeln!(
+                    f,
+                    "  {name:<20} {:>10}  {:>9} flows",
+                    human(t.bytes),
+                    t.flows
+                )?;
             }
         }
         for w in &self.warnings {
