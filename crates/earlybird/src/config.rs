@@ -26,6 +26,10 @@ pub struct FlowConfig {
     pub max_flows: usize,
     /// Slots examined by the incremental expiry per batch. Default 256.
     pub sweep_per_batch: usize,
+    /// Keep size/inter-arrival moments and TCP flag counts per flow (160
+    /// bytes per flow). Default true; false (`--stats basic`) leaves those
+    /// record fields zero.
+    pub full_stats: bool,
 }
 
 impl Default for FlowConfig {
@@ -38,6 +42,7 @@ impl Default for FlowConfig {
             early_packets: 4,
             max_flows: 1_000_000,
             sweep_per_batch: 256,
+            full_stats: true,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! TCP flag counting and connection close tracking.
 //!
-//! Contract: [`TcpState::update`] counts every flag bit of a packet in its
-//! direction and follows the close handshake. A connection is *closed* once a
+//! Contract: [`count_flags`] counts every flag bit of a packet in its
+//! direction; [`TcpState::update`] follows the close handshake. A connection is *closed* once a
 //! RST is seen or a FIN has been seen in both directions; the flow table then
 //! ends the flow when the close grace period passes or a new SYN reuses the
 //! 5-tuple. O(1), no allocation.
@@ -15,28 +15,32 @@ pub const RST: u8 = 0x04;
 /// ACK flag bit.
 pub const ACK: u8 = 0x10;
 
-/// Flag counts and close state of one TCP flow.
+/// Count of each flag bit (FIN = bit 0 … CWR = bit 7) per direction.
+pub type FlagCounts = [[u32; 8]; 2];
+
+/// Adds one packet's `flags` sent in direction `dir` (0 fwd, 1 bwd).
+#[inline]
+pub fn count_flags(counts: &mut FlagCounts, dir: usize, flags: u8) {
+    let c = &mut counts[dir & 1];
+    let mut f = flags;
+    while f != 0 {
+        c[f.trailing_zeros() as usize & 7] += 1;
+        f &= f - 1;
+    }
+}
+
+/// Close state of one TCP connection (1 byte).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TcpState {
-    /// Count of each flag bit (FIN = bit 0 … CWR = bit 7) per direction.
-    pub counts: [[u32; 8]; 2],
     /// Bit 0: FIN seen forward; bit 1: FIN seen backward; bit 2: RST seen.
     pub close: u8,
 }
 
 impl TcpState {
-    /// Accounts one packet's `flags` sent in direction `dir` (0 fwd, 1 bwd).
+    /// Follows the close handshake with one packet's `flags` sent in
+    /// direction `dir` (0 fwd, 1 bwd).
     #[inline]
     pub fn update(&mut self, dir: usize, flags: u8) {
-        if flags == 0 {
-            return;
-        }
-        let c = &mut self.counts[dir & 1];
-        let mut f = flags;
-        while f != 0 {
-            c[f.trailing_zeros() as usize & 7] += 1;
-            f &= f - 1;
-        }
         if flags & FIN != 0 {
             self.close |= 1 << (dir & 1);
         }
@@ -70,8 +74,16 @@ mod tests {
         assert!(!t.closed());
         t.update(1, FIN | ACK);
         assert!(t.closed() && !t.reset());
-        assert_eq!(t.counts[0][1], 1);
-        assert_eq!(t.counts[1][4], 2);
+    }
+
+    #[test]
+    fn counts_every_set_bit() {
+        let mut c = FlagCounts::default();
+        count_flags(&mut c, 0, SYN);
+        count_flags(&mut c, 1, SYN | ACK);
+        count_flags(&mut c, 1, 0xff);
+        assert_eq!(c[0], [0, 1, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(c[1], [1, 2, 1, 1, 2, 1, 1, 1]);
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! Flow table entries: one cache line of per-packet hot fields, cold
 //! statistics apart.
 //!
-//! Contract: [`Hot`] is exactly 64 bytes and 64-byte aligned; the lookup path
-//! reads only it. [`Cold`] holds the statistics a record needs and is touched
-//! once per packet on update. Neither allocates.
+//! Contract: [`Hot`] is exactly 64 bytes and 64-byte aligned; lookup and
+//! expiry read only it. [`Cold`] holds the counters every record has and
+//! [`Extra`] the full statistics (only allocated with `--stats full`); both
+//! are touched once per packet on update. Nothing here allocates.
 
 use super::key::Key;
-use crate::features::stats::DirStats;
-use crate::features::tcp::TcpState;
+use crate::features::stats::Moments;
+use crate::features::tcp::{FlagCounts, TcpState};
 
 /// Hot part of a flow: what lookup and expiry read.
 #[derive(Debug, Clone, Copy, Default)]
@@ -41,21 +42,36 @@ pub const V6: u8 = 8;
 /// The TCP connection has closed (FIN both ways or RST).
 pub const CLOSED: u8 = 16;
 
-/// Cold part of a flow: statistics read when the flow ends.
+/// Cold part of a flow: counters a record always has. 48 bytes.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Cold {
     /// Timestamp of the first packet.
     pub first_ts: u64,
-    /// Per-direction statistics, indexed by [`crate::flow::record::Dir`].
-    pub dir: [DirStats; 2],
-    /// TCP flag counts and close state.
-    pub tcp: TcpState,
+    /// Bytes (sum of IP lengths) per direction.
+    pub bytes: [u64; 2],
+    /// Packets per direction (a flow ends with reason `active` before one
+    /// overflows).
+    pub packets: [u32; 2],
     /// MAC addresses of the first packet (source, destination).
     pub macs: [[u8; 6]; 2],
-    /// Verdict confidence.
-    pub conf: f32,
+    /// Verdict confidence × 65535.
+    pub conf: u16,
     /// Packet index at which the verdict was taken.
     pub at: u8,
+    /// TCP close state.
+    pub tcp: TcpState,
+}
+
+/// What `--stats full` (the default) adds per flow: size and inter-arrival
+/// moments and TCP flag counts per direction. 160 bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extra {
+    /// Per-direction moments, indexed by [`crate::flow::record::Dir`].
+    pub dir: [Moments; 2],
+    /// TCP flag counts per direction.
+    pub flags: FlagCounts,
 }
 
 const _: () = assert!(std::mem::size_of::<Hot>() == 64);
+const _: () = assert!(std::mem::size_of::<Cold>() == 48);
+const _: () = assert!(std::mem::size_of::<Extra>() == 160);

@@ -9,8 +9,9 @@
 //!
 //! Layout: an open-addressing index of `u32` entries (8-bit hash tag + 24-bit
 //! slot number, linear probing, backward-shift deletion, load ≤ 1/2) points
-//! into three slot arrays: [`Hot`] (one cache line), [`Cold`] statistics and
-//! the early-packet array (N entries per slot).
+//! into parallel slot arrays: [`Hot`] (one cache line), [`Cold`] counters,
+//! [`Extra`] full statistics (empty with `--stats basic`) and the
+//! early-packet array (N entries per slot).
 //!
 //! Flow boundaries are decided from packet timestamps only and at lookup
 //! time: a packet that arrives after the idle timeout, after the active
@@ -27,7 +28,7 @@
 
 use std::sync::Arc;
 
-use super::entry::{Cold, Hot, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, V6};
+use super::entry::{Cold, Extra, Hot, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, V6};
 use super::key::Key;
 use super::record::{Dir, EarlyPkt, EndReason, FlowRecord, RecordBatch, RecordKey, Verdict};
 use crate::classify::{Classifier, FlowFeatures};
@@ -86,6 +87,8 @@ pub struct FlowTable {
     mask: usize,
     hot: Vec<Hot>,
     cold: Vec<Cold>,
+    extra: Vec<Extra>,
+    full_stats: bool,
     early: Vec<EarlyPkt>,
     free: Vec<u32>,
     capacity: usize,
@@ -121,6 +124,8 @@ impl FlowTable {
             mask: buckets - 1,
             hot: Vec::with_capacity(capacity),
             cold: Vec::with_capacity(capacity),
+            extra: Vec::with_capacity(if cfg.full_stats { capacity } else { 0 }),
+            full_stats: cfg.full_stats,
             early: Vec::with_capacity(capacity * n),
             free: Vec::new(),
             capacity,
@@ -149,12 +154,31 @@ impl FlowTable {
         self.used == 0
     }
 
-    /// Bytes of memory reserved per flow slot (hot + cold + early + index).
+    /// Bytes of memory per flow slot: hot + cold + extra (full stats) +
+    /// early packets + this slot's share of the index.
     pub fn bytes_per_slot(&self) -> usize {
         std::mem::size_of::<Hot>()
             + std::mem::size_of::<Cold>()
+            + if self.full_stats {
+                std::mem::size_of::<Extra>()
+            } else {
+                0
+            }
             + self.n * std::mem::size_of::<EarlyPkt>()
             + self.index.len() * 4 / self.capacity
+    }
+
+    /// Bytes of table memory in use: slots ever used × slot size + index.
+    pub fn memory_bytes(&self) -> usize {
+        let slot = std::mem::size_of::<Hot>()
+            + std::mem::size_of::<Cold>()
+            + if self.full_stats {
+                std::mem::size_of::<Extra>()
+            } else {
+                0
+            }
+            + self.n * std::mem::size_of::<EarlyPkt>();
+        self.hot.len() * slot + self.index.len() * 4
     }
 
     /// Hints the CPU to load the index bucket of `hash`.
@@ -213,7 +237,9 @@ impl FlowTable {
         }
         if gap > self.idle {
             Some(EndReason::Idle)
-        } else if p.ts.saturating_sub(c.first_ts) > self.active {
+        } else if p.ts.saturating_sub(c.first_ts) > self.active
+            || c.packets[0].max(c.packets[1]) == u32::MAX
+        {
             Some(EndReason::Active)
         } else {
             None
@@ -244,6 +270,9 @@ impl FlowTable {
             None => {
                 self.hot.push(Hot::default());
                 self.cold.push(Cold::default());
+                if self.full_stats {
+                    self.extra.push(Extra::default());
+                }
                 self.early
                     .resize(self.early.len() + self.n, EarlyPkt::default());
                 self.hot.len() - 1
@@ -302,12 +331,22 @@ impl FlowTable {
         if p.ts > h.last_ts {
             h.last_ts = p.ts;
         }
+        let d = dir as usize;
         let c = &mut self.cold[s];
-        c.dir[dir as usize].update(p.size, p.ts);
+        let first = c.packets[d] == 0;
+        c.packets[d] += 1;
+        c.bytes[d] += p.size as u64;
         if p.flags != 0 {
-            c.tcp.update(dir as usize, p.flags);
+            c.tcp.update(d, p.flags);
             if c.tcp.closed() {
                 h.state |= CLOSED;
+            }
+        }
+        if self.full_stats {
+            let x = &mut self.extra[s];
+            x.dir[d].update(p.size, p.ts, first);
+            if p.flags != 0 {
+                tcp::count_flags(&mut x.flags, d, p.flags);
             }
         }
         if self.decide_at != 0 && h.state & DECIDED == 0 && h.n_early as usize >= self.decide_at {
@@ -332,7 +371,7 @@ impl FlowTable {
         h.app = v.class;
         h.state |= DECIDED;
         let c = &mut self.cold[s];
-        c.conf = v.confidence.clamp(0.0, 1.0);
+        c.conf = (v.confidence.clamp(0.0, 1.0) * 65535.0).round() as u16;
         c.at = v.at_packet;
         self.counters.classified += 1;
     }
@@ -345,10 +384,17 @@ impl FlowTable {
         let h = self.hot[s];
         let c = &self.cold[s];
         let (src, sport, dst, dport) = client_server(&h);
+        let packets = [c.packets[0] as u64, c.packets[1] as u64];
+        let none = Extra::default();
+        let x = if self.full_stats {
+            &self.extra[s]
+        } else {
+            &none
+        };
         let verdict = if h.state & DECIDED != 0 {
             Verdict {
                 class: h.app,
-                confidence: c.conf,
+                confidence: c.conf as f32 / 65535.0,
                 at_packet: c.at,
             }
         } else {
@@ -374,11 +420,14 @@ impl FlowTable {
             dst_mac: c.macs[1],
             first_ts: c.first_ts,
             last_ts: h.last_ts,
-            packets: [c.dir[0].packets, c.dir[1].packets],
-            bytes: [c.dir[0].bytes, c.dir[1].bytes],
-            size: [c.dir[0].size_stat(), c.dir[1].size_stat()],
-            iat: [c.dir[0].iat_stat(), c.dir[1].iat_stat()],
-            tcp_flags: c.tcp.counts,
+            packets,
+            bytes: c.bytes,
+            size: [
+                x.dir[0].size_stat(packets[0], c.bytes[0]),
+                x.dir[1].size_stat(packets[1], c.bytes[1]),
+            ],
+            iat: [x.dir[0].iat_stat(packets[0]), x.dir[1].iat_stat(packets[1])],
+            tcp_flags: x.flags,
             end: reason,
             early_len: h.n_early,
             verdict,
