@@ -331,7 +331,7 @@ mod tests {
             }
             n += b.len() as u64;
         }
-        assert_eq!(r.position() as usize <= f.bytes().len(), true);
+        assert!(r.position() as usize <= f.bytes().len());
         Ok((n, r.skipped_unsupported_link(), r.warning().cloned()))
     }
 
