@@ -22,7 +22,7 @@
 //!   walk ends. Allocates only per interface (the interface table), never per
 //!   packet.
 
-use super::pcap::MAX_CAPLEN;
+use super::pcap::{MAX_CAPLEN, MAX_RESERVE};
 use super::{LinkType, PacketRef, Warning};
 
 const SHB: u32 = 0x0a0d_0d0a;
@@ -315,7 +315,7 @@ impl<'a> PcapngReader<'a> {
         if self.done || max == 0 {
             return 0;
         }
-        out.reserve(max);
+        out.reserve(max.min(MAX_RESERVE));
         while out.len() < max {
             if self.pos >= self.data.len() {
                 self.done = true;
@@ -564,7 +564,7 @@ mod tests {
             let f = multi(W { be });
             assert_eq!(check_header(&f), Ok(()));
             assert_eq!(all_interfaces_unsupported(&f), None);
-            for batch in [1, 2, 256] {
+            for batch in [1, 2, 256, usize::MAX] {
                 let (p, w, skipped) = drain(&f, batch);
                 assert!(w.is_none(), "{w:?}");
                 assert_eq!(skipped, 1);
