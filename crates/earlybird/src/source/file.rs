@@ -36,6 +36,29 @@ enum Format {
 }
 
 /// A checked capture file (pcap or pcapng) whose bytes are held in memory.
+///
+/// ```
+/// use earlybird::source::{CaptureFile, BATCH};
+///
+/// // A little-endian pcap (Ethernet) holding one 2-byte record.
+/// let mut bytes = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+/// bytes.extend_from_slice(&[0xff, 0xff, 0, 0, 1, 0, 0, 0]);
+/// bytes.extend_from_slice(&[1, 0, 0, 0, 5, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 0xab, 0xcd]);
+/// let file = CaptureFile::from_bytes("mem.pcap", bytes)?;
+/// let mut reader = file.reader();
+/// let mut batch = Vec::with_capacity(BATCH);
+/// let mut packets = 0;
+/// while reader.next_batch(&mut batch, BATCH) > 0 {
+///     for p in &batch {
+///         assert_eq!(p.bytes(reader.data()), &[0xab, 0xcd]);
+///         assert_eq!(p.ts, 1_000_005_000);
+///     }
+///     packets += batch.len();
+/// }
+/// assert_eq!(packets, 1);
+/// assert!(reader.warning().is_none());
+/// # Ok::<(), earlybird::Error>(())
+/// ```
 pub struct CaptureFile {
     name: String,
     storage: Storage,
@@ -331,7 +354,7 @@ mod tests {
             }
             n += b.len() as u64;
         }
-        assert_eq!(r.position() as usize <= f.bytes().len(), true);
+        assert!(r.position() as usize <= f.bytes().len());
         Ok((n, r.skipped_unsupported_link(), r.warning().cloned()))
     }
 

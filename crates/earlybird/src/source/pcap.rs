@@ -25,6 +25,10 @@ use super::{LinkType, PacketRef, Warning};
 /// 256 KiB). A larger value means the file is corrupt.
 pub const MAX_CAPLEN: u32 = 256 * 1024;
 
+/// Most packets reserved in the caller's batch at once (a caller asking for
+/// `usize::MAX` packets must not make us reserve that much).
+pub(crate) const MAX_RESERVE: usize = 1 << 16;
+
 /// Size of the classic pcap global header.
 pub const HEADER_LEN: usize = 24;
 
@@ -164,7 +168,7 @@ impl<'a> PcapReader<'a> {
         if self.done || max == 0 {
             return 0;
         }
-        out.reserve(max);
+        out.reserve(max.min(MAX_RESERVE));
         const N: u8 = 0;
         const S: u8 = 1;
         const M: u8 = 2;
@@ -522,5 +526,7 @@ mod tests {
         assert_eq!(r.position(), 62);
         assert_eq!(r.next_batch(&mut b, 10), 0);
         assert!(b.is_empty());
+        let mut r = PcapReader::new("t", &LE_US, hdr, LinkType::Ethernet);
+        assert_eq!(r.next_batch(&mut b, usize::MAX), 2, "huge max is fine");
     }
 }

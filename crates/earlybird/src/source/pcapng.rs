@@ -22,7 +22,7 @@
 //!   walk ends. Allocates only per interface (the interface table), never per
 //!   packet.
 
-use super::pcap::MAX_CAPLEN;
+use super::pcap::{MAX_CAPLEN, MAX_RESERVE};
 use super::{LinkType, PacketRef, Warning};
 
 const SHB: u32 = 0x0a0d_0d0a;
@@ -112,7 +112,7 @@ fn read_block(data: &[u8], at: usize, order: &mut Order) -> Result<Block, BlockE
     }
     let kind = order.u32(data, at).unwrap_or(0);
     let len = order.u32(data, at + 4).unwrap_or(0) as usize;
-    if len < 12 || len % 4 != 0 {
+    if len < 12 || len & 3 != 0 {
         return Err(BlockErr::Corrupt(format!(
             "bad block length {len} (block type 0x{kind:x})"
         )));
@@ -315,7 +315,7 @@ impl<'a> PcapngReader<'a> {
         if self.done || max == 0 {
             return 0;
         }
-        out.reserve(max);
+        out.reserve(max.min(MAX_RESERVE));
         while out.len() < max {
             if self.pos >= self.data.len() {
                 self.done = true;
@@ -487,7 +487,7 @@ mod tests {
             v.extend_from_slice(&self.u32(kind));
             v.extend_from_slice(&self.u32(len));
             v.extend_from_slice(body);
-            v.extend(std::iter::repeat(0).take(pad));
+            v.resize(v.len() + pad, 0);
             v.extend_from_slice(&self.u32(len));
             v
         }
@@ -506,7 +506,7 @@ mod tests {
                 b.extend_from_slice(&self.u16(*code));
                 b.extend_from_slice(&self.u16(val.len() as u16));
                 b.extend_from_slice(val);
-                b.extend(std::iter::repeat(0).take((4 - val.len() % 4) % 4));
+                b.resize(b.len() + (4 - val.len() % 4) % 4, 0);
             }
             if !opts.is_empty() {
                 b.extend_from_slice(&[0; 4]); // opt_endofopt
@@ -564,7 +564,7 @@ mod tests {
             let f = multi(W { be });
             assert_eq!(check_header(&f), Ok(()));
             assert_eq!(all_interfaces_unsupported(&f), None);
-            for batch in [1, 2, 256] {
+            for batch in [1, 2, 256, usize::MAX] {
                 let (p, w, skipped) = drain(&f, batch);
                 assert!(w.is_none(), "{w:?}");
                 assert_eq!(skipped, 1);

@@ -1,0 +1,37 @@
+//! Fuzz target: any bytes as a capture file. Opening may fail (that is an
+//! `Err`, never a panic); a file that opens is drained to the end with
+//! several batch sizes, and every packet must lie inside the buffer with
+//! caplen ≤ orig_len and increasing packet numbers.
+#![no_main]
+
+use earlybird::source::CaptureFile;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(file) = CaptureFile::from_bytes("fuzz", data.to_vec()) else {
+        return;
+    };
+    let mut batch = Vec::new();
+    for max in [1usize, 7, 256] {
+        let mut reader = file.reader();
+        let mut last = 0u64;
+        let mut total = 0usize;
+        while reader.next_batch(&mut batch, max) > 0 {
+            assert!(batch.len() <= max);
+            for p in &batch {
+                assert!(p.offset + p.caplen as usize <= reader.data().len());
+                assert!(p.caplen <= p.orig_len);
+                assert!(p.number > last);
+                last = p.number;
+                let _ = p.bytes(reader.data());
+            }
+            total += batch.len();
+            assert!(total <= data.len(), "more packets than bytes");
+        }
+        assert_eq!(reader.next_batch(&mut batch, max), 0, "end is sticky");
+        assert!(reader.position() as usize <= data.len());
+        if let Some(w) = reader.warning() {
+            assert!(w.offset as usize <= data.len());
+        }
+    }
+});
