@@ -31,8 +31,9 @@
 //!   preamble/gap, plus an exponential idle gap).
 //!
 //! Memory: ~64 bytes per connection plus a heap of the connections that
-//! overlap in time; nothing is allocated per packet. L4 checksums are left 0
-//! (not computable from snaplen-cut payloads). Failures: the sink's
+//! overlap in time; nothing is allocated per packet. Payload bytes are
+//! pseudo-random and do not depend on the snaplen; IPv4, TCP and UDP
+//! checksums are valid over the whole packet. Failures: the sink's
 //! `io::Error` only.
 
 use std::cmp::Reverse;
@@ -313,6 +314,8 @@ pub(super) fn generate<W: Write>(opts: &GenOptions, mut out: PcapOut<W>) -> io::
     drop(setup_rng);
     let mut rng = Pcg64Mcg::seed_from_u64(mix64(seed_key));
     let payload_key = mix64(seed_key ^ 0x5041_594C); // "PAYL"
+    let payload = frame::PayloadPool::new(payload_key);
+    let payload = frame::PayloadPool::new(payload_key);
 
     // Connections in order of their first packet; a min-heap merges the
     // packets of the connections that have started.
@@ -402,15 +405,23 @@ pub(super) fn generate<W: Write>(opts: &GenOptions, mut out: PcapOut<W>) -> io::
             tcp_packets += 1;
             end
         };
-        let caplen = frame_len.min(snaplen);
+        // The whole payload is generated (not only the captured part) so the
+        // L4 checksum is valid and the bytes do not depend on the snaplen.
         let ip_end = ETH_LEN + ip_len_us;
-        if caplen > hdr_end {
-            let upto = caplen.min(ip_end);
-            frame::fill_payload(&mut scratch[hdr_end..upto], payload_key ^ i);
-        }
-        if caplen > ip_end {
-            scratch[ip_end..caplen].fill(0);
-        }
+        let payload_sum = payload.fill(&mut scratch[hdr_end..ip_end], mix64(payload_key ^ i));
+        scratch[ip_end..frame_len].fill(0);
+        let l4_len = ip_len - 20;
+        let sum = frame::sum16(
+            &scratch[L4_OFF..hdr_end],
+            payload_sum + frame::pseudo_header_sum(src, dst, if c.udp { 17 } else { 6 }, l4_len),
+        );
+        let ck = match (frame::checksum(sum), c.udp) {
+            (0, true) => 0xFFFF, // UDP sends a computed zero as all ones
+            (ck, _) => ck,
+        };
+        let ck_at = L4_OFF + if c.udp { 6 } else { 16 };
+        scratch[ck_at..ck_at + 2].copy_from_slice(&ck.to_be_bytes());
+        let caplen = frame_len.min(snaplen);
         out.record(ts, frame_len as u32, &scratch[..caplen])?;
         bytes_ip += u64::from(ip_len);
         written += 1;

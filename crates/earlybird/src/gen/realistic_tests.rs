@@ -170,8 +170,16 @@ fn snaplen_changes_only_the_cut() {
         assert_eq!(c.data, &f.data[..c.data.len()]);
         assert_eq!((c.ts_ns, c.orig_len), (f.ts_ns, f.orig_len));
         // Ethernet padding of short frames is zero.
-        let ip_len = usize::from(decode(f.data).ip_len);
+        let p = decode(f.data);
+        let ip_len = usize::from(p.ip_len);
         assert!(f.data[14 + ip_len..].iter().all(|&b| b == 0));
+        // L4 checksums are valid over the whole packet.
+        let pseudo = frame::pseudo_header_sum(p.src, p.dst, p.proto, p.ip_len - 20);
+        let l4 = &f.data[34..14 + ip_len];
+        assert_eq!(frame::checksum(frame::sum16(l4, pseudo)), 0, "{p:?}");
+        if p.proto == 17 {
+            assert_ne!(&l4[6..8], &[0, 0], "UDP checksum computed");
+        }
     }
 }
 
