@@ -253,16 +253,16 @@ mod tests {
 
     #[test]
     fn invalid_options_are_rejected_before_writing() {
-        let cases: Vec<Box<dyn Fn(&mut GenOptions)>> = vec![
-            Box::new(|o| o.window = 0),
-            Box::new(|o| o.packets_per_flow = 0),
-            Box::new(|o| o.gbps = 0.0),
-            Box::new(|o| o.gbps = f64::NAN),
-            Box::new(|o| o.snaplen = 0),
-            Box::new(|o| {
+        let cases: [fn(&mut GenOptions); 6] = [
+            |o| o.window = 0,
+            |o| o.packets_per_flow = 0,
+            |o| o.gbps = 0.0,
+            |o| o.gbps = f64::NAN,
+            |o| o.snaplen = 0,
+            |o| {
                 o.kind = GenKind::Realistic;
                 o.load = 1.5
-            }),
+            },
         ];
         for change in cases {
             let mut o = GenOptions::new(GenKind::Worst, 10);
