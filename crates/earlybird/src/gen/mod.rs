@@ -208,6 +208,18 @@ impl fmt::Display for GenSummary {
 /// Invalid options fail with `io::ErrorKind::InvalidInput` before anything
 /// is written. `w` is written in large chunks; wrapping it in a `BufWriter`
 /// is unnecessary.
+///
+/// ```
+/// use earlybird::gen::{generate, GenKind, GenOptions};
+///
+/// let mut opts = GenOptions::new(GenKind::Worst, 1000);
+/// opts.window = 100; // 100 flows active at once, 5 packets each
+/// let mut pcap = Vec::new();
+/// let summary = generate(&opts, &mut pcap).unwrap();
+/// assert_eq!(summary.flows, 200);
+/// assert_eq!(pcap.len(), 24 + 1000 * (16 + 60));
+/// eprintln!("{summary}");
+/// ```
 pub fn generate<W: io::Write>(opts: &GenOptions, w: W) -> io::Result<GenSummary> {
     opts.validate()?;
     let out = pcap_writer::PcapOut::new(w, opts.nanos, opts.snaplen)?;
