@@ -80,7 +80,8 @@ impl Tcp {
     }
 }
 
-/// Writes a TCP header (checksum 0, window 65535) into
+/// Writes a TCP header (checksum field zeroed for the caller to fill,
+/// window 65535) into
 /// `buf[..tcp.header_len()]`.
 #[inline]
 pub(super) fn write_tcp(buf: &mut [u8], tcp: &Tcp) {
@@ -99,7 +100,8 @@ pub(super) fn write_tcp(buf: &mut [u8], tcp: &Tcp) {
     }
 }
 
-/// Writes a UDP header (checksum 0 = not computed) into `buf[..8]`;
+/// Writes a UDP header (checksum field zeroed for the caller to fill) into
+/// `buf[..8]`;
 /// `udp_len` covers header and payload.
 #[inline]
 pub(super) fn write_udp(buf: &mut [u8], sport: u16, dport: u16, udp_len: u16) {
@@ -143,20 +145,55 @@ pub(super) fn pseudo_header_sum(src: u32, dst: u32, proto: u8, l4_len: u16) -> u
         + u64::from(l4_len)
 }
 
-/// Fills `buf` with pseudo-random bytes determined by `key` alone.
-#[inline]
-pub(super) fn fill_payload(buf: &mut [u8], key: u64) {
-    let mut chunks = buf.chunks_exact_mut(8);
-    let mut n = 0u64;
-    for c in &mut chunks {
-        c.copy_from_slice(&super::mix64(key ^ n.wrapping_mul(0xD6E8_FEB8_6659_FD93)).to_le_bytes());
-        n += 1;
+/// Bytes of payload a [`PayloadPool`] can hand out at one offset.
+pub(super) const MAX_PAYLOAD: usize = 1500;
+/// Number of distinct (even) start offsets in a [`PayloadPool`].
+const POOL_OFFSETS: usize = 1 << 15;
+
+/// A seeded block of pseudo-random bytes with prefix sums of its 16-bit
+/// words: payloads are slices of it, so filling one costs a `memcpy` and its
+/// checksum contribution costs two lookups. Built once per trace (≈ 200 KiB).
+pub(super) struct PayloadPool {
+    bytes: Vec<u8>,
+    /// `prefix[w]`: sum of the big-endian words `bytes[2i..2i+2]`, i < w.
+    prefix: Vec<u64>,
+}
+
+impl PayloadPool {
+    pub(super) fn new(key: u64) -> Self {
+        let len = 2 * POOL_OFFSETS + MAX_PAYLOAD;
+        let mut bytes = vec![0u8; len];
+        for (n, c) in bytes.chunks_mut(8).enumerate() {
+            let v = super::mix64(key ^ (n as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93));
+            let b = v.to_le_bytes();
+            let l = c.len();
+            c.copy_from_slice(&b[..l]);
+        }
+        let mut prefix = Vec::with_capacity(len / 2 + 1);
+        let mut acc = 0u64;
+        prefix.push(0);
+        for w in bytes.chunks_exact(2) {
+            acc += u64::from(u16::from_be_bytes([w[0], w[1]]));
+            prefix.push(acc);
+        }
+        PayloadPool { bytes, prefix }
     }
-    let rest = chunks.into_remainder();
-    if !rest.is_empty() {
-        let v = super::mix64(key ^ n.wrapping_mul(0xD6E8_FEB8_6659_FD93)).to_le_bytes();
-        let len = rest.len();
-        rest.copy_from_slice(&v[..len]);
+
+    /// Copies `dst.len()` (≤ [`MAX_PAYLOAD`]) pool bytes chosen by `pick`
+    /// into `dst` and returns a sum of their 16-bit big-endian words that
+    /// folds to the same checksum as [`sum16`] over `dst` (word alignment
+    /// starting at `dst[0]`).
+    #[inline]
+    pub(super) fn fill(&self, dst: &mut [u8], pick: u64) -> u64 {
+        let len = dst.len().min(MAX_PAYLOAD);
+        let word0 = (pick % POOL_OFFSETS as u64) as usize;
+        let off = 2 * word0;
+        dst[..len].copy_from_slice(&self.bytes[off..off + len]);
+        let mut sum = self.prefix[word0 + len / 2] - self.prefix[word0];
+        if len % 2 == 1 {
+            sum += u64::from(self.bytes[off + len - 1]) << 8;
+        }
+        sum
     }
 }
 
@@ -226,13 +263,34 @@ mod tests {
     }
 
     #[test]
-    fn payload_is_deterministic_and_key_dependent() {
-        let (mut a, mut b, mut c) = ([0u8; 13], [0u8; 13], [0u8; 13]);
-        fill_payload(&mut a, 5);
-        fill_payload(&mut b, 5);
-        fill_payload(&mut c, 6);
-        assert_eq!(a, b);
-        assert_ne!(a, c);
-        assert!(a.iter().any(|&x| x != 0));
+    fn payload_pool_is_seeded_and_sums_right() {
+        let (a, b, c) = (
+            PayloadPool::new(5),
+            PayloadPool::new(5),
+            PayloadPool::new(6),
+        );
+        for (len, pick) in [
+            (0usize, 1u64),
+            (1, 2),
+            (7, 99),
+            (8, 1 << 40),
+            (13, 5),
+            (1459, 77),
+            (1500, 32_767),
+        ] {
+            let (mut x, mut y, mut z) = (vec![0u8; len], vec![0u8; len], vec![0u8; len]);
+            let sx = a.fill(&mut x, pick);
+            b.fill(&mut y, pick);
+            c.fill(&mut z, pick);
+            assert_eq!(x, y);
+            if len > 0 {
+                assert_ne!(x, z);
+            }
+            assert_eq!(sx, sum16(&x, 0), "len {len}");
+        }
+        let (mut p, mut q) = ([0u8; 64], [0u8; 64]);
+        a.fill(&mut p, 1);
+        a.fill(&mut q, 2);
+        assert_ne!(p, q, "different picks give different payloads");
     }
 }

@@ -208,6 +208,18 @@ impl fmt::Display for GenSummary {
 /// Invalid options fail with `io::ErrorKind::InvalidInput` before anything
 /// is written. `w` is written in large chunks; wrapping it in a `BufWriter`
 /// is unnecessary.
+///
+/// ```
+/// use earlybird::gen::{generate, GenKind, GenOptions};
+///
+/// let mut opts = GenOptions::new(GenKind::Worst, 1000);
+/// opts.window = 100; // 100 flows active at once, 5 packets each
+/// let mut pcap = Vec::new();
+/// let summary = generate(&opts, &mut pcap).unwrap();
+/// assert_eq!(summary.flows, 200);
+/// assert_eq!(pcap.len(), 24 + 1000 * (16 + 60));
+/// eprintln!("{summary}");
+/// ```
 pub fn generate<W: io::Write>(opts: &GenOptions, w: W) -> io::Result<GenSummary> {
     opts.validate()?;
     let out = pcap_writer::PcapOut::new(w, opts.nanos, opts.snaplen)?;
@@ -253,16 +265,16 @@ mod tests {
 
     #[test]
     fn invalid_options_are_rejected_before_writing() {
-        let cases: Vec<Box<dyn Fn(&mut GenOptions)>> = vec![
-            Box::new(|o| o.window = 0),
-            Box::new(|o| o.packets_per_flow = 0),
-            Box::new(|o| o.gbps = 0.0),
-            Box::new(|o| o.gbps = f64::NAN),
-            Box::new(|o| o.snaplen = 0),
-            Box::new(|o| {
+        let cases: [fn(&mut GenOptions); 6] = [
+            |o| o.window = 0,
+            |o| o.packets_per_flow = 0,
+            |o| o.gbps = 0.0,
+            |o| o.gbps = f64::NAN,
+            |o| o.snaplen = 0,
+            |o| {
                 o.kind = GenKind::Realistic;
                 o.load = 1.5
-            }),
+            },
         ];
         for change in cases {
             let mut o = GenOptions::new(GenKind::Worst, 10);

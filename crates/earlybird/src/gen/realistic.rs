@@ -10,7 +10,7 @@
 //!   max(1000, N/20); mean ≈ 49 packets, median ≈ 3. The last connection is
 //!   trimmed so the total is exactly N.
 //! - About 15 % of the packets are UDP: connections taken in random order
-//!   become UDP while their packets still fit in 15 % of N.
+//!   become UDP whenever their packets still fit in 15 % of N.
 //! - TCP: SYN (c→s), SYN|ACK, ACK, then data by style — download (66 %:
 //!   two server segments per client ACK), upload (12 %: the reverse) or
 //!   interactive (22 %: alternating, small and mid sizes) — and FIN|ACK both
@@ -31,8 +31,9 @@
 //!   preamble/gap, plus an exponential idle gap).
 //!
 //! Memory: ~64 bytes per connection plus a heap of the connections that
-//! overlap in time; nothing is allocated per packet. L4 checksums are left 0
-//! (not computable from snaplen-cut payloads). Failures: the sink's
+//! overlap in time; nothing is allocated per packet. Payload bytes are
+//! pseudo-random and do not depend on the snaplen; IPv4, TCP and UDP
+//! checksums are valid over the whole packet. Failures: the sink's
 //! `io::Error` only.
 
 use std::cmp::Reverse;
@@ -139,29 +140,41 @@ fn draw_lengths(rng: &mut Pcg64Mcg, n: u64) -> Vec<u32> {
     lens
 }
 
+/// Client address and port of connection `f`. The pair is unique per
+/// connection: the port is a bijection of f mod 64000, and within one port
+/// class the client index advances by one every 64000 connections; client
+/// indices map to 10.0.0.0/10 through the affine bijection x·mul + add
+/// (mod 2^22, `mul` odd).
+fn client_endpoint(f: u64, seed_key: u64, mul: u32, add: u32) -> (u32, u16) {
+    let class = f % CLIENT_PORTS;
+    let index = (mix64(seed_key ^ class) % CLIENTS + f / CLIENT_PORTS) % CLIENTS;
+    let addr = 0x0A00_0000 | ((index as u32).wrapping_mul(mul).wrapping_add(add) & 0x3F_FFFF);
+    let port = 1024 + ((f * 7919) % CLIENT_PORTS) as u16;
+    (addr, port)
+}
+
 /// Builds every connection (in creation order) for a trace of `n` packets.
 fn build_conns(rng: &mut Pcg64Mcg, n: u64, seed_key: u64) -> Vec<Conn> {
     let lens = draw_lengths(rng, n);
     let count = lens.len();
-    // UDP: connections in random order while their packets fit in 15 % of n.
+    // UDP: connections in random order whenever their packets fit in 15 % of n.
     let mut udp = vec![false; count];
     let mut perm: Vec<u32> = (0..count as u32).collect();
     perm.shuffle(rng);
-    let mut cum = 0u64;
+    let budget = (UDP_PACKET_SHARE * n as f64) as u64;
+    let mut used = 0u64;
     for &f in &perm {
-        cum += u64::from(lens[f as usize]);
-        if cum as f64 > UDP_PACKET_SHARE * n as f64 {
-            break;
+        let len = u64::from(lens[f as usize]);
+        if used + len <= budget {
+            used += len;
+            udp[f as usize] = true;
         }
-        udp[f as usize] = true;
     }
     drop(perm);
     // Endpoints: clients are an affine bijection of 0..CLIENTS into
     // 10.0.0.0/10 (distinct addresses); servers a Zipf-ranked pool.
     let mul = rng.random::<u32>() | 1;
     let add = rng.random::<u32>();
-    let client_addr =
-        |c: u64| 0x0A00_0000 | ((c as u32).wrapping_mul(mul).wrapping_add(add) & 0x3F_FFFF);
     let servers: Vec<u32> = (0..SERVERS)
         .map(|_| loop {
             let first = rng.random_range(1..=222u32);
@@ -174,12 +187,7 @@ fn build_conns(rng: &mut Pcg64Mcg, n: u64, seed_key: u64) -> Vec<Conn> {
     let mut conns = Vec::with_capacity(count);
     for (f, (&len, &is_udp)) in lens.iter().zip(&udp).enumerate() {
         let f = f as u64;
-        // (client, client port) is unique per connection: the port is a
-        // bijection of f mod 64000, and within one port class the client
-        // index advances by one per 64000 connections.
-        let class = f % CLIENT_PORTS;
-        let client = (mix64(seed_key ^ class) % CLIENTS + f / CLIENT_PORTS) % CLIENTS;
-        let cport = 1024 + ((f * 7919) % CLIENT_PORTS) as u16;
+        let (client, cport) = client_endpoint(f, seed_key, mul, add);
         let rank = zipf.sample(rng) as usize;
         let server = servers[rank.clamp(1, SERVERS) - 1];
         let known = rng.random::<f64>() < if is_udp { 0.8 } else { 0.85 };
@@ -208,7 +216,7 @@ fn build_conns(rng: &mut Pcg64Mcg, n: u64, seed_key: u64) -> Vec<Conn> {
             dur,
             len,
             sent: 0,
-            client: client_addr(client),
+            client,
             server,
             cport,
             sport,
@@ -278,7 +286,7 @@ fn shape(c: &Conn, k: u32, rng: &mut Pcg64Mcg) -> (usize, u16, u8) {
             let d = if phase == 2 { S2C } else { C2S };
             (d, d == C2S)
         }
-        Style::Interactive => (if k % 2 == 0 { C2S } else { S2C }, true),
+        Style::Interactive => (if k.is_multiple_of(2) { C2S } else { S2C }, true),
     };
     let u = rng.random::<f64>();
     let size = if c.style == Style::Interactive {
@@ -310,9 +318,9 @@ pub(super) fn generate<W: Write>(opts: &GenOptions, mut out: PcapOut<W>) -> io::
     let seed_key = mix64(opts.seed ^ 0x5245_414C); // "REAL"
     let mut setup_rng = Pcg64Mcg::seed_from_u64(seed_key);
     let mut conns = build_conns(&mut setup_rng, n, seed_key);
-    drop(setup_rng);
     let mut rng = Pcg64Mcg::seed_from_u64(mix64(seed_key));
     let payload_key = mix64(seed_key ^ 0x5041_594C); // "PAYL"
+    let payload = frame::PayloadPool::new(payload_key);
 
     // Connections in order of their first packet; a min-heap merges the
     // packets of the connections that have started.
@@ -396,21 +404,29 @@ pub(super) fn generate<W: Write>(opts: &GenOptions, mut out: PcapOut<W>) -> io::
             };
             frame::write_tcp(&mut scratch[L4_OFF..], &tcp);
             let end = L4_OFF + tcp.header_len();
-            let payload = (ip_len_us + ETH_LEN - end) as u32;
-            let consumed = payload + u32::from(flags & (SYN | FIN) != 0);
+            let payload_len = (ip_len_us + ETH_LEN - end) as u32;
+            let consumed = payload_len + u32::from(flags & (SYN | FIN) != 0);
             c.seq[dir] = c.seq[dir].wrapping_add(consumed);
             tcp_packets += 1;
             end
         };
-        let caplen = frame_len.min(snaplen);
+        // The whole payload is generated (not only the captured part) so the
+        // L4 checksum is valid and the bytes do not depend on the snaplen.
         let ip_end = ETH_LEN + ip_len_us;
-        if caplen > hdr_end {
-            let upto = caplen.min(ip_end);
-            frame::fill_payload(&mut scratch[hdr_end..upto], payload_key ^ i);
-        }
-        if caplen > ip_end {
-            scratch[ip_end..caplen].fill(0);
-        }
+        let payload_sum = payload.fill(&mut scratch[hdr_end..ip_end], mix64(payload_key ^ i));
+        scratch[ip_end..frame_len].fill(0);
+        let l4_len = ip_len - 20;
+        let sum = frame::sum16(
+            &scratch[L4_OFF..hdr_end],
+            payload_sum + frame::pseudo_header_sum(src, dst, if c.udp { 17 } else { 6 }, l4_len),
+        );
+        let ck = match (frame::checksum(sum), c.udp) {
+            (0, true) => 0xFFFF, // UDP sends a computed zero as all ones
+            (ck, _) => ck,
+        };
+        let ck_at = L4_OFF + if c.udp { 6 } else { 16 };
+        scratch[ck_at..ck_at + 2].copy_from_slice(&ck.to_be_bytes());
+        let caplen = frame_len.min(snaplen);
         out.record(ts, frame_len as u32, &scratch[..caplen])?;
         bytes_ip += u64::from(ip_len);
         written += 1;

@@ -24,15 +24,16 @@ struct ConnView {
     seq_ack: Vec<(u32, u32)>,
 }
 
-fn conn_key(p: &Pkt) -> (u8, (u32, u16), (u32, u16)) {
+/// Protocol and the two endpoints in sorted order.
+type ConnKey = (u8, (u32, u16), (u32, u16));
+
+fn conn_key(p: &Pkt) -> ConnKey {
     let a = (p.src, p.sport);
     let b = (p.dst, p.dport);
     (p.proto, a.min(b), a.max(b))
 }
 
-fn connections(
-    recs: &[super::super::test_pcap::Rec<'_>],
-) -> HashMap<(u8, (u32, u16), (u32, u16)), ConnView> {
+fn connections(recs: &[super::super::test_pcap::Rec<'_>]) -> HashMap<ConnKey, ConnView> {
     let mut map: HashMap<_, ConnView> = HashMap::new();
     for r in recs {
         let p = decode(r.data);
@@ -55,14 +56,15 @@ fn connections(
 
 #[test]
 fn traffic_mix_matches_the_model() {
+    const N: u64 = 200_000;
     for seed in [1u64, 2, 3] {
-        let mut o = GenOptions::new(GenKind::Realistic, 300_000);
+        let mut o = GenOptions::new(GenKind::Realistic, N);
         o.seed = seed;
         let (buf, s) = run(&o);
         let (hdr, recs) = walk(&buf);
         assert_eq!((hdr.snaplen, hdr.linktype), (128, 1));
-        assert_eq!(recs.len(), 300_000);
-        assert_eq!(s.packets, 300_000);
+        assert_eq!(recs.len() as u64, N);
+        assert_eq!(s.packets, N);
 
         let mut ip_bytes = 0u64;
         let mut tcp = 0u64;
@@ -85,12 +87,12 @@ fn traffic_mix_matches_the_model() {
         );
         assert_eq!((s.bytes_ip, s.tcp_packets), (ip_bytes, tcp));
 
-        let mean_ip = ip_bytes as f64 / 300_000.0;
+        let mean_ip = ip_bytes as f64 / N as f64;
         assert!(
             (744.0 * 0.9..=744.0 * 1.1).contains(&mean_ip),
             "seed {seed}: mean IP {mean_ip}"
         );
-        let tcp_share = tcp as f64 / 300_000.0;
+        let tcp_share = tcp as f64 / N as f64;
         assert!(
             (0.80..=0.90).contains(&tcp_share),
             "seed {seed}: TCP share {tcp_share}"
@@ -102,7 +104,7 @@ fn traffic_mix_matches_the_model() {
             s.flows,
             "seed {seed}: one 5-tuple per connection"
         );
-        let per_flow = 300_000.0 / s.flows as f64;
+        let per_flow = N as f64 / s.flows as f64;
         assert!(
             (35.0..=65.0).contains(&per_flow),
             "seed {seed}: {per_flow} packets/flow"
@@ -170,8 +172,16 @@ fn snaplen_changes_only_the_cut() {
         assert_eq!(c.data, &f.data[..c.data.len()]);
         assert_eq!((c.ts_ns, c.orig_len), (f.ts_ns, f.orig_len));
         // Ethernet padding of short frames is zero.
-        let ip_len = usize::from(decode(f.data).ip_len);
+        let p = decode(f.data);
+        let ip_len = usize::from(p.ip_len);
         assert!(f.data[14 + ip_len..].iter().all(|&b| b == 0));
+        // L4 checksums are valid over the whole packet.
+        let pseudo = frame::pseudo_header_sum(p.src, p.dst, p.proto, p.ip_len - 20);
+        let l4 = &f.data[34..14 + ip_len];
+        assert_eq!(frame::checksum(frame::sum16(l4, pseudo)), 0, "{p:?}");
+        if p.proto == 17 {
+            assert_ne!(&l4[6..8], &[0, 0], "UDP checksum computed");
+        }
     }
 }
 
@@ -226,4 +236,21 @@ fn weighted_table_covers_the_range() {
     assert_eq!(weighted(&TCP_PORTS, 0.7), 80);
     assert_eq!(weighted(&TCP_PORTS, 0.999_999), 8080);
     assert_eq!(weighted(&UDP_PORTS, 0.5), 443);
+}
+
+#[test]
+fn client_endpoints_are_unique_per_connection() {
+    let mut seen = std::collections::HashSet::new();
+    let mut addrs = std::collections::HashSet::new();
+    for f in 0..400_000u64 {
+        let (addr, port) = client_endpoint(f, 42, 0x1234_5679, 99);
+        assert_eq!(addr >> 22, 0x0A << 2, "client in 10.0.0.0/10");
+        assert!((1024..1024 + 64_000).contains(&port));
+        assert!(
+            seen.insert((addr, port)),
+            "connection {f} repeats an endpoint"
+        );
+        addrs.insert(addr);
+    }
+    assert!(addrs.len() > 50_000 && addrs.len() <= CLIENTS as usize);
 }

@@ -54,7 +54,9 @@ pub(super) fn generate<W: Write>(opts: &GenOptions, mut out: PcapOut<W>) -> io::
     let n = opts.packets;
     let w = opts.window;
     let p = opts.packets_per_flow;
-    let ns_per_pkt = WIRE_BYTES * 8.0 / opts.gbps;
+    // i·672 is exact in f64, so one correctly rounded division per packet
+    // gives exact integers where the true time is one.
+    let wire_bits = WIRE_BYTES * 8.0;
     let caplen = (opts.snaplen as usize).min(MIN_FRAME);
     let payload_key = super::mix64(opts.seed ^ 0x5752_5354); // "WRST"
     let mut frame = [0u8; MIN_FRAME];
@@ -98,7 +100,7 @@ pub(super) fn generate<W: Write>(opts: &GenOptions, mut out: PcapOut<W>) -> io::
                 );
                 let ck = frame::checksum(sum);
                 frame[L4_OFF + 16..L4_OFF + 18].copy_from_slice(&ck.to_be_bytes());
-                let ts = START_NS + (i as f64 * ns_per_pkt) as u64;
+                let ts = START_NS + (i as f64 * wire_bits / opts.gbps) as u64;
                 out.record(ts, MIN_FRAME as u32, &frame[..caplen])?;
                 i += 1;
             }
@@ -116,7 +118,7 @@ pub(super) fn generate<W: Write>(opts: &GenOptions, mut out: PcapOut<W>) -> io::
         duration_ns: if n == 0 {
             0
         } else {
-            ((n - 1) as f64 * ns_per_pkt) as u64
+            ((n - 1) as f64 * wire_bits / opts.gbps) as u64
         },
         mean_ip_size: 0.0,
     })
