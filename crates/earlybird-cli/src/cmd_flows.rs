@@ -48,6 +48,12 @@ pub struct FlowsArgs {
     /// a few candidate flows is ended with reason "evicted" (counted).
     #[arg(long, value_name = "FLOWS", default_value_t = 1_000_000)]
     max_flows: usize,
+    /// Per-flow statistics: "full" keeps size and inter-arrival
+    /// min/max/mean/std and TCP flag counts per direction; "basic" keeps only
+    /// packets, bytes, times and early packets (less memory per flow: those
+    /// record fields are 0).
+    #[arg(long, value_name = "LEVEL", default_value = "full", value_parser = ["full", "basic"])]
+    stats: String,
     /// Number of shards (threads), each owning the flows whose symmetric
     /// hash selects it.
     #[arg(short, long, value_name = "N", default_value_t = 1)]
@@ -84,6 +90,7 @@ pub fn run(a: FlowsArgs) -> i32 {
             tcp_close_timeout: secs(a.tcp_close_timeout, "tcp-close-timeout")?,
             early_packets: a.early_packets,
             max_flows: a.max_flows,
+            full_stats: a.stats == "full",
             ..FlowConfig::default()
         })
     })() {

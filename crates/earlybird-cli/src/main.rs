@@ -7,6 +7,7 @@
 //! but an output failed (the other outputs are complete); 130 interrupted by
 //! SIGINT/SIGTERM (open flows were flushed).
 
+mod cmd_bench;
 mod cmd_flows;
 mod cmd_gen;
 mod progress;
@@ -28,6 +29,8 @@ enum Command {
     Flows(cmd_flows::FlowsArgs),
     /// Write a synthetic capture (HPTRAC worst case or a CAIDA-like mix).
     Gen(cmd_gen::GenArgs),
+    /// Measure end-to-end throughput (Mpps, Gbit/s) and memory per flow.
+    Bench(cmd_bench::BenchArgs),
 }
 
 fn main() {
@@ -35,6 +38,7 @@ fn main() {
     let code = match cli.cmd {
         Command::Flows(a) => cmd_flows::run(a),
         Command::Gen(a) => cmd_gen::run(a),
+        Command::Bench(a) => cmd_bench::run(a),
     };
     std::process::exit(code);
 }

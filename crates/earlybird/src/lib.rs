@@ -12,6 +12,7 @@
 //! ```
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+pub mod bench;
 pub mod classify;
 pub mod config;
 pub mod decode;

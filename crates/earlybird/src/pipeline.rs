@@ -138,10 +138,14 @@ pub fn run(
                 let mut shard = Shard::new(id, opts.shards, &opts.flow, model);
                 let mut sink = Sink::new(tx, pool_rx, opts.export_policy, opts.flow.early_packets);
                 let warnings = shard_loop(&mut shard, &mut sink, files, opts.batch, ctl);
+                shard.counters.table_bytes = shard.table.memory_bytes() as u64;
+                let rss = (id == 0)
+                    .then(crate::telemetry::summary::rss_anon)
+                    .flatten();
                 shard.finish();
                 sink.send(&mut shard.table.out, true);
                 shard.counters.export_dropped = sink.dropped;
-                (shard.counters, warnings)
+                (shard.counters, warnings, rss)
             }));
         }
         drop(tx);
@@ -154,9 +158,10 @@ pub fn run(
         ..Report::default()
     };
     for r in shard_results {
-        let (c, w) = r.map_err(|_| Error::Config("a shard thread panicked".into()))?;
+        let (c, w, rss) = r.map_err(|_| Error::Config("a shard thread panicked".into()))?;
         report.counters.merge(&c);
         report.warnings.extend(w);
+        report.rss_anon_end_of_input = report.rss_anon_end_of_input.or(rss);
     }
     let (summary, errors) =
         export_result.map_err(|_| Error::Config("the exporter thread panicked".into()))?;

@@ -28,6 +28,9 @@ pub struct Counters {
     pub flows: FlowCounters,
     /// Records dropped because the exporter queue was full (drop policy).
     pub export_dropped: u64,
+    /// Flow-table memory in use at the end of input (bytes, see
+    /// [`crate::flow::FlowTable::memory_bytes`]).
+    pub table_bytes: u64,
 }
 
 impl Counters {
@@ -48,6 +51,7 @@ impl Counters {
         self.flows.classified += o.flows.classified;
         self.flows.peak_flows += o.flows.peak_flows;
         self.export_dropped += o.export_dropped;
+        self.table_bytes += o.table_bytes;
     }
 
     /// Total packets skipped for any reason.

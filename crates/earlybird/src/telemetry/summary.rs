@@ -99,6 +99,17 @@ pub struct Report {
     pub seconds: f64,
     /// Whether the run was interrupted by a signal.
     pub interrupted: bool,
+    /// Anonymous resident memory of the process when the input ended,
+    /// before the final flush (Linux `RssAnon`), in bytes.
+    pub rss_anon_end_of_input: Option<u64>,
+}
+
+/// The process's anonymous resident memory (Linux), in bytes.
+pub fn rss_anon() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("RssAnon:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// Name of an IP protocol number for summaries.

@@ -1,0 +1,125 @@
+//! `earlybird bench`: end-to-end throughput in Mpps and Gbit/s, and memory
+//! per tracked flow.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use earlybird::bench::{self, BenchConfig};
+use earlybird::config::FlowConfig;
+use earlybird::export::Format;
+use earlybird::gen::GenKind;
+use earlybird::pipeline::ModelRef;
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Packets per generated capture (files are cached in --dir).
+    #[arg(short = 'n', long, default_value_t = 10_000_000)]
+    packets: u64,
+    /// Shard counts to measure, comma separated.
+    #[arg(short, long, value_delimiter = ',', default_value = "1,2")]
+    shards: Vec<usize>,
+    /// Outputs to measure, comma separated: null (engine only) and/or csv
+    /// (records formatted and written to /dev/null).
+    #[arg(short, long, value_delimiter = ',', default_value = "null,csv")]
+    outputs: Vec<String>,
+    /// Traffic models, comma separated: worst, realistic.
+    #[arg(short, long, value_delimiter = ',', default_value = "worst,realistic")]
+    traffic: Vec<String>,
+    /// Directory for the generated captures.
+    #[arg(long, default_value = "bench-data")]
+    dir: PathBuf,
+    /// Runs per configuration; the fastest is reported.
+    #[arg(short, long, default_value_t = 3)]
+    repeat: usize,
+    /// Skip the in-memory source (no file I/O) measurements.
+    #[arg(long)]
+    no_memory: bool,
+    /// Also measure flow-table memory with this many concurrent flows
+    /// (e.g. 10000000); 0 skips it.
+    #[arg(long, default_value_t = 0)]
+    memory_flows: u64,
+    /// Flow statistics level for the runs: full or basic.
+    #[arg(long, default_value = "full", value_parser = ["full", "basic"])]
+    stats: String,
+}
+
+pub fn run(a: BenchArgs) -> i32 {
+    let mut outputs = Vec::new();
+    for o in &a.outputs {
+        match Format::parse(o) {
+            Some(f) => outputs.push(f),
+            None => return crate::fail(format!("unknown output {o:?}")),
+        }
+    }
+    let mut traffic = Vec::new();
+    for t in &a.traffic {
+        traffic.push(match t.as_str() {
+            "worst" => GenKind::Worst,
+            "realistic" => GenKind::Realistic,
+            _ => return crate::fail(format!("unknown traffic {t:?} (worst, realistic)")),
+        });
+    }
+    let flow = FlowConfig {
+        full_stats: a.stats == "full",
+        ..FlowConfig::default()
+    };
+    let cfg = BenchConfig {
+        packets: a.packets,
+        shards: a.shards.clone(),
+        dir: a.dir.clone(),
+        repeat: a.repeat,
+        outputs,
+        traffic,
+        memory: !a.no_memory,
+        model: ModelRef::default(),
+        flow: flow.clone(),
+    };
+    println!(
+        "{:<10} {:<6} {:>6} {:<6} {:>11} {:>9} {:>8} {:>8} {:>9} {:>9} {:>11}",
+        "traffic",
+        "source",
+        "shards",
+        "output",
+        "packets",
+        "seconds",
+        "Mpps",
+        "Gbit/s",
+        "wire Gb/s",
+        "flows",
+        "records/s"
+    );
+    let res = bench::run(&cfg, |r| {
+        println!(
+            "{:<10} {:<6} {:>6} {:<6} {:>11} {:>9.3} {:>8.2} {:>8.2} {:>9.2} {:>9} {:>11.0}",
+            r.traffic,
+            r.source,
+            r.shards,
+            r.output,
+            r.packets,
+            r.seconds,
+            r.mpps(),
+            r.gbps(),
+            r.wire_gbps(),
+            r.flows,
+            r.records_per_s()
+        );
+    });
+    if let Err(e) = res {
+        return crate::fail(e);
+    }
+    if a.memory_flows > 0 {
+        match bench::memory_per_flow(a.memory_flows, &flow) {
+            Ok((flows, table, rss)) => {
+                println!(
+                    "memory: {flows} concurrent flows: table {:.1} MiB = {:.0} B/flow; process anonymous RSS grew {}",
+                    table as f64 / 1048576.0,
+                    table as f64 / flows.max(1) as f64,
+                    rss.map(|r| format!("{:.1} MiB = {:.0} B/flow", r as f64 / 1048576.0, r as f64 / flows.max(1) as f64))
+                        .unwrap_or_else(|| "(unknown)".into())
+                );
+            }
+            Err(e) => return crate::fail(e),
+        }
+    }
+    0
+}
