@@ -79,7 +79,7 @@ fn bench_table(c: &mut Criterion) {
                 ..FlowConfig::default()
             };
             b.iter(|| {
-                let mut t = FlowTable::new(&cfg, None);
+                let mut t = FlowTable::new(&cfg, None).unwrap();
                 for chunk in pkts.chunks(256) {
                     for p in chunk {
                         t.prefetch(p.hash);

@@ -135,7 +135,7 @@ pub fn run(
                 if let Some(c) = core {
                     core_affinity::set_for_current(c);
                 }
-                let mut shard = Shard::new(id, opts.shards, &opts.flow, model);
+                let mut shard = Shard::new(id, opts.shards, &opts.flow, model)?;
                 let mut sink = Sink::new(tx, pool_rx, opts.export_policy, opts.flow.early_packets);
                 let warnings = shard_loop(&mut shard, &mut sink, files, opts.batch, ctl);
                 shard.counters.table_bytes = shard.table.memory_bytes() as u64;
@@ -145,7 +145,7 @@ pub fn run(
                 shard.finish();
                 sink.send(&mut shard.table.out, true);
                 shard.counters.export_dropped = sink.dropped;
-                (shard.counters, warnings, rss)
+                Ok::<_, Error>((shard.counters, warnings, rss))
             }));
         }
         drop(tx);
@@ -158,7 +158,7 @@ pub fn run(
         ..Report::default()
     };
     for r in shard_results {
-        let (c, w, rss) = r.map_err(|_| Error::Config("a shard thread panicked".into()))?;
+        let (c, w, rss) = r.map_err(|_| Error::Config("a shard thread panicked".into()))??;
         report.counters.merge(&c);
         report.warnings.extend(w);
         report.rss_anon_end_of_input = report.rss_anon_end_of_input.or(rss);

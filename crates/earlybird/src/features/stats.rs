@@ -76,7 +76,8 @@ impl Moments {
             return Stat::default();
         }
         let n = (packets - 1) as f64;
-        let mean = (self.last_ts - self.first_ts) as f64 / n;
+        // Out-of-order timestamps can put `last_ts` before `first_ts`.
+        let mean = self.last_ts.saturating_sub(self.first_ts) as f64 / n;
         Stat {
             min: self.iat_min as f64,
             max: self.iat_max as f64,

@@ -6,7 +6,9 @@
 //! [`Extra`] the full statistics (only allocated with `--stats full`); both
 //! are touched once per packet on update. Nothing here allocates.
 
+use super::arena::ZeroValid;
 use super::key::Key;
+use super::record::EarlyPkt;
 use crate::features::stats::Moments;
 use crate::features::tcp::{FlagCounts, TcpState};
 
@@ -71,6 +73,13 @@ pub struct Extra {
     /// TCP flag counts per direction.
     pub flags: FlagCounts,
 }
+
+// SAFETY (all four): integers, floats, arrays of them, and fieldless enums
+// whose zero discriminant exists (Dir::Fwd, TcpState's u8); zero is valid.
+unsafe impl ZeroValid for Hot {}
+unsafe impl ZeroValid for Cold {}
+unsafe impl ZeroValid for Extra {}
+unsafe impl ZeroValid for EarlyPkt {}
 
 const _: () = assert!(std::mem::size_of::<Hot>() == 64);
 const _: () = assert!(std::mem::size_of::<Cold>() == 48);

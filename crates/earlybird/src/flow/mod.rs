@@ -1,4 +1,5 @@
 //! Flows: keys, the per-shard flow table, and the records it emits.
+pub mod arena;
 pub mod entry;
 pub mod key;
 pub mod record;

@@ -28,6 +28,8 @@
 
 use std::sync::Arc;
 
+use super::arena::Arena;
+
 use super::entry::{Cold, Extra, Hot, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, V6};
 use super::key::Key;
 use super::record::{Dir, EarlyPkt, EndReason, FlowRecord, RecordBatch, RecordKey, Verdict};
@@ -83,13 +85,15 @@ pub struct FlowTable {
     close: Nanos,
     n: usize,
     sweep_per_batch: usize,
-    index: Vec<u32>,
+    index: Arena<u32>,
     mask: usize,
-    hot: Vec<Hot>,
-    cold: Vec<Cold>,
-    extra: Vec<Extra>,
+    hot: Arena<Hot>,
+    cold: Arena<Cold>,
+    extra: Arena<Extra>,
     full_stats: bool,
-    early: Vec<EarlyPkt>,
+    early: Arena<EarlyPkt>,
+    /// Slots ever used (slots at or past it are still zero).
+    high: usize,
     free: Vec<u32>,
     capacity: usize,
     used: usize,
@@ -104,8 +108,9 @@ pub struct FlowTable {
 }
 
 impl FlowTable {
-    /// Creates a table for `cfg` (validated by the caller).
-    pub fn new(cfg: &FlowConfig, model: Option<Arc<dyn Classifier>>) -> FlowTable {
+    /// Creates a table for `cfg` (validated by the caller). Fails only when
+    /// the address space for the table cannot be reserved.
+    pub fn new(cfg: &FlowConfig, model: Option<Arc<dyn Classifier>>) -> crate::Result<FlowTable> {
         let capacity = cfg.max_flows.clamp(1, FlowConfig::MAX_FLOWS);
         let buckets = (capacity * 2).next_power_of_two().max(16);
         let n = cfg.early_packets.clamp(1, super::record::MAX_EARLY);
@@ -113,20 +118,27 @@ impl FlowTable {
             .as_ref()
             .map(|m| m.packets_needed().clamp(1, n))
             .unwrap_or(0);
-        FlowTable {
+        let reserve = |what: &str, e: std::io::Error| {
+            crate::Error::Config(format!(
+                "cannot reserve memory for {capacity} flows ({what}): {e}; lower --max-flows"
+            ))
+        };
+        Ok(FlowTable {
             bidirectional: cfg.bidirectional,
             idle: cfg.idle_timeout,
             active: cfg.active_timeout,
             close: cfg.tcp_close_timeout,
             n,
             sweep_per_batch: cfg.sweep_per_batch,
-            index: vec![0u32; buckets],
+            index: Arena::new(buckets).map_err(|e| reserve("index", e))?,
             mask: buckets - 1,
-            hot: Vec::with_capacity(capacity),
-            cold: Vec::with_capacity(capacity),
-            extra: Vec::with_capacity(if cfg.full_stats { capacity } else { 0 }),
+            hot: Arena::new(capacity).map_err(|e| reserve("hot entries", e))?,
+            cold: Arena::new(capacity).map_err(|e| reserve("counters", e))?,
+            extra: Arena::new(if cfg.full_stats { capacity } else { 0 })
+                .map_err(|e| reserve("statistics", e))?,
             full_stats: cfg.full_stats,
-            early: Vec::with_capacity(capacity * n),
+            early: Arena::new(capacity * n).map_err(|e| reserve("early packets", e))?,
+            high: 0,
             free: Vec::new(),
             capacity,
             used: 0,
@@ -136,7 +148,7 @@ impl FlowTable {
             decide_at,
             out: RecordBatch::with_capacity(1024, n),
             counters: FlowCounters::default(),
-        }
+        })
     }
 
     /// Whether the table pairs both directions into one flow.
@@ -165,7 +177,7 @@ impl FlowTable {
                 0
             }
             + self.n * std::mem::size_of::<EarlyPkt>()
-            + self.index.len() * 4 / self.capacity
+            + self.index.capacity() * 4 / self.capacity
     }
 
     /// Bytes of table memory in use: slots ever used × slot size + index.
@@ -178,14 +190,43 @@ impl FlowTable {
                 0
             }
             + self.n * std::mem::size_of::<EarlyPkt>();
-        self.hot.len() * slot + self.index.len() * 4
+        self.high * slot + self.index.capacity() * 4
     }
 
     /// Hints the CPU to load the index bucket of `hash`.
     #[inline(always)]
     pub fn prefetch(&self, hash: u64) {
         let i = hash as usize & self.mask;
-        prefetch_read(self.index.as_ptr().wrapping_add(i));
+        prefetch_read(self.index.ptr(i));
+    }
+
+    /// Hints the CPU to load the entry lines of the flow `hash` most likely
+    /// belongs to (the first tag match in its bucket run; not verified, so
+    /// it costs no entry access). Call a few packets ahead of [`Self::packet`].
+    #[inline(always)]
+    pub fn prefetch_entry(&self, hash: u64) {
+        let tag = tag_of(hash);
+        let mut i = hash as usize & self.mask;
+        for _ in 0..4 {
+            let e = self.index[i];
+            if e == 0 {
+                return;
+            }
+            if (e >> 24) as u8 == tag {
+                let s = (e & 0x00FF_FFFF) as usize - 1;
+                prefetch_read(self.hot.ptr(s));
+                prefetch_read(self.cold.ptr(s));
+                if self.full_stats {
+                    let x = self.extra.ptr(s) as *const u8;
+                    prefetch_read(x);
+                    prefetch_read(x.wrapping_add(64));
+                    prefetch_read(x.wrapping_add(128));
+                }
+                prefetch_read(self.early.ptr(s * self.n));
+                return;
+            }
+            i = (i + 1) & self.mask;
+        }
     }
 
     /// Accounts one packet.
@@ -268,16 +309,13 @@ impl FlowTable {
         let s = match self.free.pop() {
             Some(s) => s as usize,
             None => {
-                self.hot.push(Hot::default());
-                self.cold.push(Cold::default());
-                if self.full_stats {
-                    self.extra.push(Extra::default());
-                }
-                self.early
-                    .resize(self.early.len() + self.n, EarlyPkt::default());
-                self.hot.len() - 1
+                self.high += 1;
+                self.high - 1
             }
         };
+        if self.full_stats {
+            self.extra[s] = Extra::default();
+        }
         self.index[i] = ((tag_of(p.hash) as u32) << 24) | (s as u32 + 1);
         let mut state = IN_USE;
         if p.from_a {
@@ -320,7 +358,7 @@ impl FlowTable {
         let prev = h.last_ts;
         let base = s * self.n;
         early::push(
-            &mut self.early[base..base + self.n],
+            &mut self.early.as_mut_slice()[base..base + self.n],
             &mut h.n_early,
             p.size,
             dir,
@@ -361,7 +399,7 @@ impl FlowTable {
         let (_, sport, _, dport) = client_server(h);
         let base = s * self.n;
         let f = FlowFeatures {
-            early: &self.early[base..base + h.n_early as usize],
+            early: &self.early.as_slice()[base..base + h.n_early as usize],
             proto: h.key.proto,
             sport,
             dport,
@@ -434,7 +472,7 @@ impl FlowTable {
         };
         let base = s * self.n;
         self.out
-            .push(rec, &self.early[base..base + h.n_early as usize]);
+            .push(rec, &self.early.as_slice()[base..base + h.n_early as usize]);
         self.counters.ended[reason as usize] += 1;
         self.remove(s);
     }
@@ -509,7 +547,7 @@ impl FlowTable {
     }
 
     fn sweep_n(&mut self, n: usize) -> usize {
-        let high = self.hot.len();
+        let high = self.high;
         if high == 0 {
             return 0;
         }
@@ -534,7 +572,7 @@ impl FlowTable {
         if self.sweep_n(FULL_SCAN) > 0 {
             return;
         }
-        let high = self.hot.len();
+        let high = self.high;
         let mut best: Option<usize> = None;
         let mut seen = 0;
         let mut s = self.cursor;
@@ -559,7 +597,7 @@ impl FlowTable {
     /// Ends every live flow (end of input, signal): reason `end_of_input`,
     /// or `fin`/`rst` for connections that had closed.
     pub fn flush(&mut self) {
-        for s in 0..self.hot.len() {
+        for s in 0..self.high {
             if self.hot[s].state & IN_USE != 0 {
                 let r = if self.hot[s].state & CLOSED != 0 {
                     close_reason(&self.cold[s])

@@ -44,7 +44,7 @@ fn cfg() -> FlowConfig {
 #[test]
 fn bidirectional_merge_and_direction() {
     let c = cfg();
-    let mut t = FlowTable::new(&c, None);
+    let mut t = FlowTable::new(&c, None).unwrap();
     t.packet(&pkt(&c, 2, 443, 1, 5000, 1_000, SYN)); // server speaks first
     t.packet(&pkt(&c, 1, 5000, 2, 443, 2_000, SYN | ACK));
     t.packet(&pkt(&c, 2, 443, 1, 5000, 3_000, ACK));
@@ -67,7 +67,7 @@ fn unidirectional_splits_directions() {
         bidirectional: false,
         ..cfg()
     };
-    let mut t = FlowTable::new(&c, None);
+    let mut t = FlowTable::new(&c, None).unwrap();
     t.packet(&pkt(&c, 1, 5000, 2, 443, 1_000, SYN));
     t.packet(&pkt(&c, 2, 443, 1, 5000, 2_000, SYN | ACK));
     assert_eq!(t.len(), 2);
@@ -78,7 +78,7 @@ fn unidirectional_splits_directions() {
 #[test]
 fn idle_timeout_starts_new_flow() {
     let c = cfg();
-    let mut t = FlowTable::new(&c, None);
+    let mut t = FlowTable::new(&c, None).unwrap();
     t.packet(&pkt(&c, 1, 5000, 2, 53, 0, 0));
     t.packet(&pkt(&c, 1, 5000, 2, 53, 16 * SECOND, 0));
     assert_eq!(t.out.len(), 1);
@@ -92,7 +92,7 @@ fn active_timeout_splits_long_flow() {
         active_timeout: 10 * SECOND,
         ..cfg()
     };
-    let mut t = FlowTable::new(&c, None);
+    let mut t = FlowTable::new(&c, None).unwrap();
     for i in 0..12 {
         t.packet(&pkt(&c, 1, 5000, 2, 80, i * SECOND, ACK));
     }
@@ -104,7 +104,7 @@ fn active_timeout_splits_long_flow() {
 #[test]
 fn fin_both_ways_ends_after_grace_or_new_syn() {
     let c = cfg();
-    let mut t = FlowTable::new(&c, None);
+    let mut t = FlowTable::new(&c, None).unwrap();
     t.packet(&pkt(&c, 1, 5000, 2, 80, 0, SYN));
     t.packet(&pkt(&c, 1, 5000, 2, 80, 10, FIN | ACK));
     t.packet(&pkt(&c, 2, 80, 1, 5000, 20, FIN | ACK));
@@ -126,7 +126,7 @@ fn fin_both_ways_ends_after_grace_or_new_syn() {
 #[test]
 fn sweep_expires_idle_flows() {
     let c = cfg();
-    let mut t = FlowTable::new(&c, None);
+    let mut t = FlowTable::new(&c, None).unwrap();
     for i in 0..10 {
         t.packet(&pkt(&c, 1, 5000 + i, 2, 80, 0, 0));
     }
@@ -142,7 +142,7 @@ fn full_table_evicts_and_counts() {
         max_flows: 8,
         ..FlowConfig::default()
     };
-    let mut t = FlowTable::new(&c, None);
+    let mut t = FlowTable::new(&c, None).unwrap();
     for i in 0..20u16 {
         t.packet(&pkt(&c, 1, 1000 + i, 2, 80, i as u64, 0));
     }
@@ -160,7 +160,7 @@ fn index_survives_many_inserts_and_deletes() {
         idle_timeout: 5,
         ..FlowConfig::default()
     };
-    let mut t = FlowTable::new(&c, None);
+    let mut t = FlowTable::new(&c, None).unwrap();
     let mut x: u32 = 1;
     for round in 0..50u64 {
         for _ in 0..500 {
