@@ -94,7 +94,11 @@ mod tests {
     #[test]
     fn truncated_at_every_length() {
         for n in 0..HEADER_LEN {
-            assert_eq!(Ethernet::parse(&FRAME[..n]), Err(Skip::Truncated), "len {n}");
+            assert_eq!(
+                Ethernet::parse(&FRAME[..n]),
+                Err(Skip::Truncated),
+                "len {n}"
+            );
         }
         assert!(Ethernet::parse(&FRAME[..HEADER_LEN]).is_ok());
     }

@@ -153,7 +153,10 @@ mod tests {
     #[test]
     fn plain_ipv4() {
         let g = Gre::parse(&[0x00, 0x00, 0x08, 0x00, 0x45]).unwrap();
-        assert_eq!((g.version, g.protocol, g.key, g.has_seq, g.len), (0, 0x0800, 0, false, 4));
+        assert_eq!(
+            (g.version, g.protocol, g.key, g.has_seq, g.len),
+            (0, 0x0800, 0, false, 4)
+        );
     }
 
     #[test]
@@ -165,7 +168,10 @@ mod tests {
             0x00, 0x00, 0x00, 0x07, // sequence
         ];
         let g = Gre::parse(&b).unwrap();
-        assert_eq!((g.protocol, g.key, g.has_seq, g.len), (0x86dd, 1234, true, 16));
+        assert_eq!(
+            (g.protocol, g.key, g.has_seq, g.len),
+            (0x86dd, 1234, true, 16)
+        );
         for n in 0..b.len() {
             assert_eq!(Gre::parse(&b[..n]), Err(Skip::Truncated), "len {n}");
         }
@@ -208,7 +214,10 @@ mod tests {
         let h2 = [0x10, 0x64, 0x00, 0x01, 0, 0, 0, 0];
         assert_eq!(erspan_len(&t2, &h2), Ok(8));
         assert_eq!(erspan_len(&t2, &h2[..7]), Err(Skip::Truncated));
-        assert_eq!(erspan_len(&t2, &[0x20, 0, 0, 0, 0, 0, 0, 0]), Err(Skip::Malformed));
+        assert_eq!(
+            erspan_len(&t2, &[0x20, 0, 0, 0, 0, 0, 0, 0]),
+            Err(Skip::Malformed)
+        );
         let t3 = Gre::parse(&[0x10, 0x00, 0x22, 0xeb, 0, 0, 0, 1]).unwrap();
         let mut h3 = [0x20, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
         assert_eq!(erspan_len(&t3, &h3), Ok(12));

@@ -235,7 +235,10 @@ mod tests {
         b.extend_from_slice(&[17, 0, 0x00, 0x01, 0, 0, 0, 7]); // offset 0, M
         b.extend_from_slice(&[0, 53, 0, 53, 0, 8, 0, 0]);
         let v = Ipv6::parse(&b).unwrap();
-        assert_eq!((v.proto, v.header_len, v.frag_offset, v.more_fragments), (17, 48, 0, true));
+        assert_eq!(
+            (v.proto, v.header_len, v.frag_offset, v.more_fragments),
+            (17, 48, 0, true)
+        );
         b[42] = 0x05;
         b[43] = 0xa8; // offset 181 (1448 bytes), last
         let v = Ipv6::parse(&b).unwrap();

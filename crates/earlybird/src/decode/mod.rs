@@ -39,11 +39,11 @@ pub mod vxlan;
 mod walk;
 
 #[cfg(test)]
+mod corpus_tests;
+#[cfg(test)]
 mod testutil;
 #[cfg(test)]
 mod walk_tests;
-#[cfg(test)]
-mod corpus_tests;
 
 pub use walk::{decode, MAX_TUNNELS, MAX_VLAN_TAGS};
 
@@ -182,7 +182,9 @@ impl Decoded {
 /// Writes an IPv4 address into the IPv4-mapped IPv6 form used by [`Decoded`].
 #[inline]
 pub fn map_v4(a: [u8; 4]) -> [u8; 16] {
-    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a[0], a[1], a[2], a[3]]
+    [
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a[0], a[1], a[2], a[3],
+    ]
 }
 
 /// Formats an address stored in [`Decoded`] form as text.

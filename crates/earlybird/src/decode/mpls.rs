@@ -88,7 +88,11 @@ mod tests {
     #[test]
     fn truncated_at_every_length() {
         for n in 0..TWO.len() {
-            assert_eq!(LabelStack::parse(&TWO[..n]), Err(Skip::Truncated), "len {n}");
+            assert_eq!(
+                LabelStack::parse(&TWO[..n]),
+                Err(Skip::Truncated),
+                "len {n}"
+            );
         }
     }
 

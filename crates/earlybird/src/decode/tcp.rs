@@ -86,7 +86,10 @@ mod tests {
     #[test]
     fn parses_syn() {
         let t = Tcp::parse(&SYN, 20).unwrap();
-        assert_eq!((t.sport, t.dport, t.flags, t.header_len), (49152, 443, flags::SYN, 20));
+        assert_eq!(
+            (t.sport, t.dport, t.flags, t.header_len),
+            (49152, 443, flags::SYN, 20)
+        );
     }
 
     #[test]

@@ -104,7 +104,11 @@ pub fn read_pcap(bytes: &[u8]) -> Option<(u32, Vec<Vec<u8>>)> {
     };
     let u32_at = |off: usize| -> Option<u32> {
         let w: [u8; 4] = bytes.get(off..off + 4)?.try_into().ok()?;
-        Some(if le { u32::from_le_bytes(w) } else { u32::from_be_bytes(w) })
+        Some(if le {
+            u32::from_le_bytes(w)
+        } else {
+            u32::from_be_bytes(w)
+        })
     };
     let linktype = u32_at(20)? & 0x0fff_ffff;
     let mut packets = Vec::new();

@@ -16,10 +16,7 @@ pub const TAG_LEN: usize = 4;
 /// True when `et` is a VLAN tag protocol id the decoder follows.
 #[inline]
 pub fn is_tpid(et: u16) -> bool {
-    matches!(
-        et,
-        ethertype::VLAN | ethertype::QINQ | ethertype::QINQ_OLD
-    )
+    matches!(et, ethertype::VLAN | ethertype::QINQ | ethertype::QINQ_OLD)
 }
 
 /// One VLAN tag.

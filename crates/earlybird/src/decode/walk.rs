@@ -258,10 +258,18 @@ fn transport(
 fn ip_tunnel(cx: &mut Ctx, data: &[u8], off: usize, out: &mut Decoded) -> Result<(), Skip> {
     match out.proto {
         ipproto::IPIP => enter(cx, data, out, TunnelKind::IpInIp, |_, _| {
-            Ok(Inner { version: 4, offset: off, id: 0 })
+            Ok(Inner {
+                version: 4,
+                offset: off,
+                id: 0,
+            })
         }),
         ipproto::IPV6 => enter(cx, data, out, TunnelKind::IpInIp, |_, _| {
-            Ok(Inner { version: 6, offset: off, id: 0 })
+            Ok(Inner {
+                version: 6,
+                offset: off,
+                id: 0,
+            })
         }),
         _ => enter(cx, data, out, TunnelKind::Gre, |cx, out| {
             let g = Gre::parse(at(data, off))?;
@@ -280,7 +288,11 @@ fn ip_tunnel(cx: &mut Ctx, data: &[u8], off: usize, out: &mut Decoded) -> Result
                 }
                 _ => return Err(Skip::NotIp),
             };
-            Ok(Inner { version, offset, id: g.key })
+            Ok(Inner {
+                version,
+                offset,
+                id: g.key,
+            })
         }),
     }
 }
@@ -299,7 +311,11 @@ fn udp_tunnel(
         enter(cx, data, out, TunnelKind::Vxlan, |cx, out| {
             let v = Vxlan::parse(at(data, off))?;
             let (version, offset) = ethernet(cx, data, off + vxlan::HEADER_LEN, out)?;
-            Ok(Inner { version, offset, id: v.vni })
+            Ok(Inner {
+                version,
+                offset,
+                id: v.vni,
+            })
         })
     } else {
         enter(cx, data, out, TunnelKind::Gtp, |_, _| {
@@ -310,7 +326,11 @@ fn udp_tunnel(
                 6 => 6,
                 _ => return Err(Skip::NotIp),
             };
-            Ok(Inner { version, offset, id: g.teid })
+            Ok(Inner {
+                version,
+                offset,
+                id: g.teid,
+            })
         })
     }
 }

@@ -31,11 +31,17 @@ fn ethernet_ipv4_tcp_all_fields() {
     let d = ok(LinkType::Ethernet, &p);
     assert_eq!(d.src, map_v4(V4_A));
     assert_eq!(d.dst, map_v4(V4_B));
-    assert_eq!((d.sport, d.dport, d.proto, d.ip_version), (49152, 443, 6, 4));
+    assert_eq!(
+        (d.sport, d.dport, d.proto, d.ip_version),
+        (49152, 443, 6, 4)
+    );
     assert_eq!((d.ip_len, d.ip_offset, d.tcp_flags), (45, 14, 0x18));
     assert_eq!((d.payload_offset, d.payload_len), (54, 5));
     assert_eq!((d.src_mac, d.dst_mac), (MAC_A, MAC_B));
-    assert_eq!((d.vlan, d.tunnel, d.tunnel_id, d.first_fragment), (0, TunnelKind::None, 0, false));
+    assert_eq!(
+        (d.vlan, d.tunnel, d.tunnel_id, d.first_fragment),
+        (0, TunnelKind::None, 0, false)
+    );
     assert_eq!(&p[d.payload_offset as usize..], b"hello");
 }
 
@@ -45,7 +51,10 @@ fn ethernet_ipv6_udp() {
     let d = ok(LinkType::Ethernet, &p);
     assert_eq!((d.src, d.dst), (V6_A, V6_B));
     assert_eq!((d.sport, d.dport, d.proto, d.ip_version), (5353, 53, 17, 6));
-    assert_eq!((d.ip_len, d.ip_offset, d.payload_offset, d.payload_len), (51, 14, 62, 3));
+    assert_eq!(
+        (d.ip_len, d.ip_offset, d.payload_offset, d.payload_len),
+        (51, 14, 62, 3)
+    );
     assert!(!d.is_ipv4());
 }
 
@@ -65,7 +74,11 @@ fn truncated_at_every_length() {
     }
     let p = eth(0x86dd, &ipv6(17, &udp(1, 2, &[])));
     for n in 0..14 + 40 + 4 {
-        assert_eq!(skip(LinkType::Ethernet, &p[..n]), Skip::Truncated, "v6 len {n}");
+        assert_eq!(
+            skip(LinkType::Ethernet, &p[..n]),
+            Skip::Truncated,
+            "v6 len {n}"
+        );
     }
     assert_eq!(ok(LinkType::Ethernet, &p[..58]).dport, 2);
 }
@@ -86,9 +99,18 @@ fn ethernet_padding_is_not_payload() {
 
 #[test]
 fn non_ip_and_802_3() {
-    assert_eq!(skip(LinkType::Ethernet, &eth(0x0806, &[0; 28])), Skip::NotIp);
-    assert_eq!(skip(LinkType::Ethernet, &eth(0x0026, &[0x42, 0x42, 0x03])), Skip::NotIp);
-    assert_eq!(skip(LinkType::Ethernet, &eth(0x8863, &[0x11, 0x09, 0, 0, 0, 0])), Skip::NotIp);
+    assert_eq!(
+        skip(LinkType::Ethernet, &eth(0x0806, &[0; 28])),
+        Skip::NotIp
+    );
+    assert_eq!(
+        skip(LinkType::Ethernet, &eth(0x0026, &[0x42, 0x42, 0x03])),
+        Skip::NotIp
+    );
+    assert_eq!(
+        skip(LinkType::Ethernet, &eth(0x8863, &[0x11, 0x09, 0, 0, 0, 0])),
+        Skip::NotIp
+    );
 }
 
 #[test]
@@ -106,8 +128,14 @@ fn vlan_qinq_and_tag_limit() {
         deep = tag(5, 0x8100, &deep);
     }
     assert_eq!(skip(LinkType::Ethernet, &eth(0x8100, &deep)), Skip::TooDeep);
-    assert_eq!(skip(LinkType::Ethernet, &eth(0x8100, &[0x00, 0xc8, 0x08])), Skip::Truncated);
-    assert_eq!(skip(LinkType::Ethernet, &eth(0x8100, &tag(1, 0x0806, &[0; 28]))), Skip::NotIp);
+    assert_eq!(
+        skip(LinkType::Ethernet, &eth(0x8100, &[0x00, 0xc8, 0x08])),
+        Skip::Truncated
+    );
+    assert_eq!(
+        skip(LinkType::Ethernet, &eth(0x8100, &tag(1, 0x0806, &[0; 28]))),
+        Skip::NotIp
+    );
 }
 
 #[test]
@@ -123,7 +151,10 @@ fn mpls_label_stack() {
     let pw = cat(&[&labels[4..], &[0, 0, 0, 0], &eth(0x0800, &inner)]);
     assert_eq!(skip(LinkType::Ethernet, &eth(0x8847, &pw)), Skip::NotIp);
     // MPLS under a VLAN tag.
-    let d = ok(LinkType::Ethernet, &eth(0x8100, &tag(9, 0x8847, &cat(&[&labels, &inner]))));
+    let d = ok(
+        LinkType::Ethernet,
+        &eth(0x8100, &tag(9, 0x8847, &cat(&[&labels, &inner]))),
+    );
     assert_eq!((d.vlan, d.ip_offset), (9, 26));
 }
 
@@ -134,13 +165,19 @@ fn pppoe_session() {
     s.extend_from_slice(&((inner.len() + 2) as u16).to_be_bytes());
     s.extend_from_slice(&[0x00, 0x57]);
     let d = ok(LinkType::Ethernet, &eth(0x8864, &cat(&[&s, &inner])));
-    assert_eq!((d.ip_version, d.ip_offset, d.sport, d.dport), (6, 22, 546, 547));
+    assert_eq!(
+        (d.ip_version, d.ip_offset, d.sport, d.dport),
+        (6, 22, 546, 547)
+    );
     let lcp = [0x11, 0x00, 0x00, 0x2a, 0x00, 0x06, 0xc0, 0x21, 1, 1, 0, 4];
     assert_eq!(skip(LinkType::Ethernet, &eth(0x8864, &lcp)), Skip::NotIp);
     // PPPoE inside a VLAN, IPv4 (as in nDPI's gre.pcap).
     s[7] = 0x21;
     let v4 = ipv4(17, &udp(1, 2, &[]));
-    let d = ok(LinkType::Ethernet, &eth(0x8100, &tag(10, 0x8864, &cat(&[&s, &v4]))));
+    let d = ok(
+        LinkType::Ethernet,
+        &eth(0x8100, &tag(10, 0x8864, &cat(&[&s, &v4]))),
+    );
     assert_eq!((d.vlan, d.ip_version, d.ip_offset), (10, 4, 26));
 }
 
@@ -151,13 +188,19 @@ fn linux_cooked_null_and_raw() {
     sll.extend_from_slice(&MAC_A);
     sll.extend_from_slice(&[0, 0, 0x08, 0x00]);
     let d = ok(LinkType::LinuxSll, &cat(&[&sll, &ip]));
-    assert_eq!((d.ip_offset, d.sport, d.src_mac, d.dst_mac), (16, 1, MAC_A, [0; 6]));
+    assert_eq!(
+        (d.ip_offset, d.sport, d.src_mac, d.dst_mac),
+        (16, 1, MAC_A, [0; 6])
+    );
     let mut sll2 = vec![0x86, 0xdd, 0, 0, 0, 0, 0, 3, 0, 1, 4, 6];
     sll2.extend_from_slice(&MAC_B);
     sll2.extend_from_slice(&[0, 0]);
     let v6 = ipv6(17, &udp(7, 8, &[]));
     let d = ok(LinkType::LinuxSll2, &cat(&[&sll2, &v6]));
-    assert_eq!((d.ip_offset, d.ip_version, d.dport, d.src_mac), (20, 6, 8, MAC_B));
+    assert_eq!(
+        (d.ip_offset, d.ip_version, d.dport, d.src_mac),
+        (20, 6, 8, MAC_B)
+    );
     // SLL carrying a VLAN tag.
     let n = sll.len();
     sll[n - 2..].copy_from_slice(&[0x81, 0x00]);
@@ -195,22 +238,37 @@ fn ipv4_malformed_headers() {
 fn snaplen_cut_payload_keeps_wire_lengths() {
     let p = eth(0x0800, &ipv4(6, &tcp(1, 2, 0x10, &[0x55; 1400])));
     let d = ok(LinkType::Ethernet, &p[..68]);
-    assert_eq!((d.ip_len, d.payload_len, d.payload_offset), (1440, 1400, 54));
+    assert_eq!(
+        (d.ip_len, d.payload_len, d.payload_offset),
+        (1440, 1400, 54)
+    );
 }
 
 #[test]
 fn icmp_and_other_protocols_have_no_ports() {
-    let d = ok(LinkType::Raw, &ipv4(1, &[8, 0, 0xf7, 0xff, 0, 1, 0, 1, 9, 9]));
-    assert_eq!((d.proto, d.sport, d.dport, d.payload_offset, d.payload_len), (1, 0, 0, 28, 2));
+    let d = ok(
+        LinkType::Raw,
+        &ipv4(1, &[8, 0, 0xf7, 0xff, 0, 1, 0, 1, 9, 9]),
+    );
+    assert_eq!(
+        (d.proto, d.sport, d.dport, d.payload_offset, d.payload_len),
+        (1, 0, 0, 28, 2)
+    );
     let d = ok(LinkType::Raw, &ipv4(1, &[]));
     assert_eq!((d.proto, d.payload_len), (1, 0));
     let d = ok(LinkType::Raw, &ipv4(50, &[0, 0, 1, 0, 0, 0, 0, 1]));
-    assert_eq!((d.proto, d.sport, d.dport, d.payload_offset, d.payload_len), (50, 0, 0, 20, 8));
+    assert_eq!(
+        (d.proto, d.sport, d.dport, d.payload_offset, d.payload_len),
+        (50, 0, 0, 20, 8)
+    );
     let d = ok(LinkType::Raw, &ipv6(58, &[135, 0, 0, 0]));
     assert_eq!((d.proto, d.sport, d.dport), (58, 0, 0));
     let sctp = [0x0b, 0x59, 0x0b, 0x5a, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 4];
     let d = ok(LinkType::Raw, &ipv4(132, &sctp));
-    assert_eq!((d.sport, d.dport, d.payload_offset, d.payload_len), (2905, 2906, 32, 4));
+    assert_eq!(
+        (d.sport, d.dport, d.payload_offset, d.payload_len),
+        (2905, 2906, 32, 4)
+    );
 }
 
 #[test]
@@ -246,14 +304,20 @@ fn ipv6_extension_headers_and_fragments() {
     let p = ipv6(0, &cat(&[&hbh, &frag_first, &udp(500, 4500, &[0; 8])]));
     let d = ok(LinkType::Raw, &p);
     assert!(d.first_fragment);
-    assert_eq!((d.proto, d.sport, d.dport, d.ip_len), (17, 500, 4500, 40 + 32));
+    assert_eq!(
+        (d.proto, d.sport, d.dport, d.ip_len),
+        (17, 500, 4500, 40 + 32)
+    );
     assert_eq!((d.payload_offset, d.payload_len), (64, 8));
     let frag_later = [17, 0, 0x00, 0x09, 0, 0, 0, 9];
     let p = ipv6(44, &cat(&[&frag_later, &[0; 16]]));
     assert_eq!(skip(LinkType::Raw, &p), Skip::FragmentNonFirst);
     // Atomic fragment (offset 0, no M): a whole datagram.
     let atomic = [6, 0, 0, 0, 0, 0, 0, 1];
-    let d = ok(LinkType::Raw, &ipv6(44, &cat(&[&atomic, &tcp(1, 2, 0x02, &[])])));
+    let d = ok(
+        LinkType::Raw,
+        &ipv6(44, &cat(&[&atomic, &tcp(1, 2, 0x02, &[])])),
+    );
     assert!(!d.first_fragment);
     assert_eq!(d.proto, 6);
     // Routing + destination options + AH, then ICMPv6.
@@ -264,7 +328,10 @@ fn ipv6_extension_headers_and_fragments() {
     let d = ok(LinkType::Raw, &p);
     assert_eq!((d.proto, d.payload_offset), (58, 40 + 28 + 8));
     // ESP ends the chain.
-    let d = ok(LinkType::Raw, &ipv6(60, &cat(&[&[50, 0, 1, 4, 0, 0, 0, 0], &[0; 12]])));
+    let d = ok(
+        LinkType::Raw,
+        &ipv6(60, &cat(&[&[50, 0, 1, 4, 0, 0, 0, 0], &[0; 12]])),
+    );
     assert_eq!((d.proto, d.sport, d.payload_offset), (50, 0, 48));
 }
 
@@ -272,14 +339,23 @@ fn ipv6_extension_headers_and_fragments() {
 fn ip_in_ip() {
     let inner = ipv4(6, &tcp(33000, 80, 0x02, &[]));
     let d = ok(LinkType::Ethernet, &eth(0x0800, &ipv4(4, &inner)));
-    assert_eq!((d.tunnel, d.tunnel_id, d.ip_offset, d.sport, d.dport), (TunnelKind::IpInIp, 0, 34, 33000, 80));
+    assert_eq!(
+        (d.tunnel, d.tunnel_id, d.ip_offset, d.sport, d.dport),
+        (TunnelKind::IpInIp, 0, 34, 33000, 80)
+    );
     let v6 = ipv6(17, &udp(53, 53, &[]));
     let d = ok(LinkType::Ethernet, &eth(0x0800, &ipv4(41, &v6)));
-    assert_eq!((d.tunnel, d.ip_version, d.src, d.ip_offset), (TunnelKind::IpInIp, 6, V6_A, 34));
+    assert_eq!(
+        (d.tunnel, d.ip_version, d.src, d.ip_offset),
+        (TunnelKind::IpInIp, 6, V6_A, 34)
+    );
     let d = ok(LinkType::Ethernet, &eth(0x86dd, &ipv6(4, &inner)));
     assert_eq!((d.ip_version, d.ip_offset, d.ip_len), (4, 54, 40));
     let d = ok(LinkType::Raw, &ipv6(41, &v6));
-    assert_eq!((d.ip_version, d.ip_offset, d.tunnel), (6, 40, TunnelKind::IpInIp));
+    assert_eq!(
+        (d.ip_version, d.ip_offset, d.tunnel),
+        (6, 40, TunnelKind::IpInIp)
+    );
     // Protocol 4 carrying IPv6 is malformed; a cut inner header is truncated.
     assert_eq!(skip(LinkType::Raw, &ipv4(4, &v6)), Skip::Malformed);
     assert_eq!(skip(LinkType::Raw, &ipv4(4, &inner[..10])), Skip::Truncated);
@@ -293,32 +369,52 @@ fn ip_in_ip() {
 }
 
 fn gre(flags_ver: u16, proto: u16, extra: &[u8], payload: &[u8]) -> Vec<u8> {
-    cat(&[&flags_ver.to_be_bytes(), &proto.to_be_bytes(), extra, payload])
+    cat(&[
+        &flags_ver.to_be_bytes(),
+        &proto.to_be_bytes(),
+        extra,
+        payload,
+    ])
 }
 
 #[test]
 fn gre_tunnels() {
     let inner = ipv4(17, &udp(514, 514, b"syslog"));
     // Key present: it becomes the tunnel id.
-    let p = eth(0x0800, &ipv4(47, &gre(0x2000, 0x0800, &[0, 0, 0x30, 0x39], &inner)));
+    let p = eth(
+        0x0800,
+        &ipv4(47, &gre(0x2000, 0x0800, &[0, 0, 0x30, 0x39], &inner)),
+    );
     let d = ok(LinkType::Ethernet, &p);
-    assert_eq!((d.tunnel, d.tunnel_id, d.ip_offset, d.sport), (TunnelKind::Gre, 12345, 42, 514));
+    assert_eq!(
+        (d.tunnel, d.tunnel_id, d.ip_offset, d.sport),
+        (TunnelKind::Gre, 12345, 42, 514)
+    );
     assert_eq!((d.proto, d.payload_len, d.src_mac), (17, 6, MAC_A));
     // Checksum + sequence, IPv6 payload.
     let v6 = ipv6(6, &tcp(1, 2, 0x11, &[]));
     let p = ipv4(47, &gre(0x9000, 0x86dd, &[0; 8], &v6));
     let d = ok(LinkType::Raw, &p);
-    assert_eq!((d.ip_version, d.ip_offset, d.tcp_flags, d.tunnel_id), (6, 32, 0x11, 0));
+    assert_eq!(
+        (d.ip_version, d.ip_offset, d.tcp_flags, d.tunnel_id),
+        (6, 32, 0x11, 0)
+    );
     // Transparent Ethernet bridging: MACs stay the outer ones.
     let mut inner_eth = eth(0x0800, &inner);
     inner_eth[..6].copy_from_slice(&[0xee; 6]);
     let p = eth(0x0800, &ipv4(47, &gre(0x0000, 0x6558, &[], &inner_eth)));
     let d = ok(LinkType::Ethernet, &p);
-    assert_eq!((d.ip_offset, d.dst_mac, d.tunnel), (14 + 20 + 4 + 14, MAC_B, TunnelKind::Gre));
+    assert_eq!(
+        (d.ip_offset, d.dst_mac, d.tunnel),
+        (14 + 20 + 4 + 14, MAC_B, TunnelKind::Gre)
+    );
     // Keepalive / unknown payload: the GRE packet itself is the flow.
     let p = eth(0x0800, &ipv4(47, &gre(0x0000, 0x0000, &[], &[])));
     let d = ok(LinkType::Ethernet, &p);
-    assert_eq!((d.proto, d.tunnel, d.sport, d.ip_offset, d.payload_len), (47, TunnelKind::None, 0, 14, 4));
+    assert_eq!(
+        (d.proto, d.tunnel, d.sport, d.ip_offset, d.payload_len),
+        (47, TunnelKind::None, 0, 14, 4)
+    );
     // A cut GRE header: the outer packet is the flow too.
     let d = ok(LinkType::Raw, &ipv4(47, &[0x20, 0x00]));
     assert_eq!((d.proto, d.tunnel), (47, TunnelKind::None));
@@ -329,14 +425,26 @@ fn gre_tunnels() {
 
 #[test]
 fn erspan_type_ii_and_iii() {
-    let inner = eth(0x8100, &tag(11, 0x0800, &ipv4(1, &[8, 0, 0, 0, 0, 0, 0, 0])));
+    let inner = eth(
+        0x8100,
+        &tag(11, 0x0800, &ipv4(1, &[8, 0, 0, 0, 0, 0, 0, 0])),
+    );
     let hdr2 = [0x10, 0x64, 0x00, 0x01, 0, 0, 0, 0];
-    let p = ipv4(47, &gre(0x1000, 0x88be, &[0, 0, 0, 1], &cat(&[&hdr2, &inner])));
+    let p = ipv4(
+        47,
+        &gre(0x1000, 0x88be, &[0, 0, 0, 1], &cat(&[&hdr2, &inner])),
+    );
     let d = ok(LinkType::Raw, &p);
-    assert_eq!((d.tunnel, d.vlan, d.proto, d.ip_offset), (TunnelKind::Gre, 11, 1, 20 + 8 + 8 + 18));
+    assert_eq!(
+        (d.tunnel, d.vlan, d.proto, d.ip_offset),
+        (TunnelKind::Gre, 11, 1, 20 + 8 + 8 + 18)
+    );
     assert_eq!(d.src_mac, MAC_A);
     let hdr3 = [0x20, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
-    let p = ipv4(47, &gre(0x1000, 0x22eb, &[0, 0, 0, 1], &cat(&[&hdr3, &inner])));
+    let p = ipv4(
+        47,
+        &gre(0x1000, 0x22eb, &[0, 0, 0, 1], &cat(&[&hdr3, &inner])),
+    );
     assert_eq!(ok(LinkType::Raw, &p).ip_offset, 20 + 8 + 12 + 18);
     // Type I: no sequence, no ERSPAN header.
     let p = ipv4(47, &gre(0x0000, 0x88be, &[], &inner));
@@ -352,7 +460,10 @@ fn pptp_enhanced_gre() {
     hdr.extend_from_slice(&[0x80, 0x01, 0, 0, 0, 1]);
     let p = eth(0x0800, &ipv4(47, &cat(&[&hdr, &ppp])));
     let d = ok(LinkType::Ethernet, &p);
-    assert_eq!((d.tunnel, d.tunnel_id, d.sport, d.ip_offset), (TunnelKind::Gre, 0x8001, 1723, 14 + 20 + 12 + 4));
+    assert_eq!(
+        (d.tunnel, d.tunnel_id, d.sport, d.ip_offset),
+        (TunnelKind::Gre, 0x8001, 1723, 14 + 20 + 12 + 4)
+    );
     // PPP LCP inside: the GRE packet is the flow.
     let lcp = [0xff, 0x03, 0xc0, 0x21, 1, 1, 0, 4];
     let mut hdr = vec![0x30, 0x01, 0x88, 0x0b, 0, 8, 0x80, 0x01, 0, 0, 0, 2];
@@ -367,12 +478,18 @@ fn vxlan_and_gtp() {
     let vx = cat(&[&[0x08, 0, 0, 0, 0, 0x01, 0x00, 0], &eth(0x0800, &inner_ip)]);
     let p = eth(0x0800, &ipv4(17, &udp(40000, 4789, &vx)));
     let d = ok(LinkType::Ethernet, &p);
-    assert_eq!((d.tunnel, d.tunnel_id, d.proto, d.sport, d.dport), (TunnelKind::Vxlan, 256, 1, 0, 0));
+    assert_eq!(
+        (d.tunnel, d.tunnel_id, d.proto, d.sport, d.dport),
+        (TunnelKind::Vxlan, 256, 1, 0, 0)
+    );
     assert_eq!((d.ip_offset, d.src_mac), (14 + 20 + 8 + 8 + 14, MAC_A));
     // ARP inside VXLAN: the outer UDP datagram is the flow.
     let arp = cat(&[&[0x08, 0, 0, 0, 0, 0x01, 0x00, 0], &eth(0x0806, &[0; 28])]);
     let d = ok(LinkType::Raw, &ipv4(17, &udp(40000, 4789, &arp)));
-    assert_eq!((d.tunnel, d.proto, d.sport, d.dport, d.payload_offset), (TunnelKind::None, 17, 40000, 4789, 28));
+    assert_eq!(
+        (d.tunnel, d.proto, d.sport, d.dport, d.payload_offset),
+        (TunnelKind::None, 17, 40000, 4789, 28)
+    );
     // No I flag: plain UDP.
     let d = ok(LinkType::Raw, &ipv4(17, &udp(1, 4789, &[0; 8])));
     assert_eq!((d.tunnel, d.dport), (TunnelKind::None, 4789));
@@ -380,23 +497,43 @@ fn vxlan_and_gtp() {
     let user = ipv4(6, &tcp(40001, 80, 0x02, &[]));
     let gtp = cat(&[&[0x30, 0xff, 0, user.len() as u8, 0, 0, 0x10, 0x01], &user]);
     let d = ok(LinkType::Raw, &ipv4(17, &udp(2152, 2152, &gtp)));
-    assert_eq!((d.tunnel, d.tunnel_id, d.sport, d.dport, d.ip_offset), (TunnelKind::Gtp, 0x1001, 40001, 80, 36));
+    assert_eq!(
+        (d.tunnel, d.tunnel_id, d.sport, d.dport, d.ip_offset),
+        (TunnelKind::Gtp, 0x1001, 40001, 80, 36)
+    );
     // GTP echo request: plain UDP flow.
-    let d = ok(LinkType::Raw, &ipv4(17, &udp(2152, 2152, &[0x32, 0x01, 0, 4, 0, 0, 0, 0, 0, 1, 0, 0])));
+    let d = ok(
+        LinkType::Raw,
+        &ipv4(
+            17,
+            &udp(2152, 2152, &[0x32, 0x01, 0, 4, 0, 0, 0, 0, 0, 1, 0, 0]),
+        ),
+    );
     assert_eq!((d.tunnel, d.dport), (TunnelKind::None, 2152));
 }
 
 #[test]
 fn output_is_reset_between_packets() {
     let mut d = Decoded::default();
-    let vx = cat(&[&[0x08, 0, 0, 0, 0, 0, 9, 0], &eth(0x8100, &tag(3, 0x0800, &ipv4(6, &tcp(1, 2, 0x12, &[]))))]);
-    decode(LinkType::Ethernet, &eth(0x8100, &tag(7, 0x0800, &ipv4(17, &udp(9, 4789, &vx)))), &mut d).unwrap();
+    let vx = cat(&[
+        &[0x08, 0, 0, 0, 0, 0, 9, 0],
+        &eth(0x8100, &tag(3, 0x0800, &ipv4(6, &tcp(1, 2, 0x12, &[])))),
+    ]);
+    decode(
+        LinkType::Ethernet,
+        &eth(0x8100, &tag(7, 0x0800, &ipv4(17, &udp(9, 4789, &vx)))),
+        &mut d,
+    )
+    .unwrap();
     assert_eq!((d.vlan, d.tunnel_id, d.tcp_flags), (7, 9, 0x12));
     decode(LinkType::Raw, &ipv4(1, &[8, 0, 0, 0]), &mut d).unwrap();
     let mut fresh = Decoded::default();
     decode(LinkType::Raw, &ipv4(1, &[8, 0, 0, 0]), &mut fresh).unwrap();
     assert_eq!(d, fresh);
-    assert_eq!((d.vlan, d.tunnel, d.tcp_flags, d.src_mac), (0, TunnelKind::None, 0, [0; 6]));
+    assert_eq!(
+        (d.vlan, d.tunnel, d.tcp_flags, d.src_mac),
+        (0, TunnelKind::None, 0, [0; 6])
+    );
 }
 
 /// xorshift64* pseudo-random generator (deterministic, no dependency).
@@ -447,7 +584,9 @@ fn random_bytes_never_panic() {
             let first = [0x45, 0x46, 0x4f, 0x60][(rng.next() % 4) as usize];
             match LINKS[i % 7] {
                 LinkType::Ethernet => {
-                    let et: [u16; 8] = [0x0800, 0x86dd, 0x8100, 0x88a8, 0x8847, 0x8864, 0x0800, 0x86dd];
+                    let et: [u16; 8] = [
+                        0x0800, 0x86dd, 0x8100, 0x88a8, 0x8847, 0x8864, 0x0800, 0x86dd,
+                    ];
                     buf[12..14].copy_from_slice(&et[(rng.next() % 8) as usize].to_be_bytes());
                     buf[14] = first;
                 }
@@ -463,11 +602,82 @@ fn random_bytes_never_panic() {
 fn mutated_packets_never_panic() {
     let seeds: Vec<(LinkType, Vec<u8>)> = vec![
         (LinkType::Ethernet, eth_v4_tcp()),
-        (LinkType::Ethernet, eth(0x86dd, &ipv6(0, &cat(&[&[44, 0, 1, 4, 0, 0, 0, 0], &[17, 0, 0, 1, 0, 0, 0, 9], &udp(1, 2, &[0; 8])])))),
-        (LinkType::Raw, ipv4(47, &gre(0x3000, 0x6558, &[0, 0, 0, 1, 0, 0, 0, 2], &eth(0x8100, &tag(1, 0x0800, &ipv4(17, &udp(1, 4789, &cat(&[&[8, 0, 0, 0, 0, 0, 1, 0], &eth(0x0800, &ipv4(4, &ipv4(6, &tcp(1, 2, 2, &[]))))])))))))),
-        (LinkType::Raw, ipv4(17, &udp(2152, 2152, &cat(&[&[0x34, 0xff, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x85, 1, 0, 0, 0], &ipv6(58, &[128, 0, 0, 0])])))),
-        (LinkType::Ethernet, eth(0x8864, &cat(&[&[0x11, 0, 0, 1, 0, 30, 0, 0x21], &ipv4(132, &[0; 12])]))),
-        (LinkType::Raw, ipv4(47, &gre(0x3081, 0x880b, &[0, 24, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1], &cat(&[&[0x21], &ipv4(6, &tcp(1, 2, 2, &[]))])))),
+        (
+            LinkType::Ethernet,
+            eth(
+                0x86dd,
+                &ipv6(
+                    0,
+                    &cat(&[
+                        &[44, 0, 1, 4, 0, 0, 0, 0],
+                        &[17, 0, 0, 1, 0, 0, 0, 9],
+                        &udp(1, 2, &[0; 8]),
+                    ]),
+                ),
+            ),
+        ),
+        (
+            LinkType::Raw,
+            ipv4(
+                47,
+                &gre(
+                    0x3000,
+                    0x6558,
+                    &[0, 0, 0, 1, 0, 0, 0, 2],
+                    &eth(
+                        0x8100,
+                        &tag(
+                            1,
+                            0x0800,
+                            &ipv4(
+                                17,
+                                &udp(
+                                    1,
+                                    4789,
+                                    &cat(&[
+                                        &[8, 0, 0, 0, 0, 0, 1, 0],
+                                        &eth(0x0800, &ipv4(4, &ipv4(6, &tcp(1, 2, 2, &[])))),
+                                    ]),
+                                ),
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+        ),
+        (
+            LinkType::Raw,
+            ipv4(
+                17,
+                &udp(
+                    2152,
+                    2152,
+                    &cat(&[
+                        &[0x34, 0xff, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x85, 1, 0, 0, 0],
+                        &ipv6(58, &[128, 0, 0, 0]),
+                    ]),
+                ),
+            ),
+        ),
+        (
+            LinkType::Ethernet,
+            eth(
+                0x8864,
+                &cat(&[&[0x11, 0, 0, 1, 0, 30, 0, 0x21], &ipv4(132, &[0; 12])]),
+            ),
+        ),
+        (
+            LinkType::Raw,
+            ipv4(
+                47,
+                &gre(
+                    0x3081,
+                    0x880b,
+                    &[0, 24, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1],
+                    &cat(&[&[0x21], &ipv4(6, &tcp(1, 2, 2, &[]))]),
+                ),
+            ),
+        ),
     ];
     let mut rng = Rng(12345);
     let mut d = Decoded::default();
