@@ -32,8 +32,8 @@
 //!   `first_fragment = true`. Non-first fragments carry no transport header;
 //!   they are skipped with `Skip::FragmentNonFirst` rather than creating a
 //!   bogus port-0 flow.
-//! * Tunnels (IP-in-IP 4/41, GRE incl. transparent Ethernet, ERSPAN I/II/III
-//!   and PPTP, VXLAN on UDP 4789, GTP-U on UDP 2152): the flow is the
+//! * Tunnels (IP-in-IP 4/41, GRE incl. transparent Ethernet, ERSPAN I/II/III,
+//!   PPTP and MPLS over GRE, VXLAN on UDP 4789, GTP-U on UDP 2152): the flow is the
 //!   innermost IP packet; the innermost tunnel's kind and identifier (GRE
 //!   key or PPTP call id, VXLAN VNI, GTP TEID) are kept in
 //!   [`Decoded::tunnel`] / [`Decoded::tunnel_id`] and become part of the

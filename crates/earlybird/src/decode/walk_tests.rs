@@ -418,7 +418,11 @@ fn gre_tunnels() {
     // A cut GRE header: the outer packet is the flow too.
     let d = ok(LinkType::Raw, &ipv4(47, &[0x20, 0x00]));
     assert_eq!((d.proto, d.tunnel), (47, TunnelKind::None));
-    // GRE keyed tunnel inside VXLAN inside GRE is fine; inner errors propagate.
+    // MPLS over GRE.
+    let mpls = cat(&[&[0x00, 0x01, 0x01, 0x40], &inner]);
+    let d = ok(LinkType::Raw, &ipv4(47, &gre(0x0000, 0x8847, &[], &mpls)));
+    assert_eq!((d.tunnel, d.ip_offset, d.dport), (TunnelKind::Gre, 28, 514));
+    // Once an inner IP header is found, its errors are the packet's.
     let bad = ipv4(47, &gre(0, 0x0800, &[], &inner[..21]));
     assert_eq!(skip(LinkType::Raw, &bad), Skip::Truncated);
 }
