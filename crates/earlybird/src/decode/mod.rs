@@ -100,6 +100,18 @@ pub enum TunnelKind {
 }
 
 impl TunnelKind {
+    /// Inverse of `kind as u8`; unknown values map to [`TunnelKind::None`].
+    #[inline]
+    pub fn from_u8(v: u8) -> TunnelKind {
+        match v {
+            1 => TunnelKind::Gre,
+            2 => TunnelKind::Vxlan,
+            3 => TunnelKind::IpInIp,
+            4 => TunnelKind::Gtp,
+            _ => TunnelKind::None,
+        }
+    }
+
     /// Short lower-case name used in records.
     pub fn name(self) -> &'static str {
         match self {

@@ -701,3 +701,17 @@ fn mutated_packets_never_panic() {
         }
     }
 }
+
+#[test]
+fn tunnel_kind_round_trips_through_u8() {
+    for k in [
+        TunnelKind::None,
+        TunnelKind::Gre,
+        TunnelKind::Vxlan,
+        TunnelKind::IpInIp,
+        TunnelKind::Gtp,
+    ] {
+        assert_eq!(TunnelKind::from_u8(k as u8), k);
+    }
+    assert_eq!(TunnelKind::from_u8(200), TunnelKind::None);
+}
