@@ -190,7 +190,7 @@ fn ip(cx: &mut Ctx, data: &[u8], off: usize, version: u8, out: &mut Decoded) -> 
         out.proto = h.proto;
         out.ip_len = clamp16(usize::from(h.payload_len) + IPV6_LEN);
         out.first_fragment = h.more_fragments;
-        let end = if h.payload_len == 0 {
+        let end = if h.jumbo {
             data.len()
         } else {
             data.len().min(off + IPV6_LEN + usize::from(h.payload_len))
