@@ -22,7 +22,8 @@
 //!   (ports). ICMP/ICMPv6 and other protocols (ESP, IGMP, OSPF, …) need none
 //!   and have ports 0: their flow is the host pair, as in nDPI.
 //! * Malformed headers (`Skip::Malformed`): wrong IP version, IPv4 IHL < 5 or
-//!   total length < header length, IPv6 extension headers longer than the
+//!   total length < header length (a total length of 0 is a TSO capture:
+//!   the captured length is used, as Wireshark and nDPI do), IPv6 extension headers longer than the
 //!   payload, TCP data offset < 5 or beyond the segment, UDP/TCP/SCTP
 //!   segments shorter than their header.
 //! * Bytes past the IP length (Ethernet padding, trailers) are never read as

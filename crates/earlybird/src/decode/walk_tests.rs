@@ -235,6 +235,18 @@ fn ipv4_malformed_headers() {
 }
 
 #[test]
+fn tso_capture_with_zero_total_length() {
+    let mut ip = ipv4(6, &tcp(1, 443, 0x18, &[0x17; 3000]));
+    ip[2] = 0;
+    ip[3] = 0;
+    let d = ok(LinkType::Ethernet, &eth(0x0800, &ip));
+    assert_eq!(
+        (d.ip_len, d.payload_offset, d.payload_len),
+        (3040, 54, 3000)
+    );
+}
+
+#[test]
 fn snaplen_cut_payload_keeps_wire_lengths() {
     let p = eth(0x0800, &ipv4(6, &tcp(1, 2, 0x10, &[0x55; 1400])));
     let d = ok(LinkType::Ethernet, &p[..68]);
