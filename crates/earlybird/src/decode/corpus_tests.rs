@@ -175,3 +175,25 @@ fn corpus_known_packets() {
     };
     assert_eq!(res[0].map(|d| d.tunnel), Ok(TunnelKind::Vxlan));
 }
+
+/// Windows hosts capturing their own TSO super-segments write IPv4 total
+/// length 0; nDPI counts those packets in their flow (thrift.pcap: 66
+/// client packets including #31, #33 and #154), so must we.
+#[test]
+fn corpus_tso_segments_are_flow_packets() {
+    let Some(res) = decode_file("classify/dev/ndpi/pcap/thrift.pcap") else {
+        return;
+    };
+    assert!(res.iter().all(|r| r.is_ok()));
+    let d = res[31].expect("TSO packet decodes");
+    assert_eq!(
+        (d.sport, d.dport, d.ip_len, d.payload_offset),
+        (53387, 11010, 2960, 54)
+    );
+    let c2s = res
+        .iter()
+        .flatten()
+        .filter(|d| d.proto == 6 && d.sport == 53387 && d.dport == 11010)
+        .count();
+    assert_eq!(c2s, 66);
+}
