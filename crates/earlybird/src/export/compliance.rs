@@ -1,0 +1,431 @@
+//! Compliance test every exporter passes: the same varied records (IPv4,
+//! IPv6, tunnels, unknown and named apps, NaN statistics, fewer and more
+//! early packets than N, N = 4 and N = 32, a batch larger than one output
+//! chunk) are written by each format, parsed back with an independent parser
+//! (`csv`, `serde_json`) and compared field by field with values computed
+//! here from the records, independently of the exporters' formatting code.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use super::{fields, to_writer, ExportOptions, Format};
+use crate::decode::{fmt_addr, map_v4, TunnelKind};
+use crate::flow::record::{
+    Dir, EarlyPkt, EndReason, FlowRecord, RecordBatch, RecordKey, Stat, Verdict, TCP_FLAG_NAMES,
+};
+
+/// A writer whose bytes the test can read after the exporter took it.
+#[derive(Clone, Default)]
+pub(super) struct Shared(pub(super) Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// An expected value.
+#[derive(Debug, Clone, PartialEq)]
+enum V {
+    U(u64),
+    I(i64),
+    /// None: not finite (CSV empty, JSON null).
+    F(Option<f64>),
+    S(String),
+}
+
+fn v6(s: &str) -> [u8; 16] {
+    s.parse::<std::net::Ipv6Addr>().unwrap().octets()
+}
+
+fn stat(min: f64, max: f64, mean: f64, std: f64) -> Stat {
+    Stat {
+        min,
+        max,
+        mean,
+        std,
+    }
+}
+
+fn early(n: usize, seed: u32) -> Vec<EarlyPkt> {
+    (0..n as u32)
+        .map(|k| EarlyPkt {
+            size: (40 + (k * 97 + seed) % 1460) as u16,
+            dir: if (k + seed) % 3 < 1 {
+                Dir::Bwd
+            } else {
+                Dir::Fwd
+            },
+            flags: (k % 256) as u8,
+            iat_us: if k == 0 { 0 } else { k * 1000 + seed },
+        })
+        .collect()
+}
+
+/// Varied records with their early packets.
+pub(super) fn sample() -> Vec<(FlowRecord, Vec<EarlyPkt>)> {
+    let mut v = Vec::new();
+    // IPv4 TCP, named app, VLAN, MACs, flags.
+    let mut r = FlowRecord {
+        key: RecordKey {
+            src: map_v4([192, 168, 1, 10]),
+            dst: map_v4([93, 184, 216, 34]),
+            sport: 51234,
+            dport: 443,
+            proto: 6,
+            ip_version: 4,
+            vlan: 100,
+            tunnel: TunnelKind::None,
+            tunnel_id: 0,
+        },
+        src_mac: [0x00, 0x1b, 0x21, 0xaa, 0xbb, 0xcc],
+        dst_mac: [0xff, 0xee, 0x0d, 0x01, 0x02, 0x03],
+        first_ts: 1_700_000_000_123_456_789,
+        last_ts: 1_700_000_005_000_000_000,
+        packets: [12, 10],
+        bytes: [2345, 45678],
+        size: [
+            stat(40.0, 517.0, 195.4166666, 150.12345678),
+            stat(40.0, 1500.0, 4567.8 / 10.0, 600.0 / 7.0),
+        ],
+        iat: [
+            stat(1000.0, 2e9, 1.0 / 3.0, 2.0 / 3.0),
+            stat(0.0005, 0.0004, 1499.9996, 12.05),
+        ],
+        tcp_flags: [[1, 1, 0, 5, 11, 0, 0, 0], [1, 1, 0, 7, 10, 2, 3, 4]],
+        end: EndReason::Fin,
+        early_len: 0,
+        verdict: Verdict {
+            class: 0,
+            confidence: 0.95,
+            at_packet: 4,
+        },
+    };
+    v.push((r, early(10, 1)));
+    // IPv6 UDP, unknown verdict, two early packets.
+    r.key = RecordKey {
+        src: v6("2001:db8::1"),
+        dst: v6("fe80::1:0:0:abcd"),
+        sport: 5353,
+        dport: 53,
+        proto: 17,
+        ip_version: 6,
+        vlan: 0,
+        tunnel: TunnelKind::None,
+        tunnel_id: 0,
+    };
+    r.tcp_flags = [[0; 8]; 2];
+    r.end = EndReason::Idle;
+    r.verdict = Verdict {
+        class: Verdict::UNKNOWN,
+        confidence: 0.0,
+        at_packet: 0,
+    };
+    v.push((r, early(2, 2)));
+    // GRE tunnel, class whose name needs escaping.
+    r.key.src = map_v4([10, 0, 0, 1]);
+    r.key.dst = map_v4([10, 0, 0, 2]);
+    r.key.ip_version = 4;
+    r.key.tunnel = TunnelKind::Gre;
+    r.key.tunnel_id = 42;
+    r.end = EndReason::Rst;
+    r.verdict = Verdict {
+        class: 1,
+        confidence: 0.5,
+        at_packet: 8,
+    };
+    v.push((r, early(4, 3)));
+    // VXLAN over IPv6 inner, class index the model does not have.
+    r.key.src = v6("::1");
+    r.key.dst = v6("1:0:0:2::3");
+    r.key.ip_version = 6;
+    r.key.tunnel = TunnelKind::Vxlan;
+    r.key.tunnel_id = 0x00ff_ffff;
+    r.end = EndReason::Evicted;
+    r.verdict.class = 77;
+    v.push((r, early(32, 4)));
+    // An all-zero record.
+    v.push((FlowRecord::default(), Vec::new()));
+    // Extremes: huge counters, huge and non-finite statistics, ICMP in IPIP.
+    let mut x = FlowRecord::default();
+    x.key.src = map_v4([255, 255, 255, 255]);
+    x.key.dst = map_v4([0, 0, 0, 0]);
+    x.key.sport = 0x0800;
+    x.key.proto = 1;
+    x.key.ip_version = 4;
+    x.key.vlan = 4095;
+    x.key.tunnel = TunnelKind::IpInIp;
+    x.key.tunnel_id = u32::MAX;
+    x.first_ts = 5;
+    x.last_ts = u64::MAX;
+    x.packets = [u64::MAX, 1];
+    x.bytes = [u64::MAX, u64::MAX - 1];
+    x.size = [stat(1e13, 3.5e15, 1e300, f64::NAN), Stat::default()];
+    x.iat = [
+        stat(f64::INFINITY, 9.007e12, 123456789.987654, 0.0),
+        Stat::default(),
+    ];
+    x.tcp_flags = [[u32::MAX; 8], [7; 8]];
+    x.end = EndReason::EndOfInput;
+    x.verdict = Verdict {
+        class: 2,
+        confidence: 1.0,
+        at_packet: 255,
+    };
+    let mut e = early(32, 5);
+    e[31].iat_us = u32::MAX;
+    e[31].size = u16::MAX;
+    v.push((x, e));
+    // Active timeout, ends before it starts (saturating duration).
+    let mut y = v[0].0;
+    y.end = EndReason::Active;
+    y.first_ts = 10;
+    y.last_ts = 3;
+    v.push((y, early(5, 6)));
+    v
+}
+
+fn mac(m: &[u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// The scalar fields of `r` as (name, value), independent of the exporters.
+fn expected(r: &FlowRecord, early_len: usize, names: &[String]) -> Vec<(String, V)> {
+    let mut out: Vec<(String, V)> = Vec::new();
+    let mut push = |n: &str, v: V| out.push((n.to_string(), v));
+    let k = &r.key;
+    push("src", V::S(fmt_addr(&k.src)));
+    push("dst", V::S(fmt_addr(&k.dst)));
+    push("sport", V::U(k.sport.into()));
+    push("dport", V::U(k.dport.into()));
+    push("proto", V::U(k.proto.into()));
+    push("ip_version", V::U(k.ip_version.into()));
+    push("vlan", V::U(k.vlan.into()));
+    push("tunnel", V::S(k.tunnel.name().into()));
+    push("tunnel_id", V::U(k.tunnel_id.into()));
+    push("src_mac", V::S(mac(&r.src_mac)));
+    push("dst_mac", V::S(mac(&r.dst_mac)));
+    push("first_ts", V::U(r.first_ts));
+    push("last_ts", V::U(r.last_ts));
+    push("duration_ns", V::U(r.last_ts.saturating_sub(r.first_ts)));
+    for (d, dir) in ["fwd", "bwd"].iter().enumerate() {
+        push(&format!("{dir}_packets"), V::U(r.packets[d]));
+        push(&format!("{dir}_bytes"), V::U(r.bytes[d]));
+        for (q, st) in [("size", &r.size[d]), ("iat", &r.iat[d])] {
+            for (m, val) in [
+                ("min", st.min),
+                ("max", st.max),
+                ("mean", st.mean),
+                ("std", st.std),
+            ] {
+                let f = if val.is_finite() { Some(val) } else { None };
+                push(&format!("{dir}_{q}_{m}"), V::F(f));
+            }
+        }
+        for (b, flag) in TCP_FLAG_NAMES.iter().enumerate() {
+            push(&format!("{dir}_{flag}"), V::U(r.tcp_flags[d][b].into()));
+        }
+    }
+    push("end_reason", V::S(r.end.name().into()));
+    let app = if r.verdict.class == Verdict::UNKNOWN {
+        "unknown".to_string()
+    } else {
+        names
+            .get(r.verdict.class as usize)
+            .cloned()
+            .unwrap_or_else(|| "unknown".into())
+    };
+    push("app", V::S(app));
+    push(
+        "app_confidence",
+        V::F(Some(f64::from(r.verdict.confidence))),
+    );
+    push("decided_at_packet", V::U(r.verdict.at_packet.into()));
+    push("early_len", V::U(early_len as u64));
+    out
+}
+
+fn close(got: f64, want: f64) -> bool {
+    (got - want).abs() <= 0.0005 + want.abs() * 1e-15
+}
+
+fn check_text(ctx: &str, got: &str, want: &V) {
+    let ok = match want {
+        V::U(w) => got.parse::<u64>().ok() == Some(*w),
+        V::I(w) => got.parse::<i64>().ok() == Some(*w),
+        V::F(None) => got.is_empty(),
+        V::F(Some(w)) => got.parse::<f64>().is_ok_and(|g| close(g, *w)),
+        V::S(w) => got == w,
+    };
+    assert!(ok, "{ctx}: got {got:?}, want {want:?}");
+}
+
+fn check_json(ctx: &str, got: &serde_json::Value, want: &V) {
+    let ok = match want {
+        V::U(w) => got.as_u64() == Some(*w),
+        V::I(w) => got.as_i64() == Some(*w),
+        V::F(None) => got.is_null(),
+        V::F(Some(w)) => got.as_f64().is_some_and(|g| close(g, *w)),
+        V::S(w) => got.as_str() == Some(w.as_str()),
+    };
+    assert!(ok, "{ctx}: got {got}, want {want:?}");
+}
+
+fn dir(p: &EarlyPkt) -> i64 {
+    if p.dir == Dir::Fwd {
+        1
+    } else {
+        -1
+    }
+}
+
+fn batches(recs: &[(FlowRecord, Vec<EarlyPkt>)], stride: usize) -> Vec<RecordBatch> {
+    // Two small batches, then one larger than an output chunk.
+    let mut out = Vec::new();
+    let (a, b) = recs.split_at(recs.len() / 2);
+    for part in [a, b] {
+        let mut bt = RecordBatch::with_capacity(part.len(), stride);
+        for (r, e) in part {
+            bt.push(*r, e);
+        }
+        out.push(bt);
+    }
+    let mut big = RecordBatch::with_capacity(3000, stride);
+    for i in 0..3000u64 {
+        let (mut r, e) = recs[(i as usize) % recs.len()].clone();
+        r.first_ts = r.first_ts.wrapping_add(i);
+        r.key.sport = r.key.sport.wrapping_add(i as u16);
+        r.bytes[1] = r.bytes[1].wrapping_add(i);
+        r.size[0].mean += i as f64 / 7.0;
+        big.push(r, &e[..e.len().min(i as usize % 40)]);
+    }
+    out.push(big);
+    out
+}
+
+fn run(format: Format, n: usize, stride: usize, names: &[String]) {
+    let recs = sample();
+    let batches = batches(&recs, stride);
+    let shared = Shared::default();
+    let opts = ExportOptions {
+        early_packets: n,
+        class_names: names.to_vec().into(),
+    };
+    let mut ex = to_writer(format, Box::new(shared.clone()), "test", &opts);
+    for b in &batches {
+        ex.write_batch(b).unwrap();
+    }
+    ex.finish().unwrap();
+    let bytes = shared.0.lock().unwrap().clone();
+    // Every (record, early packets) in output order.
+    let all: Vec<(FlowRecord, Vec<EarlyPkt>)> = batches
+        .iter()
+        .flat_map(|b| b.iter().map(|(r, e)| (*r, e.to_vec())))
+        .collect();
+    let ctx = format!("{format:?} N={n} stride={stride} names={}", names.len());
+    match format {
+        Format::Null => assert!(bytes.is_empty(), "{ctx}: null wrote output"),
+        Format::Csv => check_csv(&ctx, &bytes, &all, n, names),
+        Format::JsonLines => check_jsonl(&ctx, &bytes, &all, n, names),
+    }
+}
+
+fn check_csv(
+    ctx: &str,
+    bytes: &[u8],
+    all: &[(FlowRecord, Vec<EarlyPkt>)],
+    n: usize,
+    names: &[String],
+) {
+    let mut rd = ::csv::ReaderBuilder::new().from_reader(bytes);
+    let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(header, fields::csv_columns(n), "{ctx}: header");
+    let rows: Vec<::csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), all.len(), "{ctx}: record count");
+    for (row_i, (row, (r, e))) in rows.iter().zip(all).enumerate() {
+        let col = |name: &str| {
+            let i = header.iter().position(|h| h == name).unwrap();
+            row.get(i).unwrap().to_string()
+        };
+        let len = e.len().min(n);
+        for (name, want) in expected(r, len, names) {
+            check_text(&format!("{ctx} row {row_i} {name}"), &col(&name), &want);
+        }
+        for i in 0..n {
+            let p = e.get(i).filter(|_| i < len);
+            let (s, d, t) = p.map_or((0, 0, 0), |p| (p.size.into(), dir(p), p.iat_us.into()));
+            let c = format!("{ctx} row {row_i} pkt{}", i + 1);
+            check_text(&c, &col(&format!("pkt{}_size", i + 1)), &V::U(s));
+            check_text(&c, &col(&format!("pkt{}_dir", i + 1)), &V::I(d));
+            check_text(&c, &col(&format!("pkt{}_iat_us", i + 1)), &V::U(t));
+        }
+    }
+}
+
+fn check_jsonl(
+    ctx: &str,
+    bytes: &[u8],
+    all: &[(FlowRecord, Vec<EarlyPkt>)],
+    n: usize,
+    names: &[String],
+) {
+    let text = std::str::from_utf8(bytes).unwrap();
+    assert!(text.ends_with('\n'), "{ctx}: last line not terminated");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), all.len(), "{ctx}: record count");
+    let keys: Vec<&str> = fields::FIELDS
+        .iter()
+        .map(|f| f.name)
+        .chain(fields::EARLY_FIELDS.iter().map(|e| e.json))
+        .collect();
+    for (li, (line, (r, e))) in lines.iter().zip(all).enumerate() {
+        // Keys appear exactly once each, in field-list order.
+        let mut at = 0;
+        for k in &keys {
+            let pat = format!("\"{k}\":");
+            let pos = line[at..]
+                .find(&pat)
+                .unwrap_or_else(|| panic!("{ctx} line {li}: {k} missing or out of order"));
+            at += pos + pat.len();
+        }
+        let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(line)
+            .unwrap_or_else(|err| panic!("{ctx} line {li}: {err}: {line}"));
+        assert_eq!(obj.len(), keys.len(), "{ctx} line {li}: key count");
+        let len = e.len().min(n);
+        for (name, want) in expected(r, len, names) {
+            check_json(&format!("{ctx} line {li} {name}"), &obj[&name], &want);
+        }
+        let arr = |k: &str| obj[k].as_array().unwrap().clone();
+        let (sz, dr, iat) = (arr("early_size"), arr("early_dir"), arr("early_iat_us"));
+        assert_eq!(
+            (sz.len(), dr.len(), iat.len()),
+            (len, len, len),
+            "{ctx} line {li}"
+        );
+        for (i, p) in e[..len].iter().enumerate() {
+            let c = format!("{ctx} line {li} early[{i}]");
+            check_json(&c, &sz[i], &V::U(p.size.into()));
+            check_json(&c, &dr[i], &V::I(dir(p)));
+            check_json(&c, &iat[i], &V::U(p.iat_us.into()));
+        }
+    }
+}
+
+#[test]
+fn every_exporter_round_trips_every_field() {
+    let names: Vec<String> = vec!["tls".into(), "we,ird \"name\"\n\\x".into(), "dns".into()];
+    for format in [Format::Csv, Format::JsonLines, Format::Null] {
+        for (n, stride) in [(4, 4), (32, 32), (4, 32), (32, 8), (0, 4)] {
+            run(format, n, stride, &names);
+        }
+        // No model: every app is "unknown".
+        run(format, 8, 8, &[]);
+    }
+}

@@ -1,0 +1,551 @@
+//! The flow-record field list: the one place where every exported column is
+//! named, typed and described.
+//!
+//! Contract: [`FIELDS`] lists the scalar fields of a record in output order
+//! (CSV columns and JSON keys alike); [`EARLY_FIELDS`] lists the per-packet
+//! early features, which CSV spreads over `N` numbered column groups
+//! (`pkt1_size, pkt1_dir, pkt1_iat_us, pkt2_size, …`) after the scalar fields
+//! and JSON lines writes as arrays. The CSV header ([`csv_columns`]) and
+//! `docs/RECORD_FIELDS.md` ([`markdown`]) are both generated from these
+//! tables; a test keeps the document equal to the generated text
+//! (`EARLYBIRD_BLESS=1` rewrites it). Nothing here can fail; building the
+//! header or the document allocates (once per output, never per record).
+
+use std::fmt::Write as _;
+
+/// Value type of a field as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldType {
+    /// Text (CSV: quoted only when needed; JSON: string).
+    Str,
+    /// Unsigned integer of at most 8 bits.
+    U8,
+    /// Unsigned 16-bit integer.
+    U16,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Unsigned 64-bit integer.
+    U64,
+    /// Signed 8-bit integer.
+    I8,
+    /// Floating point, rounded to at most [`FLOAT_DECIMALS`] decimals.
+    F64,
+}
+
+impl FieldType {
+    /// Name used in the field reference.
+    pub fn name(self) -> &'static str {
+        match self {
+            FieldType::Str => "string",
+            FieldType::U8 => "u8",
+            FieldType::U16 => "u16",
+            FieldType::U32 => "u32",
+            FieldType::U64 => "u64",
+            FieldType::I8 => "i8",
+            FieldType::F64 => "f64",
+        }
+    }
+}
+
+/// Number of decimals floats are rounded to (trailing zeros dropped).
+pub const FLOAT_DECIMALS: usize = 3;
+
+/// One scalar field of a flow record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    /// Column name (CSV header) and key (JSON).
+    pub name: &'static str,
+    /// Value type.
+    pub ty: FieldType,
+    /// Unit, empty when the value has none.
+    pub unit: &'static str,
+    /// What the value means.
+    pub desc: &'static str,
+}
+
+/// One early feature: a value per early packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EarlyField {
+    /// CSV column suffix: packet `i` (1-based) is in column `pkt{i}_{suffix}`.
+    pub suffix: &'static str,
+    /// JSON key of the array holding the value for each early packet.
+    pub json: &'static str,
+    /// Value type.
+    pub ty: FieldType,
+    /// Unit, empty when the value has none.
+    pub unit: &'static str,
+    /// What the value means.
+    pub desc: &'static str,
+}
+
+const fn f(name: &'static str, ty: FieldType, unit: &'static str, desc: &'static str) -> Field {
+    Field {
+        name,
+        ty,
+        unit,
+        desc,
+    }
+}
+
+use FieldType::*;
+
+/// The scalar fields of a record, in output order.
+pub const FIELDS: &[Field] = &[
+    f(
+        "src",
+        Str,
+        "",
+        "Client address (sender of the flow's first packet), IPv4 dotted or IPv6 RFC 5952 text",
+    ),
+    f("dst", Str, "", "Server address"),
+    f("sport", U16, "", "Client port (ICMP: type<<8 | code)"),
+    f("dport", U16, "", "Server port (0 for ICMP)"),
+    f(
+        "proto",
+        U8,
+        "",
+        "IP protocol number of the innermost IP header (6 TCP, 17 UDP, 1 ICMP, …)",
+    ),
+    f("ip_version", U8, "", "4 or 6"),
+    f("vlan", U16, "", "Outermost 802.1Q VLAN id, 0 when untagged"),
+    f(
+        "tunnel",
+        Str,
+        "",
+        "Tunnel that carried the flow: gre, vxlan, ipip, or empty when none",
+    ),
+    f("tunnel_id", U32, "", "GRE key or VXLAN VNI, 0 when none"),
+    f(
+        "src_mac",
+        Str,
+        "",
+        "Source MAC of the first packet (aa:bb:cc:dd:ee:ff), zeros when no Ethernet header",
+    ),
+    f("dst_mac", Str, "", "Destination MAC of the first packet"),
+    f(
+        "first_ts",
+        U64,
+        "ns",
+        "Timestamp of the first packet, nanoseconds since the Unix epoch",
+    ),
+    f(
+        "last_ts",
+        U64,
+        "ns",
+        "Timestamp of the last packet, nanoseconds since the Unix epoch",
+    ),
+    f("duration_ns", U64, "ns", "last_ts - first_ts"),
+    f("fwd_packets", U64, "packets", "Packets client → server"),
+    f("bwd_packets", U64, "packets", "Packets server → client"),
+    f(
+        "fwd_bytes",
+        U64,
+        "bytes",
+        "Bytes client → server (sum of IP lengths)",
+    ),
+    f(
+        "bwd_bytes",
+        U64,
+        "bytes",
+        "Bytes server → client (sum of IP lengths)",
+    ),
+    f(
+        "fwd_size_min",
+        F64,
+        "bytes",
+        "Smallest IP length client → server (0 when no packet)",
+    ),
+    f(
+        "fwd_size_max",
+        F64,
+        "bytes",
+        "Largest IP length client → server",
+    ),
+    f(
+        "fwd_size_mean",
+        F64,
+        "bytes",
+        "Mean IP length client → server",
+    ),
+    f(
+        "fwd_size_std",
+        F64,
+        "bytes",
+        "Population standard deviation of IP length client → server",
+    ),
+    f(
+        "bwd_size_min",
+        F64,
+        "bytes",
+        "Smallest IP length server → client (0 when no packet)",
+    ),
+    f(
+        "bwd_size_max",
+        F64,
+        "bytes",
+        "Largest IP length server → client",
+    ),
+    f(
+        "bwd_size_mean",
+        F64,
+        "bytes",
+        "Mean IP length server → client",
+    ),
+    f(
+        "bwd_size_std",
+        F64,
+        "bytes",
+        "Population standard deviation of IP length server → client",
+    ),
+    f(
+        "fwd_iat_min",
+        F64,
+        "ns",
+        "Smallest gap between consecutive client → server packets (0 when fewer than 2)",
+    ),
+    f(
+        "fwd_iat_max",
+        F64,
+        "ns",
+        "Largest gap between consecutive client → server packets",
+    ),
+    f(
+        "fwd_iat_mean",
+        F64,
+        "ns",
+        "Mean gap between consecutive client → server packets",
+    ),
+    f(
+        "fwd_iat_std",
+        F64,
+        "ns",
+        "Population standard deviation of the client → server gaps",
+    ),
+    f(
+        "bwd_iat_min",
+        F64,
+        "ns",
+        "Smallest gap between consecutive server → client packets (0 when fewer than 2)",
+    ),
+    f(
+        "bwd_iat_max",
+        F64,
+        "ns",
+        "Largest gap between consecutive server → client packets",
+    ),
+    f(
+        "bwd_iat_mean",
+        F64,
+        "ns",
+        "Mean gap between consecutive server → client packets",
+    ),
+    f(
+        "bwd_iat_std",
+        F64,
+        "ns",
+        "Population standard deviation of the server → client gaps",
+    ),
+    f(
+        "fwd_fin",
+        U32,
+        "packets",
+        "Client → server packets with TCP FIN set",
+    ),
+    f(
+        "fwd_syn",
+        U32,
+        "packets",
+        "Client → server packets with TCP SYN set",
+    ),
+    f(
+        "fwd_rst",
+        U32,
+        "packets",
+        "Client → server packets with TCP RST set",
+    ),
+    f(
+        "fwd_psh",
+        U32,
+        "packets",
+        "Client → server packets with TCP PSH set",
+    ),
+    f(
+        "fwd_ack",
+        U32,
+        "packets",
+        "Client → server packets with TCP ACK set",
+    ),
+    f(
+        "fwd_urg",
+        U32,
+        "packets",
+        "Client → server packets with TCP URG set",
+    ),
+    f(
+        "fwd_ece",
+        U32,
+        "packets",
+        "Client → server packets with TCP ECE set",
+    ),
+    f(
+        "fwd_cwr",
+        U32,
+        "packets",
+        "Client → server packets with TCP CWR set",
+    ),
+    f(
+        "bwd_fin",
+        U32,
+        "packets",
+        "Server → client packets with TCP FIN set",
+    ),
+    f(
+        "bwd_syn",
+        U32,
+        "packets",
+        "Server → client packets with TCP SYN set",
+    ),
+    f(
+        "bwd_rst",
+        U32,
+        "packets",
+        "Server → client packets with TCP RST set",
+    ),
+    f(
+        "bwd_psh",
+        U32,
+        "packets",
+        "Server → client packets with TCP PSH set",
+    ),
+    f(
+        "bwd_ack",
+        U32,
+        "packets",
+        "Server → client packets with TCP ACK set",
+    ),
+    f(
+        "bwd_urg",
+        U32,
+        "packets",
+        "Server → client packets with TCP URG set",
+    ),
+    f(
+        "bwd_ece",
+        U32,
+        "packets",
+        "Server → client packets with TCP ECE set",
+    ),
+    f(
+        "bwd_cwr",
+        U32,
+        "packets",
+        "Server → client packets with TCP CWR set",
+    ),
+    f(
+        "end_reason",
+        Str,
+        "",
+        "Why the flow ended: idle, active, fin, rst, end_of_input, evicted",
+    ),
+    f(
+        "app",
+        Str,
+        "",
+        "Application class name from the model; unknown when undecided or when no model is loaded",
+    ),
+    f(
+        "app_confidence",
+        F64,
+        "",
+        "Confidence of the verdict in [0, 1]",
+    ),
+    f(
+        "decided_at_packet",
+        U8,
+        "packets",
+        "1-based packet index at which the verdict was taken, 0 = never",
+    ),
+    f(
+        "early_len",
+        U8,
+        "packets",
+        "Number of early packets exported for this flow (at most N)",
+    ),
+];
+
+/// The early features, one value per early packet.
+pub const EARLY_FIELDS: [EarlyField; 3] = [
+    EarlyField {
+        suffix: "size",
+        json: "early_size",
+        ty: U16,
+        unit: "bytes",
+        desc: "IP length of early packet i (0 in CSV when the flow had fewer packets)",
+    },
+    EarlyField {
+        suffix: "dir",
+        json: "early_dir",
+        ty: I8,
+        unit: "",
+        desc: "Direction of early packet i: 1 client → server, -1 server → client, 0 in CSV when the flow had fewer packets",
+    },
+    EarlyField {
+        suffix: "iat_us",
+        json: "early_iat_us",
+        ty: U32,
+        unit: "µs",
+        desc: "Time since the flow's previous packet (either direction), 0 for the first packet; saturates at 4294967295",
+    },
+];
+
+/// Number of CSV columns for `n` early packets.
+pub fn column_count(n: usize) -> usize {
+    FIELDS.len() + n * EARLY_FIELDS.len()
+}
+
+/// The CSV column names for `n` early packets, in output order.
+pub fn csv_columns(n: usize) -> Vec<String> {
+    let mut cols: Vec<String> = FIELDS.iter().map(|f| f.name.to_string()).collect();
+    for i in 1..=n {
+        for e in &EARLY_FIELDS {
+            cols.push(format!("pkt{i}_{}", e.suffix));
+        }
+    }
+    cols
+}
+
+/// The CSV header line for `n` early packets, with its trailing newline.
+pub fn csv_header(n: usize) -> String {
+    let mut s = csv_columns(n).join(",");
+    s.push('\n');
+    s
+}
+
+/// The field reference (`docs/RECORD_FIELDS.md`), generated from the tables.
+pub fn markdown() -> String {
+    let mut s = String::new();
+    s.push_str("# Flow record fields\n\n");
+    s.push_str(
+        "<!-- Generated from crates/earlybird/src/export/fields.rs; \
+         regenerate with EARLYBIRD_BLESS=1 cargo test -p earlybird export -->\n\n",
+    );
+    s.push_str(
+        "Every exporter writes the same fields in the same order. CSV writes one \
+         header line and one line per flow; JSON lines writes one object per flow \
+         with the same keys. Integers are written in full; floats are rounded to at \
+         most ",
+    );
+    let _ = write!(s, "{FLOAT_DECIMALS}");
+    s.push_str(
+        " decimals with trailing zeros dropped (values of 2^53/1000 or more use \
+         the shortest text that reads back exactly); a float that is not finite \
+         is written as an empty CSV field or JSON `null`. Timestamps are integer \
+         nanoseconds since the Unix epoch. \"Client\" is the sender of the flow's \
+         first packet; fwd = client → server, bwd = server → client.\n\n",
+    );
+    s.push_str("## Scalar fields\n\n");
+    s.push_str("| # | name | type | unit | description |\n");
+    s.push_str("|---|------|------|------|-------------|\n");
+    for (i, f) in FIELDS.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "| {} | `{}` | {} | {} | {} |",
+            i + 1,
+            f.name,
+            f.ty.name(),
+            f.unit,
+            f.desc
+        );
+    }
+    s.push_str("\n## Early features\n\n");
+    s.push_str(
+        "N is the number of early packets per flow (`--early-packets`). CSV adds, \
+         after the scalar fields, for i = 1..=N the columns `pkt{i}_size`, \
+         `pkt{i}_dir`, `pkt{i}_iat_us` (so N × 3 columns; packets the flow did not \
+         have are written as 0). JSON lines adds three arrays of length \
+         `early_len`.\n\n",
+    );
+    s.push_str("| CSV column | JSON array | type | unit | description |\n");
+    s.push_str("|------------|------------|------|------|-------------|\n");
+    for e in &EARLY_FIELDS {
+        let _ = writeln!(
+            s,
+            "| `pkt{{i}}_{}` | `{}` | {} | {} | {} |",
+            e.suffix,
+            e.json,
+            e.ty.name(),
+            e.unit,
+            e.desc
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+    use std::path::PathBuf;
+
+    #[test]
+    fn names_are_unique_and_plain() {
+        let cols = csv_columns(32);
+        assert_eq!(cols.len(), column_count(32));
+        let set: HashSet<&str> = cols.iter().map(|s| s.as_str()).collect();
+        assert_eq!(set.len(), cols.len(), "duplicate column name");
+        for e in &EARLY_FIELDS {
+            assert!(!set.contains(e.json), "{} clashes with a column", e.json);
+        }
+        for c in &cols {
+            assert!(
+                c.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                "{c} needs quoting"
+            );
+        }
+    }
+
+    #[test]
+    fn header_spreads_early_columns_per_packet() {
+        let h = csv_header(2);
+        assert!(h.starts_with("src,dst,sport,dport,proto,"));
+        assert!(h.ends_with(
+            ",early_len,pkt1_size,pkt1_dir,pkt1_iat_us,pkt2_size,pkt2_dir,pkt2_iat_us\n"
+        ));
+        assert!(csv_header(0).ends_with(",early_len\n"));
+    }
+
+    #[test]
+    fn tcp_flag_columns_follow_record_order() {
+        use crate::flow::record::TCP_FLAG_NAMES;
+        for (d, dir) in ["fwd", "bwd"].iter().enumerate() {
+            let start = FIELDS
+                .iter()
+                .position(|f| f.name == format!("{dir}_fin"))
+                .unwrap();
+            for (k, flag) in TCP_FLAG_NAMES.iter().enumerate() {
+                assert_eq!(FIELDS[start + k].name, format!("{dir}_{flag}"), "dir {d}");
+            }
+        }
+    }
+
+    /// `docs/RECORD_FIELDS.md` equals the generated reference;
+    /// `EARLYBIRD_BLESS=1` rewrites it.
+    #[test]
+    fn record_fields_doc_is_current() {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/RECORD_FIELDS.md");
+        let want = markdown();
+        if std::env::var_os("EARLYBIRD_BLESS").is_some_and(|v| v == "1") {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &want).unwrap();
+            return;
+        }
+        let have = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (run with EARLYBIRD_BLESS=1)", path.display()));
+        assert!(
+            have == want,
+            "{} is out of date; regenerate with EARLYBIRD_BLESS=1 cargo test -p earlybird export",
+            path.display()
+        );
+    }
+}
