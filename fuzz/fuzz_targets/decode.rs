@@ -1,13 +1,29 @@
-//! Fuzz target for the packet decoder (minimal version; the decode owner
-//! replaces it): any bytes as one Ethernet frame must decode or be skipped,
-//! never panic.
+//! Fuzz target for the packet decoder: every input is decoded once per link
+//! type. The decoder must never panic, and a decoded packet must describe an
+//! IPv4 or IPv6 header inside the input.
 #![no_main]
 
-use earlybird::decode::{decode, Decoded};
+use earlybird::decode::{decode, Decoded, TunnelKind};
 use earlybird::source::LinkType;
 use libfuzzer_sys::fuzz_target;
 
+const LINKS: [LinkType; 7] = [
+    LinkType::Ethernet,
+    LinkType::Null,
+    LinkType::Raw,
+    LinkType::Ipv4,
+    LinkType::Ipv6,
+    LinkType::LinuxSll,
+    LinkType::LinuxSll2,
+];
+
 fuzz_target!(|data: &[u8]| {
     let mut out = Decoded::default();
-    let _ = decode(LinkType::Ethernet, data, &mut out);
+    for link in LINKS {
+        if decode(link, data, &mut out).is_ok() {
+            assert!(out.ip_version == 4 || out.ip_version == 6);
+            assert!((out.ip_offset as usize) < data.len());
+            assert!(out.tunnel != TunnelKind::None || out.tunnel_id == 0);
+        }
+    }
 });

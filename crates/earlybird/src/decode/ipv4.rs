@@ -4,10 +4,14 @@
 //! returns its addresses, protocol, header length (options included), total
 //! length and fragment fields. Failures:
 //! * no byte at all, or fewer bytes than the header length → [`Skip::Truncated`];
-//! * version ≠ 4, IHL < 5, or total length < header length → [`Skip::Malformed`].
+//! * version ≠ 4, IHL < 5, or a non-zero total length < header length
+//!   → [`Skip::Malformed`].
 //!
-//! A total length larger than the captured bytes is normal (snaplen) and is
-//! not an error; the caller bounds the transport view by
+//! A total length of 0 is what a host doing TCP segmentation offload (TSO /
+//! LSO) captures on its own outgoing super-segments: the captured length is
+//! used instead (clamped to 65535) and `tso` is set, as Wireshark and nDPI
+//! do. A total length larger than the captured bytes is normal (snaplen) and
+//! is not an error; the caller bounds the transport view by
 //! `min(captured, total length)` so Ethernet padding is never read as
 //! payload. Fragment policy (skip non-first fragments) is the caller's. No
 //! allocation; pure.
@@ -28,8 +32,11 @@ pub struct Ipv4 {
     pub proto: u8,
     /// Header length in bytes (IHL × 4, 20..=60).
     pub header_len: usize,
-    /// Total length field (header + payload, as sent).
+    /// Total length field (header + payload, as sent); for TSO captures
+    /// (field 0) the captured length.
     pub total_len: u16,
+    /// The total length field was 0 (segmentation offload capture).
+    pub tso: bool,
     /// Fragment offset in 8-byte units.
     pub frag_offset: u16,
     /// More-fragments flag.
@@ -51,12 +58,16 @@ impl Ipv4 {
             return Err(Skip::Malformed);
         }
         let h: &[u8; MIN_HEADER_LEN] = data.first_chunk().ok_or(Skip::Truncated)?;
-        let total_len = u16::from_be_bytes([h[2], h[3]]);
-        if usize::from(total_len) < header_len {
-            return Err(Skip::Malformed);
+        let mut total_len = u16::from_be_bytes([h[2], h[3]]);
+        let tso = total_len == 0;
+        if tso {
+            total_len = u16::try_from(data.len()).unwrap_or(u16::MAX);
         }
         if data.len() < header_len {
             return Err(Skip::Truncated);
+        }
+        if usize::from(total_len) < header_len {
+            return Err(Skip::Malformed);
         }
         let frag = u16::from_be_bytes([h[6], h[7]]);
         Ok(Ipv4 {
@@ -65,6 +76,7 @@ impl Ipv4 {
             proto: h[9],
             header_len,
             total_len,
+            tso,
             frag_offset: frag & 0x1fff,
             more_fragments: frag & 0x2000 != 0,
             ttl: h[8],
@@ -130,6 +142,8 @@ mod tests {
         b[0] = 0x45;
         b[3] = 19;
         assert_eq!(Ipv4::parse(&b), Err(Skip::Malformed), "total < header");
+        b[3] = 1;
+        assert_eq!(Ipv4::parse(&b), Err(Skip::Malformed), "total 1");
         b[3] = 20;
         assert_eq!(Ipv4::parse(&b).unwrap().payload_len(), 0);
     }
@@ -147,6 +161,18 @@ mod tests {
         let h = Ipv4::parse(&b).unwrap();
         assert!(!h.more_fragments);
         assert_eq!(h.frag_offset, 185);
+    }
+
+    #[test]
+    fn zero_total_length_is_tso() {
+        let mut b = HDR.to_vec();
+        b[2] = 0;
+        b[3] = 0;
+        b.extend_from_slice(&[0u8; 100]);
+        let h = Ipv4::parse(&b).unwrap();
+        assert!(h.tso);
+        assert_eq!((h.total_len, h.payload_len()), (120, 100));
+        assert!(!Ipv4::parse(&HDR).unwrap().tso);
     }
 
     #[test]

@@ -13,9 +13,9 @@
 //!   → [`Skip::Malformed`];
 //! * more than [`MAX_EXT_HEADERS`] extension headers → [`Skip::TooDeep`].
 //!
-//! A payload length of 0 (jumbogram or BIG TCP) means "the rest of the
-//! capture"; a payload length beyond the captured bytes is normal
-//! (snaplen). No allocation; pure.
+//! A payload length of 0 with a hop-by-hop header (jumbogram, BIG TCP)
+//! means "the rest of the capture"; a payload length beyond the captured
+//! bytes is normal (snaplen). No allocation; pure.
 
 use super::Skip;
 
@@ -51,6 +51,9 @@ pub struct Ipv6 {
     pub dst: [u8; 16],
     /// Payload length field (0 for jumbograms).
     pub payload_len: u16,
+    /// Payload length 0 with a hop-by-hop header: the length is in a jumbo
+    /// option (or, for BIG TCP captures, only in the capture).
+    pub jumbo: bool,
     /// Upper-layer protocol after the extension headers.
     pub proto: u8,
     /// Offset of the upper-layer header from the start of the IPv6 header.
@@ -76,10 +79,12 @@ impl Ipv6 {
         let mut dst = [0u8; 16];
         dst.copy_from_slice(&h[24..40]);
         let payload_len = u16::from_be_bytes([h[4], h[5]]);
+        let jumbo = payload_len == 0 && h[6] == ext::HOP_BY_HOP;
         let mut v = Ipv6 {
             src,
             dst,
             payload_len,
+            jumbo,
             proto: h[6],
             header_len: HEADER_LEN,
             frag_offset: 0,
@@ -87,7 +92,7 @@ impl Ipv6 {
             hop_limit: h[7],
         };
         // Where the payload ends according to the header (jumbo: capture end).
-        let end = if payload_len == 0 {
+        let end = if jumbo {
             data.len()
         } else {
             HEADER_LEN + usize::from(payload_len)
@@ -136,10 +141,10 @@ impl Ipv6 {
     }
 
     /// Upper-layer length according to the header: payload length minus the
-    /// extension headers (for a jumbogram: `captured` − header length).
+    /// extension headers (jumbogram: `captured` − header length).
     #[inline]
     pub fn upper_len(&self, captured: usize) -> usize {
-        if self.payload_len == 0 {
+        if self.jumbo {
             captured.saturating_sub(self.header_len)
         } else {
             (HEADER_LEN + usize::from(self.payload_len)).saturating_sub(self.header_len)
@@ -264,6 +269,18 @@ mod tests {
             b.extend_from_slice(&[60, 0, 1, 4, 0, 0, 0, 0]);
         }
         assert_eq!(Ipv6::parse(&b), Err(Skip::TooDeep));
+    }
+
+    #[test]
+    fn zero_payload_without_hop_by_hop_is_empty() {
+        let mut b = header(59, 0);
+        b.extend_from_slice(&[0u8; 6]); // Ethernet padding
+        let v = Ipv6::parse(&b).unwrap();
+        assert!(!v.jumbo);
+        assert_eq!(v.upper_len(b.len()), 0);
+        let mut b = header(60, 0);
+        b.extend_from_slice(&[59, 0, 1, 4, 0, 0, 0, 0]);
+        assert_eq!(Ipv6::parse(&b), Err(Skip::Malformed));
     }
 
     #[test]

@@ -1,24 +1,48 @@
 //! Packet decoding: link layer → (tunnels) → IP → transport, bounds-checked.
 //!
-//! Contract: [`decode`] takes the captured bytes of one packet, its link type
-//! and original length, and fills a caller-owned [`Decoded`] summary (no
-//! allocation). It returns `Err(Skip)` when the packet cannot belong to a flow;
-//! the [`Skip`] names the reason so the caller can count it (Zeek-style
-//! "weirds"). It never panics, whatever the bytes.
+//! Contract: [`decode`] takes the captured bytes of one packet and its link
+//! type, resets a caller-owned [`Decoded`] summary and fills it (no
+//! allocation, no copy of the packet). It returns `Err(Skip)` when the packet
+//! cannot belong to a flow; the [`Skip`] names the reason so the caller can
+//! count it (Zeek-style "weirds"). It never panics, whatever the bytes.
 //!
-//! Each protocol lives in its own file as a pure view over a byte slice.
+//! Each protocol lives in its own file as a pure view over a byte slice
+//! (`parse(&[u8]) -> Result<View, Skip>`); `walk.rs` chains them.
 //!
 //! Rules worth knowing:
+//! * Link layers: Ethernet II (802.3 length frames → `NotIp`), 802.1Q / QinQ
+//!   (0x8100, 0x88A8, 0x9100; `vlan` = outermost tag), MPLS (to bottom of
+//!   stack, then the IP version nibble; pseudowires → `NotIp`), PPPoE session
+//!   (PPP IPv4/IPv6; discovery and PPP control → `NotIp`), Linux SLL v1/v2,
+//!   BSD null/loopback (AF in either byte order), raw IPv4/IPv6.
 //! * Snaplen-cut packets are decoded as far as the captured bytes allow; the
 //!   IP length reported is the one from the IP header (what was on the wire).
-//!   A packet whose transport header is cut off is skipped (`Skip::Truncated`).
-//! * IP fragments: the first fragment (offset 0) carries the ports and is
-//!   accounted to its 5-tuple flow like any packet. Non-first fragments carry
-//!   no transport header; they are skipped with `Skip::FragmentNonFirst`
-//!   rather than creating a bogus port-0 flow.
-//! * GRE and VXLAN: the flow is the innermost IP packet; the tunnel kind and
-//!   its identifier (GRE key, VXLAN VNI) are kept in [`Decoded::tunnel`] and
-//!   become part of the flow key.
+//!   A transport header cut before what the flow needs is skipped
+//!   (`Skip::Truncated`): TCP needs 14 bytes (ports … flags), UDP and SCTP 4
+//!   (ports). ICMP/ICMPv6 and other protocols (ESP, IGMP, OSPF, …) need none
+//!   and have ports 0: their flow is the host pair, as in nDPI.
+//! * Malformed headers (`Skip::Malformed`): wrong IP version, IPv4 IHL < 5 or
+//!   total length < header length (a total length of 0 is a TSO capture:
+//!   the captured length is used, as Wireshark and nDPI do), IPv6 extension headers longer than the
+//!   payload, TCP data offset < 5 or beyond the segment, UDP/TCP/SCTP
+//!   segments shorter than their header.
+//! * Bytes past the IP length (Ethernet padding, trailers) are never read as
+//!   headers.
+//! * IP fragments: the first fragment (offset 0, more-fragments set) carries
+//!   the ports and is accounted to its 5-tuple flow like any packet, with
+//!   `first_fragment = true`. Non-first fragments carry no transport header;
+//!   they are skipped with `Skip::FragmentNonFirst` rather than creating a
+//!   bogus port-0 flow.
+//! * Tunnels (IP-in-IP 4/41, GRE incl. transparent Ethernet, ERSPAN I/II/III,
+//!   PPTP and MPLS over GRE, VXLAN on UDP 4789, GTP-U on UDP 2152): the flow is the
+//!   innermost IP packet; the innermost tunnel's kind and identifier (GRE
+//!   key or PPTP call id, VXLAN VNI, GTP TEID) are kept in
+//!   [`Decoded::tunnel`] / [`Decoded::tunnel_id`] and become part of the
+//!   flow key. MACs stay those of the outermost Ethernet header. When a
+//!   tunnel carries no IP (ARP in VXLAN, PPP LCP, GRE keepalive, 802.11 in
+//!   GRE) the outer packet itself is the flow. Nesting is bounded
+//!   ([`MAX_TUNNELS`], [`MAX_VLAN_TAGS`], MPLS and IPv6 extension chains):
+//!   deeper is `Skip::TooDeep`.
 
 pub mod ethernet;
 pub mod gre;
@@ -77,6 +101,18 @@ pub enum TunnelKind {
 }
 
 impl TunnelKind {
+    /// Inverse of `kind as u8`; unknown values map to [`TunnelKind::None`].
+    #[inline]
+    pub fn from_u8(v: u8) -> TunnelKind {
+        match v {
+            1 => TunnelKind::Gre,
+            2 => TunnelKind::Vxlan,
+            3 => TunnelKind::IpInIp,
+            4 => TunnelKind::Gtp,
+            _ => TunnelKind::None,
+        }
+    }
+
     /// Short lower-case name used in records.
     pub fn name(self) -> &'static str {
         match self {

@@ -12,7 +12,7 @@
 //!   the IP packet (Ethernet padding, trailers) are never read as headers.
 //! * TCP needs 14 captured bytes, UDP and SCTP 4; ICMP/ICMPv6 and other
 //!   protocols (ESP, IGMP, OSPF, …) need none and have ports 0.
-//! * Tunnels (IP-in-IP 4/41, GRE incl. ERSPAN and PPTP, VXLAN on UDP 4789,
+//! * Tunnels (IP-in-IP 4/41, GRE incl. ERSPAN, PPTP and MPLS, VXLAN on UDP 4789,
 //!   GTP-U G-PDUs on UDP 2152): the flow is the innermost IP packet; `tunnel`
 //!   and `tunnel_id` describe the innermost tunnel. A tunnel is entered only
 //!   when an IP header is found inside; if the tunnel payload is not IP (ARP
@@ -190,7 +190,7 @@ fn ip(cx: &mut Ctx, data: &[u8], off: usize, version: u8, out: &mut Decoded) -> 
         out.proto = h.proto;
         out.ip_len = clamp16(usize::from(h.payload_len) + IPV6_LEN);
         out.first_fragment = h.more_fragments;
-        let end = if h.payload_len == 0 {
+        let end = if h.jumbo {
             data.len()
         } else {
             data.len().min(off + IPV6_LEN + usize::from(h.payload_len))
@@ -286,7 +286,8 @@ fn ip_tunnel(cx: &mut Ctx, data: &[u8], off: usize, out: &mut Decoded) -> Result
                     let (v, n) = ppp_ip(at(data, p))?;
                     (v, p + n)
                 }
-                _ => return Err(Skip::NotIp),
+                // MPLS over GRE (RFC 4023), tagged frames; others → NotIp.
+                et => ethertype_walk(data, p, et, out)?,
             };
             Ok(Inner {
                 version,

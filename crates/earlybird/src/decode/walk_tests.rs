@@ -235,6 +235,18 @@ fn ipv4_malformed_headers() {
 }
 
 #[test]
+fn tso_capture_with_zero_total_length() {
+    let mut ip = ipv4(6, &tcp(1, 443, 0x18, &[0x17; 3000]));
+    ip[2] = 0;
+    ip[3] = 0;
+    let d = ok(LinkType::Ethernet, &eth(0x0800, &ip));
+    assert_eq!(
+        (d.ip_len, d.payload_offset, d.payload_len),
+        (3040, 54, 3000)
+    );
+}
+
+#[test]
 fn snaplen_cut_payload_keeps_wire_lengths() {
     let p = eth(0x0800, &ipv4(6, &tcp(1, 2, 0x10, &[0x55; 1400])));
     let d = ok(LinkType::Ethernet, &p[..68]);
@@ -418,7 +430,11 @@ fn gre_tunnels() {
     // A cut GRE header: the outer packet is the flow too.
     let d = ok(LinkType::Raw, &ipv4(47, &[0x20, 0x00]));
     assert_eq!((d.proto, d.tunnel), (47, TunnelKind::None));
-    // GRE keyed tunnel inside VXLAN inside GRE is fine; inner errors propagate.
+    // MPLS over GRE.
+    let mpls = cat(&[&[0x00, 0x01, 0x01, 0x40], &inner]);
+    let d = ok(LinkType::Raw, &ipv4(47, &gre(0x0000, 0x8847, &[], &mpls)));
+    assert_eq!((d.tunnel, d.ip_offset, d.dport), (TunnelKind::Gre, 28, 514));
+    // Once an inner IP header is found, its errors are the packet's.
     let bad = ipv4(47, &gre(0, 0x0800, &[], &inner[..21]));
     assert_eq!(skip(LinkType::Raw, &bad), Skip::Truncated);
 }
@@ -594,7 +610,9 @@ fn random_bytes_never_panic() {
                 _ => {}
             }
         }
-        check_invariants(LINKS[i % 7], &buf[..len], &mut d);
+        for link in LINKS {
+            check_invariants(link, &buf[..len], &mut d);
+        }
     }
 }
 
@@ -694,4 +712,18 @@ fn mutated_packets_never_panic() {
             check_invariants(*link, &p, &mut d);
         }
     }
+}
+
+#[test]
+fn tunnel_kind_round_trips_through_u8() {
+    for k in [
+        TunnelKind::None,
+        TunnelKind::Gre,
+        TunnelKind::Vxlan,
+        TunnelKind::IpInIp,
+        TunnelKind::Gtp,
+    ] {
+        assert_eq!(TunnelKind::from_u8(k as u8), k);
+    }
+    assert_eq!(TunnelKind::from_u8(200), TunnelKind::None);
 }
