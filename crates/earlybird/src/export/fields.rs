@@ -454,7 +454,7 @@ pub fn markdown() -> String {
             f.name,
             f.ty.name(),
             f.unit,
-            f.desc
+            f.desc.replace('|', "\\|")
         );
     }
     s.push_str("\n## Early features\n\n");
