@@ -7,7 +7,8 @@
 //! for packets the flow did not have). Only class names can need quoting;
 //! they are escaped once when the exporter is built. A non-finite float is
 //! an empty field. Fails only when the writer fails (see [`super`]); no
-//! allocation per record once the buffer has grown.
+//! allocation per record (the buffer is allocated when the exporter is
+//! built).
 
 use std::io::Write;
 

@@ -6,7 +6,8 @@
 //! `early_len` (at most N), and `\n`. Strings are JSON-escaped (class names
 //! once, when the exporter is built; other strings never need it). A
 //! non-finite float is `null`. Fails only when the writer fails (see
-//! [`super`]); no allocation per record once the buffer has grown.
+//! [`super`]); no allocation per record (the buffer is allocated when the
+//! exporter is built).
 
 use std::io::Write;
 
