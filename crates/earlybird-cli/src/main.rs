@@ -1,3 +1,46 @@
 //! The `earlybird` command line: argument parsing only; every subcommand is
-//! one call into the engine.
-fn main() {}
+//! one call into the engine (`earlybird::cli_api`-free: the library's public
+//! functions are called directly).
+//!
+//! Exit codes: 0 success; 1 an input or the configuration is unusable
+//! (message names the file); 2 usage error (from clap); 3 the run finished
+//! but an output failed (the other outputs are complete); 130 interrupted by
+//! SIGINT/SIGTERM (open flows were flushed).
+
+mod cmd_flows;
+mod cmd_gen;
+mod progress;
+
+use clap::{Parser, Subcommand};
+
+/// earlybird: wire-speed flow meter that labels each flow's application
+/// from its first packets.
+#[derive(Parser)]
+#[command(name = "earlybird", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Turn capture files (pcap/pcapng) into flow records.
+    Flows(cmd_flows::FlowsArgs),
+    /// Write a synthetic capture (HPTRAC worst case or a CAIDA-like mix).
+    Gen(cmd_gen::GenArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match cli.cmd {
+        Command::Flows(a) => cmd_flows::run(a),
+        Command::Gen(a) => cmd_gen::run(a),
+    };
+    std::process::exit(code);
+}
+
+/// Prints an error the way every subcommand does and returns exit code 1.
+pub(crate) fn fail(e: impl std::fmt::Display) -> i32 {
+    eprintln!("earlybird: error: {e}");
+    1
+}

@@ -13,12 +13,15 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 pub mod classify;
+pub mod config;
 pub mod decode;
 pub mod error;
 pub mod export;
 pub mod features;
 pub mod flow;
 pub mod gen;
+pub mod pipeline;
+pub mod shard;
 pub mod source;
 pub mod telemetry;
 pub mod time;

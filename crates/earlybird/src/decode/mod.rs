@@ -22,6 +22,7 @@
 
 pub mod ethernet;
 pub mod gre;
+pub mod gtp;
 pub mod icmp;
 pub mod ipv4;
 pub mod ipv6;
@@ -29,6 +30,7 @@ pub mod linux_sll;
 pub mod mpls;
 pub mod null;
 pub mod pppoe;
+pub mod sctp;
 pub mod tcp;
 pub mod udp;
 pub mod vlan;
@@ -36,7 +38,14 @@ pub mod vxlan;
 
 mod walk;
 
-pub use walk::decode;
+#[cfg(test)]
+mod testutil;
+#[cfg(test)]
+mod walk_tests;
+#[cfg(test)]
+mod corpus_tests;
+
+pub use walk::{decode, MAX_TUNNELS, MAX_VLAN_TAGS};
 
 /// IP protocol numbers used by the decoder.
 pub mod ipproto {
@@ -63,6 +72,8 @@ pub enum TunnelKind {
     Vxlan = 2,
     /// IP in IP (IPv4/IPv6 in IPv4/IPv6); id = 0.
     IpInIp = 3,
+    /// GTP-U (3GPP TS 29.281) G-PDU; id = TEID.
+    Gtp = 4,
 }
 
 impl TunnelKind {
@@ -73,6 +84,7 @@ impl TunnelKind {
             TunnelKind::Gre => "gre",
             TunnelKind::Vxlan => "vxlan",
             TunnelKind::IpInIp => "ipip",
+            TunnelKind::Gtp => "gtp",
         }
     }
 }
@@ -125,9 +137,10 @@ pub struct Decoded {
     pub src: [u8; 16],
     /// Destination address, same encoding as `src`.
     pub dst: [u8; 16],
-    /// Source port (TCP/UDP/SCTP), or ICMP type<<8|code for ICMP.
+    /// Source port (TCP/UDP/SCTP); 0 for ICMP/ICMPv6 and other protocols
+    /// (the flow is then the host pair, as in nDPI).
     pub sport: u16,
-    /// Destination port (TCP/UDP/SCTP), or 0 for ICMP.
+    /// Destination port (TCP/UDP/SCTP), 0 otherwise.
     pub dport: u16,
     /// IP protocol number of the innermost packet (TCP=6, UDP=17, …).
     pub proto: u8,
@@ -142,7 +155,7 @@ pub struct Decoded {
     pub vlan: u16,
     /// Tunnel kind that carried the inner packet.
     pub tunnel: TunnelKind,
-    /// GRE key or VXLAN VNI (0 when none).
+    /// GRE key (PPTP: call id), VXLAN VNI or GTP TEID (0 when none).
     pub tunnel_id: u32,
     /// Source MAC of the outermost Ethernet header (zero when none).
     pub src_mac: [u8; 6],
@@ -169,7 +182,9 @@ impl Decoded {
 /// Writes an IPv4 address into the IPv4-mapped IPv6 form used by [`Decoded`].
 #[inline]
 pub fn map_v4(a: [u8; 4]) -> [u8; 16] {
-    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a[0], a[1], a[2], a[3]]
+    [
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a[0], a[1], a[2], a[3],
+    ]
 }
 
 /// Formats an address stored in [`Decoded`] form as text.

@@ -1,2 +1,12 @@
 //! Flows: keys, the per-shard flow table, and the records it emits.
+pub mod entry;
+pub mod key;
 pub mod record;
+pub mod table;
+
+#[cfg(test)]
+mod table_tests;
+
+pub use key::Key;
+pub use record::{EndReason, FlowRecord, RecordBatch};
+pub use table::{FlowTable, Pkt};

@@ -14,7 +14,7 @@ pub mod file;
 pub mod pcap;
 pub mod pcapng;
 
-
+pub use file::{CaptureFile, CaptureReader};
 
 use crate::time::Nanos;
 

@@ -1,1 +1,6 @@
-//! Counters and run summaries.
+//! Counters and the end-of-run summary.
+pub mod counters;
+pub mod summary;
+
+pub use counters::Counters;
+pub use summary::Summary;

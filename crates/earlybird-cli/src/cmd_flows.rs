@@ -1,0 +1,162 @@
+//! `earlybird flows`: capture files → flow records.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use clap::Args;
+use earlybird::config::FlowConfig;
+use earlybird::export::{self, ExportOptions, Format};
+use earlybird::pipeline::{self, ExportPolicy, ModelRef, RunControl, RunOptions};
+use earlybird::time::SECOND;
+
+use crate::progress::Progress;
+
+#[derive(Args)]
+pub struct FlowsArgs {
+    /// Capture files (pcap or pcapng), processed in order as one stream.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Output file for the flow records ("-" = standard output). Repeat to
+    /// write several outputs; the format comes from --format or the file
+    /// extension (.csv, .jsonl/.ndjson/.json), CSV otherwise.
+    #[arg(short, long = "output", value_name = "OUT", default_value = "-")]
+    outputs: Vec<PathBuf>,
+    /// Record format for every output: csv, jsonl or null (discard; for
+    /// measuring the engine alone).
+    #[arg(short, long, value_name = "FORMAT")]
+    format: Option<String>,
+    /// Unidirectional flows (one per direction) instead of sessions.
+    #[arg(long)]
+    unidirectional: bool,
+    /// Seconds without a packet after which a flow ends (reason "idle").
+    #[arg(long, value_name = "SECS", default_value_t = 15.0)]
+    idle_timeout: f64,
+    /// Seconds after which a long flow is cut (reason "active") and continues
+    /// as a new flow.
+    #[arg(long, value_name = "SECS", default_value_t = 1800.0)]
+    active_timeout: f64,
+    /// Seconds late packets (final ACKs) still join a TCP connection after
+    /// FINs in both directions or a RST.
+    #[arg(long, value_name = "SECS", default_value_t = 2.0)]
+    tcp_close_timeout: f64,
+    /// N: size, direction and inter-arrival of the first N packets of each
+    /// flow are kept in its record (1..=32).
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 4)]
+    early_packets: usize,
+    /// Flow table capacity per shard; when full, the least recently seen of
+    /// a few candidate flows is ended with reason "evicted" (counted).
+    #[arg(long, value_name = "FLOWS", default_value_t = 1_000_000)]
+    max_flows: usize,
+    /// Number of shards (threads), each owning the flows whose symmetric
+    /// hash selects it.
+    #[arg(short, long, value_name = "N", default_value_t = 1)]
+    shards: usize,
+    /// Pin shard i to CPU core i.
+    #[arg(long)]
+    pin: bool,
+    /// Never let a slow output stall the shards: queue up to this many
+    /// record batches per shard, then drop and count (default: wait, so a
+    /// file run loses nothing).
+    #[arg(long, value_name = "BATCHES")]
+    drop_after: Option<usize>,
+    /// Do not print the summary on stderr.
+    #[arg(short, long)]
+    quiet: bool,
+    /// Do not show the progress bar.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+fn secs(s: f64, what: &str) -> Result<u64, String> {
+    if !(s > 0.0 && s.is_finite()) {
+        return Err(format!("--{what} must be a positive number of seconds"));
+    }
+    Ok((s * SECOND as f64).round() as u64)
+}
+
+pub fn run(a: FlowsArgs) -> i32 {
+    let flow = match (|| -> Result<FlowConfig, String> {
+        Ok(FlowConfig {
+            bidirectional: !a.unidirectional,
+            idle_timeout: secs(a.idle_timeout, "idle-timeout")?,
+            active_timeout: secs(a.active_timeout, "active-timeout")?,
+            tcp_close_timeout: secs(a.tcp_close_timeout, "tcp-close-timeout")?,
+            early_packets: a.early_packets,
+            max_flows: a.max_flows,
+            ..FlowConfig::default()
+        })
+    })() {
+        Ok(f) => f,
+        Err(e) => return crate::fail(e),
+    };
+    let opts = RunOptions {
+        flow,
+        shards: a.shards,
+        pin: a.pin,
+        export_policy: match a.drop_after {
+            Some(n) => ExportPolicy::Drop { max_pending: n },
+            None => ExportPolicy::Block,
+        },
+        ..RunOptions::default()
+    };
+    if let Err(e) = opts.flow.validate() {
+        return crate::fail(e);
+    }
+    let model = ModelRef::default();
+    let eopts = ExportOptions {
+        early_packets: opts.flow.early_packets,
+        class_names: model.classes.clone(),
+    };
+    let forced = match a.format.as_deref().map(|f| (f, Format::parse(f))) {
+        Some((f, None)) => return crate::fail(format!("unknown format {f:?} (csv, jsonl, null)")),
+        Some((_, Some(f))) => Some(f),
+        None => None,
+    };
+    let files = match pipeline::open_all(&a.files) {
+        Ok(f) => f,
+        Err(e) => return crate::fail(e),
+    };
+    let mut exporters = Vec::new();
+    for out in &a.outputs {
+        let fmt = forced
+            .or_else(|| Format::from_path(out))
+            .unwrap_or(Format::Csv);
+        match export::open(fmt, out, &eopts) {
+            Ok(e) => exporters.push(e),
+            Err(e) => return crate::fail(e),
+        }
+    }
+    let ctl = RunControl::default();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&ctl.stop)) {
+            return crate::fail(format!("cannot install signal handler: {e}"));
+        }
+    }
+    let total: u64 = files.iter().map(|f| f.bytes().len() as u64).sum();
+    let report = {
+        let _bar = Progress::start(!a.no_progress && !a.quiet, total, ctl.progress.clone());
+        pipeline::run(&files, &opts, &model, exporters, &ctl)
+    };
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => return crate::fail(e),
+    };
+    if !a.quiet {
+        eprint!("{report}");
+    } else {
+        for w in &report.warnings {
+            eprintln!("earlybird: warning: {w}");
+        }
+        for e in &report.output_errors {
+            eprintln!("earlybird: output error: {e}");
+        }
+    }
+    if ctl.stop.load(Ordering::Relaxed) {
+        130
+    } else if !report.output_errors.is_empty() {
+        3
+    } else {
+        0
+    }
+}

@@ -1,0 +1,69 @@
+//! Run configuration.
+//!
+//! Contract: plain values with documented defaults; [`FlowConfig::validate`]
+//! rejects impossible combinations with [`crate::Error::Config`].
+
+use crate::flow::record::MAX_EARLY;
+use crate::time::{Nanos, SECOND};
+use crate::{Error, Result};
+
+/// How flows are formed and when they end.
+#[derive(Debug, Clone)]
+pub struct FlowConfig {
+    /// Sessions (both directions in one flow) when true, the default.
+    pub bidirectional: bool,
+    /// A flow with no packet for this long ends (reason `idle`). Default 15 s.
+    pub idle_timeout: Nanos,
+    /// A flow older than this ends and a new one continues it (reason
+    /// `active`). Default 1800 s.
+    pub active_timeout: Nanos,
+    /// After FIN in both directions or a RST, late packets (final ACKs,
+    /// retransmitted RSTs) still join the flow for this long. Default 2 s.
+    pub tcp_close_timeout: Nanos,
+    /// N: early packets kept per flow (1..=32). Default 4.
+    pub early_packets: usize,
+    /// Flow table capacity per shard (pre-allocated). Default 1,000,000.
+    pub max_flows: usize,
+    /// Slots examined by the incremental expiry per batch. Default 256.
+    pub sweep_per_batch: usize,
+}
+
+impl Default for FlowConfig {
+    fn default() -> Self {
+        FlowConfig {
+            bidirectional: true,
+            idle_timeout: 15 * SECOND,
+            active_timeout: 1800 * SECOND,
+            tcp_close_timeout: 2 * SECOND,
+            early_packets: 4,
+            max_flows: 1_000_000,
+            sweep_per_batch: 256,
+        }
+    }
+}
+
+impl FlowConfig {
+    /// Largest supported table capacity per shard (slot ids are 24-bit).
+    pub const MAX_FLOWS: usize = (1 << 24) - 2;
+
+    /// Checks the configuration.
+    pub fn validate(&self) -> Result<()> {
+        if self.early_packets == 0 || self.early_packets > MAX_EARLY {
+            return Err(Error::Config(format!(
+                "early packets must be 1..={MAX_EARLY}, got {}",
+                self.early_packets
+            )));
+        }
+        if self.max_flows == 0 || self.max_flows > Self::MAX_FLOWS {
+            return Err(Error::Config(format!(
+                "max flows per shard must be 1..={}, got {}",
+                Self::MAX_FLOWS,
+                self.max_flows
+            )));
+        }
+        if self.idle_timeout == 0 || self.active_timeout == 0 {
+            return Err(Error::Config("timeouts must be positive".into()));
+        }
+        Ok(())
+    }
+}

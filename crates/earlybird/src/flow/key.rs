@@ -1,0 +1,181 @@
+//! Flow keys and the flow hash.
+//!
+//! Contract: [`Key::from_decoded`] turns a decoded packet into the key of its
+//! flow plus the packet's direction relative to the key's canonical order.
+//! In bidirectional mode the two endpoints are sorted, so both directions of
+//! a session produce the same key — and therefore the same hash, which is how
+//! shard selection stays symmetric (the software twin of RSS with a
+//! symmetric Toeplitz key). Pure functions, no allocation.
+
+use crate::decode::{Decoded, TunnelKind};
+
+/// A flow key: endpoints, protocol and encapsulation context. 44 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(C)]
+pub struct Key {
+    /// First endpoint address (the lower one in bidirectional mode).
+    pub a: [u8; 16],
+    /// Second endpoint address.
+    pub b: [u8; 16],
+    /// Port of endpoint `a`.
+    pub pa: u16,
+    /// Port of endpoint `b`.
+    pub pb: u16,
+    /// IP protocol.
+    pub proto: u8,
+    /// [`TunnelKind`] as u8.
+    pub tunnel: u8,
+    /// Outer VLAN id.
+    pub vlan: u16,
+    /// GRE key / VXLAN VNI.
+    pub tunnel_id: u32,
+}
+
+impl Key {
+    /// Builds the key of `d`. Returns the key and `true` when the packet was
+    /// sent by endpoint `a`.
+    #[inline]
+    pub fn from_decoded(d: &Decoded, bidirectional: bool) -> (Key, bool) {
+        let forward = !bidirectional || (d.src, d.sport) <= (d.dst, d.dport);
+        let (a, pa, b, pb) = if forward {
+            (d.src, d.sport, d.dst, d.dport)
+        } else {
+            (d.dst, d.dport, d.src, d.sport)
+        };
+        (
+            Key {
+                a,
+                b,
+                pa,
+                pb,
+                proto: d.proto,
+                tunnel: d.tunnel as u8,
+                vlan: d.vlan,
+                tunnel_id: d.tunnel_id,
+            },
+            forward,
+        )
+    }
+
+    /// The tunnel kind of this key.
+    pub fn tunnel_kind(&self) -> TunnelKind {
+        match self.tunnel {
+            1 => TunnelKind::Gre,
+            2 => TunnelKind::Vxlan,
+            3 => TunnelKind::IpInIp,
+            _ => TunnelKind::None,
+        }
+    }
+
+    /// 64-bit hash of the key (multiply–xorshift folding of its words).
+    #[inline]
+    pub fn hash(&self) -> u64 {
+        #[inline(always)]
+        fn w(b: &[u8; 16], i: usize) -> u64 {
+            u64::from_le_bytes([
+                b[i],
+                b[i + 1],
+                b[i + 2],
+                b[i + 3],
+                b[i + 4],
+                b[i + 5],
+                b[i + 6],
+                b[i + 7],
+            ])
+        }
+        const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        let tail = (self.pa as u64)
+            | (self.pb as u64) << 16
+            | (self.proto as u64) << 32
+            | (self.tunnel as u64) << 40
+            | (self.vlan as u64) << 48;
+        let mut h = fold(w(&self.a, 0) ^ K, w(&self.a, 8));
+        h = fold(h ^ w(&self.b, 0), w(&self.b, 8) ^ K);
+        h = fold(h ^ tail, (self.tunnel_id as u64) ^ 0x2545_F491_4F6C_DD1D);
+        h
+    }
+}
+
+/// Multiplies two words as 128 bits and folds the halves (as wyhash does).
+#[inline(always)]
+fn fold(a: u64, b: u64) -> u64 {
+    let p = (a as u128).wrapping_mul(b as u128 | 1);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// Picks the shard of a flow from its hash (high bits, so the table index,
+/// which uses the low bits, stays independent of the shard).
+#[inline]
+pub fn shard_of(hash: u64, shards: usize) -> usize {
+    (((hash >> 32) * shards as u64) >> 32) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::map_v4;
+
+    fn pkt(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> Decoded {
+        Decoded {
+            src: map_v4(src),
+            dst: map_v4(dst),
+            sport,
+            dport,
+            proto: 6,
+            ip_version: 4,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn both_directions_share_key_and_hash() {
+        let p = pkt([10, 0, 0, 1], 40000, [10, 0, 0, 2], 443);
+        let r = pkt([10, 0, 0, 2], 443, [10, 0, 0, 1], 40000);
+        let (kp, fp) = Key::from_decoded(&p, true);
+        let (kr, fr) = Key::from_decoded(&r, true);
+        assert_eq!(kp, kr);
+        assert_eq!(kp.hash(), kr.hash());
+        assert_ne!(fp, fr);
+    }
+
+    #[test]
+    fn unidirectional_keys_differ() {
+        let p = pkt([10, 0, 0, 1], 40000, [10, 0, 0, 2], 443);
+        let r = pkt([10, 0, 0, 2], 443, [10, 0, 0, 1], 40000);
+        let (kp, fp) = Key::from_decoded(&p, false);
+        let (kr, fr) = Key::from_decoded(&r, false);
+        assert_ne!(kp, kr);
+        assert!(fp && fr);
+    }
+
+    #[test]
+    fn shards_spread_evenly() {
+        let mut counts = [0u32; 4];
+        for i in 0..40_000u32 {
+            let b = i.to_be_bytes();
+            let (k, _) = Key::from_decoded(
+                &pkt([10, b[1], b[2], b[3]], 1024, [172, 16, 0, 1], 80),
+                true,
+            );
+            counts[shard_of(k.hash(), 4)] += 1;
+        }
+        for c in counts {
+            assert!((9_000..11_000).contains(&c), "{counts:?}");
+        }
+    }
+
+    #[test]
+    fn vlan_and_tunnel_are_part_of_the_key() {
+        let p = pkt([10, 0, 0, 1], 1, [10, 0, 0, 2], 2);
+        let mut q = p;
+        q.vlan = 7;
+        assert_ne!(Key::from_decoded(&p, true).0, Key::from_decoded(&q, true).0);
+        let mut t = p;
+        t.tunnel = TunnelKind::Vxlan;
+        t.tunnel_id = 42;
+        assert_ne!(
+            Key::from_decoded(&p, true).0.hash(),
+            Key::from_decoded(&t, true).0.hash()
+        );
+    }
+}

@@ -1,0 +1,553 @@
+//! The per-shard flow table.
+//!
+//! Contract: one table per shard, owned by one thread (no locks). Capacity
+//! is fixed at creation; memory for slots is reserved up front and committed
+//! as slots are first used. Per packet, [`FlowTable::packet`] finds or creates
+//! the flow (O(1) expected, no allocation), updates its statistics, early
+//! features and TCP state, and fires the inline classifier once the flow has
+//! its first N packets. Finished flows are appended to [`FlowTable::out`].
+//!
+//! Layout: an open-addressing index of `u32` entries (8-bit hash tag + 24-bit
+//! slot number, linear probing, backward-shift deletion, load ≤ 1/2) points
+//! into three slot arrays: [`Hot`] (one cache line), [`Cold`] statistics and
+//! the early-packet array (N entries per slot).
+//!
+//! Flow boundaries are decided from packet timestamps only and at lookup
+//! time: a packet that arrives after the idle timeout, after the active
+//! timeout, or after a closed TCP connection's grace period (or a bare SYN on
+//! a closed connection) ends the old flow and starts a new one. The
+//! incremental sweep ([`FlowTable::sweep`]) only reclaims slots early; it
+//! never changes what a record contains, so records do not depend on batch
+//! sizes or the number of shards (unless the table fills up).
+//!
+//! When the table is full, the sweep first runs harder (up to
+//! [`FULL_SCAN`] slots) looking for expired flows; if none, the least
+//! recently seen of the next [`EVICT_CANDIDATES`] live flows is ended with
+//! reason `evicted` (counted).
+
+use std::sync::Arc;
+
+use super::entry::{Cold, Hot, CLIENT_IS_A, DECIDED, IN_USE, V6};
+use super::key::Key;
+use super::record::{Dir, EarlyPkt, EndReason, FlowRecord, RecordBatch, RecordKey, Verdict};
+use crate::classify::{Classifier, FlowFeatures};
+use crate::config::FlowConfig;
+use crate::features::{early, tcp};
+use crate::time::Nanos;
+
+/// Slots examined looking for an expired flow when the table is full.
+pub const FULL_SCAN: usize = 1024;
+/// Live flows compared when one must be evicted.
+pub const EVICT_CANDIDATES: usize = 8;
+
+/// One packet as the flow table needs it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pkt {
+    /// Flow key (canonical in bidirectional mode).
+    pub key: Key,
+    /// Hash of `key`.
+    pub hash: u64,
+    /// Timestamp.
+    pub ts: Nanos,
+    /// IP length.
+    pub size: u16,
+    /// TCP flags (0 when not TCP).
+    pub flags: u8,
+    /// Sent by endpoint `a` of the key.
+    pub from_a: bool,
+    /// IPv6 packet.
+    pub v6: bool,
+    /// Source and destination MAC.
+    pub macs: [[u8; 6]; 2],
+}
+
+/// Counters of one table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlowCounters {
+    /// Flows created.
+    pub created: u64,
+    /// Flows ended, by [`EndReason`].
+    pub ended: [u64; EndReason::COUNT],
+    /// Verdicts given by the classifier.
+    pub classified: u64,
+    /// Largest number of flows alive at once.
+    pub peak_flows: u64,
+}
+
+/// A flow table (see the module docs).
+pub struct FlowTable {
+    bidirectional: bool,
+    idle: Nanos,
+    active: Nanos,
+    close: Nanos,
+    n: usize,
+    sweep_per_batch: usize,
+    index: Vec<u32>,
+    mask: usize,
+    hot: Vec<Hot>,
+    cold: Vec<Cold>,
+    early: Vec<EarlyPkt>,
+    free: Vec<u32>,
+    capacity: usize,
+    used: usize,
+    cursor: usize,
+    now: Nanos,
+    model: Option<Arc<dyn Classifier>>,
+    decide_at: usize,
+    /// Finished records waiting to be handed to the exporters.
+    pub out: RecordBatch,
+    /// Counters.
+    pub counters: FlowCounters,
+}
+
+impl FlowTable {
+    /// Creates a table for `cfg` (validated by the caller).
+    pub fn new(cfg: &FlowConfig, model: Option<Arc<dyn Classifier>>) -> FlowTable {
+        let capacity = cfg.max_flows.clamp(1, FlowConfig::MAX_FLOWS);
+        let buckets = (capacity * 2).next_power_of_two().max(16);
+        let n = cfg.early_packets.clamp(1, super::record::MAX_EARLY);
+        let decide_at = model
+            .as_ref()
+            .map(|m| m.packets_needed().clamp(1, n))
+            .unwrap_or(0);
+        FlowTable {
+            bidirectional: cfg.bidirectional,
+            idle: cfg.idle_timeout,
+            active: cfg.active_timeout,
+            close: cfg.tcp_close_timeout,
+            n,
+            sweep_per_batch: cfg.sweep_per_batch,
+            index: vec![0u32; buckets],
+            mask: buckets - 1,
+            hot: Vec::with_capacity(capacity),
+            cold: Vec::with_capacity(capacity),
+            early: Vec::with_capacity(capacity * n),
+            free: Vec::new(),
+            capacity,
+            used: 0,
+            cursor: 0,
+            now: 0,
+            model,
+            decide_at,
+            out: RecordBatch::with_capacity(1024, n),
+            counters: FlowCounters::default(),
+        }
+    }
+
+    /// Whether the table pairs both directions into one flow.
+    pub fn bidirectional(&self) -> bool {
+        self.bidirectional
+    }
+
+    /// Flows currently alive.
+    pub fn len(&self) -> usize {
+        self.used
+    }
+
+    /// True when no flow is alive.
+    pub fn is_empty(&self) -> bool {
+        self.used == 0
+    }
+
+    /// Bytes of memory reserved per flow slot (hot + cold + early + index).
+    pub fn bytes_per_slot(&self) -> usize {
+        std::mem::size_of::<Hot>()
+            + std::mem::size_of::<Cold>()
+            + self.n * std::mem::size_of::<EarlyPkt>()
+            + self.index.len() * 4 / self.capacity
+    }
+
+    /// Hints the CPU to load the index bucket of `hash`.
+    #[inline(always)]
+    pub fn prefetch(&self, hash: u64) {
+        let i = hash as usize & self.mask;
+        prefetch_read(self.index.as_ptr().wrapping_add(i));
+    }
+
+    /// Accounts one packet.
+    #[inline]
+    pub fn packet(&mut self, p: &Pkt) {
+        if p.ts > self.now {
+            self.now = p.ts;
+        }
+        let tag = tag_of(p.hash);
+        let mut i = p.hash as usize & self.mask;
+        let slot = loop {
+            let e = self.index[i];
+            if e == 0 {
+                break None;
+            }
+            if (e >> 24) as u8 == tag {
+                let s = (e & 0x00FF_FFFF) as usize - 1;
+                if self.hot[s].key == p.key {
+                    break Some(s);
+                }
+            }
+            i = (i + 1) & self.mask;
+        };
+        let s = match slot {
+            Some(s) => {
+                if let Some(reason) = self.ends_before(s, p) {
+                    self.end(s, reason);
+                    self.insert(p)
+                } else {
+                    s
+                }
+            }
+            None => self.insert_at(p, i),
+        };
+        self.update(s, p);
+    }
+
+    /// Does packet `p` start a new flow instead of joining slot `s`?
+    #[inline]
+    fn ends_before(&self, s: usize, p: &Pkt) -> Option<EndReason> {
+        let h = &self.hot[s];
+        let c = &self.cold[s];
+        let gap = p.ts.saturating_sub(h.last_ts);
+        if c.tcp.close != 0 && c.tcp.closed() {
+            let bare_syn = p.flags & (tcp::SYN | tcp::ACK) == tcp::SYN;
+            if gap > self.close || bare_syn {
+                return Some(close_reason(c));
+            }
+        }
+        if gap > self.idle {
+            Some(EndReason::Idle)
+        } else if p.ts.saturating_sub(c.first_ts) > self.active {
+            Some(EndReason::Active)
+        } else {
+            None
+        }
+    }
+
+    /// Creates a flow for `p`, probing for its empty bucket.
+    fn insert(&mut self, p: &Pkt) -> usize {
+        let mut i = p.hash as usize & self.mask;
+        while self.index[i] != 0 {
+            i = (i + 1) & self.mask;
+        }
+        self.insert_at(p, i)
+    }
+
+    /// Creates a flow for `p` in empty bucket `i`.
+    fn insert_at(&mut self, p: &Pkt, mut i: usize) -> usize {
+        if self.used >= self.capacity {
+            self.make_room();
+            // The index changed: find the empty bucket again.
+            i = p.hash as usize & self.mask;
+            while self.index[i] != 0 {
+                i = (i + 1) & self.mask;
+            }
+        }
+        let s = match self.free.pop() {
+            Some(s) => s as usize,
+            None => {
+                self.hot.push(Hot::default());
+                self.cold.push(Cold::default());
+                self.early
+                    .resize(self.early.len() + self.n, EarlyPkt::default());
+                self.hot.len() - 1
+            }
+        };
+        self.index[i] = ((tag_of(p.hash) as u32) << 24) | (s as u32 + 1);
+        let mut state = IN_USE;
+        if p.from_a {
+            state |= CLIENT_IS_A;
+        }
+        if p.v6 {
+            state |= V6;
+        }
+        self.hot[s] = Hot {
+            key: p.key,
+            state,
+            n_early: 0,
+            app: Verdict::UNKNOWN,
+            last_ts: p.ts,
+            hash: p.hash as u32,
+            conf: 0,
+            at: 0,
+            _pad: 0,
+        };
+        self.cold[s] = Cold {
+            first_ts: p.ts,
+            macs: p.macs,
+            ..Cold::default()
+        };
+        self.used += 1;
+        self.counters.created += 1;
+        if self.used as u64 > self.counters.peak_flows {
+            self.counters.peak_flows = self.used as u64;
+        }
+        s
+    }
+
+    /// Updates slot `s` with packet `p`.
+    #[inline]
+    fn update(&mut self, s: usize, p: &Pkt) {
+        let h = &mut self.hot[s];
+        let dir = if p.from_a == (h.state & CLIENT_IS_A != 0) {
+            Dir::Fwd
+        } else {
+            Dir::Bwd
+        };
+        let prev = h.last_ts;
+        let base = s * self.n;
+        early::push(
+            &mut self.early[base..base + self.n],
+            &mut h.n_early,
+            p.size,
+            dir,
+            p.flags,
+            p.ts,
+            prev,
+        );
+        if p.ts > h.last_ts {
+            h.last_ts = p.ts;
+        }
+        let c = &mut self.cold[s];
+        c.dir[dir as usize].update(p.size, p.ts);
+        if p.key.proto == crate::decode::ipproto::TCP {
+            c.tcp.update(dir as usize, p.flags);
+        }
+        if self.decide_at != 0 && h.state & DECIDED == 0 && h.n_early as usize >= self.decide_at {
+            self.decide(s);
+        }
+    }
+
+    /// Runs the classifier on slot `s` with the early packets it has.
+    fn decide(&mut self, s: usize) {
+        let Some(model) = &self.model else { return };
+        let h = &self.hot[s];
+        let (_, sport, _, dport) = client_server(h);
+        let base = s * self.n;
+        let f = FlowFeatures {
+            early: &self.early[base..base + h.n_early as usize],
+            proto: h.key.proto,
+            sport,
+            dport,
+        };
+        let v = model.classify(&f);
+        let h = &mut self.hot[s];
+        h.app = v.class;
+        h.conf = (v.confidence.clamp(0.0, 1.0) * 65535.0).round() as u16;
+        h.at = v.at_packet;
+        h.state |= DECIDED;
+        self.counters.classified += 1;
+    }
+
+    /// Ends slot `s`: appends its record to [`Self::out`] and frees it.
+    fn end(&mut self, s: usize, reason: EndReason) {
+        if self.hot[s].state & DECIDED == 0 && self.hot[s].n_early > 0 {
+            self.decide(s);
+        }
+        let h = self.hot[s];
+        let c = &self.cold[s];
+        let (src, sport, dst, dport) = client_server(&h);
+        let verdict = if h.state & DECIDED != 0 {
+            Verdict {
+                class: h.app,
+                confidence: h.conf as f32 / 65535.0,
+                at_packet: h.at,
+            }
+        } else {
+            Verdict {
+                class: Verdict::UNKNOWN,
+                confidence: 0.0,
+                at_packet: 0,
+            }
+        };
+        let rec = FlowRecord {
+            key: RecordKey {
+                src,
+                dst,
+                sport,
+                dport,
+                proto: h.key.proto,
+                ip_version: if h.state & V6 != 0 { 6 } else { 4 },
+                vlan: h.key.vlan,
+                tunnel: h.key.tunnel_kind(),
+                tunnel_id: h.key.tunnel_id,
+            },
+            src_mac: c.macs[0],
+            dst_mac: c.macs[1],
+            first_ts: c.first_ts,
+            last_ts: h.last_ts,
+            packets: [c.dir[0].packets, c.dir[1].packets],
+            bytes: [c.dir[0].bytes, c.dir[1].bytes],
+            size: [c.dir[0].size_stat(), c.dir[1].size_stat()],
+            iat: [c.dir[0].iat_stat(), c.dir[1].iat_stat()],
+            tcp_flags: c.tcp.counts,
+            end: reason,
+            early_len: h.n_early,
+            verdict,
+        };
+        let base = s * self.n;
+        self.out
+            .push(rec, &self.early[base..base + h.n_early as usize]);
+        self.counters.ended[reason as usize] += 1;
+        self.remove(s);
+    }
+
+    /// Removes slot `s` from the index (backward-shift deletion) and frees it.
+    fn remove(&mut self, s: usize) {
+        let want = s as u32 + 1;
+        let mut i = self.hot[s].hash as usize & self.mask;
+        while self.index[i] & 0x00FF_FFFF != want {
+            i = (i + 1) & self.mask;
+        }
+        let mut j = i;
+        loop {
+            j = (j + 1) & self.mask;
+            let e = self.index[j];
+            if e == 0 {
+                break;
+            }
+            let home = self.hot[(e & 0x00FF_FFFF) as usize - 1].hash as usize & self.mask;
+            // Entry at j stays if its home lies cyclically in (i, j].
+            let stays = if i <= j {
+                i < home && home <= j
+            } else {
+                i < home || home <= j
+            };
+            if !stays {
+                self.index[i] = e;
+                i = j;
+            }
+        }
+        self.index[i] = 0;
+        self.hot[s].state = 0;
+        self.free.push(s as u32);
+        self.used -= 1;
+    }
+
+    /// Why slot `s` has expired at time `now`, if it has.
+    fn expired(&self, s: usize, now: Nanos) -> Option<EndReason> {
+        let h = &self.hot[s];
+        if h.state & IN_USE == 0 {
+            return None;
+        }
+        let gap = now.saturating_sub(h.last_ts);
+        let c = &self.cold[s];
+        if c.tcp.closed() && gap > self.close {
+            Some(close_reason(c))
+        } else if gap > self.idle {
+            Some(EndReason::Idle)
+        } else if now.saturating_sub(c.first_ts) > self.active {
+            Some(EndReason::Active)
+        } else {
+            None
+        }
+    }
+
+    /// Advances the table clock to `ts` without a packet of its own (a
+    /// packet of another shard was seen).
+    #[inline]
+    pub fn observe_time(&mut self, ts: Nanos) {
+        if ts > self.now {
+            self.now = ts;
+        }
+    }
+
+    /// Incremental expiry: examines the next `sweep_per_batch` slots and
+    /// ends the flows that have timed out. Call once per batch.
+    pub fn sweep(&mut self) {
+        self.sweep_n(self.sweep_per_batch);
+    }
+
+    fn sweep_n(&mut self, n: usize) -> usize {
+        let high = self.hot.len();
+        if high == 0 {
+            return 0;
+        }
+        let mut ended = 0;
+        for _ in 0..n.min(high) {
+            if self.cursor >= high {
+                self.cursor = 0;
+            }
+            let s = self.cursor;
+            self.cursor += 1;
+            if let Some(r) = self.expired(s, self.now) {
+                self.end(s, r);
+                ended += 1;
+            }
+        }
+        ended
+    }
+
+    /// Frees one slot when the table is full (see the module docs).
+    fn make_room(&mut self) {
+        if self.sweep_n(FULL_SCAN) > 0 {
+            return;
+        }
+        let high = self.hot.len();
+        let mut best: Option<usize> = None;
+        let mut seen = 0;
+        let mut s = self.cursor;
+        while seen < EVICT_CANDIDATES {
+            if s >= high {
+                s = 0;
+            }
+            if self.hot[s].state & IN_USE != 0 {
+                seen += 1;
+                if best.is_none_or(|b| self.hot[s].last_ts < self.hot[b].last_ts) {
+                    best = Some(s);
+                }
+            }
+            s += 1;
+        }
+        self.cursor = s;
+        if let Some(b) = best {
+            self.end(b, EndReason::Evicted);
+        }
+    }
+
+    /// Ends every live flow (end of input, signal): reason `end_of_input`,
+    /// or `fin`/`rst` for connections that had closed.
+    pub fn flush(&mut self) {
+        for s in 0..self.hot.len() {
+            if self.hot[s].state & IN_USE != 0 {
+                let c = &self.cold[s];
+                let r = if c.tcp.closed() {
+                    close_reason(c)
+                } else {
+                    EndReason::EndOfInput
+                };
+                self.end(s, r);
+            }
+        }
+    }
+}
+
+/// Client address/port and server address/port of a flow.
+#[inline]
+fn client_server(h: &Hot) -> ([u8; 16], u16, [u8; 16], u16) {
+    if h.state & CLIENT_IS_A != 0 {
+        (h.key.a, h.key.pa, h.key.b, h.key.pb)
+    } else {
+        (h.key.b, h.key.pb, h.key.a, h.key.pa)
+    }
+}
+
+fn close_reason(c: &Cold) -> EndReason {
+    if c.tcp.reset() {
+        EndReason::Rst
+    } else {
+        EndReason::Fin
+    }
+}
+
+#[inline(always)]
+fn tag_of(hash: u64) -> u8 {
+    (hash >> 40) as u8
+}
+
+#[inline(always)]
+fn prefetch_read<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}

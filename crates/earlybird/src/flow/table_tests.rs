@@ -1,0 +1,194 @@
+//! Unit tests of the flow table: direction, bidirectional merge, timeouts,
+//! FIN/RST, table full, index deletion.
+
+use super::key::Key;
+use super::record::{Dir, EndReason};
+use super::table::{FlowTable, Pkt};
+use crate::config::FlowConfig;
+use crate::decode::{map_v4, Decoded};
+use crate::features::tcp::{ACK, FIN, RST, SYN};
+use crate::time::SECOND;
+
+fn pkt(cfg: &FlowConfig, src: u8, sport: u16, dst: u8, dport: u16, ts: u64, flags: u8) -> Pkt {
+    let d = Decoded {
+        src: map_v4([10, 0, 0, src]),
+        dst: map_v4([10, 0, 0, dst]),
+        sport,
+        dport,
+        proto: 6,
+        ip_version: 4,
+        ip_len: 100,
+        tcp_flags: flags,
+        ..Default::default()
+    };
+    let (key, from_a) = Key::from_decoded(&d, cfg.bidirectional);
+    Pkt {
+        key,
+        hash: key.hash(),
+        ts,
+        size: d.ip_len,
+        flags,
+        from_a,
+        v6: false,
+        macs: [[0; 6]; 2],
+    }
+}
+
+fn cfg() -> FlowConfig {
+    FlowConfig {
+        max_flows: 64,
+        ..FlowConfig::default()
+    }
+}
+
+#[test]
+fn bidirectional_merge_and_direction() {
+    let c = cfg();
+    let mut t = FlowTable::new(&c, None);
+    t.packet(&pkt(&c, 2, 443, 1, 5000, 1_000, SYN)); // server speaks first
+    t.packet(&pkt(&c, 1, 5000, 2, 443, 2_000, SYN | ACK));
+    t.packet(&pkt(&c, 2, 443, 1, 5000, 3_000, ACK));
+    assert_eq!(t.len(), 1);
+    t.flush();
+    let r = &t.out.records[0];
+    assert_eq!(r.key.sport, 443, "first sender is the client");
+    assert_eq!(r.packets, [2, 1]);
+    assert_eq!(r.end, EndReason::EndOfInput);
+    let early = t.out.early_of(0);
+    assert_eq!(early.len(), 3);
+    assert_eq!(early[1].dir, Dir::Bwd);
+    assert_eq!(r.tcp_flags[0][1], 1); // fwd SYN
+    assert_eq!(r.tcp_flags[1][4], 1); // bwd ACK
+}
+
+#[test]
+fn unidirectional_splits_directions() {
+    let c = FlowConfig {
+        bidirectional: false,
+        ..cfg()
+    };
+    let mut t = FlowTable::new(&c, None);
+    t.packet(&pkt(&c, 1, 5000, 2, 443, 1_000, SYN));
+    t.packet(&pkt(&c, 2, 443, 1, 5000, 2_000, SYN | ACK));
+    assert_eq!(t.len(), 2);
+    t.flush();
+    assert!(t.out.records.iter().all(|r| r.packets[1] == 0));
+}
+
+#[test]
+fn idle_timeout_starts_new_flow() {
+    let c = cfg();
+    let mut t = FlowTable::new(&c, None);
+    t.packet(&pkt(&c, 1, 5000, 2, 53, 0, 0));
+    t.packet(&pkt(&c, 1, 5000, 2, 53, 16 * SECOND, 0));
+    assert_eq!(t.out.len(), 1);
+    assert_eq!(t.out.records[0].end, EndReason::Idle);
+    assert_eq!(t.len(), 1);
+}
+
+#[test]
+fn active_timeout_splits_long_flow() {
+    let c = FlowConfig {
+        active_timeout: 10 * SECOND,
+        ..cfg()
+    };
+    let mut t = FlowTable::new(&c, None);
+    for i in 0..12 {
+        t.packet(&pkt(&c, 1, 5000, 2, 80, i * SECOND, ACK));
+    }
+    assert_eq!(t.out.len(), 1);
+    assert_eq!(t.out.records[0].end, EndReason::Active);
+    assert_eq!(t.out.records[0].packets[0], 11);
+}
+
+#[test]
+fn fin_both_ways_ends_after_grace_or_new_syn() {
+    let c = cfg();
+    let mut t = FlowTable::new(&c, None);
+    t.packet(&pkt(&c, 1, 5000, 2, 80, 0, SYN));
+    t.packet(&pkt(&c, 1, 5000, 2, 80, 10, FIN | ACK));
+    t.packet(&pkt(&c, 2, 80, 1, 5000, 20, FIN | ACK));
+    t.packet(&pkt(&c, 1, 5000, 2, 80, 30, ACK)); // final ACK joins
+    assert_eq!(t.out.len(), 0);
+    t.packet(&pkt(&c, 1, 5000, 2, 80, 40, SYN)); // port reuse: new flow
+    assert_eq!(t.out.len(), 1);
+    assert_eq!(t.out.records[0].end, EndReason::Fin);
+    assert_eq!(t.out.records[0].packets, [3, 1]);
+    // the sweep ends a closed flow after the grace period
+    t.packet(&pkt(&c, 1, 5000, 2, 80, 50, RST));
+    t.observe_time(50 + 3 * SECOND);
+    t.sweep();
+    assert_eq!(t.out.len(), 2);
+    assert_eq!(t.out.records[1].end, EndReason::Rst);
+    assert!(t.is_empty());
+}
+
+#[test]
+fn sweep_expires_idle_flows() {
+    let c = cfg();
+    let mut t = FlowTable::new(&c, None);
+    for i in 0..10 {
+        t.packet(&pkt(&c, 1, 5000 + i, 2, 80, 0, 0));
+    }
+    t.observe_time(20 * SECOND);
+    t.sweep();
+    assert_eq!(t.out.len(), 10);
+    assert!(t.out.records.iter().all(|r| r.end == EndReason::Idle));
+}
+
+#[test]
+fn full_table_evicts_and_counts() {
+    let c = FlowConfig {
+        max_flows: 8,
+        ..FlowConfig::default()
+    };
+    let mut t = FlowTable::new(&c, None);
+    for i in 0..20u16 {
+        t.packet(&pkt(&c, 1, 1000 + i, 2, 80, i as u64, 0));
+    }
+    assert_eq!(t.len(), 8);
+    assert_eq!(t.counters.ended[EndReason::Evicted as usize], 12);
+    t.flush();
+    let total: u64 = t.out.records.iter().map(|r| r.packets[0]).sum();
+    assert_eq!(total, 20, "no packet lost to eviction");
+}
+
+#[test]
+fn index_survives_many_inserts_and_deletes() {
+    let c = FlowConfig {
+        max_flows: 1000,
+        idle_timeout: 5,
+        ..FlowConfig::default()
+    };
+    let mut t = FlowTable::new(&c, None);
+    let mut x: u32 = 1;
+    for round in 0..50u64 {
+        for _ in 0..500 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            t.packet(&pkt(
+                &c,
+                (x % 7) as u8,
+                (x >> 8) as u16,
+                9,
+                80,
+                round * 10,
+                0,
+            ));
+        }
+        t.observe_time(round * 10 + 9);
+        for _ in 0..10 {
+            t.sweep();
+        }
+    }
+    t.flush();
+    let total: u64 = t
+        .out
+        .records
+        .iter()
+        .map(|r| r.packets[0] + r.packets[1])
+        .sum();
+    assert_eq!(total, 50 * 500);
+    assert!(t.is_empty());
+}

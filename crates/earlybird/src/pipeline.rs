@@ -1,0 +1,363 @@
+//! Wiring: capture files → N shard threads → exporter thread.
+//!
+//! Contract: [`run`] processes the given capture files as one stream (in the
+//! order given) with `shards` share-nothing shard threads and one exporter
+//! thread, and returns the run's [`Report`]. Finished records travel to the
+//! exporter thread in batches through a bounded channel (one channel
+//! operation per batch of records, never per packet); emptied batches come
+//! back through a second channel for reuse. On end of input — and when
+//! [`RunControl::stop`] is raised (SIGINT/SIGTERM in the CLI) — every open
+//! flow is flushed to the outputs. An output that fails is reported in
+//! [`Report::output_errors`] and dropped; the others still receive every
+//! record. Errors are returned only for unusable inputs (before any packet
+//! is processed) or invalid configuration.
+//!
+//! Back-pressure: with [`ExportPolicy::Block`] (default, right for files) a
+//! shard waits when the exporter is behind, so nothing is lost. With
+//! [`ExportPolicy::Drop`] (live capture) a shard never waits: batches the
+//! channel cannot take wait in a per-shard queue up to a bound and what
+//! overflows is counted in `export_dropped`.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
+
+use crate::classify::Classifier;
+use crate::config::FlowConfig;
+use crate::export::Exporter;
+use crate::flow::record::RecordBatch;
+use crate::shard::Shard;
+use crate::source::{CaptureFile, PacketRef, Warning};
+use crate::telemetry::summary::{Report, Summary};
+use crate::{Error, Result};
+
+/// Records per batch handed to the exporter thread.
+pub const RECORDS_PER_BATCH: usize = 512;
+/// Batches the channel to the exporter holds.
+pub const CHANNEL_BATCHES: usize = 64;
+
+/// What a shard does when the exporter cannot keep up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportPolicy {
+    /// Wait (lossless; for files).
+    Block,
+    /// Never wait; queue up to `max_pending` batches per shard, then drop
+    /// and count.
+    Drop {
+        /// Batches a shard keeps waiting before it drops the oldest.
+        max_pending: usize,
+    },
+}
+
+/// Options of a run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Flow formation.
+    pub flow: FlowConfig,
+    /// Number of shard threads (≥ 1).
+    pub shards: usize,
+    /// Pin shard i to core i.
+    pub pin: bool,
+    /// Back-pressure policy towards the exporters.
+    pub export_policy: ExportPolicy,
+    /// Packets per batch.
+    pub batch: usize,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            flow: FlowConfig::default(),
+            shards: 1,
+            pin: false,
+            export_policy: ExportPolicy::Block,
+            batch: crate::source::BATCH,
+        }
+    }
+}
+
+/// Shared controls of a running pipeline (set from other threads).
+#[derive(Debug, Clone, Default)]
+pub struct RunControl {
+    /// Raise to stop reading; open flows are flushed.
+    pub stop: Arc<AtomicBool>,
+    /// Input bytes consumed so far by shard 0 (for a progress bar).
+    pub progress: Arc<AtomicU64>,
+}
+
+/// A model and its class names, for the shards.
+#[derive(Clone, Default)]
+pub struct ModelRef {
+    /// The classifier run inline in every shard.
+    pub model: Option<Arc<dyn Classifier>>,
+    /// Class names (empty when no model).
+    pub classes: Arc<[String]>,
+}
+
+/// Opens every file first so a bad input stops the run before it starts.
+pub fn open_all(paths: &[PathBuf]) -> Result<Vec<CaptureFile>> {
+    paths.iter().map(|p| CaptureFile::open(p)).collect()
+}
+
+/// Runs the pipeline over `files` (see the module docs).
+pub fn run(
+    files: &[CaptureFile],
+    opts: &RunOptions,
+    model: &ModelRef,
+    exporters: Vec<Box<dyn Exporter>>,
+    ctl: &RunControl,
+) -> Result<Report> {
+    opts.flow.validate()?;
+    if opts.shards == 0 || opts.batch == 0 {
+        return Err(Error::Config("shards and batch size must be ≥ 1".into()));
+    }
+    let started = Instant::now();
+    let (tx, rx) = bounded::<RecordBatch>(CHANNEL_BATCHES);
+    let (pool_tx, pool_rx) = bounded::<RecordBatch>(CHANNEL_BATCHES * 2);
+    let cores = if opts.pin {
+        core_affinity::get_core_ids().unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let (shard_results, export_result) = std::thread::scope(|scope| {
+        let exporter = scope.spawn(move || export_loop(rx, pool_tx, exporters));
+        let mut handles = Vec::new();
+        for id in 0..opts.shards {
+            let tx = tx.clone();
+            let pool_rx = pool_rx.clone();
+            let core = (!cores.is_empty()).then(|| cores[id % cores.len()]);
+            let model = model.model.clone();
+            handles.push(scope.spawn(move || {
+                if let Some(c) = core {
+                    core_affinity::set_for_current(c);
+                }
+                let mut shard = Shard::new(id, opts.shards, &opts.flow, model);
+                let mut sink = Sink::new(tx, pool_rx, opts.export_policy, opts.flow.early_packets);
+                let warnings = shard_loop(&mut shard, &mut sink, files, opts.batch, ctl);
+                shard.finish();
+                sink.send(&mut shard.table.out, true);
+                shard.counters.export_dropped = sink.dropped;
+                (shard.counters, warnings)
+            }));
+        }
+        drop(tx);
+        drop(pool_rx);
+        let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+        (results, exporter.join())
+    });
+    let mut report = Report {
+        classes: model.classes.clone(),
+        ..Report::default()
+    };
+    for r in shard_results {
+        let (c, w) = r.map_err(|_| Error::Config("a shard thread panicked".into()))?;
+        report.counters.merge(&c);
+        report.warnings.extend(w);
+    }
+    let (summary, errors) =
+        export_result.map_err(|_| Error::Config("the exporter thread panicked".into()))?;
+    report.summary = summary;
+    report.output_errors = errors;
+    report.interrupted = ctl.stop.load(Ordering::Relaxed);
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Reads every file in order and feeds the shard; returns input warnings
+/// (shard 0 only, so each is reported once).
+fn shard_loop(
+    shard: &mut Shard,
+    sink: &mut Sink,
+    files: &[CaptureFile],
+    batch: usize,
+    ctl: &RunControl,
+) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
+    let mut done_bytes = 0u64;
+    'files: for f in files {
+        let mut reader = f.reader();
+        let data = reader.data();
+        loop {
+            if ctl.stop.load(Ordering::Relaxed) {
+                break 'files;
+            }
+            if reader.next_batch(&mut refs, batch) == 0 {
+                break;
+            }
+            shard.batch(data, &refs);
+            if shard.table.out.len() >= RECORDS_PER_BATCH {
+                sink.send(&mut shard.table.out, false);
+            }
+            if shard.id() == 0 {
+                ctl.progress
+                    .store(done_bytes + reader.position(), Ordering::Relaxed);
+            }
+        }
+        if shard.id() == 0 {
+            shard.counters.unsupported_link += reader.skipped_unsupported_link();
+            warnings.extend(reader.warning().cloned());
+        }
+        done_bytes += f.bytes().len() as u64;
+    }
+    warnings
+}
+
+/// A shard's end of the channel to the exporter thread.
+struct Sink {
+    tx: Sender<RecordBatch>,
+    pool: Receiver<RecordBatch>,
+    policy: ExportPolicy,
+    pending: VecDeque<RecordBatch>,
+    stride: usize,
+    dropped: u64,
+}
+
+impl Sink {
+    fn new(tx: Sender<RecordBatch>, pool: Receiver<RecordBatch>, policy: ExportPolicy, stride: usize) -> Sink {
+        Sink {
+            tx,
+            pool,
+            policy,
+            pending: VecDeque::new(),
+            stride,
+            dropped: 0,
+        }
+    }
+
+    fn fresh(&self) -> RecordBatch {
+        match self.pool.try_recv() {
+            Ok(mut b) if b.stride == self.stride => {
+                b.clear();
+                b
+            }
+            _ => RecordBatch::with_capacity(RECORDS_PER_BATCH * 2, self.stride),
+        }
+    }
+
+    /// Hands `out` to the exporter (replacing it with an empty batch). At the
+    /// end (`last`), waits for everything pending whatever the policy.
+    fn send(&mut self, out: &mut RecordBatch, last: bool) {
+        if out.is_empty() && self.pending.is_empty() {
+            return;
+        }
+        let full = std::mem::replace(out, self.fresh());
+        match self.policy {
+            ExportPolicy::Block => {
+                // An Err means the exporter thread is gone; nothing can be written.
+                let _ = self.tx.send(full);
+            }
+            ExportPolicy::Drop { max_pending } => {
+                if !full.is_empty() {
+                    self.pending.push_back(full);
+                }
+                while let Some(b) = self.pending.pop_front() {
+                    if last {
+                        let _ = self.tx.send(b);
+                        continue;
+                    }
+                    match self.tx.try_send(b) {
+                        Ok(()) => {}
+                        Err(TrySendError::Full(b)) => {
+                            self.pending.push_front(b);
+                            break;
+                        }
+                        Err(TrySendError::Disconnected(_)) => break,
+                    }
+                }
+                while self.pending.len() > max_pending {
+                    if let Some(b) = self.pending.pop_front() {
+                        self.dropped += b.len() as u64;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The exporter thread: writes each batch to every output still working.
+fn export_loop(
+    rx: Receiver<RecordBatch>,
+    pool: Sender<RecordBatch>,
+    mut exporters: Vec<Box<dyn Exporter>>,
+) -> (Summary, Vec<String>) {
+    let mut summary = Summary::default();
+    let mut errors = Vec::new();
+    let mut alive = vec![true; exporters.len()];
+    for mut batch in rx {
+        summary.add(&batch);
+        for (i, ex) in exporters.iter_mut().enumerate() {
+            if alive[i] {
+                if let Err(e) = ex.write_batch(&batch) {
+                    errors.push(format!("{}: {e}", ex.name()));
+                    alive[i] = false;
+                }
+            }
+        }
+        batch.clear();
+        let _ = pool.try_send(batch);
+    }
+    for (i, ex) in exporters.iter_mut().enumerate() {
+        if alive[i] {
+            if let Err(e) = ex.finish() {
+                errors.push(format!("{}: {e}", ex.name()));
+            }
+        }
+    }
+    (summary, errors)
+}
+
+/// A finished flow with its early packets, as returned by [`collect`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CollectedFlow {
+    /// The record.
+    pub record: crate::flow::record::FlowRecord,
+    /// Its early packets.
+    pub early: Vec<crate::flow::record::EarlyPkt>,
+}
+
+/// Runs the pipeline and returns every record in memory (tests, training,
+/// the Python package). Records are sorted by first timestamp, then key, so
+/// the result does not depend on the number of shards.
+pub fn collect(
+    files: &[CaptureFile],
+    opts: &RunOptions,
+    model: &ModelRef,
+) -> Result<(Vec<CollectedFlow>, Report)> {
+    let store = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let ex = Collector(store.clone());
+    let report = run(files, opts, model, vec![Box::new(ex)], &RunControl::default())?;
+    let mut flows = std::mem::take(&mut *store.lock().unwrap_or_else(|p| p.into_inner()));
+    flows.sort_by(|a: &CollectedFlow, b: &CollectedFlow| {
+        let ka = (a.record.first_ts, a.record.key.src, a.record.key.dst, a.record.key.sport, a.record.key.dport, a.record.key.proto);
+        let kb = (b.record.first_ts, b.record.key.src, b.record.key.dst, b.record.key.sport, b.record.key.dport, b.record.key.proto);
+        ka.cmp(&kb)
+    });
+    Ok((flows, report))
+}
+
+/// Exporter that keeps records in memory (see [`collect`]).
+struct Collector(Arc<std::sync::Mutex<Vec<CollectedFlow>>>);
+
+impl Exporter for Collector {
+    fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        for (r, e) in batch.iter() {
+            v.push(CollectedFlow {
+                record: *r,
+                early: e.to_vec(),
+            });
+        }
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn name(&self) -> &str {
+        "memory"
+    }
+}

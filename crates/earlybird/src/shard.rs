@@ -1,0 +1,116 @@
+//! One shard: a thread's share of the flows, run to completion per batch.
+//!
+//! Contract: [`Shard::batch`] takes a batch of packet references into a
+//! capture buffer, decodes each packet, keeps the packets whose symmetric flow
+//! hash selects this shard ([`crate::flow::key::shard_of`]), and runs them
+//! through the shard's own [`FlowTable`] in two passes (decode + hash +
+//! prefetch of the index bucket for the whole batch, then update), followed
+//! by one bounded step of incremental expiry. Nothing is shared with other
+//! shards and nothing is allocated per packet.
+//!
+//! How packets reach shards: every shard walks the whole (memory-mapped,
+//! page-cached) capture and keeps its own packets. Walking record headers
+//! costs a few ns per packet, far less than a dispatcher thread handing
+//! offsets over a ring would cost on a 2-core machine where it would compete
+//! with the shards for a core (see docs/ARCHITECTURE.md). Packets that belong
+//! to no flow are counted by shard 0 only.
+
+use std::sync::Arc;
+
+use crate::classify::Classifier;
+use crate::config::FlowConfig;
+use crate::decode::{decode, Decoded, Skip};
+use crate::flow::key::{shard_of, Key};
+use crate::flow::table::{FlowTable, Pkt};
+use crate::source::PacketRef;
+use crate::telemetry::Counters;
+
+/// A shard's state.
+pub struct Shard {
+    id: usize,
+    shards: usize,
+    bidirectional: bool,
+    /// The shard's flow table (its `out` batch holds finished records).
+    pub table: FlowTable,
+    /// The shard's counters.
+    pub counters: Counters,
+    pkts: Vec<Pkt>,
+}
+
+impl Shard {
+    /// Shard `id` of `shards`.
+    pub fn new(id: usize, shards: usize, cfg: &FlowConfig, model: Option<Arc<dyn Classifier>>) -> Shard {
+        Shard {
+            id,
+            shards: shards.max(1),
+            bidirectional: cfg.bidirectional,
+            table: FlowTable::new(cfg, model),
+            counters: Counters::default(),
+            pkts: Vec::with_capacity(crate::source::BATCH),
+        }
+    }
+
+    /// This shard's number.
+    pub fn id(&self) -> usize {
+        self.id
+    }
+
+    /// Processes one batch of packets whose bytes are in `data`.
+    pub fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
+        let mut d = Decoded::default();
+        let mut max_ts = 0;
+        self.pkts.clear();
+        let count_all = self.id == 0;
+        for r in refs {
+            max_ts = max_ts.max(r.ts);
+            if count_all {
+                self.counters.packets_read += 1;
+                self.counters.bytes_read += r.orig_len as u64;
+            }
+            let bytes = match data.get(r.offset..r.offset + r.caplen as usize) {
+                Some(b) => b,
+                None => {
+                    if count_all {
+                        self.counters.skipped[Skip::Truncated as usize] += 1;
+                    }
+                    continue;
+                }
+            };
+            if let Err(skip) = decode(r.link, bytes, &mut d) {
+                if count_all {
+                    self.counters.skipped[skip as usize] += 1;
+                }
+                continue;
+            }
+            let (key, from_a) = Key::from_decoded(&d, self.bidirectional);
+            let hash = key.hash();
+            if self.shards > 1 && shard_of(hash, self.shards) != self.id {
+                continue;
+            }
+            self.table.prefetch(hash);
+            self.pkts.push(Pkt {
+                key,
+                hash,
+                ts: r.ts,
+                size: d.ip_len,
+                flags: d.tcp_flags,
+                from_a,
+                v6: d.ip_version == 6,
+                macs: [d.src_mac, d.dst_mac],
+            });
+        }
+        for p in &self.pkts {
+            self.table.packet(p);
+            self.counters.ip_bytes_flowed += p.size as u64;
+        }
+        self.counters.packets_flowed += self.pkts.len() as u64;
+        self.table.observe_time(max_ts);
+        self.table.sweep();
+    }
+
+    /// Ends every open flow and folds the table counters in.
+    pub fn finish(&mut self) {
+        self.table.flush();
+        self.counters.flows = self.table.counters;
+    }
+}

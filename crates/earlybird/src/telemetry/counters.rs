@@ -1,0 +1,84 @@
+//! Counters of one shard, merged into a run total at the end.
+//!
+//! Contract: plain `u64` fields owned by one thread (no atomics, no locks on
+//! the packet path); [`Counters::merge`] adds another shard's counters.
+//! Packets that belong to no flow are counted by shard 0 only, so the sums
+//! do not depend on the number of shards.
+
+use crate::decode::Skip;
+use crate::flow::record::EndReason;
+use crate::flow::table::FlowCounters;
+
+/// Counters of a shard or of a whole run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Packets read from the inputs (counted by shard 0).
+    pub packets_read: u64,
+    /// Original (on-the-wire) bytes of the packets read (shard 0).
+    pub bytes_read: u64,
+    /// Packets accounted to a flow.
+    pub packets_flowed: u64,
+    /// IP bytes accounted to flows.
+    pub ip_bytes_flowed: u64,
+    /// Packets skipped, by [`Skip`] reason.
+    pub skipped: [u64; Skip::COUNT],
+    /// Packets on pcapng interfaces with an unsupported link type.
+    pub unsupported_link: u64,
+    /// Flow table counters.
+    pub flows: FlowCounters,
+    /// Records dropped because the exporter queue was full (drop policy).
+    pub export_dropped: u64,
+}
+
+impl Counters {
+    /// Adds `o` into `self`.
+    pub fn merge(&mut self, o: &Counters) {
+        self.packets_read += o.packets_read;
+        self.bytes_read += o.bytes_read;
+        self.packets_flowed += o.packets_flowed;
+        self.ip_bytes_flowed += o.ip_bytes_flowed;
+        for i in 0..Skip::COUNT {
+            self.skipped[i] += o.skipped[i];
+        }
+        self.unsupported_link += o.unsupported_link;
+        self.flows.created += o.flows.created;
+        for i in 0..EndReason::COUNT {
+            self.flows.ended[i] += o.flows.ended[i];
+        }
+        self.flows.classified += o.flows.classified;
+        self.flows.peak_flows += o.flows.peak_flows;
+        self.export_dropped += o.export_dropped;
+    }
+
+    /// Total packets skipped for any reason.
+    pub fn skipped_total(&self) -> u64 {
+        self.skipped.iter().sum::<u64>() + self.unsupported_link
+    }
+
+    /// Flows ended for any reason.
+    pub fn flows_ended(&self) -> u64 {
+        self.flows.ended.iter().sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_adds_every_field() {
+        let mut a = Counters {
+            packets_read: 1,
+            skipped: [1, 0, 2, 0, 0],
+            ..Default::default()
+        };
+        let mut b = a;
+        b.flows.ended[EndReason::Fin as usize] = 3;
+        b.export_dropped = 4;
+        a.merge(&b);
+        assert_eq!(a.packets_read, 2);
+        assert_eq!(a.skipped_total(), 6);
+        assert_eq!(a.flows_ended(), 3);
+        assert_eq!(a.export_dropped, 4);
+    }
+}
