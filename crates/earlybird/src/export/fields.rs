@@ -114,7 +114,12 @@ pub const FIELDS: &[Field] = &[
         "",
         "Tunnel that carried the flow: gre, vxlan, ipip, gtp, or empty when none",
     ),
-    f("tunnel_id", U32, "", "GRE key, VXLAN VNI or GTP-U TEID, 0 when none"),
+    f(
+        "tunnel_id",
+        U32,
+        "",
+        "GRE key, VXLAN VNI or GTP-U TEID, 0 when none",
+    ),
     f(
         "src_mac",
         Str,
