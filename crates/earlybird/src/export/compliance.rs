@@ -180,8 +180,10 @@ pub(super) fn sample() -> Vec<(FlowRecord, Vec<EarlyPkt>)> {
     e[31].iat_us = u32::MAX;
     e[31].size = u16::MAX;
     v.push((x, e));
-    // Active timeout, ends before it starts (saturating duration).
+    // Active timeout in GTP-U, ends before it starts (saturating duration).
     let mut y = v[0].0;
+    y.key.tunnel = TunnelKind::Gtp;
+    y.key.tunnel_id = 0xdead_beef;
     y.end = EndReason::Active;
     y.first_ts = 10;
     y.last_ts = 3;

@@ -7,12 +7,15 @@
 //! for packets the flow did not have). Only class names can need quoting;
 //! they are escaped once when the exporter is built. A non-finite float is
 //! an empty field. Fails only when the writer fails (see [`super`]); no
-//! allocation per record once the buffer has grown.
+//! allocation per record (the buffer is allocated when the exporter is
+//! built).
 
 use std::io::Write;
 
-use super::text::{csv_field, put_i64, put_u64};
-use super::{early_of, fields, write_scalars, AppNames, ExportOptions, Exporter, Output};
+use super::text::csv_field;
+use super::{
+    early_of, fields, max_record_len, write_scalars, AppNames, ExportOptions, Exporter, Output,
+};
 use crate::error::Result;
 use crate::flow::record::{Dir, RecordBatch};
 
@@ -26,14 +29,13 @@ pub struct CsvExporter {
 impl CsvExporter {
     /// A CSV exporter writing to `w`; the header is buffered at once.
     pub fn new(w: Box<dyn Write + Send>, name: &str, opts: &ExportOptions) -> Self {
-        let mut out = Output::new(w, name);
-        out.buf
-            .extend_from_slice(fields::csv_header(opts.early_packets).as_bytes());
-        CsvExporter {
-            out,
-            apps: AppNames::new(&opts.class_names, csv_field),
-            n: opts.early_packets,
-        }
+        let apps = AppNames::new(&opts.class_names, csv_field);
+        let n = opts.early_packets;
+        let header = fields::csv_header(n);
+        let max = max_record_len(n, apps.max_len()).max(header.len());
+        let mut out = Output::new(w, name, max);
+        out.buf.bytes(header.as_bytes());
+        CsvExporter { out, apps, n }
     }
 }
 
@@ -41,22 +43,22 @@ impl Exporter for CsvExporter {
     fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
         self.out.check()?;
         for (i, r) in batch.records.iter().enumerate() {
+            self.out.room_for_record()?;
+            let start = self.out.buf.len();
             let early = early_of(batch, i, self.n);
             let buf = &mut self.out.buf;
             write_scalars::<false>(buf, &[], r, self.apps.get(&r.verdict), early.len());
             for p in early {
-                buf.push(b',');
-                put_u64(buf, u64::from(p.size));
-                buf.push(b',');
-                put_i64(buf, if p.dir == Dir::Fwd { 1 } else { -1 });
-                buf.push(b',');
-                put_u64(buf, u64::from(p.iat_us));
+                buf.byte(b',');
+                buf.u64(u64::from(p.size));
+                buf.bytes(if p.dir == Dir::Fwd { b",1," } else { b",-1," });
+                buf.u64(u64::from(p.iat_us));
             }
             for _ in early.len()..self.n {
-                buf.extend_from_slice(b",0,0,0");
+                buf.bytes(b",0,0,0");
             }
-            buf.push(b'\n');
-            self.out.maybe_drain()?;
+            buf.byte(b'\n');
+            debug_assert!(self.out.buf.len() - start <= self.out.max_record);
         }
         Ok(())
     }

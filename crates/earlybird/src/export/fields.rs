@@ -112,9 +112,14 @@ pub const FIELDS: &[Field] = &[
         "tunnel",
         Str,
         "",
-        "Tunnel that carried the flow: gre, vxlan, ipip, or empty when none",
+        "Tunnel that carried the flow: gre, vxlan, ipip, gtp, or empty when none",
     ),
-    f("tunnel_id", U32, "", "GRE key or VXLAN VNI, 0 when none"),
+    f(
+        "tunnel_id",
+        U32,
+        "",
+        "GRE key, VXLAN VNI or GTP-U TEID, 0 when none",
+    ),
     f(
         "src_mac",
         Str,
@@ -454,7 +459,7 @@ pub fn markdown() -> String {
             f.name,
             f.ty.name(),
             f.unit,
-            f.desc
+            f.desc.replace('|', "\\|")
         );
     }
     s.push_str("\n## Early features\n\n");

@@ -6,12 +6,15 @@
 //! `early_len` (at most N), and `\n`. Strings are JSON-escaped (class names
 //! once, when the exporter is built; other strings never need it). A
 //! non-finite float is `null`. Fails only when the writer fails (see
-//! [`super`]); no allocation per record once the buffer has grown.
+//! [`super`]); no allocation per record (the buffer is allocated when the
+//! exporter is built).
 
 use std::io::Write;
 
-use super::text::{json_string, put_u64};
-use super::{early_of, fields, write_scalars, AppNames, ExportOptions, Exporter, Output};
+use super::text::json_string;
+use super::{
+    early_of, fields, max_record_len, write_scalars, AppNames, ExportOptions, Exporter, Output,
+};
 use crate::error::Result;
 use crate::flow::record::{Dir, RecordBatch};
 
@@ -35,9 +38,11 @@ impl JsonLinesExporter {
             .map(|(i, f)| format!("{}\"{}\":", if i == 0 { "{" } else { "," }, f.name).into_bytes())
             .collect();
         let early_keys = fields::EARLY_FIELDS.map(|e| format!(",\"{}\":[", e.json).into_bytes());
+        let apps = AppNames::new(&opts.class_names, json_string);
+        let max = max_record_len(opts.early_packets, apps.max_len());
         JsonLinesExporter {
-            out: Output::new(w, name),
-            apps: AppNames::new(&opts.class_names, json_string),
+            out: Output::new(w, name, max),
+            apps,
             keys,
             early_keys,
             n: opts.early_packets,
@@ -49,34 +54,36 @@ impl Exporter for JsonLinesExporter {
     fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
         self.out.check()?;
         for (i, r) in batch.records.iter().enumerate() {
+            self.out.room_for_record()?;
+            let start = self.out.buf.len();
             let early = early_of(batch, i, self.n);
             let buf = &mut self.out.buf;
             write_scalars::<true>(buf, &self.keys, r, self.apps.get(&r.verdict), early.len());
-            buf.extend_from_slice(&self.early_keys[0]);
+            buf.bytes(&self.early_keys[0]);
             for (k, p) in early.iter().enumerate() {
                 if k > 0 {
-                    buf.push(b',');
+                    buf.byte(b',');
                 }
-                put_u64(buf, u64::from(p.size));
+                buf.u64(u64::from(p.size));
             }
-            buf.push(b']');
-            buf.extend_from_slice(&self.early_keys[1]);
+            buf.byte(b']');
+            buf.bytes(&self.early_keys[1]);
             for (k, p) in early.iter().enumerate() {
                 if k > 0 {
-                    buf.push(b',');
+                    buf.byte(b',');
                 }
-                buf.extend_from_slice(if p.dir == Dir::Fwd { b"1" } else { b"-1" });
+                buf.bytes(if p.dir == Dir::Fwd { b"1" } else { b"-1" });
             }
-            buf.push(b']');
-            buf.extend_from_slice(&self.early_keys[2]);
+            buf.byte(b']');
+            buf.bytes(&self.early_keys[2]);
             for (k, p) in early.iter().enumerate() {
                 if k > 0 {
-                    buf.push(b',');
+                    buf.byte(b',');
                 }
-                put_u64(buf, u64::from(p.iat_us));
+                buf.u64(u64::from(p.iat_us));
             }
-            buf.extend_from_slice(b"]}\n");
-            self.out.maybe_drain()?;
+            buf.bytes(b"]}\n");
+            debug_assert!(self.out.buf.len() - start <= self.out.max_record);
         }
         Ok(())
     }

@@ -4,10 +4,10 @@
 //! in its format: CSV (`csv.rs`), JSON lines (`jsonl.rs`) or nothing
 //! (`null.rs`, for benchmarks and dry runs). The fields, their order and
 //! meaning are defined once in [`fields`] and documented in
-//! `docs/RECORD_FIELDS.md`. Records are formatted into one reused byte buffer
-//! (no allocation per record once it has grown) that is handed to the output
-//! in chunks of about [`CHUNK`] bytes, always at record boundaries, and at
-//! [`Exporter::finish`].
+//! `docs/RECORD_FIELDS.md`. Records are formatted into one byte buffer
+//! allocated when the exporter is built (no allocation per record) that is
+//! handed to the output in chunks of about [`CHUNK`] bytes, always at record
+//! boundaries, and at [`Exporter::finish`].
 //!
 //! What can fail: opening the output ([`Error::Io`] naming the path) and
 //! writing to it ([`Error::Output`] naming the exporter, e.g.
@@ -29,6 +29,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::flow::record::{EarlyPkt, FlowRecord, RecordBatch, Verdict};
+use text::TextBuf;
 
 /// Size at which the formatted text is handed to the output.
 pub const CHUNK: usize = 256 * 1024;
@@ -147,17 +148,30 @@ pub fn to_writer(
 pub(crate) struct Output {
     w: Box<dyn Write + Send>,
     /// Formatted text not yet written.
-    pub(crate) buf: Vec<u8>,
+    pub(crate) buf: TextBuf,
+    /// Most bytes one record can take.
+    max_record: usize,
     name: String,
     /// The first write error, returned again by every later call.
     failed: Option<String>,
 }
 
+/// Most bytes one record can take with `n` early packets and class names
+/// of at most `app_max` bytes once escaped.
+pub(crate) fn max_record_len(n: usize, app_max: usize) -> usize {
+    fields::FIELDS.len() * text::MAX_FIELD
+        + app_max
+        + n * fields::EARLY_FIELDS.len() * text::MAX_EARLY_VALUE
+        + 128
+}
+
 impl Output {
-    pub(crate) fn new(w: Box<dyn Write + Send>, name: &str) -> Self {
+    /// An output whose records take at most `max_record` bytes.
+    pub(crate) fn new(w: Box<dyn Write + Send>, name: &str, max_record: usize) -> Self {
         Output {
             w,
-            buf: Vec::with_capacity(CHUNK + 64 * 1024),
+            buf: TextBuf::new(CHUNK + max_record),
+            max_record,
             name: name.to_string(),
             failed: None,
         }
@@ -182,10 +196,10 @@ impl Output {
         }
     }
 
-    /// Writes the buffer out once it holds a chunk.
+    /// Makes room for one more record, writing the buffer out when needed.
     #[inline]
-    pub(crate) fn maybe_drain(&mut self) -> Result<()> {
-        if self.buf.len() >= CHUNK {
+    pub(crate) fn room_for_record(&mut self) -> Result<()> {
+        if self.buf.room() < self.max_record {
             self.drain()
         } else {
             Ok(())
@@ -198,7 +212,7 @@ impl Output {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let r = self.w.write_all(&self.buf);
+        let r = self.w.write_all(self.buf.as_slice());
         self.buf.clear();
         r.map_err(|e| self.fail(e))
     }
@@ -242,6 +256,16 @@ impl AppNames {
         }
     }
 
+    /// Length of the longest name once escaped.
+    pub(crate) fn max_len(&self) -> usize {
+        self.names
+            .iter()
+            .map(Vec::len)
+            .chain([self.unknown.len()])
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Text of a verdict's class: its name, or "unknown" for
     /// [`Verdict::UNKNOWN`], without a model, or for an index the model does
     /// not have.
@@ -260,21 +284,21 @@ impl AppNames {
 /// (`JSON = false`: comma-separated) or JSON (`JSON = true`: `keys[i]` before
 /// field `i`, starting with `{`). `app` is pre-escaped for the format;
 /// `early_len` is the number of early packets written after these fields.
+/// Takes at most [`text::MAX_FIELD`] bytes per field plus `app.len()`.
 #[inline]
 pub(crate) fn write_scalars<const JSON: bool>(
-    buf: &mut Vec<u8>,
+    buf: &mut TextBuf,
     keys: &[Vec<u8>],
     r: &FlowRecord,
     app: &[u8],
     early_len: usize,
 ) {
-    use text::{put_addr, put_f64, put_mac, put_u64};
     let mut i = 0usize;
-    let mut key = |buf: &mut Vec<u8>| {
+    let mut key = |buf: &mut TextBuf| {
         if JSON {
-            buf.extend_from_slice(&keys[i]);
+            buf.bytes(&keys[i]);
         } else if i > 0 {
-            buf.push(b',');
+            buf.byte(b',');
         }
         i += 1;
     };
@@ -283,40 +307,40 @@ pub(crate) fn write_scalars<const JSON: bool>(
         ($put:expr) => {{
             key(buf);
             if JSON {
-                buf.push(b'"');
+                buf.byte(b'"');
             }
             $put;
             if JSON {
-                buf.push(b'"');
+                buf.byte(b'"');
             }
         }};
     }
     macro_rules! uint {
         ($v:expr) => {{
             key(buf);
-            put_u64(buf, u64::from($v));
+            buf.u64(u64::from($v));
         }};
     }
     macro_rules! float {
         ($v:expr) => {{
             key(buf);
-            if !put_f64(buf, $v) && JSON {
-                buf.extend_from_slice(b"null");
+            if !buf.f64($v) && JSON {
+                buf.bytes(b"null");
             }
         }};
     }
     let k = &r.key;
-    plain!(put_addr(buf, &k.src));
-    plain!(put_addr(buf, &k.dst));
+    plain!(buf.addr(&k.src));
+    plain!(buf.addr(&k.dst));
     uint!(k.sport);
     uint!(k.dport);
     uint!(k.proto);
     uint!(k.ip_version);
     uint!(k.vlan);
-    plain!(buf.extend_from_slice(k.tunnel.name().as_bytes()));
+    plain!(buf.bytes(k.tunnel.name().as_bytes()));
     uint!(k.tunnel_id);
-    plain!(put_mac(buf, &r.src_mac));
-    plain!(put_mac(buf, &r.dst_mac));
+    plain!(buf.mac(&r.src_mac));
+    plain!(buf.mac(&r.dst_mac));
     uint!(r.first_ts);
     uint!(r.last_ts);
     uint!(r.last_ts.saturating_sub(r.first_ts));
@@ -335,9 +359,9 @@ pub(crate) fn write_scalars<const JSON: bool>(
             uint!(c);
         }
     }
-    plain!(buf.extend_from_slice(r.end.name().as_bytes()));
+    plain!(buf.bytes(r.end.name().as_bytes()));
     key(buf);
-    buf.extend_from_slice(app);
+    buf.bytes(app);
     float!(f64::from(r.verdict.confidence));
     uint!(r.verdict.at_packet);
     uint!(early_len as u64);

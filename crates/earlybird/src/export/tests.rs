@@ -216,3 +216,105 @@ fn stdout_path_writes_to_stdout() {
         assert_eq!(row.split(',').count(), fields::column_count(3), "{row}");
     }
 }
+
+#[test]
+fn widest_possible_records_fit_the_record_bound() {
+    use crate::flow::record::{Dir, EarlyPkt, FlowRecord, Stat, Verdict};
+    let mut r = FlowRecord::default();
+    r.key.src = [0xff; 16];
+    r.key.dst = [0xfe; 16];
+    r.key.sport = u16::MAX;
+    r.key.dport = u16::MAX;
+    r.key.proto = u8::MAX;
+    r.key.ip_version = 6;
+    r.key.vlan = u16::MAX;
+    r.key.tunnel = crate::decode::TunnelKind::Vxlan;
+    r.key.tunnel_id = u32::MAX;
+    r.first_ts = 1;
+    r.last_ts = u64::MAX;
+    r.packets = [u64::MAX; 2];
+    r.bytes = [u64::MAX; 2];
+    let wide = Stat {
+        min: -1.234_567_890_123_456_7e300,
+        max: -9_007_199_254_739.999,
+        mean: -1.234_567_890_123_456_7e-300,
+        std: f64::NAN,
+    };
+    r.size = [wide; 2];
+    r.iat = [wide; 2];
+    r.tcp_flags = [[u32::MAX; 8]; 2];
+    r.end = crate::flow::record::EndReason::EndOfInput;
+    r.verdict = Verdict {
+        class: 0,
+        confidence: f32::MIN,
+        at_packet: u8::MAX,
+    };
+    let early = [EarlyPkt {
+        size: u16::MAX,
+        dir: Dir::Bwd,
+        flags: 0xff,
+        iat_us: u32::MAX,
+    }; 32];
+    // A one-byte name keeps the bound tight; a long one must fit too.
+    let long_name = "\"\u{1}".repeat(50_000);
+    for (format, name) in [
+        (Format::Csv, "x".to_string()),
+        (Format::JsonLines, "x".to_string()),
+        (Format::Csv, long_name.clone()),
+        (Format::JsonLines, long_name),
+    ] {
+        let opts = ExportOptions {
+            early_packets: 32,
+            class_names: vec![name.clone()].into(),
+        };
+        let shared = Shared::default();
+        let mut ex = to_writer(format, Box::new(shared.clone()), "wide", &opts);
+        let mut b = RecordBatch::with_capacity(200, 32);
+        for _ in 0..200 {
+            b.push(r, &early);
+        }
+        // Debug builds assert the bound after every record.
+        ex.write_batch(&b).unwrap();
+        ex.finish().unwrap();
+        let text = String::from_utf8(shared.0.lock().unwrap().clone()).unwrap();
+        let last = text.lines().last().unwrap();
+        if format == Format::JsonLines {
+            let v: serde_json::Value = serde_json::from_str(last).unwrap();
+            assert_eq!(v["app"].as_str(), Some(name.as_str()));
+            assert_eq!(v["src"], "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff");
+            assert!(v["fwd_size_std"].is_null());
+            assert_eq!(v["fwd_size_max"].as_f64(), Some(-9_007_199_254_739.999));
+        } else {
+            assert!(
+                last.ends_with(",65535,-1,4294967295"),
+                "{}",
+                &last[last.len() - 40..]
+            );
+        }
+    }
+}
+
+#[test]
+fn inconsistent_batch_is_written_without_panicking() {
+    use crate::flow::record::{EarlyPkt, FlowRecord};
+    let mut b = RecordBatch::with_capacity(2, 4);
+    b.push(FlowRecord::default(), &[EarlyPkt::default(); 4]);
+    b.push(FlowRecord::default(), &[EarlyPkt::default(); 4]);
+    b.records[1].early_len = 200; // more than the stride
+    b.early.truncate(5); // second record's early packets missing
+    for format in [Format::Csv, Format::JsonLines] {
+        let shared = Shared::default();
+        let mut ex = to_writer(format, Box::new(shared.clone()), "t", &opts(4));
+        ex.write_batch(&b).unwrap();
+        ex.finish().unwrap();
+        let text = String::from_utf8(shared.0.lock().unwrap().clone()).unwrap();
+        let last = text.lines().last().unwrap();
+        if format == Format::JsonLines {
+            let v: serde_json::Value = serde_json::from_str(last).unwrap();
+            assert_eq!(v["early_len"], 0);
+            assert_eq!(v["early_size"].as_array().map(Vec::len), Some(0));
+        } else {
+            assert!(last.ends_with(",0,0,0,0,0,0,0,0,0,0,0,0,0"), "{last}");
+        }
+    }
+}
