@@ -137,6 +137,9 @@ fn one_run(
     ))
 }
 
+/// A source to measure: its name, and a file or an in-memory capture.
+type Source<'a> = (&'static str, Option<&'a Path>, Option<&'a [u8]>);
+
 /// Runs every configuration, calling `row` as each finishes.
 pub fn run(cfg: &BenchConfig, mut row: impl FnMut(&BenchRow)) -> Result<Vec<BenchRow>> {
     let mut rows = Vec::new();
@@ -147,8 +150,7 @@ pub fn run(cfg: &BenchConfig, mut row: impl FnMut(&BenchRow)) -> Result<Vec<Benc
         } else {
             None
         };
-        let mut sources: Vec<(&'static str, Option<&Path>, Option<&[u8]>)> =
-            vec![("file", Some(path.as_path()), None)];
+        let mut sources: Vec<Source> = vec![("file", Some(path.as_path()), None)];
         if let Some(b) = &bytes {
             sources.push(("memory", None, Some(b.as_slice())));
         }

@@ -60,12 +60,7 @@ impl Key {
 
     /// The tunnel kind of this key.
     pub fn tunnel_kind(&self) -> TunnelKind {
-        match self.tunnel {
-            1 => TunnelKind::Gre,
-            2 => TunnelKind::Vxlan,
-            3 => TunnelKind::IpInIp,
-            _ => TunnelKind::None,
-        }
+        TunnelKind::from_u8(self.tunnel)
     }
 
     /// 64-bit hash of the key (multiply–xorshift folding of its words).
