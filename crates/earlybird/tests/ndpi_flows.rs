@@ -26,6 +26,14 @@ fn id(proto: u8, a: String, pa: u16, b: String, pb: u16) -> FlowId {
     }
 }
 
+/// nDPI prints IPv6 addresses in its own style ("face:b00c::2" where
+/// RFC 5952 writes "face:b00c:0:2"): compare parsed addresses, not text.
+fn norm(a: &str) -> String {
+    a.parse::<std::net::IpAddr>()
+        .map(|ip| ip.to_string())
+        .unwrap_or_else(|_| a.to_string())
+}
+
 fn expect_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/expect/ndpi_flow_diffs.tsv")
 }
@@ -57,9 +65,9 @@ fn flows_match_ndpi() {
         };
         let k = id(
             proto,
-            f[c_src].clone(),
+            norm(&f[c_src]),
             f[c_sport].parse().unwrap_or(0),
-            f[c_dst].clone(),
+            norm(&f[c_dst]),
             f[c_dport].parse().unwrap_or(0),
         );
         let pk: u64 = f[c_p1].parse::<u64>().unwrap_or(0) + f[c_p2].parse::<u64>().unwrap_or(0);
@@ -80,7 +88,8 @@ fn flows_match_ndpi() {
         let cf = match CaptureFile::open(&path) {
             Ok(c) => c,
             Err(e) => {
-                diffs.insert(pcap.clone(), format!("open error: {e}"));
+                let msg = e.to_string().replace(&path.display().to_string(), pcap);
+                diffs.insert(pcap.clone(), format!("open error: {msg}"));
                 continue;
             }
         };
@@ -103,6 +112,14 @@ fn flows_match_ndpi() {
         if &got == want {
             same_files += 1;
             continue;
+        }
+        if std::env::var_os("EARLYBIRD_DETAIL").is_some() {
+            for (k, v) in want.iter().filter(|(k, v)| got.get(*k) != Some(v)) {
+                eprintln!("{pcap}: ndpi {k:?} {v} packets, earlybird {:?}", got.get(k));
+            }
+            for (k, v) in got.iter().filter(|(k, _)| !want.contains_key(*k)) {
+                eprintln!("{pcap}: earlybird only {k:?} {v} packets");
+            }
         }
         let missing = want.keys().filter(|k| !got.contains_key(*k)).count();
         let extra = got.keys().filter(|k| !want.contains_key(*k)).count();

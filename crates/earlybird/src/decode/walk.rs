@@ -7,7 +7,7 @@
 //! checked slice. Rules (see also the module docs of [`super`]):
 //! * Link layers: Ethernet (802.3 length frames → `NotIp`), 802.1Q/QinQ tags
 //!   (at most [`MAX_VLAN_TAGS`], `vlan` = first tag's id), MPLS, PPPoE
-//!   session, Linux SLL v1/v2, BSD null/loopback, raw IP.
+//!   session, Linux SLL v1/v2, Cisco HDLC, BSD null/loopback, raw IP.
 //! * The transport view is bounded by `min(captured, IP length)`: bytes past
 //!   the IP packet (Ethernet padding, trailers) are never read as headers.
 //! * TCP needs 14 captured bytes, UDP and SCTP 4; ICMP/ICMPv6 and other
@@ -84,6 +84,11 @@ pub fn decode(link: LinkType, data: &[u8], out: &mut Decoded) -> Result<(), Skip
         LinkType::Ipv4 => (4, 0),
         LinkType::Ipv6 => (6, 0),
         LinkType::Null => null::parse(data)?,
+        LinkType::CHdlc => {
+            // Address, control, then an EtherType (Cisco HDLC framing).
+            let h = data.get(..4).ok_or(Skip::Truncated)?;
+            ethertype_walk(data, 4, u16::from_be_bytes([h[2], h[3]]), out)?
+        }
         LinkType::LinuxSll | LinkType::LinuxSll2 => {
             let s = if link == LinkType::LinuxSll {
                 Sll::parse_v1(data)?

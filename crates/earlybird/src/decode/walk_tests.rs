@@ -219,6 +219,11 @@ fn linux_cooked_null_and_raw() {
     assert_eq!(skip(LinkType::Raw, &[]), Skip::Truncated);
     assert_eq!(skip(LinkType::Ipv4, &v6), Skip::Malformed);
     assert_eq!(skip(LinkType::Ipv6, &ip), Skip::Malformed);
+    // Cisco HDLC: address, control, EtherType.
+    let d = ok(LinkType::CHdlc, &cat(&[&[0x0f, 0, 0x08, 0x00], &ip]));
+    assert_eq!((d.ip_offset, d.ip_version, d.sport), (4, 4, 1));
+    assert_eq!(skip(LinkType::CHdlc, &[0x8f, 0, 0x80, 0x35, 0, 0]), Skip::NotIp);
+    assert_eq!(skip(LinkType::CHdlc, &[0x0f, 0]), Skip::Truncated);
 }
 
 #[test]
@@ -563,7 +568,7 @@ impl Rng {
     }
 }
 
-const LINKS: [LinkType; 7] = [
+const LINKS: [LinkType; 8] = [
     LinkType::Ethernet,
     LinkType::Null,
     LinkType::Raw,
@@ -571,6 +576,7 @@ const LINKS: [LinkType; 7] = [
     LinkType::Ipv6,
     LinkType::LinuxSll,
     LinkType::LinuxSll2,
+    LinkType::CHdlc,
 ];
 
 fn check_invariants(link: LinkType, buf: &[u8], d: &mut Decoded) {

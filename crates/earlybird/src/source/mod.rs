@@ -39,6 +39,8 @@ pub enum LinkType {
     LinuxSll,
     /// LINKTYPE_LINUX_SLL2 (276): Linux cooked capture v2.
     LinuxSll2,
+    /// LINKTYPE_C_HDLC (104): Cisco HDLC, 4-byte header with an EtherType.
+    CHdlc,
 }
 
 impl LinkType {
@@ -52,6 +54,7 @@ impl LinkType {
             229 => LinkType::Ipv6,
             113 => LinkType::LinuxSll,
             276 => LinkType::LinuxSll2,
+            104 => LinkType::CHdlc,
             _ => return None,
         })
     }
