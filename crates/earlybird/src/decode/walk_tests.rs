@@ -222,7 +222,10 @@ fn linux_cooked_null_and_raw() {
     // Cisco HDLC: address, control, EtherType.
     let d = ok(LinkType::CHdlc, &cat(&[&[0x0f, 0, 0x08, 0x00], &ip]));
     assert_eq!((d.ip_offset, d.ip_version, d.sport), (4, 4, 1));
-    assert_eq!(skip(LinkType::CHdlc, &[0x8f, 0, 0x80, 0x35, 0, 0]), Skip::NotIp);
+    assert_eq!(
+        skip(LinkType::CHdlc, &[0x8f, 0, 0x80, 0x35, 0, 0]),
+        Skip::NotIp
+    );
     assert_eq!(skip(LinkType::CHdlc, &[0x0f, 0]), Skip::Truncated);
 }
 

@@ -594,15 +594,18 @@ impl FlowTable {
         }
     }
 
-    /// Ends every live flow (end of input, signal): reason `end_of_input`,
-    /// or `fin`/`rst` for connections that had closed.
+    /// Ends every live flow (end of input, signal). A flow that has already
+    /// timed out at the last packet time gets the reason the sweep would have
+    /// given it (so the reason never depends on when the sweep ran); a closed
+    /// connection ends `fin`/`rst`; any other flow `end_of_input`.
     pub fn flush(&mut self) {
+        let now_s = (self.now / crate::time::SECOND) as u32;
         for s in 0..self.high {
             if self.hot[s].state & IN_USE != 0 {
-                let r = if self.hot[s].state & CLOSED != 0 {
-                    close_reason(&self.cold[s])
-                } else {
-                    EndReason::EndOfInput
+                let r = match self.expired(s, self.now, now_s) {
+                    Some(r) => r,
+                    None if self.hot[s].state & CLOSED != 0 => close_reason(&self.cold[s]),
+                    None => EndReason::EndOfInput,
                 };
                 self.end(s, r);
             }
