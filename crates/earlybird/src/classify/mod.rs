@@ -7,6 +7,24 @@
 //! [`Verdict::UNKNOWN`]. Models are trained offline (`train`) and stored in a
 //! versioned file (`model`).
 
+pub mod dataset;
+pub mod evaluate;
+pub mod forest;
+pub mod model;
+pub mod naive_bayes;
+pub mod ports;
+pub mod svm;
+#[cfg(test)]
+mod testutil;
+pub mod train;
+pub mod tree;
+pub mod vector;
+
+pub use dataset::{Dataset, LabelLevel, LabelSet, Sample};
+pub use evaluate::{evaluate, Report};
+pub use model::{Model, ModelInfo, ModelKind};
+pub use train::{train, Algo, TrainOptions};
+
 use crate::flow::record::{EarlyPkt, Verdict};
 
 /// What a classifier sees of a flow.

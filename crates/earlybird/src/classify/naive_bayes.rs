@@ -1,0 +1,273 @@
+//! Naive Bayes over packet sizes and directions, as lookup tables.
+//!
+//! Contract: for each class `c` and packet position `i < N` the model keeps a
+//! table `ln P(size, dir | c, i)` with [`BINS`] entries: index `min(size,1500)`
+//! for client→server packets and `1501 + min(size,1500)` for server→client.
+//! Each table is a Gaussian kernel density estimate over the training sizes of
+//! that class and position (bandwidth `bandwidth` bytes, kernel cut at 4σ),
+//! times the direction frequency (Laplace-smoothed; a direction never seen
+//! at that position gets its share spread uniformly), mixed with a uniform
+//! floor of weight `floor` so that no entry is `-inf`. Positions a class never
+//! reached in training are uniform. Classification sums the prior and one
+//! lookup per available packet (only the first `min(len, N)` packets are
+//! used), takes the argmax and reports the softmax posterior of the winner as
+//! confidence. Classifying does not allocate and cannot panic; training
+//! allocates `C × N × BINS` f32.
+
+use super::dataset::Dataset;
+use crate::flow::record::{Dir, EarlyPkt};
+
+/// Largest size kept per direction; larger sizes are clamped.
+pub const MAX_SIZE: usize = 1500;
+/// Entries per table (both directions).
+pub const BINS: usize = 2 * (MAX_SIZE + 1);
+
+/// Training knobs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NbOptions {
+    /// Gaussian kernel standard deviation, bytes.
+    pub bandwidth: f32,
+    /// Weight of the uniform floor mixed into each table, in (0, 1).
+    pub floor: f64,
+}
+
+impl Default for NbOptions {
+    fn default() -> Self {
+        NbOptions {
+            bandwidth: 8.0,
+            floor: 1e-4,
+        }
+    }
+}
+
+/// A trained Naive Bayes model.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NaiveBayes {
+    /// Number of classes C.
+    pub classes: usize,
+    /// Number of positions N.
+    pub packets: usize,
+    /// Kernel bandwidth used in training (informative).
+    pub bandwidth: f32,
+    /// `ln P(c)`, C entries.
+    pub log_prior: Vec<f32>,
+    /// `ln P(size, dir | c, i)` at `(c * N + i) * BINS + index`.
+    pub table: Vec<f32>,
+}
+
+/// Table index of one packet.
+#[inline]
+pub fn bin(p: &EarlyPkt) -> usize {
+    let s = (p.size as usize).min(MAX_SIZE);
+    match p.dir {
+        Dir::Fwd => s,
+        Dir::Bwd => MAX_SIZE + 1 + s,
+    }
+}
+
+/// Gaussian kernel smoothing of a histogram of `MAX_SIZE + 1` bins, result
+/// normalised to sum 1 (all zeros when the histogram is empty).
+fn kde(hist: &[f64], bandwidth: f64, out: &mut [f64]) {
+    let bw = bandwidth.max(1e-3);
+    let reach = (4.0 * bw).ceil() as isize;
+    let kernel: Vec<f64> = (-reach..=reach)
+        .map(|d| (-(d as f64).powi(2) / (2.0 * bw * bw)).exp())
+        .collect();
+    out.iter_mut().for_each(|o| *o = 0.0);
+    let n = hist.len() as isize;
+    for (x, &h) in hist.iter().enumerate() {
+        if h == 0.0 {
+            continue;
+        }
+        let x = x as isize;
+        for (k, &w) in kernel.iter().enumerate() {
+            let y = x + k as isize - reach;
+            if (0..n).contains(&y) {
+                out[y as usize] += h * w;
+            }
+        }
+    }
+    let total: f64 = out.iter().sum();
+    if total > 0.0 {
+        out.iter_mut().for_each(|o| *o /= total);
+    }
+}
+
+impl NaiveBayes {
+    /// Trains on the first `packets` packets of each sample.
+    pub fn train(data: &Dataset, packets: usize, opt: &NbOptions) -> NaiveBayes {
+        let c_n = data.classes.len();
+        let floor = opt.floor.clamp(1e-12, 0.5);
+        let mut counts = vec![0usize; c_n];
+        for s in &data.samples {
+            counts[s.label as usize] += 1;
+        }
+        let total = data.samples.len() as f64;
+        let log_prior = counts
+            .iter()
+            .map(|&n| ((n as f64 + 1.0) / (total + c_n as f64)).ln() as f32)
+            .collect();
+        let mut table = vec![0f32; c_n * packets * BINS];
+        let mut hist = vec![0f64; BINS];
+        let mut dens = vec![0f64; MAX_SIZE + 1];
+        for c in 0..c_n {
+            for i in 0..packets {
+                hist.iter_mut().for_each(|h| *h = 0.0);
+                let mut dirs = [0usize; 2];
+                for s in data.samples.iter().filter(|s| s.label as usize == c) {
+                    if let Some(p) = s.early.get(i) {
+                        hist[bin(p)] += 1.0;
+                        dirs[p.dir as usize] += 1;
+                    }
+                }
+                let seen = dirs[0] + dirs[1];
+                let t = &mut table[(c * packets + i) * BINS..][..BINS];
+                for d in 0..2 {
+                    let pd = (dirs[d] as f64 + 1.0) / (seen as f64 + 2.0);
+                    let half = &hist[d * (MAX_SIZE + 1)..][..MAX_SIZE + 1];
+                    kde(half, opt.bandwidth as f64, &mut dens);
+                    let out = &mut t[d * (MAX_SIZE + 1)..][..MAX_SIZE + 1];
+                    for (o, &p) in out.iter_mut().zip(&dens) {
+                        let p = if seen == 0 {
+                            1.0 / BINS as f64
+                        } else if dirs[d] == 0 {
+                            (1.0 - floor) * pd / (MAX_SIZE + 1) as f64 + floor / BINS as f64
+                        } else {
+                            (1.0 - floor) * pd * p + floor / BINS as f64
+                        };
+                        *o = p.ln() as f32;
+                    }
+                }
+            }
+        }
+        NaiveBayes {
+            classes: c_n,
+            packets,
+            bandwidth: opt.bandwidth,
+            log_prior,
+            table,
+        }
+    }
+
+    /// Checks that the table sizes agree with C and N (after loading).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.log_prior.len() != self.classes {
+            return Err(format!(
+                "naive bayes: {} priors for {} classes",
+                self.log_prior.len(),
+                self.classes
+            ));
+        }
+        if self.table.len() != self.classes * self.packets * BINS {
+            return Err(format!(
+                "naive bayes: table has {} entries, expected {}",
+                self.table.len(),
+                self.classes * self.packets * BINS
+            ));
+        }
+        if self
+            .table
+            .iter()
+            .chain(&self.log_prior)
+            .any(|v| !v.is_finite())
+        {
+            return Err("naive bayes: non-finite log-probability".into());
+        }
+        Ok(())
+    }
+
+    /// Best class and its posterior, from the first `min(len, N)` packets.
+    /// `None` when there are no classes.
+    #[inline]
+    pub fn predict(&self, early: &[EarlyPkt]) -> Option<(u16, f32)> {
+        let k = early.len().min(self.packets);
+        let early = &early[..k];
+        let mut best = 0usize;
+        let mut max = f32::NEG_INFINITY;
+        // Online log-sum-exp: sum of exp(score - max) over classes seen.
+        let mut sum = 0f32;
+        for c in 0..self.classes {
+            let base = c * self.packets * BINS;
+            let mut s = self.log_prior[c];
+            for (i, p) in early.iter().enumerate() {
+                s += self.table[base + i * BINS + bin(p)];
+            }
+            if s > max {
+                sum = sum * (max - s).exp() + 1.0;
+                max = s;
+                best = c;
+            } else {
+                sum += (s - max).exp();
+            }
+        }
+        if self.classes == 0 {
+            return None;
+        }
+        Some((best as u16, 1.0 / sum))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn bins_fold_direction_and_clamp() {
+        let p = |size, dir| EarlyPkt {
+            size,
+            dir,
+            flags: 0,
+            iat_us: 0,
+        };
+        assert_eq!(bin(&p(0, Dir::Fwd)), 0);
+        assert_eq!(bin(&p(1500, Dir::Fwd)), 1500);
+        assert_eq!(bin(&p(9000, Dir::Fwd)), 1500);
+        assert_eq!(bin(&p(0, Dir::Bwd)), 1501);
+        assert_eq!(bin(&p(65535, Dir::Bwd)), BINS - 1);
+    }
+
+    #[test]
+    fn tables_are_normalised_and_finite() {
+        let d = patterns(20, 0, 1);
+        let m = NaiveBayes::train(&d, 4, &NbOptions::default());
+        m.validate().unwrap();
+        for t in m.table.chunks(BINS) {
+            let s: f64 = t.iter().map(|&l| (l as f64).exp()).sum();
+            assert!((s - 1.0).abs() < 1e-3, "sum {s}");
+        }
+    }
+
+    #[test]
+    fn learns_distinct_patterns_perfectly() {
+        let d = patterns(30, 0, 2);
+        let m = NaiveBayes::train(&d, 4, &NbOptions::default());
+        for s in &d.samples {
+            let (c, conf) = m.predict(&s.early).unwrap();
+            assert_eq!(c, s.label);
+            assert!(conf > 0.9 && conf <= 1.0 + 1e-6, "{conf}");
+        }
+    }
+
+    #[test]
+    fn generalises_on_noisy_data() {
+        let train = patterns(200, 120, 3);
+        let test = patterns(100, 120, 4);
+        let m = NaiveBayes::train(&train, 4, &NbOptions::default());
+        let ok = test
+            .samples
+            .iter()
+            .filter(|s| m.predict(&s.early).map(|p| p.0) == Some(s.label))
+            .count();
+        let acc = ok as f64 / test.samples.len() as f64;
+        assert!(acc > 0.8, "accuracy {acc}");
+    }
+
+    #[test]
+    fn empty_flow_uses_prior_only() {
+        let d = patterns(10, 0, 1);
+        let m = NaiveBayes::train(&d, 4, &NbOptions::default());
+        let (_, conf) = m.predict(&[]).unwrap();
+        assert!((conf - 1.0 / 3.0).abs() < 0.01, "{conf}");
+    }
+}
