@@ -15,7 +15,7 @@
 //! allocates `C × N × BINS` f32.
 
 use super::dataset::Dataset;
-use crate::flow::record::{Dir, EarlyPkt};
+use crate::flow::record::{Dir, EarlyPkt, MAX_EARLY};
 
 /// Largest size kept per direction; larger sizes are clamped.
 pub const MAX_SIZE: usize = 1500;
@@ -51,7 +51,8 @@ pub struct NaiveBayes {
     pub bandwidth: f32,
     /// `ln P(c)`, C entries.
     pub log_prior: Vec<f32>,
-    /// `ln P(size, dir | c, i)` at `(c * N + i) * BINS + index`.
+    /// `ln P(size, dir | c, i)` at `(i * BINS + index) * C + c` (all classes
+    /// of one packet position and size share a cache line).
     pub table: Vec<f32>,
 }
 
@@ -121,13 +122,11 @@ impl NaiveBayes {
                     }
                 }
                 let seen = dirs[0] + dirs[1];
-                let t = &mut table[(c * packets + i) * BINS..][..BINS];
                 for d in 0..2 {
                     let pd = (dirs[d] as f64 + 1.0) / (seen as f64 + 2.0);
                     let half = &hist[d * (MAX_SIZE + 1)..][..MAX_SIZE + 1];
                     kde(half, opt.bandwidth as f64, &mut dens);
-                    let out = &mut t[d * (MAX_SIZE + 1)..][..MAX_SIZE + 1];
-                    for (o, &p) in out.iter_mut().zip(&dens) {
+                    for (x, &p) in dens.iter().enumerate() {
                         let p = if seen == 0 {
                             1.0 / BINS as f64
                         } else if dirs[d] == 0 {
@@ -135,7 +134,8 @@ impl NaiveBayes {
                         } else {
                             (1.0 - floor) * pd * p + floor / BINS as f64
                         };
-                        *o = p.ln() as f32;
+                        let b = d * (MAX_SIZE + 1) + x;
+                        table[(i * BINS + b) * c_n + c] = p.ln() as f32;
                     }
                 }
             }
@@ -180,28 +180,40 @@ impl NaiveBayes {
     /// `None` when there are no classes.
     #[inline]
     pub fn predict(&self, early: &[EarlyPkt]) -> Option<(u16, f32)> {
-        let k = early.len().min(self.packets);
-        let early = &early[..k];
+        const BLOCK: usize = 64;
+        let c_n = self.classes;
+        if c_n == 0 {
+            return None;
+        }
+        let k = early.len().min(self.packets).min(MAX_EARLY);
+        let mut rows = [0usize; MAX_EARLY];
+        for (i, p) in early[..k].iter().enumerate() {
+            rows[i] = (i * BINS + bin(p)) * c_n;
+        }
         let mut best = 0usize;
         let mut max = f32::NEG_INFINITY;
         // Online log-sum-exp: sum of exp(score - max) over classes seen.
         let mut sum = 0f32;
-        for c in 0..self.classes {
-            let base = c * self.packets * BINS;
-            let mut s = self.log_prior[c];
-            for (i, p) in early.iter().enumerate() {
-                s += self.table[base + i * BINS + bin(p)];
+        let mut c0 = 0;
+        while c0 < c_n {
+            let w = BLOCK.min(c_n - c0);
+            let mut s = [0f32; BLOCK];
+            s[..w].copy_from_slice(&self.log_prior[c0..c0 + w]);
+            for &r in &rows[..k] {
+                for (acc, &l) in s[..w].iter_mut().zip(&self.table[r + c0..r + c0 + w]) {
+                    *acc += l;
+                }
             }
-            if s > max {
-                sum = sum * (max - s).exp() + 1.0;
-                max = s;
-                best = c;
-            } else {
-                sum += (s - max).exp();
+            for (j, &v) in s[..w].iter().enumerate() {
+                if v > max {
+                    sum = sum * (max - v).exp() + 1.0;
+                    max = v;
+                    best = c0 + j;
+                } else {
+                    sum += (v - max).exp();
+                }
             }
-        }
-        if self.classes == 0 {
-            return None;
+            c0 += w;
         }
         Some((best as u16, 1.0 / sum))
     }
@@ -232,9 +244,13 @@ mod tests {
         let d = patterns(20, 0, 1);
         let m = NaiveBayes::train(&d, 4, &NbOptions::default());
         m.validate().unwrap();
-        for t in m.table.chunks(BINS) {
-            let s: f64 = t.iter().map(|&l| (l as f64).exp()).sum();
-            assert!((s - 1.0).abs() < 1e-3, "sum {s}");
+        for c in 0..3 {
+            for i in 0..4 {
+                let s: f64 = (0..BINS)
+                    .map(|b| (m.table[(i * BINS + b) * 3 + c] as f64).exp())
+                    .sum();
+                assert!((s - 1.0).abs() < 1e-3, "class {c} position {i}: sum {s}");
+            }
         }
     }
 
