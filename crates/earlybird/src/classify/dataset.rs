@@ -20,7 +20,7 @@ use std::path::Path;
 
 use crate::decode::map_v4;
 use crate::error::{Error, Result};
-use crate::flow::record::{EarlyPkt, FlowRecord};
+use crate::flow::record::{EarlyPkt, FlowRecord, RecordBatch};
 
 /// Which column of the ground truth becomes the class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -67,6 +67,17 @@ impl std::str::FromStr for LabelLevel {
     }
 }
 
+/// Which ground-truth rows to keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LabelOptions {
+    /// Keep rows labelled `Unknown` as a class of their own.
+    pub keep_unknown: bool,
+    /// Keep only rows whose `confidence` column starts with `DPI` (payload
+    /// match), dropping nDPI's port and IP guesses. Ignored when the file has
+    /// no `confidence` column.
+    pub dpi_only: bool,
+}
+
 /// Endpoint pair in canonical order (smaller (addr, port) first).
 type TupleKey = (u8, [u8; 16], u16, [u8; 16], u16);
 
@@ -87,6 +98,8 @@ pub struct LabelSet {
     pub skipped_rows: usize,
     /// Rows skipped because their label was `Unknown` or empty.
     pub unknown_rows: usize,
+    /// Rows dropped by [`LabelOptions::dpi_only`].
+    pub guessed_rows: usize,
     /// Rows whose 5-tuple was already labelled in the same capture (first kept).
     pub duplicate_rows: usize,
 }
@@ -142,19 +155,18 @@ fn file_name(p: &str) -> &str {
 impl LabelSet {
     /// Reads a ground-truth CSV; `Unknown` rows are skipped.
     pub fn load(path: impl AsRef<Path>, level: LabelLevel) -> Result<LabelSet> {
-        Self::load_with(path, level, false)
+        Self::load_with(path, level, &LabelOptions::default())
     }
 
-    /// Reads a ground-truth CSV; with `keep_unknown`, `Unknown` rows are kept
-    /// as a class of their own.
+    /// Reads a ground-truth CSV keeping the rows `opt` selects.
     pub fn load_with(
         path: impl AsRef<Path>,
         level: LabelLevel,
-        keep_unknown: bool,
+        opt: &LabelOptions,
     ) -> Result<LabelSet> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        Self::parse(&text, level, keep_unknown)
+        Self::parse(&text, level, opt)
             .map_err(|reason| Error::Config(format!("label file {}: {reason}", path.display())))
     }
 
@@ -162,7 +174,7 @@ impl LabelSet {
     pub fn parse(
         text: &str,
         level: LabelLevel,
-        keep_unknown: bool,
+        opt: &LabelOptions,
     ) -> std::result::Result<LabelSet, String> {
         let mut lines = text.lines();
         let header = lines.next().ok_or("empty file")?;
@@ -181,6 +193,7 @@ impl LabelSet {
         let c_dst = col("dst")?;
         let c_dport = col("dport")?;
         let c_label = col(level.column())?;
+        let c_conf = fields.iter().position(|f| f.trim() == "confidence");
         let need = [c_pcap, c_proto, c_src, c_sport, c_dst, c_dport, c_label]
             .into_iter()
             .max()
@@ -199,9 +212,15 @@ impl LabelSet {
                 continue;
             }
             let label = row[c_label].trim();
-            if !keep_unknown && (label.is_empty() || label == "Unknown") {
+            if !opt.keep_unknown && (label.is_empty() || label == "Unknown") {
                 set.unknown_rows += 1;
                 continue;
+            }
+            if let (true, Some(c)) = (opt.dpi_only, c_conf) {
+                if !row.get(c).is_some_and(|v| v.trim().starts_with("DPI")) {
+                    set.guessed_rows += 1;
+                    continue;
+                }
             }
             let parsed = (|| {
                 let proto = proto_number(row[c_proto].trim())?;
@@ -324,6 +343,30 @@ impl Dataset {
         });
     }
 
+    /// Adds every flow of a batch that `labels` knows (looked up by the
+    /// capture file name `pcap`, used as the group). Returns
+    /// `(labelled, unlabelled)` counts.
+    pub fn add_batch(
+        &mut self,
+        pcap: &str,
+        batch: &RecordBatch,
+        labels: &LabelSet,
+    ) -> (usize, usize) {
+        let (mut hit, mut miss) = (0, 0);
+        let group = file_name(pcap);
+        for (rec, early) in batch.iter() {
+            let k = &rec.key;
+            match labels.lookup(group, k.proto, &k.src, k.sport, &k.dst, k.dport) {
+                Some(label) => {
+                    self.add(group, rec, early, label);
+                    hit += 1;
+                }
+                None => miss += 1,
+            }
+        }
+        (hit, miss)
+    }
+
     /// Number of samples per class.
     pub fn support(&self) -> Vec<usize> {
         let mut n = vec![0; self.classes.len()];
@@ -441,7 +484,7 @@ mod tests {
 
     #[test]
     fn lookup_matches_both_directions() {
-        let set = LabelSet::parse(CSV, LabelLevel::App, false).unwrap();
+        let set = LabelSet::parse(CSV, LabelLevel::App, &LabelOptions::default()).unwrap();
         let c = v4([192, 168, 1, 13]);
         let s = v4([178, 62, 197, 130]);
         assert_eq!(
@@ -474,11 +517,19 @@ mod tests {
 
     #[test]
     fn levels_pick_their_column() {
-        let set = LabelSet::parse(CSV, LabelLevel::Category, false).unwrap();
+        let set = LabelSet::parse(CSV, LabelLevel::Category, &LabelOptions::default()).unwrap();
         let c = v4([192, 168, 1, 13]);
         let s = v4([178, 62, 197, 130]);
         assert_eq!(set.lookup("a.pcap", 6, &c, 55523, &s, 443), Some("Network"));
-        let set = LabelSet::parse(CSV, LabelLevel::Proto, true).unwrap();
+        let set = LabelSet::parse(
+            CSV,
+            LabelLevel::Proto,
+            &LabelOptions {
+                keep_unknown: true,
+                dpi_only: false,
+            },
+        )
+        .unwrap();
         let u1 = v4([10, 0, 0, 2]);
         let u2 = v4([10, 0, 0, 3]);
         assert_eq!(
@@ -488,8 +539,85 @@ mod tests {
     }
 
     #[test]
+    fn dpi_only_drops_guesses() {
+        let csv = "pcap,proto,src,sport,dst,dport,app_label,confidence\n\
+            a.pcap,TCP,10.0.0.1,1,10.0.0.2,443,TLS,DPI\n\
+            a.pcap,TCP,10.0.0.1,2,10.0.0.2,443,TLS,Match by port\n\
+            a.pcap,TCP,10.0.0.1,3,10.0.0.2,443,TLS,DPI (partial)\n";
+        let opt = LabelOptions {
+            keep_unknown: false,
+            dpi_only: true,
+        };
+        let set = LabelSet::parse(csv, LabelLevel::App, &opt).unwrap();
+        assert_eq!((set.len(), set.guessed_rows), (2, 1));
+        let set = LabelSet::parse(csv, LabelLevel::App, &LabelOptions::default()).unwrap();
+        assert_eq!(set.len(), 3);
+    }
+
+    #[test]
+    fn batch_flows_are_labelled_by_tuple() {
+        let set = LabelSet::parse(CSV, LabelLevel::Proto, &LabelOptions::default()).unwrap();
+        let mut batch = RecordBatch::with_capacity(2, 4);
+        let mut rec = FlowRecord::default();
+        // Reported from the server side: still found.
+        rec.key.proto = 6;
+        rec.key.src = v4([178, 62, 197, 130]);
+        rec.key.sport = 443;
+        rec.key.dst = v4([192, 168, 1, 13]);
+        rec.key.dport = 55523;
+        let pkt = EarlyPkt {
+            size: 60,
+            ..EarlyPkt::default()
+        };
+        batch.push(rec, &[pkt; 6]);
+        rec.key.sport = 444;
+        batch.push(rec, &[pkt]);
+        let mut d = Dataset::default();
+        assert_eq!(d.add_batch("/data/a.pcap", &batch, &set), (1, 1));
+        assert_eq!(d.classes, vec!["TLS".to_string()]);
+        assert_eq!(d.samples[0].early.len(), 4);
+        assert_eq!(d.samples[0].group, "a.pcap");
+        assert_eq!(d.samples[0].dport, 55523);
+    }
+
+    #[test]
+    fn reads_the_corpus_truth_file() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/corpus/classify/dev/ndpi_truth.csv");
+        if !path.exists() {
+            eprintln!("skipping: corpus not found at {}", path.display());
+            return;
+        }
+        let set = LabelSet::load(&path, LabelLevel::App).unwrap();
+        // 4522 rows of which 1864 are Unknown (see the corpus MANIFEST).
+        assert_eq!(
+            set.len() + set.duplicate_rows + set.skipped_rows,
+            4522 - 1864
+        );
+        // stun.pcap has the address "2600:1900:4160:5999::19::", which is not
+        // an IPv6 address; mongodb.pcap lists two 5-tuples twice.
+        assert_eq!((set.skipped_rows, set.duplicate_rows), (1, 2));
+        let c = v4([192, 168, 1, 13]);
+        let s = v4([178, 62, 197, 130]);
+        assert_eq!(
+            set.lookup("443-curl.pcap", 6, &s, 443, &c, 55523),
+            Some("TLS.ntop")
+        );
+        let set = LabelSet::load(&path, LabelLevel::Category).unwrap();
+        assert_eq!(
+            set.lookup("443-curl.pcap", 6, &c, 55523, &s, 443),
+            Some("Network")
+        );
+    }
+
+    #[test]
     fn missing_column_is_an_error() {
-        let e = LabelSet::parse("pcap,proto,src\n", LabelLevel::App, false).unwrap_err();
+        let e = LabelSet::parse(
+            "pcap,proto,src\n",
+            LabelLevel::App,
+            &LabelOptions::default(),
+        )
+        .unwrap_err();
         assert!(e.contains("sport"), "{e}");
         let e = LabelSet::load("/nonexistent/truth.csv", LabelLevel::App).unwrap_err();
         assert!(e.to_string().contains("/nonexistent/truth.csv"));

@@ -20,7 +20,7 @@ pub mod train;
 pub mod tree;
 pub mod vector;
 
-pub use dataset::{Dataset, LabelLevel, LabelSet, Sample};
+pub use dataset::{Dataset, LabelLevel, LabelOptions, LabelSet, Sample};
 pub use evaluate::{evaluate, Report};
 pub use model::{Model, ModelInfo, ModelKind};
 pub use train::{train, Algo, TrainOptions};
