@@ -289,6 +289,9 @@ impl Report {
             .x_desc("first k packets")
             .y_desc("accuracy (%)")
             .x_labels(MAX_K)
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .light_line_style(WHITE)
             .label_style(("sans-serif", 14))
             .draw()
             .map_err(|e| err(e.to_string()))?;
@@ -387,6 +390,9 @@ mod tests {
         let b = std::fs::read(&p).unwrap();
         assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n");
         assert!(b.len() > 5000);
+        if let Ok(keep) = std::env::var("EARLYBIRD_KEEP_PNG") {
+            r.write_png(keep).unwrap();
+        }
         let bad = r.write_png("/nonexistent-dir/x.png").unwrap_err();
         assert!(bad.to_string().contains("/nonexistent-dir/x.png"), "{bad}");
     }
