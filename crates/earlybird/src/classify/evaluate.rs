@@ -19,6 +19,7 @@ use std::fmt;
 use super::dataset::Dataset;
 use super::model::Model;
 use super::{Classifier, FlowFeatures};
+#[cfg(feature = "chart")]
 use crate::error::{Error, Result};
 use crate::flow::record::Verdict;
 
