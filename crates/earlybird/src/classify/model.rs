@@ -302,6 +302,45 @@ impl Model {
     }
 }
 
+impl std::fmt::Display for Model {
+    /// One line: algorithm, size, classes, N, level, threshold.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let size = match &self.kind {
+            ModelKind::NaiveBayes(m) => format!("{} table entries", m.table.len()),
+            ModelKind::Tree(t) => format!(
+                "{} nodes, {} leaves, depth {}",
+                t.nodes.len(),
+                t.leaves(),
+                t.depth()
+            ),
+            ModelKind::Forest(m) => format!(
+                "{} trees, {} nodes",
+                m.trees.len(),
+                m.trees.iter().map(|t| t.nodes.len()).sum::<usize>()
+            ),
+            ModelKind::Svm(m) => format!(
+                "{} machines, {} support vectors",
+                m.pairs.len(),
+                m.support_vectors()
+            ),
+            ModelKind::Ports(p) => format!("{} ports, {} protocols", p.ports.len(), p.protos.len()),
+        };
+        write!(
+            f,
+            "{} model ({size}): {} classes, N = {}, level {}, threshold {}",
+            self.kind.algo(),
+            self.info.classes.len(),
+            self.info.packets,
+            self.info.level.map_or("unspecified", |l| l.name()),
+            self.info.threshold
+        )?;
+        if !self.info.trained_on.is_empty() {
+            write!(f, ", trained on {}", self.info.trained_on)?;
+        }
+        Ok(())
+    }
+}
+
 impl Classifier for Model {
     fn packets_needed(&self) -> usize {
         self.info.packets
@@ -389,6 +428,64 @@ mod tests {
                 verdicts(&m, &test_set),
                 "{algo:?}"
             );
+        }
+    }
+
+    #[test]
+    fn any_flow_gets_a_verdict_without_panic() {
+        use super::super::dataset::SplitMix64;
+        use crate::flow::record::{Dir, EarlyPkt};
+        let d = patterns(20, 100, 1);
+        let mut rng = SplitMix64::new(99);
+        let flows: Vec<(Vec<EarlyPkt>, u8, u16, u16)> = (0..300)
+            .map(|_| {
+                let n = rng.below(MAX_EARLY as u64 + 1) as usize;
+                let early = (0..n)
+                    .map(|_| EarlyPkt {
+                        size: rng.next_u64() as u16,
+                        dir: if rng.below(2) == 0 {
+                            Dir::Fwd
+                        } else {
+                            Dir::Bwd
+                        },
+                        flags: rng.next_u64() as u8,
+                        iat_us: rng.next_u64() as u32,
+                    })
+                    .collect();
+                (
+                    early,
+                    rng.next_u64() as u8,
+                    rng.next_u64() as u16,
+                    rng.next_u64() as u16,
+                )
+            })
+            .collect();
+        for algo in Algo::ALL {
+            for use_ports in [false, true] {
+                let opt = TrainOptions {
+                    algo,
+                    use_ports,
+                    packets: 6,
+                    ..TrainOptions::default()
+                };
+                let m = train(&d, &opt).unwrap();
+                assert!(m.to_string().starts_with(algo.name()));
+                for (early, proto, sport, dport) in &flows {
+                    let v = m.classify(&FlowFeatures {
+                        early,
+                        proto: *proto,
+                        sport: *sport,
+                        dport: *dport,
+                    });
+                    assert!(v.class == Verdict::UNKNOWN || (v.class as usize) < 3);
+                    assert!(
+                        (0.0..=1.0 + 1e-6).contains(&v.confidence),
+                        "{algo:?} {}",
+                        v.confidence
+                    );
+                    assert!(v.at_packet as usize <= early.len().min(m.info.packets));
+                }
+            }
         }
     }
 
