@@ -401,28 +401,45 @@ impl Dataset {
     }
 
     /// Splits by capture file: groups are shuffled with `seed` and moved to
-    /// the test side until it holds at least `test_fraction` of the samples.
-    /// Both sides keep the full class list. Returns `(train, test)`.
+    /// the test side until it holds at least `test_fraction` of the samples,
+    /// skipping a group when one of its classes would then be left with no
+    /// sample on the training side (a class seen in one capture only stays
+    /// in training, since no model could learn it otherwise). Both sides keep
+    /// the full class list. Returns `(train, test)`.
     pub fn split_by_group(&self, test_fraction: f64, seed: u64) -> (Dataset, Dataset) {
-        let mut sizes: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut per_group: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for s in &self.samples {
-            *sizes.entry(s.group.as_str()).or_default() += 1;
+            let v = per_group
+                .entry(s.group.as_str())
+                .or_insert_with(|| vec![0; self.classes.len()]);
+            v[s.label as usize] += 1;
         }
-        let mut groups: Vec<(&str, usize)> = sizes.into_iter().collect();
+        let mut groups: Vec<(&str, Vec<usize>)> = per_group.into_iter().collect();
         let mut rng = SplitMix64::new(seed);
         for i in (1..groups.len()).rev() {
             let j = rng.below(i as u64 + 1) as usize;
             groups.swap(i, j);
         }
         let want = (test_fraction.clamp(0.0, 1.0) * self.samples.len() as f64).ceil() as usize;
+        let mut left_in_train = self.support();
         let mut test_groups = std::collections::HashSet::new();
         let mut taken = 0;
-        for (g, n) in groups {
+        for (g, counts) in &groups {
             if taken >= want {
                 break;
             }
-            test_groups.insert(g);
-            taken += n;
+            let starves = counts
+                .iter()
+                .zip(&left_in_train)
+                .any(|(&n, &left)| n > 0 && left <= n);
+            if starves {
+                continue;
+            }
+            for (l, &n) in left_in_train.iter_mut().zip(counts) {
+                *l -= n;
+            }
+            test_groups.insert(*g);
+            taken += counts.iter().sum::<usize>();
         }
         let mut train = Dataset {
             classes: self.classes.clone(),
@@ -645,6 +662,17 @@ mod tests {
         assert!(!train.samples.is_empty());
         for s in &test.samples {
             assert!(train.samples.iter().all(|t| t.group != s.group));
+        }
+        // "rare" lives in one capture only: it stays in training.
+        assert!(train
+            .samples
+            .iter()
+            .any(|s| d.classes[s.label as usize] == "rare"));
+        for seed in 0..20 {
+            let (train, test) = d.split_by_group(0.5, seed);
+            let seen: std::collections::HashSet<u16> =
+                train.samples.iter().map(|s| s.label).collect();
+            assert!(test.samples.iter().all(|s| seen.contains(&s.label)));
         }
         assert_eq!(train.classes, d.classes);
         // Deterministic for a seed.

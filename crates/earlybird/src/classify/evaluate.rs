@@ -3,7 +3,8 @@
 //! Contract: [`evaluate`] classifies every sample through the [`Classifier`]
 //! interface (threshold included; an unknown verdict counts as wrong) and
 //! returns a [`Report`]: accuracy, macro F1 (mean over the classes present in
-//! the test set), per-class precision/recall/F1/support, the confusion matrix
+//! the test set), accuracy over the samples whose class the model knows,
+//! per-class precision/recall/F1/support, the confusion matrix
 //! (rows = truth, columns = prediction, last column = unknown) and accuracy
 //! as a function of k = 1..=10 packets. For the k curve each flow is cut to
 //! its first k packets; a model trained on N packets uses `min(k, N)` of them,
@@ -58,6 +59,10 @@ pub struct Report {
     pub unknown: usize,
     /// correct / total.
     pub accuracy: f64,
+    /// Samples whose true class is one of the model's classes.
+    pub seen: usize,
+    /// Accuracy over those samples only (the others cannot be right).
+    pub seen_accuracy: f64,
     /// Mean F1 over classes with support.
     pub macro_f1: f64,
     /// Per class, in the order of `classes`.
@@ -156,6 +161,16 @@ pub fn evaluate(model: &Model, data: &Dataset) -> Report {
             0.0
         }
     };
+    let known: Vec<bool> = (0..nc).map(|i| model_to_report.contains(&i)).collect();
+    let seen: u64 = (0..nc)
+        .filter(|&i| known[i])
+        .map(|i| confusion[i].iter().sum::<u64>())
+        .sum();
+    let seen_accuracy = if seen > 0 {
+        correct as f64 / seen as f64
+    } else {
+        0.0
+    };
     Report {
         algo: model.kind.algo().to_string(),
         packets: model.info.packets,
@@ -164,6 +179,8 @@ pub fn evaluate(model: &Model, data: &Dataset) -> Report {
         correct: correct as usize,
         unknown: unknown as usize,
         accuracy: ratio(correct as usize),
+        seen: seen as usize,
+        seen_accuracy,
         macro_f1,
         per_class,
         confusion,
@@ -190,6 +207,15 @@ impl fmt::Display for Report {
             self.macro_f1,
             self.unknown
         )?;
+        if self.seen < self.total {
+            writeln!(
+                f,
+                "{} flows are of classes the model does not know; accuracy on the other {}: {:.2} %",
+                self.total - self.seen,
+                self.seen,
+                100.0 * self.seen_accuracy
+            )?;
+        }
         let w = self
             .classes
             .iter()
@@ -366,6 +392,10 @@ mod tests {
         assert!((r.accuracy - 2.0 / 3.0).abs() < 1e-9);
         assert_eq!(r.confusion[2][3], 20);
         assert_eq!(r.per_class[2].recall, 0.0);
+        assert_eq!((r.seen, r.seen_accuracy), (40, 1.0));
+        assert!(r
+            .to_string()
+            .contains("20 flows are of classes the model does not know"));
         assert!((r.macro_f1 - 2.0 / 3.0).abs() < 1e-9);
         let mut noisy = patterns(20, 300, 2);
         let mut m = train(&noisy, &TrainOptions::default()).unwrap();

@@ -2,7 +2,8 @@
 //!
 //! Contract: [`train`] checks the options and the data set (at least one
 //! sample and one class, N in 1..=32, threshold in [0, 1]) and returns
-//! [`Error::Config`] otherwise; it never panics. Training runs offline and
+//! [`Error::Config`] otherwise; it never panics. Classes with no sample in
+//! `data` are not part of the model. Training runs offline and
 //! allocates freely; cost grows with samples × features (trees), classes ×
 //! N × 3002 (Naive Bayes) or pairs × samples² (SVM).
 
@@ -149,6 +150,15 @@ pub fn train(data: &Dataset, opt: &TrainOptions) -> Result<Model> {
     {
         return Err(Error::Config("a sample's label is not a class".into()));
     }
+    // Classes without a training sample are left out of the model (a split
+    // keeps the full class list on both sides).
+    let pruned;
+    let data = if data.support().contains(&0) {
+        pruned = data.min_class_support(1);
+        &pruned
+    } else {
+        data
+    };
     // The port table decides on the first packet.
     let packets = if opt.algo == Algo::Ports {
         1
@@ -209,6 +219,19 @@ mod tests {
             assert_eq!(a.name().parse::<Algo>().unwrap(), a);
         }
         assert!("bayes".parse::<Algo>().is_err());
+    }
+
+    #[test]
+    fn classes_without_samples_are_dropped() {
+        let mut d = patterns(5, 0, 1);
+        d.classes.insert(1, "absent".into());
+        for s in &mut d.samples {
+            if s.label >= 1 {
+                s.label += 1;
+            }
+        }
+        let m = train(&d, &TrainOptions::default()).unwrap();
+        assert_eq!(m.info.classes, vec!["tls", "bulk", "chat"]);
     }
 
     #[test]
