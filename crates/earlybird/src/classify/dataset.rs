@@ -400,6 +400,40 @@ impl Dataset {
         Dataset { classes, samples }
     }
 
+    /// Keeps at most `max` samples per (capture file, class), chosen with
+    /// `seed`, so that one long capture does not dominate training or the
+    /// evaluation. Order of the kept samples is preserved.
+    pub fn cap_per_group(&self, max: usize, seed: u64) -> Dataset {
+        let mut buckets: BTreeMap<(&str, u16), Vec<usize>> = BTreeMap::new();
+        for (i, s) in self.samples.iter().enumerate() {
+            buckets
+                .entry((s.group.as_str(), s.label))
+                .or_default()
+                .push(i);
+        }
+        let mut rng = SplitMix64::new(seed);
+        let mut keep = vec![false; self.samples.len()];
+        for v in buckets.values_mut() {
+            for i in (1..v.len()).rev() {
+                let j = rng.below(i as u64 + 1) as usize;
+                v.swap(i, j);
+            }
+            for &i in v.iter().take(max) {
+                keep[i] = true;
+            }
+        }
+        Dataset {
+            classes: self.classes.clone(),
+            samples: self
+                .samples
+                .iter()
+                .zip(&keep)
+                .filter(|(_, &k)| k)
+                .map(|(s, _)| s.clone())
+                .collect(),
+        }
+    }
+
     /// Splits by capture file: groups are shuffled with `seed` and moved to
     /// the test side until it holds at least `test_fraction` of the samples,
     /// skipping a group when one of its classes would then be left with no
@@ -677,6 +711,22 @@ mod tests {
         assert_eq!(train.classes, d.classes);
         // Deterministic for a seed.
         assert_eq!(d.split_by_group(0.3, 7).1, test);
+    }
+
+    #[test]
+    fn cap_per_group_limits_each_capture_and_class() {
+        let d = ds();
+        let c = d.cap_per_group(2, 1);
+        let mut n: BTreeMap<(&str, u16), usize> = BTreeMap::new();
+        for s in &c.samples {
+            *n.entry((s.group.as_str(), s.label)).or_default() += 1;
+        }
+        assert!(n.values().all(|&k| k <= 2));
+        // g9 has 10 flows: 4 of class a, 6 of b -> 2 + 2 kept.
+        assert_eq!(n[&("g9", 0)], 2);
+        assert_eq!(n[&("g9", 1)], 2);
+        assert_eq!(n[&("g0", 0)], 1);
+        assert_eq!(d.cap_per_group(100, 1), d);
     }
 
     #[test]

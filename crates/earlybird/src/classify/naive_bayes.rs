@@ -6,9 +6,11 @@
 //! Each table is a Gaussian kernel density estimate over the training sizes of
 //! that class and position (bandwidth `bandwidth` bytes, kernel cut at 4σ),
 //! times the direction frequency (Laplace-smoothed; a direction never seen
-//! at that position gets its share spread uniformly), mixed with a uniform
-//! floor of weight `floor` so that no entry is `-inf`. Positions a class never
-//! reached in training are uniform. Classification sums the prior and one
+//! at that position gets its share spread uniformly). It is blended with the
+//! same estimate over all classes at that position (weight n / (n + m) for
+//! the class's n packets, m = `background`, so a position a class never
+//! reached gets the all-classes distribution) and mixed with a uniform floor
+//! of weight `floor` so that no entry is `-inf`. Classification sums the prior and one
 //! lookup per available packet (only the first `min(len, N)` packets are
 //! used), takes the argmax and reports the softmax posterior of the winner as
 //! confidence. Classifying does not allocate and cannot panic; training
@@ -29,6 +31,11 @@ pub struct NbOptions {
     pub bandwidth: f32,
     /// Weight of the uniform floor mixed into each table, in (0, 1).
     pub floor: f64,
+    /// Pseudo-count of the all-classes distribution of the same position
+    /// mixed into each class's table: a class with n packets at position i
+    /// gets weight n / (n + background). Keeps rare classes (and positions a
+    /// class seldom reached) from owning spiky or flat tables.
+    pub background: f64,
 }
 
 impl Default for NbOptions {
@@ -36,6 +43,7 @@ impl Default for NbOptions {
         NbOptions {
             bandwidth: 8.0,
             floor: 1e-4,
+            background: 1.0,
         }
     }
 }
@@ -94,11 +102,50 @@ fn kde(hist: &[f64], bandwidth: f64, out: &mut [f64]) {
     }
 }
 
+/// Distribution over the [`BINS`] bins of some packets: Gaussian KDE of the
+/// sizes within each direction times the Laplace-smoothed direction
+/// frequency (a direction never seen gets its share spread uniformly).
+/// Returns the number of packets; `out` is all zeros when there is none.
+fn density<'a>(
+    pkts: impl Iterator<Item = &'a EarlyPkt>,
+    bandwidth: f64,
+    scratch: &mut (Vec<f64>, Vec<f64>),
+    out: &mut [f64],
+) -> usize {
+    let (hist, dens) = scratch;
+    hist.iter_mut().for_each(|h| *h = 0.0);
+    let mut dirs = [0usize; 2];
+    for p in pkts {
+        hist[bin(p)] += 1.0;
+        dirs[p.dir as usize] += 1;
+    }
+    let seen = dirs[0] + dirs[1];
+    out.iter_mut().for_each(|o| *o = 0.0);
+    if seen == 0 {
+        return 0;
+    }
+    for d in 0..2 {
+        let pd = (dirs[d] as f64 + 1.0) / (seen as f64 + 2.0);
+        let half = &hist[d * (MAX_SIZE + 1)..][..MAX_SIZE + 1];
+        let o = &mut out[d * (MAX_SIZE + 1)..][..MAX_SIZE + 1];
+        if dirs[d] == 0 {
+            o.iter_mut().for_each(|v| *v = pd / (MAX_SIZE + 1) as f64);
+        } else {
+            kde(half, bandwidth, dens);
+            for (v, &p) in o.iter_mut().zip(dens.iter()) {
+                *v = pd * p;
+            }
+        }
+    }
+    seen
+}
+
 impl NaiveBayes {
     /// Trains on the first `packets` packets of each sample.
     pub fn train(data: &Dataset, packets: usize, opt: &NbOptions) -> NaiveBayes {
         let c_n = data.classes.len();
         let floor = opt.floor.clamp(1e-12, 0.5);
+        let m = opt.background.max(0.0);
         let mut counts = vec![0usize; c_n];
         for s in &data.samples {
             counts[s.label as usize] += 1;
@@ -109,34 +156,25 @@ impl NaiveBayes {
             .map(|&n| ((n as f64 + 1.0) / (total + c_n as f64)).ln() as f32)
             .collect();
         let mut table = vec![0f32; c_n * packets * BINS];
-        let mut hist = vec![0f64; BINS];
-        let mut dens = vec![0f64; MAX_SIZE + 1];
-        for c in 0..c_n {
-            for i in 0..packets {
-                hist.iter_mut().for_each(|h| *h = 0.0);
-                let mut dirs = [0usize; 2];
-                for s in data.samples.iter().filter(|s| s.label as usize == c) {
-                    if let Some(p) = s.early.get(i) {
-                        hist[bin(p)] += 1.0;
-                        dirs[p.dir as usize] += 1;
-                    }
-                }
-                let seen = dirs[0] + dirs[1];
-                for d in 0..2 {
-                    let pd = (dirs[d] as f64 + 1.0) / (seen as f64 + 2.0);
-                    let half = &hist[d * (MAX_SIZE + 1)..][..MAX_SIZE + 1];
-                    kde(half, opt.bandwidth as f64, &mut dens);
-                    for (x, &p) in dens.iter().enumerate() {
-                        let p = if seen == 0 {
-                            1.0 / BINS as f64
-                        } else if dirs[d] == 0 {
-                            (1.0 - floor) * pd / (MAX_SIZE + 1) as f64 + floor / BINS as f64
-                        } else {
-                            (1.0 - floor) * pd * p + floor / BINS as f64
-                        };
-                        let b = d * (MAX_SIZE + 1) + x;
-                        table[(i * BINS + b) * c_n + c] = p.ln() as f32;
-                    }
+        let mut global = vec![0f64; BINS];
+        let mut own = vec![0f64; BINS];
+        let mut scratch = (vec![0f64; BINS], vec![0f64; MAX_SIZE + 1]);
+        for i in 0..packets {
+            let all = data.samples.iter().filter_map(|s| s.early.get(i));
+            if density(all, opt.bandwidth as f64, &mut scratch, &mut global) == 0 {
+                global.iter_mut().for_each(|g| *g = 1.0 / BINS as f64);
+            }
+            for c in 0..c_n {
+                let mine = data
+                    .samples
+                    .iter()
+                    .filter(|s| s.label as usize == c)
+                    .filter_map(|s| s.early.get(i));
+                let n = density(mine, opt.bandwidth as f64, &mut scratch, &mut own) as f64;
+                let w = if n + m > 0.0 { n / (n + m) } else { 0.0 };
+                for (b, (&p, &g)) in own.iter().zip(&global).enumerate() {
+                    let p = (1.0 - floor) * (w * p + (1.0 - w) * g) + floor / BINS as f64;
+                    table[(i * BINS + b) * c_n + c] = p.ln() as f32;
                 }
             }
         }
