@@ -6,6 +6,31 @@
 //! never allocates and never panics; a model that is not sure answers
 //! [`Verdict::UNKNOWN`]. Models are trained offline (`train`) and stored in a
 //! versioned file (`model`).
+//!
+//! Files: `naive_bayes` (per-position size/direction log-likelihood tables),
+//! `tree` (C4.5, flat array), `forest` (bagged trees), `svm` (RBF, one-vs-one),
+//! `ports` (port baseline), `vector` (features shared by tree/forest/SVM),
+//! `model` (the `Model` type and its file format, `docs/MODEL_FORMAT.md`),
+//! `dataset` (ground-truth labels and samples), `train`, `evaluate`.
+//! Algorithms and measured costs: `docs/CLASSIFIERS.md`.
+
+pub mod dataset;
+pub mod evaluate;
+pub mod forest;
+pub mod model;
+pub mod naive_bayes;
+pub mod ports;
+pub mod svm;
+#[cfg(test)]
+mod testutil;
+pub mod train;
+pub mod tree;
+pub mod vector;
+
+pub use dataset::{Dataset, LabelLevel, LabelOptions, LabelSet, Sample};
+pub use evaluate::{evaluate, Report};
+pub use model::{Model, ModelInfo, ModelKind};
+pub use train::{train, Algo, TrainOptions};
 
 use crate::flow::record::{EarlyPkt, Verdict};
 

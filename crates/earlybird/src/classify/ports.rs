@@ -1,0 +1,151 @@
+//! Port-based baseline: the class a (protocol, port) pair had most often in
+//! training.
+//!
+//! Contract: training counts labels per `(proto, server port)`. A flow is
+//! looked up by `(proto, dport)`, then `(proto, min(sport, dport))` (the lower
+//! port is usually the service when the client/server roles were guessed
+//! wrong), then by the majority class of its protocol; when the protocol was
+//! never seen the answer is `None` (unknown). Confidence is the share of the
+//! training flows of the matching key that had the majority class. Lookup is
+//! a binary search in sorted arrays: no allocation, no panic.
+
+use std::collections::BTreeMap;
+
+use super::dataset::Dataset;
+
+/// A (key, class, confidence) entry.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Entry {
+    /// `proto << 16 | port` for ports, `proto` for protocols.
+    pub key: u32,
+    /// Majority class.
+    pub class: u16,
+    /// Share of the key's training flows in that class.
+    pub share: f32,
+}
+
+/// A trained port table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PortTable {
+    /// Sorted by key.
+    pub ports: Vec<Entry>,
+    /// Sorted by key (protocol number).
+    pub protos: Vec<Entry>,
+}
+
+fn majority(map: BTreeMap<u32, BTreeMap<u16, usize>>) -> Vec<Entry> {
+    map.into_iter()
+        .map(|(key, counts)| {
+            let total: usize = counts.values().sum();
+            let (class, n) = counts
+                .iter()
+                .max_by_key(|&(c, n)| (*n, std::cmp::Reverse(*c)))
+                .map(|(c, n)| (*c, *n))
+                .unwrap_or((0, 0));
+            Entry {
+                key,
+                class,
+                share: n as f32 / total.max(1) as f32,
+            }
+        })
+        .collect()
+}
+
+fn find(v: &[Entry], key: u32) -> Option<&Entry> {
+    v.binary_search_by_key(&key, |e| e.key).ok().map(|i| &v[i])
+}
+
+impl PortTable {
+    /// Counts labels per (protocol, server port) and per protocol.
+    pub fn train(data: &Dataset) -> PortTable {
+        let mut ports: BTreeMap<u32, BTreeMap<u16, usize>> = BTreeMap::new();
+        let mut protos: BTreeMap<u32, BTreeMap<u16, usize>> = BTreeMap::new();
+        for s in &data.samples {
+            let key = (s.proto as u32) << 16 | s.dport as u32;
+            *ports.entry(key).or_default().entry(s.label).or_default() += 1;
+            *protos
+                .entry(s.proto as u32)
+                .or_default()
+                .entry(s.label)
+                .or_default() += 1;
+        }
+        PortTable {
+            ports: majority(ports),
+            protos: majority(protos),
+        }
+    }
+
+    /// Checks a loaded table: sorted keys, classes in range.
+    pub fn validate(&self, classes: usize) -> Result<(), String> {
+        for v in [&self.ports, &self.protos] {
+            if v.windows(2).any(|w| w[0].key >= w[1].key) {
+                return Err("port table keys are not sorted".into());
+            }
+            if v.iter().any(|e| e.class as usize >= classes) {
+                return Err("port table class out of range".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Class and confidence for a flow, `None` when its protocol is unknown.
+    #[inline]
+    pub fn predict(&self, proto: u8, sport: u16, dport: u16) -> Option<(u16, f32)> {
+        let key = |p: u16| (proto as u32) << 16 | p as u32;
+        find(&self.ports, key(dport))
+            .or_else(|| find(&self.ports, key(sport.min(dport))))
+            .or_else(|| find(&self.protos, proto as u32))
+            .map(|e| (e.class, e.share))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::dataset::Sample;
+    use super::super::testutil::patterns;
+    use super::*;
+
+    #[test]
+    fn learns_port_classes() {
+        let d = patterns(20, 0, 1);
+        let t = PortTable::train(&d);
+        t.validate(3).unwrap();
+        for s in &d.samples {
+            assert_eq!(t.predict(s.proto, s.sport, s.dport), Some((s.label, 1.0)));
+        }
+    }
+
+    #[test]
+    fn fallbacks() {
+        let mut d = Dataset {
+            classes: vec!["dns".into(), "web".into(), "x".into()],
+            samples: vec![],
+        };
+        let mut add = |proto, dport, label| {
+            d.samples.push(Sample {
+                early: vec![],
+                proto,
+                sport: 50000,
+                dport,
+                label,
+                group: "g".into(),
+            })
+        };
+        add(17, 53, 0);
+        add(17, 53, 0);
+        add(17, 53, 2);
+        add(6, 80, 1);
+        add(6, 8080, 1);
+        add(6, 22, 2);
+        let t = PortTable::train(&d);
+        let (c, share) = t.predict(17, 40000, 53).unwrap();
+        assert_eq!(c, 0);
+        assert!((share - 2.0 / 3.0).abs() < 1e-6);
+        // Reversed roles: the lower port is the service.
+        assert_eq!(t.predict(6, 80, 61000), Some((1, 1.0)));
+        // Unseen port: protocol majority.
+        assert_eq!(t.predict(6, 60000, 61000).unwrap().0, 1);
+        // Unseen protocol: unknown.
+        assert_eq!(t.predict(132, 1, 2), None);
+    }
+}
