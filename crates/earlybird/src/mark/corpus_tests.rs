@@ -59,7 +59,8 @@ fn packets(file: &CaptureFile) -> Vec<Pkt> {
 #[test]
 fn marking_real_captures_changes_only_dscp_and_ipv4_checksum() {
     let Some(dir) = corpus_dir() else { return };
-    let out_dir = std::env::temp_dir().join(format!("earlybird-mark-corpus-{}", std::process::id()));
+    let out_dir =
+        std::env::temp_dir().join(format!("earlybird-mark-corpus-{}", std::process::id()));
     std::fs::create_dir_all(&out_dir).unwrap();
     let mut totals = [0u64; 3]; // marked v4, marked v6, checksums checked
     for name in FILES {
@@ -86,7 +87,10 @@ fn marking_real_captures_changes_only_dscp_and_ipv4_checksum() {
         let expected: Vec<&Pkt> = pkts.iter().filter(|p| p.link == pkts[0].link).collect();
         assert_eq!(counters.skipped_oversize, 0, "{name}");
         assert_eq!(counters.skipped_link as usize, pkts.len() - expected.len());
-        assert_eq!(counters.unmarkable, 0, "{name}: decodable headers are captured");
+        assert_eq!(
+            counters.unmarkable, 0,
+            "{name}: decodable headers are captured"
+        );
 
         let output = CaptureFile::open(&out_path).unwrap();
         let back = packets(&output);
@@ -94,7 +98,11 @@ fn marking_real_captures_changes_only_dscp_and_ipv4_checksum() {
         assert_eq!(counters.written() as usize, back.len());
         for (i, ((orig, out), mark)) in expected.iter().zip(&back).zip(&marks).enumerate() {
             let at = format!("{name} packet {}", i + 1);
-            assert_eq!((out.ts, out.orig_len, out.link), (orig.ts, orig.orig_len, orig.link), "{at}");
+            assert_eq!(
+                (out.ts, out.orig_len, out.link),
+                (orig.ts, orig.orig_len, orig.link),
+                "{at}"
+            );
             assert_eq!(out.bytes.len(), orig.bytes.len(), "{at}");
             let allowed: &[usize] = match *mark {
                 None => &[],
@@ -108,7 +116,13 @@ fn marking_real_captures_changes_only_dscp_and_ipv4_checksum() {
                 continue;
             };
             assert_eq!(read_dscp(&out.bytes, off, version), Some(46), "{at}");
-            let ecn = |b: &[u8]| if version == 4 { b[off + 1] & 3 } else { (b[off + 1] >> 4) & 3 };
+            let ecn = |b: &[u8]| {
+                if version == 4 {
+                    b[off + 1] & 3
+                } else {
+                    (b[off + 1] >> 4) & 3
+                }
+            };
             assert_eq!(ecn(&out.bytes), ecn(&orig.bytes), "{at}: ECN");
             if version == 6 {
                 totals[1] += 1;
@@ -117,7 +131,11 @@ fn marking_real_captures_changes_only_dscp_and_ipv4_checksum() {
             totals[0] += 1;
             let ihl = usize::from(orig.bytes[off] & 0x0f) * 4;
             if ones_complement_sum(&orig.bytes[off..off + ihl]) == 0 {
-                assert_eq!(ones_complement_sum(&out.bytes[off..off + ihl]), 0, "{at}: checksum");
+                assert_eq!(
+                    ones_complement_sum(&out.bytes[off..off + ihl]),
+                    0,
+                    "{at}: checksum"
+                );
                 totals[2] += 1;
             }
         }

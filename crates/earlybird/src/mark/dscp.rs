@@ -33,7 +33,9 @@ pub fn parse_phb(name: &str) -> Option<u8> {
         b"LE" => Some(1),
         b"DF" => Some(0),
         [b'C', b'S', d @ b'0'..=b'7'] => Some((d - b'0') << 3),
-        [b'A', b'F', c @ b'1'..=b'4', p @ b'1'..=b'3'] => Some(((c - b'0') << 3) | ((p - b'0') << 1)),
+        [b'A', b'F', c @ b'1'..=b'4', p @ b'1'..=b'3'] => {
+            Some(((c - b'0') << 3) | ((p - b'0') << 1))
+        }
         _ => None,
     }
 }
@@ -128,8 +130,8 @@ mod tests {
     fn v4_packet(pad: usize, tos: u8) -> Vec<u8> {
         let mut p = vec![0xee; pad];
         let mut h = [
-            0x45, tos, 0x00, 0x30, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0, 0, 10, 0, 0, 1, 10, 0,
-            0, 2,
+            0x45, tos, 0x00, 0x30, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0, 0, 10, 0, 0, 1, 10, 0, 0,
+            2,
         ];
         let c = ones_complement_sum(&h);
         h[10..12].copy_from_slice(&c.to_be_bytes());
@@ -199,7 +201,10 @@ mod tests {
         let mut p = vec![0u8; 14 + 40];
         // Version 6, TC = 0b1111_1111 (DSCP 63, ECN 3), flow label 0xabcde.
         p[14..18].copy_from_slice(&[0x6f, 0xfa, 0xbc, 0xde]);
-        p[18..].iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+        p[18..]
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = i as u8);
         let before = p.clone();
         assert!(rewrite_dscp(&mut p, 14, 6, 46));
         // TC = 46 << 2 | 3 = 0xbb → byte0 = 0x6b, byte1 = 0xb0 | 0x0a.
@@ -208,7 +213,11 @@ mod tests {
         assert_eq!(p[..14], before[..14]);
         assert_eq!(p[16..], before[16..]);
         assert!(rewrite_dscp(&mut p, 14, 6, 0));
-        assert_eq!(&p[14..18], &[0x60, 0x3a, 0xbc, 0xde], "ECN 3 and flow label kept");
+        assert_eq!(
+            &p[14..18],
+            &[0x60, 0x3a, 0xbc, 0xde],
+            "ECN 3 and flow label kept"
+        );
     }
 
     #[test]
@@ -220,9 +229,15 @@ mod tests {
             assert_eq!(p, full[..len]);
         }
         let mut p = full.clone();
-        assert!(!rewrite_dscp(&mut p, 14, 6, 46), "IPv4 header declared as IPv6");
+        assert!(
+            !rewrite_dscp(&mut p, 14, 6, 46),
+            "IPv4 header declared as IPv6"
+        );
         assert!(!rewrite_dscp(&mut p, 14, 4, 64), "DSCP out of range");
-        assert!(!rewrite_dscp(&mut p, usize::MAX, 4, 1), "offset past the end");
+        assert!(
+            !rewrite_dscp(&mut p, usize::MAX, 4, 1),
+            "offset past the end"
+        );
         assert!(!rewrite_dscp(&mut p, 14, 5, 1));
         p[14] = 0x44; // IHL 4 < 5
         assert!(!rewrite_dscp(&mut p, 14, 4, 1));

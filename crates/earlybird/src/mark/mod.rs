@@ -150,6 +150,10 @@ fn dscp_value(key: &str, v: &toml::Value) -> std::result::Result<u8, String> {
                  nor a number"
             )
         }),
+        toml::Value::Table(_) => Err(format!(
+            "{key}: expected a DSCP number 0..=63 or a PHB name, got a table \
+             (quote class names that contain dots: \"TLS.YouTube\" = \"AF41\")"
+        )),
         other => Err(format!(
             "{key}: expected a DSCP number 0..=63 or a PHB name, got {}",
             other.type_str()
@@ -207,13 +211,18 @@ mod tests {
     #[test]
     fn errors_name_the_file_and_the_offending_entry() {
         let e = err("[classes]\nDNS = 64\n");
-        assert!(e.contains("bad.toml") && e.contains("classes.\"DNS\" = 64"), "{e}");
+        assert!(
+            e.contains("bad.toml") && e.contains("classes.\"DNS\" = 64"),
+            "{e}"
+        );
         let e = err("[classes]\nDNS = -1\n");
         assert!(e.contains("classes.\"DNS\" = -1"), "{e}");
         let e = err("default = \"AF44\"\n");
         assert!(e.contains("default = \"AF44\"") && e.contains("PHB"), "{e}");
         let e = err("[classes]\nDNS = 4.5\n");
         assert!(e.contains("classes.\"DNS\"") && e.contains("float"), "{e}");
+        let e = err("[classes]\nTLS.YouTube = \"AF41\"\n");
+        assert!(e.contains("classes.\"TLS\"") && e.contains("quote"), "{e}");
         let e = err("dfault = 1\n");
         assert!(e.contains("unknown key `dfault`"), "{e}");
         let e = err("classes = 3\n");
@@ -230,7 +239,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("m.toml"), "{e}");
-        assert!(e.contains("classes \"Skype\", \"Zoom\" not in the model"), "{e}");
+        assert!(
+            e.contains("classes \"Skype\", \"Zoom\" not in the model"),
+            "{e}"
+        );
         assert!(e.contains("available classes: \"DNS\", \"HTTP\""), "{e}");
     }
 

@@ -223,8 +223,14 @@ mod tests {
         w.write(LinkType::Ethernet, ts, 60, &pkt, Some((14, 4, 46)))
             .unwrap();
         w.write(LinkType::Ethernet, ts + 1, 60, &pkt, None).unwrap();
-        w.write(LinkType::Ethernet, ts + 2, 60, &pkt[..20], Some((14, 4, 46)))
-            .unwrap();
+        w.write(
+            LinkType::Ethernet,
+            ts + 2,
+            60,
+            &pkt[..20],
+            Some((14, 4, 46)),
+        )
+        .unwrap();
         w.write(LinkType::Raw, ts + 3, 28, &pkt[14..], Some((0, 4, 46)))
             .unwrap();
         w.write(LinkType::Ethernet, ts + 4, 1 << 20, &vec![0; 300_000], None)
@@ -255,8 +261,14 @@ mod tests {
         let mut sink = Vec::new();
         {
             let mut w = MarkWriter::new(&mut sink, "mem.pcap", 1).unwrap();
-            w.write(LinkType::Ethernet, 5_000_000_007, 70, &pkt, Some((14, 4, 10)))
-                .unwrap();
+            w.write(
+                LinkType::Ethernet,
+                5_000_000_007,
+                70,
+                &pkt,
+                Some((14, 4, 10)),
+            )
+            .unwrap();
             w.write(LinkType::Ethernet, 6_000_000_009, 60, &pkt, None)
                 .unwrap();
             w.finish().unwrap();
@@ -283,7 +295,10 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
-        assert!(e.contains("x.pcap") && e.contains("unsupported link type 147"), "{e}");
+        assert!(
+            e.contains("x.pcap") && e.contains("unsupported link type 147"),
+            "{e}"
+        );
         for link in [
             LinkType::Ethernet,
             LinkType::Null,
