@@ -133,6 +133,9 @@ impl<W: Write> MarkWriter<W> {
         bytes: &[u8],
         mark: Option<(usize, u8, u8)>,
     ) -> Result<()> {
+        let Some(out) = self.out.as_mut() else {
+            return Err(self.fail("write after finish".into()));
+        };
         if link != self.link {
             self.counters.skipped_link += 1;
             return Ok(());
@@ -141,9 +144,6 @@ impl<W: Write> MarkWriter<W> {
             self.counters.skipped_oversize += 1;
             return Ok(());
         }
-        let Some(out) = self.out.as_mut() else {
-            return Err(self.fail("write after finish".into()));
-        };
         let mut marked = false;
         let res = out.record_with(ts_ns, orig_len, bytes.len(), |dst| {
             dst.copy_from_slice(bytes);
