@@ -65,6 +65,7 @@ pub fn linktype_number(link: LinkType) -> u32 {
         LinkType::Ipv6 => 229,
         LinkType::LinuxSll => 113,
         LinkType::LinuxSll2 => 276,
+        LinkType::CHdlc => 104,
     }
 }
 
@@ -307,6 +308,7 @@ mod tests {
             LinkType::Ipv6,
             LinkType::LinuxSll,
             LinkType::LinuxSll2,
+            LinkType::CHdlc,
         ] {
             assert_eq!(LinkType::from_pcap(linktype_number(link)), Some(link));
         }
