@@ -21,6 +21,7 @@ pub mod export;
 pub mod features;
 pub mod flow;
 pub mod gen;
+pub mod mark;
 pub mod pipeline;
 pub mod shard;
 pub mod source;

@@ -30,7 +30,7 @@
 //!   given load, cut at `snaplen`.
 
 mod frame;
-mod pcap_writer;
+pub(crate) mod pcap_writer;
 mod realistic;
 mod worst;
 

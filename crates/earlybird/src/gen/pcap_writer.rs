@@ -1,13 +1,14 @@
-//! Classic pcap writer for the generator.
+//! Classic pcap writer for the generator and the DSCP marker (`mark`).
 //!
 //! Contract: writes the 24-byte global header (little-endian, v2.4, link
-//! type 1 = Ethernet, magic 0xa1b2c3d4 for microseconds or 0xa1b23c4d for
-//! nanoseconds) and then one 16-byte record header + captured bytes per
-//! packet. Timestamps come in as absolute nanoseconds and are truncated to
-//! the file's resolution. Records are assembled in one 1 MiB buffer that is
-//! handed to the sink with `write_all` when full and on [`PcapOut::finish`];
-//! nothing is allocated per packet. The only failures are the sink's own
-//! `io::Error`s, returned unchanged.
+//! type 1 = Ethernet or the one given to [`PcapOut::with_linktype`], magic
+//! 0xa1b2c3d4 for microseconds or 0xa1b23c4d for nanoseconds) and then one
+//! 16-byte record header + captured bytes per packet. Timestamps come in as
+//! absolute nanoseconds and are truncated to the file's resolution. Records
+//! are assembled in one 1 MiB buffer that is handed to the sink with
+//! `write_all` when full and on [`PcapOut::finish`]; nothing is allocated per
+//! packet. The only failures are the sink's own `io::Error`s, returned
+//! unchanged.
 
 use std::io::{self, Write};
 
@@ -18,7 +19,7 @@ const BUF_SIZE: usize = 1 << 20;
 pub(super) const REC_HDR: usize = 16;
 
 /// A pcap stream being written to `W`.
-pub(super) struct PcapOut<W: Write> {
+pub(crate) struct PcapOut<W: Write> {
     sink: W,
     buf: Box<[u8]>,
     pos: usize,
@@ -28,7 +29,18 @@ pub(super) struct PcapOut<W: Write> {
 impl<W: Write> PcapOut<W> {
     /// Starts a stream: the global header goes into the buffer (nothing is
     /// written to `sink` yet).
-    pub(super) fn new(sink: W, nanos: bool, snaplen: u32) -> io::Result<Self> {
+    pub(crate) fn new(sink: W, nanos: bool, snaplen: u32) -> io::Result<Self> {
+        Self::with_linktype(sink, nanos, snaplen, 1)
+    }
+
+    /// Same as [`PcapOut::new`] with another LINKTYPE_* number in the
+    /// global header (the DSCP marker copies its input's link type).
+    pub(crate) fn with_linktype(
+        sink: W,
+        nanos: bool,
+        snaplen: u32,
+        linktype: u32,
+    ) -> io::Result<Self> {
         let mut out = PcapOut {
             sink,
             buf: vec![0u8; BUF_SIZE].into_boxed_slice(),
@@ -42,7 +54,7 @@ impl<W: Write> PcapOut<W> {
         hdr[6..8].copy_from_slice(&4u16.to_le_bytes());
         hdr[8..16].fill(0); // thiszone, sigfigs
         hdr[16..20].copy_from_slice(&snaplen.to_le_bytes());
-        hdr[20..24].copy_from_slice(&1u32.to_le_bytes());
+        hdr[20..24].copy_from_slice(&linktype.to_le_bytes());
         out.pos = 24;
         Ok(out)
     }
@@ -51,7 +63,7 @@ impl<W: Write> PcapOut<W> {
     /// `orig_len`; `fill` receives exactly the `caplen` bytes to write (they
     /// hold stale data from earlier records and must all be overwritten).
     #[inline]
-    pub(super) fn record_with<F: FnOnce(&mut [u8])>(
+    pub(crate) fn record_with<F: FnOnce(&mut [u8])>(
         &mut self,
         ts_ns: u64,
         orig_len: u32,
@@ -78,7 +90,7 @@ impl<W: Write> PcapOut<W> {
 
     /// Appends one record whose captured bytes are `data`.
     #[inline]
-    pub(super) fn record(&mut self, ts_ns: u64, orig_len: u32, data: &[u8]) -> io::Result<()> {
+    pub(crate) fn record(&mut self, ts_ns: u64, orig_len: u32, data: &[u8]) -> io::Result<()> {
         self.record_with(ts_ns, orig_len, data.len(), |dst| dst.copy_from_slice(data))
     }
 
@@ -91,7 +103,7 @@ impl<W: Write> PcapOut<W> {
     }
 
     /// Writes everything buffered, flushes the sink and returns it.
-    pub(super) fn finish(mut self) -> io::Result<W> {
+    pub(crate) fn finish(mut self) -> io::Result<W> {
         self.flush_buf()?;
         self.sink.flush()?;
         Ok(self.sink)
