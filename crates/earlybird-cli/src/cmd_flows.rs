@@ -66,6 +66,19 @@ pub struct FlowsArgs {
     /// file run loses nothing).
     #[arg(long, value_name = "BATCHES")]
     drop_after: Option<usize>,
+    /// DSCP marking map (TOML: class name = DSCP number or PHB name, see
+    /// docs): with -w, every packet is written to a pcap file and the packets
+    /// of a flow after its verdict carry its class's DSCP (needs one shard).
+    #[arg(long, value_name = "FILE.toml", requires = "write")]
+    mark: Option<PathBuf>,
+    /// Write every input packet (marked per --mark) to this pcap file.
+    #[arg(
+        short = 'w',
+        long = "write",
+        value_name = "OUT.pcap",
+        requires = "mark"
+    )]
+    write: Option<PathBuf>,
     /// Do not print the summary on stderr.
     #[arg(short, long)]
     quiet: bool,
@@ -105,6 +118,7 @@ pub fn run(a: FlowsArgs) -> i32 {
             Some(n) => ExportPolicy::Drop { max_pending: n },
             None => ExportPolicy::Block,
         },
+        mark: a.mark.clone().zip(a.write.clone()),
         ..RunOptions::default()
     };
     if let Err(e) = opts.flow.validate() {

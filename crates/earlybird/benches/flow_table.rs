@@ -31,6 +31,8 @@ fn pkt(f: u32, j: u64, ts: u64) -> Pkt {
         from_a,
         v6: false,
         macs: [[0; 6]; 2],
+        idx: 0,
+        ip_offset: 0,
     }
 }
 

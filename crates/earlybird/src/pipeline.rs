@@ -66,6 +66,8 @@ pub struct RunOptions {
     pub export_policy: ExportPolicy,
     /// Packets per batch.
     pub batch: usize,
+    /// DSCP marking: (TOML map, output pcap). Needs one shard.
+    pub mark: Option<(PathBuf, PathBuf)>,
 }
 
 impl Default for RunOptions {
@@ -76,6 +78,7 @@ impl Default for RunOptions {
             pin: false,
             export_policy: ExportPolicy::Block,
             batch: crate::source::BATCH,
+            mark: None,
         }
     }
 }
@@ -112,9 +115,20 @@ pub fn run(
     ctl: &RunControl,
 ) -> Result<Report> {
     opts.flow.validate()?;
-    if opts.shards == 0 || opts.batch == 0 {
-        return Err(Error::Config("shards and batch size must be ≥ 1".into()));
+    if opts.shards == 0 || opts.batch == 0 || opts.batch > u16::MAX as usize {
+        return Err(Error::Config(
+            "shards must be ≥ 1 and the batch 1..=65535".into(),
+        ));
     }
+    if opts.mark.is_some() && opts.shards != 1 {
+        return Err(Error::Config(
+            "DSCP marking writes packets in input order and needs one shard (--shards 1)".into(),
+        ));
+    }
+    let mut marker = match &opts.mark {
+        Some((map, out)) => Some(open_marker(files, map, out, model)?),
+        None => None,
+    };
     let started = Instant::now();
     let (tx, rx) = bounded::<RecordBatch>(CHANNEL_BATCHES);
     let (pool_tx, pool_rx) = bounded::<RecordBatch>(CHANNEL_BATCHES * 2);
@@ -131,11 +145,13 @@ pub fn run(
             let pool_rx = pool_rx.clone();
             let core = (!cores.is_empty()).then(|| cores[id % cores.len()]);
             let model = model.model.clone();
+            let marker = if id == 0 { marker.take() } else { None };
             handles.push(scope.spawn(move || {
                 if let Some(c) = core {
                     core_affinity::set_for_current(c);
                 }
                 let mut shard = Shard::new(id, opts.shards, &opts.flow, model)?;
+                shard.marker = marker;
                 let mut sink = Sink::new(tx, pool_rx, opts.export_policy, opts.flow.early_packets);
                 let warnings = shard_loop(&mut shard, &mut sink, files, opts.batch, ctl);
                 shard.counters.table_bytes = shard.table.memory_bytes() as u64;
@@ -145,7 +161,11 @@ pub fn run(
                 shard.finish();
                 sink.send(&mut shard.table.out, true);
                 shard.counters.export_dropped = sink.dropped;
-                Ok::<_, Error>((shard.counters, warnings, rss))
+                let mark_result = shard.marker.take().map(|mut m| match m.error.take() {
+                    Some(e) => Err(e),
+                    None => m.writer.finish().map_err(|e| e.to_string()),
+                });
+                Ok::<_, Error>((shard.counters, warnings, rss, mark_result))
             }));
         }
         drop(tx);
@@ -158,7 +178,13 @@ pub fn run(
         ..Report::default()
     };
     for r in shard_results {
-        let (c, w, rss) = r.map_err(|_| Error::Config("a shard thread panicked".into()))??;
+        let (c, w, rss, mark) =
+            r.map_err(|_| Error::Config("a shard thread panicked".into()))??;
+        match mark {
+            Some(Ok(m)) => report.marked = Some(m),
+            Some(Err(e)) => report.output_errors.push(format!("mark: {e}")),
+            None => {}
+        }
         report.counters.merge(&c);
         report.warnings.extend(w);
         report.rss_anon_end_of_input = report.rss_anon_end_of_input.or(rss);
@@ -166,10 +192,32 @@ pub fn run(
     let (summary, errors) =
         export_result.map_err(|_| Error::Config("the exporter thread panicked".into()))?;
     report.summary = summary;
-    report.output_errors = errors;
+    report.output_errors.extend(errors);
     report.interrupted = ctl.stop.load(Ordering::Relaxed);
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Opens the DSCP marking output for a single-shard run.
+fn open_marker(
+    files: &[CaptureFile],
+    map: &std::path::Path,
+    out: &std::path::Path,
+    model: &ModelRef,
+) -> Result<crate::shard::Marker> {
+    let Some(first) = files.first() else {
+        return Err(Error::Config("marking needs an input".into()));
+    };
+    let map = crate::mark::DscpMap::load(map)?;
+    let by_class = map.resolve(&model.classes)?;
+    let mut refs = Vec::new();
+    let link = match first.reader().next_batch(&mut refs, 1) {
+        0 => crate::source::LinkType::Ethernet,
+        _ => refs[0].link,
+    };
+    let linktype = crate::mark::pcap_out::input_linktype(first, link);
+    let writer = crate::mark::MarkWriter::create(out, linktype)?;
+    Ok(crate::shard::Marker::new(writer, by_class, map.unknown()))
 }
 
 /// Reads every file in order and feeds the shard; returns input warnings

@@ -21,9 +21,39 @@ use crate::classify::Classifier;
 use crate::config::FlowConfig;
 use crate::decode::{decode, Decoded, Skip};
 use crate::flow::key::{shard_of, Key};
+use crate::flow::record::Verdict;
 use crate::flow::table::{FlowTable, Pkt};
+use crate::mark::MarkWriter;
 use crate::source::PacketRef;
 use crate::telemetry::Counters;
+
+/// DSCP marking of a single-shard run: every packet is written, in input
+/// order, to a pcap file; packets of a flow after its verdict get the DSCP
+/// of its class.
+pub struct Marker {
+    /// The output file.
+    pub writer: MarkWriter,
+    /// DSCP per class index (None = unchanged).
+    pub by_class: Vec<Option<u8>>,
+    /// DSCP of flows whose verdict is "unknown".
+    pub unknown: Option<u8>,
+    /// The first write error; marking stops there, flows go on.
+    pub error: Option<String>,
+    marks: Vec<Option<(usize, u8, u8)>>,
+}
+
+impl Marker {
+    /// A marker writing through `writer` with the resolved DSCP table.
+    pub fn new(writer: MarkWriter, by_class: Vec<Option<u8>>, unknown: Option<u8>) -> Marker {
+        Marker {
+            writer,
+            by_class,
+            unknown,
+            error: None,
+            marks: Vec::new(),
+        }
+    }
+}
 
 /// A shard's state.
 pub struct Shard {
@@ -34,6 +64,8 @@ pub struct Shard {
     pub table: FlowTable,
     /// The shard's counters.
     pub counters: Counters,
+    /// DSCP marking (single-shard runs with `--mark`).
+    pub marker: Option<Marker>,
     pkts: Vec<Pkt>,
 }
 
@@ -51,6 +83,7 @@ impl Shard {
             bidirectional: cfg.bidirectional,
             table: FlowTable::new(cfg, model)?,
             counters: Counters::default(),
+            marker: None,
             pkts: Vec::with_capacity(crate::source::BATCH),
         })
     }
@@ -66,7 +99,7 @@ impl Shard {
         let mut max_ts = 0;
         self.pkts.clear();
         let count_all = self.id == 0;
-        for r in refs {
+        for (idx, r) in refs.iter().enumerate() {
             max_ts = max_ts.max(r.ts);
             if count_all {
                 self.counters.packets_read += 1;
@@ -102,6 +135,8 @@ impl Shard {
                 from_a,
                 v6: d.ip_version == 6,
                 macs: [d.src_mac, d.dst_mac],
+                idx: idx as u16,
+                ip_offset: d.ip_offset,
             });
         }
         // Second stage: while packet i updates its flow, the entry lines of
@@ -113,8 +148,25 @@ impl Shard {
                 self.table.prefetch_entry(q.hash);
             }
             let p = &self.pkts[i];
-            self.table.packet(p);
+            let slot = self.table.packet(p);
             self.counters.ip_bytes_flowed += p.size as u64;
+            if let Some(m) = &mut self.marker {
+                if let Some(class) = self.table.mark_class(slot) {
+                    let dscp = if class == Verdict::UNKNOWN {
+                        m.unknown
+                    } else {
+                        m.by_class.get(class as usize).copied().flatten()
+                    };
+                    let ver = if p.v6 { 6 } else { 4 };
+                    if m.marks.len() < refs.len() {
+                        m.marks.resize(refs.len(), None);
+                    }
+                    m.marks[p.idx as usize] = dscp.map(|d| (p.ip_offset as usize, ver, d));
+                }
+            }
+        }
+        if let Some(m) = &mut self.marker {
+            write_marked(m, data, refs);
         }
         self.counters.packets_flowed += self.pkts.len() as u64;
         self.table.observe_time(max_ts);
@@ -126,4 +178,21 @@ impl Shard {
         self.table.flush();
         self.counters.flows = self.table.counters;
     }
+}
+
+/// Writes every packet of the batch in order, with the marks decided for it.
+fn write_marked(m: &mut Marker, data: &[u8], refs: &[PacketRef]) {
+    if m.error.is_none() {
+        for (i, r) in refs.iter().enumerate() {
+            let bytes = data
+                .get(r.offset..r.offset + r.caplen as usize)
+                .unwrap_or(&[]);
+            let mark = m.marks.get(i).copied().flatten();
+            if let Err(e) = m.writer.write(r.link, r.ts, r.orig_len, bytes, mark) {
+                m.error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    m.marks.clear();
 }

@@ -62,6 +62,10 @@ pub struct Pkt {
     pub v6: bool,
     /// Source and destination MAC.
     pub macs: [[u8; 6]; 2],
+    /// Index of the packet in its batch.
+    pub idx: u16,
+    /// Offset of the innermost IP header in the packet.
+    pub ip_offset: u16,
 }
 
 /// Counters of one table.
@@ -229,9 +233,19 @@ impl FlowTable {
         }
     }
 
-    /// Accounts one packet.
+    /// The class whose DSCP a packet of slot `s` should carry: the flow's
+    /// verdict once the packet count has passed the packet at which it was
+    /// taken (HPTRAC marks the packets after the decision).
     #[inline]
-    pub fn packet(&mut self, p: &Pkt) {
+    pub fn mark_class(&self, s: usize) -> Option<u16> {
+        let h = &self.hot[s];
+        let c = &self.cold[s];
+        (h.state & DECIDED != 0 && c.packets[0] + c.packets[1] > c.at as u32).then_some(h.app)
+    }
+
+    /// Accounts one packet; returns the slot of its flow.
+    #[inline]
+    pub fn packet(&mut self, p: &Pkt) -> usize {
         if p.ts > self.now {
             self.now = p.ts;
         }
@@ -262,6 +276,7 @@ impl FlowTable {
             None => self.insert_at(p, i),
         };
         self.update(s, p);
+        s
     }
 
     /// Does packet `p` start a new flow instead of joining slot `s`?

@@ -31,6 +31,8 @@ fn pkt(cfg: &FlowConfig, src: u8, sport: u16, dst: u8, dport: u16, ts: u64, flag
         from_a,
         v6: false,
         macs: [[0; 6]; 2],
+        idx: 0,
+        ip_offset: 0,
     }
 }
 

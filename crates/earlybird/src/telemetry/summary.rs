@@ -99,6 +99,8 @@ pub struct Report {
     pub seconds: f64,
     /// Whether the run was interrupted by a signal.
     pub interrupted: bool,
+    /// DSCP marking counters, when marking was on and succeeded.
+    pub marked: Option<crate::mark::MarkCounters>,
     /// Anonymous resident memory of the process when the input ended,
     /// before the final flush (Linux `RssAnon`), in bytes.
     pub rss_anon_end_of_input: Option<u64>,
@@ -234,6 +236,17 @@ impl fmt::Display for Report {
         }
         for e in &self.output_errors {
             writeln!(f, "output error: {e}")?;
+        }
+        if let Some(m) = &self.marked {
+            writeln!(
+                f,
+                "marking: {} packets written, {} marked, {} unchanged, {} could not be marked, {} skipped",
+                m.written(),
+                m.marked,
+                m.unchanged,
+                m.unmarkable,
+                m.skipped_link + m.skipped_oversize
+            )?;
         }
         if self.interrupted {
             writeln!(f, "interrupted: every open flow was flushed")?;
