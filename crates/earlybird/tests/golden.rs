@@ -119,11 +119,20 @@ fn first_difference(got: &str, want: &str) -> Result<(), String> {
             (Some(a), Some(b)) if a == b => line += 1,
             (None, None) => return Err(format!("line {line}: only the final newline differs")),
             (a, b) => {
-                return Err(format!(
-                    "first difference at line {line}:\n  got:      {}\n  expected: {}",
+                let (a, b) = (
                     a.unwrap_or("<end of output>"),
-                    b.unwrap_or("<end of golden file>")
-                ))
+                    b.unwrap_or("<end of golden file>"),
+                );
+                // 1-based comma-separated field where the lines part.
+                let field = a
+                    .split(',')
+                    .zip(b.split(','))
+                    .take_while(|(x, y)| x == y)
+                    .count()
+                    + 1;
+                return Err(format!(
+                    "first difference at line {line}, field {field}:\n  got:      {a}\n  expected: {b}"
+                ));
             }
         }
     }
@@ -182,7 +191,9 @@ fn samples_match_golden_outputs() {
             failures.push(format!("{name}: 2 shards differ from 1 shard; {m}"));
         }
         if summary_text(name, &report2) != summary_text(name, &report) {
-            failures.push(format!("{name}: counters with 2 shards differ from 1 shard"));
+            failures.push(format!(
+                "{name}: counters with 2 shards differ from 1 shard"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -192,7 +203,12 @@ fn samples_match_golden_outputs() {
 fn first_difference_names_the_line() {
     assert!(first_difference("a\nb\n", "a\nb\n").is_ok());
     let m = first_difference("a\nx\n", "a\nb\n").unwrap_err();
-    assert!(m.contains("line 2") && m.contains("x") && m.contains("b"), "{m}");
+    assert!(
+        m.contains("line 2, field 1") && m.contains("x") && m.contains("b"),
+        "{m}"
+    );
+    let m = first_difference("h\n1,2,3\n", "h\n1,2,4\n").unwrap_err();
+    assert!(m.contains("line 2, field 3"), "{m}");
     let m = first_difference("a\n", "a\nb\n").unwrap_err();
     assert!(m.contains("<end of output>"), "{m}");
     let m = first_difference("a\nb", "a\nb\n").unwrap_err();
