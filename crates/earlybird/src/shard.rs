@@ -95,6 +95,7 @@ impl Shard {
 
     /// Processes one batch of packets whose bytes are in `data`.
     pub fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
+        self.table.drain_verdicts(false);
         let mut d = Decoded::default();
         let mut max_ts = 0;
         self.pkts.clear();
@@ -175,6 +176,8 @@ impl Shard {
 
     /// Ends every open flow and folds the table counters in.
     pub fn finish(&mut self) {
+        self.table.drain_verdicts(true);
+        self.table.detach_pool();
         self.table.flush();
         self.counters.flows = self.table.counters;
     }
