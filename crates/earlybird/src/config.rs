@@ -24,7 +24,7 @@ pub struct FlowConfig {
     pub early_packets: usize,
     /// Flow table capacity per shard (pre-allocated). Default 1,000,000.
     pub max_flows: usize,
-    /// Slots examined by the incremental expiry per batch. Default 256.
+    /// Slots examined by the incremental expiry per batch. Default 64.
     pub sweep_per_batch: usize,
     /// Keep size/inter-arrival moments and TCP flag counts per flow (160
     /// bytes per flow). Default true; false (`--stats basic`) leaves those
@@ -41,7 +41,7 @@ impl Default for FlowConfig {
             tcp_close_timeout: 2 * SECOND,
             early_packets: 4,
             max_flows: 1_000_000,
-            sweep_per_batch: 256,
+            sweep_per_batch: 64,
             full_stats: true,
         }
     }

@@ -154,11 +154,17 @@ pub fn run(
         ),
     };
     let (shard_results, export_result) = std::thread::scope(|scope| {
-        let exporter = scope.spawn(move || export_loop(rx, pool_tx, exporters));
+        let exporter = std::thread::Builder::new()
+            .name("eb-export".into())
+            .spawn_scoped(scope, move || export_loop(rx, pool_tx, exporters))
+            .map_err(|e| Error::Config(format!("cannot start the exporter thread: {e}")))?;
         if let (Some(m), Some(jobs)) = (&costly, &job_rx) {
             for _ in 0..opts.classifier_threads.max(1) {
                 let (m, jobs, done) = (m.clone(), jobs.clone(), done_txs.clone());
-                scope.spawn(move || crate::classify::pool::worker(m, jobs, done));
+                std::thread::Builder::new()
+                    .name("eb-classify".into())
+                    .spawn_scoped(scope, move || crate::classify::pool::worker(m, jobs, done))
+                    .map_err(|e| Error::Config(format!("cannot start a classifier thread: {e}")))?;
             }
         }
         drop(job_rx);
@@ -171,7 +177,8 @@ pub fn run(
             let model = model.model.clone();
             let marker = if id == 0 { marker.take() } else { None };
             let link = links[id].take();
-            handles.push(scope.spawn(move || {
+            let builder = std::thread::Builder::new().name(format!("eb-shard{id}"));
+            let handle = builder.spawn_scoped(scope, move || {
                 if let Some(c) = core {
                     core_affinity::set_for_current(c);
                 }
@@ -194,13 +201,16 @@ pub fn run(
                     None => m.writer.finish().map_err(|e| e.to_string()),
                 });
                 Ok::<_, Error>((shard.counters, warnings, rss, mark_result))
-            }));
+            });
+            handles.push(
+                handle.map_err(|e| Error::Config(format!("cannot start a shard thread: {e}")))?,
+            );
         }
         drop(tx);
         drop(pool_rx);
         let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
-        (results, exporter.join())
-    });
+        Ok::<_, Error>((results, exporter.join()))
+    })?;
     let mut report = Report {
         classes: model.classes.clone(),
         ..Report::default()

@@ -526,6 +526,12 @@ impl FlowTable {
 
     /// Ends slot `s`: appends its record to [`Self::out`] and frees it.
     fn end(&mut self, s: usize, reason: EndReason) {
+        self.emit(s, reason);
+        self.remove(s);
+    }
+
+    /// Appends the record of slot `s` to [`Self::out`] (the slot stays).
+    fn emit(&mut self, s: usize, reason: EndReason) {
         let state = self.hot[s].state;
         if state & PENDING != 0 {
             self.counters.verdicts_late += 1;
@@ -589,7 +595,6 @@ impl FlowTable {
         self.out
             .push(rec, &self.early.as_slice()[base..base + h.n_early as usize]);
         self.counters.ended[reason as usize] += 1;
-        self.remove(s);
     }
 
     /// Removes slot `s` from the index (backward-shift deletion) and frees it.
@@ -722,9 +727,15 @@ impl FlowTable {
                     None if self.hot[s].state & CLOSED != 0 => close_reason(&self.cold[s]),
                     None => EndReason::EndOfInput,
                 };
-                self.end(s, r);
+                // Every flow goes: no per-flow index deletion, the index is
+                // cleared below in one pass.
+                self.emit(s, r);
+                self.hot[s].state = 0;
+                self.free.push(s as u32);
             }
         }
+        self.index.as_mut_slice().fill(0);
+        self.used = 0;
     }
 }
 
