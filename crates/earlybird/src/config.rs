@@ -30,6 +30,19 @@ pub struct FlowConfig {
     /// bytes per flow). Default true; false (`--stats basic`) leaves those
     /// record fields zero.
     pub full_stats: bool,
+    /// Flow hash (table index, tag and shard). Default [`FlowHash::Fold`].
+    pub hash: FlowHash,
+}
+
+/// Which hash keys the flow table and picks the shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlowHash {
+    /// Multiply–fold over the key's words ([`crate::flow::Key::hash`]).
+    #[default]
+    Fold,
+    /// RSS Toeplitz with the symmetric 0x6d5a key
+    /// ([`crate::flow::key::toeplitz::hash`]), as a NIC would compute it.
+    Toeplitz,
 }
 
 impl Default for FlowConfig {
@@ -43,6 +56,7 @@ impl Default for FlowConfig {
             max_flows: 1_000_000,
             sweep_per_batch: 64,
             full_stats: true,
+            hash: FlowHash::Fold,
         }
     }
 }

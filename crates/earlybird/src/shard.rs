@@ -18,9 +18,9 @@
 use std::sync::Arc;
 
 use crate::classify::Classifier;
-use crate::config::FlowConfig;
+use crate::config::{FlowConfig, FlowHash};
 use crate::decode::{decode, Decoded, Skip};
-use crate::flow::key::{shard_of, Key};
+use crate::flow::key::{shard_of, toeplitz, Key};
 use crate::flow::record::Verdict;
 use crate::flow::table::{FlowTable, Pkt};
 use crate::mark::MarkWriter;
@@ -60,6 +60,7 @@ pub struct Shard {
     id: usize,
     shards: usize,
     bidirectional: bool,
+    hash: FlowHash,
     /// The shard's flow table (its `out` batch holds finished records).
     pub table: FlowTable,
     /// The shard's counters.
@@ -81,6 +82,7 @@ impl Shard {
             id,
             shards: shards.max(1),
             bidirectional: cfg.bidirectional,
+            hash: cfg.hash,
             table: FlowTable::new(cfg, model)?,
             counters: Counters::default(),
             marker: None,
@@ -122,7 +124,10 @@ impl Shard {
                 continue;
             }
             let (key, from_a) = Key::from_decoded(&d, self.bidirectional);
-            let hash = key.hash();
+            let hash = match self.hash {
+                FlowHash::Fold => key.hash(),
+                FlowHash::Toeplitz => toeplitz::hash(&key),
+            };
             if self.shards > 1 && shard_of(hash, self.shards) != self.id {
                 continue;
             }
