@@ -38,6 +38,14 @@ pub struct BenchArgs {
     /// (e.g. 10000000); 0 skips it.
     #[arg(long, default_value_t = 0)]
     memory_flows: u64,
+    /// Flow hash for the table and the shard choice: fold (multiply-fold,
+    /// default) or toeplitz (RSS Toeplitz with the symmetric 0x6d5a key).
+    #[arg(long, value_name = "HASH", default_value = "fold", value_parser = ["fold", "toeplitz"])]
+    hash: String,
+    /// Flow table capacity per shard for the runs (the thesis's table-size
+    /// experiment; the worst-case files need one slot per flow).
+    #[arg(long, default_value_t = 1_000_000)]
+    max_flows: usize,
     /// Flow statistics level for the runs: full or basic.
     #[arg(long, default_value = "full", value_parser = ["full", "basic"])]
     stats: String,
@@ -61,6 +69,12 @@ pub fn run(a: BenchArgs) -> i32 {
     }
     let flow = FlowConfig {
         full_stats: a.stats == "full",
+        max_flows: a.max_flows,
+        hash: if a.hash == "toeplitz" {
+            earlybird::config::FlowHash::Toeplitz
+        } else {
+            earlybird::config::FlowHash::Fold
+        },
         ..FlowConfig::default()
     };
     let cfg = BenchConfig {

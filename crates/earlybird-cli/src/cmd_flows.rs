@@ -54,6 +54,10 @@ pub struct FlowsArgs {
     /// record fields are 0).
     #[arg(long, value_name = "LEVEL", default_value = "full", value_parser = ["full", "basic"])]
     stats: String,
+    /// Flow hash for the table and the shard choice: fold (multiply-fold,
+    /// default) or toeplitz (RSS Toeplitz with the symmetric 0x6d5a key).
+    #[arg(long, value_name = "HASH", default_value = "fold", value_parser = ["fold", "toeplitz"])]
+    hash: String,
     /// Number of shards (threads), each owning the flows whose symmetric
     /// hash selects it.
     #[arg(short, long, value_name = "N", default_value_t = 1)]
@@ -104,6 +108,11 @@ pub fn run(a: FlowsArgs) -> i32 {
             early_packets: a.early_packets,
             max_flows: a.max_flows,
             full_stats: a.stats == "full",
+            hash: if a.hash == "toeplitz" {
+                earlybird::config::FlowHash::Toeplitz
+            } else {
+                earlybird::config::FlowHash::Fold
+            },
             ..FlowConfig::default()
         })
     })() {

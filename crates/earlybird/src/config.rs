@@ -24,12 +24,25 @@ pub struct FlowConfig {
     pub early_packets: usize,
     /// Flow table capacity per shard (pre-allocated). Default 1,000,000.
     pub max_flows: usize,
-    /// Slots examined by the incremental expiry per batch. Default 256.
+    /// Slots examined by the incremental expiry per batch. Default 64.
     pub sweep_per_batch: usize,
     /// Keep size/inter-arrival moments and TCP flag counts per flow (160
     /// bytes per flow). Default true; false (`--stats basic`) leaves those
     /// record fields zero.
     pub full_stats: bool,
+    /// Flow hash (table index, tag and shard). Default [`FlowHash::Fold`].
+    pub hash: FlowHash,
+}
+
+/// Which hash keys the flow table and picks the shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlowHash {
+    /// Multiply–fold over the key's words ([`crate::flow::Key::hash`]).
+    #[default]
+    Fold,
+    /// RSS Toeplitz with the symmetric 0x6d5a key
+    /// ([`crate::flow::key::toeplitz::hash`]), as a NIC would compute it.
+    Toeplitz,
 }
 
 impl Default for FlowConfig {
@@ -41,8 +54,9 @@ impl Default for FlowConfig {
             tcp_close_timeout: 2 * SECOND,
             early_packets: 4,
             max_flows: 1_000_000,
-            sweep_per_batch: 256,
+            sweep_per_batch: 64,
             full_stats: true,
+            hash: FlowHash::Fold,
         }
     }
 }

@@ -68,6 +68,8 @@ pub struct RunOptions {
     pub batch: usize,
     /// DSCP marking: (TOML map, output pcap). Needs one shard.
     pub mark: Option<(PathBuf, PathBuf)>,
+    /// Worker threads of the classifier pool (costly models only).
+    pub classifier_threads: usize,
 }
 
 impl Default for RunOptions {
@@ -79,6 +81,7 @@ impl Default for RunOptions {
             export_policy: ExportPolicy::Block,
             batch: crate::source::BATCH,
             mark: None,
+            classifier_threads: 1,
         }
     }
 }
@@ -137,8 +140,35 @@ pub fn run(
     } else {
         Vec::new()
     };
+    // Costly models classify on a pool of worker threads (see classify::pool).
+    let costly = model.model.as_ref().filter(|m| m.costly()).cloned();
+    let (mut links, job_rx, done_txs) = match &costly {
+        Some(_) => {
+            let (l, j, d) = crate::classify::pool::channels(opts.shards);
+            (l.into_iter().map(Some).collect(), Some(j), d)
+        }
+        None => (
+            (0..opts.shards).map(|_| None).collect::<Vec<_>>(),
+            None,
+            Vec::new(),
+        ),
+    };
     let (shard_results, export_result) = std::thread::scope(|scope| {
-        let exporter = scope.spawn(move || export_loop(rx, pool_tx, exporters));
+        let exporter = std::thread::Builder::new()
+            .name("eb-export".into())
+            .spawn_scoped(scope, move || export_loop(rx, pool_tx, exporters))
+            .map_err(|e| Error::Config(format!("cannot start the exporter thread: {e}")))?;
+        if let (Some(m), Some(jobs)) = (&costly, &job_rx) {
+            for _ in 0..opts.classifier_threads.max(1) {
+                let (m, jobs, done) = (m.clone(), jobs.clone(), done_txs.clone());
+                std::thread::Builder::new()
+                    .name("eb-classify".into())
+                    .spawn_scoped(scope, move || crate::classify::pool::worker(m, jobs, done))
+                    .map_err(|e| Error::Config(format!("cannot start a classifier thread: {e}")))?;
+            }
+        }
+        drop(job_rx);
+        drop(done_txs);
         let mut handles = Vec::new();
         for id in 0..opts.shards {
             let tx = tx.clone();
@@ -146,12 +176,17 @@ pub fn run(
             let core = (!cores.is_empty()).then(|| cores[id % cores.len()]);
             let model = model.model.clone();
             let marker = if id == 0 { marker.take() } else { None };
-            handles.push(scope.spawn(move || {
+            let link = links[id].take();
+            let builder = std::thread::Builder::new().name(format!("eb-shard{id}"));
+            let handle = builder.spawn_scoped(scope, move || {
                 if let Some(c) = core {
                     core_affinity::set_for_current(c);
                 }
                 let mut shard = Shard::new(id, opts.shards, &opts.flow, model)?;
                 shard.marker = marker;
+                if let Some(l) = link {
+                    shard.table.attach_pool(l);
+                }
                 let mut sink = Sink::new(tx, pool_rx, opts.export_policy, opts.flow.early_packets);
                 let warnings = shard_loop(&mut shard, &mut sink, files, opts.batch, ctl);
                 shard.counters.table_bytes = shard.table.memory_bytes() as u64;
@@ -166,13 +201,16 @@ pub fn run(
                     None => m.writer.finish().map_err(|e| e.to_string()),
                 });
                 Ok::<_, Error>((shard.counters, warnings, rss, mark_result))
-            }));
+            });
+            handles.push(
+                handle.map_err(|e| Error::Config(format!("cannot start a shard thread: {e}")))?,
+            );
         }
         drop(tx);
         drop(pool_rx);
         let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
-        (results, exporter.join())
-    });
+        Ok::<_, Error>((results, exporter.join()))
+    })?;
     let mut report = Report {
         classes: model.classes.clone(),
         ..Report::default()

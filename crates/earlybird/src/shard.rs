@@ -18,9 +18,9 @@
 use std::sync::Arc;
 
 use crate::classify::Classifier;
-use crate::config::FlowConfig;
+use crate::config::{FlowConfig, FlowHash};
 use crate::decode::{decode, Decoded, Skip};
-use crate::flow::key::{shard_of, Key};
+use crate::flow::key::{shard_of, toeplitz, Key};
 use crate::flow::record::Verdict;
 use crate::flow::table::{FlowTable, Pkt};
 use crate::mark::MarkWriter;
@@ -60,6 +60,7 @@ pub struct Shard {
     id: usize,
     shards: usize,
     bidirectional: bool,
+    hash: FlowHash,
     /// The shard's flow table (its `out` batch holds finished records).
     pub table: FlowTable,
     /// The shard's counters.
@@ -81,6 +82,7 @@ impl Shard {
             id,
             shards: shards.max(1),
             bidirectional: cfg.bidirectional,
+            hash: cfg.hash,
             table: FlowTable::new(cfg, model)?,
             counters: Counters::default(),
             marker: None,
@@ -95,6 +97,7 @@ impl Shard {
 
     /// Processes one batch of packets whose bytes are in `data`.
     pub fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
+        self.table.drain_verdicts(false);
         let mut d = Decoded::default();
         let mut max_ts = 0;
         self.pkts.clear();
@@ -121,7 +124,10 @@ impl Shard {
                 continue;
             }
             let (key, from_a) = Key::from_decoded(&d, self.bidirectional);
-            let hash = key.hash();
+            let hash = match self.hash {
+                FlowHash::Fold => key.hash(),
+                FlowHash::Toeplitz => toeplitz::hash(&key),
+            };
             if self.shards > 1 && shard_of(hash, self.shards) != self.id {
                 continue;
             }
@@ -175,6 +181,8 @@ impl Shard {
 
     /// Ends every open flow and folds the table counters in.
     pub fn finish(&mut self) {
+        self.table.drain_verdicts(true);
+        self.table.detach_pool();
         self.table.flush();
         self.counters.flows = self.table.counters;
     }

@@ -19,6 +19,7 @@ pub mod evaluate;
 pub mod forest;
 pub mod model;
 pub mod naive_bayes;
+pub mod pool;
 pub mod ports;
 pub mod svm;
 #[cfg(test)]
@@ -55,4 +56,10 @@ pub trait Classifier: Send + Sync {
     fn classify(&self, f: &FlowFeatures<'_>) -> Verdict;
     /// Class names, indexed by [`Verdict::class`].
     fn classes(&self) -> &[String];
+    /// True when one verdict costs so much (an RBF SVM: support vectors ×
+    /// kernel evaluations) that it must run on the classifier pool instead
+    /// of inline in the shard. Default false.
+    fn costly(&self) -> bool {
+        false
+    }
 }

@@ -346,6 +346,10 @@ impl Classifier for Model {
         self.info.packets
     }
 
+    fn costly(&self) -> bool {
+        matches!(self.kind, ModelKind::Svm(_))
+    }
+
     #[inline]
     fn classify(&self, f: &FlowFeatures<'_>) -> Verdict {
         let used = f.early.len().min(self.info.packets);

@@ -43,6 +43,8 @@ pub const DECIDED: u8 = 4;
 pub const V6: u8 = 8;
 /// The TCP connection has closed (FIN both ways or RST).
 pub const CLOSED: u8 = 16;
+/// A classification job for this flow is on the classifier pool.
+pub const PENDING: u8 = 32;
 
 /// Cold part of a flow: counters a record always has. 48 bytes.
 #[derive(Debug, Clone, Copy, Default)]

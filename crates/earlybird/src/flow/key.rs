@@ -175,3 +175,110 @@ mod tests {
         );
     }
 }
+
+/// The Toeplitz hash of RSS (as NICs compute it), over the key's bytes, with
+/// the symmetric 0x6d5a key. Kept to compare against [`Key::hash`] (see
+/// BENCHMARKS.md); a table-driven byte-at-a-time implementation.
+pub mod toeplitz {
+    use super::Key;
+    use std::sync::OnceLock;
+
+    /// Bytes of the key hashed: addresses, ports, protocol, tunnel, VLAN, id.
+    const INPUT: usize = 44;
+
+    fn table() -> &'static [[u32; 256]; INPUT] {
+        static T: OnceLock<Box<[[u32; 256]; INPUT]>> = OnceLock::new();
+        T.get_or_init(|| {
+            // The symmetric key: 0x6d5a repeated (Woo & Park), long enough
+            // for INPUT bytes + 4.
+            let key: Vec<u8> = (0..INPUT + 4)
+                .map(|i| if i % 2 == 0 { 0x6d } else { 0x5a })
+                .collect();
+            let mut t = Box::new([[0u32; 256]; INPUT]);
+            for (pos, row) in t.iter_mut().enumerate() {
+                for (v, out) in row.iter_mut().enumerate() {
+                    let mut h = 0u32;
+                    for bit in 0..8 {
+                        if v & (0x80 >> bit) != 0 {
+                            // The 32-bit window of the key starting at bit
+                            // pos*8 + bit.
+                            let start = pos * 8 + bit;
+                            let mut w = 0u64;
+                            for k in 0..5 {
+                                w = (w << 8) | key[start / 8 + k] as u64;
+                            }
+                            h ^= (w >> (8 - start % 8)) as u32;
+                        }
+                    }
+                    *out = h;
+                }
+            }
+            t
+        })
+    }
+
+    fn bytes(k: &Key) -> [u8; INPUT] {
+        let mut b = [0u8; INPUT];
+        b[..16].copy_from_slice(&k.a);
+        b[16..32].copy_from_slice(&k.b);
+        b[32..34].copy_from_slice(&k.pa.to_be_bytes());
+        b[34..36].copy_from_slice(&k.pb.to_be_bytes());
+        b[36] = k.proto;
+        b[37] = k.tunnel;
+        b[38..40].copy_from_slice(&k.vlan.to_be_bytes());
+        b[40..44].copy_from_slice(&k.tunnel_id.to_be_bytes());
+        b
+    }
+
+    /// 32-bit Toeplitz hash of `k`, spread to 64 bits (the table takes its
+    /// bucket from the low bits, its tag and the shard from the high ones).
+    pub fn hash(k: &Key) -> u64 {
+        let t = table();
+        let mut h = 0u32;
+        for (i, b) in bytes(k).iter().enumerate() {
+            h ^= t[i][*b as usize];
+        }
+        (h as u64) | ((h as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) & 0xFFFF_FFFF_0000_0000)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// Bit-serial reference straight from the definition.
+        fn reference(input: &[u8], key: &[u8]) -> u32 {
+            let mut h = 0u32;
+            for (i, byte) in input.iter().enumerate() {
+                for bit in 0..8 {
+                    if byte & (0x80 >> bit) != 0 {
+                        let start = i * 8 + bit;
+                        let mut w = 0u64;
+                        for k in 0..5 {
+                            w = (w << 8) | key[start / 8 + k] as u64;
+                        }
+                        h ^= (w >> (8 - start % 8)) as u32;
+                    }
+                }
+            }
+            h
+        }
+
+        #[test]
+        fn table_matches_bit_serial_definition() {
+            let key: Vec<u8> = (0..48)
+                .map(|i| if i % 2 == 0 { 0x6d } else { 0x5a })
+                .collect();
+            let k = Key {
+                a: [7; 16],
+                b: [200; 16],
+                pa: 1234,
+                pb: 443,
+                proto: 6,
+                tunnel: 0,
+                vlan: 3,
+                tunnel_id: 9,
+            };
+            assert_eq!(hash(&k) as u32, reference(&bytes(&k), &key));
+        }
+    }
+}

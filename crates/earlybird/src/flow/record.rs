@@ -200,6 +200,7 @@ impl RecordBatch {
         self.records.is_empty()
     }
     /// Appends a record and its early packets (at most `stride` are kept).
+    #[inline]
     pub fn push(&mut self, rec: FlowRecord, early: &[EarlyPkt]) {
         let n = early.len().min(self.stride);
         let mut rec = rec;

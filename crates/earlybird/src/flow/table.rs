@@ -30,9 +30,10 @@ use std::sync::Arc;
 
 use super::arena::Arena;
 
-use super::entry::{Cold, Extra, Hot, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, V6};
+use super::entry::{Cold, Extra, Hot, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING, V6};
 use super::key::Key;
 use super::record::{Dir, EarlyPkt, EndReason, FlowRecord, RecordBatch, RecordKey, Verdict};
+use crate::classify::pool::{Job, PoolLink};
 use crate::classify::{Classifier, FlowFeatures};
 use crate::config::FlowConfig;
 use crate::features::{early, tcp};
@@ -79,6 +80,12 @@ pub struct FlowCounters {
     pub classified: u64,
     /// Largest number of flows alive at once.
     pub peak_flows: u64,
+    /// Jobs the classifier pool could not take (retried at the flow's next
+    /// packet).
+    pub classify_queue_full: u64,
+    /// Flows that ended while their job was still on the pool (reported
+    /// "unknown").
+    pub verdicts_late: u64,
 }
 
 /// A flow table (see the module docs).
@@ -105,6 +112,10 @@ pub struct FlowTable {
     now: Nanos,
     model: Option<Arc<dyn Classifier>>,
     decide_at: usize,
+    pool: Option<PoolLink>,
+    /// The model runs on the pool (stays true after the pool is detached).
+    pooled: bool,
+    outstanding: usize,
     /// Finished records waiting to be handed to the exporters.
     pub out: RecordBatch,
     /// Counters.
@@ -150,6 +161,9 @@ impl FlowTable {
             now: 0,
             model,
             decide_at,
+            pool: None,
+            pooled: false,
+            outstanding: 0,
             out: RecordBatch::with_capacity(1024, n),
             counters: FlowCounters::default(),
         })
@@ -402,8 +416,15 @@ impl FlowTable {
                 tcp::count_flags(&mut x.flags, d, p.flags);
             }
         }
-        if self.decide_at != 0 && h.state & DECIDED == 0 && h.n_early as usize >= self.decide_at {
-            self.decide(s);
+        if self.decide_at != 0
+            && h.state & (DECIDED | PENDING) == 0
+            && h.n_early as usize >= self.decide_at
+        {
+            if self.pool.is_some() {
+                self.submit(s);
+            } else {
+                self.decide(s);
+            }
         }
     }
 
@@ -429,9 +450,94 @@ impl FlowTable {
         self.counters.classified += 1;
     }
 
+    /// Sends the classification of slot `s` to the pool; when the queue is
+    /// full the flow retries at its next packet.
+    fn submit(&mut self, s: usize) {
+        let Some(pool) = &self.pool else { return };
+        let h = &self.hot[s];
+        let (_, sport, _, dport) = client_server(h);
+        let n = h.n_early as usize;
+        let base = s * self.n;
+        let mut job = Job {
+            shard: pool.shard,
+            slot: s as u32,
+            ident: (self.cold[s].first_ts, h.hash),
+            early: [EarlyPkt::default(); super::record::MAX_EARLY],
+            n: n as u8,
+            proto: h.key.proto,
+            sport,
+            dport,
+        };
+        job.early[..n].copy_from_slice(&self.early.as_slice()[base..base + n]);
+        if pool.jobs.try_send(job).is_ok() {
+            self.hot[s].state |= PENDING;
+            self.outstanding += 1;
+        } else {
+            self.counters.classify_queue_full += 1;
+        }
+    }
+
+    /// Connects the table to a classifier pool (costly models).
+    pub fn attach_pool(&mut self, link: PoolLink) {
+        self.pool = Some(link);
+        self.pooled = true;
+    }
+
+    /// Disconnects the pool (after the final drain), so its workers can stop.
+    pub fn detach_pool(&mut self) {
+        self.pool = None;
+    }
+
+    /// Applies the verdicts the pool has returned; with `wait`, until no job
+    /// of this table is outstanding (before the final flush).
+    pub fn drain_verdicts(&mut self, wait: bool) {
+        loop {
+            let Some(pool) = &self.pool else { return };
+            let done = if wait && self.outstanding > 0 {
+                match pool.done.recv() {
+                    Ok(d) => d,
+                    Err(_) => return,
+                }
+            } else {
+                match pool.done.try_recv() {
+                    Ok(d) => d,
+                    Err(_) => return,
+                }
+            };
+            self.outstanding = self.outstanding.saturating_sub(1);
+            let s = done.slot as usize;
+            if s >= self.high {
+                continue;
+            }
+            let h = &self.hot[s];
+            let same = h.state & (IN_USE | PENDING) == IN_USE | PENDING
+                && (self.cold[s].first_ts, h.hash) == done.ident;
+            if same {
+                let h = &mut self.hot[s];
+                h.state = (h.state & !PENDING) | DECIDED;
+                h.app = done.verdict.class;
+                let c = &mut self.cold[s];
+                c.conf = (done.verdict.confidence.clamp(0.0, 1.0) * 65535.0).round() as u16;
+                c.at = done.verdict.at_packet;
+                self.counters.classified += 1;
+            }
+        }
+    }
+
     /// Ends slot `s`: appends its record to [`Self::out`] and frees it.
     fn end(&mut self, s: usize, reason: EndReason) {
-        if self.hot[s].state & DECIDED == 0 && self.hot[s].n_early > 0 {
+        self.emit(s, reason);
+        self.remove(s);
+    }
+
+    /// Appends the record of slot `s` to [`Self::out`] (the slot stays).
+    fn emit(&mut self, s: usize, reason: EndReason) {
+        let state = self.hot[s].state;
+        if state & PENDING != 0 {
+            self.counters.verdicts_late += 1;
+        } else if state & DECIDED == 0 && self.hot[s].n_early > 0 && !self.pooled {
+            // A flow shorter than N packets: cheap models decide with what it
+            // had. (With a pooled model it stays unknown: no stall at its end.)
             self.decide(s);
         }
         let h = self.hot[s];
@@ -489,7 +595,6 @@ impl FlowTable {
         self.out
             .push(rec, &self.early.as_slice()[base..base + h.n_early as usize]);
         self.counters.ended[reason as usize] += 1;
-        self.remove(s);
     }
 
     /// Removes slot `s` from the index (backward-shift deletion) and frees it.
@@ -622,9 +727,15 @@ impl FlowTable {
                     None if self.hot[s].state & CLOSED != 0 => close_reason(&self.cold[s]),
                     None => EndReason::EndOfInput,
                 };
-                self.end(s, r);
+                // Every flow goes: no per-flow index deletion, the index is
+                // cleared below in one pass.
+                self.emit(s, r);
+                self.hot[s].state = 0;
+                self.free.push(s as u32);
             }
         }
+        self.index.as_mut_slice().fill(0);
+        self.used = 0;
     }
 }
 

@@ -50,6 +50,8 @@ impl Counters {
         }
         self.flows.classified += o.flows.classified;
         self.flows.peak_flows += o.flows.peak_flows;
+        self.flows.classify_queue_full += o.flows.classify_queue_full;
+        self.flows.verdicts_late += o.flows.verdicts_late;
         self.export_dropped += o.export_dropped;
         self.table_bytes += o.table_bytes;
     }
