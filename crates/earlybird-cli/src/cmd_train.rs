@@ -127,6 +127,9 @@ pub struct TrainArgs {
 }
 
 pub fn run(a: TrainArgs) -> i32 {
+    if a.png.is_some() && a.data.split <= 0.0 {
+        return crate::fail("--png needs --split (a held-out part to evaluate)");
+    }
     let algo: Algo = match a.algo.parse() {
         Ok(x) => x,
         Err(e) => return crate::fail(e),
@@ -155,8 +158,6 @@ pub fn run(a: TrainArgs) -> i32 {
                 return crate::fail(e);
             }
         }
-    } else if a.png.is_some() {
-        return crate::fail("--png needs --split (a held-out part to evaluate)");
     }
     0
 }
