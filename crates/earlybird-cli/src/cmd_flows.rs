@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::Args;
 use earlybird::config::FlowConfig;
 use earlybird::export::{self, ExportOptions, Format};
-use earlybird::pipeline::{self, ExportPolicy, ModelRef, RunControl, RunOptions};
+use earlybird::pipeline::{self, ExportPolicy, RunControl, RunOptions};
 use earlybird::time::SECOND;
 
 use crate::progress::Progress;
@@ -89,6 +89,13 @@ pub struct FlowsArgs {
     /// Do not show the progress bar.
     #[arg(long)]
     no_progress: bool,
+    /// Label flows with this model file instead of the built-in default
+    /// model (see `earlybird train`).
+    #[arg(long, value_name = "MODEL", conflicts_with = "no_model")]
+    model: Option<PathBuf>,
+    /// Do not label flows (no classifier runs).
+    #[arg(long)]
+    no_model: bool,
 }
 
 fn secs(s: f64, what: &str) -> Result<u64, String> {
@@ -133,7 +140,10 @@ pub fn run(a: FlowsArgs) -> i32 {
     if let Err(e) = opts.flow.validate() {
         return crate::fail(e);
     }
-    let model = ModelRef::default();
+    let model = match crate::model_arg::model_ref(a.model.as_deref(), a.no_model) {
+        Ok(m) => m,
+        Err(e) => return crate::fail(e),
+    };
     let eopts = ExportOptions {
         early_packets: opts.flow.early_packets,
         class_names: model.classes.clone(),

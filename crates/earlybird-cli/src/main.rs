@@ -8,8 +8,11 @@
 //! SIGINT/SIGTERM (open flows were flushed).
 
 mod cmd_bench;
+mod cmd_evaluate;
 mod cmd_flows;
 mod cmd_gen;
+mod cmd_train;
+mod model_arg;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -31,6 +34,11 @@ enum Command {
     Gen(cmd_gen::GenArgs),
     /// Measure end-to-end throughput (Mpps, Gbit/s) and memory per flow.
     Bench(cmd_bench::BenchArgs),
+    /// Train a classifier on labelled captures and write the model file.
+    Train(cmd_train::TrainArgs),
+    /// Score a model (or compare algorithms) on labelled captures: accuracy,
+    /// macro F1, per-class precision/recall, confusion matrix, accuracy vs N.
+    Evaluate(cmd_evaluate::EvaluateArgs),
 }
 
 fn main() {
@@ -39,6 +47,8 @@ fn main() {
         Command::Flows(a) => cmd_flows::run(a),
         Command::Gen(a) => cmd_gen::run(a),
         Command::Bench(a) => cmd_bench::run(a),
+        Command::Train(a) => cmd_train::run(a),
+        Command::Evaluate(a) => cmd_evaluate::run(a),
     };
     std::process::exit(code);
 }

@@ -269,6 +269,43 @@ impl LabelSet {
         Some(self.labels[*id as usize].as_str())
     }
 
+    /// Adds the labels of `other`; a (capture, 5-tuple) both sets label
+    /// keeps this set's label and is counted in `duplicate_rows`.
+    pub fn merge(&mut self, other: LabelSet) {
+        let mut ids: HashMap<String, u32> = self
+            .labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.clone(), i as u32))
+            .collect();
+        let remap: Vec<u32> = other
+            .labels
+            .iter()
+            .map(|l| {
+                let next = self.labels.len() as u32;
+                *ids.entry(l.clone()).or_insert_with(|| {
+                    self.labels.push(l.clone());
+                    next
+                })
+            })
+            .collect();
+        for (pcap, flows) in other.by_pcap {
+            let per = self.by_pcap.entry(pcap).or_default();
+            for (key, id) in flows {
+                match per.entry(key) {
+                    std::collections::hash_map::Entry::Occupied(_) => self.duplicate_rows += 1,
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(remap[id as usize]);
+                    }
+                }
+            }
+        }
+        self.skipped_rows += other.skipped_rows;
+        self.unknown_rows += other.unknown_rows;
+        self.guessed_rows += other.guessed_rows;
+        self.duplicate_rows += other.duplicate_rows;
+    }
+
     /// Number of labelled flows.
     pub fn len(&self) -> usize {
         self.by_pcap.values().map(|m| m.len()).sum()
@@ -564,6 +601,28 @@ mod tests {
             set.lookup("b.pcap", 6, &b, 80, &a, 40000),
             Some("HTTP.Foo, Inc")
         );
+    }
+
+    #[test]
+    fn merge_unions_and_keeps_first_label() {
+        let mut a = LabelSet::parse(CSV, LabelLevel::App, &LabelOptions::default()).unwrap();
+        let b = LabelSet::parse(
+            "pcap,proto,src,sport,dst,dport,app_label\n\
+             a.pcap,TCP,178.62.197.130,443,192.168.1.13,55523,Other\n\
+             c.pcap,UDP,10.0.0.1,1,10.0.0.2,2,MDNS\n",
+            LabelLevel::App,
+            &LabelOptions::default(),
+        )
+        .unwrap();
+        let n = a.len();
+        a.merge(b);
+        assert_eq!((a.len(), a.duplicate_rows), (n + 1, 1));
+        let c = v4([192, 168, 1, 13]);
+        let s = v4([178, 62, 197, 130]);
+        assert_eq!(a.lookup("a.pcap", 6, &c, 55523, &s, 443), Some("TLS.ntop"));
+        let (x, y) = (v4([10, 0, 0, 1]), v4([10, 0, 0, 2]));
+        assert_eq!(a.lookup("c.pcap", 17, &x, 1, &y, 2), Some("MDNS"));
+        assert_eq!(a.skipped_rows, 1);
     }
 
     #[test]

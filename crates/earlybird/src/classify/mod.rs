@@ -11,7 +11,8 @@
 //! `tree` (C4.5, flat array), `forest` (bagged trees), `svm` (RBF, one-vs-one),
 //! `ports` (port baseline), `vector` (features shared by tree/forest/SVM),
 //! `model` (the `Model` type and its file format, `docs/MODEL_FORMAT.md`),
-//! `dataset` (ground-truth labels and samples), `train`, `evaluate`.
+//! `dataset` (ground-truth labels and samples), `train`, `evaluate`,
+//! `workflow` (capture files + label CSVs → data sets, models, reports).
 //! Algorithms and measured costs: `docs/CLASSIFIERS.md`.
 
 pub mod dataset;
@@ -27,6 +28,7 @@ mod testutil;
 pub mod train;
 pub mod tree;
 pub mod vector;
+pub mod workflow;
 
 pub use dataset::{Dataset, LabelLevel, LabelOptions, LabelSet, Sample};
 pub use evaluate::{evaluate, Report};

@@ -1,0 +1,131 @@
+//! `earlybird evaluate`: a model (or several algorithms trained on a split)
+//! against labelled captures. One call to
+//! `classify::workflow::evaluate_captures` or `compare_captures`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use earlybird::classify::workflow;
+use earlybird::classify::{Algo, Model, Report};
+
+use crate::cmd_train::{DataArgs, ModelArgs};
+
+#[derive(Args)]
+pub struct EvaluateArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    /// Model file to evaluate (its label level is used unless --level is
+    /// given explicitly).
+    #[arg(
+        short,
+        long,
+        value_name = "MODEL",
+        conflicts_with = "algos",
+        required_unless_present = "algos"
+    )]
+    model: Option<PathBuf>,
+    /// Compare algorithms instead: train each on the training captures of
+    /// --split and evaluate it on the held-out ones, e.g. nb,c45,forest,ports.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    algos: Vec<String>,
+    #[command(flatten)]
+    train: ModelArgs,
+    /// Draw accuracy versus the first k packets (k = 1..10), one curve per
+    /// model, as a PNG.
+    #[arg(long, value_name = "CHART.png")]
+    png: Option<PathBuf>,
+}
+
+fn chart(path: &PathBuf, reports: &[(String, &Report)]) -> Result<(), earlybird::Error> {
+    let named: Vec<(&str, &Report)> = reports.iter().map(|(n, r)| (n.as_str(), *r)).collect();
+    Report::write_curves_png(path, &named)
+}
+
+pub fn run(a: EvaluateArgs) -> i32 {
+    match &a.model {
+        Some(path) => {
+            let model = match Model::load(path) {
+                Ok(m) => m,
+                Err(e) => return crate::fail(e),
+            };
+            let level = match (&a.train.level, model.info.level) {
+                (None, Some(l)) => l,
+                _ => a.train.level(),
+            };
+            let (files, labels, data) = match a.data.load(level) {
+                Ok(x) => x,
+                Err(e) => return crate::fail(e),
+            };
+            let (report, summary) =
+                match workflow::evaluate_captures(&model, &files, &labels, &data) {
+                    Ok(x) => x,
+                    Err(e) => return crate::fail(e),
+                };
+            for s in &summary.captures.skipped {
+                eprintln!("earlybird: warning: skipped {s}");
+            }
+            println!(
+                "{model}\nlabels at level {}\n{summary}\n\n{report}",
+                level.name()
+            );
+            if let Some(p) = &a.png {
+                if let Err(e) = chart(p, &[(report.algo.clone(), &report)]) {
+                    return crate::fail(e);
+                }
+            }
+        }
+        None => {
+            let mut opts = Vec::new();
+            for name in &a.algos {
+                match name.trim().parse::<Algo>() {
+                    Ok(algo) => opts.push(a.train.options(algo, a.data.seed)),
+                    Err(e) => return crate::fail(e),
+                }
+            }
+            let (files, labels, data) = match a.data.load(a.train.level()) {
+                Ok(x) => x,
+                Err(e) => return crate::fail(e),
+            };
+            let (reports, summary) = match workflow::compare_captures(&files, &labels, &data, &opts)
+            {
+                Ok(x) => x,
+                Err(e) => return crate::fail(e),
+            };
+            for s in &summary.captures.skipped {
+                eprintln!("earlybird: warning: skipped {s}");
+            }
+            let ports = if a.train.use_ports { " + ports" } else { "" };
+            println!(
+                "labels at level {}, N = {}, split {} by capture file (seed {})\n{summary}\n",
+                a.train.level().name(),
+                a.train.packets,
+                a.data.split,
+                a.data.seed
+            );
+            println!("{:<14} {:>9} {:>9}", "algorithm", "accuracy", "macro F1");
+            let names: Vec<String> = reports
+                .iter()
+                .map(|r| {
+                    if r.algo == "nb" || r.algo == "ports" {
+                        r.algo.clone()
+                    } else {
+                        format!("{}{ports}", r.algo)
+                    }
+                })
+                .collect();
+            for (n, r) in names.iter().zip(&reports) {
+                println!("{n:<14} {:>8.2}% {:>9.3}", 100.0 * r.accuracy, r.macro_f1);
+            }
+            for r in &reports {
+                println!("\n{r}");
+            }
+            if let Some(p) = &a.png {
+                let named: Vec<(String, &Report)> = names.into_iter().zip(&reports).collect();
+                if let Err(e) = chart(p, &named) {
+                    return crate::fail(e);
+                }
+            }
+        }
+    }
+    0
+}

@@ -1,0 +1,163 @@
+//! `earlybird train`: labelled captures → model file (one call to
+//! `classify::workflow::train_captures`). Also holds the data options shared
+//! with `earlybird evaluate`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use earlybird::classify::workflow::{self, DataOptions};
+use earlybird::classify::{Algo, LabelLevel, LabelOptions, LabelSet, TrainOptions};
+
+/// Captures, ground truth and how they become data sets.
+#[derive(Args)]
+pub struct DataArgs {
+    /// Capture files (pcap/pcapng) or directories holding them; a flow's
+    /// label is looked up by capture file name and 5-tuple.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Ground-truth CSV (columns pcap, proto, src, sport, dst, dport and the
+    /// label column of --level, as classify/*/ndpi_truth.csv). Repeat to
+    /// merge several.
+    #[arg(short, long, value_name = "LABELS.csv", required = true)]
+    pub labels: Vec<PathBuf>,
+    /// Keep only labels nDPI found by payload inspection (drops "Match by
+    /// port"/"Match by IP" guesses).
+    #[arg(long)]
+    pub dpi_only: bool,
+    /// Keep at most K flows per (capture, class), so that one long capture
+    /// does not dominate (chosen with --seed).
+    #[arg(long, value_name = "K")]
+    pub max_per_capture: Option<usize>,
+    /// Drop classes with fewer flows than this.
+    #[arg(long, value_name = "FLOWS", default_value_t = 1)]
+    pub min_support: usize,
+    /// Hold out this fraction of the flows, whole capture FILES at a time,
+    /// for testing (0 = none). The same files, options and --seed give the
+    /// same split in train and evaluate.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
+    pub split: f64,
+    /// Seed of the split, the per-capture cap and the forest.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl DataArgs {
+    /// Capture files (directories expanded), labels and data options.
+    pub fn load(
+        &self,
+        level: LabelLevel,
+    ) -> Result<(Vec<PathBuf>, LabelSet, DataOptions), earlybird::Error> {
+        let files = workflow::capture_files(&self.files)?;
+        let opt = LabelOptions {
+            keep_unknown: false,
+            dpi_only: self.dpi_only,
+        };
+        let labels = workflow::load_labels(&self.labels, level, &opt)?;
+        let data = DataOptions {
+            max_per_capture: self.max_per_capture,
+            min_support: self.min_support,
+            test_fraction: self.split,
+            seed: self.seed,
+            ..DataOptions::default()
+        };
+        Ok((files, labels, data))
+    }
+}
+
+/// How a model is trained.
+#[derive(Args)]
+pub struct ModelArgs {
+    /// Ground-truth level that becomes the class: app (app_label, e.g.
+    /// TLS.Google), proto (master protocol, e.g. TLS) or category (e.g. Web).
+    /// Default: proto (evaluate --model: the model's own level).
+    #[arg(long, value_name = "LEVEL", value_parser = ["app", "proto", "category"])]
+    pub level: Option<String>,
+    /// N: early packets the model looks at (1..=32).
+    #[arg(short = 'n', long, value_name = "N", default_value_t = 4)]
+    pub packets: usize,
+    /// c45, forest, svm: also use the IP protocol and the server port.
+    #[arg(long)]
+    pub use_ports: bool,
+    /// Verdicts with a lower confidence are reported as unknown (0..1).
+    #[arg(long, value_name = "T", default_value_t = 0.0)]
+    pub threshold: f32,
+    /// forest: number of trees.
+    #[arg(long, value_name = "TREES", default_value_t = 20)]
+    pub trees: usize,
+}
+
+impl ModelArgs {
+    pub fn level(&self) -> LabelLevel {
+        self.level
+            .as_deref()
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(LabelLevel::Proto)
+    }
+
+    pub fn options(&self, algo: Algo, seed: u64) -> TrainOptions {
+        TrainOptions {
+            algo,
+            packets: self.packets,
+            use_ports: self.use_ports,
+            threshold: self.threshold,
+            trees: self.trees,
+            seed,
+            level: Some(self.level()),
+            ..TrainOptions::default()
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct TrainArgs {
+    #[command(flatten)]
+    data: DataArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Algorithm: nb (Naive Bayes), c45 (decision tree), forest (random
+    /// forest), svm (RBF SVM, slow), ports (port baseline).
+    #[arg(short, long, value_name = "ALGO", default_value = "c45", value_parser = ["nb", "c45", "forest", "svm", "ports"])]
+    algo: String,
+    /// Model file to write.
+    #[arg(short, long, value_name = "MODEL")]
+    output: PathBuf,
+    /// With --split: also draw the held-out accuracy versus packets (PNG).
+    #[arg(long, value_name = "CHART.png")]
+    png: Option<PathBuf>,
+}
+
+pub fn run(a: TrainArgs) -> i32 {
+    if a.png.is_some() && a.data.split <= 0.0 {
+        return crate::fail("--png needs --split (a held-out part to evaluate)");
+    }
+    let algo: Algo = match a.algo.parse() {
+        Ok(x) => x,
+        Err(e) => return crate::fail(e),
+    };
+    let (files, labels, data) = match a.data.load(a.model.level()) {
+        Ok(x) => x,
+        Err(e) => return crate::fail(e),
+    };
+    let opts = a.model.options(algo, a.data.seed);
+    let (model, summary, report) = match workflow::train_captures(&files, &labels, &data, &opts) {
+        Ok(x) => x,
+        Err(e) => return crate::fail(e),
+    };
+    for s in &summary.captures.skipped {
+        eprintln!("earlybird: warning: skipped {s}");
+    }
+    if let Err(e) = model.save(&a.output) {
+        return crate::fail(e);
+    }
+    println!("{summary}");
+    println!("wrote {}: {model}", a.output.display());
+    if let Some(r) = report {
+        println!("\nheld-out captures:\n{r}");
+        if let Some(p) = &a.png {
+            if let Err(e) = r.write_png(p) {
+                return crate::fail(e);
+            }
+        }
+    }
+    0
+}

@@ -1,0 +1,114 @@
+//! `earlybird train` then `earlybird evaluate` on a few corpus captures, and
+//! `earlybird flows` labelling with the built-in model (skips without the
+//! corpus).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn corpus() -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!("SKIPPED: corpus not found at {}", p.display());
+        None
+    }
+}
+
+fn eb(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_earlybird"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn train_then_evaluate() {
+    let Some(c) = corpus() else { return };
+    let dev = c.join("classify/dev");
+    let pcap = |n: &str| dev.join("ndpi/pcap").join(n).display().to_string();
+    let truth = dev.join("ndpi_truth.csv").display().to_string();
+    let dir = std::env::temp_dir().join(format!("eb-cli-train-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("m.ebm").display().to_string();
+    let png = dir.join("k.png").display().to_string();
+    let files = [
+        pcap("alexa-app.pcapng"),
+        pcap("dns_ambiguous_names.pcap"),
+        pcap("6in4tunnel.pcap"),
+        pcap("443-curl.pcap"),
+    ];
+    let mut args = vec!["train", "--algo", "c45", "--use-ports", "-n", "3"];
+    args.extend(["--labels", &truth, "-o", &model]);
+    args.extend(files.iter().map(|s| s.as_str()));
+    let (code, out, err) = eb(&args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("c45 model"), "{out}");
+    let mut args = vec![
+        "evaluate", "--model", &model, "--labels", &truth, "--png", &png,
+    ];
+    args.extend(files.iter().map(|s| s.as_str()));
+    let (code, out, err) = eb(&args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    for want in [
+        "accuracy",
+        "macro F1",
+        "precision",
+        "k =  1",
+        "TLS",
+        "level proto",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+    assert!(std::fs::metadata(&png).unwrap().len() > 1000);
+    // Compare several algorithms on a split by capture file.
+    let mut args = vec!["evaluate", "--algos", "nb,c45,ports", "--split", "0.5"];
+    args.extend(["--labels", &truth]);
+    args.extend(files.iter().map(|s| s.as_str()));
+    let (code, out, err) = eb(&args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("ports") && out.contains("nb"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn errors_name_the_file() {
+    let (code, _, err) = eb(&[
+        "train",
+        "--labels",
+        "/nonexistent/t.csv",
+        "-o",
+        "/tmp/x.ebm",
+        "/nonexistent/a.pcap",
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("/nonexistent/a.pcap"), "{err}");
+    let (code, _, err) = eb(&[
+        "flows",
+        "--model",
+        "/nonexistent/m.ebm",
+        "/nonexistent/a.pcap",
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("/nonexistent/m.ebm"), "{err}");
+}
+
+#[test]
+fn flows_labels_with_the_built_in_model() {
+    let Some(c) = corpus() else { return };
+    let cap = c
+        .join("classify/dev/ndpi/pcap/alexa-app.pcapng")
+        .display()
+        .to_string();
+    let (code, out, err) = eb(&["flows", "-q", "--no-progress", &cap]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(",TLS,") || out.contains("\"TLS\""), "{out}");
+    let (code, out, err) = eb(&["flows", "-q", "--no-progress", "--no-model", &cap]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains(",TLS,"), "{out}");
+}

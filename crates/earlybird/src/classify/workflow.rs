@@ -1,0 +1,427 @@
+//! Capture files + ground-truth CSVs → data sets, trained models and
+//! evaluation reports: the glue behind `earlybird train` and
+//! `earlybird evaluate` (and the Python package), so each is one call.
+//!
+//! Contract:
+//! - [`capture_files`] expands directories (recursively, sorted) into files;
+//!   a path that does not exist is [`Error::Io`] naming it.
+//! - [`load_labels`] reads and merges several ground-truth CSVs
+//!   ([`LabelSet::load_with`]); errors name the file.
+//! - [`dataset_from_captures`] runs [`pipeline::collect`] once per file (the
+//!   file name is the sample's group) and labels flows by file name and
+//!   5-tuple. A file that cannot be opened is an error naming it; a file
+//!   that is not a usable capture (not pcap/pcapng, unsupported link type)
+//!   is listed in [`CaptureStats::skipped`] and the others are still read.
+//! - [`prepare`] applies [`DataOptions`] (cap per capture, minimum class
+//!   support, split by capture FILE with a seed) to that data set;
+//!   [`train_captures`], [`evaluate_captures`] and [`compare_captures`] build
+//!   on it. The same files, labels and options always give the same split,
+//!   so a model trained with `test_fraction = f, seed = s` can be evaluated
+//!   on exactly its held-out files.
+//!
+//! Runs offline and allocates freely (every flow's early packets are kept
+//! in memory); never panics on input.
+
+use std::path::{Path, PathBuf};
+
+use super::dataset::{Dataset, LabelLevel, LabelOptions, LabelSet};
+use super::evaluate::{evaluate, Report, MAX_K};
+use super::model::Model;
+use super::train::{train, TrainOptions};
+use crate::error::{Error, Result};
+use crate::pipeline::{self, ModelRef, RunOptions};
+use crate::source::CaptureFile;
+
+/// What reading the captures gave.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CaptureStats {
+    /// Captures read.
+    pub files: usize,
+    /// Captures with at least one labelled flow.
+    pub files_labelled: usize,
+    /// Flows found.
+    pub flows: usize,
+    /// Flows with a ground-truth label.
+    pub labelled: usize,
+    /// Flows the ground truth does not name (or names `Unknown`).
+    pub unlabelled: usize,
+    /// `"file: reason"` of inputs that are not usable captures.
+    pub skipped: Vec<String>,
+}
+
+impl std::fmt::Display for CaptureStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} captures ({} with labelled flows, {} skipped), {} flows: {} labelled, {} without a label",
+            self.files,
+            self.files_labelled,
+            self.skipped.len(),
+            self.flows,
+            self.labelled,
+            self.unlabelled
+        )
+    }
+}
+
+/// How the labelled flows become training and test sets.
+#[derive(Debug, Clone)]
+pub struct DataOptions {
+    /// Flow formation; `flow.early_packets` is raised to at least N and to
+    /// 10 (the evaluation's k curve).
+    pub run: RunOptions,
+    /// Keep at most this many flows per (capture, class), chosen with
+    /// `seed` ([`Dataset::cap_per_group`]).
+    pub max_per_capture: Option<usize>,
+    /// Drop classes with fewer flows than this (after the cap).
+    pub min_support: usize,
+    /// Fraction of the flows whose capture FILES are held out for testing
+    /// (0 = no split: train or evaluate on everything).
+    pub test_fraction: f64,
+    /// Seed of the cap and the split.
+    pub seed: u64,
+}
+
+impl Default for DataOptions {
+    fn default() -> Self {
+        DataOptions {
+            run: RunOptions::default(),
+            max_per_capture: None,
+            min_support: 1,
+            test_fraction: 0.0,
+            seed: 1,
+        }
+    }
+}
+
+/// The sets a run works on.
+#[derive(Debug, Clone, Default)]
+pub struct Prepared {
+    /// Training side (everything when there is no split).
+    pub train: Dataset,
+    /// Held-out side (empty when there is no split).
+    pub test: Dataset,
+    /// What reading the captures gave.
+    pub captures: CaptureStats,
+}
+
+/// Sizes of the sets, for reports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DataSummary {
+    /// What reading the captures gave.
+    pub captures: CaptureStats,
+    /// Classes kept (after the cap and minimum support).
+    pub classes: usize,
+    /// Flows and capture files on the training side.
+    pub train_flows: usize,
+    /// Capture files on the training side.
+    pub train_files: usize,
+    /// Flows on the evaluated side.
+    pub test_flows: usize,
+    /// Capture files on the evaluated side.
+    pub test_files: usize,
+    /// Share of the evaluated flows in their most frequent class: the
+    /// accuracy of always answering that class.
+    pub majority_rate: f64,
+}
+
+impl std::fmt::Display for DataSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "{}", self.captures)?;
+        write!(
+            f,
+            "{} classes; training {} flows from {} captures; evaluation {} flows from {} captures (majority class {:.1} %)",
+            self.classes,
+            self.train_flows,
+            self.train_files,
+            self.test_flows,
+            self.test_files,
+            100.0 * self.majority_rate
+        )
+    }
+}
+
+/// Files of a capture directory tree (names starting with `.` and ground
+/// truth or text files are left out).
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let rd = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    let mut entries = Vec::new();
+    for e in rd {
+        entries.push(e.map_err(|e| Error::io(dir, e))?.path());
+    }
+    entries.sort();
+    for p in entries {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with('.') {
+            continue;
+        }
+        if p.is_dir() {
+            walk(&p, out)?;
+        } else if ![".csv", ".md", ".txt", ".out", ".json", ".py", ".sh"]
+            .iter()
+            .any(|s| name.ends_with(s))
+        {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// Expands directories into the capture files under them.
+pub fn capture_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in inputs {
+        let meta = std::fs::metadata(p).map_err(|e| Error::io(p, e))?;
+        if meta.is_dir() {
+            walk(p, &mut out)?;
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Reads and merges ground-truth CSVs (a 5-tuple labelled by an earlier file
+/// keeps that label).
+pub fn load_labels(paths: &[PathBuf], level: LabelLevel, opt: &LabelOptions) -> Result<LabelSet> {
+    if paths.is_empty() {
+        return Err(Error::Config("no label file given".into()));
+    }
+    let mut set = LabelSet::default();
+    for p in paths {
+        set.merge(LabelSet::load_with(p, level, opt)?);
+    }
+    Ok(set)
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.display().to_string())
+}
+
+/// Runs every capture through the flow meter and keeps the labelled flows
+/// (see the module docs).
+pub fn dataset_from_captures(
+    files: &[PathBuf],
+    labels: &LabelSet,
+    opts: &RunOptions,
+) -> Result<(Dataset, CaptureStats)> {
+    let mut data = Dataset::default();
+    let mut stats = CaptureStats::default();
+    for path in files {
+        let cap = match CaptureFile::open(path) {
+            Ok(c) => c,
+            Err(e @ Error::Io { .. }) => return Err(e),
+            Err(e) => {
+                stats.skipped.push(e.to_string());
+                continue;
+            }
+        };
+        let (flows, _) = pipeline::collect(std::slice::from_ref(&cap), opts, &ModelRef::default())
+            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+        let group = file_name(path);
+        let before = stats.labelled;
+        for f in &flows {
+            let k = &f.record.key;
+            match labels.lookup(&group, k.proto, &k.src, k.sport, &k.dst, k.dport) {
+                Some(label) => {
+                    data.add(&group, &f.record, &f.early, label);
+                    stats.labelled += 1;
+                }
+                None => stats.unlabelled += 1,
+            }
+        }
+        stats.files += 1;
+        stats.flows += flows.len();
+        if stats.labelled > before {
+            stats.files_labelled += 1;
+        }
+    }
+    Ok((data, stats))
+}
+
+/// Reads the captures and builds the training and test sets.
+pub fn prepare(
+    files: &[PathBuf],
+    labels: &LabelSet,
+    opt: &DataOptions,
+    packets: usize,
+) -> Result<Prepared> {
+    if !(0.0..1.0).contains(&opt.test_fraction) {
+        return Err(Error::Config(format!(
+            "test fraction {} outside [0, 1)",
+            opt.test_fraction
+        )));
+    }
+    let mut run = opt.run.clone();
+    run.flow.early_packets = run.flow.early_packets.max(packets).max(MAX_K);
+    let (data, captures) = dataset_from_captures(files, labels, &run)?;
+    if data.samples.is_empty() {
+        return Err(Error::Config(format!(
+            "no flow of the {} capture(s) has a label: check that the label files name these captures ({captures})",
+            files.len()
+        )));
+    }
+    let data = match opt.max_per_capture {
+        Some(k) => data.cap_per_group(k.max(1), opt.seed),
+        None => data,
+    };
+    let data = data.min_class_support(opt.min_support);
+    let (train, test) = if opt.test_fraction > 0.0 {
+        data.split_by_group(opt.test_fraction, opt.seed)
+    } else {
+        let empty = Dataset {
+            classes: data.classes.clone(),
+            samples: Vec::new(),
+        };
+        (data, empty)
+    };
+    Ok(Prepared {
+        train,
+        test,
+        captures,
+    })
+}
+
+fn groups(d: &Dataset) -> usize {
+    d.samples
+        .iter()
+        .map(|s| s.group.as_str())
+        .collect::<std::collections::HashSet<_>>()
+        .len()
+}
+
+fn majority_rate(d: &Dataset) -> f64 {
+    let top = d.support().into_iter().max().unwrap_or(0);
+    if d.samples.is_empty() {
+        0.0
+    } else {
+        top as f64 / d.samples.len() as f64
+    }
+}
+
+impl Prepared {
+    /// Sizes; `eval` is the side evaluated.
+    fn summary(&self, eval: &Dataset) -> DataSummary {
+        DataSummary {
+            captures: self.captures.clone(),
+            classes: self.train.classes.len(),
+            train_flows: self.train.samples.len(),
+            train_files: groups(&self.train),
+            test_flows: eval.samples.len(),
+            test_files: groups(eval),
+            majority_rate: majority_rate(eval),
+        }
+    }
+}
+
+/// Trains a model on the captures (on the training side when
+/// `data.test_fraction > 0`, and then also evaluates it on the held-out
+/// files). `opts.trained_on` is filled in when empty.
+pub fn train_captures(
+    files: &[PathBuf],
+    labels: &LabelSet,
+    data: &DataOptions,
+    opts: &TrainOptions,
+) -> Result<(Model, DataSummary, Option<Report>)> {
+    let p = prepare(files, labels, data, opts.packets)?;
+    let mut opts = opts.clone();
+    if opts.trained_on.is_empty() {
+        opts.trained_on = format!(
+            "{} flows of {} captures",
+            p.train.samples.len(),
+            groups(&p.train)
+        );
+    }
+    let model = train(&p.train, &opts)?;
+    let report = (!p.test.samples.is_empty()).then(|| evaluate(&model, &p.test));
+    Ok((model, p.summary(&p.test), report))
+}
+
+/// Evaluates a model on the captures (only on the held-out files when
+/// `data.test_fraction > 0`).
+pub fn evaluate_captures(
+    model: &Model,
+    files: &[PathBuf],
+    labels: &LabelSet,
+    data: &DataOptions,
+) -> Result<(Report, DataSummary)> {
+    let p = prepare(files, labels, data, model.info.packets)?;
+    let eval = if data.test_fraction > 0.0 {
+        &p.test
+    } else {
+        &p.train
+    };
+    if eval.samples.is_empty() {
+        return Err(Error::Config(
+            "nothing to evaluate: the split left no capture on the test side".into(),
+        ));
+    }
+    Ok((evaluate(model, eval), p.summary(eval)))
+}
+
+/// Reads the captures once, splits them by file, trains one model per
+/// option set on the training side and evaluates each on the held-out
+/// files. Reports come in the order of `algos`.
+pub fn compare_captures(
+    files: &[PathBuf],
+    labels: &LabelSet,
+    data: &DataOptions,
+    algos: &[TrainOptions],
+) -> Result<(Vec<Report>, DataSummary)> {
+    if data.test_fraction <= 0.0 {
+        return Err(Error::Config(
+            "comparing algorithms needs a held-out fraction of the captures (e.g. 0.3)".into(),
+        ));
+    }
+    let packets = algos.iter().map(|a| a.packets).max().unwrap_or(1);
+    let p = prepare(files, labels, data, packets)?;
+    if p.test.samples.is_empty() {
+        return Err(Error::Config(
+            "the split left no capture on the test side (too few captures per class)".into(),
+        ));
+    }
+    let mut reports = Vec::with_capacity(algos.len());
+    for a in algos {
+        let model = train(&p.train, a)?;
+        reports.push(evaluate(&model, &p.test));
+    }
+    Ok((reports, p.summary(&p.test)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_inputs_are_named() {
+        let e = capture_files(&[PathBuf::from("/nonexistent/x.pcap")]).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/x.pcap"), "{e}");
+        let e = load_labels(&[], LabelLevel::App, &LabelOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("label"), "{e}");
+    }
+
+    #[test]
+    fn non_captures_are_skipped_and_counted() {
+        let dir = std::env::temp_dir().join(format!("eb-workflow-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/junk.pcap"), b"this is not a capture").unwrap();
+        std::fs::write(dir.join("truth.csv"), b"pcap\n").unwrap();
+        let files = capture_files(std::slice::from_ref(&dir)).unwrap();
+        assert_eq!(files, vec![dir.join("sub/junk.pcap")]);
+        let (d, s) =
+            dataset_from_captures(&files, &LabelSet::default(), &RunOptions::default()).unwrap();
+        assert!(d.samples.is_empty());
+        assert_eq!((s.files, s.skipped.len()), (0, 1));
+        assert!(s.skipped[0].contains("junk.pcap"), "{:?}", s.skipped);
+        let e = prepare(&files, &LabelSet::default(), &DataOptions::default(), 4).unwrap_err();
+        assert!(e.to_string().contains("no flow"), "{e}");
+        let bad = DataOptions {
+            test_fraction: 1.5,
+            ..DataOptions::default()
+        };
+        assert!(prepare(&files, &LabelSet::default(), &bad, 4).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
