@@ -42,6 +42,10 @@ pub struct BenchArgs {
     /// default) or toeplitz (RSS Toeplitz with the symmetric 0x6d5a key).
     #[arg(long, value_name = "HASH", default_value = "fold", value_parser = ["fold", "toeplitz"])]
     hash: String,
+    /// Classifier run inline in the shards: "default" (the built-in model)
+    /// or a model file; none by default (engine alone).
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
     /// Flow table capacity per shard for the runs (the thesis's table-size
     /// experiment; the worst-case files need one slot per flow).
     #[arg(long, default_value_t = 1_000_000)]
@@ -77,6 +81,17 @@ pub fn run(a: BenchArgs) -> i32 {
         },
         ..FlowConfig::default()
     };
+    let model = match a.model.as_deref() {
+        None => ModelRef::default(),
+        Some("default") => match crate::model_arg::model_ref(None, false) {
+            Ok(m) => m,
+            Err(e) => return crate::fail(e),
+        },
+        Some(p) => match crate::model_arg::model_ref(Some(std::path::Path::new(p)), false) {
+            Ok(m) => m,
+            Err(e) => return crate::fail(e),
+        },
+    };
     let cfg = BenchConfig {
         packets: a.packets,
         shards: a.shards.clone(),
@@ -85,7 +100,7 @@ pub fn run(a: BenchArgs) -> i32 {
         outputs,
         traffic,
         memory: !a.no_memory,
-        model: ModelRef::default(),
+        model,
         flow: flow.clone(),
     };
     println!(

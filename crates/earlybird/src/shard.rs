@@ -3,8 +3,9 @@
 //! Contract: [`Shard::batch`] takes a batch of packet references into a
 //! capture buffer, decodes each packet, keeps the packets whose symmetric flow
 //! hash selects this shard ([`crate::flow::key::shard_of`]), and runs them
-//! through the shard's own [`FlowTable`] in two passes (decode + hash +
-//! prefetch of the index bucket for the whole batch, then update), followed
+//! through the shard's own [`FlowTable`] in two passes (decode + hash for the
+//! whole batch, then update with index and entry prefetches running a few
+//! packets ahead), followed
 //! by one bounded step of incremental expiry. Nothing is shared with other
 //! shards and nothing is allocated per packet.
 //!
@@ -131,7 +132,6 @@ impl Shard {
             if self.shards > 1 && shard_of(hash, self.shards) != self.id {
                 continue;
             }
-            self.table.prefetch(hash);
             self.pkts.push(Pkt {
                 key,
                 hash,
@@ -145,11 +145,19 @@ impl Shard {
                 ip_offset: d.ip_offset,
             });
         }
-        // Second stage: while packet i updates its flow, the entry lines of
-        // packet i + AHEAD are being fetched (their index buckets were
-        // prefetched during decoding).
+        // Second pass, software-pipelined: while packet i updates its flow,
+        // the index bucket of packet i + 2·AHEAD and the entry lines of
+        // packet i + AHEAD (whose bucket is arriving) are being fetched. A
+        // bounded number of prefetches in flight: issuing one per packet of
+        // the whole batch up front overran the CPU's fill buffers.
         const AHEAD: usize = 8;
+        for q in self.pkts.iter().take(2 * AHEAD) {
+            self.table.prefetch(q.hash);
+        }
         for i in 0..self.pkts.len() {
+            if let Some(q) = self.pkts.get(i + 2 * AHEAD) {
+                self.table.prefetch(q.hash);
+            }
             if let Some(q) = self.pkts.get(i + AHEAD) {
                 self.table.prefetch_entry(q.hash);
             }

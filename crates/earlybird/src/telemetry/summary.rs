@@ -144,7 +144,7 @@ impl fmt::Display for Report {
         let c = &self.counters;
         let rate = if self.seconds > 0.0 {
             format!(
-                " in {:.2} s ({:.2} Mpps)",
+                " in {:.3} s ({:.2} Mpps)",
                 self.seconds,
                 c.packets_read as f64 / self.seconds / 1e6
             )
