@@ -16,7 +16,8 @@ if [ ! -x "$work/run_peers.sh" ]; then
 fi
 cargo build --release --manifest-path "$root/Cargo.toml" -p earlybird-cli >&2
 export EXTRA_NAME=earlybird_csv
-export EXTRA_CMD="$root/target/release/earlybird flows {F} -o /dev/null"
+# --max-flows 4000000: worst_10M holds 2M flows at once (softflowd gets -m 4000000 too).
+export EXTRA_CMD="$root/target/release/earlybird flows {F} -o /dev/null --max-flows 4000000"
 export EXTRA_FLOWS_RE='flows: '
 cd "$work"
 exec ./run_peers.sh
