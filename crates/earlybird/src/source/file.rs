@@ -91,7 +91,10 @@ impl CaptureFile {
         // process truncating or rewriting the file while we read it is outside
         // what any mmap-based reader can guard against (the usual caveat of
         // memmap2); earlybird never writes to its inputs.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        // MAP_POPULATE: map the whole (page-cached) file in one call instead
+        // of one minor fault per 4 KiB page during the walk.
+        let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) }
+            .map_err(|e| Error::io(path, e))?;
         #[cfg(unix)]
         {
             // Only a hint: failure changes nothing but read-ahead.
