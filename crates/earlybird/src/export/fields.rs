@@ -98,7 +98,12 @@ pub const FIELDS: &[Field] = &[
         "Client address (sender of the flow's first packet), IPv4 dotted or IPv6 RFC 5952 text",
     ),
     f("dst", Str, "", "Server address"),
-    f("sport", U16, "", "Client port (ICMP: type<<8 | code)"),
+    f(
+        "sport",
+        U16,
+        "",
+        "Client port (0 for ICMP, ICMPv6 and protocols without ports)",
+    ),
     f("dport", U16, "", "Server port (0 for ICMP)"),
     f(
         "proto",
@@ -446,7 +451,9 @@ pub fn markdown() -> String {
          the shortest text that reads back exactly); a float that is not finite \
          is written as an empty CSV field or JSON `null`. Timestamps are integer \
          nanoseconds since the Unix epoch. \"Client\" is the sender of the flow's \
-         first packet; fwd = client → server, bwd = server → client.\n\n",
+         first packet; fwd = client → server, bwd = server → client. With \
+         `--stats basic` the size and inter-arrival statistics and the TCP flag \
+         counts are not kept and are written as 0.\n\n",
     );
     s.push_str("## Scalar fields\n\n");
     s.push_str("| # | name | type | unit | description |\n");

@@ -90,7 +90,7 @@ pub struct RecordKey {
     pub src: [u8; 16],
     /// Server address.
     pub dst: [u8; 16],
-    /// Client port (ICMP: type<<8|code).
+    /// Client port (0 for ICMP/ICMPv6 and protocols without ports).
     pub sport: u16,
     /// Server port.
     pub dport: u16,
