@@ -37,7 +37,7 @@ use crate::{Error, Result};
 
 /// Records per batch handed to the exporter thread.
 pub const RECORDS_PER_BATCH: usize = 512;
-/// Batches the channel to the exporter holds.
+/// Batches the channel to the exporter holds by default.
 pub const CHANNEL_BATCHES: usize = 64;
 
 /// What a shard does when the exporter cannot keep up.
@@ -70,6 +70,8 @@ pub struct RunOptions {
     pub mark: Option<(PathBuf, PathBuf)>,
     /// Worker threads of the classifier pool (costly models only).
     pub classifier_threads: usize,
+    /// Record batches the channel to the exporter thread holds.
+    pub channel_batches: usize,
 }
 
 impl Default for RunOptions {
@@ -82,6 +84,7 @@ impl Default for RunOptions {
             batch: crate::source::BATCH,
             mark: None,
             classifier_threads: 1,
+            channel_batches: CHANNEL_BATCHES,
         }
     }
 }
@@ -133,8 +136,8 @@ pub fn run(
         None => None,
     };
     let started = Instant::now();
-    let (tx, rx) = bounded::<RecordBatch>(CHANNEL_BATCHES);
-    let (pool_tx, pool_rx) = bounded::<RecordBatch>(CHANNEL_BATCHES * 2);
+    let (tx, rx) = bounded::<RecordBatch>(opts.channel_batches.max(1));
+    let (pool_tx, pool_rx) = bounded::<RecordBatch>(opts.channel_batches.max(1) * 2);
     let cores = if opts.pin {
         core_affinity::get_core_ids().unwrap_or_default()
     } else {
