@@ -2,9 +2,9 @@
 //! and hand out independent readers.
 //!
 //! Contract:
-//! - [`CaptureFile::open`] maps a file read-only (advised sequential) and
-//!   checks its header; [`CaptureFile::from_bytes`] does the same over an
-//!   owned buffer. Errors name the file: [`Error::Io`] (cannot open or map),
+//! - [`CaptureFile::open`] maps a file read-only (populated in one call,
+//!   advised sequential) and checks its header; [`CaptureFile::from_bytes`]
+//!   does the same over an owned buffer. Errors name the file: [`Error::Io`] (cannot open or map),
 //!   [`Error::NotCapture`] (neither pcap nor pcapng, or the header is
 //!   damaged), [`Error::UnsupportedLinkType`] (the pcap global header's link
 //!   type, or a pcapng file in which every interface has an unsupported one).
@@ -76,7 +76,7 @@ impl std::fmt::Debug for CaptureFile {
 }
 
 impl CaptureFile {
-    /// Memory-maps the file at `path` (advised sequential) and checks its
+    /// Memory-maps the file at `path` (populated, advised sequential) and checks its
     /// header.
     pub fn open(path: &Path) -> Result<CaptureFile> {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
