@@ -1,20 +1,11 @@
 //! `earlybird flows` as a user meets it: bad and cut-off inputs, outputs that
 //! fail, exit codes, and the records written.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
-fn eb(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_earlybird"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use std::path::PathBuf;
+
+use common::eb;
 
 fn sample() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pcap/ndpi__iphone.pcap")

@@ -2,8 +2,11 @@
 //! `earlybird flows` labelling with the built-in model (skips without the
 //! corpus).
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::Command;
+
+use common::eb;
 
 fn corpus() -> Option<PathBuf> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
@@ -13,18 +16,6 @@ fn corpus() -> Option<PathBuf> {
         eprintln!("SKIPPED: corpus not found at {}", p.display());
         None
     }
-}
-
-fn eb(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_earlybird"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

@@ -55,6 +55,22 @@ fn worst(n: usize, window: u32) -> Vec<Pkt> {
     v
 }
 
+/// Runs every packet through `t` in batches of 256 (prefetch, update, sweep),
+/// then flushes; records are discarded batch by batch.
+fn feed(t: &mut FlowTable, pkts: &[Pkt]) {
+    for chunk in pkts.chunks(256) {
+        for p in chunk {
+            t.prefetch(p.hash);
+        }
+        for p in chunk {
+            t.packet(p);
+        }
+        t.sweep();
+        t.out.clear();
+    }
+    t.flush();
+}
+
 fn bench_hash(c: &mut Criterion) {
     let p = worst(1024, 1024);
     let mut g = c.benchmark_group("hash");
@@ -82,17 +98,7 @@ fn bench_table(c: &mut Criterion) {
             };
             b.iter(|| {
                 let mut t = FlowTable::new(&cfg, None).unwrap();
-                for chunk in pkts.chunks(256) {
-                    for p in chunk {
-                        t.prefetch(p.hash);
-                    }
-                    for p in chunk {
-                        t.packet(p);
-                    }
-                    t.sweep();
-                    t.out.clear();
-                }
-                t.flush();
+                feed(&mut t, &pkts);
                 black_box(t.out.len())
             })
         });
@@ -104,17 +110,7 @@ fn bench_table(c: &mut Criterion) {
     let mut t = FlowTable::new(&cfg, None).unwrap();
     g.bench_function("worst_1M_pkts_warm_table", |b| {
         b.iter(|| {
-            for chunk in pkts.chunks(256) {
-                for p in chunk {
-                    t.prefetch(p.hash);
-                }
-                for p in chunk {
-                    t.packet(p);
-                }
-                t.sweep();
-                t.out.clear();
-            }
-            t.flush();
+            feed(&mut t, &pkts);
             let n = t.out.len();
             t.out.clear();
             black_box(n)

@@ -331,17 +331,8 @@ impl Svm {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::patterns;
+    use super::super::testutil::{ff, patterns};
     use super::*;
-
-    fn ff(s: &super::super::dataset::Sample) -> FlowFeatures<'_> {
-        FlowFeatures {
-            early: &s.early,
-            proto: s.proto,
-            sport: s.sport,
-            dport: s.dport,
-        }
-    }
 
     #[test]
     fn learns_distinct_patterns_perfectly() {

@@ -1,6 +1,7 @@
 //! Synthetic data sets for the unit tests of the classifiers (test only).
 
 use super::dataset::{Dataset, Sample, SplitMix64};
+use super::FlowFeatures;
 use crate::flow::record::{Dir, EarlyPkt};
 
 /// Three classes with distinct patterns of (size, direction, gap); each size
@@ -67,4 +68,14 @@ pub fn patterns(per_class: usize, noise: u16, seed: u64) -> Dataset {
         }
     }
     d
+}
+
+/// The classifier's view of a training sample.
+pub fn ff(s: &Sample) -> FlowFeatures<'_> {
+    FlowFeatures {
+        early: &s.early,
+        proto: s.proto,
+        sport: s.sport,
+        dport: s.dport,
+    }
 }

@@ -476,17 +476,8 @@ impl Tree {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::patterns;
+    use super::super::testutil::{ff, patterns};
     use super::*;
-
-    fn ff(s: &super::super::dataset::Sample) -> FlowFeatures<'_> {
-        FlowFeatures {
-            early: &s.early,
-            proto: s.proto,
-            sport: s.sport,
-            dport: s.dport,
-        }
-    }
 
     #[test]
     fn pessimistic_bound_matches_c45_figures() {
