@@ -196,7 +196,7 @@ pub fn run(
                 let rss = (id == 0)
                     .then(crate::telemetry::summary::rss_anon)
                     .flatten();
-                shard.finish();
+                shard.finish_in_steps(RECORDS_PER_BATCH, |out| sink.send(out, true));
                 sink.send(&mut shard.table.out, true);
                 shard.counters.export_dropped = sink.dropped;
                 let mark_result = shard.marker.take().map(|mut m| match m.error.take() {

@@ -22,7 +22,7 @@ use crate::classify::Classifier;
 use crate::config::{FlowConfig, FlowHash};
 use crate::decode::{decode, Decoded, Skip};
 use crate::flow::key::{shard_of, toeplitz, Key};
-use crate::flow::record::Verdict;
+use crate::flow::record::{RecordBatch, Verdict};
 use crate::flow::table::{FlowTable, Pkt};
 use crate::mark::MarkWriter;
 use crate::source::PacketRef;
@@ -189,9 +189,18 @@ impl Shard {
 
     /// Ends every open flow and folds the table counters in.
     pub fn finish(&mut self) {
+        self.finish_in_steps(usize::MAX, |_| {});
+    }
+
+    /// [`Self::finish`] handing the finished records over every `step`
+    /// records (`hand_over` takes them out of [`FlowTable::out`]), so ending
+    /// millions of flows never builds one giant batch.
+    pub fn finish_in_steps(&mut self, step: usize, mut hand_over: impl FnMut(&mut RecordBatch)) {
         self.table.drain_verdicts(true);
         self.table.detach_pool();
-        self.table.flush();
+        while !self.table.flush_some(step) {
+            hand_over(&mut self.table.out);
+        }
         self.counters.flows = self.table.counters;
     }
 }

@@ -107,6 +107,7 @@ pub struct FlowTable {
     capacity: usize,
     used: usize,
     cursor: usize,
+    flush_cursor: usize,
     now: Nanos,
     model: Option<Arc<dyn Classifier>>,
     decide_at: usize,
@@ -156,6 +157,7 @@ impl FlowTable {
             capacity,
             used: 0,
             cursor: 0,
+            flush_cursor: 0,
             now: 0,
             model,
             decide_at,
@@ -723,8 +725,22 @@ impl FlowTable {
     /// given it (so the reason never depends on when the sweep ran); a closed
     /// connection ends `fin`/`rst`; any other flow `end_of_input`.
     pub fn flush(&mut self) {
+        while !self.flush_some(usize::MAX) {}
+    }
+
+    /// [`Self::flush`] in steps: ends live flows until `max` records have
+    /// been appended to [`Self::out`] or none is left; returns true once the
+    /// table is empty. Lets the caller hand records over between steps, so a
+    /// table of millions of flows never builds one giant batch.
+    pub fn flush_some(&mut self, max: usize) -> bool {
         let now_s = (self.now / crate::time::SECOND) as u32;
-        for s in 0..self.high {
+        let mut emitted = 0;
+        while self.flush_cursor < self.high {
+            if emitted >= max {
+                return false;
+            }
+            let s = self.flush_cursor;
+            self.flush_cursor += 1;
             if self.hot[s].state & IN_USE != 0 {
                 let r = match self.expired(s, self.now, now_s) {
                     Some(r) => r,
@@ -736,10 +752,13 @@ impl FlowTable {
                 self.emit(s, r);
                 self.hot[s].state = 0;
                 self.free.push(s as u32);
+                emitted += 1;
             }
         }
         self.index.as_mut_slice().fill(0);
         self.used = 0;
+        self.flush_cursor = 0;
+        true
     }
 }
 

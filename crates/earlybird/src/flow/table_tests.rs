@@ -194,3 +194,37 @@ fn index_survives_many_inserts_and_deletes() {
     assert_eq!(total, 50 * 500);
     assert!(t.is_empty());
 }
+
+#[test]
+fn flush_in_steps_hands_over_every_flow_once() {
+    let c = cfg();
+    let fill = |t: &mut FlowTable| {
+        for i in 0..40u16 {
+            t.packet(&pkt(&c, 1, 5000 + i, 2, 443, 1_000 + i as u64, SYN));
+        }
+    };
+    let mut whole = FlowTable::new(&c, None).unwrap();
+    fill(&mut whole);
+    whole.flush();
+    let mut stepped = FlowTable::new(&c, None).unwrap();
+    fill(&mut stepped);
+    let mut got = Vec::new();
+    let mut steps = 0;
+    loop {
+        let done = stepped.flush_some(7);
+        assert!(stepped.out.len() <= 7, "a step appends at most 7 records");
+        got.extend(stepped.out.records.drain(..).map(|r| r.key.sport));
+        stepped.out.clear();
+        steps += 1;
+        if done {
+            break;
+        }
+    }
+    assert_eq!(steps, 6, "40 flows in steps of 7");
+    assert!(stepped.is_empty());
+    let want: Vec<u16> = whole.out.records.iter().map(|r| r.key.sport).collect();
+    assert_eq!(got, want);
+    // The emptied table takes new flows.
+    stepped.packet(&pkt(&c, 1, 6000, 2, 443, 9_000, SYN));
+    assert_eq!(stepped.len(), 1);
+}
