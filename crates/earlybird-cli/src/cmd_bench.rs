@@ -104,7 +104,7 @@ pub fn run(a: BenchArgs) -> i32 {
         flow: flow.clone(),
     };
     println!(
-        "{:<10} {:<6} {:>6} {:<6} {:>11} {:>9} {:>8} {:>8} {:>9} {:>9} {:>11}",
+        "{:<10} {:<6} {:>6} {:<6} {:>11} {:>9} {:>8} {:>8} {:>9} {:>9} {:>11} {:<5}",
         "traffic",
         "source",
         "shards",
@@ -115,11 +115,12 @@ pub fn run(a: BenchArgs) -> i32 {
         "Gbit/s",
         "wire Gb/s",
         "flows",
-        "records/s"
+        "records/s",
+        "pages"
     );
     let res = bench::run(&cfg, |r| {
         println!(
-            "{:<10} {:<6} {:>6} {:<6} {:>11} {:>9.3} {:>8.2} {:>8.2} {:>9.2} {:>9} {:>11.0}",
+            "{:<10} {:<6} {:>6} {:<6} {:>11} {:>9.3} {:>8.2} {:>8.2} {:>9.2} {:>9} {:>11.0} {:<5}",
             r.traffic,
             r.source,
             r.shards,
@@ -130,7 +131,8 @@ pub fn run(a: BenchArgs) -> i32 {
             r.gbps(),
             r.wire_gbps(),
             r.flows,
-            r.records_per_s()
+            r.records_per_s(),
+            r.pages
         );
     });
     if let Err(e) = res {

@@ -37,6 +37,9 @@ pub struct BenchRow {
     pub seconds: f64,
     /// Original (captured frame) bytes of the packets.
     pub frame_bytes: u64,
+    /// Flow tables in the reserved huge-page pool ("pool") or in
+    /// transparent huge pages ("thp").
+    pub pages: &'static str,
 }
 
 impl BenchRow {
@@ -108,7 +111,7 @@ fn one_run(
     shards: usize,
     output: Format,
     cfg: &BenchConfig,
-) -> Result<(f64, u64, u64, u64)> {
+) -> Result<(f64, u64, u64, u64, bool)> {
     let opts = RunOptions {
         flow: cfg.flow.clone(),
         shards,
@@ -134,6 +137,7 @@ fn one_run(
         r.counters.packets_read,
         r.counters.bytes_read,
         r.summary.records,
+        r.counters.table_pool_bytes > 0,
     ))
 }
 
@@ -157,14 +161,14 @@ pub fn run(cfg: &BenchConfig, mut row: impl FnMut(&BenchRow)) -> Result<Vec<Benc
         for (source, file, mem) in sources {
             for &output in &cfg.outputs {
                 for &shards in &cfg.shards {
-                    let mut best: Option<(f64, u64, u64, u64)> = None;
+                    let mut best: Option<(f64, u64, u64, u64, bool)> = None;
                     for _ in 0..cfg.repeat.max(1) {
                         let r = one_run(file, mem, shards, output, cfg)?;
                         if best.is_none_or(|b| r.0 < b.0) {
                             best = Some(r);
                         }
                     }
-                    let (seconds, packets, frame_bytes, flows) = best.unwrap_or_default();
+                    let (seconds, packets, frame_bytes, flows, pool) = best.unwrap_or_default();
                     let r = BenchRow {
                         traffic: kind_name(kind).into(),
                         source,
@@ -178,6 +182,7 @@ pub fn run(cfg: &BenchConfig, mut row: impl FnMut(&BenchRow)) -> Result<Vec<Benc
                         flows,
                         seconds,
                         frame_bytes,
+                        pages: if pool { "pool" } else { "thp" },
                     };
                     row(&r);
                     rows.push(r);

@@ -23,6 +23,7 @@ pub mod flow;
 pub mod gen;
 pub mod mark;
 pub mod pipeline;
+mod prefetch;
 pub mod shard;
 pub mod source;
 pub mod telemetry;

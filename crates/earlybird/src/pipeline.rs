@@ -193,6 +193,7 @@ pub fn run(
                 let mut sink = Sink::new(tx, pool_rx, opts.export_policy, opts.flow.early_packets);
                 let warnings = shard_loop(&mut shard, &mut sink, files, opts.batch, ctl);
                 shard.counters.table_bytes = shard.table.memory_bytes() as u64;
+                shard.counters.table_pool_bytes = shard.table.pool_bytes() as u64;
                 let rss = (id == 0)
                     .then(crate::telemetry::summary::rss_anon)
                     .flatten();

@@ -1,16 +1,23 @@
-//! Pre-reserved, zero-filled slot arrays backed by anonymous memory with
+//! Pre-reserved, zero-filled slot arrays backed by 2 MiB pages: the
+//! kernel's reserved huge-page pool when the operator set one up, else
 //! transparent huge pages.
 //!
-//! Contract: [`Arena::new`] reserves `capacity` elements of address space
-//! (nothing is committed until touched) and asks the kernel for 2 MiB pages
-//! (`MADV_HUGEPAGE`), so a flow table of millions of slots costs a few page
-//! faults instead of one per 4 KiB, and random probes miss the TLB far less.
-//! Elements are zero until written; `T` must be valid when all-zero
-//! ([`ZeroValid`]). Indexing is bounds-checked against the capacity.
+//! Contract: [`Arena::new`] reserves `capacity` elements. Arrays of at least
+//! 2 MiB are first mapped from the reserved huge-page pool (`MAP_HUGETLB`,
+//! what DPDK uses; the pool is sized with `sysctl vm.nr_hugepages=N`): the
+//! mapping either gets all its pages reserved up front or fails, and then the
+//! arena falls back to anonymous memory with `MADV_HUGEPAGE` (nothing
+//! committed until touched). Either way a flow table of millions of slots
+//! costs a few page faults instead of one per 4 KiB, and random probes miss
+//! the TLB far less. Elements are zero until written; `T` must be valid when
+//! all-zero ([`ZeroValid`]). Indexing is bounds-checked against the
+//! capacity. [`Arena::reserved_pool`] says which backing was used.
 //!
-//! Measured reason for existing: on the worst-case capture (200,000 new flows
-//! per million packets) 4 KiB page faults and page clearing were ~18% of the
-//! run (perf), see BENCHMARKS.md.
+//! Measured reasons for existing (BENCHMARKS.md): on the worst-case capture
+//! (200,000 new flows per million packets) 4 KiB page faults and page
+//! clearing were ~18% of the run; and on a VM whose host hands back freed
+//! guest memory, first-touching fresh memory runs at ~0.25–0.7 GB/s, while
+//! pages of the reserved pool stay backed between runs (~5.7 GB/s).
 
 use std::ops::{Index, IndexMut};
 
@@ -25,8 +32,13 @@ pub unsafe trait ZeroValid: Copy {}
 pub struct Arena<T: ZeroValid> {
     map: Option<memmap2::MmapMut>,
     capacity: usize,
+    reserved_pool: bool,
     _t: std::marker::PhantomData<T>,
 }
+
+/// Environment variable that keeps arenas out of the reserved huge-page
+/// pool (for measuring the difference).
+pub const NO_POOL_ENV: &str = "EARLYBIRD_NO_HUGETLB";
 
 impl<T: ZeroValid> Arena<T> {
     /// Reserves `capacity` zeroed elements. Falls back to no backing (and a
@@ -37,21 +49,51 @@ impl<T: ZeroValid> Arena<T> {
             return Ok(Arena {
                 map: None,
                 capacity: 0,
+                reserved_pool: false,
                 _t: std::marker::PhantomData,
             });
         }
-        let map = memmap2::MmapOptions::new().len(bytes).map_anon()?;
-        #[cfg(target_os = "linux")]
-        {
-            // A hint: without THP the kernel simply keeps 4 KiB pages.
-            let _ = map.advise(memmap2::Advice::HugePage);
-        }
+        let (map, reserved_pool) = match Self::map_pool(bytes) {
+            Some(m) => (m, true),
+            None => {
+                let map = memmap2::MmapOptions::new().len(bytes).map_anon()?;
+                #[cfg(target_os = "linux")]
+                {
+                    // A hint: without THP the kernel simply keeps 4 KiB pages.
+                    let _ = map.advise(memmap2::Advice::HugePage);
+                }
+                (map, false)
+            }
+        };
         debug_assert_eq!(map.as_ptr() as usize % std::mem::align_of::<T>(), 0);
         Ok(Arena {
             map: Some(map),
             capacity,
+            reserved_pool,
             _t: std::marker::PhantomData,
         })
+    }
+
+    /// Maps `bytes` (rounded up to whole 2 MiB pages) from the reserved
+    /// huge-page pool; None when the array is small, the pool is not set up
+    /// or has too few free pages (the kernel refuses the whole mapping, so a
+    /// later page fault can never fail), or the OS is not Linux.
+    fn map_pool(bytes: usize) -> Option<memmap2::MmapMut> {
+        const HUGE: usize = 2 << 20;
+        if !cfg!(target_os = "linux") || bytes < HUGE || std::env::var_os(NO_POOL_ENV).is_some() {
+            return None;
+        }
+        let len = bytes.div_ceil(HUGE) * HUGE;
+        memmap2::MmapOptions::new()
+            .len(len)
+            .huge(Some(21))
+            .map_anon()
+            .ok()
+    }
+
+    /// True when the array lives in the reserved huge-page pool.
+    pub fn reserved_pool(&self) -> bool {
+        self.reserved_pool
     }
 
     /// Number of elements.
@@ -110,6 +152,8 @@ impl<T: ZeroValid> IndexMut<usize> for Arena<T> {
 
 // SAFETY: plain integers.
 unsafe impl ZeroValid for u32 {}
+// SAFETY: plain integers.
+unsafe impl ZeroValid for u64 {}
 
 #[cfg(test)]
 mod tests {
@@ -124,6 +168,26 @@ mod tests {
         assert_eq!(a[12345], 7);
         let e: Arena<u32> = Arena::new(0).unwrap();
         assert!(e.as_slice().is_empty());
+    }
+
+    #[test]
+    fn pool_or_fallback_both_zeroed_and_writable() {
+        let total = std::fs::read_to_string("/proc/sys/vm/nr_hugepages")
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let mut a: Arena<u64> = Arena::new(3 << 18).unwrap(); // 6 MiB: 3 pages
+        if total == 0 {
+            assert!(!a.reserved_pool(), "no pool: transparent huge pages");
+        }
+        assert_eq!(a.capacity(), 3 << 18);
+        assert!(a.as_slice().iter().step_by(4096).all(|&x| x == 0));
+        let last = a.capacity() - 1;
+        a[last] = 9;
+        assert_eq!(a[last], 9);
+        // Small arrays never take whole 2 MiB pages from the pool.
+        let small: Arena<u64> = Arena::new(1000).unwrap();
+        assert!(!small.reserved_pool());
     }
 
     #[test]

@@ -211,11 +211,23 @@ impl FlowTable {
         self.high * slot + self.index.capacity() * 4
     }
 
+    /// Bytes of the table's arrays mapped from the reserved huge-page pool.
+    pub fn pool_bytes(&self) -> usize {
+        fn b<T: super::arena::ZeroValid>(a: &Arena<T>) -> usize {
+            if a.reserved_pool() {
+                a.capacity() * std::mem::size_of::<T>()
+            } else {
+                0
+            }
+        }
+        b(&self.index) + b(&self.hot) + b(&self.cold) + b(&self.extra) + b(&self.early)
+    }
+
     /// Hints the CPU to load the index bucket of `hash`.
     #[inline(always)]
     pub fn prefetch(&self, hash: u64) {
         let i = hash as usize & self.mask;
-        prefetch_read(self.index.ptr(i));
+        crate::prefetch::read(self.index.ptr(i));
     }
 
     /// Hints the CPU to load the entry lines of the flow `hash` most likely
@@ -232,15 +244,15 @@ impl FlowTable {
             }
             if (e >> 24) as u8 == tag {
                 let s = (e & 0x00FF_FFFF) as usize - 1;
-                prefetch_read(self.hot.ptr(s));
-                prefetch_read(self.cold.ptr(s));
+                crate::prefetch::read(self.hot.ptr(s));
+                crate::prefetch::read(self.cold.ptr(s));
                 if self.full_stats {
                     let x = self.extra.ptr(s) as *const u8;
-                    prefetch_read(x);
-                    prefetch_read(x.wrapping_add(64));
-                    prefetch_read(x.wrapping_add(128));
+                    crate::prefetch::read(x);
+                    crate::prefetch::read(x.wrapping_add(64));
+                    crate::prefetch::read(x.wrapping_add(128));
                 }
-                prefetch_read(self.early.ptr(s * self.n));
+                crate::prefetch::read(self.early.ptr(s * self.n));
                 return;
             }
             i = (i + 1) & self.mask;
@@ -783,15 +795,4 @@ fn close_reason(c: &Cold) -> EndReason {
 #[inline(always)]
 fn tag_of(hash: u64) -> u8 {
     (hash >> 40) as u8
-}
-
-#[inline(always)]
-fn prefetch_read<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }

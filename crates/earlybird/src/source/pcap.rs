@@ -32,6 +32,9 @@ pub(crate) const MAX_RESERVE: usize = 1 << 16;
 /// Size of the classic pcap global header.
 pub const HEADER_LEN: usize = 24;
 
+/// How far ahead of the record being read the walk prefetches (bytes).
+const WALK_PREFETCH: usize = 1024;
+
 const MAGIC_US: u32 = 0xa1b2_c3d4;
 const MAGIC_NS: u32 = 0xa1b2_3c4d;
 const MAGIC_KUZNETSOV: u32 = 0xa1b2_cd34;
@@ -217,6 +220,11 @@ impl<'a> PcapReader<'a> {
                 stop = Some(Stop::End);
                 break;
             };
+            // The record headers form a dependent chain of loads; fetch the
+            // bytes a few records ahead so the walk does not stall at every
+            // new page of the mapping (the hardware prefetcher stops at
+            // page boundaries).
+            crate::prefetch::read(data.as_ptr().wrapping_add(pos + WALK_PREFETCH));
             let sec = rd::<BE>([h[0], h[1], h[2], h[3]]);
             let frac = rd::<BE>([h[4], h[5], h[6], h[7]]);
             let mut caplen = rd::<BE>([h[8], h[9], h[10], h[11]]);

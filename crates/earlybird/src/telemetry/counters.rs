@@ -31,6 +31,9 @@ pub struct Counters {
     /// Flow-table memory in use at the end of input (bytes, see
     /// [`crate::flow::FlowTable::memory_bytes`]).
     pub table_bytes: u64,
+    /// Bytes of flow-table memory mapped from the reserved huge-page pool
+    /// (0 = transparent huge pages; see [`crate::flow::arena`]).
+    pub table_pool_bytes: u64,
 }
 
 impl Counters {
@@ -54,6 +57,7 @@ impl Counters {
         self.flows.verdicts_late += o.flows.verdicts_late;
         self.export_dropped += o.export_dropped;
         self.table_bytes += o.table_bytes;
+        self.table_pool_bytes += o.table_pool_bytes;
     }
 
     /// Total packets skipped for any reason.

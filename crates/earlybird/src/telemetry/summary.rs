@@ -185,6 +185,19 @@ impl fmt::Display for Report {
                 ends.join(", ")
             }
         )?;
+        if c.table_bytes > 0 {
+            writeln!(
+                f,
+                "flow table: peak {} flows, {} touched, {}",
+                c.flows.peak_flows,
+                human(c.table_bytes),
+                if c.table_pool_bytes > 0 {
+                    "reserved huge pages"
+                } else {
+                    "transparent huge pages (reserve a pool with sysctl vm.nr_hugepages for steadier speed)"
+                }
+            )?;
+        }
         if c.export_dropped > 0 {
             writeln!(
                 f,
