@@ -1,6 +1,7 @@
 //! Fuzz target for the packet decoder: every input is decoded once per link
-//! type. The decoder must never panic, and a decoded packet must describe an
-//! IPv4 or IPv6 header inside the input.
+//! type. The decoder must never panic, a decoded packet must describe an
+//! IPv4 or IPv6 header inside the input, and the fast path must agree with
+//! the general decoder on every frame it takes.
 #![no_main]
 
 use earlybird::decode::{decode, Decoded, TunnelKind};
@@ -19,6 +20,11 @@ const LINKS: [LinkType; 7] = [
 
 fuzz_target!(|data: &[u8]| {
     let mut out = Decoded::default();
+    // The fast path, when it takes a frame, agrees with the general decoder.
+    if let Some(f) = earlybird::decode::fast::ethernet_ipv4(data) {
+        assert!(decode(LinkType::Ethernet, data, &mut out).is_ok());
+        assert_eq!(f.to_decoded(), out);
+    }
     for link in LINKS {
         if decode(link, data, &mut out).is_ok() {
             assert!(out.ip_version == 4 || out.ip_version == 6);

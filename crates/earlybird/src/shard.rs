@@ -20,12 +20,12 @@ use std::sync::Arc;
 
 use crate::classify::Classifier;
 use crate::config::{FlowConfig, FlowHash};
-use crate::decode::{decode, Decoded, Skip};
+use crate::decode::{decode, fast, Decoded, Skip};
 use crate::flow::key::{shard_of, toeplitz, Key};
 use crate::flow::record::{RecordBatch, Verdict};
 use crate::flow::table::{FlowTable, Pkt};
 use crate::mark::MarkWriter;
-use crate::source::PacketRef;
+use crate::source::{LinkType, PacketRef};
 use crate::telemetry::Counters;
 
 /// DSCP marking of a single-shard run: every packet is written, in input
@@ -54,6 +54,15 @@ impl Marker {
             marks: Vec::new(),
         }
     }
+}
+
+/// What a packet contributes besides its key.
+struct Meta {
+    size: u16,
+    flags: u8,
+    v6: bool,
+    macs: [[u8; 6]; 2],
+    ip_offset: u16,
 }
 
 /// A shard's state.
@@ -118,13 +127,43 @@ impl Shard {
                     continue;
                 }
             };
-            if let Err(skip) = decode(r.link, bytes, &mut d) {
-                if count_all {
-                    self.counters.skipped[skip as usize] += 1;
+            // The common case first (same result as the general decoder,
+            // see decode/fast.rs), then the general decoder.
+            let fast = match r.link {
+                LinkType::Ethernet => fast::ethernet_ipv4(bytes),
+                _ => None,
+            };
+            let (key, from_a, meta) = match fast {
+                Some(f) => {
+                    let (key, from_a) =
+                        Key::from_v4(f.src, f.sport, f.dst, f.dport, f.proto, self.bidirectional);
+                    let meta = Meta {
+                        size: f.ip_len,
+                        flags: f.tcp_flags,
+                        v6: false,
+                        macs: [f.src_mac, f.dst_mac],
+                        ip_offset: fast::IP_OFFSET,
+                    };
+                    (key, from_a, meta)
                 }
-                continue;
-            }
-            let (key, from_a) = Key::from_decoded(&d, self.bidirectional);
+                None => {
+                    if let Err(skip) = decode(r.link, bytes, &mut d) {
+                        if count_all {
+                            self.counters.skipped[skip as usize] += 1;
+                        }
+                        continue;
+                    }
+                    let (key, from_a) = Key::from_decoded(&d, self.bidirectional);
+                    let meta = Meta {
+                        size: d.ip_len,
+                        flags: d.tcp_flags,
+                        v6: d.ip_version == 6,
+                        macs: [d.src_mac, d.dst_mac],
+                        ip_offset: d.ip_offset,
+                    };
+                    (key, from_a, meta)
+                }
+            };
             let hash = match self.hash {
                 FlowHash::Fold => key.hash(),
                 FlowHash::Toeplitz => toeplitz::hash(&key),
@@ -136,13 +175,13 @@ impl Shard {
                 key,
                 hash,
                 ts: r.ts,
-                size: d.ip_len,
-                flags: d.tcp_flags,
+                size: meta.size,
+                flags: meta.flags,
                 from_a,
-                v6: d.ip_version == 6,
-                macs: [d.src_mac, d.dst_mac],
+                v6: meta.v6,
+                macs: meta.macs,
                 idx: idx as u16,
-                ip_offset: d.ip_offset,
+                ip_offset: meta.ip_offset,
             });
         }
         // Second pass, software-pipelined: while packet i updates its flow,

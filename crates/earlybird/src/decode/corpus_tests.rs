@@ -1,5 +1,6 @@
 //! Decoder tests over the real captures of the shared corpus (skipped with a
-//! message when the corpus is absent).
+//! message when the corpus is absent), including the fast path's agreement
+//! with the general decoder on every packet it takes.
 
 use super::testutil::{corpus, corpus_pcap, read_pcap};
 use super::{decode, fmt_addr, Decoded, Skip, TunnelKind};
@@ -27,6 +28,7 @@ fn whole_corpus_never_panics() {
     let Some(root) = corpus() else { return };
     let mut files = 0;
     let mut packets = 0u64;
+    let mut fast = 0u64;
     let mut stack = vec![root];
     while let Some(dir) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -50,13 +52,20 @@ fn whole_corpus_never_panics() {
             files += 1;
             let mut d = Decoded::default();
             for p in &pkts {
-                let _ = decode(link, p, &mut d);
+                let general = decode(link, p, &mut d).map(|()| d);
+                if link == LinkType::Ethernet {
+                    if let Some(f) = super::fast::ethernet_ipv4(p) {
+                        assert_eq!(Ok(f.to_decoded()), general, "{}", path.display());
+                        fast += 1;
+                    }
+                }
                 packets += 1;
             }
         }
     }
-    eprintln!("decoded {packets} packets from {files} files");
+    eprintln!("decoded {packets} packets from {files} files, {fast} also by the fast path");
     assert!(files > 100);
+    assert!(fast > packets / 10, "the fast path agrees on a large share");
 }
 
 /// Per-file tally: (flows, not_ip, fragment_non_first, truncated, malformed).

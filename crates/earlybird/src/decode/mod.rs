@@ -45,6 +45,7 @@
 //!   deeper is `Skip::TooDeep`.
 
 pub mod ethernet;
+pub mod fast;
 pub mod gre;
 pub mod gtp;
 pub mod icmp;

@@ -30,11 +30,20 @@ pub unsafe trait ZeroValid: Copy {}
 
 /// A fixed-capacity array of zero-initialised `T` (see the module docs).
 pub struct Arena<T: ZeroValid> {
-    map: Option<memmap2::MmapMut>,
+    /// First element (dangling when `capacity` is 0); points into `_map`.
+    ptr: std::ptr::NonNull<T>,
     capacity: usize,
     reserved_pool: bool,
-    _t: std::marker::PhantomData<T>,
+    /// Owns the memory `ptr` points into.
+    _map: Option<memmap2::MmapMut>,
 }
+
+// SAFETY: the arena owns its mapping exclusively (like a Vec<T>); sending it
+// to another thread moves that ownership, and shared references only give
+// `&T` access.
+unsafe impl<T: ZeroValid + Send> Send for Arena<T> {}
+// SAFETY: as above; `&Arena` only hands out `&T`.
+unsafe impl<T: ZeroValid + Sync> Sync for Arena<T> {}
 
 /// Environment variable that keeps arenas out of the reserved huge-page
 /// pool (for measuring the difference).
@@ -47,13 +56,13 @@ impl<T: ZeroValid> Arena<T> {
         let bytes = capacity.saturating_mul(std::mem::size_of::<T>());
         if bytes == 0 {
             return Ok(Arena {
-                map: None,
+                ptr: std::ptr::NonNull::dangling(),
                 capacity: 0,
                 reserved_pool: false,
-                _t: std::marker::PhantomData,
+                _map: None,
             });
         }
-        let (map, reserved_pool) = match Self::map_pool(bytes) {
+        let (mut map, reserved_pool) = match Self::map_pool(bytes) {
             Some(m) => (m, true),
             None => {
                 let map = memmap2::MmapOptions::new().len(bytes).map_anon()?;
@@ -65,12 +74,15 @@ impl<T: ZeroValid> Arena<T> {
                 (map, false)
             }
         };
-        debug_assert_eq!(map.as_ptr() as usize % std::mem::align_of::<T>(), 0);
+        // Mappings are page-aligned, enough for any of our element types.
+        assert_eq!(map.as_ptr() as usize % std::mem::align_of::<T>(), 0);
+        let ptr = std::ptr::NonNull::new(map.as_mut_ptr() as *mut T)
+            .ok_or_else(|| std::io::Error::other("null mapping"))?;
         Ok(Arena {
-            map: Some(map),
+            ptr,
             capacity,
             reserved_pool,
-            _t: std::marker::PhantomData,
+            _map: Some(map),
         })
     }
 
@@ -104,34 +116,23 @@ impl<T: ZeroValid> Arena<T> {
     /// The elements as a slice.
     #[inline(always)]
     pub fn as_slice(&self) -> &[T] {
-        match &self.map {
-            // SAFETY: the mapping is page-aligned (≥ align_of::<T>() for our
-            // types, checked above), `capacity * size_of::<T>()` bytes long,
-            // zero-filled by the kernel, and T is valid when zero (ZeroValid).
-            Some(m) => unsafe { std::slice::from_raw_parts(m.as_ptr() as *const T, self.capacity) },
-            None => &[],
-        }
+        // SAFETY: `ptr` points to `capacity` elements of a live mapping
+        // (or dangles with capacity 0), aligned (checked in `new`),
+        // zero-filled by the kernel, and T is valid when zero (ZeroValid).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.capacity) }
     }
 
     /// The elements as a mutable slice.
     #[inline(always)]
     pub fn as_mut_slice(&mut self) -> &mut [T] {
-        match &mut self.map {
-            // SAFETY: as in `as_slice`; `&mut self` gives exclusive access.
-            Some(m) => unsafe {
-                std::slice::from_raw_parts_mut(m.as_mut_ptr() as *mut T, self.capacity)
-            },
-            None => &mut [],
-        }
+        // SAFETY: as in `as_slice`; `&mut self` gives exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.capacity) }
     }
 
     /// Raw pointer to element `i` (for prefetching; `i` may be out of range).
     #[inline(always)]
     pub fn ptr(&self, i: usize) -> *const T {
-        match &self.map {
-            Some(m) => (m.as_ptr() as *const T).wrapping_add(i),
-            None => std::ptr::null(),
-        }
+        self.ptr.as_ptr().wrapping_add(i)
     }
 }
 
@@ -139,14 +140,18 @@ impl<T: ZeroValid> Index<usize> for Arena<T> {
     type Output = T;
     #[inline(always)]
     fn index(&self, i: usize) -> &T {
-        &self.as_slice()[i]
+        assert!(i < self.capacity, "arena index {i} out of range");
+        // SAFETY: in range (checked above); see `as_slice`.
+        unsafe { &*self.ptr.as_ptr().add(i) }
     }
 }
 
 impl<T: ZeroValid> IndexMut<usize> for Arena<T> {
     #[inline(always)]
     fn index_mut(&mut self, i: usize) -> &mut T {
-        &mut self.as_mut_slice()[i]
+        assert!(i < self.capacity, "arena index {i} out of range");
+        // SAFETY: in range (checked above); `&mut self` is exclusive.
+        unsafe { &mut *self.ptr.as_ptr().add(i) }
     }
 }
 

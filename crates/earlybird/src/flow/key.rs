@@ -58,6 +58,41 @@ impl Key {
         )
     }
 
+    /// The key of an untunnelled, untagged IPv4 packet: the same key as
+    /// [`Self::from_decoded`] gives for it, without the decoded form.
+    #[inline(always)]
+    pub fn from_v4(
+        src: [u8; 4],
+        sport: u16,
+        dst: [u8; 4],
+        dport: u16,
+        proto: u8,
+        bidirectional: bool,
+    ) -> (Key, bool) {
+        // The mapped addresses share their first 12 bytes, so comparing the
+        // IPv4 addresses compares the mapped ones.
+        let forward =
+            !bidirectional || (u32::from_be_bytes(src), sport) <= (u32::from_be_bytes(dst), dport);
+        let (a, pa, b, pb) = if forward {
+            (src, sport, dst, dport)
+        } else {
+            (dst, dport, src, sport)
+        };
+        (
+            Key {
+                a: crate::decode::map_v4(a),
+                b: crate::decode::map_v4(b),
+                pa,
+                pb,
+                proto,
+                tunnel: 0,
+                vlan: 0,
+                tunnel_id: 0,
+            },
+            forward,
+        )
+    }
+
     /// The tunnel kind of this key.
     pub fn tunnel_kind(&self) -> TunnelKind {
         TunnelKind::from_u8(self.tunnel)
@@ -132,6 +167,21 @@ mod tests {
         assert_eq!(kp, kr);
         assert_eq!(kp.hash(), kr.hash());
         assert_ne!(fp, fr);
+    }
+
+    #[test]
+    fn v4_keys_equal_decoded_keys() {
+        for (s, sp, d, dp) in [
+            ([10, 0, 0, 1], 40000, [10, 0, 0, 2], 443),
+            ([10, 0, 0, 2], 443, [10, 0, 0, 1], 40000),
+            ([10, 0, 0, 1], 443, [10, 0, 0, 1], 80),
+            ([192, 168, 1, 1], 5, [9, 255, 255, 255], 5),
+        ] {
+            for bidir in [true, false] {
+                let from_decoded = Key::from_decoded(&pkt(s, sp, d, dp), bidir);
+                assert_eq!(Key::from_v4(s, sp, d, dp, 6, bidir), from_decoded);
+            }
+        }
     }
 
     #[test]
