@@ -38,8 +38,9 @@ pub struct BenchArgs {
     /// (e.g. 10000000); 0 skips it.
     #[arg(long, default_value_t = 0)]
     memory_flows: u64,
-    /// Flow hash for the table and the shard choice: fold (multiply-fold,
-    /// default) or toeplitz (RSS Toeplitz with the symmetric 0x6d5a key).
+    /// Flow hash for the flow-table index: fold (multiply-fold, default) or
+    /// toeplitz (RSS Toeplitz with the symmetric 0x6d5a key). Shards are
+    /// always chosen by the symmetric XOR-fold shard hash.
     #[arg(long, value_name = "HASH", default_value = "fold", value_parser = ["fold", "toeplitz"])]
     hash: String,
     /// Classifier run inline in the shards: "default" (the built-in model)

@@ -54,8 +54,9 @@ pub struct FlowsArgs {
     /// record fields are 0).
     #[arg(long, value_name = "LEVEL", default_value = "full", value_parser = ["full", "basic"])]
     stats: String,
-    /// Flow hash for the table and the shard choice: fold (multiply-fold,
-    /// default) or toeplitz (RSS Toeplitz with the symmetric 0x6d5a key).
+    /// Flow hash for the flow-table index: fold (multiply-fold, default) or
+    /// toeplitz (RSS Toeplitz with the symmetric 0x6d5a key). Shards are
+    /// always chosen by the symmetric XOR-fold shard hash.
     #[arg(long, value_name = "HASH", default_value = "fold", value_parser = ["fold", "toeplitz"])]
     hash: String,
     /// Number of shards (threads), each owning the flows whose symmetric

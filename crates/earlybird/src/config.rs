@@ -34,7 +34,8 @@ pub struct FlowConfig {
     pub hash: FlowHash,
 }
 
-/// Which hash keys the flow table and picks the shard.
+/// Which hash indexes the flow table (shards are picked by
+/// [`crate::flow::Key::shard_hash`] whatever this is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FlowHash {
     /// Multiply–fold over the key's words ([`crate::flow::Key::hash`]).

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use crate::classify::Classifier;
 use crate::config::{FlowConfig, FlowHash};
 use crate::decode::{decode, fast, Decoded, Skip};
-use crate::flow::key::{shard_of, toeplitz, Key};
+use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key};
 use crate::flow::record::{RecordBatch, Verdict};
 use crate::flow::table::{FlowTable, Pkt};
 use crate::mark::MarkWriter;
@@ -108,6 +108,19 @@ impl Shard {
     /// Processes one batch of packets whose bytes are in `data`.
     pub fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
         self.table.drain_verdicts(false);
+        let max_ts = if self.shards > 1 {
+            self.decode::<true>(data, refs)
+        } else {
+            self.decode::<false>(data, refs)
+        };
+        self.account(data, refs, max_ts);
+    }
+
+    /// First pass: decodes and hashes the batch into `self.pkts`, keeping
+    /// this shard's packets (`MULTI`: several shards, packets of the others
+    /// are dropped as early as possible). Returns the largest timestamp.
+    #[inline(always)]
+    fn decode<const MULTI: bool>(&mut self, data: &[u8], refs: &[PacketRef]) -> u64 {
         let mut d = Decoded::default();
         let mut max_ts = 0;
         self.pkts.clear();
@@ -135,6 +148,14 @@ impl Shard {
             };
             let (key, from_a, meta) = match fast {
                 Some(f) => {
+                    if MULTI
+                        && shard_of(
+                            shard_hash_v4(f.src, f.sport, f.dst, f.dport, f.proto),
+                            self.shards,
+                        ) != self.id
+                    {
+                        continue;
+                    }
                     let (key, from_a) =
                         Key::from_v4(f.src, f.sport, f.dst, f.dport, f.proto, self.bidirectional);
                     let meta = Meta {
@@ -154,6 +175,9 @@ impl Shard {
                         continue;
                     }
                     let (key, from_a) = Key::from_decoded(&d, self.bidirectional);
+                    if MULTI && shard_of(key.shard_hash(), self.shards) != self.id {
+                        continue;
+                    }
                     let meta = Meta {
                         size: d.ip_len,
                         flags: d.tcp_flags,
@@ -168,9 +192,6 @@ impl Shard {
                 FlowHash::Fold => key.hash(),
                 FlowHash::Toeplitz => toeplitz::hash(&key),
             };
-            if self.shards > 1 && shard_of(hash, self.shards) != self.id {
-                continue;
-            }
             self.pkts.push(Pkt {
                 key,
                 hash,
@@ -184,6 +205,13 @@ impl Shard {
                 ip_offset: meta.ip_offset,
             });
         }
+        max_ts
+    }
+
+    /// Second pass: runs `self.pkts` through the flow table (and the DSCP
+    /// marker), then advances the clock to `max_ts` and sweeps.
+    #[inline(always)]
+    fn account(&mut self, data: &[u8], refs: &[PacketRef], max_ts: u64) {
         // Second pass, software-pipelined: while packet i updates its flow,
         // the index bucket of packet i + 2·AHEAD and the entry lines of
         // packet i + AHEAD (whose bucket is arriving) are being fetched. A

@@ -127,6 +127,53 @@ impl Key {
     }
 }
 
+impl Key {
+    /// The hash that picks the flow's shard: symmetric by construction (the
+    /// two endpoints are combined with XOR), so it needs no canonical order
+    /// and the fast path computes it from the raw header fields
+    /// ([`shard_hash_v4`]) before building a key — packets of other shards
+    /// are dropped for the price of a few instructions.
+    #[inline]
+    pub fn shard_hash(&self) -> u64 {
+        let lo = u64::from_le_bytes(self.a[..8].try_into().unwrap_or_default())
+            ^ u64::from_le_bytes(self.b[..8].try_into().unwrap_or_default());
+        let hi = u64::from_le_bytes(self.a[8..].try_into().unwrap_or_default())
+            ^ u64::from_le_bytes(self.b[8..].try_into().unwrap_or_default());
+        shard_mix(
+            lo,
+            hi,
+            (self.pa ^ self.pb) as u64
+                | (self.proto as u64) << 16
+                | (self.tunnel as u64) << 24
+                | (self.vlan as u64) << 32,
+            self.tunnel_id,
+        )
+    }
+}
+
+/// [`Key::shard_hash`] of the key [`Key::from_v4`] builds, from the header
+/// fields.
+#[inline(always)]
+pub fn shard_hash_v4(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16, proto: u8) -> u64 {
+    // Mapped addresses: bytes 0..10 zero, 10..12 0xff (cancel in the XOR).
+    let x = u32::from_le_bytes(src) ^ u32::from_le_bytes(dst);
+    shard_mix(
+        0,
+        (x as u64) << 32,
+        (sport ^ dport) as u64 | (proto as u64) << 16,
+        0,
+    )
+}
+
+#[inline(always)]
+fn shard_mix(lo: u64, hi: u64, tail: u64, id: u32) -> u64 {
+    // `fold` sets the low bit of its second operand: every input bit goes
+    // into the first one.
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let h = fold(hi ^ tail ^ K, 0x2545_F491_4F6C_DD1D);
+    fold(h ^ lo ^ (id as u64) << 17, K)
+}
+
 /// Multiplies two words as 128 bits and folds the halves (as wyhash does).
 #[inline(always)]
 fn fold(a: u64, b: u64) -> u64 {
@@ -182,6 +229,26 @@ mod tests {
                 assert_eq!(Key::from_v4(s, sp, d, dp, 6, bidir), from_decoded);
             }
         }
+    }
+
+    #[test]
+    fn shard_hash_is_symmetric_and_matches_the_fast_path() {
+        let ab = pkt([10, 0, 0, 1], 40000, [10, 0, 0, 2], 443);
+        let ba = pkt([10, 0, 0, 2], 443, [10, 0, 0, 1], 40000);
+        for bidir in [true, false] {
+            let (k1, _) = Key::from_decoded(&ab, bidir);
+            let (k2, _) = Key::from_decoded(&ba, bidir);
+            assert_eq!(k1.shard_hash(), k2.shard_hash());
+            assert_eq!(
+                k1.shard_hash(),
+                shard_hash_v4([10, 0, 0, 1], 40000, [10, 0, 0, 2], 443, 6)
+            );
+        }
+        let other = pkt([10, 0, 0, 1], 40001, [10, 0, 0, 2], 443);
+        assert_ne!(
+            Key::from_decoded(&ab, true).0.shard_hash(),
+            Key::from_decoded(&other, true).0.shard_hash()
+        );
     }
 
     #[test]
