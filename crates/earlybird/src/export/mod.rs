@@ -27,8 +27,8 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
 use crate::decode::TunnelKind;
+use crate::error::{Error, Result};
 use crate::flow::record::{EarlyPkt, EndReason, FlowRecord, RecordBatch, Verdict};
 use text::{Cursor, Snip, TextBuf};
 

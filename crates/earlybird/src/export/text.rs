@@ -115,15 +115,6 @@ impl Snip {
     pub fn len(&self) -> usize {
         self.len
     }
-
-    /// Its bytes.
-    pub fn as_bytes(&self) -> &[u8] {
-        if self.len <= SNIP {
-            &self.pad[..self.len]
-        } else {
-            &self.long
-        }
-    }
 }
 
 /// A byte buffer allocated (and zeroed) once; text is appended through a
@@ -621,6 +612,71 @@ mod tests {
             b.clear();
             b.cursor().u64(v);
             assert_eq!(b.as_slice(), v.to_string().as_bytes());
+        }
+    }
+
+    #[test]
+    fn digit_lanes_match_std() {
+        let mut cases: Vec<u32> = (0..100_000).collect();
+        cases.extend((0..100_000u32).map(|i| i.wrapping_mul(2_654_435_761) % 100_000_000));
+        cases.extend([99_999_999, 10_000_000, 9_999_999, 12_345_678]);
+        for v in cases {
+            let text = (digits8(v) | ZEROS).to_le_bytes();
+            assert_eq!(&text[..], format!("{v:08}").as_bytes(), "{v}");
+        }
+    }
+
+    #[test]
+    fn every_thousandth_is_exact() {
+        let mut b = TextBuf::new(64);
+        for m in (0..3_000_000u64).chain(9_007_199_254_000..9_007_199_254_740) {
+            let want = match (m / 1000, m % 1000) {
+                (i, 0) => i.to_string(),
+                (i, f) => format!("{i}.{f:03}").trim_end_matches('0').to_string(),
+            };
+            for (v, w) in [
+                (m as f64 / 1000.0, want.clone()),
+                (-(m as f64) / 1000.0, {
+                    if m == 0 {
+                        want.clone()
+                    } else {
+                        format!("-{want}")
+                    }
+                }),
+            ] {
+                b.clear();
+                assert!(b.cursor().f64(v));
+                assert_eq!(b.as_slice(), w.as_bytes(), "{v}");
+            }
+        }
+    }
+
+    #[test]
+    fn separated_values_and_snippets() {
+        let mut b = TextBuf::new(200);
+        let long = Snip::new(&[b'x'; SNIP + 5]);
+        {
+            let mut c = b.cursor();
+            c.sep_u64(b',', 0);
+            c.sep_u64(b';', u64::MAX);
+            c.snip(&Snip::new(b"tls"));
+            c.snip(&long);
+            c.byte(b'!');
+            c.unwrite(1);
+        }
+        let want = format!(",0;{}tls{}", u64::MAX, "x".repeat(SNIP + 5));
+        assert_eq!(b.as_slice(), want.as_bytes());
+        assert_eq!(b.room(), 200 - want.len());
+    }
+
+    #[test]
+    #[should_panic(expected = "do not fit")]
+    fn a_value_past_the_capacity_stops_before_writing() {
+        // Capacity 4 plus SLACK: a 24-byte integer check must fail near the end.
+        let mut b = TextBuf::new(4);
+        let mut c = b.cursor();
+        for _ in 0..10 {
+            c.u64(u64::MAX);
         }
     }
 
