@@ -84,6 +84,43 @@ const OCTETS: [u32; 256] = {
     t
 };
 
+/// Thousandths `f` as `.ddd` with trailing zeros dropped (nothing for 0)
+/// in the low bytes, its length in the top byte (1024 entries so that an
+/// index masked to 10 bits needs no bounds check; the last 24 are unused).
+const THOUSANDTHS: [u64; 1024] = {
+    let mut t = [0u64; 1024];
+    let mut f = 0;
+    while f < 1000 {
+        let d = [(f / 100) as u64, (f / 10 % 10) as u64, (f % 10) as u64];
+        let len: u64 = if f == 0 {
+            0
+        } else if d[2] != 0 {
+            4
+        } else if d[1] != 0 {
+            3
+        } else {
+            2
+        };
+        let text = b'.' as u64 | (d[0] + 48) << 8 | (d[1] + 48) << 16 | (d[2] + 48) << 24;
+        // Bytes past the length are never kept; zero them for tidiness.
+        let mask = if len == 0 { 0 } else { (1u64 << (8 * len)) - 1 };
+        t[f] = (text & mask) | len << 56;
+        f += 1;
+    }
+    t
+};
+
+/// Two lower-case hex digits of each byte, in memory order.
+const HEX2: [u16; 256] = {
+    let mut t = [0u16; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = HEX[b >> 4] as u16 | (HEX[b & 0xf] as u16) << 8;
+        b += 1;
+    }
+    t
+};
+
 /// A short text stored in a fixed-size array so that appending it is one
 /// fixed-size copy; texts longer than [`SNIP`] bytes are kept whole and
 /// copied by length.
@@ -395,8 +432,10 @@ impl Cursor<'_> {
         // (16 digits: stores within 16 bytes), 8 bytes of decimals.
         unsafe {
             // A sign only when something non-zero is left after rounding.
-            self.put1(self.pos, b'-');
-            self.pos += usize::from(v < 0.0 && m != 0);
+            if v < 0.0 && m != 0 {
+                self.put1(self.pos, b'-');
+                self.pos += 1;
+            }
             self.u64_unchecked(int);
             self.frac3((m - int * 1000) as u32);
         }
@@ -410,17 +449,10 @@ impl Cursor<'_> {
     /// 8 bytes from the cursor are in bounds.
     #[inline(always)]
     unsafe fn frac3(&mut self, f: u32) {
-        let d1 = f / 100;
-        let r = f - d1 * 100;
-        let d2 = r / 10;
-        let d3 = r - d2 * 10;
-        let w = u32::from(b'.') | (d1 + 48) << 8 | (d2 + 48) << 16 | (d3 + 48) << 24;
+        let w = THOUSANDTHS[f as usize & 1023];
         // SAFETY: by the contract.
-        unsafe { self.put8(self.pos, u64::from(w)) };
-        let z3 = usize::from(d3 == 0);
-        let z23 = usize::from(d3 == 0 && d2 == 0);
-        let z = usize::from(f == 0);
-        self.pos += 4 - z3 - z23 - 2 * z;
+        unsafe { self.put8(self.pos, w) };
+        self.pos += (w >> 56) as usize;
     }
 
     /// The rare huge float: shortest round-trip text.
@@ -527,12 +559,19 @@ impl Cursor<'_> {
     /// Appends a MAC address as `aa:bb:cc:dd:ee:ff`.
     #[inline]
     pub fn mac(&mut self, m: &[u8; 6]) {
-        let mut out = [b':'; 17];
-        for (i, b) in m.iter().enumerate() {
-            out[3 * i] = HEX[(b >> 4) as usize];
-            out[3 * i + 1] = HEX[(b & 0xf) as usize];
+        let h = |i: usize| u64::from(HEX2[usize::from(m[i])]);
+        let colon = u64::from(b':');
+        // "aa:bb:cc" + ":dd:ee:" + "ff": three stores, 17 bytes.
+        let w0 = h(0) | colon << 16 | h(1) << 24 | colon << 40 | h(2) << 48;
+        let w1 = colon | h(3) << 8 | colon << 24 | h(4) << 32 | colon << 48;
+        self.need(24);
+        // SAFETY: 24 bytes checked just above; stores at 0, 8 and 9.
+        unsafe {
+            self.put8(self.pos, w0);
+            self.put8(self.pos + 8, w1);
+            self.put8(self.pos + 15, h(5));
         }
-        self.bytes(&out);
+        self.pos += 17;
     }
 }
 
