@@ -14,8 +14,8 @@ use std::io::Write;
 
 use super::text::csv_field;
 use super::{
-    early_of, fields, max_record_len, write_scalars, AppNames, ExportOptions, Exporter, Output,
-    Texts,
+    early_of, fields, max_record_len, prefetch_ahead, write_scalars, AppNames, ExportOptions,
+    Exporter, Output, Texts,
 };
 use crate::error::Result;
 use crate::flow::record::{Dir, RecordBatch};
@@ -50,6 +50,7 @@ impl Exporter for CsvExporter {
     fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
         self.out.check()?;
         for (i, r) in batch.records.iter().enumerate() {
+            prefetch_ahead(batch, i);
             self.out.room_for_record()?;
             let start = self.out.buf.len();
             let early = early_of(batch, i, self.n);

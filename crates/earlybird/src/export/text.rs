@@ -407,6 +407,23 @@ impl Cursor<'_> {
         }
     }
 
+    /// Appends `,d` for each of 16 one-digit values (each below 10): four
+    /// 8-byte stores.
+    #[inline(always)]
+    pub fn comma_digits16(&mut self, v: &[[u32; 8]; 2]) {
+        debug_assert!(v.as_flattened().iter().all(|&d| d < 10));
+        self.need(32);
+        for (k, q) in v.as_flattened().chunks_exact(4).enumerate() {
+            let mut w = 0u64;
+            for (j, &d) in q.iter().enumerate() {
+                w |= (u64::from(b',') | u64::from(b'0' + (d % 10) as u8) << 8) << (16 * j);
+            }
+            // SAFETY: 32 bytes checked above; stores at 0, 8, 16, 24.
+            unsafe { self.put8(self.pos + 8 * k, w) };
+        }
+        self.pos += 32;
+    }
+
     /// Appends a float rounded to at most 3 decimals, trailing zeros dropped
     /// (`1.5`, `0.333`, `12`). Magnitudes of 2^53/1000 or more are written in
     /// the shortest form that reads back exactly. Returns `false` and writes

@@ -134,7 +134,10 @@ impl Summary {
     /// Folds a batch in.
     pub fn add(&mut self, batch: &RecordBatch) {
         let apps = &mut self.apps;
-        for r in &batch.records {
+        for (i, r) in batch.records.iter().enumerate() {
+            // Records arrive from another core: ask for the next ones (all
+            // their lines, for the exporters that read them next).
+            crate::export::prefetch_ahead(batch, i);
             let t = Totals {
                 flows: 1,
                 packets: r.packets[0] + r.packets[1],
