@@ -15,7 +15,10 @@
 //! (SWAR), hex groups likewise, and the text is stored as one 8-byte (or
 //! [`Snip`]: 32-byte) store whose tail past the value is overwritten by
 //! whatever comes next. The buffer keeps [`SLACK`] bytes beyond its
-//! capacity for those tails.
+//! capacity for those tails. A [`Cursor`] checks once per value that the
+//! widest stores of that value fit in the buffer and then stores unchecked;
+//! a record larger than the bound computed in `super` would panic at that
+//! check, never write out of bounds.
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
@@ -106,6 +109,17 @@ const THOUSANDTHS: [u64; 1024] = {
         let mask = if len == 0 { 0 } else { (1u64 << (8 * len)) - 1 };
         t[f] = (text & mask) | len << 56;
         f += 1;
+    }
+    t
+};
+
+/// "00".."99": the two digits of each number below 100, in memory order.
+const PAIRS: [u16; 100] = {
+    let mut t = [0u16; 100];
+    let mut v = 0;
+    while v < 100 {
+        t[v] = (b'0' + (v / 10) as u8) as u16 | ((b'0' + (v % 10) as u8) as u16) << 8;
+        v += 1;
     }
     t
 };
@@ -370,6 +384,14 @@ impl Cursor<'_> {
             if v < 10 {
                 self.put1(self.pos, b'0' + v as u8);
                 self.pos += 1;
+            } else if v < 10_000 {
+                // Two digit pairs, leading zeros shifted out.
+                let v = v as u32;
+                let (hi, lo) = (v / 100, v % 100);
+                let w = u32::from(PAIRS[hi as usize % 100]) | u32::from(PAIRS[lo as usize]) << 16;
+                let lead = u32::from(v < 1000) + u32::from(v < 100);
+                self.put8(self.pos, u64::from(w >> (8 * lead)));
+                self.pos += 4 - lead as usize;
             } else if v < E8 {
                 self.upto8(v as u32);
             } else if v < E8 * E8 {
@@ -659,6 +681,7 @@ mod tests {
     fn integers_match_std() {
         let mut b = TextBuf::new(64);
         let mut cases = vec![0, 9, 10, 99, 100, 101, 999, 1000, u64::MAX, u64::MAX - 1];
+        cases.extend(0..20_000);
         for p in 0..20 {
             cases.push(10u64.pow(p));
             cases.push(10u64.pow(p) - 1);
