@@ -1,6 +1,8 @@
 //! Exporter throughput: records/s per format on a batch of realistic records
 //! (mixed IPv4/IPv6 TCP/UDP flows with non-round statistics, up to N early
-//! packets), written to `io::sink()` so only formatting is measured.
+//! packets), written to `io::sink()` so only formatting is measured; and
+//! `Summary::add`, the per-record accounting the exporter thread does
+//! besides formatting.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use earlybird::decode::{map_v4, TunnelKind};
@@ -8,6 +10,7 @@ use earlybird::export::{to_writer, ExportOptions, Format};
 use earlybird::flow::record::{
     Dir, EarlyPkt, EndReason, FlowRecord, RecordBatch, RecordKey, Stat, Verdict,
 };
+use earlybird::telemetry::Summary;
 
 const RECORDS: usize = 4096;
 
@@ -132,7 +135,7 @@ fn bench(c: &mut Criterion) {
         .collect();
     let mut g = c.benchmark_group("export");
     g.throughput(Throughput::Elements(RECORDS as u64));
-    for n in [8usize, 32] {
+    for n in [4usize, 8, 32] {
         let b = batch(n);
         let opts = ExportOptions {
             early_packets: n,
@@ -146,6 +149,26 @@ fn bench(c: &mut Criterion) {
             ex.finish().unwrap();
         }
     }
+    // The exporter thread folds every batch into the run summary; batches
+    // of 512 records as the shards send them.
+    let parts: Vec<RecordBatch> = batch(8)
+        .records
+        .chunks(512)
+        .map(|c| RecordBatch {
+            records: c.to_vec(),
+            early: Vec::new(),
+            stride: 0,
+        })
+        .collect();
+    let mut summary = Summary::default();
+    g.bench_function("summary_add", |bench| {
+        bench.iter(|| {
+            for part in &parts {
+                summary.add(black_box(part));
+            }
+        })
+    });
+    black_box(summary.records);
     g.finish();
 }
 

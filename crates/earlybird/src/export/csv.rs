@@ -14,7 +14,8 @@ use std::io::Write;
 
 use super::text::csv_field;
 use super::{
-    early_of, fields, max_record_len, write_scalars, AppNames, ExportOptions, Exporter, Output,
+    early_of, fields, max_record_len, prefetch_ahead, write_scalars, AppNames, ExportOptions,
+    Exporter, Output, Texts,
 };
 use crate::error::Result;
 use crate::flow::record::{Dir, RecordBatch};
@@ -23,6 +24,7 @@ use crate::flow::record::{Dir, RecordBatch};
 pub struct CsvExporter {
     out: Output,
     apps: AppNames,
+    texts: Texts,
     n: usize,
 }
 
@@ -35,7 +37,12 @@ impl CsvExporter {
         let max = max_record_len(n, apps.max_len()).max(header.len());
         let mut out = Output::new(w, name, max);
         out.buf.bytes(header.as_bytes());
-        CsvExporter { out, apps, n }
+        CsvExporter {
+            out,
+            apps,
+            texts: Texts::new(false),
+            n,
+        }
     }
 }
 
@@ -43,22 +50,25 @@ impl Exporter for CsvExporter {
     fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
         self.out.check()?;
         for (i, r) in batch.records.iter().enumerate() {
+            prefetch_ahead(batch, i);
             self.out.room_for_record()?;
             let start = self.out.buf.len();
             let early = early_of(batch, i, self.n);
-            let buf = &mut self.out.buf;
-            write_scalars::<false>(buf, &[], r, self.apps.get(&r.verdict), early.len());
+            let buf = &mut self.out.buf.cursor();
+            write_scalars::<false>(buf, &self.texts, r, self.apps.get(&r.verdict), early.len());
             for p in early {
-                buf.byte(b',');
-                buf.u64(u64::from(p.size));
-                buf.bytes(if p.dir == Dir::Fwd { b",1," } else { b",-1," });
+                buf.sep_u64(b',', u64::from(p.size));
+                // ",1," or ",-1," as one store.
+                let fwd = p.dir == Dir::Fwd;
+                buf.bytes(if fwd { b",1,," } else { b",-1," });
+                buf.unwrite(usize::from(fwd));
                 buf.u64(u64::from(p.iat_us));
             }
             for _ in early.len()..self.n {
                 buf.bytes(b",0,0,0");
             }
             buf.byte(b'\n');
-            debug_assert!(self.out.buf.len() - start <= self.out.max_record);
+            debug_assert!(buf.len() - start <= self.out.max_record);
         }
         Ok(())
     }

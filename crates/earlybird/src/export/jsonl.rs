@@ -11,9 +11,10 @@
 
 use std::io::Write;
 
-use super::text::json_string;
+use super::text::{json_string, Snip};
 use super::{
-    early_of, fields, max_record_len, write_scalars, AppNames, ExportOptions, Exporter, Output,
+    early_of, fields, max_record_len, prefetch_ahead, write_scalars, AppNames, ExportOptions,
+    Exporter, Output, Texts,
 };
 use crate::error::Result;
 use crate::flow::record::{Dir, RecordBatch};
@@ -22,28 +23,24 @@ use crate::flow::record::{Dir, RecordBatch};
 pub struct JsonLinesExporter {
     out: Output,
     apps: AppNames,
-    /// `{"name":` for the first field, `,"name":` for the others.
-    keys: Vec<Vec<u8>>,
+    /// Keys of the scalar fields.
+    texts: Texts,
     /// `,"early_size":[` and friends.
-    early_keys: [Vec<u8>; 3],
+    early_keys: [Snip; 3],
     n: usize,
 }
 
 impl JsonLinesExporter {
     /// A JSON lines exporter writing to `w`.
     pub fn new(w: Box<dyn Write + Send>, name: &str, opts: &ExportOptions) -> Self {
-        let keys = fields::FIELDS
-            .iter()
-            .enumerate()
-            .map(|(i, f)| format!("{}\"{}\":", if i == 0 { "{" } else { "," }, f.name).into_bytes())
-            .collect();
-        let early_keys = fields::EARLY_FIELDS.map(|e| format!(",\"{}\":[", e.json).into_bytes());
+        let early_keys =
+            fields::EARLY_FIELDS.map(|e| Snip::new(format!(",\"{}\":[", e.json).as_bytes()));
         let apps = AppNames::new(&opts.class_names, json_string);
         let max = max_record_len(opts.early_packets, apps.max_len());
         JsonLinesExporter {
             out: Output::new(w, name, max),
             apps,
-            keys,
+            texts: Texts::new(true),
             early_keys,
             n: opts.early_packets,
         }
@@ -54,36 +51,38 @@ impl Exporter for JsonLinesExporter {
     fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
         self.out.check()?;
         for (i, r) in batch.records.iter().enumerate() {
+            prefetch_ahead(batch, i);
             self.out.room_for_record()?;
             let start = self.out.buf.len();
             let early = early_of(batch, i, self.n);
-            let buf = &mut self.out.buf;
-            write_scalars::<true>(buf, &self.keys, r, self.apps.get(&r.verdict), early.len());
-            buf.bytes(&self.early_keys[0]);
-            for (k, p) in early.iter().enumerate() {
-                if k > 0 {
-                    buf.byte(b',');
-                }
+            let buf = &mut self.out.buf.cursor();
+            write_scalars::<true>(buf, &self.texts, r, self.apps.get(&r.verdict), early.len());
+            // Each value is followed by a comma; the last one is taken back.
+            let last = usize::from(!early.is_empty());
+            buf.snip(&self.early_keys[0]);
+            for p in early {
                 buf.u64(u64::from(p.size));
+                buf.byte(b',');
             }
+            buf.unwrite(last);
             buf.byte(b']');
-            buf.bytes(&self.early_keys[1]);
-            for (k, p) in early.iter().enumerate() {
-                if k > 0 {
-                    buf.byte(b',');
-                }
-                buf.bytes(if p.dir == Dir::Fwd { b"1" } else { b"-1" });
+            buf.snip(&self.early_keys[1]);
+            for p in early {
+                // "1," or "-1," as one store.
+                let fwd = p.dir == Dir::Fwd;
+                buf.bytes(if fwd { b"1,," } else { b"-1," });
+                buf.unwrite(usize::from(fwd));
             }
+            buf.unwrite(last);
             buf.byte(b']');
-            buf.bytes(&self.early_keys[2]);
-            for (k, p) in early.iter().enumerate() {
-                if k > 0 {
-                    buf.byte(b',');
-                }
+            buf.snip(&self.early_keys[2]);
+            for p in early {
                 buf.u64(u64::from(p.iat_us));
+                buf.byte(b',');
             }
+            buf.unwrite(last);
             buf.bytes(b"]}\n");
-            debug_assert!(self.out.buf.len() - start <= self.out.max_record);
+            debug_assert!(buf.len() - start <= self.out.max_record);
         }
         Ok(())
     }

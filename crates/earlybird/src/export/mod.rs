@@ -27,9 +27,10 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::decode::TunnelKind;
 use crate::error::{Error, Result};
-use crate::flow::record::{EarlyPkt, FlowRecord, RecordBatch, Verdict};
-use text::TextBuf;
+use crate::flow::record::{EarlyPkt, EndReason, FlowRecord, RecordBatch, Verdict};
+use text::{Cursor, Snip, TextBuf};
 
 /// Size at which the formatted text is handed to the output.
 pub const CHUNK: usize = 256 * 1024;
@@ -242,17 +243,36 @@ pub(crate) fn early_of(batch: &RecordBatch, i: usize, n: usize) -> &[EarlyPkt] {
     batch.early.get(s..s + len).unwrap_or(&[])
 }
 
+/// How many records ahead of the one being written the next records are
+/// asked into the cache.
+const PREFETCH_AHEAD: usize = 4;
+
+/// Asks the cache for record `i + PREFETCH_AHEAD` of the batch and its early
+/// packets (records arrive from another core; a hint, never a fault).
+#[inline(always)]
+pub(crate) fn prefetch_ahead(batch: &RecordBatch, i: usize) {
+    let j = i + PREFETCH_AHEAD;
+    let r = batch.records.as_ptr().wrapping_add(j).cast::<u8>();
+    let size = std::mem::size_of::<FlowRecord>();
+    let mut off = 0;
+    while off < size {
+        crate::prefetch::read(r.wrapping_add(off));
+        off += 64;
+    }
+    crate::prefetch::read(batch.early.as_ptr().wrapping_add(j * batch.stride));
+}
+
 /// Class names pre-escaped for one format, and the text for "unknown".
 pub(crate) struct AppNames {
-    names: Vec<Vec<u8>>,
-    unknown: Vec<u8>,
+    names: Vec<Snip>,
+    unknown: Snip,
 }
 
 impl AppNames {
     pub(crate) fn new(class_names: &[String], escape: fn(&str) -> Vec<u8>) -> Self {
         AppNames {
-            names: class_names.iter().map(|s| escape(s)).collect(),
-            unknown: escape("unknown"),
+            names: class_names.iter().map(|s| Snip::new(&escape(s))).collect(),
+            unknown: Snip::new(&escape("unknown")),
         }
     }
 
@@ -260,7 +280,7 @@ impl AppNames {
     pub(crate) fn max_len(&self) -> usize {
         self.names
             .iter()
-            .map(Vec::len)
+            .map(Snip::len)
             .chain([self.unknown.len()])
             .max()
             .unwrap_or(0)
@@ -270,45 +290,111 @@ impl AppNames {
     /// [`Verdict::UNKNOWN`], without a model, or for an index the model does
     /// not have.
     #[inline]
-    pub(crate) fn get(&self, v: &Verdict) -> &[u8] {
+    pub(crate) fn get(&self, v: &Verdict) -> &Snip {
         if v.class == Verdict::UNKNOWN {
             return &self.unknown;
         }
-        self.names
-            .get(v.class as usize)
-            .map_or(&self.unknown[..], |n| &n[..])
+        self.names.get(v.class as usize).unwrap_or(&self.unknown)
+    }
+}
+
+/// The fixed texts of one format, built once per exporter: JSON keys and
+/// the names of tunnels and end reasons as [`Snip`]s.
+pub(crate) struct Texts {
+    /// JSON: `{"name":` for the first field, `,"name":` for the others,
+    /// with the opening quote of string values included. Empty for CSV.
+    keys: Vec<Snip>,
+    /// Name of the tunnel kind whose `as u8` is the index.
+    tunnels: Vec<(TunnelKind, Snip)>,
+    /// Name of the end reason whose `as usize` is the index.
+    ends: Vec<(EndReason, Snip)>,
+}
+
+impl Texts {
+    /// Texts for CSV (`json = false`) or JSON lines.
+    pub(crate) fn new(json: bool) -> Self {
+        let keys = if json {
+            fields::FIELDS
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    let open = if i == 0 { "{" } else { "," };
+                    let quote = if f.ty == fields::FieldType::Str && f.name != "app" {
+                        "\""
+                    } else {
+                        ""
+                    };
+                    Snip::new(format!("{open}\"{}\":{quote}", f.name).as_bytes())
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let tunnels = (0..=u8::MAX)
+            .map(TunnelKind::from_u8)
+            .enumerate()
+            .take_while(|(i, k)| *k as usize == *i)
+            .map(|(_, k)| (k, Snip::new(k.name().as_bytes())))
+            .collect();
+        let ends = EndReason::ALL
+            .iter()
+            .enumerate()
+            .take_while(|(i, e)| **e as usize == *i)
+            .map(|(_, e)| (*e, Snip::new(e.name().as_bytes())))
+            .collect();
+        Texts {
+            keys,
+            tunnels,
+            ends,
+        }
+    }
+
+    #[inline(always)]
+    fn tunnel(&self, buf: &mut Cursor, k: TunnelKind) {
+        match self.tunnels.get(k as usize) {
+            Some((t, s)) if *t == k => buf.snip(s),
+            _ => buf.bytes(k.name().as_bytes()),
+        }
+    }
+
+    #[inline(always)]
+    fn end(&self, buf: &mut Cursor, e: EndReason) {
+        match self.ends.get(e as usize) {
+            Some((t, s)) if *t == e => buf.snip(s),
+            _ => buf.bytes(e.name().as_bytes()),
+        }
     }
 }
 
 /// Writes the scalar fields of [`fields::FIELDS`], in that order, for CSV
-/// (`JSON = false`: comma-separated) or JSON (`JSON = true`: `keys[i]` before
-/// field `i`, starting with `{`). `app` is pre-escaped for the format;
-/// `early_len` is the number of early packets written after these fields.
-/// Takes at most [`text::MAX_FIELD`] bytes per field plus `app.len()`.
-#[inline]
+/// (`JSON = false`: comma-separated) or JSON (`JSON = true`: key `i` of
+/// `texts` before field `i`, starting with `{`). `app` is pre-escaped for
+/// the format; `early_len` is the number of early packets written after
+/// these fields. Takes at most [`text::MAX_FIELD`] bytes per field plus
+/// `app.len()`.
+#[inline(always)]
 pub(crate) fn write_scalars<const JSON: bool>(
-    buf: &mut TextBuf,
-    keys: &[Vec<u8>],
+    buf: &mut Cursor,
+    texts: &Texts,
     r: &FlowRecord,
-    app: &[u8],
+    app: &Snip,
     early_len: usize,
 ) {
-    let mut i = 0usize;
-    let mut key = |buf: &mut TextBuf| {
-        if JSON {
-            buf.bytes(&keys[i]);
-        } else if i > 0 {
-            buf.byte(b',');
-        }
-        i += 1;
-    };
+    // Field i starts with its JSON key (string keys include the opening
+    // quote) or, in CSV, a comma unless it is the first.
+    macro_rules! key {
+        ($i:expr) => {{
+            if JSON {
+                buf.snip(&texts.keys[$i]);
+            } else if $i > 0 {
+                buf.byte(b',');
+            }
+        }};
+    }
     // Text that never needs escaping (addresses, MACs, fixed names).
     macro_rules! plain {
-        ($put:expr) => {{
-            key(buf);
-            if JSON {
-                buf.byte(b'"');
-            }
+        ($i:expr, $put:expr) => {{
+            key!($i);
             $put;
             if JSON {
                 buf.byte(b'"');
@@ -316,56 +402,69 @@ pub(crate) fn write_scalars<const JSON: bool>(
         }};
     }
     macro_rules! uint {
-        ($v:expr) => {{
-            key(buf);
-            buf.u64(u64::from($v));
+        ($i:expr, $v:expr) => {{
+            if JSON || $i == 0 {
+                key!($i);
+                buf.u64(u64::from($v));
+            } else {
+                buf.sep_u64(b',', u64::from($v));
+            }
         }};
     }
     macro_rules! float {
-        ($v:expr) => {{
-            key(buf);
+        ($i:expr, $v:expr) => {{
+            key!($i);
             if !buf.f64($v) && JSON {
                 buf.bytes(b"null");
             }
         }};
     }
     let k = &r.key;
-    plain!(buf.addr(&k.src));
-    plain!(buf.addr(&k.dst));
-    uint!(k.sport);
-    uint!(k.dport);
-    uint!(k.proto);
-    uint!(k.ip_version);
-    uint!(k.vlan);
-    plain!(buf.bytes(k.tunnel.name().as_bytes()));
-    uint!(k.tunnel_id);
-    plain!(buf.mac(&r.src_mac));
-    plain!(buf.mac(&r.dst_mac));
-    uint!(r.first_ts);
-    uint!(r.last_ts);
-    uint!(r.last_ts.saturating_sub(r.first_ts));
-    uint!(r.packets[0]);
-    uint!(r.packets[1]);
-    uint!(r.bytes[0]);
-    uint!(r.bytes[1]);
-    for s in r.size.iter().chain(r.iat.iter()) {
-        float!(s.min);
-        float!(s.max);
-        float!(s.mean);
-        float!(s.std);
+    plain!(0, buf.addr(&k.src));
+    plain!(1, buf.addr(&k.dst));
+    uint!(2, k.sport);
+    uint!(3, k.dport);
+    uint!(4, k.proto);
+    uint!(5, k.ip_version);
+    uint!(6, k.vlan);
+    plain!(7, texts.tunnel(buf, k.tunnel));
+    uint!(8, k.tunnel_id);
+    plain!(9, buf.mac(&r.src_mac));
+    plain!(10, buf.mac(&r.dst_mac));
+    uint!(11, r.first_ts);
+    uint!(12, r.last_ts);
+    uint!(13, r.last_ts.saturating_sub(r.first_ts));
+    uint!(14, r.packets[0]);
+    uint!(15, r.packets[1]);
+    uint!(16, r.bytes[0]);
+    uint!(17, r.bytes[1]);
+    let mut i = 18;
+    for s in [&r.size[0], &r.size[1], &r.iat[0], &r.iat[1]] {
+        float!(i, s.min);
+        float!(i + 1, s.max);
+        float!(i + 2, s.mean);
+        float!(i + 3, s.std);
+        i += 4;
     }
-    for dir in &r.tcp_flags {
-        for &c in dir {
-            uint!(c);
+    let flags = r.tcp_flags.as_flattened();
+    if !JSON && flags.iter().all(|&c| c < 10) {
+        // The common case of one-digit counts: ",d" sixteen times.
+        buf.comma_digits16(&r.tcp_flags);
+        i += flags.len();
+    } else {
+        for &c in flags {
+            uint!(i, c);
+            i += 1;
         }
     }
-    plain!(buf.bytes(r.end.name().as_bytes()));
-    key(buf);
-    buf.bytes(app);
-    float!(f64::from(r.verdict.confidence));
-    uint!(r.verdict.at_packet);
-    uint!(early_len as u64);
-    debug_assert_eq!(i, fields::FIELDS.len());
+    debug_assert_eq!(i, 50);
+    plain!(50, texts.end(buf, r.end));
+    key!(51);
+    buf.snip(app);
+    float!(52, f64::from(r.verdict.confidence));
+    uint!(53, r.verdict.at_packet);
+    uint!(54, early_len as u64);
+    debug_assert_eq!(55, fields::FIELDS.len());
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Exporter tests beyond the compliance test: format names, opening
-//! outputs, stdout, and outputs that fail.
+//! outputs, stdout, outputs that fail, and (module `text`) the formatting of
+//! single values against `std`, `fmt_addr` and exhaustive references.
 
 use std::io::Write;
 use std::path::Path;
@@ -316,5 +317,225 @@ fn inconsistent_batch_is_written_without_panicking() {
         } else {
             assert!(last.ends_with(",0,0,0,0,0,0,0,0,0,0,0,0,0"), "{last}");
         }
+    }
+}
+
+/// Formatting of single values (`text.rs`).
+mod text {
+    use super::super::text::*;
+    use crate::decode::{fmt_addr, map_v4};
+
+    fn addr(a: &[u8; 16]) -> String {
+        let mut b = TextBuf::new(MAX_FIELD);
+        b.cursor().addr(a);
+        String::from_utf8(b.as_slice().to_vec()).unwrap()
+    }
+
+    fn float(v: f64) -> String {
+        let mut b = TextBuf::new(MAX_FIELD);
+        if !b.cursor().f64(v) {
+            return "<none>".into();
+        }
+        String::from_utf8(b.as_slice().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn integers_match_std() {
+        let mut b = TextBuf::new(64);
+        let mut cases = vec![0, 9, 10, 99, 100, 101, 999, 1000, u64::MAX, u64::MAX - 1];
+        cases.extend(0..20_000);
+        for p in 0..20 {
+            cases.push(10u64.pow(p));
+            cases.push(10u64.pow(p) - 1);
+            cases.push(10u64.pow(p) + 7);
+        }
+        for v in cases {
+            b.clear();
+            b.cursor().u64(v);
+            assert_eq!(b.as_slice(), v.to_string().as_bytes());
+        }
+    }
+
+    #[test]
+    fn digit_lanes_match_std() {
+        let mut cases: Vec<u32> = (0..100_000).collect();
+        cases.extend((0..100_000u32).map(|i| i.wrapping_mul(2_654_435_761) % 100_000_000));
+        cases.extend([99_999_999, 10_000_000, 9_999_999, 12_345_678]);
+        for v in cases {
+            let text = (digits8(v) | ZEROS).to_le_bytes();
+            assert_eq!(&text[..], format!("{v:08}").as_bytes(), "{v}");
+        }
+    }
+
+    #[test]
+    fn every_thousandth_is_exact() {
+        let mut b = TextBuf::new(64);
+        for m in (0..3_000_000u64).chain(9_007_199_254_000..9_007_199_254_740) {
+            let want = match (m / 1000, m % 1000) {
+                (i, 0) => i.to_string(),
+                (i, f) => format!("{i}.{f:03}").trim_end_matches('0').to_string(),
+            };
+            for (v, w) in [
+                (m as f64 / 1000.0, want.clone()),
+                (-(m as f64) / 1000.0, {
+                    if m == 0 {
+                        want.clone()
+                    } else {
+                        format!("-{want}")
+                    }
+                }),
+            ] {
+                b.clear();
+                assert!(b.cursor().f64(v));
+                assert_eq!(b.as_slice(), w.as_bytes(), "{v}");
+            }
+        }
+    }
+
+    #[test]
+    fn separated_values_and_snippets() {
+        let mut b = TextBuf::new(200);
+        let long = Snip::new(&[b'x'; SNIP + 5]);
+        {
+            let mut c = b.cursor();
+            c.sep_u64(b',', 0);
+            c.sep_u64(b';', u64::MAX);
+            c.snip(&Snip::new(b"tls"));
+            c.snip(&long);
+            c.byte(b'!');
+            c.unwrite(1);
+        }
+        let want = format!(",0;{}tls{}", u64::MAX, "x".repeat(SNIP + 5));
+        assert_eq!(b.as_slice(), want.as_bytes());
+        assert_eq!(b.room(), 200 - want.len());
+    }
+
+    #[test]
+    #[should_panic(expected = "do not fit")]
+    fn a_value_past_the_capacity_stops_before_writing() {
+        // Capacity 4 plus SLACK: a 24-byte integer check must fail near the end.
+        let mut b = TextBuf::new(4);
+        let mut c = b.cursor();
+        for _ in 0..10 {
+            c.u64(u64::MAX);
+        }
+    }
+
+    #[test]
+    fn addresses_match_fmt_addr() {
+        let mut cases: Vec<[u8; 16]> = vec![
+            [0; 16],
+            map_v4([0, 0, 0, 0]),
+            map_v4([192, 168, 1, 255]),
+            map_v4([10, 0, 0, 1]),
+            "2001:db8::1"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+            "::1".parse::<std::net::Ipv6Addr>().unwrap().octets(),
+            "1::".parse::<std::net::Ipv6Addr>().unwrap().octets(),
+            "1:0:0:2:0:0:0:3"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+            "1:0:0:2:0:0:3:4"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+            "1:0:2:3:4:5:6:7"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+            "fe80::abcd:ef01:2345:6789"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+            "::1.2.3.4".parse::<std::net::Ipv6Addr>().unwrap().octets(),
+            "64:ff9b::1.2.3.4"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets(),
+        ];
+        // Pseudo-random addresses with many zero groups (xorshift).
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            let mut a = [0u8; 16];
+            for g in 0..8 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // About one group in three stays zero; some are short.
+                let mask = match x % 15 {
+                    0..=4 => 0x00,
+                    5..=7 => 0x0f,
+                    _ => 0xff,
+                };
+                a[2 * g] = (x >> 8) as u8 & mask;
+                a[2 * g + 1] = if mask == 0 { 0 } else { (x >> 16) as u8 };
+            }
+            cases.push(a);
+        }
+        for a in &cases {
+            assert_eq!(addr(a), fmt_addr(a), "{a:?}");
+        }
+    }
+
+    #[test]
+    fn macs_are_lower_hex() {
+        let mut b = TextBuf::new(17);
+        b.cursor().mac(&[0x00, 0x1b, 0xAC, 0xff, 0x09, 0x10]);
+        assert_eq!(b.as_slice(), b"00:1b:ac:ff:09:10");
+        assert_eq!(b.room(), 0);
+    }
+
+    #[test]
+    fn floats_round_to_three_decimals() {
+        assert_eq!(float(0.0), "0");
+        assert_eq!(float(-0.0), "0");
+        assert_eq!(float(1.5), "1.5");
+        assert_eq!(float(1.0 / 3.0), "0.333");
+        assert_eq!(float(2.0 / 3.0), "0.667");
+        assert_eq!(float(0.0005), "0.001");
+        assert_eq!(float(0.0004), "0");
+        assert_eq!(float(1499.9996), "1500");
+        assert_eq!(float(12.05), "12.05");
+        assert_eq!(float(-3.25), "-3.25");
+        assert_eq!(float(-0.0001), "0");
+        assert_eq!(float(1e12 + 0.125), "1000000000000.125");
+        assert_eq!(float(1e13), "10000000000000.0");
+        assert_eq!(float(1e300), "1e300");
+        assert_eq!(float(f64::NAN), "<none>");
+        assert_eq!(float(f64::INFINITY), "<none>");
+    }
+
+    #[test]
+    fn floats_read_back_within_half_a_thousandth() {
+        let mut x: u64 = 12345;
+        for _ in 0..50_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let v = (x >> 11) as f64 / (1u64 << 53) as f64 * 10f64.powi((x % 13) as i32);
+            let back: f64 = float(v).parse().unwrap();
+            assert!((back - v).abs() <= 0.0005 + v * 1e-15, "{v} -> {back}");
+        }
+    }
+
+    #[test]
+    fn csv_quotes_only_when_needed() {
+        assert_eq!(csv_field("tls"), b"tls");
+        assert_eq!(csv_field("a,b"), b"\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), b"\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field(" x"), b"\" x\"");
+    }
+
+    #[test]
+    fn json_strings_escape_controls() {
+        assert_eq!(
+            json_string("a\"b\\c\u{1}é"),
+            "\"a\\\"b\\\\c\\u0001é\"".as_bytes()
+        );
+        let v: String = serde_json::from_slice(&json_string("x\ny\t\u{1f}")).unwrap();
+        assert_eq!(v, "x\ny\t\u{1f}");
     }
 }
