@@ -141,7 +141,7 @@ pub fn run(a: BenchArgs) -> i32 {
     }
     if a.memory_flows > 0 {
         match bench::memory_per_flow(a.memory_flows, &flow) {
-            Ok((flows, table, rss)) => {
+            Ok((flows, table, rss, pool)) => {
                 println!(
                     "memory: {flows} concurrent flows: table {:.1} MiB = {:.0} B/flow; process anonymous RSS grew {}",
                     table as f64 / 1048576.0,
@@ -149,6 +149,11 @@ pub fn run(a: BenchArgs) -> i32 {
                     rss.map(|r| format!("{:.1} MiB = {:.0} B/flow", r as f64 / 1048576.0, r as f64 / flows.max(1) as f64))
                         .unwrap_or_else(|| "(unknown)".into())
                 );
+                if pool > 0 {
+                    println!(
+                        "memory: the table is in the reserved huge-page pool, which anonymous RSS does not count; EARLYBIRD_NO_HUGETLB=1 measures it in RSS"
+                    );
+                }
             }
             Err(e) => return crate::fail(e),
         }

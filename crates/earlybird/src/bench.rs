@@ -196,8 +196,9 @@ pub fn run(cfg: &BenchConfig, mut row: impl FnMut(&BenchRow)) -> Result<Vec<Benc
 /// Flow-table memory with `flows` concurrent flows (worst-case traffic with
 /// a window of `flows` and 2 packets per flow, so every flow is alive when
 /// the input ends). Returns (peak flows, table bytes, growth of the
-/// process's anonymous RSS up to the end of input).
-pub fn memory_per_flow(flows: u64, flow: &FlowConfig) -> Result<(u64, u64, Option<u64>)> {
+/// process's anonymous RSS up to the end of input, table bytes in the
+/// reserved huge-page pool — which anonymous RSS does not count).
+pub fn memory_per_flow(flows: u64, flow: &FlowConfig) -> Result<(u64, u64, Option<u64>, u64)> {
     let mut o = GenOptions::new(GenKind::Worst, flows * 2);
     o.window = flows;
     o.packets_per_flow = 2;
@@ -231,5 +232,10 @@ pub fn memory_per_flow(flows: u64, flow: &FlowConfig) -> Result<(u64, u64, Optio
         (Some(b), Some(e)) => Some(e.saturating_sub(b)),
         _ => None,
     };
-    Ok((r.counters.flows.peak_flows, r.counters.table_bytes, grown))
+    Ok((
+        r.counters.flows.peak_flows,
+        r.counters.table_bytes,
+        grown,
+        r.counters.table_pool_bytes,
+    ))
 }
