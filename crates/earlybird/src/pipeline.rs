@@ -197,7 +197,7 @@ pub fn run(
                 let rss = (id == 0)
                     .then(crate::telemetry::summary::rss_anon)
                     .flatten();
-                shard.finish_in_steps(RECORDS_PER_BATCH, |out| sink.send(out, true));
+                shard.finish(RECORDS_PER_BATCH, |out| sink.send(out, true));
                 sink.send(&mut shard.table.out, true);
                 shard.counters.export_dropped = sink.dropped;
                 let mark_result = shard.marker.take().map(|mut m| match m.error.take() {
@@ -438,24 +438,9 @@ pub fn collect(
         &RunControl::default(),
     )?;
     let mut flows = std::mem::take(&mut *store.lock().unwrap_or_else(|p| p.into_inner()));
-    flows.sort_by(|a: &CollectedFlow, b: &CollectedFlow| {
-        let ka = (
-            a.record.first_ts,
-            a.record.key.src,
-            a.record.key.dst,
-            a.record.key.sport,
-            a.record.key.dport,
-            a.record.key.proto,
-        );
-        let kb = (
-            b.record.first_ts,
-            b.record.key.src,
-            b.record.key.dst,
-            b.record.key.sport,
-            b.record.key.dport,
-            b.record.key.proto,
-        );
-        ka.cmp(&kb)
+    flows.sort_by_key(|f: &CollectedFlow| {
+        let (r, k) = (&f.record, &f.record.key);
+        (r.first_ts, k.src, k.dst, k.sport, k.dport, k.proto)
     });
     Ok((flows, report))
 }

@@ -254,15 +254,11 @@ impl Shard {
         self.table.sweep();
     }
 
-    /// Ends every open flow and folds the table counters in.
-    pub fn finish(&mut self) {
-        self.finish_in_steps(usize::MAX, |_| {});
-    }
-
-    /// [`Self::finish`] handing the finished records over every `step`
-    /// records (`hand_over` takes them out of [`FlowTable::out`]), so ending
-    /// millions of flows never builds one giant batch.
-    pub fn finish_in_steps(&mut self, step: usize, mut hand_over: impl FnMut(&mut RecordBatch)) {
+    /// Ends every open flow and folds the table counters in, handing the
+    /// finished records over every `step` records (`hand_over` takes them
+    /// out of [`FlowTable::out`]; what the last step leaves stays there), so
+    /// ending millions of flows never builds one giant batch.
+    pub fn finish(&mut self, step: usize, mut hand_over: impl FnMut(&mut RecordBatch)) {
         self.table.drain_verdicts(true);
         self.table.detach_pool();
         while !self.table.flush_some(step) {

@@ -187,6 +187,11 @@ impl FlowTable {
     /// Bytes of memory per flow slot: hot + cold + extra (full stats) +
     /// early packets + this slot's share of the index.
     pub fn bytes_per_slot(&self) -> usize {
+        self.slot_bytes() + self.index.capacity() * 4 / self.capacity
+    }
+
+    /// Bytes of one slot across the parallel arrays (index not included).
+    fn slot_bytes(&self) -> usize {
         std::mem::size_of::<Hot>()
             + std::mem::size_of::<Cold>()
             + if self.full_stats {
@@ -195,20 +200,11 @@ impl FlowTable {
                 0
             }
             + self.n * std::mem::size_of::<EarlyPkt>()
-            + self.index.capacity() * 4 / self.capacity
     }
 
     /// Bytes of table memory in use: slots ever used × slot size + index.
     pub fn memory_bytes(&self) -> usize {
-        let slot = std::mem::size_of::<Hot>()
-            + std::mem::size_of::<Cold>()
-            + if self.full_stats {
-                std::mem::size_of::<Extra>()
-            } else {
-                0
-            }
-            + self.n * std::mem::size_of::<EarlyPkt>();
-        self.high * slot + self.index.capacity() * 4
+        self.high * self.slot_bytes() + self.index.capacity() * 4
     }
 
     /// Bytes of the table's arrays mapped from the reserved huge-page pool.
