@@ -146,66 +146,74 @@ impl Shard {
                 LinkType::Ethernet => fast::ethernet_ipv4(bytes),
                 _ => None,
             };
-            let (key, from_a, meta) = match fast {
-                Some(f) => {
-                    if MULTI
-                        && shard_of(
-                            shard_hash_v4(f.src, f.sport, f.dst, f.dport, f.proto),
-                            self.shards,
-                        ) != self.id
-                    {
-                        continue;
-                    }
-                    let (key, from_a) =
-                        Key::from_v4(f.src, f.sport, f.dst, f.dport, f.proto, self.bidirectional);
-                    let meta = Meta {
-                        size: f.ip_len,
-                        flags: f.tcp_flags,
-                        v6: false,
-                        macs: [f.src_mac, f.dst_mac],
-                        ip_offset: fast::IP_OFFSET,
-                    };
-                    (key, from_a, meta)
+            if let Some(f) = fast {
+                if MULTI
+                    && shard_of(
+                        shard_hash_v4(f.src(), f.sport(), f.dst(), f.dport(), f.proto),
+                        self.shards,
+                    ) != self.id
+                {
+                    continue;
                 }
-                None => {
-                    if let Err(skip) = decode(r.link, bytes, &mut d) {
-                        if count_all {
-                            self.counters.skipped[skip as usize] += 1;
-                        }
-                        continue;
-                    }
-                    let (key, from_a) = Key::from_decoded(&d, self.bidirectional);
-                    if MULTI && shard_of(key.shard_hash(), self.shards) != self.id {
-                        continue;
-                    }
-                    let meta = Meta {
-                        size: d.ip_len,
-                        flags: d.tcp_flags,
-                        v6: d.ip_version == 6,
-                        macs: [d.src_mac, d.dst_mac],
-                        ip_offset: d.ip_offset,
-                    };
-                    (key, from_a, meta)
+                let (key, from_a) = Key::from_v4(
+                    f.src(),
+                    f.sport(),
+                    f.dst(),
+                    f.dport(),
+                    f.proto,
+                    self.bidirectional,
+                );
+                let meta = Meta {
+                    size: f.ip_len,
+                    flags: f.tcp_flags,
+                    v6: false,
+                    macs: [f.src_mac(), f.dst_mac()],
+                    ip_offset: fast::IP_OFFSET,
+                };
+                self.push(key, from_a, r.ts, idx, meta);
+                continue;
+            }
+            if let Err(skip) = decode(r.link, bytes, &mut d) {
+                if count_all {
+                    self.counters.skipped[skip as usize] += 1;
                 }
+                continue;
+            }
+            let (key, from_a) = Key::from_decoded(&d, self.bidirectional);
+            if MULTI && shard_of(key.shard_hash(), self.shards) != self.id {
+                continue;
+            }
+            let meta = Meta {
+                size: d.ip_len,
+                flags: d.tcp_flags,
+                v6: d.ip_version == 6,
+                macs: [d.src_mac, d.dst_mac],
+                ip_offset: d.ip_offset,
             };
-            let hash = match self.hash {
-                FlowHash::Fold => key.hash(),
-                FlowHash::Toeplitz => toeplitz::hash(&key),
-            };
-            self.pkts.push(Pkt {
-                key,
-                hash,
-                ts: r.ts,
-                size: meta.size,
-                flags: meta.flags,
-                from_a,
-                v6: meta.v6,
-                macs: meta.macs,
-                idx: idx as u16,
-                ip_offset: meta.ip_offset,
-            });
+            self.push(key, from_a, r.ts, idx, meta);
         }
         max_ts
+    }
+
+    /// Hashes a decoded packet and appends it to `self.pkts`.
+    #[inline(always)]
+    fn push(&mut self, key: Key, from_a: bool, ts: u64, idx: usize, meta: Meta) {
+        let hash = match self.hash {
+            FlowHash::Fold => key.hash(),
+            FlowHash::Toeplitz => toeplitz::hash(&key),
+        };
+        self.pkts.push(Pkt {
+            key,
+            hash,
+            ts,
+            size: meta.size,
+            flags: meta.flags,
+            from_a,
+            v6: meta.v6,
+            macs: meta.macs,
+            idx: idx as u16,
+            ip_offset: meta.ip_offset,
+        });
     }
 
     /// Second pass: runs `self.pkts` through the flow table (and the DSCP

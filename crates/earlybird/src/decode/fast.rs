@@ -18,27 +18,19 @@
 
 use super::{ipproto, map_v4, Decoded, TunnelKind};
 
-/// What the flow table needs from a fast-path packet.
+/// A fast-path packet: the checked header bytes plus what the checks
+/// computed. Addresses, ports and MACs are read from the header on demand,
+/// so a shard that only needs the shard hash of another shard's packet
+/// loads 13 bytes and builds nothing else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fast {
-    /// Source address.
-    pub src: [u8; 4],
-    /// Destination address.
-    pub dst: [u8; 4],
-    /// Source port.
-    pub sport: u16,
-    /// Destination port.
-    pub dport: u16,
+pub struct Fast<'a> {
+    h: &'a [u8; 48],
     /// TCP or UDP.
     pub proto: u8,
     /// IPv4 total length.
     pub ip_len: u16,
     /// TCP flags (0 for UDP).
     pub tcp_flags: u8,
-    /// Destination MAC.
-    pub dst_mac: [u8; 6],
-    /// Source MAC.
-    pub src_mac: [u8; 6],
     /// Offset of the transport payload.
     pub payload_offset: u16,
     /// Transport payload length per the IP header.
@@ -51,7 +43,7 @@ const L4: usize = 34;
 
 /// Decodes the common case (see the module docs); `None` otherwise.
 #[inline(always)]
-pub fn ethernet_ipv4(data: &[u8]) -> Option<Fast> {
+pub fn ethernet_ipv4(data: &[u8]) -> Option<Fast<'_>> {
     // Ethernet 14 + IPv4 20 + the first 14 bytes of TCP (or 4 of UDP).
     let h: &[u8; 48] = data.first_chunk()?;
     let total_len = u16::from_be_bytes([h[16], h[17]]);
@@ -68,8 +60,6 @@ pub fn ethernet_ipv4(data: &[u8]) -> Option<Fast> {
         .min(usize::from(IP_OFFSET) + usize::from(total_len));
     let declared = usize::from(total_len).checked_sub(20)?;
     let captured = end.checked_sub(L4)?;
-    let sport = u16::from_be_bytes([h[34], h[35]]);
-    let dport = u16::from_be_bytes([h[36], h[37]]);
     let (tcp_flags, payload_offset, payload_len) = match proto {
         ipproto::TCP => {
             let hl = usize::from(h[46] >> 4) * 4;
@@ -79,6 +69,8 @@ pub fn ethernet_ipv4(data: &[u8]) -> Option<Fast> {
             (h[47], L4 + hl, declared - hl)
         }
         ipproto::UDP => {
+            let sport = u16::from_be_bytes([h[34], h[35]]);
+            let dport = u16::from_be_bytes([h[36], h[37]]);
             if captured < 4
                 || declared < 8
                 || dport == super::vxlan::PORT
@@ -92,28 +84,68 @@ pub fn ethernet_ipv4(data: &[u8]) -> Option<Fast> {
         _ => return None,
     };
     Some(Fast {
-        src: [h[26], h[27], h[28], h[29]],
-        dst: [h[30], h[31], h[32], h[33]],
-        sport,
-        dport,
+        h,
         proto,
         ip_len: total_len,
         tcp_flags,
-        dst_mac: [h[0], h[1], h[2], h[3], h[4], h[5]],
-        src_mac: [h[6], h[7], h[8], h[9], h[10], h[11]],
         payload_offset: payload_offset as u16,
         payload_len: payload_len as u16,
     })
 }
 
-impl Fast {
+/// `N` bytes of the header from offset `i` (constant offsets within the
+/// 48 checked bytes: one load, no bounds check left after inlining).
+#[inline(always)]
+fn at<const N: usize>(h: &[u8; 48], i: usize) -> [u8; N] {
+    let mut b = [0; N];
+    b.copy_from_slice(&h[i..i + N]);
+    b
+}
+
+impl Fast<'_> {
+    /// Source address.
+    #[inline(always)]
+    pub fn src(&self) -> [u8; 4] {
+        at::<4>(self.h, 26)
+    }
+
+    /// Destination address.
+    #[inline(always)]
+    pub fn dst(&self) -> [u8; 4] {
+        at::<4>(self.h, 30)
+    }
+
+    /// Source port.
+    #[inline(always)]
+    pub fn sport(&self) -> u16 {
+        u16::from_be_bytes(at::<2>(self.h, 34))
+    }
+
+    /// Destination port.
+    #[inline(always)]
+    pub fn dport(&self) -> u16 {
+        u16::from_be_bytes(at::<2>(self.h, 36))
+    }
+
+    /// Source MAC.
+    #[inline(always)]
+    pub fn src_mac(&self) -> [u8; 6] {
+        at::<6>(self.h, 6)
+    }
+
+    /// Destination MAC.
+    #[inline(always)]
+    pub fn dst_mac(&self) -> [u8; 6] {
+        at::<6>(self.h, 0)
+    }
+
     /// The same packet in the general decoder's form.
     pub fn to_decoded(&self) -> Decoded {
         Decoded {
-            src: map_v4(self.src),
-            dst: map_v4(self.dst),
-            sport: self.sport,
-            dport: self.dport,
+            src: map_v4(self.src()),
+            dst: map_v4(self.dst()),
+            sport: self.sport(),
+            dport: self.dport(),
             proto: self.proto,
             ip_version: 4,
             ip_len: self.ip_len,
@@ -121,8 +153,8 @@ impl Fast {
             vlan: 0,
             tunnel: TunnelKind::None,
             tunnel_id: 0,
-            src_mac: self.src_mac,
-            dst_mac: self.dst_mac,
+            src_mac: self.src_mac(),
+            dst_mac: self.dst_mac(),
             ip_offset: IP_OFFSET,
             payload_offset: self.payload_offset,
             payload_len: self.payload_len,
@@ -158,7 +190,10 @@ mod tests {
     fn common_tcp_matches_general_decoder() {
         let f = syn();
         let fast = ethernet_ipv4(&f).unwrap();
-        assert_eq!((fast.sport, fast.dport, fast.tcp_flags), (49152, 443, 0x02));
+        assert_eq!(
+            (fast.sport(), fast.dport(), fast.tcp_flags),
+            (49152, 443, 0x02)
+        );
         assert_eq!(Some(fast.to_decoded()), general(&f));
     }
 
