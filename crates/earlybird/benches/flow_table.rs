@@ -23,16 +23,10 @@ fn pkt(f: u32, j: u64, ts: u64) -> Pkt {
     };
     let (key, from_a) = Key::from_decoded(&dec, true);
     Pkt {
-        key,
-        hash: key.hash(),
         ts,
         size: 46,
         flags: dec.tcp_flags,
-        from_a,
-        v6: false,
-        macs: [[0; 6]; 2],
-        idx: 0,
-        ip_offset: 0,
+        ..Pkt::from_key(&key, false, from_a)
     }
 }
 

@@ -21,7 +21,8 @@ use std::sync::Arc;
 use crate::classify::Classifier;
 use crate::config::{FlowConfig, FlowHash};
 use crate::decode::{decode, fast, Decoded, Skip};
-use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key};
+use crate::flow::entry::Wide;
+use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
 use crate::flow::record::{RecordBatch, Verdict};
 use crate::flow::table::{FlowTable, Pkt};
 use crate::mark::MarkWriter;
@@ -60,7 +61,6 @@ impl Marker {
 struct Meta {
     size: u16,
     flags: u8,
-    v6: bool,
     macs: [[u8; 6]; 2],
     ip_offset: u16,
 }
@@ -78,6 +78,8 @@ pub struct Shard {
     /// DSCP marking (single-shard runs with `--mark`).
     pub marker: Option<Marker>,
     pkts: Vec<Pkt>,
+    /// IPv6 addresses of the batch's IPv6 packets, by index in the batch.
+    wide: Vec<Wide>,
 }
 
 impl Shard {
@@ -97,6 +99,7 @@ impl Shard {
             counters: Counters::default(),
             marker: None,
             pkts: Vec::with_capacity(crate::source::BATCH),
+            wide: Vec::new(),
         })
     }
 
@@ -108,6 +111,9 @@ impl Shard {
     /// Processes one batch of packets whose bytes are in `data`.
     pub fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
         self.table.drain_verdicts(false);
+        if self.wide.len() < refs.len() {
+            self.wide.resize(refs.len(), [[0; 16]; 2]);
+        }
         let max_ts = if self.shards > 1 {
             self.decode::<true>(data, refs)
         } else {
@@ -155,22 +161,22 @@ impl Shard {
                 {
                     continue;
                 }
-                let (key, from_a) = Key::from_v4(
-                    f.src(),
-                    f.sport(),
-                    f.dst(),
-                    f.dport(),
-                    f.proto,
-                    self.bidirectional,
-                );
+                let (src, sport, dst, dport) = (f.src(), f.sport(), f.dst(), f.dport());
+                let (key, from_a) =
+                    TableKey::v4(src, sport, dst, dport, f.proto, self.bidirectional);
+                let hash = match self.hash {
+                    FlowHash::Fold => key.hash(),
+                    FlowHash::Toeplitz => toeplitz::hash(
+                        &Key::from_v4(src, sport, dst, dport, f.proto, self.bidirectional).0,
+                    ),
+                };
                 let meta = Meta {
                     size: f.ip_len,
                     flags: f.tcp_flags,
-                    v6: false,
                     macs: [f.src_mac(), f.dst_mac()],
                     ip_offset: fast::IP_OFFSET,
                 };
-                self.push(key, from_a, r.ts, idx, meta);
+                self.push(key, hash, from_a, r.ts, idx, meta);
                 continue;
             }
             if let Err(skip) = decode(r.link, bytes, &mut d) {
@@ -186,22 +192,27 @@ impl Shard {
             let meta = Meta {
                 size: d.ip_len,
                 flags: d.tcp_flags,
-                v6: d.ip_version == 6,
                 macs: [d.src_mac, d.dst_mac],
                 ip_offset: d.ip_offset,
             };
-            self.push(key, from_a, r.ts, idx, meta);
+            let v6 = d.ip_version == 6;
+            let tk = TableKey::from_key(&key, v6);
+            let hash = match self.hash {
+                FlowHash::Fold => tk.hash(),
+                FlowHash::Toeplitz => toeplitz::hash(&key),
+            };
+            if v6 {
+                // Beside the packet, indexed by its place in the batch.
+                self.wide[idx] = [key.a, key.b];
+            }
+            self.push(tk, hash, from_a, r.ts, idx, meta);
         }
         max_ts
     }
 
-    /// Hashes a decoded packet and appends it to `self.pkts`.
+    /// Appends a decoded, hashed packet to `self.pkts`.
     #[inline(always)]
-    fn push(&mut self, key: Key, from_a: bool, ts: u64, idx: usize, meta: Meta) {
-        let hash = match self.hash {
-            FlowHash::Fold => key.hash(),
-            FlowHash::Toeplitz => toeplitz::hash(&key),
-        };
+    fn push(&mut self, key: TableKey, hash: u64, from_a: bool, ts: u64, idx: usize, meta: Meta) {
         self.pkts.push(Pkt {
             key,
             hash,
@@ -209,7 +220,6 @@ impl Shard {
             size: meta.size,
             flags: meta.flags,
             from_a,
-            v6: meta.v6,
             macs: meta.macs,
             idx: idx as u16,
             ip_offset: meta.ip_offset,
@@ -237,7 +247,7 @@ impl Shard {
                 self.table.prefetch_entry(q.hash);
             }
             let p = &self.pkts[i];
-            let slot = self.table.packet(p);
+            let slot = self.table.packet_wide(p, &self.wide[p.idx as usize]);
             self.counters.ip_bytes_flowed += p.size as u64;
             if let Some(m) = &mut self.marker {
                 if let Some(class) = self.table.mark_class(slot) {
@@ -246,7 +256,7 @@ impl Shard {
                     } else {
                         m.by_class.get(class as usize).copied().flatten()
                     };
-                    let ver = if p.v6 { 6 } else { 4 };
+                    let ver = if p.key.is_v6() { 6 } else { 4 };
                     if m.marks.len() < refs.len() {
                         m.marks.resize(refs.len(), None);
                     }

@@ -53,6 +53,17 @@ impl<T: ZeroValid> Arena<T> {
     /// Reserves `capacity` zeroed elements. Falls back to no backing (and a
     /// capacity of 0) only if `capacity` is 0.
     pub fn new(capacity: usize) -> std::io::Result<Arena<T>> {
+        Self::with_pool(capacity, true)
+    }
+
+    /// Reserves `capacity` zeroed elements outside the huge-page pool:
+    /// nothing is committed until touched (for arrays most runs never use,
+    /// such as the IPv6 addresses of a table).
+    pub fn new_lazy(capacity: usize) -> std::io::Result<Arena<T>> {
+        Self::with_pool(capacity, false)
+    }
+
+    fn with_pool(capacity: usize, pool: bool) -> std::io::Result<Arena<T>> {
         let bytes = capacity.saturating_mul(std::mem::size_of::<T>());
         if bytes == 0 {
             return Ok(Arena {
@@ -62,7 +73,7 @@ impl<T: ZeroValid> Arena<T> {
                 _map: None,
             });
         }
-        let (mut map, reserved_pool) = match Self::map_pool(bytes) {
+        let (mut map, reserved_pool) = match pool.then(|| Self::map_pool(bytes)).flatten() {
             Some(m) => (m, true),
             None => {
                 let map = memmap2::MmapOptions::new().len(bytes).map_anon()?;

@@ -1,36 +1,62 @@
-//! Flow table entries: one cache line of per-packet hot fields, cold
-//! statistics apart.
+//! Flow table entries: one cache line per flow holding everything a packet
+//! updates, the rest in small parallel arrays.
 //!
-//! Contract: [`Hot`] is exactly 64 bytes and 64-byte aligned; lookup and
-//! expiry read only it. [`Cold`] holds the counters every record has and
-//! [`Extra`] the full statistics (only allocated with `--stats full`); both
-//! are touched once per packet on update. Nothing here allocates.
+//! Contract: [`Entry`] is exactly 64 bytes and 64-byte aligned; lookup,
+//! per-packet update and expiry read and write only it (plus the early
+//! packet array while a flow has fewer than N packets, and [`Extra`] with
+//! `--stats full`). [`Tail`] holds what is written once when a flow starts
+//! (its MACs) and the rarely changing high bits of the byte counters;
+//! [`Wide`] the 16-byte addresses of IPv6 flows. Nothing here allocates.
+//!
+//! Measured reason for this layout (BENCHMARKS.md "Memory"): with the key
+//! compacted to 20 bytes, the hot line absorbs the counters that used to sit
+//! in a second 48-byte line, so a packet of a known flow touches one line
+//! instead of two, and a flow costs 120 bytes instead of 157 (basic stats).
 
 use super::arena::ZeroValid;
-use super::key::Key;
+use super::key::TableKey;
 use super::record::EarlyPkt;
 use crate::features::stats::Moments;
 use crate::features::tcp::{FlagCounts, TcpState};
 
-/// Hot part of a flow: what lookup and expiry read.
+/// A flow's hot state: what lookup, update and expiry use.
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C, align(64))]
-pub struct Hot {
-    /// The flow key.
-    pub key: Key,
-    /// `IN_USE | CLIENT_IS_A | DECIDED | V6`.
+pub struct Entry {
+    /// The flow key (compact form; IPv6 addresses are in [`Wide`]).
+    pub key: TableKey,
+    /// `IN_USE | CLIENT_IS_A | DECIDED | CLOSED | PENDING`.
     pub state: u8,
     /// Early packets recorded so far.
     pub n_early: u8,
     /// Verdict class ([`crate::flow::record::Verdict::UNKNOWN`] until decided).
     pub app: u16,
-    /// Timestamp of the last packet.
-    pub last_ts: u64,
     /// Low 32 bits of the key hash (home bucket for deletion).
     pub hash: u32,
-    /// Whole seconds of the first packet's timestamp (coarse active-timeout
-    /// check without touching the cold part).
-    pub first_s: u32,
+    /// Packets per direction (a flow ends with reason `active` before one
+    /// overflows).
+    pub packets: [u32; 2],
+    /// Low 32 bits of the bytes (sum of IP lengths) per direction; the
+    /// carries go to [`Tail::bytes_hi`].
+    pub bytes_lo: [u32; 2],
+    /// Verdict confidence × 65535.
+    pub conf: u16,
+    /// Packet index at which the verdict was taken.
+    pub at: u8,
+    /// TCP close state.
+    pub tcp: TcpState,
+    /// Timestamp of the first packet.
+    pub first_ts: u64,
+    /// Timestamp of the last packet.
+    pub last_ts: u64,
+}
+
+impl Entry {
+    /// Bytes sent in direction `d`, with the high bits from `tail`.
+    #[inline]
+    pub fn bytes(&self, tail: &Tail, d: usize) -> u64 {
+        (tail.bytes_hi[d] as u64) << 32 | self.bytes_lo[d] as u64
+    }
 }
 
 /// Slot holds a live flow.
@@ -39,32 +65,25 @@ pub const IN_USE: u8 = 1;
 pub const CLIENT_IS_A: u8 = 2;
 /// The classifier has given its verdict.
 pub const DECIDED: u8 = 4;
-/// The flow is IPv6.
-pub const V6: u8 = 8;
 /// The TCP connection has closed (FIN both ways or RST).
 pub const CLOSED: u8 = 16;
 /// A classification job for this flow is on the classifier pool.
 pub const PENDING: u8 = 32;
 
-/// Cold part of a flow: counters a record always has. 48 bytes.
+/// What a flow writes once, and the carries of its byte counters. 16 bytes.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Cold {
-    /// Timestamp of the first packet.
-    pub first_ts: u64,
-    /// Bytes (sum of IP lengths) per direction.
-    pub bytes: [u64; 2],
-    /// Packets per direction (a flow ends with reason `active` before one
-    /// overflows).
-    pub packets: [u32; 2],
+#[repr(C)]
+pub struct Tail {
     /// MAC addresses of the first packet (source, destination).
     pub macs: [[u8; 6]; 2],
-    /// Verdict confidence × 65535.
-    pub conf: u16,
-    /// Packet index at which the verdict was taken.
-    pub at: u8,
-    /// TCP close state.
-    pub tcp: TcpState,
+    /// Bits 32..48 of the byte counters per direction. A flow ends with
+    /// reason `active` before its packet counter overflows, and an IP packet
+    /// is under 2^16 bytes, so 48 bits never overflow.
+    pub bytes_hi: [u16; 2],
 }
+
+/// The 16-byte addresses of an IPv6 flow (endpoints `a`, `b`).
+pub type Wide = [[u8; 16]; 2];
 
 /// What `--stats full` (the default) adds per flow: size and inter-arrival
 /// moments and TCP flag counts per direction. 160 bytes.
@@ -76,13 +95,14 @@ pub struct Extra {
     pub flags: FlagCounts,
 }
 
-// SAFETY (all four): integers, floats, arrays of them, and fieldless enums
+// SAFETY (all five): integers, floats, arrays of them, and fieldless enums
 // whose zero discriminant exists (Dir::Fwd, TcpState's u8); zero is valid.
-unsafe impl ZeroValid for Hot {}
-unsafe impl ZeroValid for Cold {}
+unsafe impl ZeroValid for Entry {}
+unsafe impl ZeroValid for Tail {}
 unsafe impl ZeroValid for Extra {}
 unsafe impl ZeroValid for EarlyPkt {}
+unsafe impl ZeroValid for Wide {}
 
-const _: () = assert!(std::mem::size_of::<Hot>() == 64);
-const _: () = assert!(std::mem::size_of::<Cold>() == 48);
+const _: () = assert!(std::mem::size_of::<Entry>() == 64);
+const _: () = assert!(std::mem::size_of::<Tail>() == 16);
 const _: () = assert!(std::mem::size_of::<Extra>() == 160);

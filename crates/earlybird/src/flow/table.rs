@@ -9,9 +9,11 @@
 //!
 //! Layout: an open-addressing index of `u32` entries (8-bit hash tag + 24-bit
 //! slot number, linear probing, backward-shift deletion, load ≤ 1/2) points
-//! into parallel slot arrays: [`Hot`] (one cache line), [`Cold`] counters,
-//! [`Extra`] full statistics (empty with `--stats basic`) and the
-//! early-packet array (N entries per slot).
+//! into parallel slot arrays: [`Entry`] (one cache line: compact key,
+//! counters, timestamps, verdict), [`Tail`] (MACs, byte-counter carries),
+//! [`Extra`] full statistics (empty with `--stats basic`), the early-packet
+//! array (N entries per slot) and, touched by IPv6 flows only, their
+//! 16-byte addresses ([`Wide`]).
 //!
 //! Flow boundaries are decided from packet timestamps only and at lookup
 //! time: a packet that arrives after the idle timeout, after the active
@@ -30,8 +32,8 @@ use std::sync::Arc;
 
 use super::arena::Arena;
 
-use super::entry::{Cold, Extra, Hot, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING, V6};
-use super::key::Key;
+use super::entry::{Entry, Extra, Tail, Wide, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING};
+use super::key::{Key, TableKey};
 use super::record::{Dir, EarlyPkt, EndReason, FlowRecord, RecordBatch, RecordKey, Verdict};
 use crate::classify::pool::{Job, PoolLink};
 use crate::classify::{Classifier, FlowFeatures};
@@ -46,8 +48,8 @@ pub const EVICT_CANDIDATES: usize = 8;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Pkt {
     /// Flow key (canonical in bidirectional mode).
-    pub key: Key,
-    /// Hash of `key`.
+    pub key: TableKey,
+    /// Table hash of the flow (the same for every packet of a flow).
     pub hash: u64,
     /// Timestamp.
     pub ts: Nanos,
@@ -57,14 +59,27 @@ pub struct Pkt {
     pub flags: u8,
     /// Sent by endpoint `a` of the key.
     pub from_a: bool,
-    /// IPv6 packet.
-    pub v6: bool,
     /// Source and destination MAC.
     pub macs: [[u8; 6]; 2],
     /// Index of the packet in its batch.
     pub idx: u16,
     /// Offset of the innermost IP header in the packet.
     pub ip_offset: u16,
+}
+
+impl Pkt {
+    /// The packet of a full key (`v6`: IPv6 addresses, which then go to
+    /// [`FlowTable::packet_wide`] beside it), hashed with the default table
+    /// hash; the other fields are zero.
+    pub fn from_key(key: &Key, v6: bool, from_a: bool) -> Pkt {
+        let tk = TableKey::from_key(key, v6);
+        Pkt {
+            key: tk,
+            hash: tk.hash(),
+            from_a,
+            ..Pkt::default()
+        }
+    }
 }
 
 /// Counters of one table.
@@ -96,8 +111,11 @@ pub struct FlowTable {
     sweep_per_batch: usize,
     index: Arena<u32>,
     mask: usize,
-    hot: Arena<Hot>,
-    cold: Arena<Cold>,
+    entries: Arena<Entry>,
+    tails: Arena<Tail>,
+    wide: Arena<Wide>,
+    /// An IPv6 flow has used the `wide` array.
+    wide_used: bool,
     extra: Arena<Extra>,
     full_stats: bool,
     early: Arena<EarlyPkt>,
@@ -146,8 +164,10 @@ impl FlowTable {
             sweep_per_batch: cfg.sweep_per_batch,
             index: Arena::new(buckets).map_err(|e| reserve("index", e))?,
             mask: buckets - 1,
-            hot: Arena::new(capacity).map_err(|e| reserve("hot entries", e))?,
-            cold: Arena::new(capacity).map_err(|e| reserve("counters", e))?,
+            entries: Arena::new(capacity).map_err(|e| reserve("entries", e))?,
+            tails: Arena::new(capacity).map_err(|e| reserve("entry tails", e))?,
+            wide: Arena::new_lazy(capacity).map_err(|e| reserve("IPv6 addresses", e))?,
+            wide_used: false,
             extra: Arena::new(if cfg.full_stats { capacity } else { 0 })
                 .map_err(|e| reserve("statistics", e))?,
             full_stats: cfg.full_stats,
@@ -184,16 +204,18 @@ impl FlowTable {
         self.used == 0
     }
 
-    /// Bytes of memory per flow slot: hot + cold + extra (full stats) +
-    /// early packets + this slot's share of the index.
+    /// Bytes of memory per IPv4 flow slot: entry + tail + extra (full
+    /// stats) + early packets + this slot's share of the index. (A slot that
+    /// has held an IPv6 flow also has its 32 address bytes in a side array.)
     pub fn bytes_per_slot(&self) -> usize {
         self.slot_bytes() + self.index.capacity() * 4 / self.capacity
     }
 
-    /// Bytes of one slot across the parallel arrays (index not included).
+    /// Bytes of one slot across the parallel arrays (index and IPv6 side
+    /// array not included).
     fn slot_bytes(&self) -> usize {
-        std::mem::size_of::<Hot>()
-            + std::mem::size_of::<Cold>()
+        std::mem::size_of::<Entry>()
+            + std::mem::size_of::<Tail>()
             + if self.full_stats {
                 std::mem::size_of::<Extra>()
             } else {
@@ -202,9 +224,15 @@ impl FlowTable {
             + self.n * std::mem::size_of::<EarlyPkt>()
     }
 
-    /// Bytes of table memory in use: slots ever used × slot size + index.
+    /// Bytes of table memory in use: slots ever used × slot size + index
+    /// (+ the IPv6 side array up to the highest slot once IPv6 flows came).
     pub fn memory_bytes(&self) -> usize {
-        self.high * self.slot_bytes() + self.index.capacity() * 4
+        let wide = if self.wide_used {
+            self.high * std::mem::size_of::<Wide>()
+        } else {
+            0
+        };
+        self.high * self.slot_bytes() + self.index.capacity() * 4 + wide
     }
 
     /// Bytes of the table's arrays mapped from the reserved huge-page pool.
@@ -216,7 +244,7 @@ impl FlowTable {
                 0
             }
         }
-        b(&self.index) + b(&self.hot) + b(&self.cold) + b(&self.extra) + b(&self.early)
+        b(&self.index) + b(&self.entries) + b(&self.tails) + b(&self.extra) + b(&self.early)
     }
 
     /// Hints the CPU to load the index bucket of `hash`.
@@ -240,8 +268,7 @@ impl FlowTable {
             }
             if (e >> 24) as u8 == tag {
                 let s = (e & 0x00FF_FFFF) as usize - 1;
-                crate::prefetch::read(self.hot.ptr(s));
-                crate::prefetch::read(self.cold.ptr(s));
+                crate::prefetch::read(self.entries.ptr(s));
                 if self.full_stats {
                     let x = self.extra.ptr(s) as *const u8;
                     crate::prefetch::read(x);
@@ -260,14 +287,21 @@ impl FlowTable {
     /// taken (HPTRAC marks the packets after the decision).
     #[inline]
     pub fn mark_class(&self, s: usize) -> Option<u16> {
-        let h = &self.hot[s];
-        let c = &self.cold[s];
-        (h.state & DECIDED != 0 && c.packets[0] + c.packets[1] > c.at as u32).then_some(h.app)
+        let e = &self.entries[s];
+        (e.state & DECIDED != 0 && e.packets[0] + e.packets[1] > e.at as u32).then_some(e.app)
     }
 
-    /// Accounts one packet; returns the slot of its flow.
+    /// Accounts one IPv4 packet; returns the slot of its flow.
     #[inline]
     pub fn packet(&mut self, p: &Pkt) -> usize {
+        debug_assert!(!p.key.is_v6(), "IPv6 packets go through packet_wide");
+        self.packet_wide(p, &[[0; 16]; 2])
+    }
+
+    /// Accounts one packet whose IPv6 addresses (endpoints `a`, `b`; unused
+    /// for IPv4) are `wide`; returns the slot of its flow.
+    #[inline]
+    pub fn packet_wide(&mut self, p: &Pkt, wide: &Wide) -> usize {
         if p.ts > self.now {
             self.now = p.ts;
         }
@@ -280,7 +314,7 @@ impl FlowTable {
             }
             if (e >> 24) as u8 == tag {
                 let s = (e & 0x00FF_FFFF) as usize - 1;
-                if self.hot[s].key == p.key {
+                if self.entries[s].key == p.key && (!p.key.is_v6() || self.wide[s] == *wide) {
                     break Some(s);
                 }
             }
@@ -290,12 +324,12 @@ impl FlowTable {
             Some(s) => {
                 if let Some(reason) = self.ends_before(s, p) {
                     self.end(s, reason);
-                    self.insert(p)
+                    self.insert(p, wide)
                 } else {
                     s
                 }
             }
-            None => self.insert_at(p, i),
+            None => self.insert_at(p, wide, i),
         };
         self.update(s, p);
         s
@@ -304,19 +338,18 @@ impl FlowTable {
     /// Does packet `p` start a new flow instead of joining slot `s`?
     #[inline]
     fn ends_before(&self, s: usize, p: &Pkt) -> Option<EndReason> {
-        let h = &self.hot[s];
-        let c = &self.cold[s];
-        let gap = p.ts.saturating_sub(h.last_ts);
-        if h.state & CLOSED != 0 {
+        let e = &self.entries[s];
+        let gap = p.ts.saturating_sub(e.last_ts);
+        if e.state & CLOSED != 0 {
             let bare_syn = p.flags & (tcp::SYN | tcp::ACK) == tcp::SYN;
             if gap > self.close || bare_syn {
-                return Some(close_reason(c));
+                return Some(close_reason(e));
             }
         }
         if gap > self.idle {
             Some(EndReason::Idle)
-        } else if p.ts.saturating_sub(c.first_ts) > self.active
-            || c.packets[0].max(c.packets[1]) == u32::MAX
+        } else if p.ts.saturating_sub(e.first_ts) > self.active
+            || e.packets[0].max(e.packets[1]) == u32::MAX
         {
             Some(EndReason::Active)
         } else {
@@ -325,16 +358,16 @@ impl FlowTable {
     }
 
     /// Creates a flow for `p`, probing for its empty bucket.
-    fn insert(&mut self, p: &Pkt) -> usize {
+    fn insert(&mut self, p: &Pkt, wide: &Wide) -> usize {
         let mut i = p.hash as usize & self.mask;
         while self.index[i] != 0 {
             i = (i + 1) & self.mask;
         }
-        self.insert_at(p, i)
+        self.insert_at(p, wide, i)
     }
 
     /// Creates a flow for `p` in empty bucket `i`.
-    fn insert_at(&mut self, p: &Pkt, mut i: usize) -> usize {
+    fn insert_at(&mut self, p: &Pkt, wide: &Wide, mut i: usize) -> usize {
         if self.used >= self.capacity {
             self.make_room();
             // The index changed: find the empty bucket again.
@@ -358,23 +391,23 @@ impl FlowTable {
         if p.from_a {
             state |= CLIENT_IS_A;
         }
-        if p.v6 {
-            state |= V6;
-        }
-        self.hot[s] = Hot {
+        self.entries[s] = Entry {
             key: p.key,
             state,
-            n_early: 0,
             app: Verdict::UNKNOWN,
-            last_ts: p.ts,
             hash: p.hash as u32,
-            first_s: (p.ts / crate::time::SECOND) as u32,
-        };
-        self.cold[s] = Cold {
             first_ts: p.ts,
-            macs: p.macs,
-            ..Cold::default()
+            last_ts: p.ts,
+            ..Entry::default()
         };
+        self.tails[s] = Tail {
+            macs: p.macs,
+            bytes_hi: [0; 2],
+        };
+        if p.key.is_v6() {
+            self.wide[s] = *wide;
+            self.wide_used = true;
+        }
         self.used += 1;
         self.counters.created += 1;
         if self.used as u64 > self.counters.peak_flows {
@@ -386,7 +419,7 @@ impl FlowTable {
     /// Updates slot `s` with packet `p`.
     #[inline]
     fn update(&mut self, s: usize, p: &Pkt) {
-        let h = &mut self.hot[s];
+        let h = &mut self.entries[s];
         let dir = if p.from_a == (h.state & CLIENT_IS_A != 0) {
             Dir::Fwd
         } else {
@@ -407,13 +440,16 @@ impl FlowTable {
             h.last_ts = p.ts;
         }
         let d = dir as usize;
-        let c = &mut self.cold[s];
-        let first = c.packets[d] == 0;
-        c.packets[d] += 1;
-        c.bytes[d] += p.size as u64;
+        let first = h.packets[d] == 0;
+        h.packets[d] += 1;
+        let (lo, carry) = h.bytes_lo[d].overflowing_add(p.size as u32);
+        h.bytes_lo[d] = lo;
+        if carry {
+            self.tails[s].bytes_hi[d] += 1;
+        }
         if p.flags != 0 {
-            c.tcp.update(d, p.flags);
-            if c.tcp.closed() {
+            h.tcp.update(d, p.flags);
+            if h.tcp.closed() {
                 h.state |= CLOSED;
             }
         }
@@ -439,8 +475,8 @@ impl FlowTable {
     /// Runs the classifier on slot `s` with the early packets it has.
     fn decide(&mut self, s: usize) {
         let Some(model) = &self.model else { return };
-        let h = &self.hot[s];
-        let (_, sport, _, dport) = client_server(h);
+        let h = &self.entries[s];
+        let (sport, dport) = client_server_ports(h);
         let base = s * self.n;
         let f = FlowFeatures {
             early: &self.early.as_slice()[base..base + h.n_early as usize],
@@ -449,12 +485,11 @@ impl FlowTable {
             dport,
         };
         let v = model.classify(&f);
-        let h = &mut self.hot[s];
+        let h = &mut self.entries[s];
         h.app = v.class;
         h.state |= DECIDED;
-        let c = &mut self.cold[s];
-        c.conf = (v.confidence.clamp(0.0, 1.0) * 65535.0).round() as u16;
-        c.at = v.at_packet;
+        h.conf = (v.confidence.clamp(0.0, 1.0) * 65535.0).round() as u16;
+        h.at = v.at_packet;
         self.counters.classified += 1;
     }
 
@@ -462,14 +497,14 @@ impl FlowTable {
     /// full the flow retries at its next packet.
     fn submit(&mut self, s: usize) {
         let Some(pool) = &self.pool else { return };
-        let h = &self.hot[s];
-        let (_, sport, _, dport) = client_server(h);
+        let h = &self.entries[s];
+        let (sport, dport) = client_server_ports(h);
         let n = h.n_early as usize;
         let base = s * self.n;
         let mut job = Job {
             shard: pool.shard,
             slot: s as u32,
-            ident: (self.cold[s].first_ts, h.hash),
+            ident: (h.first_ts, h.hash),
             early: [EarlyPkt::default(); super::record::MAX_EARLY],
             n: n as u8,
             proto: h.key.proto,
@@ -478,7 +513,7 @@ impl FlowTable {
         };
         job.early[..n].copy_from_slice(&self.early.as_slice()[base..base + n]);
         if pool.jobs.try_send(job).is_ok() {
-            self.hot[s].state |= PENDING;
+            self.entries[s].state |= PENDING;
             self.outstanding += 1;
         } else {
             self.counters.classify_queue_full += 1;
@@ -517,16 +552,14 @@ impl FlowTable {
             if s >= self.high {
                 continue;
             }
-            let h = &self.hot[s];
+            let h = &mut self.entries[s];
             let same = h.state & (IN_USE | PENDING) == IN_USE | PENDING
-                && (self.cold[s].first_ts, h.hash) == done.ident;
+                && (h.first_ts, h.hash) == done.ident;
             if same {
-                let h = &mut self.hot[s];
                 h.state = (h.state & !PENDING) | DECIDED;
                 h.app = done.verdict.class;
-                let c = &mut self.cold[s];
-                c.conf = (done.verdict.confidence.clamp(0.0, 1.0) * 65535.0).round() as u16;
-                c.at = done.verdict.at_packet;
+                h.conf = (done.verdict.confidence.clamp(0.0, 1.0) * 65535.0).round() as u16;
+                h.at = done.verdict.at_packet;
                 self.counters.classified += 1;
             }
         }
@@ -540,18 +573,36 @@ impl FlowTable {
 
     /// Appends the record of slot `s` to [`Self::out`] (the slot stays).
     fn emit(&mut self, s: usize, reason: EndReason) {
-        let state = self.hot[s].state;
+        let state = self.entries[s].state;
         if state & PENDING != 0 {
             self.counters.verdicts_late += 1;
-        } else if state & DECIDED == 0 && self.hot[s].n_early > 0 && !self.pooled {
+        } else if state & DECIDED == 0 && self.entries[s].n_early > 0 && !self.pooled {
             // A flow shorter than N packets: cheap models decide with what it
             // had. (With a pooled model it stays unknown: no stall at its end.)
             self.decide(s);
         }
-        let h = self.hot[s];
-        let c = &self.cold[s];
-        let (src, sport, dst, dport) = client_server(&h);
-        let packets = [c.packets[0] as u64, c.packets[1] as u64];
+        let h = &self.entries[s];
+        let t = &self.tails[s];
+        let client_a = h.state & CLIENT_IS_A != 0;
+        let (sport, dport) = client_server_ports(h);
+        let (src, dst) = if h.key.is_v6() {
+            let w = &self.wide[s];
+            if client_a {
+                (w[0], w[1])
+            } else {
+                (w[1], w[0])
+            }
+        } else {
+            // IPv4-mapped form, built as one 128-bit value.
+            let m = |v: u32| ((0xffff_u128 << 32) | v as u128).to_be_bytes();
+            if client_a {
+                (m(h.key.a), m(h.key.b))
+            } else {
+                (m(h.key.b), m(h.key.a))
+            }
+        };
+        let packets = [h.packets[0] as u64, h.packets[1] as u64];
+        let bytes = [h.bytes(t, 0), h.bytes(t, 1)];
         let none = Extra::default();
         let x = if self.full_stats {
             &self.extra[s]
@@ -561,8 +612,8 @@ impl FlowTable {
         let verdict = if h.state & DECIDED != 0 {
             Verdict {
                 class: h.app,
-                confidence: c.conf as f32 / 65535.0,
-                at_packet: c.at,
+                confidence: h.conf as f32 / 65535.0,
+                at_packet: h.at,
             }
         } else {
             Verdict {
@@ -578,20 +629,20 @@ impl FlowTable {
                 sport,
                 dport,
                 proto: h.key.proto,
-                ip_version: if h.state & V6 != 0 { 6 } else { 4 },
+                ip_version: if h.key.is_v6() { 6 } else { 4 },
                 vlan: h.key.vlan,
                 tunnel: h.key.tunnel_kind(),
                 tunnel_id: h.key.tunnel_id,
             },
-            src_mac: c.macs[0],
-            dst_mac: c.macs[1],
-            first_ts: c.first_ts,
+            src_mac: t.macs[0],
+            dst_mac: t.macs[1],
+            first_ts: h.first_ts,
             last_ts: h.last_ts,
             packets,
-            bytes: c.bytes,
+            bytes,
             size: [
-                x.dir[0].size_stat(packets[0], c.bytes[0]),
-                x.dir[1].size_stat(packets[1], c.bytes[1]),
+                x.dir[0].size_stat(packets[0], bytes[0]),
+                x.dir[1].size_stat(packets[1], bytes[1]),
             ],
             iat: [x.dir[0].iat_stat(packets[0]), x.dir[1].iat_stat(packets[1])],
             tcp_flags: x.flags,
@@ -608,7 +659,7 @@ impl FlowTable {
     /// Removes slot `s` from the index (backward-shift deletion) and frees it.
     fn remove(&mut self, s: usize) {
         let want = s as u32 + 1;
-        let mut i = self.hot[s].hash as usize & self.mask;
+        let mut i = self.entries[s].hash as usize & self.mask;
         while self.index[i] & 0x00FF_FFFF != want {
             i = (i + 1) & self.mask;
         }
@@ -619,7 +670,7 @@ impl FlowTable {
             if e == 0 {
                 break;
             }
-            let home = self.hot[(e & 0x00FF_FFFF) as usize - 1].hash as usize & self.mask;
+            let home = self.entries[(e & 0x00FF_FFFF) as usize - 1].hash as usize & self.mask;
             // Entry at j stays if its home lies cyclically in (i, j].
             let stays = if i <= j {
                 i < home && home <= j
@@ -632,27 +683,25 @@ impl FlowTable {
             }
         }
         self.index[i] = 0;
-        self.hot[s].state = 0;
+        self.entries[s].state = 0;
         self.free.push(s as u32);
         self.used -= 1;
     }
 
-    /// Why slot `s` has expired at time `now`, if it has. Reads only the
-    /// hot line unless the coarse active-timeout check says "maybe".
+    /// Why slot `s` has expired at time `now`, if it has (reads only its
+    /// entry line).
     #[inline]
-    fn expired(&self, s: usize, now: Nanos, now_s: u32) -> Option<EndReason> {
-        let h = &self.hot[s];
-        if h.state & IN_USE == 0 {
+    fn expired(&self, s: usize, now: Nanos) -> Option<EndReason> {
+        let e = &self.entries[s];
+        if e.state & IN_USE == 0 {
             return None;
         }
-        let gap = now.saturating_sub(h.last_ts);
-        if h.state & CLOSED != 0 && gap > self.close {
-            Some(close_reason(&self.cold[s]))
+        let gap = now.saturating_sub(e.last_ts);
+        if e.state & CLOSED != 0 && gap > self.close {
+            Some(close_reason(e))
         } else if gap > self.idle {
             Some(EndReason::Idle)
-        } else if now_s.saturating_sub(h.first_s) as u64 >= self.active / crate::time::SECOND
-            && now.saturating_sub(self.cold[s].first_ts) > self.active
-        {
+        } else if now.saturating_sub(e.first_ts) > self.active {
             Some(EndReason::Active)
         } else {
             None
@@ -680,14 +729,13 @@ impl FlowTable {
             return 0;
         }
         let mut ended = 0;
-        let now_s = (self.now / crate::time::SECOND) as u32;
         for _ in 0..n.min(high) {
             if self.cursor >= high {
                 self.cursor = 0;
             }
             let s = self.cursor;
             self.cursor += 1;
-            if let Some(r) = self.expired(s, self.now, now_s) {
+            if let Some(r) = self.expired(s, self.now) {
                 self.end(s, r);
                 ended += 1;
             }
@@ -710,9 +758,9 @@ impl FlowTable {
             if s >= high {
                 s = 0;
             }
-            if self.hot[s].state & IN_USE != 0 {
+            if self.entries[s].state & IN_USE != 0 {
                 seen += 1;
-                if best.is_none_or(|b| self.hot[s].last_ts < self.hot[b].last_ts) {
+                if best.is_none_or(|b| self.entries[s].last_ts < self.entries[b].last_ts) {
                     best = Some(s);
                 }
             }
@@ -720,10 +768,7 @@ impl FlowTable {
         }
         self.cursor = s;
         if let Some(b) = best {
-            let now_s = (self.now / crate::time::SECOND) as u32;
-            let reason = self
-                .expired(b, self.now, now_s)
-                .unwrap_or(EndReason::Evicted);
+            let reason = self.expired(b, self.now).unwrap_or(EndReason::Evicted);
             self.end(b, reason);
         }
     }
@@ -741,7 +786,6 @@ impl FlowTable {
     /// table is empty. Lets the caller hand records over between steps, so a
     /// table of millions of flows never builds one giant batch.
     pub fn flush_some(&mut self, max: usize) -> bool {
-        let now_s = (self.now / crate::time::SECOND) as u32;
         let mut emitted = 0;
         while self.flush_cursor < self.high {
             if emitted >= max {
@@ -749,16 +793,16 @@ impl FlowTable {
             }
             let s = self.flush_cursor;
             self.flush_cursor += 1;
-            if self.hot[s].state & IN_USE != 0 {
-                let r = match self.expired(s, self.now, now_s) {
+            if self.entries[s].state & IN_USE != 0 {
+                let r = match self.expired(s, self.now) {
                     Some(r) => r,
-                    None if self.hot[s].state & CLOSED != 0 => close_reason(&self.cold[s]),
+                    None if self.entries[s].state & CLOSED != 0 => close_reason(&self.entries[s]),
                     None => EndReason::EndOfInput,
                 };
                 // Every flow goes: no per-flow index deletion, the index is
                 // cleared below in one pass.
                 self.emit(s, r);
-                self.hot[s].state = 0;
+                self.entries[s].state = 0;
                 self.free.push(s as u32);
                 emitted += 1;
             }
@@ -770,18 +814,18 @@ impl FlowTable {
     }
 }
 
-/// Client address/port and server address/port of a flow.
+/// Client port and server port of a flow.
 #[inline]
-fn client_server(h: &Hot) -> ([u8; 16], u16, [u8; 16], u16) {
+fn client_server_ports(h: &Entry) -> (u16, u16) {
     if h.state & CLIENT_IS_A != 0 {
-        (h.key.a, h.key.pa, h.key.b, h.key.pb)
+        (h.key.pa, h.key.pb)
     } else {
-        (h.key.b, h.key.pb, h.key.a, h.key.pa)
+        (h.key.pb, h.key.pa)
     }
 }
 
-fn close_reason(c: &Cold) -> EndReason {
-    if c.tcp.reset() {
+fn close_reason(e: &Entry) -> EndReason {
+    if e.tcp.reset() {
         EndReason::Rst
     } else {
         EndReason::Fin

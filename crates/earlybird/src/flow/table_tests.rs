@@ -23,16 +23,10 @@ fn pkt(cfg: &FlowConfig, src: u8, sport: u16, dst: u8, dport: u16, ts: u64, flag
     };
     let (key, from_a) = Key::from_decoded(&d, cfg.bidirectional);
     Pkt {
-        key,
-        hash: key.hash(),
         ts,
         size: d.ip_len,
         flags,
-        from_a,
-        v6: false,
-        macs: [[0; 6]; 2],
-        idx: 0,
-        ip_offset: 0,
+        ..Pkt::from_key(&key, false, from_a)
     }
 }
 
