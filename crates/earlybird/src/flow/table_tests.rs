@@ -222,3 +222,73 @@ fn flush_in_steps_hands_over_every_flow_once() {
     stepped.packet(&pkt(&c, 1, 6000, 2, 443, 9_000, SYN));
     assert_eq!(stepped.len(), 1);
 }
+
+#[test]
+fn byte_counters_carry_past_4_gib() {
+    let c = cfg();
+    let mut t = FlowTable::new(&c, None).unwrap();
+    let n = 70_000u64; // 70,000 × 65,535 bytes ≈ 4.27 GiB in one direction
+    for i in 0..n {
+        let mut p = pkt(&c, 1, 5000, 2, 443, 1_000 + i, 0);
+        p.size = u16::MAX;
+        t.packet(&p);
+    }
+    t.packet(&pkt(&c, 2, 443, 1, 5000, 1_000 + n, 0));
+    t.flush();
+    let r = &t.out.records[0];
+    assert_eq!(r.packets, [n, 1]);
+    assert_eq!(r.bytes, [n * 65_535, 100]);
+}
+
+/// IPv6 flows whose compact keys are equal (the 32-bit address folds
+/// collide) stay apart: the table compares the full addresses, and each
+/// record carries its own.
+#[test]
+fn ipv6_flows_with_equal_folds_stay_apart() {
+    let c = cfg();
+    let mut t = FlowTable::new(&c, None).unwrap();
+    let a: [u8; 16] = [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+    // Flip bits of word 0 and the same bits rotated right by 8 in word 1:
+    // the fold (w0 ^ rotl(w1, 8) ^ …) is unchanged.
+    let x = 0x0000_0100u32;
+    let mut a2 = a;
+    let w0 = u32::from_be_bytes(a[0..4].try_into().unwrap()) ^ x;
+    let w1 = u32::from_be_bytes(a[4..8].try_into().unwrap()) ^ x.rotate_right(8);
+    a2[0..4].copy_from_slice(&w0.to_be_bytes());
+    a2[4..8].copy_from_slice(&w1.to_be_bytes());
+    let b: [u8; 16] = [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+    let mut recs = Vec::new();
+    for (i, src) in [a, a2, a, a2].into_iter().enumerate() {
+        let d = Decoded {
+            src,
+            dst: b,
+            sport: 5000,
+            dport: 443,
+            proto: 6,
+            ip_version: 6,
+            ip_len: 80,
+            ..Default::default()
+        };
+        let (key, from_a) = Key::from_decoded(&d, c.bidirectional);
+        let p = Pkt {
+            ts: 1_000 + i as u64,
+            size: 80,
+            ..Pkt::from_key(&key, true, from_a)
+        };
+        recs.push(p.key);
+        t.packet_wide(&p, &[key.a, key.b]);
+    }
+    assert_eq!(recs[0], recs[1], "the compact keys collide by construction");
+    assert_eq!(t.len(), 2);
+    t.flush();
+    let mut got: Vec<_> = t
+        .out
+        .records
+        .iter()
+        .map(|r| (r.key.src, r.key.dst, r.key.ip_version, r.packets))
+        .collect();
+    got.sort();
+    let mut want = vec![(a, b, 6, [2, 0]), (a2, b, 6, [2, 0])];
+    want.sort();
+    assert_eq!(got, want);
+}
