@@ -38,7 +38,7 @@ pub struct FlowConfig {
 /// [`crate::flow::Key::shard_hash`] whatever this is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FlowHash {
-    /// Multiply–fold over the key's words ([`crate::flow::Key::hash`]).
+    /// Multiply–fold over the compact key's words ([`crate::flow::key::TableKey::hash`]).
     #[default]
     Fold,
     /// RSS Toeplitz with the symmetric 0x6d5a key
