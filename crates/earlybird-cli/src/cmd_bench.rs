@@ -40,7 +40,7 @@ pub struct BenchArgs {
     memory_flows: u64,
     /// Flow hash for the flow-table index: fold (multiply-fold, default) or
     /// toeplitz (RSS Toeplitz with the symmetric 0x6d5a key). Shards are
-    /// always chosen by the symmetric XOR-fold shard hash.
+    /// always chosen by the symmetric shard hash (each endpoint hashed, then added).
     #[arg(long, value_name = "HASH", default_value = "fold", value_parser = ["fold", "toeplitz"])]
     hash: String,
     /// Classifier run inline in the shards: "default" (the built-in model)

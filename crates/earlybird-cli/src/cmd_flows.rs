@@ -56,7 +56,7 @@ pub struct FlowsArgs {
     stats: String,
     /// Flow hash for the flow-table index: fold (multiply-fold, default) or
     /// toeplitz (RSS Toeplitz with the symmetric 0x6d5a key). Shards are
-    /// always chosen by the symmetric XOR-fold shard hash.
+    /// always chosen by the symmetric shard hash (each endpoint hashed, then added).
     #[arg(long, value_name = "HASH", default_value = "fold", value_parser = ["fold", "toeplitz"])]
     hash: String,
     /// Number of shards (threads), each owning the flows whose symmetric

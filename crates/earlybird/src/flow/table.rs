@@ -583,24 +583,17 @@ impl FlowTable {
         }
         let h = &self.entries[s];
         let t = &self.tails[s];
-        let client_a = h.state & CLIENT_IS_A != 0;
         let (sport, dport) = client_server_ports(h);
-        let (src, dst) = if h.key.is_v6() {
-            let w = &self.wide[s];
-            if client_a {
-                (w[0], w[1])
-            } else {
-                (w[1], w[0])
-            }
+        let [mut src, mut dst] = if h.key.is_v6() {
+            self.wide[s]
         } else {
             // IPv4-mapped form, built as one 128-bit value.
             let m = |v: u32| ((0xffff_u128 << 32) | v as u128).to_be_bytes();
-            if client_a {
-                (m(h.key.a), m(h.key.b))
-            } else {
-                (m(h.key.b), m(h.key.a))
-            }
+            [m(h.key.a), m(h.key.b)]
         };
+        if h.state & CLIENT_IS_A == 0 {
+            std::mem::swap(&mut src, &mut dst);
+        }
         let packets = [h.packets[0] as u64, h.packets[1] as u64];
         let bytes = [h.bytes(t, 0), h.bytes(t, 1)];
         let none = Extra::default();
