@@ -35,10 +35,12 @@ use crate::source::{CaptureFile, PacketRef, Warning};
 use crate::telemetry::summary::{Report, Summary};
 use crate::{Error, Result};
 
-/// Records per batch handed to the exporter thread.
-pub const RECORDS_PER_BATCH: usize = 512;
-/// Batches the channel to the exporter holds by default.
-pub const CHANNEL_BATCHES: usize = 64;
+/// Records per batch handed to the exporter thread. Each hand-over can wake
+/// the exporter thread (a futex syscall, ~9 µs on this VM): at 512 records
+/// the wake-ups were 4 % of the worst case's shard time.
+pub const RECORDS_PER_BATCH: usize = 2048;
+/// Batches the channel to the exporter holds by default (32,768 records).
+pub const CHANNEL_BATCHES: usize = 16;
 
 /// What a shard does when the exporter cannot keep up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,9 @@
 //! costs a few page faults instead of one per 4 KiB, and random probes miss
 //! the TLB far less. Elements are zero until written; `T` must be valid when
 //! all-zero ([`ZeroValid`]). Indexing is bounds-checked against the
-//! capacity. [`Arena::reserved_pool`] says which backing was used.
+//! capacity; the `unsafe` unchecked accessors are for the flow table's
+//! per-packet path, whose indices are in range by construction (see
+//! `flow/table.rs`, "Unchecked indexing"). [`Arena::reserved_pool`] says which backing was used.
 //!
 //! Measured reasons for existing (BENCHMARKS.md): on the worst-case capture
 //! (200,000 new flows per million packets) 4 KiB page faults and page
@@ -138,6 +140,39 @@ impl<T: ZeroValid> Arena<T> {
     pub fn as_mut_slice(&mut self) -> &mut [T] {
         // SAFETY: as in `as_slice`; `&mut self` gives exclusive access.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.capacity) }
+    }
+
+    /// Element `i` without the bounds check.
+    ///
+    /// # Safety
+    /// `i < self.capacity()`.
+    #[inline(always)]
+    pub unsafe fn get_unchecked(&self, i: usize) -> &T {
+        debug_assert!(i < self.capacity, "arena index {i} out of range");
+        // SAFETY: in range (the caller's promise); see `as_slice`.
+        unsafe { &*self.ptr.as_ptr().add(i) }
+    }
+
+    /// Element `i`, mutably, without the bounds check.
+    ///
+    /// # Safety
+    /// `i < self.capacity()`.
+    #[inline(always)]
+    pub unsafe fn get_unchecked_mut(&mut self, i: usize) -> &mut T {
+        debug_assert!(i < self.capacity, "arena index {i} out of range");
+        // SAFETY: in range (the caller's promise); `&mut self` is exclusive.
+        unsafe { &mut *self.ptr.as_ptr().add(i) }
+    }
+
+    /// `len` elements from `start` without the bounds check.
+    ///
+    /// # Safety
+    /// `start + len <= self.capacity()`.
+    #[inline(always)]
+    pub unsafe fn slice_unchecked_mut(&mut self, start: usize, len: usize) -> &mut [T] {
+        debug_assert!(start + len <= self.capacity, "arena range out of range");
+        // SAFETY: in range (the caller's promise); `&mut self` is exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(start), len) }
     }
 
     /// Raw pointer to element `i` (for prefetching; `i` may be out of range).

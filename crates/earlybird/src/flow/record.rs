@@ -210,6 +210,16 @@ impl RecordBatch {
         self.early
             .resize(self.records.len() * self.stride, EarlyPkt::default());
     }
+    /// Appends a record whose early packets are the first `rec.early_len`
+    /// of `slot`, a whole stride copied as is (one fixed-size copy; entries
+    /// past `early_len` are never read through [`Self::early_of`]).
+    #[inline]
+    pub fn push_strided(&mut self, rec: FlowRecord, slot: &[EarlyPkt]) {
+        debug_assert_eq!(slot.len(), self.stride);
+        debug_assert!(rec.early_len as usize <= self.stride);
+        self.records.push(rec);
+        self.early.extend_from_slice(slot);
+    }
     /// The early packets of record `i`.
     pub fn early_of(&self, i: usize) -> &[EarlyPkt] {
         let r = &self.records[i];

@@ -27,6 +27,14 @@
 //! [`EVICT_CANDIDATES`] live flows from the sweep cursor is ended: with the
 //! reason the sweep would give it if it has already expired, else `evicted`
 //! (counted).
+//!
+//! Unchecked indexing: the per-packet path reads the arrays without bounds
+//! checks (measured: ~12 instructions per packet). It is sound because its
+//! indices are in range by construction: a bucket is `hash & mask` with
+//! `mask + 1` buckets, and a slot number is either read from the index
+//! (which only ever holds slots handed out by `insert_at`) or handed out by
+//! `insert_at` itself, which takes a freed slot or `high < capacity` (it
+//! frees one first when the table is full). Debug builds check every access.
 
 use std::sync::Arc;
 
@@ -308,13 +316,15 @@ impl FlowTable {
         let tag = tag_of(p.hash);
         let mut i = p.hash as usize & self.mask;
         let slot = loop {
-            let e = self.index[i];
+            // SAFETY: `i` is masked, `s` comes from the index (module docs).
+            let e = unsafe { *self.index.get_unchecked(i) };
             if e == 0 {
                 break None;
             }
             if (e >> 24) as u8 == tag {
                 let s = (e & 0x00FF_FFFF) as usize - 1;
-                if self.entries[s].key == p.key && (!p.key.is_v6() || self.wide[s] == *wide) {
+                let entry = unsafe { self.entries.get_unchecked(s) };
+                if entry.key == p.key && (!p.key.is_v6() || self.wide[s] == *wide) {
                     break Some(s);
                 }
             }
@@ -338,7 +348,8 @@ impl FlowTable {
     /// Does packet `p` start a new flow instead of joining slot `s`?
     #[inline]
     fn ends_before(&self, s: usize, p: &Pkt) -> Option<EndReason> {
-        let e = &self.entries[s];
+        // SAFETY: `s` comes from the index (module docs).
+        let e = unsafe { self.entries.get_unchecked(s) };
         let gap = p.ts.saturating_sub(e.last_ts);
         if e.state & CLOSED != 0 {
             let bare_syn = p.flags & (tcp::SYN | tcp::ACK) == tcp::SYN;
@@ -419,7 +430,10 @@ impl FlowTable {
     /// Updates slot `s` with packet `p`.
     #[inline]
     fn update(&mut self, s: usize, p: &Pkt) {
-        let h = &mut self.entries[s];
+        // SAFETY (every unchecked access here): `s` comes from the index or
+        // from `insert_at` (module docs); the early array holds `n` entries
+        // per slot.
+        let h = unsafe { self.entries.get_unchecked_mut(s) };
         let dir = if p.from_a == (h.state & CLIENT_IS_A != 0) {
             Dir::Fwd
         } else {
@@ -428,7 +442,7 @@ impl FlowTable {
         let prev = h.last_ts;
         let base = s * self.n;
         early::push(
-            &mut self.early.as_mut_slice()[base..base + self.n],
+            unsafe { self.early.slice_unchecked_mut(base, self.n) },
             &mut h.n_early,
             p.size,
             dir,
@@ -445,7 +459,7 @@ impl FlowTable {
         let (lo, carry) = h.bytes_lo[d].overflowing_add(p.size as u32);
         h.bytes_lo[d] = lo;
         if carry {
-            self.tails[s].bytes_hi[d] += 1;
+            unsafe { self.tails.get_unchecked_mut(s) }.bytes_hi[d] += 1;
         }
         if p.flags != 0 {
             h.tcp.update(d, p.flags);
@@ -454,7 +468,7 @@ impl FlowTable {
             }
         }
         if self.full_stats {
-            let x = &mut self.extra[s];
+            let x = unsafe { self.extra.get_unchecked_mut(s) };
             x.dir[d].update(p.size, p.ts, first);
             if p.flags != 0 {
                 tcp::count_flags(&mut x.flags, d, p.flags);
@@ -576,7 +590,11 @@ impl FlowTable {
         let state = self.entries[s].state;
         if state & PENDING != 0 {
             self.counters.verdicts_late += 1;
-        } else if state & DECIDED == 0 && self.entries[s].n_early > 0 && !self.pooled {
+        } else if self.model.is_some()
+            && state & DECIDED == 0
+            && self.entries[s].n_early > 0
+            && !self.pooled
+        {
             // A flow shorter than N packets: cheap models decide with what it
             // had. (With a pooled model it stays unknown: no stall at its end.)
             self.decide(s);
@@ -596,11 +614,19 @@ impl FlowTable {
         }
         let packets = [h.packets[0] as u64, h.packets[1] as u64];
         let bytes = [h.bytes(t, 0), h.bytes(t, 1)];
-        let none = Extra::default();
-        let x = if self.full_stats {
-            &self.extra[s]
+        // Basic statistics: the moments stay zero, nothing to compute.
+        let (size, iat, tcp_flags) = if self.full_stats {
+            let x = &self.extra[s];
+            (
+                [
+                    x.dir[0].size_stat(packets[0], bytes[0]),
+                    x.dir[1].size_stat(packets[1], bytes[1]),
+                ],
+                [x.dir[0].iat_stat(packets[0]), x.dir[1].iat_stat(packets[1])],
+                x.flags,
+            )
         } else {
-            &none
+            Default::default()
         };
         let verdict = if h.state & DECIDED != 0 {
             Verdict {
@@ -633,19 +659,16 @@ impl FlowTable {
             last_ts: h.last_ts,
             packets,
             bytes,
-            size: [
-                x.dir[0].size_stat(packets[0], bytes[0]),
-                x.dir[1].size_stat(packets[1], bytes[1]),
-            ],
-            iat: [x.dir[0].iat_stat(packets[0]), x.dir[1].iat_stat(packets[1])],
-            tcp_flags: x.flags,
+            size,
+            iat,
+            tcp_flags,
             end: reason,
             early_len: h.n_early,
             verdict,
         };
         let base = s * self.n;
         self.out
-            .push(rec, &self.early.as_slice()[base..base + h.n_early as usize]);
+            .push_strided(rec, &self.early.as_slice()[base..base + self.n]);
         self.counters.ended[reason as usize] += 1;
     }
 
