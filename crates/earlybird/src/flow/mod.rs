@@ -2,6 +2,7 @@
 pub mod arena;
 pub mod entry;
 pub mod key;
+pub mod prefault;
 pub mod record;
 pub mod table;
 

@@ -38,7 +38,8 @@
 
 use std::sync::Arc;
 
-use super::arena::Arena;
+use super::arena::{Arena, ZeroValid};
+use super::prefault::{Prefaulter, Region};
 
 use super::entry::{Entry, Extra, Tail, Wide, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING};
 use super::key::{Key, TableKey};
@@ -111,6 +112,9 @@ pub struct FlowCounters {
 
 /// A flow table (see the module docs).
 pub struct FlowTable {
+    /// Populates slot pages ahead of use. Declared first: dropped (and its
+    /// thread joined) before the arenas it populates are unmapped.
+    prefault: Option<Prefaulter>,
     bidirectional: bool,
     idle: Nanos,
     active: Nanos,
@@ -163,7 +167,8 @@ impl FlowTable {
                 "cannot reserve memory for {capacity} flows ({what}): {e}; lower --max-flows"
             ))
         };
-        Ok(FlowTable {
+        let mut table = FlowTable {
+            prefault: None,
             bidirectional: cfg.bidirectional,
             idle: cfg.idle_timeout,
             active: cfg.active_timeout,
@@ -194,7 +199,19 @@ impl FlowTable {
             outstanding: 0,
             out: RecordBatch::with_capacity(1024, n),
             counters: FlowCounters::default(),
-        })
+        };
+        // The slot arrays filled in slot order (not the randomly probed
+        // index, nor the IPv6 addresses committed only where used).
+        let mut regions = vec![
+            region(&table.entries, 1),
+            region(&table.tails, 1),
+            region(&table.early, n),
+        ];
+        if table.full_stats {
+            regions.push(region(&table.extra, 1));
+        }
+        table.prefault = Prefaulter::start(regions, capacity);
+        Ok(table)
     }
 
     /// Whether the table pairs both directions into one flow.
@@ -736,6 +753,9 @@ impl FlowTable {
     /// Incremental expiry: examines the next `sweep_per_batch` slots and
     /// ends the flows that have timed out. Call once per batch.
     pub fn sweep(&mut self) {
+        if let Some(p) = &mut self.prefault {
+            p.advance(self.high);
+        }
         self.sweep_n(self.sweep_per_batch);
     }
 
@@ -827,6 +847,14 @@ impl FlowTable {
         self.used = 0;
         self.flush_cursor = 0;
         true
+    }
+}
+
+/// The prefault region of a slot array holding `per_slot` elements a slot.
+fn region<T: ZeroValid>(a: &Arena<T>, per_slot: usize) -> Region {
+    Region {
+        base: a.ptr(0).cast(),
+        per_slot: per_slot * std::mem::size_of::<T>(),
     }
 }
 
