@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
+use crossbeam_channel::{bounded, Receiver, Sender, TryRecvError, TrySendError};
 
 use crate::classify::Classifier;
 use crate::config::FlowConfig;
@@ -381,6 +381,39 @@ impl Sink {
     }
 }
 
+/// How long the exporter thread sleeps between polls while batches keep
+/// coming.
+const EXPORT_POLL: std::time::Duration = std::time::Duration::from_micros(500);
+/// Empty polls (50 ms) before the exporter thread blocks on the channel.
+const EXPORT_POLLS: u32 = 100;
+
+/// The next batch for the exporter thread, None once every shard is done.
+/// While batches keep coming it polls (sleeping [`EXPORT_POLL`] between
+/// tries) instead of blocking: a blocked receiver makes every send a futex
+/// wake-up on the shard's core (~2.7 % of the worst case's shard time at
+/// one send per 2048 records); after [`EXPORT_POLLS`] empty polls it blocks,
+/// so an idle live capture costs nothing.
+fn next_export(rx: &Receiver<RecordBatch>, empty: &mut u32) -> Option<RecordBatch> {
+    loop {
+        match rx.try_recv() {
+            Ok(b) => {
+                *empty = 0;
+                return Some(b);
+            }
+            Err(TryRecvError::Disconnected) => return None,
+            Err(TryRecvError::Empty) if *empty < EXPORT_POLLS => {
+                *empty += 1;
+                std::thread::sleep(EXPORT_POLL);
+            }
+            Err(TryRecvError::Empty) => {
+                let b = rx.recv().ok();
+                *empty = 0;
+                return b;
+            }
+        }
+    }
+}
+
 /// The exporter thread: writes each batch to every output still working.
 fn export_loop(
     rx: Receiver<RecordBatch>,
@@ -390,7 +423,8 @@ fn export_loop(
     let mut summary = Summary::default();
     let mut errors = Vec::new();
     let mut alive = vec![true; exporters.len()];
-    for mut batch in rx {
+    let mut empty = 0;
+    while let Some(mut batch) = next_export(&rx, &mut empty) {
         summary.add(&batch);
         for (i, ex) in exporters.iter_mut().enumerate() {
             if alive[i] {

@@ -3,9 +3,9 @@
 //! Contract: a [`Prefaulter`] owns one helper thread per flow table. The
 //! table tells it, once per batch, how many slots it has ever used
 //! ([`Prefaulter::advance`], no atomic read-modify-write, a relaxed store
-//! and a wake-up only every [`WINDOW`]` / 2` new slots); the helper asks the
-//! kernel to populate the pages of the next [`WINDOW`] slots of every slot
-//! array with `madvise(MADV_POPULATE_WRITE)` (Linux ≥ 5.14). Populating
+//! and a wake-up only every [`WINDOW`]` / 2` new slots); once it has used
+//! [`START`] slots, the helper asks the kernel to populate the pages of the
+//! next [`WINDOW`] slots of every slot array with `madvise(MADV_POPULATE_WRITE)` (Linux ≥ 5.14). Populating
 //! never changes the contents of a page that is already there, and fresh
 //! pages are zero either way, so the table sees the same memory it would
 //! see without the helper; only who pays the page clearing changes.
@@ -25,8 +25,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-/// Slots populated ahead of the high-water mark.
-pub const WINDOW: usize = 16 * 1024;
+/// Slots populated ahead of the high-water mark: 4 MiB of the smallest slot
+/// array (16-byte tails), so the helper works at least one 2 MiB page ahead
+/// of the table in every array (with a smaller window the table kept
+/// waiting on the page the helper was clearing).
+pub const WINDOW: usize = 256 * 1024;
+
+/// Slots a table uses before the helper starts: small captures commit no
+/// memory ahead of use.
+pub const START: usize = 32 * 1024;
 
 /// Environment variable that turns the helper off.
 pub const NO_PREFAULT_ENV: &str = "EARLYBIRD_NO_PREFAULT";
@@ -61,17 +68,17 @@ pub struct Prefaulter {
 
 impl Prefaulter {
     /// Starts a helper for `capacity` slots of `regions`; None when it is
-    /// turned off, the table is small (under [`WINDOW`] slots, where there is
-    /// nothing to gain), or the thread cannot start.
+    /// turned off, the table is small (at most [`START`] slots, where there
+    /// is nothing to gain), or the thread cannot start.
     pub fn start(regions: Vec<Region>, capacity: usize) -> Option<Prefaulter> {
         if !cfg!(target_os = "linux")
-            || capacity <= WINDOW
+            || capacity <= START
             || std::env::var_os(NO_PREFAULT_ENV).is_some()
         {
             return None;
         }
         let shared = Arc::new(Shared {
-            target: AtomicUsize::new(WINDOW),
+            target: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
         });
         let s = shared.clone();
@@ -82,7 +89,7 @@ impl Prefaulter {
         Some(Prefaulter {
             shared,
             thread: Some(thread),
-            asked: WINDOW,
+            asked: 0,
             capacity,
         })
     }
@@ -91,7 +98,7 @@ impl Prefaulter {
     /// [`WINDOW`] slots ahead.
     #[inline]
     pub fn advance(&mut self, high: usize) {
-        if high + WINDOW / 2 > self.asked && self.asked < self.capacity {
+        if high >= START && high + WINDOW / 2 > self.asked && self.asked < self.capacity {
             self.asked = (high + WINDOW).min(self.capacity);
             self.shared.target.store(self.asked, Ordering::Release);
             if let Some(t) = &self.thread {
@@ -161,24 +168,28 @@ mod tests {
 
     #[test]
     fn small_tables_get_no_helper() {
-        assert!(Prefaulter::start(Vec::new(), WINDOW).is_none());
+        assert!(Prefaulter::start(Vec::new(), START).is_none());
     }
 
     #[test]
     fn populates_ahead_and_keeps_contents() {
-        // 2 * WINDOW slots of 512 bytes = 16 MiB.
+        // 2 * WINDOW slots of 64 bytes = 32 MiB.
         let slots = 2 * WINDOW;
-        let mut a: Arena<u64> = Arena::new(slots * 64).unwrap();
+        let mut a: Arena<u64> = Arena::new(slots * 8).unwrap();
         a[0] = 7;
-        a[100 * 64] = 9;
+        a[WINDOW * 8] = 9;
         let region = Region {
             base: a.ptr(0).cast(),
-            per_slot: 512,
+            per_slot: 64,
         };
         let mut p = Prefaulter::start(vec![region], slots).expect("helper starts");
+        // Below START slots nothing is asked for.
+        p.advance(START - 1);
+        assert_eq!(p.asked, 0);
         // Slot 3/4 WINDOW in use: the helper goes on to 1 3/4 WINDOW.
         p.advance(WINDOW * 3 / 4);
-        let first = WINDOW * 512 * 7 / 4;
+        assert_eq!(p.asked, WINDOW * 7 / 4);
+        let first = WINDOW * 64 * 7 / 4;
         let pages = first / 4096;
         let mut waited = 0;
         while resident(region.base, first) < pages && waited < 500 {
@@ -187,6 +198,6 @@ mod tests {
         }
         assert_eq!(resident(region.base, first), pages, "window populated");
         drop(p);
-        assert_eq!((a[0], a[100 * 64], a[200 * 64]), (7, 9, 0));
+        assert_eq!((a[0], a[WINDOW * 8], a[WINDOW * 8 + 1]), (7, 9, 0));
     }
 }
