@@ -13,7 +13,8 @@
 //! all-zero ([`ZeroValid`]). Indexing is bounds-checked against the
 //! capacity; the `unsafe` unchecked accessors are for the flow table's
 //! per-packet path, whose indices are in range by construction (see
-//! `flow/table.rs`, "Unchecked indexing"). [`Arena::reserved_pool`] says which backing was used.
+//! `flow/table.rs`, "Unchecked indexing"). [`Arena::reserved_pool`] says
+//! which backing was used.
 //!
 //! Measured reasons for existing (BENCHMARKS.md): on the worst-case capture
 //! (200,000 new flows per million packets) 4 KiB page faults and page

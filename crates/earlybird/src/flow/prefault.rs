@@ -2,13 +2,14 @@
 //!
 //! Contract: a [`Prefaulter`] owns one helper thread per flow table. The
 //! table tells it, once per batch, how many slots it has ever used
-//! ([`Prefaulter::advance`], no atomic read-modify-write, a relaxed store
-//! and a wake-up only every [`WINDOW`]` / 2` new slots); once it has used
+//! ([`Prefaulter::advance`]: no atomic read-modify-write; a store and a
+//! wake-up only every [`WINDOW`]` / 2` new slots); once it has used
 //! [`START`] slots, the helper asks the kernel to populate the pages of the
-//! next [`WINDOW`] slots of every slot array with `madvise(MADV_POPULATE_WRITE)` (Linux ≥ 5.14). Populating
-//! never changes the contents of a page that is already there, and fresh
-//! pages are zero either way, so the table sees the same memory it would
-//! see without the helper; only who pays the page clearing changes.
+//! next [`WINDOW`] slots of every slot array with
+//! `madvise(MADV_POPULATE_WRITE)` (Linux ≥ 5.14). Populating never changes
+//! the contents of a page that is already there, and fresh pages are zero
+//! either way, so the table sees the same memory it would see without the
+//! helper; only who pays the page clearing changes.
 //! Dropping the prefaulter stops and joins the thread, so it must be dropped
 //! before the memory it populates is unmapped (the table declares it
 //! first). When the kernel refuses (older kernel, no memory) the helper

@@ -751,7 +751,8 @@ impl FlowTable {
     }
 
     /// Incremental expiry: examines the next `sweep_per_batch` slots and
-    /// ends the flows that have timed out. Call once per batch.
+    /// ends the flows that have timed out. Call once per batch (it also
+    /// tells the prefault helper how far the slots in use reach).
     pub fn sweep(&mut self) {
         if let Some(p) = &mut self.prefault {
             p.advance(self.high);
