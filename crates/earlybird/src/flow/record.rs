@@ -4,7 +4,8 @@
 //! finished flow. Early features live beside it in a [`RecordBatch`] (a flat
 //! array with a fixed stride of N per record) so records stay small and a
 //! batch is two allocations that are reused. Every field is documented once,
-//! here; `docs/RECORD_FIELDS.md` is checked against [`FIELDS`] by a test.
+//! here; `docs/RECORD_FIELDS.md` is checked against
+//! [`crate::export::fields::FIELDS`] by a test.
 
 use crate::decode::TunnelKind;
 use crate::time::Nanos;
