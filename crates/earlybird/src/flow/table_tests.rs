@@ -292,3 +292,71 @@ fn ipv6_flows_with_equal_folds_stay_apart() {
     want.sort();
     assert_eq!(got, want);
 }
+
+/// Full statistics through the table: flows of 1 to 3N packets in both
+/// directions, with gaps from nanoseconds to over 4.29 s and timestamps
+/// that step backwards, end with exactly the moments and flag counts of the
+/// packet sequence as each direction saw it (the reference below), whatever
+/// N is.
+#[test]
+fn full_statistics_follow_every_packet() {
+    use crate::features::stats::Moments;
+    use crate::features::tcp::count_flags;
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for n in [1usize, 4, 8] {
+        let c = FlowConfig {
+            early_packets: n,
+            ..cfg()
+        };
+        for flow in 0..300u64 {
+            let mut t = FlowTable::new(&c, None).unwrap();
+            let len = 1 + (next() % (3 * n as u64)) as usize;
+            let mut ts = 10 * SECOND;
+            let mut want = [Moments::default(); 2];
+            let mut flags_want = [[0u32; 8]; 2];
+            let mut count = [0u64; 2];
+            let mut bytes = [0u64; 2];
+            for i in 0..len {
+                let r = next();
+                // Mostly small gaps; some beyond u32 ns; some backwards.
+                ts = match r % 8 {
+                    0 => ts + 5 * SECOND + r % 1000,
+                    1 if flow % 3 == 0 => ts - (r >> 8) % 2_000_000,
+                    _ => ts + (r >> 8) % 3_000_000,
+                };
+                let fwd = i == 0 || r & 0x100 != 0;
+                let flags = [0, ACK, SYN, SYN | ACK, 0x18, 0xe0 | ACK][(r >> 12) as usize % 6];
+                let mut p = if fwd {
+                    pkt(&c, 1, 5000, 2, 443, ts, flags)
+                } else {
+                    pkt(&c, 2, 443, 1, 5000, ts, flags)
+                };
+                p.size = 40 + (r >> 20) as u16 % 1400;
+                t.packet(&p);
+                let d = usize::from(!fwd);
+                want[d].update(p.size, ts, count[d] == 0);
+                if flags != 0 {
+                    count_flags(&mut flags_want, d, flags);
+                }
+                count[d] += 1;
+                bytes[d] += p.size as u64;
+            }
+            t.flush();
+            assert_eq!(t.out.records.len(), 1, "N={n} flow {flow}: one flow");
+            let rec = &t.out.records[0];
+            for d in 0..2 {
+                let ctx = format!("N={n} flow {flow} ({len} packets) dir {d}");
+                assert_eq!(rec.packets[d], count[d], "{ctx}");
+                assert_eq!(rec.size[d], want[d].size_stat(count[d], bytes[d]), "{ctx}");
+                assert_eq!(rec.iat[d], want[d].iat_stat(count[d]), "{ctx}");
+            }
+            assert_eq!(rec.tcp_flags, flags_want, "N={n} flow {flow}");
+        }
+    }
+}
