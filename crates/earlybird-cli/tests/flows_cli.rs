@@ -11,15 +11,20 @@ fn sample() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pcap/ndpi__iphone.pcap")
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("eb-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+/// A path named `name` in a fresh directory that is removed (with what the
+/// test wrote there) when the returned guard is dropped.
+fn tmp(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::Builder::new()
+        .prefix("eb-cli-")
+        .tempdir()
+        .unwrap();
+    let p = d.path().join(name);
+    (d, p)
 }
 
 #[test]
 fn writes_one_csv_line_per_flow_and_labels_them() {
-    let out = tmp("flows.csv");
+    let (_dir, out) = tmp("flows.csv");
     let (code, _, err) = eb(&[
         "flows",
         sample().to_str().unwrap(),
@@ -39,7 +44,7 @@ fn writes_one_csv_line_per_flow_and_labels_them() {
 #[test]
 fn cut_off_capture_is_used_up_to_the_cut_with_a_warning() {
     let bytes = std::fs::read(sample()).unwrap();
-    let cut = tmp("cut.pcap");
+    let (_dir, cut) = tmp("cut.pcap");
     std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
     let (code, _, err) = eb(&["flows", cut.to_str().unwrap(), "-f", "null"]);
     assert_eq!(code, 0, "{err}");
@@ -53,7 +58,7 @@ fn cut_off_capture_is_used_up_to_the_cut_with_a_warning() {
 
 #[test]
 fn not_a_capture_is_an_error_naming_the_file() {
-    let bad = tmp("notes.txt");
+    let (_dir, bad) = tmp("notes.txt");
     std::fs::write(&bad, "hello, this is not a capture file at all\n").unwrap();
     let (code, _, err) = eb(&["flows", bad.to_str().unwrap()]);
     assert_eq!(code, 1);
@@ -65,7 +70,7 @@ fn not_a_capture_is_an_error_naming_the_file() {
 
 #[test]
 fn failing_output_exits_3_and_the_other_output_is_complete() {
-    let good = tmp("good.jsonl");
+    let (_dir, good) = tmp("good.jsonl");
     let (code, _, err) = eb(&[
         "flows",
         sample().to_str().unwrap(),

@@ -24,8 +24,11 @@ fn train_then_evaluate() {
     let dev = c.join("classify/dev");
     let pcap = |n: &str| dev.join("ndpi/pcap").join(n).display().to_string();
     let truth = dev.join("ndpi_truth.csv").display().to_string();
-    let dir = std::env::temp_dir().join(format!("eb-cli-train-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("eb-cli-train-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let model = dir.join("m.ebm").display().to_string();
     let png = dir.join("k.png").display().to_string();
     let files = [
@@ -64,7 +67,6 @@ fn train_then_evaluate() {
     let (code, out, err) = eb(&args);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("ports") && out.contains("nb"), "{out}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -36,8 +36,11 @@ fn marks_exactly_the_packets_after_the_verdict() {
         model: Some(Arc::new(model)),
         classes: classes.clone(),
     };
-    let dir = std::env::temp_dir().join(format!("eb-mark-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("eb-mark-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let map = dir.join("map.toml");
     std::fs::write(
         &map,
@@ -135,5 +138,4 @@ fn marks_exactly_the_packets_after_the_verdict() {
         checked > 400 && marked > 0,
         "{checked} checked, {marked} changed"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
