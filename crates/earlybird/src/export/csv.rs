@@ -54,8 +54,16 @@ impl Exporter for CsvExporter {
             self.out.room_for_record()?;
             let start = self.out.buf.len();
             let early = early_of(batch, i, self.n);
-            let buf = &mut self.out.buf.cursor();
-            write_scalars::<false>(buf, &self.texts, r, self.apps.get(&r.verdict), early.len());
+            // SAFETY: `room_for_record` left `max_record_len(self.n, longest
+            // app name)` bytes free, and one record follows.
+            let buf = &mut unsafe { self.out.buf.record_cursor() };
+            write_scalars::<false, false>(
+                buf,
+                &self.texts,
+                r,
+                self.apps.get(&r.verdict),
+                early.len(),
+            );
             for p in early {
                 buf.sep_u64(b',', u64::from(p.size));
                 // ",1," or ",-1," as one store.

@@ -55,8 +55,16 @@ impl Exporter for JsonLinesExporter {
             self.out.room_for_record()?;
             let start = self.out.buf.len();
             let early = early_of(batch, i, self.n);
-            let buf = &mut self.out.buf.cursor();
-            write_scalars::<true>(buf, &self.texts, r, self.apps.get(&r.verdict), early.len());
+            // SAFETY: `room_for_record` left `max_record_len(self.n, longest
+            // app name)` bytes free, and one record follows.
+            let buf = &mut unsafe { self.out.buf.record_cursor() };
+            write_scalars::<true, false>(
+                buf,
+                &self.texts,
+                r,
+                self.apps.get(&r.verdict),
+                early.len(),
+            );
             // Each value is followed by a comma; the last one is taken back.
             let last = usize::from(!early.is_empty());
             buf.snip(&self.early_keys[0]);

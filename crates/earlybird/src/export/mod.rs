@@ -350,7 +350,7 @@ impl Texts {
     }
 
     #[inline(always)]
-    fn tunnel(&self, buf: &mut Cursor, k: TunnelKind) {
+    fn tunnel<const C: bool>(&self, buf: &mut Cursor<'_, C>, k: TunnelKind) {
         match self.tunnels.get(k as usize) {
             Some((t, s)) if *t == k => buf.snip(s),
             _ => buf.bytes(k.name().as_bytes()),
@@ -358,7 +358,7 @@ impl Texts {
     }
 
     #[inline(always)]
-    fn end(&self, buf: &mut Cursor, e: EndReason) {
+    fn end<const C: bool>(&self, buf: &mut Cursor<'_, C>, e: EndReason) {
         match self.ends.get(e as usize) {
             Some((t, s)) if *t == e => buf.snip(s),
             _ => buf.bytes(e.name().as_bytes()),
@@ -373,8 +373,8 @@ impl Texts {
 /// these fields. Takes at most [`text::MAX_FIELD`] bytes per field plus
 /// `app.len()`.
 #[inline(always)]
-pub(crate) fn write_scalars<const JSON: bool>(
-    buf: &mut Cursor,
+pub(crate) fn write_scalars<const JSON: bool, const C: bool>(
+    buf: &mut Cursor<'_, C>,
     texts: &Texts,
     r: &FlowRecord,
     app: &Snip,
