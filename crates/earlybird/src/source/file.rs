@@ -3,7 +3,9 @@
 //!
 //! Contract:
 //! - [`CaptureFile::open`] maps a file read-only (populated in one call,
-//!   advised sequential) and checks its header; [`CaptureFile::from_bytes`]
+//!   or for files of [`populate::BACKGROUND_FROM`] bytes and more by a
+//!   helper thread while the readers walk it; advised sequential) and
+//!   checks its header; [`CaptureFile::from_bytes`]
 //!   does the same over an owned buffer. Errors name the file: [`Error::Io`] (cannot open or map),
 //!   [`Error::NotCapture`] (neither pcap nor pcapng, or the header is
 //!   damaged), [`Error::UnsupportedLinkType`] (the pcap global header's link
@@ -19,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use super::pcap::{self, PcapReader};
 use super::pcapng::{self, PcapngReader};
+use super::populate::{self, MapPopulator};
 use super::{LinkType, PacketRef, Warning};
 use crate::error::{Error, Result};
 
@@ -60,6 +63,9 @@ enum Format {
 /// # Ok::<(), earlybird::Error>(())
 /// ```
 pub struct CaptureFile {
+    /// Maps the file in the background. Declared first: dropped (and its
+    /// thread joined) before the map it populates.
+    populator: Option<MapPopulator>,
     name: String,
     storage: Storage,
     format: Format,
@@ -91,16 +97,32 @@ impl CaptureFile {
         // process truncating or rewriting the file while we read it is outside
         // what any mmap-based reader can guard against (the usual caveat of
         // memmap2); earlybird never writes to its inputs.
-        // MAP_POPULATE: map the whole (page-cached) file in one call instead
-        // of one minor fault per 4 KiB page during the walk.
-        let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) }
-            .map_err(|e| Error::io(path, e))?;
+        // Map the whole (page-cached) file ahead of the walk instead of one
+        // minor fault per 4 KiB page during it: a large file on a helper
+        // thread while the readers start, a small one (or when the helper
+        // cannot run) in one MAP_POPULATE call.
+        let background = len as usize >= populate::BACKGROUND_FROM;
+        let mut opts = memmap2::MmapOptions::new();
+        if !background {
+            opts.populate();
+        }
+        let map = unsafe { opts.map(&file) }.map_err(|e| Error::io(path, e))?;
         #[cfg(unix)]
         {
             // Only a hint: failure changes nothing but read-ahead.
             let _ = map.advise(memmap2::Advice::Sequential);
         }
-        Self::new(name, Storage::Map(map))
+        // The header is checked first, so the helper starts only on a map
+        // that stays (an error drops the map right here).
+        let mut f = Self::new(name, Storage::Map(map))?;
+        if let (true, Storage::Map(map)) = (background, &f.storage) {
+            f.populator = MapPopulator::start(map);
+            if f.populator.is_none() {
+                #[cfg(unix)]
+                let _ = map.advise(memmap2::Advice::WillNeed);
+            }
+        }
+        Ok(f)
     }
 
     /// Same as [`CaptureFile::open`] over an in-memory buffer; `name` is
@@ -116,6 +138,7 @@ impl CaptureFile {
         };
         let format = detect(&name, bytes)?;
         Ok(CaptureFile {
+            populator: None,
             name,
             storage,
             format,

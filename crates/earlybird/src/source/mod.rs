@@ -13,6 +13,7 @@
 pub mod file;
 pub mod pcap;
 pub mod pcapng;
+pub mod populate;
 
 pub use file::{CaptureFile, CaptureReader};
 
