@@ -154,11 +154,7 @@ fn bench(c: &mut Criterion) {
     let parts: Vec<RecordBatch> = batch(8)
         .records
         .chunks(512)
-        .map(|c| RecordBatch {
-            records: c.to_vec(),
-            early: Vec::new(),
-            stride: 0,
-        })
+        .map(|c| RecordBatch::from_records(c.to_vec()))
         .collect();
     let mut summary = Summary::default();
     g.bench_function("summary_add", |bench| {

@@ -347,7 +347,12 @@ impl Sink {
         if out.is_empty() && self.pending.is_empty() {
             return;
         }
-        let full = std::mem::replace(out, self.fresh());
+        let mut full = std::mem::replace(out, self.fresh());
+        // Records are built where a core is idle: on the exporter thread
+        // while it keeps up, here once half its channel is waiting.
+        if self.tx.len() * 2 >= self.tx.capacity().unwrap_or(1) {
+            full.materialize();
+        }
         match self.policy {
             ExportPolicy::Block => {
                 // An Err means the exporter thread is gone; nothing can be written.
@@ -425,6 +430,7 @@ fn export_loop(
     let mut alive = vec![true; exporters.len()];
     let mut empty = 0;
     while let Some(mut batch) = next_export(&rx, &mut empty) {
+        batch.materialize();
         summary.add(&batch);
         for (i, ex) in exporters.iter_mut().enumerate() {
             if alive[i] {

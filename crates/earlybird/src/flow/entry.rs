@@ -57,6 +57,16 @@ impl Entry {
     pub fn bytes(&self, tail: &Tail, d: usize) -> u64 {
         (tail.bytes_hi[d] as u64) << 32 | self.bytes_lo[d] as u64
     }
+
+    /// Client port and server port.
+    #[inline]
+    pub fn client_server_ports(&self) -> (u16, u16) {
+        if self.state & CLIENT_IS_A != 0 {
+            (self.key.pa, self.key.pb)
+        } else {
+            (self.key.pb, self.key.pa)
+        }
+    }
 }
 
 /// Slot holds a live flow.

@@ -4,6 +4,7 @@ pub mod entry;
 pub mod key;
 pub mod prefault;
 pub mod record;
+pub mod snapshot;
 pub mod table;
 
 #[cfg(test)]

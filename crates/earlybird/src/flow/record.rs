@@ -7,6 +7,8 @@
 //! here; `docs/RECORD_FIELDS.md` is checked against
 //! [`crate::export::fields::FIELDS`] by a test.
 
+use super::entry::{Entry, Extra, Tail, Wide};
+use super::snapshot::{build, RawFlow};
 use crate::decode::TunnelKind;
 use crate::time::Nanos;
 
@@ -173,14 +175,28 @@ pub struct FlowRecord {
 pub const TCP_FLAG_NAMES: [&str; 8] = ["fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr"];
 
 /// A batch of finished records with their early features.
+///
+/// A flow table appends raw snapshots ([`Self::push_raw`]); they become
+/// [`FlowRecord`]s when [`Self::materialize`] runs (the pipeline calls it on
+/// the exporter thread, or on the shard when the exporter lags). Readers of
+/// [`Self::records`], [`Self::iter`] and [`Self::early_of`] see only
+/// materialized records: call `materialize` first on a batch that came
+/// straight from a table.
 #[derive(Debug, Clone, Default)]
 pub struct RecordBatch {
     /// Finished records.
     pub records: Vec<FlowRecord>,
-    /// Early packets, `stride` entries per record (only `early_len` used).
+    /// Early packets, `stride` entries per record (only `early_len` used);
+    /// the snapshots' follow the records'.
     pub early: Vec<EarlyPkt>,
     /// N: early packets reserved per record.
     pub stride: usize,
+    /// Snapshots not yet turned into records (they come after `records`).
+    raw: Vec<RawFlow>,
+    /// `--stats full`: one per snapshot.
+    raw_extra: Vec<Extra>,
+    /// The addresses of the IPv6 snapshots, in order.
+    raw_wide: Vec<Wide>,
 }
 
 impl RecordBatch {
@@ -190,19 +206,28 @@ impl RecordBatch {
             records: Vec::with_capacity(records),
             early: Vec::with_capacity(records * stride),
             stride,
+            ..RecordBatch::default()
         }
     }
-    /// Number of records.
+    /// A batch of materialized records without early packets (stride 0).
+    pub fn from_records(records: Vec<FlowRecord>) -> Self {
+        RecordBatch {
+            records,
+            ..RecordBatch::default()
+        }
+    }
+    /// Number of records (materialized or not).
     pub fn len(&self) -> usize {
-        self.records.len()
+        self.records.len() + self.raw.len()
     }
     /// True when the batch holds no record.
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+        self.records.is_empty() && self.raw.is_empty()
     }
     /// Appends a record and its early packets (at most `stride` are kept).
     #[inline]
     pub fn push(&mut self, rec: FlowRecord, early: &[EarlyPkt]) {
+        self.materialize();
         let n = early.len().min(self.stride);
         let mut rec = rec;
         rec.early_len = n as u8;
@@ -218,22 +243,94 @@ impl RecordBatch {
     pub fn push_strided(&mut self, rec: FlowRecord, slot: &[EarlyPkt]) {
         debug_assert_eq!(slot.len(), self.stride);
         debug_assert!(rec.early_len as usize <= self.stride);
+        self.materialize();
         self.records.push(rec);
         self.early.extend_from_slice(slot);
     }
-    /// The early packets of record `i`.
+    /// Appends the snapshot of a finished flow (its slot's `entry` and
+    /// `tail`, and why it ended): `extra` with full statistics (every
+    /// snapshot of a batch has one, or none does), `wide` for an IPv6 flow,
+    /// and its slot's whole stride of early packets (the first
+    /// `entry.n_early` are its own).
+    #[inline]
+    pub fn push_raw(
+        &mut self,
+        entry: &Entry,
+        tail: &Tail,
+        end: EndReason,
+        extra: Option<&Extra>,
+        wide: Option<&Wide>,
+        slot: &[EarlyPkt],
+    ) {
+        debug_assert_eq!(slot.len(), self.stride);
+        debug_assert!(entry.n_early as usize <= self.stride);
+        self.raw.reserve(1);
+        let len = self.raw.len();
+        // SAFETY: `reserve` made room for one more element at `len`; each
+        // field is written in place (measured: building the value first
+        // copied it twice), so the element is whole before `set_len`.
+        unsafe {
+            let p = self.raw.as_mut_ptr().add(len);
+            std::ptr::addr_of_mut!((*p).entry).write(*entry);
+            std::ptr::addr_of_mut!((*p).tail).write(*tail);
+            std::ptr::addr_of_mut!((*p).end).write(end);
+            self.raw.set_len(len + 1);
+        }
+        if let Some(x) = extra {
+            self.raw_extra.push(*x);
+        }
+        if let Some(w) = wide {
+            self.raw_wide.push(*w);
+        }
+        // The default N = 4 as a fixed-size copy (no memcpy call).
+        match <&[EarlyPkt; 4]>::try_from(slot) {
+            Ok(four) => self.early.extend_from_slice(four),
+            Err(_) => self.early.extend_from_slice(slot),
+        }
+    }
+    /// Turns every pending snapshot into its record (in order).
+    pub fn materialize(&mut self) {
+        if self.raw.is_empty() {
+            return;
+        }
+        let full = !self.raw_extra.is_empty();
+        debug_assert!(!full || self.raw_extra.len() == self.raw.len());
+        self.records.reserve(self.raw.len());
+        let mut wide = self.raw_wide.iter();
+        for (i, r) in self.raw.iter().enumerate() {
+            let extra = if full { self.raw_extra.get(i) } else { None };
+            let w = if r.entry.key.is_v6() {
+                wide.next()
+            } else {
+                None
+            };
+            self.records.push(build(r, extra, w));
+        }
+        self.raw.clear();
+        self.raw_extra.clear();
+        self.raw_wide.clear();
+    }
+    /// True when every record is materialized.
+    pub fn is_materialized(&self) -> bool {
+        self.raw.is_empty()
+    }
+    /// The early packets of record `i` (materialized records only).
     pub fn early_of(&self, i: usize) -> &[EarlyPkt] {
         let r = &self.records[i];
         let s = i * self.stride;
         &self.early[s..s + r.early_len as usize]
     }
-    /// Iterates over `(record, early packets)`.
+    /// Iterates over `(record, early packets)` of the materialized records.
     pub fn iter(&self) -> impl Iterator<Item = (&FlowRecord, &[EarlyPkt])> {
-        (0..self.len()).map(move |i| (&self.records[i], self.early_of(i)))
+        debug_assert!(self.raw.is_empty(), "materialize the batch first");
+        (0..self.records.len()).map(move |i| (&self.records[i], self.early_of(i)))
     }
     /// Empties the batch, keeping its allocations.
     pub fn clear(&mut self) {
         self.records.clear();
         self.early.clear();
+        self.raw.clear();
+        self.raw_extra.clear();
+        self.raw_wide.clear();
     }
 }

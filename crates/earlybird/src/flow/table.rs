@@ -43,7 +43,7 @@ use super::prefault::{Prefaulter, Region};
 
 use super::entry::{Entry, Extra, Tail, Wide, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING};
 use super::key::{Key, TableKey};
-use super::record::{Dir, EarlyPkt, EndReason, FlowRecord, RecordBatch, RecordKey, Verdict};
+use super::record::{Dir, EarlyPkt, EndReason, RecordBatch, Verdict};
 use crate::classify::pool::{Job, PoolLink};
 use crate::classify::{Classifier, FlowFeatures};
 use crate::config::FlowConfig;
@@ -507,7 +507,7 @@ impl FlowTable {
     fn decide(&mut self, s: usize) {
         let Some(model) = &self.model else { return };
         let h = &self.entries[s];
-        let (sport, dport) = client_server_ports(h);
+        let (sport, dport) = h.client_server_ports();
         let base = s * self.n;
         let f = FlowFeatures {
             early: &self.early.as_slice()[base..base + h.n_early as usize],
@@ -529,7 +529,7 @@ impl FlowTable {
     fn submit(&mut self, s: usize) {
         let Some(pool) = &self.pool else { return };
         let h = &self.entries[s];
-        let (sport, dport) = client_server_ports(h);
+        let (sport, dport) = h.client_server_ports();
         let n = h.n_early as usize;
         let base = s * self.n;
         let mut job = Job {
@@ -616,76 +616,15 @@ impl FlowTable {
             // had. (With a pooled model it stays unknown: no stall at its end.)
             self.decide(s);
         }
+        // A snapshot, not a record: the record is built later, on the
+        // exporter thread unless it lags (flow/snapshot.rs).
         let h = &self.entries[s];
-        let t = &self.tails[s];
-        let (sport, dport) = client_server_ports(h);
-        let [mut src, mut dst] = if h.key.is_v6() {
-            self.wide[s]
-        } else {
-            // IPv4-mapped form, built as one 128-bit value.
-            let m = |v: u32| ((0xffff_u128 << 32) | v as u128).to_be_bytes();
-            [m(h.key.a), m(h.key.b)]
-        };
-        if h.state & CLIENT_IS_A == 0 {
-            std::mem::swap(&mut src, &mut dst);
-        }
-        let packets = [h.packets[0] as u64, h.packets[1] as u64];
-        let bytes = [h.bytes(t, 0), h.bytes(t, 1)];
-        // Basic statistics: the moments stay zero, nothing to compute.
-        let (size, iat, tcp_flags) = if self.full_stats {
-            let x = &self.extra[s];
-            (
-                [
-                    x.dir[0].size_stat(packets[0], bytes[0]),
-                    x.dir[1].size_stat(packets[1], bytes[1]),
-                ],
-                [x.dir[0].iat_stat(packets[0]), x.dir[1].iat_stat(packets[1])],
-                x.flags,
-            )
-        } else {
-            Default::default()
-        };
-        let verdict = if h.state & DECIDED != 0 {
-            Verdict {
-                class: h.app,
-                confidence: h.conf as f32 / 65535.0,
-                at_packet: h.at,
-            }
-        } else {
-            Verdict {
-                class: Verdict::UNKNOWN,
-                confidence: 0.0,
-                at_packet: 0,
-            }
-        };
-        let rec = FlowRecord {
-            key: RecordKey {
-                src,
-                dst,
-                sport,
-                dport,
-                proto: h.key.proto,
-                ip_version: if h.key.is_v6() { 6 } else { 4 },
-                vlan: h.key.vlan,
-                tunnel: h.key.tunnel_kind(),
-                tunnel_id: h.key.tunnel_id,
-            },
-            src_mac: t.macs[0],
-            dst_mac: t.macs[1],
-            first_ts: h.first_ts,
-            last_ts: h.last_ts,
-            packets,
-            bytes,
-            size,
-            iat,
-            tcp_flags,
-            end: reason,
-            early_len: h.n_early,
-            verdict,
-        };
+        let extra = self.full_stats.then(|| &self.extra[s]);
+        let wide = h.key.is_v6().then(|| &self.wide[s]);
         let base = s * self.n;
+        let early = &self.early.as_slice()[base..base + self.n];
         self.out
-            .push_strided(rec, &self.early.as_slice()[base..base + self.n]);
+            .push_raw(h, &self.tails[s], reason, extra, wide, early);
         self.counters.ended[reason as usize] += 1;
     }
 
@@ -856,16 +795,6 @@ fn region<T: ZeroValid>(a: &Arena<T>, per_slot: usize) -> Region {
     Region {
         base: a.ptr(0).cast(),
         per_slot: per_slot * std::mem::size_of::<T>(),
-    }
-}
-
-/// Client port and server port of a flow.
-#[inline]
-fn client_server_ports(h: &Entry) -> (u16, u16) {
-    if h.state & CLIENT_IS_A != 0 {
-        (h.key.pa, h.key.pb)
-    } else {
-        (h.key.pb, h.key.pa)
     }
 }
 

@@ -447,11 +447,7 @@ mod tests {
     fn fold(recs: &[FlowRecord]) -> Summary {
         let mut s = Summary::default();
         for chunk in recs.chunks(512) {
-            let b = RecordBatch {
-                records: chunk.to_vec(),
-                early: Vec::new(),
-                stride: 0,
-            };
+            let b = RecordBatch::from_records(chunk.to_vec());
             s.add(&b);
         }
         s
