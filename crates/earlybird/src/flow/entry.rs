@@ -17,7 +17,7 @@ use super::arena::ZeroValid;
 use super::key::TableKey;
 use super::record::EarlyPkt;
 use crate::features::stats::Moments;
-use crate::features::tcp::{FlagCounts, TcpState};
+use crate::features::tcp::{FlagCounts, FlagLanes, TcpState};
 
 /// A flow's hot state: what lookup, update and expiry use.
 #[derive(Debug, Clone, Copy, Default)]
@@ -25,7 +25,7 @@ use crate::features::tcp::{FlagCounts, TcpState};
 pub struct Entry {
     /// The flow key (compact form; IPv6 addresses are in [`Wide`]).
     pub key: TableKey,
-    /// `IN_USE | CLIENT_IS_A | DECIDED | CLOSED | PENDING`.
+    /// `IN_USE | CLIENT_IS_A | DECIDED | SPILLED | CLOSED | PENDING`.
     pub state: u8,
     /// Early packets recorded so far.
     pub n_early: u8,
@@ -95,24 +95,41 @@ pub struct Tail {
 /// The 16-byte addresses of an IPv6 flow (endpoints `a`, `b`).
 pub type Wide = [[u8; 16]; 2];
 
-/// What `--stats full` (the default) adds per flow: size and inter-arrival
-/// moments and TCP flag counts per direction. 160 bytes.
+/// One direction's `--stats full` state in one cache line: its moments
+/// and TCP flag counts (a packet updates only its direction's line).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Extra {
-    /// Per-direction moments, indexed by [`crate::flow::record::Dir`].
-    pub dir: [Moments; 2],
-    /// TCP flag counts per direction.
-    pub flags: FlagCounts,
+#[repr(C, align(64))]
+pub struct DirExtra {
+    /// Size and inter-arrival moments.
+    pub moments: Moments,
+    /// TCP flag counts since the last spill into [`FlagCounts`] (see
+    /// [`crate::features::tcp::SPILL_EVERY`]).
+    pub flags: FlagLanes,
 }
 
-// SAFETY (all five): integers, floats, arrays of them, and fieldless enums
+/// What `--stats full` (the default) adds per flow: one [`DirExtra`] line
+/// per direction, indexed by [`crate::flow::record::Dir`]. 128 bytes. A
+/// flow that has spilled flag counts ([`SPILLED`]) keeps them in a side
+/// array committed only where used.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extra {
+    /// Per-direction statistics.
+    pub dir: [DirExtra; 2],
+}
+
+/// The flow has spilled flag counts in the table's side array.
+pub const SPILLED: u8 = 8;
+
+// SAFETY (all six): integers, floats, arrays of them, and fieldless enums
 // whose zero discriminant exists (Dir::Fwd, TcpState's u8); zero is valid.
 unsafe impl ZeroValid for Entry {}
 unsafe impl ZeroValid for Tail {}
 unsafe impl ZeroValid for Extra {}
 unsafe impl ZeroValid for EarlyPkt {}
 unsafe impl ZeroValid for Wide {}
+unsafe impl ZeroValid for FlagCounts {}
 
 const _: () = assert!(std::mem::size_of::<Entry>() == 64);
 const _: () = assert!(std::mem::size_of::<Tail>() == 16);
-const _: () = assert!(std::mem::size_of::<Extra>() == 160);
+const _: () = assert!(std::mem::size_of::<DirExtra>() == 64);
+const _: () = assert!(std::mem::size_of::<Extra>() == 128);

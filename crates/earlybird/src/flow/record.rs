@@ -7,9 +7,10 @@
 //! here; `docs/RECORD_FIELDS.md` is checked against
 //! [`crate::export::fields::FIELDS`] by a test.
 
-use super::entry::{Entry, Extra, Tail, Wide};
+use super::entry::{Entry, Extra, Tail, Wide, SPILLED};
 use super::snapshot::{build, RawFlow};
 use crate::decode::TunnelKind;
+use crate::features::tcp::FlagCounts;
 use crate::time::Nanos;
 
 /// Largest number of early packets a flow can keep (`--early-packets`).
@@ -197,6 +198,8 @@ pub struct RecordBatch {
     raw_extra: Vec<Extra>,
     /// The addresses of the IPv6 snapshots, in order.
     raw_wide: Vec<Wide>,
+    /// The spilled flag counts of the snapshots that have them, in order.
+    raw_flags_hi: Vec<FlagCounts>,
 }
 
 impl RecordBatch {
@@ -250,7 +253,8 @@ impl RecordBatch {
     /// Appends the snapshot of a finished flow (its slot's `entry` and
     /// `tail`, and why it ended): `extra` with full statistics (every
     /// snapshot of a batch has one, or none does), `wide` for an IPv6 flow,
-    /// and its slot's whole stride of early packets (the first
+    /// `flags_hi` when it has [`SPILLED`] flag counts, and its slot's whole
+    /// stride of early packets (the first
     /// `entry.n_early` are its own).
     #[inline]
     pub fn push_raw(
@@ -260,6 +264,7 @@ impl RecordBatch {
         end: EndReason,
         extra: Option<&Extra>,
         wide: Option<&Wide>,
+        flags_hi: Option<&FlagCounts>,
         slot: &[EarlyPkt],
     ) {
         debug_assert_eq!(slot.len(), self.stride);
@@ -277,10 +282,13 @@ impl RecordBatch {
             self.raw.set_len(len + 1);
         }
         if let Some(x) = extra {
-            self.raw_extra.push(*x);
+            push_copy(&mut self.raw_extra, x);
         }
         if let Some(w) = wide {
-            self.raw_wide.push(*w);
+            push_copy(&mut self.raw_wide, w);
+        }
+        if let Some(f) = flags_hi {
+            self.raw_flags_hi.push(*f);
         }
         // The default N = 4 as a fixed-size copy (no memcpy call).
         match <&[EarlyPkt; 4]>::try_from(slot) {
@@ -297,6 +305,7 @@ impl RecordBatch {
         debug_assert!(!full || self.raw_extra.len() == self.raw.len());
         self.records.reserve(self.raw.len());
         let mut wide = self.raw_wide.iter();
+        let mut hi = self.raw_flags_hi.iter();
         for (i, r) in self.raw.iter().enumerate() {
             let extra = if full { self.raw_extra.get(i) } else { None };
             let w = if r.entry.key.is_v6() {
@@ -304,11 +313,17 @@ impl RecordBatch {
             } else {
                 None
             };
-            self.records.push(build(r, extra, w));
+            let h = if r.entry.state & SPILLED != 0 {
+                hi.next()
+            } else {
+                None
+            };
+            self.records.push(build(r, extra, w, h));
         }
         self.raw.clear();
         self.raw_extra.clear();
         self.raw_wide.clear();
+        self.raw_flags_hi.clear();
     }
     /// True when every record is materialized.
     pub fn is_materialized(&self) -> bool {
@@ -332,5 +347,21 @@ impl RecordBatch {
         self.raw.clear();
         self.raw_extra.clear();
         self.raw_wide.clear();
+        self.raw_flags_hi.clear();
+    }
+}
+
+/// `v.push(*x)` as one fixed-size copy into the vector's memory (a plain
+/// push of a 160-byte value went through the stack and a `memcpy` call).
+#[inline(always)]
+fn push_copy<T: Copy>(v: &mut Vec<T>, x: &T) {
+    v.reserve(1);
+    let len = v.len();
+    // SAFETY: `reserve` made room at `len`; `x` is a valid `T` that cannot
+    // overlap the vector's spare capacity; the element is whole before
+    // `set_len`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(x, v.as_mut_ptr().add(len), 1);
+        v.set_len(len + 1);
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! Contract: a [`RawFlow`] is a plain copy of a slot's [`Entry`] and
 //! [`Tail`] plus the end reason; with `--stats full` the slot's [`Extra`]
-//! travels beside it, and an IPv6 flow's addresses ([`Wide`]). [`build`]
+//! travels beside it (and its spilled flag counts, if any), and an IPv6
+//! flow's addresses ([`Wide`]). [`build`]
 //! turns them into exactly the record the table would have built in place
 //! (`tests`: every field, IPv4 and IPv6, both client sides, decided or
 //! not). Pure, no allocation, never panics.
@@ -18,6 +19,7 @@
 
 use super::entry::{Entry, Extra, Tail, Wide, CLIENT_IS_A, DECIDED};
 use super::record::{EndReason, FlowRecord, RecordKey, Verdict};
+use crate::features::tcp::{self, FlagCounts};
 
 /// A finished flow as copied out of the table.
 #[derive(Debug, Clone, Copy, Default)]
@@ -32,9 +34,15 @@ pub struct RawFlow {
 }
 
 /// The record of `raw`; `extra` with `--stats full` (else the statistics
-/// stay zero), `wide` the addresses of an IPv6 flow (ignored for IPv4).
+/// stay zero), `wide` the addresses of an IPv6 flow (ignored for IPv4),
+/// `flags_hi` the flag counts it has spilled out of `extra`'s lanes.
 #[inline]
-pub fn build(raw: &RawFlow, extra: Option<&Extra>, wide: Option<&Wide>) -> FlowRecord {
+pub fn build(
+    raw: &RawFlow,
+    extra: Option<&Extra>,
+    wide: Option<&Wide>,
+    flags_hi: Option<&FlagCounts>,
+) -> FlowRecord {
     let h = &raw.entry;
     let t = &raw.tail;
     let (sport, dport) = h.client_server_ports();
@@ -54,11 +62,17 @@ pub fn build(raw: &RawFlow, extra: Option<&Extra>, wide: Option<&Wide>) -> FlowR
     let (size, iat, tcp_flags) = match extra {
         Some(x) => (
             [
-                x.dir[0].size_stat(packets[0], bytes[0]),
-                x.dir[1].size_stat(packets[1], bytes[1]),
+                x.dir[0].moments.size_stat(packets[0], bytes[0]),
+                x.dir[1].moments.size_stat(packets[1], bytes[1]),
             ],
-            [x.dir[0].iat_stat(packets[0]), x.dir[1].iat_stat(packets[1])],
-            x.flags,
+            [
+                x.dir[0].moments.iat_stat(packets[0]),
+                x.dir[1].moments.iat_stat(packets[1]),
+            ],
+            [
+                tcp::total(&x.dir[0].flags, flags_hi.map(|h| &h[0])),
+                tcp::total(&x.dir[1].flags, flags_hi.map(|h| &h[1])),
+            ],
         ),
         // Basic statistics: the moments stay zero.
         None => Default::default(),
@@ -146,7 +160,7 @@ mod tests {
 
     #[test]
     fn ipv4_record_with_client_a_and_verdict() {
-        let r = build(&raw(CLIENT_IS_A | DECIDED, v4_key()), None, None);
+        let r = build(&raw(CLIENT_IS_A | DECIDED, v4_key()), None, None, None);
         let mapped = |v: u32| {
             let mut a = [0u8; 16];
             a[10] = 0xff;
@@ -170,7 +184,7 @@ mod tests {
 
     #[test]
     fn client_b_swaps_endpoints_and_undecided_is_unknown() {
-        let r = build(&raw(0, v4_key()), None, None);
+        let r = build(&raw(0, v4_key()), None, None, None);
         assert_eq!((r.key.sport, r.key.dport), (443, 40000));
         assert_eq!(r.key.src[12..], 0xc0a8_0102u32.to_be_bytes());
         assert_eq!(r.verdict.class, Verdict::UNKNOWN);
@@ -185,17 +199,20 @@ mod tests {
         };
         let wide: Wide = [[0x20; 16], [0x30; 16]];
         let mut x = Extra::default();
-        x.dir[0].update(100, 10, true);
-        x.dir[0].update(300, 50, false);
-        x.flags[1][4] = 2;
-        let r = build(&raw(CLIENT_IS_A, key), Some(&x), Some(&wide));
+        x.dir[0].moments.update(100, 10, true);
+        x.dir[0].moments.update(300, 50, false);
+        x.dir[1].flags[4] = 2;
+        let mut hi = FlagCounts::default();
+        hi[1][4] = 1 << 15;
+        let r = build(&raw(CLIENT_IS_A, key), Some(&x), Some(&wide), Some(&hi));
         assert_eq!(
             (r.key.src, r.key.dst, r.key.ip_version),
             (wide[0], wide[1], 6)
         );
-        let size = x.dir[0].size_stat(3, (1 << 32) + u32::MAX as u64);
+        let size = x.dir[0].moments.size_stat(3, (1 << 32) + u32::MAX as u64);
         assert_eq!(r.size[0], size);
-        assert_eq!(r.iat[0], x.dir[0].iat_stat(3));
-        assert_eq!(r.tcp_flags[1][4], 2);
+        assert_eq!(r.iat[0], x.dir[0].moments.iat_stat(3));
+        assert_eq!(r.tcp_flags[1][4], 2 + (1 << 15), "lanes plus spilled");
+        assert_eq!(r.tcp_flags[0], [0; 8]);
     }
 }

@@ -41,12 +41,15 @@ use std::sync::Arc;
 use super::arena::{Arena, ZeroValid};
 use super::prefault::{Prefaulter, Region};
 
-use super::entry::{Entry, Extra, Tail, Wide, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING};
+use super::entry::{
+    Entry, Extra, Tail, Wide, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING, SPILLED,
+};
 use super::key::{Key, TableKey};
 use super::record::{Dir, EarlyPkt, EndReason, RecordBatch, Verdict};
 use crate::classify::pool::{Job, PoolLink};
 use crate::classify::{Classifier, FlowFeatures};
 use crate::config::FlowConfig;
+use crate::features::tcp::{FlagCounts, SPILL_EVERY};
 use crate::features::{early, tcp};
 use crate::time::Nanos;
 
@@ -129,6 +132,9 @@ pub struct FlowTable {
     /// An IPv6 flow has used the `wide` array.
     wide_used: bool,
     extra: Arena<Extra>,
+    /// Flag counts spilled out of [`Extra`]'s 16-bit lanes (flows with
+    /// [`SPILLED`] only; committed where touched).
+    flags_hi: Arena<FlagCounts>,
     full_stats: bool,
     early: Arena<EarlyPkt>,
     /// Slots ever used (slots at or past it are still zero).
@@ -183,6 +189,8 @@ impl FlowTable {
             wide_used: false,
             extra: Arena::new(if cfg.full_stats { capacity } else { 0 })
                 .map_err(|e| reserve("statistics", e))?,
+            flags_hi: Arena::new_lazy(if cfg.full_stats { capacity } else { 0 })
+                .map_err(|e| reserve("flag counts", e))?,
             full_stats: cfg.full_stats,
             early: Arena::new(capacity * n).map_err(|e| reserve("early packets", e))?,
             high: 0,
@@ -298,7 +306,6 @@ impl FlowTable {
                     let x = self.extra.ptr(s) as *const u8;
                     crate::prefetch::read(x);
                     crate::prefetch::read(x.wrapping_add(64));
-                    crate::prefetch::read(x.wrapping_add(128));
                 }
                 crate::prefetch::read(self.early.ptr(s * self.n));
                 return;
@@ -485,10 +492,13 @@ impl FlowTable {
             }
         }
         if self.full_stats {
-            let x = unsafe { self.extra.get_unchecked_mut(s) };
-            x.dir[d].update(p.size, p.ts, first);
+            let x = unsafe { &mut self.extra.get_unchecked_mut(s).dir[d] };
+            x.moments.update(p.size, p.ts, first);
+            if h.packets[d] % SPILL_EVERY == 0 {
+                spill_flags(&mut self.flags_hi, h, &mut x.flags, s, d);
+            }
             if p.flags != 0 {
-                tcp::count_flags(&mut x.flags, d, p.flags);
+                tcp::count_flags(&mut x.flags, p.flags);
             }
         }
         if self.decide_at != 0
@@ -621,10 +631,11 @@ impl FlowTable {
         let h = &self.entries[s];
         let extra = self.full_stats.then(|| &self.extra[s]);
         let wide = h.key.is_v6().then(|| &self.wide[s]);
+        let hi = (h.state & SPILLED != 0).then(|| &self.flags_hi[s]);
         let base = s * self.n;
         let early = &self.early.as_slice()[base..base + self.n];
         self.out
-            .push_raw(h, &self.tails[s], reason, extra, wide, early);
+            .push_raw(h, &self.tails[s], reason, extra, wide, hi, early);
         self.counters.ended[reason as usize] += 1;
     }
 
@@ -788,6 +799,23 @@ impl FlowTable {
         self.flush_cursor = 0;
         true
     }
+}
+
+/// Moves slot `s`'s flag lanes of direction `d` into its 32-bit counters
+/// (every [`SPILL_EVERY`] packets of a direction: rare).
+#[cold]
+fn spill_flags(
+    hi: &mut Arena<FlagCounts>,
+    h: &mut Entry,
+    lanes: &mut tcp::FlagLanes,
+    s: usize,
+    d: usize,
+) {
+    if h.state & SPILLED == 0 {
+        hi[s] = FlagCounts::default();
+        h.state |= SPILLED;
+    }
+    tcp::spill(lanes, &mut hi[s][d]);
 }
 
 /// The prefault region of a slot array holding `per_slot` elements a slot.

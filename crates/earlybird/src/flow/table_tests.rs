@@ -252,6 +252,39 @@ fn byte_counters_carry_past_4_gib() {
     assert_eq!(r.bytes, [n * 65_535, 100]);
 }
 
+/// Flag counts stay exact past the 16-bit lanes: a direction spills into
+/// the side array every 2^15 packets, and a slot reused by a new flow
+/// starts from zero.
+#[test]
+fn flag_counts_spill_past_16_bits() {
+    use crate::features::tcp::SPILL_EVERY;
+    let c = cfg();
+    let mut t = FlowTable::new(&c, None).unwrap();
+    let n = 3 * SPILL_EVERY as u64 + 5; // 98,309 packets client to server
+    for i in 0..n {
+        let flags = if i % 3 == 0 { ACK | FIN } else { ACK };
+        t.packet(&pkt(&c, 1, 5000, 2, 443, 1_000 + i, flags));
+    }
+    for i in 0..70_000u64 {
+        t.packet(&pkt(&c, 2, 443, 1, 5000, 1_000 + n + i, RST | ACK));
+    }
+    // A second flow in a fresh slot after the first has ended.
+    t.flush();
+    t.packet(&pkt(&c, 1, 6000, 2, 443, 10 * SECOND, SYN));
+    t.flush();
+    t.out.materialize();
+    assert_eq!(t.out.len(), 2);
+    let r = &t.out.records[0];
+    assert_eq!(r.packets, [n, 70_000]);
+    assert_eq!(r.tcp_flags[0][4], n as u32, "ACK forward");
+    assert_eq!(r.tcp_flags[0][0], n.div_ceil(3) as u32, "FIN forward");
+    assert_eq!(r.tcp_flags[1][2], 70_000, "RST backward");
+    assert_eq!(r.tcp_flags[1][4], 70_000, "ACK backward");
+    let fresh = &t.out.records[1];
+    assert_eq!(fresh.tcp_flags[0], [0, 1, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(fresh.tcp_flags[1], [0; 8]);
+}
+
 /// IPv6 flows whose compact keys are equal (the 32-bit address folds
 /// collide) stay apart: the table compares the full addresses, and each
 /// record carries its own.
