@@ -250,23 +250,24 @@ impl RecordBatch {
         self.records.push(rec);
         self.early.extend_from_slice(slot);
     }
-    /// Appends the snapshot of a finished flow (its slot's `entry` and
-    /// `tail`, and why it ended): `extra` with full statistics (every
-    /// snapshot of a batch has one, or none does), `wide` for an IPv6 flow,
-    /// `flags_hi` when it has [`SPILLED`] flag counts, and its slot's whole
-    /// stride of early packets (the first
-    /// `entry.n_early` are its own).
+    /// Appends the snapshot of a finished flow: its slot's `entry` and
+    /// `tail`, why it `end`ed, what travels `beside` it, and its slot's
+    /// whole stride of early packets (the first `entry.n_early` are its
+    /// own).
     #[inline]
     pub fn push_raw(
         &mut self,
         entry: &Entry,
         tail: &Tail,
         end: EndReason,
-        extra: Option<&Extra>,
-        wide: Option<&Wide>,
-        flags_hi: Option<&FlagCounts>,
+        beside: Beside<'_>,
         slot: &[EarlyPkt],
     ) {
+        let Beside {
+            extra,
+            wide,
+            flags_hi,
+        } = beside;
         debug_assert_eq!(slot.len(), self.stride);
         debug_assert!(entry.n_early as usize <= self.stride);
         self.raw.reserve(1);
@@ -349,6 +350,17 @@ impl RecordBatch {
         self.raw_wide.clear();
         self.raw_flags_hi.clear();
     }
+}
+
+/// What travels beside a snapshot ([`RecordBatch::push_raw`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Beside<'a> {
+    /// Full statistics (every snapshot of a batch has them, or none does).
+    pub extra: Option<&'a Extra>,
+    /// The addresses of an IPv6 flow.
+    pub wide: Option<&'a Wide>,
+    /// The flag counts of a flow that has [`SPILLED`] them.
+    pub flags_hi: Option<&'a FlagCounts>,
 }
 
 /// `v.push(*x)` as one fixed-size copy into the vector's memory (a plain

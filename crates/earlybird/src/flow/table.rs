@@ -45,7 +45,7 @@ use super::entry::{
     Entry, Extra, Tail, Wide, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING, SPILLED,
 };
 use super::key::{Key, TableKey};
-use super::record::{Dir, EarlyPkt, EndReason, RecordBatch, Verdict};
+use super::record::{Beside, Dir, EarlyPkt, EndReason, RecordBatch, Verdict};
 use crate::classify::pool::{Job, PoolLink};
 use crate::classify::{Classifier, FlowFeatures};
 use crate::config::FlowConfig;
@@ -629,13 +629,14 @@ impl FlowTable {
         // A snapshot, not a record: the record is built later, on the
         // exporter thread unless it lags (flow/snapshot.rs).
         let h = &self.entries[s];
-        let extra = self.full_stats.then(|| &self.extra[s]);
-        let wide = h.key.is_v6().then(|| &self.wide[s]);
-        let hi = (h.state & SPILLED != 0).then(|| &self.flags_hi[s]);
+        let beside = Beside {
+            extra: self.full_stats.then(|| &self.extra[s]),
+            wide: h.key.is_v6().then(|| &self.wide[s]),
+            flags_hi: (h.state & SPILLED != 0).then(|| &self.flags_hi[s]),
+        };
         let base = s * self.n;
         let early = &self.early.as_slice()[base..base + self.n];
-        self.out
-            .push_raw(h, &self.tails[s], reason, extra, wide, hi, early);
+        self.out.push_raw(h, &self.tails[s], reason, beside, early);
         self.counters.ended[reason as usize] += 1;
     }
 
