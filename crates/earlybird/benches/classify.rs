@@ -103,7 +103,7 @@ fn bench(c: &mut Criterion) {
             .count();
         let detail = match &model.kind {
             ModelKind::Svm(s) => format!(", {} support vectors", s.support_vectors()),
-            ModelKind::Tree(t) => format!(", {} nodes, depth {}", t.nodes.len(), t.depth()),
+            ModelKind::Tree(t) => format!(", {} nodes, depth {}", t.nodes().len(), t.depth()),
             _ => String::new(),
         };
         eprintln!(

@@ -5,12 +5,14 @@
 //! seeded generator), choosing among `⌈√features⌉` random attributes at each
 //! node; trees are not pruned (bagging averages their variance away). A flow
 //! gets the class most trees vote for (ties: lower class index) and the
-//! share of trees that voted for it as confidence. Classification walks each
-//! flat tree in a loop: no recursion, no allocation, no panic.
+//! share of trees that voted for it as confidence. Classification gathers
+//! the features once and walks each compiled tree
+//! ([`super::compiled_tree`]) in a loop: no recursion, no allocation, no
+//! panic.
 
 use super::dataset::{Dataset, SplitMix64};
 use super::tree::{Tree, TreeOptions};
-use super::{vector, FlowFeatures};
+use super::{compiled_tree, vector, FlowFeatures};
 
 /// Largest number of trees.
 pub const MAX_TREES: usize = 64;
@@ -67,7 +69,7 @@ impl Forest {
             ));
         }
         for t in &self.trees {
-            if t.packets != self.packets || t.use_ports != self.use_ports {
+            if t.packets() != self.packets || t.use_ports() != self.use_ports {
                 return Err("forest trees disagree on features".into());
             }
             t.validate(classes)?;
@@ -79,8 +81,9 @@ impl Forest {
     pub fn predict(&self, f: &FlowFeatures<'_>) -> (u16, f32) {
         let mut votes = [0u16; MAX_TREES];
         let n = self.trees.len().min(MAX_TREES);
+        let x = compiled_tree::Gathered::new(f, self.packets);
         for (v, t) in votes.iter_mut().zip(&self.trees) {
-            *v = t.predict(f).0;
+            *v = t.flat().predict_gathered(f, &x).0;
         }
         let votes = &votes[..n];
         let mut best = (0u16, 0usize);

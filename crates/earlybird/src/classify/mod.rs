@@ -8,13 +8,15 @@
 //! versioned file (`model`).
 //!
 //! Files: `naive_bayes` (per-position size/direction log-likelihood tables),
-//! `tree` (C4.5, flat array), `forest` (bagged trees), `svm` (RBF, one-vs-one),
+//! `tree` (C4.5, flat array), `compiled_tree` (its classification form),
+//! `forest` (bagged trees), `svm` (RBF, one-vs-one),
 //! `ports` (port baseline), `vector` (features shared by tree/forest/SVM),
 //! `model` (the `Model` type and its file format, `docs/MODEL_FORMAT.md`),
 //! `dataset` (ground-truth labels and samples), `train`, `evaluate`,
 //! `workflow` (capture files + label CSVs → data sets, models, reports).
 //! Algorithms and measured costs: `docs/CLASSIFIERS.md`.
 
+pub mod compiled_tree;
 pub mod dataset;
 pub mod evaluate;
 pub mod forest;

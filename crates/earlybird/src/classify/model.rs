@@ -145,7 +145,7 @@ impl Model {
                 m.validate()
             }
             ModelKind::Tree(t) => {
-                packets_agree(t.packets)?;
+                packets_agree(t.packets())?;
                 t.validate(c)
             }
             ModelKind::Forest(f) => {
@@ -309,14 +309,14 @@ impl std::fmt::Display for Model {
             ModelKind::NaiveBayes(m) => format!("{} table entries", m.table.len()),
             ModelKind::Tree(t) => format!(
                 "{} nodes, {} leaves, depth {}",
-                t.nodes.len(),
+                t.nodes().len(),
                 t.leaves(),
                 t.depth()
             ),
             ModelKind::Forest(m) => format!(
                 "{} trees, {} nodes",
                 m.trees.len(),
-                m.trees.iter().map(|t| t.nodes.len()).sum::<usize>()
+                m.trees.iter().map(|t| t.nodes().len()).sum::<usize>()
             ),
             ModelKind::Svm(m) => format!(
                 "{} machines, {} support vectors",

@@ -12,11 +12,16 @@
 //! replaced by a leaf when the leaf's pessimistic error (upper bound of the
 //! binomial confidence interval at `cf`, 0.25 by default) is no larger than
 //! the sum over the subtree's leaves (subtree raising is not done).
-//! The result is a `Vec<Node>` in pre-order; classification walks it in a
-//! loop (no recursion, no allocation) and returns the leaf's class and purity.
-//! A loaded tree is checked by [`Tree::validate`] so that the walk always
-//! ends: children come after their parent and lie inside the array.
+//! The result is a `Vec<Node>` in pre-order, the serialized form. Every
+//! [`Tree`] (trained or deserialized) also carries its
+//! [`FlatTree`](super::compiled_tree::FlatTree), derived from the nodes and
+//! used to classify: features gathered once, then a loop over 16-byte splits
+//! (no recursion, no allocation) to the leaf's class and purity. The fields
+//! are read-only so the two forms cannot disagree. A loaded tree is checked
+//! by [`Tree::validate`]: children come after their parent and lie inside
+//! the array, features and classes exist.
 
+use super::compiled_tree::{FlatTree, MAX_NODES};
 use super::dataset::{Dataset, SplitMix64};
 use super::{vector, FlowFeatures};
 
@@ -64,15 +69,33 @@ impl Default for TreeOptions {
     }
 }
 
-/// A compiled C4.5 tree.
+/// A C4.5 tree: its nodes (serialized) and their compiled form.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(from = "TreeBody")]
 pub struct Tree {
     /// Number of early packets N the features describe.
-    pub packets: usize,
+    packets: usize,
     /// Whether features `2N` (protocol) and `2N+1` (server port) are used.
-    pub use_ports: bool,
+    use_ports: bool,
     /// Nodes in pre-order; node 0 is the root.
-    pub nodes: Vec<Node>,
+    nodes: Vec<Node>,
+    /// Derived from `packets` and `nodes`; not in the model file.
+    #[serde(skip_serializing)]
+    flat: FlatTree,
+}
+
+/// The serialized fields of a [`Tree`] (the model file's `c45` body).
+#[derive(serde::Deserialize)]
+struct TreeBody {
+    packets: usize,
+    use_ports: bool,
+    nodes: Vec<Node>,
+}
+
+impl From<TreeBody> for Tree {
+    fn from(b: TreeBody) -> Tree {
+        Tree::from_nodes(b.packets, b.use_ports, b.nodes)
+    }
 }
 
 /// Tree under construction.
@@ -396,11 +419,38 @@ impl Tree {
             let g = b.grow(&mut idx, 0);
             compile(&g, &mut nodes);
         }
+        Tree::from_nodes(packets, use_ports, nodes)
+    }
+
+    /// A tree of `nodes` (checked by [`Self::validate`], not here) and its
+    /// compiled form.
+    pub fn from_nodes(packets: usize, use_ports: bool, nodes: Vec<Node>) -> Tree {
         Tree {
+            flat: FlatTree::compile(packets, &nodes),
             packets,
             use_ports,
             nodes,
         }
+    }
+
+    /// Number of early packets N the features describe.
+    pub fn packets(&self) -> usize {
+        self.packets
+    }
+
+    /// Whether features `2N` (protocol) and `2N+1` (server port) are used.
+    pub fn use_ports(&self) -> bool {
+        self.use_ports
+    }
+
+    /// Nodes in pre-order; node 0 is the root.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// The compiled form [`Self::predict`] walks.
+    pub fn flat(&self) -> &FlatTree {
+        &self.flat
     }
 
     /// Checks a loaded tree: the walk must end and classes must exist.
@@ -408,6 +458,12 @@ impl Tree {
         let nf = vector::count(self.packets, self.use_ports);
         if self.nodes.is_empty() {
             return Err("tree has no nodes".into());
+        }
+        if self.nodes.len() > MAX_NODES {
+            return Err(format!(
+                "tree has {} nodes, at most {MAX_NODES}",
+                self.nodes.len()
+            ));
         }
         if self.packets > crate::flow::record::MAX_EARLY {
             return Err(format!("tree uses {} packets", self.packets));
@@ -431,9 +487,16 @@ impl Tree {
         Ok(())
     }
 
-    /// Class and purity of the leaf the flow reaches.
+    /// Class and purity of the leaf the flow reaches (compiled form).
     #[inline]
     pub fn predict(&self, f: &FlowFeatures<'_>) -> (u16, f32) {
+        self.flat.predict(f)
+    }
+
+    /// The walk over the nodes that [`Self::predict`] replaces: one
+    /// `vector::value` per node (test reference of the compiled form).
+    #[cfg(test)]
+    pub fn predict_reference(&self, f: &FlowFeatures<'_>) -> (u16, f32) {
         let mut i = 0usize;
         // Children always follow their parent (validated), so this ends.
         while let Some(n) = self.nodes.get(i) {
@@ -568,11 +631,7 @@ mod tests {
         );
         t.nodes[0].left = 0;
         assert!(t.validate(3).is_err());
-        let empty = Tree {
-            packets: 4,
-            use_ports: false,
-            nodes: vec![],
-        };
+        let empty = Tree::from_nodes(4, false, vec![]);
         assert!(empty.validate(3).is_err());
     }
 }

@@ -529,7 +529,7 @@ impl FlowTable {
         let h = &mut self.entries[s];
         h.app = v.class;
         h.state |= DECIDED;
-        h.conf = (v.confidence.clamp(0.0, 1.0) * 65535.0).round() as u16;
+        h.conf = conf_u16(v.confidence);
         h.at = v.at_packet;
         self.counters.classified += 1;
     }
@@ -599,7 +599,7 @@ impl FlowTable {
             if same {
                 h.state = (h.state & !PENDING) | DECIDED;
                 h.app = done.verdict.class;
-                h.conf = (done.verdict.confidence.clamp(0.0, 1.0) * 65535.0).round() as u16;
+                h.conf = conf_u16(done.verdict.confidence);
                 h.at = done.verdict.at_packet;
                 self.counters.classified += 1;
             }
@@ -825,6 +825,15 @@ fn region<T: ZeroValid>(a: &Arena<T>, per_slot: usize) -> Region {
         base: a.ptr(0).cast(),
         per_slot: per_slot * std::mem::size_of::<T>(),
     }
+}
+
+/// Confidence in 1/65535 steps: `(c.clamp(0, 1) * 65535).round()` (NaN
+/// gives 0) without the `roundf` call: `y + 0.5` is exact in f64 for any
+/// f32 `y` in [0, 65535], and rounding half away from zero is
+/// `floor(y + 0.5)` for `y >= 0`; `as u16` floors (and saturates NaN to 0).
+#[inline]
+pub(crate) fn conf_u16(c: f32) -> u16 {
+    (f64::from(c.clamp(0.0, 1.0) * 65535.0) + 0.5) as u16
 }
 
 fn close_reason(e: &Entry) -> EndReason {

@@ -408,3 +408,40 @@ fn full_statistics_follow_every_packet() {
         }
     }
 }
+
+#[test]
+fn confidence_rounding_equals_round() {
+    let reference = |c: f32| (c.clamp(0.0, 1.0) * 65535.0).round() as u16;
+    let check = |c: f32| assert_eq!(super::table::conf_u16(c), reference(c), "{c:e}");
+    for c in [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        2.0,
+        f32::NAN,
+        f32::INFINITY,
+        f32::MIN_POSITIVE,
+        1e-45,
+    ] {
+        check(c);
+    }
+    // A sweep over the f32 values of [0, 1]...
+    for bits in (0..=1f32.to_bits()).step_by(1021) {
+        check(f32::from_bits(bits));
+    }
+    // ...and every step and the f32 values around each half step.
+    for n in 0..=65535u32 {
+        for y in [n as f32, n as f32 + 0.5] {
+            let c = y / 65535.0;
+            let mut lo = c;
+            let mut hi = c;
+            for _ in 0..6 {
+                check(lo);
+                check(hi);
+                lo = f32::from_bits(lo.to_bits().saturating_sub(1));
+                hi = f32::from_bits(hi.to_bits() + 1);
+            }
+        }
+    }
+}
