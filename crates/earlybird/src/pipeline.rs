@@ -28,7 +28,7 @@ use crossbeam_channel::{bounded, Receiver, Sender, TryRecvError, TrySendError};
 
 use crate::classify::Classifier;
 use crate::config::FlowConfig;
-use crate::export::Exporter;
+use crate::export::{Exporter, Renderer};
 use crate::flow::record::RecordBatch;
 use crate::shard::Shard;
 use crate::source::{CaptureFile, PacketRef, Warning};
@@ -74,6 +74,24 @@ pub struct RunOptions {
     pub classifier_threads: usize,
     /// Record batches the channel to the exporter thread holds.
     pub channel_batches: usize,
+    /// Where finished flows become records and text (see [`Placement`]).
+    pub placement: Placement,
+}
+
+/// Which thread builds records from a table's snapshots and formats them
+/// for the exporters that render text. The output is the same whichever
+/// does it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Placement {
+    /// The exporter thread, unless half of its channel is already waiting:
+    /// then the shard does it before sending (the default; the work goes to
+    /// whichever side has a core to spare).
+    #[default]
+    Auto,
+    /// Always the shard.
+    Shard,
+    /// Always the exporter thread.
+    Exporter,
 }
 
 impl Default for RunOptions {
@@ -87,6 +105,7 @@ impl Default for RunOptions {
             mark: None,
             classifier_threads: 1,
             channel_batches: CHANNEL_BATCHES,
+            placement: Placement::Auto,
         }
     }
 }
@@ -158,6 +177,10 @@ pub fn run(
             Vec::new(),
         ),
     };
+    // Each shard may format records for the exporters (see `Sink::send`).
+    let mut renderers: Vec<Vec<Option<Renderer>>> = (0..opts.shards)
+        .map(|_| exporters.iter().map(|e| e.renderer()).collect())
+        .collect();
     let (shard_results, export_result) = std::thread::scope(|scope| {
         let exporter = std::thread::Builder::new()
             .name("eb-export".into())
@@ -182,6 +205,7 @@ pub fn run(
             let model = model.model.clone();
             let marker = if id == 0 { marker.take() } else { None };
             let link = links[id].take();
+            let rend = std::mem::take(&mut renderers[id]);
             let builder = std::thread::Builder::new().name(format!("eb-shard{id}"));
             let handle = builder.spawn_scoped(scope, move || {
                 if let Some(c) = core {
@@ -192,7 +216,14 @@ pub fn run(
                 if let Some(l) = link {
                     shard.table.attach_pool(l);
                 }
-                let mut sink = Sink::new(tx, pool_rx, opts.export_policy, opts.flow.early_packets);
+                let mut sink = Sink::new(
+                    tx,
+                    rend,
+                    opts.placement,
+                    pool_rx,
+                    opts.export_policy,
+                    opts.flow.early_packets,
+                );
                 let warnings = shard_loop(&mut shard, &mut sink, files, opts.batch, ctl);
                 shard.counters.table_bytes = shard.table.memory_bytes() as u64;
                 shard.counters.table_pool_bytes = shard.table.pool_bytes() as u64;
@@ -307,6 +338,9 @@ fn shard_loop(
 /// A shard's end of the channel to the exporter thread.
 struct Sink {
     tx: Sender<RecordBatch>,
+    /// One per exporter (`None`: it has no text to render).
+    renderers: Vec<Option<Renderer>>,
+    placement: Placement,
     pool: Receiver<RecordBatch>,
     policy: ExportPolicy,
     pending: VecDeque<RecordBatch>,
@@ -317,12 +351,16 @@ struct Sink {
 impl Sink {
     fn new(
         tx: Sender<RecordBatch>,
+        renderers: Vec<Option<Renderer>>,
+        placement: Placement,
         pool: Receiver<RecordBatch>,
         policy: ExportPolicy,
         stride: usize,
     ) -> Sink {
         Sink {
             tx,
+            renderers,
+            placement,
             pool,
             policy,
             pending: VecDeque::new(),
@@ -348,10 +386,23 @@ impl Sink {
             return;
         }
         let mut full = std::mem::replace(out, self.fresh());
-        // Records are built where a core is idle: on the exporter thread
-        // while it keeps up, here once half its channel is waiting.
-        if self.tx.len() * 2 >= self.tx.capacity().unwrap_or(1) {
+        // Records are built and formatted where a core is idle: on the
+        // exporter thread while it keeps up, here once half its channel is
+        // waiting (the output is the same either way).
+        let here = match self.placement {
+            Placement::Auto => self.tx.len() * 2 >= self.tx.capacity().unwrap_or(1),
+            Placement::Shard => true,
+            Placement::Exporter => false,
+        };
+        if here {
             full.materialize();
+            for (i, r) in self.renderers.iter_mut().enumerate() {
+                if let Some(r) = r {
+                    let mut text = Vec::new();
+                    r.render(&full, &mut text);
+                    full.rendered.push((i, text));
+                }
+            }
         }
         match self.policy {
             ExportPolicy::Block => {
@@ -434,7 +485,11 @@ fn export_loop(
         summary.add(&batch);
         for (i, ex) in exporters.iter_mut().enumerate() {
             if alive[i] {
-                if let Err(e) = ex.write_batch(&batch) {
+                let done = match batch.rendered.iter().find(|(j, _)| *j == i) {
+                    Some((_, text)) => ex.write_rendered(text),
+                    None => ex.write_batch(&batch),
+                };
+                if let Err(e) = done {
                     errors.push(format!("{}: {e}", ex.name()));
                     alive[i] = false;
                 }

@@ -15,7 +15,7 @@ use std::io::Write;
 use super::text::csv_field;
 use super::{
     early_of, fields, max_record_len, prefetch_ahead, write_scalars, AppNames, ExportOptions,
-    Exporter, Output, Texts,
+    Exporter, Output, Renderer, Texts,
 };
 use crate::error::Result;
 use crate::flow::record::{Dir, RecordBatch};
@@ -26,22 +26,30 @@ pub struct CsvExporter {
     apps: AppNames,
     texts: Texts,
     n: usize,
+    opts: ExportOptions,
 }
 
 impl CsvExporter {
     /// A CSV exporter writing to `w`; the header is buffered at once.
     pub fn new(w: Box<dyn Write + Send>, name: &str, opts: &ExportOptions) -> Self {
+        Self::build(w, name, opts, true)
+    }
+
+    fn build(w: Box<dyn Write + Send>, name: &str, opts: &ExportOptions, header: bool) -> Self {
         let apps = AppNames::new(&opts.class_names, csv_field);
         let n = opts.early_packets;
-        let header = fields::csv_header(n);
-        let max = max_record_len(n, apps.max_len()).max(header.len());
+        let head = fields::csv_header(n);
+        let max = max_record_len(n, apps.max_len()).max(head.len());
         let mut out = Output::new(w, name, max);
-        out.buf.bytes(header.as_bytes());
+        if header {
+            out.buf.bytes(head.as_bytes());
+        }
         CsvExporter {
             out,
             apps,
             texts: Texts::new(false),
             n,
+            opts: opts.clone(),
         }
     }
 }
@@ -87,5 +95,16 @@ impl Exporter for CsvExporter {
 
     fn name(&self) -> &str {
         self.out.name()
+    }
+
+    fn renderer(&self) -> Option<Renderer> {
+        let (name, opts) = (self.out.name().to_string(), self.opts.clone());
+        Some(Renderer::new(move |w| {
+            Box::new(CsvExporter::build(w, &name, &opts, false))
+        }))
+    }
+
+    fn write_rendered(&mut self, text: &[u8]) -> Result<()> {
+        self.out.write_text(text)
     }
 }

@@ -14,7 +14,7 @@ use std::io::Write;
 use super::text::{json_string, Snip};
 use super::{
     early_of, fields, max_record_len, prefetch_ahead, write_scalars, AppNames, ExportOptions,
-    Exporter, Output, Texts,
+    Exporter, Output, Renderer, Texts,
 };
 use crate::error::Result;
 use crate::flow::record::{Dir, RecordBatch};
@@ -28,6 +28,7 @@ pub struct JsonLinesExporter {
     /// `,"early_size":[` and friends.
     early_keys: [Snip; 3],
     n: usize,
+    opts: ExportOptions,
 }
 
 impl JsonLinesExporter {
@@ -43,6 +44,7 @@ impl JsonLinesExporter {
             texts: Texts::new(true),
             early_keys,
             n: opts.early_packets,
+            opts: opts.clone(),
         }
     }
 }
@@ -101,5 +103,16 @@ impl Exporter for JsonLinesExporter {
 
     fn name(&self) -> &str {
         self.out.name()
+    }
+
+    fn renderer(&self) -> Option<Renderer> {
+        let (name, opts) = (self.out.name().to_string(), self.opts.clone());
+        Some(Renderer::new(move |w| {
+            Box::new(JsonLinesExporter::new(w, &name, &opts))
+        }))
+    }
+
+    fn write_rendered(&mut self, text: &[u8]) -> Result<()> {
+        self.out.write_text(text)
     }
 }

@@ -25,7 +25,7 @@ pub(crate) mod text;
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::decode::TunnelKind;
 use crate::error::{Error, Result};
@@ -58,6 +58,62 @@ pub trait Exporter: Send {
     fn finish(&mut self) -> Result<()>;
     /// Name for messages, e.g. "csv:/tmp/out.csv".
     fn name(&self) -> &str;
+    /// A [`Renderer`] that formats records exactly as this exporter writes
+    /// them, for another thread to run (the pipeline lets a shard format
+    /// while the exporter thread lags); `None` (the default) when the
+    /// exporter has no text to render.
+    fn renderer(&self) -> Option<Renderer> {
+        None
+    }
+    /// Writes text made by this exporter's [`Renderer`], after everything
+    /// already buffered. Only called for exporters that have a renderer.
+    fn write_rendered(&mut self, text: &[u8]) -> Result<()> {
+        Err(Error::Output {
+            name: self.name().to_string(),
+            reason: format!("cannot write {} bytes rendered elsewhere", text.len()),
+        })
+    }
+}
+
+/// Formats records into text on any thread: a copy of an exporter (same
+/// format, same options, no header) whose output is kept in memory.
+pub struct Renderer {
+    ex: Box<dyn Exporter>,
+    text: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Renderer {
+    /// A renderer around `make`, which builds the headerless exporter over
+    /// the writer it is given.
+    pub fn new(make: impl FnOnce(Box<dyn Write + Send>) -> Box<dyn Exporter>) -> Renderer {
+        let text = Arc::new(Mutex::new(Vec::new()));
+        let ex = make(Box::new(SharedText(text.clone())));
+        Renderer { ex, text }
+    }
+
+    /// Appends the text of every record of the (materialized) `batch` to
+    /// `out`.
+    pub fn render(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) {
+        // Writing to memory cannot fail.
+        let _ = self.ex.write_batch(batch);
+        let _ = self.ex.finish();
+        let mut text = self.text.lock().unwrap_or_else(|p| p.into_inner());
+        out.append(&mut text);
+    }
+}
+
+/// A writer appending to a vector another owner can take the bytes from.
+struct SharedText(Arc<Mutex<Vec<u8>>>);
+
+impl Write for SharedText {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        v.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Output format.
@@ -222,6 +278,13 @@ impl Output {
     pub(crate) fn finish(&mut self) -> Result<()> {
         self.drain()?;
         self.w.flush().map_err(|e| self.fail(e))
+    }
+
+    /// Writes `text` (whole records formatted elsewhere) after what is
+    /// buffered.
+    pub(crate) fn write_text(&mut self, text: &[u8]) -> Result<()> {
+        self.drain()?;
+        self.w.write_all(text).map_err(|e| self.fail(e))
     }
 
     fn fail(&mut self, e: std::io::Error) -> Error {

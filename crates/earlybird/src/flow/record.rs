@@ -200,6 +200,10 @@ pub struct RecordBatch {
     raw_wide: Vec<Wide>,
     /// The spilled flag counts of the snapshots that have them, in order.
     raw_flags_hi: Vec<FlagCounts>,
+    /// Text of every record already formatted for exporter number `.0`
+    /// ([`crate::export::Renderer`]; the pipeline fills it on the shard
+    /// when the exporter thread lags).
+    pub rendered: Vec<(usize, Vec<u8>)>,
 }
 
 impl RecordBatch {
@@ -349,6 +353,7 @@ impl RecordBatch {
         self.raw_extra.clear();
         self.raw_wide.clear();
         self.raw_flags_hi.clear();
+        self.rendered.clear();
     }
 }
 

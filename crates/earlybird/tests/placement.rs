@@ -1,0 +1,83 @@
+//! Where records are built and formatted does not change the output: the
+//! exporter thread, the shard (records materialized and CSV / JSON lines
+//! rendered before the batch is sent) and the automatic choice write the
+//! same bytes, on generated traffic of many batches and on real captures
+//! (IPv6, VXLAN), with a model labelling flows.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use earlybird::classify::{Classifier, Model};
+use earlybird::export::{to_writer, ExportOptions, Format};
+use earlybird::gen::{self, GenKind, GenOptions};
+use earlybird::pipeline::{self, ModelRef, Placement, RunControl, RunOptions};
+use earlybird::source::CaptureFile;
+
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn inputs() -> Vec<CaptureFile> {
+    let mut buf = Vec::new();
+    gen::generate(&GenOptions::new(GenKind::Realistic, 400_000), &mut buf).unwrap();
+    let mut files = vec![CaptureFile::from_bytes("realistic", buf).unwrap()];
+    for name in ["pcap/arkime__v6-http.pcap", "pcap/ndpi__vxlan.pcap"] {
+        files.push(CaptureFile::open(&common::testdata().join(name)).unwrap());
+    }
+    files
+}
+
+/// CSV and JSON lines text of one run.
+fn run(files: &[CaptureFile], placement: Placement, model: &ModelRef) -> (Vec<u8>, Vec<u8>) {
+    let eo = ExportOptions {
+        early_packets: 4,
+        class_names: model.classes.clone(),
+    };
+    let (csv, json) = (Shared::default(), Shared::default());
+    let exporters = vec![
+        to_writer(Format::Csv, Box::new(csv.clone()), "csv:mem", &eo),
+        to_writer(Format::JsonLines, Box::new(json.clone()), "jsonl:mem", &eo),
+    ];
+    let opts = RunOptions {
+        placement,
+        // A short channel, so the automatic choice switches sides.
+        channel_batches: 2,
+        ..RunOptions::default()
+    };
+    let r = pipeline::run(files, &opts, model, exporters, &RunControl::default()).unwrap();
+    assert!(r.output_errors.is_empty(), "{:?}", r.output_errors);
+    let take = |s: Shared| std::mem::take(&mut *s.0.lock().unwrap());
+    (take(csv), take(json))
+}
+
+#[test]
+fn every_placement_writes_the_same_bytes() {
+    let files = inputs();
+    let model = Model::load(common::testdata().join("../models/default.ebm")).unwrap();
+    let mref = ModelRef {
+        classes: model.classes().to_vec().into(),
+        model: Some(Arc::new(model)),
+    };
+    let (csv, json) = run(&files, Placement::Exporter, &mref);
+    let lines = csv.iter().filter(|&&b| b == b'\n').count();
+    assert!(
+        lines > 3 * 2048,
+        "several batches of records: {lines} lines"
+    );
+    for p in [Placement::Shard, Placement::Auto] {
+        let (c, j) = run(&files, p, &mref);
+        assert!(c == csv, "{p:?}: CSV differs");
+        assert!(j == json, "{p:?}: JSON lines differ");
+    }
+}
