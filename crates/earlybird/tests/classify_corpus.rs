@@ -206,10 +206,11 @@ fn reference_predict(t: &Tree, f: &FlowFeatures<'_>) -> (u16, f32) {
     (0, 0.0)
 }
 
-#[test]
-fn compiled_tree_equals_node_walk_on_a_real_model() {
-    let Some(c) = common::corpus() else { return };
-    let c = c.join("classify/dev");
+/// A C4.5 model trained like `earlybird train --algo c45 --use-ports
+/// --level proto --labels ndpi_truth.csv ndpi/pcap` (477 nodes, depth 13),
+/// the data it was trained on and the nDPI dev capture paths.
+fn real_c45() -> Option<(Model, workflow::Prepared, Vec<PathBuf>)> {
+    let c = common::corpus()?.join("classify/dev");
     let files = workflow::capture_files(&[c.join("ndpi/pcap")]).unwrap();
     let labels = workflow::load_labels(
         &[c.join("ndpi_truth.csv")],
@@ -219,10 +220,31 @@ fn compiled_tree_equals_node_walk_on_a_real_model() {
     .unwrap();
     let p = workflow::prepare(&files, &labels, &DataOptions::default(), 4).unwrap();
     let m = train(&p.train, &opts(Algo::C45, true)).unwrap();
+    eprintln!("{m}");
+    Some((m, p, files))
+}
+
+/// `f` with sizes, gaps and directions moved.
+fn perturb(early: &mut [earlybird::flow::record::EarlyPkt], rng: &mut SplitMix64) {
+    for e in early {
+        e.size = (e.size as i64 + rng.below(41) as i64 - 20).clamp(0, 65535) as u16;
+        e.iat_us = (e.iat_us as f64 * (0.5 + rng.unit())) as u32;
+        if rng.below(8) == 0 {
+            e.dir = if e.dir == Dir::Fwd {
+                Dir::Bwd
+            } else {
+                Dir::Fwd
+            };
+        }
+    }
+}
+
+#[test]
+fn compiled_tree_equals_node_walk_on_a_real_model() {
+    let Some((m, p, _)) = real_c45() else { return };
     let ModelKind::Tree(t) = &m.kind else {
         panic!("not a tree")
     };
-    eprintln!("{m}");
     assert!(t.nodes().len() > 100 && t.depth() > 5, "{m}");
     let mut rng = SplitMix64::new(5);
     let mut checked = 0;
@@ -245,17 +267,7 @@ fn compiled_tree_equals_node_walk_on_a_real_model() {
                 leaves.insert((a.0, a.1.to_bits()));
                 checked += 1;
                 // Perturbed copies: sizes, gaps and directions moved.
-                for e in &mut early {
-                    e.size = (e.size as i64 + rng.below(41) as i64 - 20).clamp(0, 65535) as u16;
-                    e.iat_us = (e.iat_us as f64 * (0.5 + rng.unit())) as u32;
-                    if rng.below(8) == 0 {
-                        e.dir = if e.dir == Dir::Fwd {
-                            Dir::Bwd
-                        } else {
-                            Dir::Fwd
-                        };
-                    }
-                }
+                perturb(&mut early, &mut rng);
                 if round == 2 {
                     early.iter_mut().for_each(|e| e.iat_us = u32::MAX);
                 }
@@ -264,4 +276,94 @@ fn compiled_tree_equals_node_walk_on_a_real_model() {
     }
     eprintln!("{checked} flows, {} distinct leaves reached", leaves.len());
     assert!(checked > 10_000 && leaves.len() > 50);
+}
+
+/// The same model seen only through `classify` (the flow table then has no
+/// fast form and calls it).
+struct Generic(Model);
+
+impl Classifier for Generic {
+    fn packets_needed(&self) -> usize {
+        self.0.packets_needed()
+    }
+    fn classify(&self, f: &FlowFeatures<'_>) -> Verdict {
+        self.0.classify(f)
+    }
+    fn classes(&self) -> &[String] {
+        self.0.classes()
+    }
+}
+
+#[test]
+fn fast_tree_equals_model_classify_on_a_real_model() {
+    let Some((mut m, p, paths)) = real_c45() else {
+        return;
+    };
+    let mut rng = SplitMix64::new(9);
+    for threshold in [0.0, 0.5, 0.8, 0.95] {
+        m.info.threshold = threshold;
+        let fast = m.fast_tree().expect("a tree has a fast form");
+        let (mut unknown, mut checked) = (0, 0);
+        for s in &p.train.samples {
+            for k in 0..=s.early.len() {
+                let mut early = s.early[..k].to_vec();
+                for _ in 0..3 {
+                    let f = FlowFeatures {
+                        early: &early,
+                        proto: s.proto,
+                        sport: s.sport,
+                        dport: s.dport,
+                    };
+                    let (a, b) = (fast.verdict(&f), m.classify(&f));
+                    assert!(
+                        a.class == b.class
+                            && a.confidence.to_bits() == b.confidence.to_bits()
+                            && a.at_packet == b.at_packet,
+                        "{a:?} vs {b:?} on {f:?}"
+                    );
+                    let d = fast.decide(&early, s.proto, s.dport);
+                    let conf = (f64::from(b.confidence.clamp(0.0, 1.0) * 65535.0) + 0.5) as u16;
+                    assert_eq!((d.app, d.conf, d.at), (b.class, conf, b.at_packet));
+                    unknown += usize::from(b.class == Verdict::UNKNOWN && k > 0);
+                    checked += 1;
+                    perturb(&mut early, &mut rng);
+                }
+            }
+        }
+        eprintln!("threshold {threshold}: {checked} flows, {unknown} unknown");
+        assert!(checked > 10_000);
+        assert!(threshold < 0.5 || unknown > 100, "{unknown}");
+    }
+
+    // Through the flow table, on the captures: fast form and `classify`
+    // store the same verdicts, also for flows shorter than N (decided at
+    // their end) and unknown ones.
+    m.info.threshold = 0.8;
+    let files = pipeline::open_all(&paths).unwrap();
+    let classes: Arc<[String]> = m.info.classes.clone().into();
+    let run = |model: Arc<dyn Classifier>| {
+        let mref = ModelRef {
+            model: Some(model),
+            classes: classes.clone(),
+        };
+        pipeline::collect(&files, &RunOptions::default(), &mref)
+            .unwrap()
+            .0
+    };
+    let fast = run(Arc::new(m.clone()));
+    let generic = run(Arc::new(Generic(m)));
+    assert_eq!(fast.len(), generic.len());
+    assert!(fast == generic, "records differ");
+    let v = fast.iter().map(|f| f.record.verdict);
+    let short = v.clone().filter(|v| (1..4).contains(&v.at_packet)).count();
+    let unknown = v
+        .clone()
+        .filter(|v| v.at_packet > 0 && v.class == Verdict::UNKNOWN)
+        .count();
+    let known = v.filter(|v| v.class != Verdict::UNKNOWN).count();
+    eprintln!(
+        "{} flows: {known} known, {unknown} unknown, {short} decided short",
+        fast.len()
+    );
+    assert!(known > 1000 && unknown > 100 && short > 100);
 }

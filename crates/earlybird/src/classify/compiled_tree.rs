@@ -1,5 +1,7 @@
-//! Classification form of a C4.5 tree: flat 16-byte nodes over a feature
-//! vector gathered once per verdict.
+//! Classification forms of a C4.5 tree: flat 16-byte nodes over a feature
+//! vector gathered once per verdict ([`FlatTree`], used by `Model`), and
+//! the flow table's [`FastTree`], which also folds the model's verdict rule
+//! (threshold, stored confidence) into its leaves.
 //!
 //! Contract: [`FlatTree::compile`] derives, from ANY node array (validated or
 //! not) and any N up to `MAX_EARLY`, a form whose walk gives exactly what the
@@ -18,6 +20,8 @@
 //! the first `2N + 2` entries of a [`Gathered`] vector of the same N, which
 //! its constructor writes. The walk relies on these facts (unchecked loads,
 //! checked in debug builds).
+//! [`FastTree`] (contract on the type) is derived from a [`FlatTree`] and
+//! gives exactly `Model::classify`'s verdicts.
 //! Classifying never allocates and never panics.
 
 use std::mem::MaybeUninit;
@@ -25,7 +29,7 @@ use std::mem::MaybeUninit;
 use super::tree::{Node, LEAF};
 use super::vector::MAX_FEATURES;
 use super::FlowFeatures;
-use crate::flow::record::MAX_EARLY;
+use crate::flow::record::{EarlyPkt, Verdict, MAX_EARLY};
 
 /// Set in a node reference that names a leaf (index in `leaves`); other
 /// references are byte offsets of splits in `splits`.
@@ -93,23 +97,7 @@ impl Gathered {
     /// Writes entries `0..=2N+1`, one pass over the early packets.
     #[inline(always)]
     fn fill(&mut self, f: &FlowFeatures<'_>) {
-        let p = self.packets.min(MAX_EARLY);
-        let x = &mut self.x;
-        let used = f.early.len().min(p);
-        for (i, e) in f.early[..used].iter().enumerate() {
-            // -size for server-to-client packets: the sign bit is the
-            // direction (`Dir` is 0 or 1); size 0 gives -0.0 as
-            // `-(0 as f32)` does.
-            let size = f32::from_bits((e.size as f32).to_bits() | (e.dir as u32) << 31);
-            x[2 * i] = MaybeUninit::new(size);
-            x[2 * i + 1] = MaybeUninit::new(e.iat_us as f32);
-        }
-        for i in used..p {
-            x[2 * i] = MaybeUninit::new(0.0);
-            x[2 * i + 1] = MaybeUninit::new(-1.0);
-        }
-        x[2 * p] = MaybeUninit::new(f.proto as f32);
-        x[2 * p + 1] = MaybeUninit::new(f.dport as f32);
+        gather(&mut self.x, f.early, self.packets, f.proto, f.dport);
     }
 
     /// Feature `k`; `k <= 2N + 1` (checked in debug builds).
@@ -240,13 +228,353 @@ impl FlatTree {
     }
 }
 
+/// Writes features `0..=2p+1` of `x` (as [`Gathered::fill`]) for a model
+/// of `p <= MAX_EARLY` packets, with N known at compile time for the usual
+/// N (the gather unrolls).
+#[inline(always)]
+fn gather_for(
+    p: usize,
+    x: &mut [MaybeUninit<f32>; MAX_FEATURES],
+    early: &[EarlyPkt],
+    proto: u8,
+    dport: u16,
+) {
+    match p {
+        1 => gather_n::<1>(x, early, proto, dport),
+        2 => gather_n::<2>(x, early, proto, dport),
+        3 => gather_n::<3>(x, early, proto, dport),
+        4 => gather_n::<4>(x, early, proto, dport),
+        5 => gather_n::<5>(x, early, proto, dport),
+        6 => gather_n::<6>(x, early, proto, dport),
+        7 => gather_n::<7>(x, early, proto, dport),
+        8 => gather_n::<8>(x, early, proto, dport),
+        p => gather_out_of_line(x, early, p, proto, dport),
+    }
+}
+
+/// Writes features `0..=2P+1` of `x` (as [`Gathered::fill`]) for a model
+/// of `P` packets: unrolled when the flow has them all.
+#[inline(always)]
+fn gather_n<const P: usize>(
+    x: &mut [MaybeUninit<f32>; MAX_FEATURES],
+    early: &[EarlyPkt],
+    proto: u8,
+    dport: u16,
+) {
+    match early.first_chunk::<P>() {
+        Some(e) => {
+            let mut i = 0;
+            #[cfg(target_arch = "x86_64")]
+            while i + 4 <= P {
+                let (four, _) = e[i..].split_first_chunk::<4>().unwrap();
+                let (out, _) = x[2 * i..].split_first_chunk_mut::<8>().unwrap();
+                gather4_sse2(out, four);
+                i += 4;
+            }
+            while i < P {
+                let size = f32::from_bits((e[i].size as f32).to_bits() | (e[i].dir as u32) << 31);
+                x[2 * i] = MaybeUninit::new(size);
+                x[2 * i + 1] = MaybeUninit::new(e[i].iat_us as f32);
+                i += 1;
+            }
+            x[2 * P] = MaybeUninit::new(proto as f32);
+            x[2 * P + 1] = MaybeUninit::new(dport as f32);
+        }
+        None => gather_out_of_line(x, early, P, proto, dport),
+    }
+}
+
+// `gather4_sse2` reads an `EarlyPkt` as two 32-bit lanes: size (bits
+// 0..16), direction (bit 16), flags (bits 24..32); inter-arrival time.
+const _: () = assert!(
+    std::mem::size_of::<EarlyPkt>() == 8
+        && std::mem::offset_of!(EarlyPkt, size) == 0
+        && std::mem::offset_of!(EarlyPkt, dir) == 2
+        && std::mem::offset_of!(EarlyPkt, iat_us) == 4
+);
+
+/// Features `0..8` of four packets, as the scalar gather writes them: the
+/// signed size exactly (`cvtdq2ps` of a 16-bit value, the direction as the
+/// sign bit) and the inter-arrival time `u32 as f32` rounded once to
+/// nearest even as `as f32` does: `hi * 2^16 + lo` computed as
+/// `((2^39 + hi * 2^16) - (2^39 + 2^23)) + (2^23 + lo)`, where both
+/// operands of the subtraction and its result are exact floats, so only
+/// the addition rounds.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn gather4_sse2(out: &mut [MaybeUninit<f32>; 8], e: &[EarlyPkt; 4]) {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is part of x86_64; the loads read the 32 bytes of `e`
+    // (layout asserted above) and the stores write the 32 bytes of `out`,
+    // both unaligned.
+    unsafe {
+        let p = e.as_ptr().cast::<__m128i>();
+        let a = _mm_castsi128_ps(_mm_loadu_si128(p));
+        let b = _mm_castsi128_ps(_mm_loadu_si128(p.add(1)));
+        // Lanes: [w0, t0, w1, t1] and [w2, t2, w3, t3].
+        let w = _mm_castps_si128(_mm_shuffle_ps::<0b10_00_10_00>(a, b));
+        let t = _mm_castps_si128(_mm_shuffle_ps::<0b11_01_11_01>(a, b));
+        let size = _mm_cvtepi32_ps(_mm_and_si128(w, _mm_set1_epi32(0xFFFF)));
+        let sign = _mm_and_si128(_mm_slli_epi32::<15>(w), _mm_set1_epi32(i32::MIN));
+        let s = _mm_or_ps(size, _mm_castsi128_ps(sign));
+        let lo = _mm_or_si128(
+            _mm_and_si128(t, _mm_set1_epi32(0xFFFF)),
+            _mm_set1_epi32(0x4B00_0000),
+        );
+        let hi = _mm_or_si128(_mm_srli_epi32::<16>(t), _mm_set1_epi32(0x5300_0000));
+        let bias = _mm_set1_ps(f32::from_bits(0x5300_0080));
+        let f = _mm_add_ps(_mm_sub_ps(_mm_castsi128_ps(hi), bias), _mm_castsi128_ps(lo));
+        let o = out.as_mut_ptr().cast::<f32>();
+        _mm_storeu_ps(o, _mm_unpacklo_ps(s, f));
+        _mm_storeu_ps(o.add(4), _mm_unpackhi_ps(s, f));
+    }
+}
+
+/// [`gather`] outside the flow table's fast path (flows shorter than N,
+/// N > 8): keeps its registers out of the caller's.
+#[cold]
+#[inline(never)]
+fn gather_out_of_line(
+    x: &mut [MaybeUninit<f32>; MAX_FEATURES],
+    early: &[EarlyPkt],
+    p: usize,
+    proto: u8,
+    dport: u16,
+) {
+    gather(x, early, p, proto, dport);
+}
+
+/// Writes features `0..=2p+1` of `x`, one pass over the early packets:
+/// 2i and 2i+1 as in `vector::value`, then protocol and server port
+/// (`p` clamped to `MAX_EARLY`).
+#[inline]
+fn gather(
+    x: &mut [MaybeUninit<f32>; MAX_FEATURES],
+    early: &[EarlyPkt],
+    p: usize,
+    proto: u8,
+    dport: u16,
+) {
+    let p = p.min(MAX_EARLY);
+    let used = early.len().min(p);
+    for (i, e) in early[..used].iter().enumerate() {
+        // -size for server-to-client packets: the sign bit is the
+        // direction (`Dir` is 0 or 1); size 0 gives -0.0 as
+        // `-(0 as f32)` does.
+        let size = f32::from_bits((e.size as f32).to_bits() | (e.dir as u32) << 31);
+        x[2 * i] = MaybeUninit::new(size);
+        x[2 * i + 1] = MaybeUninit::new(e.iat_us as f32);
+    }
+    for i in used..p {
+        x[2 * i] = MaybeUninit::new(0.0);
+        x[2 * i + 1] = MaybeUninit::new(-1.0);
+    }
+    x[2 * p] = MaybeUninit::new(proto as f32);
+    x[2 * p + 1] = MaybeUninit::new(dport as f32);
+}
+
+/// What the flow table stores of a verdict: the class (or
+/// [`Verdict::UNKNOWN`] under the model's threshold), the confidence in
+/// 1/65535 steps (`conf_u16` of the flow table) and the packet count it was
+/// taken at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryVerdict {
+    /// Class, [`Verdict::UNKNOWN`] below the threshold or without packets.
+    pub app: u16,
+    /// Confidence × 65535, rounded.
+    pub conf: u16,
+    /// Packets used: `min(early packets, N)`.
+    pub at: u8,
+}
+
+/// One node of a [`FastTree`]: a split (`next[x[feature] > threshold]`,
+/// children as byte offsets), or a leaf whose children are itself, whose
+/// feature is 0 and whose threshold bits are its verdict (`app | conf << 16`;
+/// any comparison result leads back to the leaf).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[repr(C)]
+struct FastNode {
+    threshold: f32,
+    feature: u32,
+    next: [u32; 2],
+}
+
+/// Bytes of one [`FastNode`].
+const FAST_BYTES: usize = std::mem::size_of::<FastNode>();
+
+/// The flow table's form of a C4.5 model: the [`FlatTree`] walk with the
+/// model's verdict rule folded into the leaves, features gathered straight
+/// from the early packets.
+///
+/// Contract: [`FastTree::decide`] gives exactly what `Model::classify` of
+/// the model it was built from gives, stored as the flow table stores it:
+/// `app` = the verdict's class, `conf` = `conf_u16(confidence)`, `at` =
+/// `at_packet` (`Model::classify`: `at = min(len, N)`; no packet → unknown,
+/// confidence 0; purity below the threshold, or NaN → unknown with the
+/// purity as confidence). [`FastTree::verdict`] gives the whole
+/// [`Verdict`] by the same walk. Nodes are the splits of the [`FlatTree`]
+/// at the same byte offsets followed by its leaves, so every child offset
+/// is a node's, a split's children come after it (the walk ends), and the
+/// offsets at or past `leaf_base` are leaves, which loop onto themselves:
+/// the walk takes two steps at a time and stops on a leaf (unchecked
+/// loads, relying on these facts; checked in debug builds). Features come
+/// straight from the early packets, with N known at compile time for
+/// N <= 8 and, on x86_64, four packets at a time in SSE2 (bit-identical to
+/// the scalar gather). Never allocates, never panics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FastTree {
+    /// N of the features (the tree's, at most `MAX_EARLY`).
+    gather: usize,
+    /// N of the model: `at = min(len, at_max)`.
+    at_max: usize,
+    /// Byte offset of the root.
+    root: u32,
+    /// Byte offset of the first leaf.
+    leaf_base: u32,
+    nodes: Vec<FastNode>,
+    /// Confidence of each leaf (for [`FastTree::verdict`]).
+    purity: Vec<f32>,
+}
+
+impl FastTree {
+    /// The form of a model of `packets` packets (its `ModelInfo::packets`)
+    /// whose verdicts below `threshold` are unknown, classifying with `flat`.
+    pub fn new(flat: &FlatTree, packets: usize, threshold: f32) -> FastTree {
+        let splits = flat.splits.len();
+        let mut leaves = flat.leaves.clone();
+        // A reference the flat walk would not find (only an empty default
+        // `FlatTree` has one: its root) reads as the flat walk's fallback.
+        let mut fallback = None;
+        let mut node_of = |r: u32, leaves: &mut Vec<(u16, f32)>| -> u32 {
+            let i = if r & LEAF_REF != 0 && ((r & !LEAF_REF) as usize) < flat.leaves.len() {
+                splits + (r & !LEAF_REF) as usize
+            } else if r & LEAF_REF == 0
+                && (r as usize).is_multiple_of(SPLIT_BYTES)
+                && (r as usize) < splits * SPLIT_BYTES
+            {
+                r as usize / SPLIT_BYTES
+            } else {
+                *fallback.get_or_insert_with(|| {
+                    leaves.push((0, 0.0));
+                    splits + leaves.len() - 1
+                })
+            };
+            (i * FAST_BYTES) as u32
+        };
+        let mut nodes = Vec::with_capacity(splits + leaves.len() + 1);
+        for s in &flat.splits {
+            let next = [node_of(s.left, &mut leaves), node_of(s.right, &mut leaves)];
+            nodes.push(FastNode {
+                threshold: s.threshold,
+                feature: s.feature,
+                next,
+            });
+        }
+        let root = node_of(flat.root, &mut leaves);
+        for &(class, purity) in &leaves {
+            let app = if purity >= threshold {
+                class
+            } else {
+                Verdict::UNKNOWN
+            };
+            let conf = crate::flow::table::conf_u16(purity);
+            let me = (nodes.len() * FAST_BYTES) as u32;
+            nodes.push(FastNode {
+                threshold: f32::from_bits(app as u32 | (conf as u32) << 16),
+                feature: 0,
+                next: [me, me],
+            });
+        }
+        FastTree {
+            gather: flat.packets,
+            at_max: packets,
+            root,
+            leaf_base: (splits * FAST_BYTES) as u32,
+            nodes,
+            purity: leaves.iter().map(|l| l.1).collect(),
+        }
+    }
+
+    /// Byte offset of the leaf the flow reaches (its first `min(len, N)`
+    /// early packets, protocol, server port).
+    #[inline(always)]
+    fn leaf(&self, early: &[EarlyPkt], proto: u8, dport: u16) -> usize {
+        let mut x = [MaybeUninit::<f32>::uninit(); MAX_FEATURES];
+        gather_for(self.gather, &mut x, early, proto, dport);
+        let base = self.nodes.as_ptr().cast::<u8>();
+        let step = |r: usize| -> usize {
+            debug_assert!(r.is_multiple_of(FAST_BYTES) && r < self.nodes.len() * FAST_BYTES);
+            // SAFETY: every offset is a node's (`new`); a feature is at most
+            // 2N + 1 (`FlatTree::compile`; leaves read 0), entries written
+            // just above.
+            unsafe {
+                let n = &*base.add(r).cast::<FastNode>();
+                let v = x.get_unchecked(n.feature as usize).assume_init();
+                *n.next.get_unchecked((v > n.threshold) as usize) as usize
+            }
+        };
+        let leaf_base = self.leaf_base as usize;
+        let mut r = self.root as usize;
+        loop {
+            r = step(step(r));
+            if r >= leaf_base {
+                return r;
+            }
+        }
+    }
+
+    /// The verdict of the flow as the flow table stores it (see the type).
+    #[inline(always)]
+    pub fn decide(&self, early: &[EarlyPkt], proto: u8, dport: u16) -> EntryVerdict {
+        let at = early.len().min(self.at_max);
+        if at == 0 {
+            return EntryVerdict {
+                app: Verdict::UNKNOWN,
+                conf: 0,
+                at: 0,
+            };
+        }
+        let r = self.leaf(early, proto, dport);
+        // SAFETY: `leaf` returns a node's offset.
+        let bits =
+            unsafe { (*self.nodes.as_ptr().cast::<u8>().add(r).cast::<FastNode>()).threshold }
+                .to_bits();
+        EntryVerdict {
+            app: bits as u16,
+            conf: (bits >> 16) as u16,
+            at: at as u8,
+        }
+    }
+
+    /// The whole verdict, as `Model::classify` gives it.
+    pub fn verdict(&self, f: &FlowFeatures<'_>) -> Verdict {
+        let at = f.early.len().min(self.at_max);
+        if at == 0 {
+            return Verdict {
+                class: Verdict::UNKNOWN,
+                confidence: 0.0,
+                at_packet: 0,
+            };
+        }
+        let r = self.leaf(f.early, f.proto, f.dport) / FAST_BYTES;
+        Verdict {
+            class: self.nodes[r].threshold.to_bits() as u16,
+            confidence: self.purity[r - self.leaf_base as usize / FAST_BYTES],
+            at_packet: at as u8,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::dataset::SplitMix64;
+    use super::super::model::{Model, ModelInfo, ModelKind};
     use super::super::testutil::{ff, patterns};
     use super::super::tree::{Tree, TreeOptions};
+    use super::super::Classifier;
     use super::*;
     use crate::flow::record::{Dir, EarlyPkt};
+    use crate::flow::table::conf_u16;
 
     fn same(a: (u16, f32), b: (u16, f32)) -> bool {
         a.0 == b.0 && a.1.to_bits() == b.1.to_bits()
@@ -421,6 +749,185 @@ mod tests {
                     assert_eq!(x.get(k as u32).to_bits(), want.to_bits(), "p {p} k {k}");
                 }
             }
+        }
+    }
+
+    /// A tree model as `Model::classify` sees it: N = `at_max` (the
+    /// tree's N unless the model is inconsistent), `threshold`.
+    fn tree_model(t: Tree, at_max: usize, threshold: f32) -> Model {
+        Model {
+            info: ModelInfo {
+                classes: vec!["a".into(); 300],
+                packets: at_max,
+                level: None,
+                trained_on: String::new(),
+                threshold,
+            },
+            kind: ModelKind::Tree(t),
+        }
+    }
+
+    /// `FastTree` gives exactly `Model::classify`, whole and as stored.
+    fn check_fast(m: &Model, fast: &FastTree, f: &FlowFeatures<'_>) -> Verdict {
+        let want = m.classify(f);
+        let got = fast.verdict(f);
+        assert!(
+            got.class == want.class
+                && got.confidence.to_bits() == want.confidence.to_bits()
+                && got.at_packet == want.at_packet,
+            "{got:?} vs {want:?} on {f:?}"
+        );
+        let stored = EntryVerdict {
+            app: want.class,
+            conf: conf_u16(want.confidence),
+            at: want.at_packet,
+        };
+        assert_eq!(fast.decide(f.early, f.proto, f.dport), stored, "{f:?}");
+        want
+    }
+
+    /// Model thresholds: the valid range, its ends and leaf purities, and
+    /// values only an inconsistent model has.
+    const THRESHOLDS: [f32; 9] = [0.0, 0.25, 0.5, 0.75, 0.9, 1.0, f32::NAN, -1.0, 2.0];
+
+    #[test]
+    fn fast_tree_equals_model_classify_on_random_trees_and_flows() {
+        let mut rng = SplitMix64::new(11);
+        let (mut unknown, mut known, mut short) = (0, 0, 0);
+        for round in 0..3000 {
+            let p = [1, 2, 3, 4, 5, 8, 9, MAX_EARLY][round % 8];
+            let t = Tree::from_nodes(p, round % 2 == 0, random_nodes(&mut rng, p));
+            let at_max = if round % 7 == 0 {
+                rng.below(p as u64 + 3) as usize
+            } else {
+                p
+            };
+            let threshold = if rng.below(3) == 0 {
+                rng.unit() as f32
+            } else {
+                THRESHOLDS[rng.below(THRESHOLDS.len() as u64) as usize]
+            };
+            let m = tree_model(t, at_max, threshold);
+            let fast = m.fast_tree().expect("a tree model has a fast form");
+            for _ in 0..40 {
+                let (early, proto, dport) = random_flow(&mut rng, p);
+                let f = FlowFeatures {
+                    early: &early,
+                    proto,
+                    sport: 4321,
+                    dport,
+                };
+                let v = check_fast(&m, &fast, &f);
+                short += usize::from(early.len() < p);
+                if v.class == Verdict::UNKNOWN {
+                    unknown += 1;
+                } else {
+                    known += 1;
+                }
+            }
+        }
+        assert!(unknown > 10_000 && known > 10_000 && short > 10_000);
+    }
+
+    #[test]
+    fn fast_tree_equals_model_classify_on_trained_trees() {
+        let train = patterns(200, 120, 3);
+        let test = patterns(200, 400, 4);
+        for (p, ports) in [(4, false), (4, true), (2, true), (8, true), (5, true)] {
+            let t = Tree::train(&train, p, ports, &TreeOptions::default(), None, 0);
+            for threshold in [0.0, 0.6, 0.95, 1.0] {
+                let m = tree_model(t.clone(), p, threshold);
+                let fast = m.fast_tree().unwrap();
+                let mut unknown = 0;
+                for s in test.samples.iter().chain(&train.samples) {
+                    for k in 0..=s.early.len() {
+                        let f = FlowFeatures {
+                            early: &s.early[..k],
+                            ..ff(s)
+                        };
+                        let v = check_fast(&m, &fast, &f);
+                        unknown += usize::from(v.class == Verdict::UNKNOWN);
+                    }
+                }
+                if threshold == 0.95 {
+                    assert!(unknown > 100, "{unknown}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fast_tree_of_empty_and_default_trees() {
+        let f = FlowFeatures {
+            early: &[EarlyPkt {
+                size: 60,
+                dir: Dir::Bwd,
+                flags: 0,
+                iat_us: 0,
+            }],
+            proto: 6,
+            sport: 1,
+            dport: 2,
+        };
+        let m = tree_model(Tree::from_nodes(4, true, Vec::new()), 4, 0.0);
+        check_fast(&m, &m.fast_tree().unwrap(), &f);
+        // The flat walk of an empty default form ends on its fallback leaf.
+        let fast = FastTree::new(&FlatTree::default(), 4, 0.0);
+        let want = EntryVerdict {
+            app: 0,
+            conf: 0,
+            at: 1,
+        };
+        assert_eq!(fast.decide(f.early, 6, 2), want);
+    }
+
+    /// The fast gather writes exactly `vector::value`'s features.
+    fn check_gather(p: usize, early: &[EarlyPkt], proto: u8, dport: u16) {
+        let f = FlowFeatures {
+            early,
+            proto,
+            sport: 9,
+            dport,
+        };
+        let mut x = [MaybeUninit::<f32>::uninit(); MAX_FEATURES];
+        gather_for(p, &mut x, early, proto, dport);
+        for (k, v) in x.iter().enumerate().take(2 * p + 2) {
+            let want = super::super::vector::value(&f, p, k);
+            // SAFETY: `gather_for` writes entries 0..=2p+1.
+            let got = unsafe { v.assume_init() };
+            assert_eq!(got.to_bits(), want.to_bits(), "p {p} k {k} {f:?}");
+        }
+    }
+
+    #[test]
+    fn fast_gather_equals_vector_values() {
+        let mut rng = SplitMix64::new(13);
+        for p in 0..=MAX_EARLY {
+            for _ in 0..200 {
+                let (early, proto, dport) = random_flow(&mut rng, p);
+                check_gather(p, &early, proto, dport);
+            }
+        }
+        // Any bits: every size, direction, flag byte and gap (the
+        // four-packet SSE2 gather's rounding of large gaps).
+        for _ in 0..20_000 {
+            let p = 1 + rng.below(MAX_EARLY as u64) as usize;
+            let early: Vec<EarlyPkt> = (0..p)
+                .map(|_| {
+                    let r = rng.next_u64();
+                    EarlyPkt {
+                        size: r as u16,
+                        dir: if r >> 16 & 1 == 0 { Dir::Fwd } else { Dir::Bwd },
+                        flags: (r >> 24) as u8,
+                        iat_us: match rng.below(4) {
+                            0 => (r >> 32) as u32 | 0xFFFF_FF00,
+                            1 => (r >> 32) as u32 >> rng.below(32),
+                            _ => (r >> 32) as u32,
+                        },
+                    }
+                })
+                .collect();
+            check_gather(p, &early, rng.next_u64() as u8, rng.next_u64() as u16);
         }
     }
 }

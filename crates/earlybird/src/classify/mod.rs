@@ -26,7 +26,7 @@ pub mod pool;
 pub mod ports;
 pub mod svm;
 #[cfg(test)]
-mod testutil;
+pub(crate) mod testutil;
 pub mod train;
 pub mod tree;
 pub mod vector;
@@ -65,5 +65,11 @@ pub trait Classifier: Send + Sync {
     /// of inline in the shard. Default false.
     fn costly(&self) -> bool {
         false
+    }
+    /// The flow table's direct form of this model, when it has one (a C4.5
+    /// tree): asked once per table, it gives exactly the verdicts of
+    /// [`Self::classify`] without the dynamic call. Default none.
+    fn fast_tree(&self) -> Option<compiled_tree::FastTree> {
+        None
     }
 }

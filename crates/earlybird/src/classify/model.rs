@@ -16,6 +16,7 @@
 
 use std::path::Path;
 
+use super::compiled_tree::FastTree;
 use super::dataset::LabelLevel;
 use super::forest::Forest;
 use super::naive_bayes::NaiveBayes;
@@ -348,6 +349,17 @@ impl Classifier for Model {
 
     fn costly(&self) -> bool {
         matches!(self.kind, ModelKind::Svm(_))
+    }
+
+    fn fast_tree(&self) -> Option<FastTree> {
+        match &self.kind {
+            ModelKind::Tree(t) => Some(FastTree::new(
+                t.flat(),
+                self.info.packets,
+                self.info.threshold,
+            )),
+            _ => None,
+        }
     }
 
     #[inline]

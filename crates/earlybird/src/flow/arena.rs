@@ -170,6 +170,17 @@ impl<T: ZeroValid> Arena<T> {
     /// # Safety
     /// `start + len <= self.capacity()`.
     #[inline(always)]
+    pub unsafe fn slice_unchecked(&self, start: usize, len: usize) -> &[T] {
+        debug_assert!(start + len <= self.capacity, "arena range out of range");
+        // SAFETY: in range (the caller's promise); see `as_slice`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(start), len) }
+    }
+
+    /// `len` elements from `start`, mutably, without the bounds check.
+    ///
+    /// # Safety
+    /// `start + len <= self.capacity()`.
+    #[inline(always)]
     pub unsafe fn slice_unchecked_mut(&mut self, start: usize, len: usize) -> &mut [T] {
         debug_assert!(start + len <= self.capacity, "arena range out of range");
         // SAFETY: in range (the caller's promise); `&mut self` is exclusive.

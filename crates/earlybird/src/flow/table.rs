@@ -5,7 +5,10 @@
 //! as slots are first used. Per packet, [`FlowTable::packet`] finds or creates
 //! the flow (O(1) expected, no allocation), updates its statistics, early
 //! features and TCP state, and fires the inline classifier once the flow has
-//! its first N packets. Finished flows are appended to [`FlowTable::out`].
+//! its first N packets (a C4.5 model through its
+//! [`FastTree`](crate::classify::compiled_tree::FastTree): no dynamic call,
+//! the verdicts of `classify`). Finished flows are appended to
+//! [`FlowTable::out`].
 //!
 //! Layout: an open-addressing index of `u32` entries (8-bit hash tag + 24-bit
 //! slot number, linear probing, backward-shift deletion, load ≤ 1/2) points
@@ -46,6 +49,7 @@ use super::entry::{
 };
 use super::key::{Key, TableKey};
 use super::record::{Beside, Dir, EarlyPkt, EndReason, RecordBatch, Verdict};
+use crate::classify::compiled_tree::FastTree;
 use crate::classify::pool::{Job, PoolLink};
 use crate::classify::{Classifier, FlowFeatures};
 use crate::config::FlowConfig;
@@ -146,6 +150,9 @@ pub struct FlowTable {
     flush_cursor: usize,
     now: Nanos,
     model: Option<Arc<dyn Classifier>>,
+    /// The model's direct form, when it has one (C4.5): `decide` walks it
+    /// instead of calling `classify` (same verdicts).
+    tree: Option<FastTree>,
     decide_at: usize,
     pool: Option<PoolLink>,
     /// The model runs on the pool (stays true after the pool is detached).
@@ -200,6 +207,7 @@ impl FlowTable {
             cursor: 0,
             flush_cursor: 0,
             now: 0,
+            tree: model.as_ref().and_then(|m| m.fast_tree()),
             model,
             decide_at,
             pool: None,
@@ -515,6 +523,26 @@ impl FlowTable {
 
     /// Runs the classifier on slot `s` with the early packets it has.
     fn decide(&mut self, s: usize) {
+        if let Some(tree) = &self.tree {
+            // SAFETY: every caller passes a slot below `high <= capacity`
+            // (from the index, `insert_at`, the sweep, eviction or flush
+            // cursors); the slot's early packets are its first
+            // `n_early <= n` entries of the early array.
+            let h = unsafe { self.entries.get_unchecked_mut(s) };
+            let dport = if h.state & CLIENT_IS_A != 0 {
+                h.key.pb
+            } else {
+                h.key.pa
+            };
+            let early = unsafe { self.early.slice_unchecked(s * self.n, h.n_early as usize) };
+            let v = tree.decide(early, h.key.proto, dport);
+            h.app = v.app;
+            h.state |= DECIDED;
+            h.conf = v.conf;
+            h.at = v.at;
+            self.counters.classified += 1;
+            return;
+        }
         let Some(model) = &self.model else { return };
         let h = &self.entries[s];
         let (sport, dport) = h.client_server_ports();

@@ -445,3 +445,107 @@ fn confidence_rounding_equals_round() {
         }
     }
 }
+
+/// The same model seen only through `classify` (no fast form).
+struct Generic(crate::classify::Model);
+
+impl crate::classify::Classifier for Generic {
+    fn packets_needed(&self) -> usize {
+        self.0.packets_needed()
+    }
+    fn classify(&self, f: &crate::classify::FlowFeatures<'_>) -> super::record::Verdict {
+        self.0.classify(f)
+    }
+    fn classes(&self) -> &[String] {
+        self.0.classes()
+    }
+}
+
+#[test]
+fn tree_fast_path_stores_the_verdicts_of_classify() {
+    use crate::classify::dataset::SplitMix64;
+    use crate::classify::testutil::patterns;
+    use crate::classify::{train, Algo, Classifier, TrainOptions};
+    use std::sync::Arc;
+    // One label in four drawn at random: impure leaves.
+    let mut d = patterns(60, 300, 5);
+    let mut rng = SplitMix64::new(21);
+    for s in &mut d.samples {
+        if rng.below(4) == 0 {
+            s.label = rng.below(3) as u16;
+        }
+    }
+    let sizes = [52u16, 60, 80, 100, 200, 300, 500, 900, 1400];
+    let mut rng = SplitMix64::new(21);
+    for (n, threshold) in [(4, 0.0), (4, 0.9), (4, 0.99), (2, 0.9), (6, 0.95)] {
+        let mut m = train(
+            &d,
+            &TrainOptions {
+                algo: Algo::C45,
+                use_ports: threshold == 0.0,
+                ..TrainOptions::default()
+            },
+        )
+        .unwrap();
+        m.info.threshold = threshold;
+        let fast: Arc<dyn Classifier> = Arc::new(m.clone());
+        assert!(fast.fast_tree().is_some());
+        let c = FlowConfig {
+            max_flows: 4096,
+            early_packets: n,
+            ..FlowConfig::default()
+        };
+        let mut tables = [
+            FlowTable::new(&c, Some(fast)).unwrap(),
+            FlowTable::new(&c, Some(Arc::new(Generic(m)))).unwrap(),
+        ];
+        let mut ts = 1_000_000;
+        for _ in 0..20_000 {
+            let f = rng.below(150) as u8;
+            let client = 1 + f;
+            let port = [443, 80, 53, 8080][f as usize % 4];
+            let cport = 1024 + f as u16 * 7;
+            let flags = if rng.below(100) == 0 { FIN | ACK } else { ACK };
+            let mut p = if rng.below(2) == 0 {
+                pkt(&c, client, cport, 250, port, ts, flags)
+            } else {
+                pkt(&c, 250, port, client, cport, ts, flags)
+            };
+            p.size = sizes[rng.below(sizes.len() as u64) as usize] + rng.below(40) as u16;
+            for t in &mut tables {
+                t.packet(&p);
+            }
+            ts += if rng.below(3000) == 0 {
+                20 * SECOND
+            } else {
+                [0, 5_000, 90_000, 900_000, 4_000_000][rng.below(5) as usize]
+            };
+        }
+        let records: Vec<_> = tables
+            .iter_mut()
+            .map(|t| {
+                t.flush();
+                t.out.materialize();
+                t.out.records.clone()
+            })
+            .collect();
+        assert_eq!(records[0], records[1], "n {n} threshold {threshold}");
+        assert_eq!(tables[0].counters, tables[1].counters);
+        let v = |f: &dyn Fn(&super::record::FlowRecord) -> bool| {
+            records[0].iter().filter(|r| f(r)).count()
+        };
+        let unknown =
+            v(&|r| r.verdict.class == super::record::Verdict::UNKNOWN && r.verdict.at_packet > 0);
+        let short = v(&|r| {
+            r.verdict.at_packet > 0 && (r.verdict.at_packet as usize) < c.early_packets.min(4)
+        });
+        let known = v(&|r| r.verdict.class != super::record::Verdict::UNKNOWN);
+        assert!(short > 20, "n {n}: {short} short");
+        if threshold < 0.95 {
+            assert!(known > 50, "threshold {threshold}: {known} known");
+        }
+        if threshold > 0.5 {
+            assert!(unknown > 20, "threshold {threshold}: {unknown} unknown");
+        }
+    }
+}
