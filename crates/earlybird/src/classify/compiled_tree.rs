@@ -399,6 +399,22 @@ struct FastNode {
     next: [u32; 2],
 }
 
+/// Keeps the comparison of a tree step a conditional branch. As a select
+/// (`next[(v > t) as usize]`) every level waited for the node, the feature,
+/// the comparison and the child's offset in turn (measured: ~13 ns per
+/// packet of the worst-case file, a verdict every five packets); a branch
+/// lets the CPU run ahead on the predicted child, and a mispredicted level
+/// costs about as much as one step of the select chain did. An empty
+/// `asm!` is something LLVM cannot turn into a select.
+#[inline(always)]
+fn keep_branch() {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    // SAFETY: an empty instruction sequence: no memory, stack or flags.
+    unsafe {
+        std::arch::asm!("", options(nomem, nostack, preserves_flags));
+    }
+}
+
 /// Bytes of one [`FastNode`].
 const FAST_BYTES: usize = std::mem::size_of::<FastNode>();
 
@@ -510,7 +526,12 @@ impl FastTree {
             unsafe {
                 let n = &*base.add(r).cast::<FastNode>();
                 let v = x.get_unchecked(n.feature as usize).assume_init();
-                *n.next.get_unchecked((v > n.threshold) as usize) as usize
+                if v > n.threshold {
+                    keep_branch();
+                    n.next[1] as usize
+                } else {
+                    n.next[0] as usize
+                }
             }
         };
         let leaf_base = self.leaf_base as usize;
