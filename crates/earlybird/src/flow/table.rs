@@ -420,15 +420,19 @@ impl FlowTable {
             }
         }
         let s = match self.free.pop() {
-            Some(s) => s as usize,
+            Some(s) => {
+                // A reused slot still holds its last flow's statistics.
+                if self.full_stats {
+                    self.extra[s as usize] = Extra::default();
+                }
+                s as usize
+            }
+            // Slots at or past the high-water mark are still all zero.
             None => {
                 self.high += 1;
                 self.high - 1
             }
         };
-        if self.full_stats {
-            self.extra[s] = Extra::default();
-        }
         self.index[i] = ((tag_of(p.hash) as u32) << 24) | (s as u32 + 1);
         let mut state = IN_USE;
         if p.from_a {

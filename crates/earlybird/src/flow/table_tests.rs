@@ -285,6 +285,33 @@ fn flag_counts_spill_past_16_bits() {
     assert_eq!(fresh.tcp_flags[1], [0; 8]);
 }
 
+/// A slot reused after its flow ended starts with empty statistics (fresh
+/// slots are zero by construction and are not cleared again).
+#[test]
+fn reused_slot_starts_with_empty_statistics() {
+    let c = cfg();
+    let mut t = FlowTable::new(&c, None).unwrap();
+    for i in 0..5u64 {
+        let mut p = pkt(&c, 1, 5000, 2, 443, 1_000 + i * 7, ACK | FIN);
+        p.size = 1400 + i as u16;
+        t.packet(&p);
+    }
+    t.flush();
+    for i in 0..2u64 {
+        let mut p = pkt(&c, 3, 6000, 4, 80, 10 * SECOND + i * 50, SYN);
+        p.size = 60;
+        t.packet(&p);
+    }
+    t.flush();
+    t.out.materialize();
+    assert_eq!(t.out.len(), 2);
+    let r = &t.out.records[1];
+    assert_eq!(r.key.sport, 6000);
+    assert_eq!((r.size[0].min, r.size[0].max, r.size[0].std), (60.0, 60.0, 0.0));
+    assert_eq!((r.iat[0].min, r.iat[0].max, r.iat[0].mean), (50.0, 50.0, 50.0));
+    assert_eq!(r.tcp_flags[0], [0, 2, 0, 0, 0, 0, 0, 0]);
+}
+
 /// IPv6 flows whose compact keys are equal (the 32-bit address folds
 /// collide) stay apart: the table compares the full addresses, and each
 /// record carries its own.
