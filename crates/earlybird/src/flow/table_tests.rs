@@ -307,8 +307,14 @@ fn reused_slot_starts_with_empty_statistics() {
     assert_eq!(t.out.len(), 2);
     let r = &t.out.records[1];
     assert_eq!(r.key.sport, 6000);
-    assert_eq!((r.size[0].min, r.size[0].max, r.size[0].std), (60.0, 60.0, 0.0));
-    assert_eq!((r.iat[0].min, r.iat[0].max, r.iat[0].mean), (50.0, 50.0, 50.0));
+    assert_eq!(
+        (r.size[0].min, r.size[0].max, r.size[0].std),
+        (60.0, 60.0, 0.0)
+    );
+    assert_eq!(
+        (r.iat[0].min, r.iat[0].max, r.iat[0].mean),
+        (50.0, 50.0, 50.0)
+    );
     assert_eq!(r.tcp_flags[0], [0, 2, 0, 0, 0, 0, 0, 0]);
 }
 
