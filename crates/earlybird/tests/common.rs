@@ -1,7 +1,24 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// A `Write` that appends into a shared buffer (an exporter owns its
+/// writer; the test keeps a clone to read what was written).
+#[derive(Clone, Default)]
+pub struct Shared(pub Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 /// `../shared/corpus` beside the project root, if present.
 pub fn corpus() -> Option<PathBuf> {

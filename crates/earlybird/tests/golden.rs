@@ -7,16 +7,18 @@
 //! `EARLYBIRD_BLESS=1 cargo test -p earlybird --test golden` rewrites the
 //! golden files from the current output (review the diff before committing).
 
+mod common;
+
 use std::fmt::Write as _;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use earlybird::decode::Skip;
 use earlybird::export::{to_writer, ExportOptions, Format};
 use earlybird::flow::record::{EndReason, RecordBatch};
 use earlybird::pipeline::{collect, open_all, ModelRef, RunOptions};
 use earlybird::telemetry::summary::Report;
+
+use common::Shared;
 
 fn testdata() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
@@ -36,20 +38,6 @@ fn samples() -> Vec<PathBuf> {
         .collect();
     v.sort();
     v
-}
-
-/// A `Write` that appends into a shared buffer (the exporter owns its writer).
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Runs the pipeline on `path` with `shards` shards; returns (CSV, report).

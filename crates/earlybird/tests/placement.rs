@@ -6,8 +6,7 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use earlybird::classify::{Classifier, Model};
 use earlybird::export::{to_writer, ExportOptions, Format};
@@ -15,18 +14,7 @@ use earlybird::gen::{self, GenKind, GenOptions};
 use earlybird::pipeline::{self, ModelRef, Placement, RunControl, RunOptions};
 use earlybird::source::CaptureFile;
 
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use common::Shared;
 
 fn inputs() -> Vec<CaptureFile> {
     let mut buf = Vec::new();
