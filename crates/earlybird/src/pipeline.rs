@@ -17,6 +17,11 @@
 //! [`ExportPolicy::Drop`] (live capture) a shard never waits: batches the
 //! channel cannot take wait in a per-shard queue up to a bound and what
 //! overflows is counted in `export_dropped`.
+//!
+//! Placement: tables hand over snapshots of finished flows; the exporter
+//! thread builds records from them and formats them, or — when half of its
+//! channel is waiting — the shard does both before sending
+//! ([`Placement::Auto`]). The bytes written are the same either way.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
