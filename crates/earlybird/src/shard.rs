@@ -239,15 +239,21 @@ impl Shard {
         for q in self.pkts.iter().take(2 * AHEAD) {
             self.table.prefetch(q.hash);
         }
+        // The slot each entry prefetch found, for the update AHEAD packets
+        // later (a ring: only AHEAD hints are pending at a time).
+        let mut hints = [0u32; AHEAD];
         for i in 0..self.pkts.len() {
             if let Some(q) = self.pkts.get(i + 2 * AHEAD) {
                 self.table.prefetch(q.hash);
             }
+            let hint = std::mem::take(&mut hints[i % AHEAD]);
             if let Some(q) = self.pkts.get(i + AHEAD) {
-                self.table.prefetch_entry(q.hash);
+                hints[i % AHEAD] = self.table.prefetch_entry(q.hash);
             }
             let p = &self.pkts[i];
-            let slot = self.table.packet_wide(p, &self.wide[p.idx as usize]);
+            let slot = self
+                .table
+                .packet_hinted(p, &self.wide[p.idx as usize], hint);
             self.counters.ip_bytes_flowed += p.size as u64;
             if let Some(m) = &mut self.marker {
                 if let Some(class) = self.table.mark_class(slot) {

@@ -37,7 +37,17 @@
 //! `mask + 1` buckets, and a slot number is either read from the index
 //! (which only ever holds slots handed out by `insert_at`) or handed out by
 //! `insert_at` itself, which takes a freed slot or `high < capacity` (it
-//! frees one first when the table is full). Debug builds check every access.
+//! frees one first when the table is full). A lookup hint
+//! ([`FlowTable::packet_hinted`]) is a slot number read from the index a few
+//! packets earlier: it may name a flow that has ended since, but never a
+//! slot out of range. Debug builds check every access.
+//!
+//! Lookup hints: the shard prefetches each packet's entry a few packets
+//! ahead by probing the index ([`FlowTable::prefetch_entry`]), and hands the
+//! slot it found to the update, which takes it when the slot is live and
+//! holds the packet's key (keys of live flows are unique) instead of
+//! probing again; the update then waits on one load less (measured: worst
+//! case, basic statistics, 18.4 -> 19.9 Mpps best of 8).
 
 use std::sync::Arc;
 
@@ -297,15 +307,17 @@ impl FlowTable {
 
     /// Hints the CPU to load the entry lines of the flow `hash` most likely
     /// belongs to (the first tag match in its bucket run; not verified, so
-    /// it costs no entry access). Call a few packets ahead of [`Self::packet`].
+    /// it costs no entry access). Call a few packets ahead of
+    /// [`Self::packet_hinted`], and give it the returned hint: the slot
+    /// found + 1, or 0.
     #[inline(always)]
-    pub fn prefetch_entry(&self, hash: u64) {
+    pub fn prefetch_entry(&self, hash: u64) -> u32 {
         let tag = tag_of(hash);
         let mut i = hash as usize & self.mask;
         for _ in 0..4 {
             let e = self.index[i];
             if e == 0 {
-                return;
+                return 0;
             }
             if (e >> 24) as u8 == tag {
                 let s = (e & 0x00FF_FFFF) as usize - 1;
@@ -316,10 +328,11 @@ impl FlowTable {
                     crate::prefetch::read(x.wrapping_add(64));
                 }
                 crate::prefetch::read(self.early.ptr(s * self.n));
-                return;
+                return e & 0x00FF_FFFF;
             }
             i = (i + 1) & self.mask;
         }
+        0
     }
 
     /// The class whose DSCP a packet of slot `s` should carry: the flow's
@@ -342,8 +355,29 @@ impl FlowTable {
     /// for IPv4) are `wide`; returns the slot of its flow.
     #[inline]
     pub fn packet_wide(&mut self, p: &Pkt, wide: &Wide) -> usize {
+        self.packet_hinted(p, wide, 0)
+    }
+
+    /// [`Self::packet_wide`] with the hint [`Self::prefetch_entry`] gave for
+    /// the packet's hash a few packets earlier (0: none). A slot that is
+    /// live and holds the packet's key is its flow (keys of live flows are
+    /// unique), so the index is not probed again; any other hint (the slot
+    /// has ended or been reused since, or shared only the tag) falls back
+    /// to the probe.
+    #[inline]
+    pub fn packet_hinted(&mut self, p: &Pkt, wide: &Wide, hint: u32) -> usize {
         if p.ts > self.now {
             self.now = p.ts;
+        }
+        if hint != 0 {
+            let s = hint as usize - 1;
+            // SAFETY: a hint is a slot number read from the index, and slot
+            // numbers stay below `high` (module docs).
+            let e = unsafe { self.entries.get_unchecked(s) };
+            if e.state & IN_USE != 0 && e.key == p.key && (!p.key.is_v6() || self.wide[s] == *wide)
+            {
+                return self.known(s, p, wide);
+            }
         }
         let tag = tag_of(p.hash);
         let mut i = p.hash as usize & self.mask;
@@ -362,16 +396,25 @@ impl FlowTable {
             }
             i = (i + 1) & self.mask;
         };
-        let s = match slot {
-            Some(s) => {
-                if let Some(reason) = self.ends_before(s, p) {
-                    self.end(s, reason);
-                    self.insert(p, wide)
-                } else {
-                    s
-                }
+        match slot {
+            Some(s) => self.known(s, p, wide),
+            None => {
+                let s = self.insert_at(p, wide, i);
+                self.update(s, p);
+                s
             }
-            None => self.insert_at(p, wide, i),
+        }
+    }
+
+    /// Accounts packet `p` of the live flow in slot `s` (which it may end,
+    /// starting a new one); returns the slot of its flow.
+    #[inline(always)]
+    fn known(&mut self, s: usize, p: &Pkt, wide: &Wide) -> usize {
+        let s = if let Some(reason) = self.ends_before(s, p) {
+            self.end(s, reason);
+            self.insert(p, wide)
+        } else {
+            s
         };
         self.update(s, p);
         s

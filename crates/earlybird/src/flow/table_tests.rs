@@ -318,6 +318,86 @@ fn reused_slot_starts_with_empty_statistics() {
     assert_eq!(r.tcp_flags[0], [0, 2, 0, 0, 0, 0, 0, 0]);
 }
 
+/// Hints from `prefetch_entry` a few packets ahead (as the shard gives
+/// them), and stale or wrong hints, give exactly the records of the plain
+/// probe: flows that close and reopen (slots freed and reused under the
+/// hint), idle ends, a table that fills up and evicts, and hints naming
+/// other live flows.
+#[test]
+fn hinted_lookups_equal_probed_lookups() {
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let c = FlowConfig {
+        max_flows: 40,
+        ..cfg()
+    };
+    let mut pkts = Vec::new();
+    let mut ts = SECOND;
+    for _ in 0..20_000 {
+        let r = next();
+        ts += match r % 50 {
+            0 => 20 * SECOND, // everything idles out
+            _ => (r >> 8) % 1_000,
+        };
+        let (a, b) = (1 + (r >> 16) % 6, 1 + (r >> 20) % 6);
+        let (pa, pb) = (5000 + ((r >> 24) % 12) as u16, 443);
+        let flags = match (r >> 32) % 16 {
+            0 => SYN,
+            1 => FIN | ACK,
+            2 => RST,
+            _ => ACK,
+        };
+        let fwd = r & (1 << 40) != 0;
+        pkts.push(if fwd {
+            pkt(&c, a as u8, pa, b as u8, pb, ts, flags)
+        } else {
+            pkt(&c, b as u8, pb, a as u8, pa, ts, flags)
+        });
+    }
+    let run = |mode: u8| {
+        let mut t = FlowTable::new(&c, None).unwrap();
+        const AHEAD: usize = 3;
+        let mut hints = vec![0u32; pkts.len()];
+        let mut seen = Vec::new();
+        for i in 0..pkts.len() {
+            if let Some(q) = pkts.get(i + AHEAD) {
+                hints[i + AHEAD] = t.prefetch_entry(q.hash);
+            }
+            let hint = match mode {
+                0 => 0,
+                1 => hints[i],
+                // Any slot ever used: stale, reused or another flow's.
+                _ => match seen.len() {
+                    0 => 0,
+                    n => seen[(i * 7) % n] as u32 + 1,
+                },
+            };
+            let s = t.packet_hinted(&pkts[i], &[[0; 16]; 2], hint);
+            seen.push(s);
+            if i % 64 == 0 {
+                t.sweep();
+            }
+        }
+        t.flush();
+        t.out.materialize();
+        (t.out.records.clone(), t.counters)
+    };
+    let (plain, counters) = run(0);
+    assert!(
+        counters.ended[EndReason::Evicted as usize] > 0,
+        "the table filled up"
+    );
+    assert!(counters.ended[EndReason::Fin as usize] + counters.ended[EndReason::Rst as usize] > 0);
+    assert!(plain.len() > 1_000, "{} records", plain.len());
+    assert!(run(1) == (plain.clone(), counters), "prefetch hints");
+    assert!(run(2) == (plain, counters), "wrong hints");
+}
+
 /// IPv6 flows whose compact keys are equal (the 32-bit address folds
 /// collide) stay apart: the table compares the full addresses, and each
 /// record carries its own.
