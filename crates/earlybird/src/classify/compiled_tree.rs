@@ -40,7 +40,7 @@ const SPLIT_BYTES: usize = std::mem::size_of::<Split>();
 
 /// Largest node array compiled; nodes past it read as past the end
 /// ([`super::tree::Tree::validate`] rejects such trees). Keeps split byte
-/// offsets and leaf indices below [`LEAF_REF`].
+/// offsets and leaf indices below `LEAF_REF`.
 pub const MAX_NODES: usize = 1 << 26;
 
 /// One split: go to `left` when `x[feature] <= threshold`, else to `right`.

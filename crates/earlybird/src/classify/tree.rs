@@ -14,7 +14,7 @@
 //! the sum over the subtree's leaves (subtree raising is not done).
 //! The result is a `Vec<Node>` in pre-order, the serialized form. Every
 //! [`Tree`] (trained or deserialized) also carries its
-//! [`FlatTree`](super::compiled_tree::FlatTree), derived from the nodes and
+//! [`FlatTree`], derived from the nodes and
 //! used to classify: features gathered once, then a loop over 16-byte splits
 //! (no recursion, no allocation) to the leaf's class and purity. The fields
 //! are read-only so the two forms cannot disagree. A loaded tree is checked

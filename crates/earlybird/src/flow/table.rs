@@ -6,7 +6,7 @@
 //! the flow (O(1) expected, no allocation), updates its statistics, early
 //! features and TCP state, and fires the inline classifier once the flow has
 //! its first N packets (a C4.5 model through its
-//! [`FastTree`](crate::classify::compiled_tree::FastTree): no dynamic call,
+//! [`FastTree`]: no dynamic call,
 //! the verdicts of `classify`). Finished flows are appended to
 //! [`FlowTable::out`].
 //!
