@@ -243,17 +243,6 @@ impl RecordBatch {
         self.early
             .resize(self.records.len() * self.stride, EarlyPkt::default());
     }
-    /// Appends a record whose early packets are the first `rec.early_len`
-    /// of `slot`, a whole stride copied as is (one fixed-size copy; entries
-    /// past `early_len` are never read through [`Self::early_of`]).
-    #[inline]
-    pub fn push_strided(&mut self, rec: FlowRecord, slot: &[EarlyPkt]) {
-        debug_assert_eq!(slot.len(), self.stride);
-        debug_assert!(rec.early_len as usize <= self.stride);
-        self.materialize();
-        self.records.push(rec);
-        self.early.extend_from_slice(slot);
-    }
     /// Appends the snapshot of a finished flow: its slot's `entry` and
     /// `tail`, why it `end`ed, what travels `beside` it, and its slot's
     /// whole stride of early packets (the first `entry.n_early` are its
@@ -329,10 +318,6 @@ impl RecordBatch {
         self.raw_extra.clear();
         self.raw_wide.clear();
         self.raw_flags_hi.clear();
-    }
-    /// True when every record is materialized.
-    pub fn is_materialized(&self) -> bool {
-        self.raw.is_empty()
     }
     /// The early packets of record `i` (materialized records only).
     pub fn early_of(&self, i: usize) -> &[EarlyPkt] {

@@ -373,8 +373,8 @@ impl FlowTable {
             let s = hint as usize - 1;
             // SAFETY: a hint is a slot number read from the index, and slot
             // numbers stay below `high` (module docs).
-            let e = unsafe { self.entries.get_unchecked(s) };
-            if e.state & IN_USE != 0 && e.key == p.key && (!p.key.is_v6() || self.wide[s] == *wide)
+            if unsafe { self.entries.get_unchecked(s) }.state & IN_USE != 0
+                && self.holds(s, p, wide)
             {
                 return self.known(s, p, wide);
             }
@@ -389,8 +389,7 @@ impl FlowTable {
             }
             if (e >> 24) as u8 == tag {
                 let s = (e & 0x00FF_FFFF) as usize - 1;
-                let entry = unsafe { self.entries.get_unchecked(s) };
-                if entry.key == p.key && (!p.key.is_v6() || self.wide[s] == *wide) {
+                if self.holds(s, p, wide) {
                     break Some(s);
                 }
             }
@@ -404,6 +403,15 @@ impl FlowTable {
                 s
             }
         }
+    }
+
+    /// Does slot `s` (in range) hold the key of packet `p` (whose IPv6
+    /// addresses are `wide`)?
+    #[inline(always)]
+    fn holds(&self, s: usize, p: &Pkt, wide: &Wide) -> bool {
+        // SAFETY: callers pass slot numbers read from the index (module docs).
+        let e = unsafe { self.entries.get_unchecked(s) };
+        e.key == p.key && (!p.key.is_v6() || self.wide[s] == *wide)
     }
 
     /// Accounts packet `p` of the live flow in slot `s` (which it may end,
@@ -576,11 +584,7 @@ impl FlowTable {
             // cursors); the slot's early packets are its first
             // `n_early <= n` entries of the early array.
             let h = unsafe { self.entries.get_unchecked_mut(s) };
-            let dport = if h.state & CLIENT_IS_A != 0 {
-                h.key.pb
-            } else {
-                h.key.pa
-            };
+            let dport = h.client_server_ports().1;
             let early = unsafe { self.early.slice_unchecked(s * self.n, h.n_early as usize) };
             let v = tree.decide(early, h.key.proto, dport);
             h.app = v.app;

@@ -30,6 +30,17 @@ fn pkt(cfg: &FlowConfig, src: u8, sport: u16, dst: u8, dport: u16, ts: u64, flag
     }
 }
 
+/// A xorshift64 generator of test inputs.
+fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut rng = seed;
+    move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    }
+}
+
 fn cfg() -> FlowConfig {
     FlowConfig {
         max_flows: 64,
@@ -325,13 +336,7 @@ fn reused_slot_starts_with_empty_statistics() {
 /// other live flows.
 #[test]
 fn hinted_lookups_equal_probed_lookups() {
-    let mut rng = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
     let c = FlowConfig {
         max_flows: 40,
         ..cfg()
@@ -460,13 +465,7 @@ fn ipv6_flows_with_equal_folds_stay_apart() {
 #[test]
 fn full_statistics_follow_every_packet() {
     use crate::features::stats::Moments;
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
     for n in [1usize, 4, 8] {
         let c = FlowConfig {
             early_packets: n,
