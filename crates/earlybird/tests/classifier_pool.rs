@@ -2,30 +2,16 @@
 //! for it, and every verdict that comes back is the one the model gives
 //! inline.
 
+mod common;
+
 use std::sync::Arc;
 
 use earlybird::classify::dataset::Dataset;
 use earlybird::classify::train::{train, Algo, TrainOptions};
-use earlybird::classify::{Classifier, FlowFeatures};
-use earlybird::flow::record::Verdict;
+use earlybird::classify::Classifier;
 use earlybird::gen::{self, GenKind, GenOptions};
 use earlybird::pipeline::{self, ModelRef, RunOptions};
 use earlybird::source::CaptureFile;
-
-/// The same model, declared cheap so it runs inline.
-struct Inline(Arc<dyn Classifier>);
-
-impl Classifier for Inline {
-    fn packets_needed(&self) -> usize {
-        self.0.packets_needed()
-    }
-    fn classify(&self, f: &FlowFeatures<'_>) -> Verdict {
-        self.0.classify(f)
-    }
-    fn classes(&self) -> &[String] {
-        self.0.classes()
-    }
-}
 
 fn capture() -> Vec<CaptureFile> {
     let mut buf = Vec::new();
@@ -71,7 +57,7 @@ fn svm_on_the_pool_gives_the_inline_verdicts() {
         };
         pipeline::collect(&files, &opts, &mref).unwrap()
     };
-    let (inline, _) = run(Arc::new(Inline(m.clone())), 1);
+    let (inline, _) = run(Arc::new(common::ClassifyOnly(m.clone())), 1);
     let (pooled, report) = run(m, 2);
     assert_eq!(inline.len(), pooled.len());
     let c = &report.counters.flows;

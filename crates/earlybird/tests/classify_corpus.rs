@@ -278,22 +278,6 @@ fn compiled_tree_equals_node_walk_on_a_real_model() {
     assert!(checked > 10_000 && leaves.len() > 50);
 }
 
-/// The same model seen only through `classify` (the flow table then has no
-/// fast form and calls it).
-struct Generic(Model);
-
-impl Classifier for Generic {
-    fn packets_needed(&self) -> usize {
-        self.0.packets_needed()
-    }
-    fn classify(&self, f: &FlowFeatures<'_>) -> Verdict {
-        self.0.classify(f)
-    }
-    fn classes(&self) -> &[String] {
-        self.0.classes()
-    }
-}
-
 #[test]
 fn fast_tree_equals_model_classify_on_a_real_model() {
     let Some((mut m, p, paths)) = real_c45() else {
@@ -351,7 +335,7 @@ fn fast_tree_equals_model_classify_on_a_real_model() {
             .0
     };
     let fast = run(Arc::new(m.clone()));
-    let generic = run(Arc::new(Generic(m)));
+    let generic = run(Arc::new(common::ClassifyOnly(Arc::new(m))));
     assert_eq!(fast.len(), generic.len());
     assert!(fast == generic, "records differ");
     let v = fast.iter().map(|f| f.record.verdict);
