@@ -17,6 +17,7 @@ pub mod classify;
 pub mod config;
 pub mod decode;
 pub mod error;
+pub mod exchange;
 pub mod export;
 pub mod features;
 pub mod flow;

@@ -203,7 +203,15 @@ pub fn run(
         drop(job_rx);
         drop(done_txs);
         let mut handles = Vec::new();
+        let mut meshes: Vec<Option<crate::exchange::Ends>> = match opts.shards {
+            1 => vec![None],
+            n => crate::exchange::mesh(n, opts.batch)
+                .into_iter()
+                .map(Some)
+                .collect(),
+        };
         for id in 0..opts.shards {
+            let ends = meshes[id].take();
             let tx = tx.clone();
             let pool_rx = pool_rx.clone();
             let core = (!cores.is_empty()).then(|| cores[id % cores.len()]);
@@ -229,7 +237,12 @@ pub fn run(
                     opts.export_policy,
                     opts.flow.early_packets,
                 );
-                let warnings = shard_loop(&mut shard, &mut sink, files, opts.batch, ctl);
+                let warnings = match ends {
+                    None => shard_loop(&mut shard, &mut sink, files, opts.batch, ctl),
+                    Some(ends) => {
+                        shard_loop_shared(&mut shard, &mut sink, files, opts.batch, ctl, ends)
+                    }
+                };
                 shard.counters.table_bytes = shard.table.memory_bytes() as u64;
                 shard.counters.table_pool_bytes = shard.table.pool_bytes() as u64;
                 let rss = (id == 0)
@@ -332,6 +345,79 @@ fn shard_loop(
             }
         }
         if shard.id() == 0 {
+            shard.counters.unsupported_link += reader.skipped_unsupported_link();
+            warnings.extend(reader.warning().cloned());
+        }
+        done_bytes += f.bytes().len() as u64;
+    }
+    warnings
+}
+
+/// [`shard_loop`] for one of several shards: reads its turns of batches up
+/// to [`crate::exchange::LOOKAHEAD`] turns ahead, splitting them among the
+/// shards, steps over the other turns, and runs every turn's parcel for
+/// this shard in order (see [`crate::exchange`]).
+fn shard_loop_shared(
+    shard: &mut Shard,
+    sink: &mut Sink,
+    files: &[CaptureFile],
+    batch: usize,
+    ctl: &RunControl,
+    mut ends: crate::exchange::Ends,
+) -> Vec<Warning> {
+    let shards = shard.shards();
+    let id = shard.id();
+    let mut warnings = Vec::new();
+    let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
+    let mut done_bytes = 0u64;
+    // Turns are numbered across files; parcels point into the file being
+    // read, so every turn of a file is run before the next file is read.
+    let (mut read, mut run) = (0usize, 0usize);
+    'files: for f in files {
+        let mut reader = f.reader();
+        let data = reader.data();
+        let mut end_of_file = false;
+        loop {
+            if ctl.stop.load(Ordering::Relaxed) {
+                break 'files;
+            }
+            while !end_of_file && read < run + crate::exchange::LOOKAHEAD {
+                let n = if read % shards == id {
+                    let n = reader.next_batch(&mut refs, batch);
+                    if n > 0 {
+                        shard.split(data, &refs, ends.parcels());
+                        if !ends.send() {
+                            break 'files;
+                        }
+                    }
+                    n
+                } else {
+                    reader.skip_batch(batch)
+                };
+                if n == 0 {
+                    end_of_file = true;
+                } else {
+                    read += 1;
+                }
+            }
+            if run == read {
+                break;
+            }
+            let Some(parcel) = ends.take(run % shards) else {
+                break 'files;
+            };
+            shard.run_parcel(&parcel);
+            ends.give_back(run % shards, parcel);
+            run += 1;
+            if shard.table.out.len() >= RECORDS_PER_BATCH {
+                sink.send(&mut shard.table.out, false);
+            }
+            if id == 0 {
+                ctl.progress
+                    .store(done_bytes + reader.position(), Ordering::Relaxed);
+            }
+        }
+        if id == 0 {
             shard.counters.unsupported_link += reader.skipped_unsupported_link();
             warnings.extend(reader.warning().cloned());
         }

@@ -57,6 +57,59 @@ impl Marker {
     }
 }
 
+/// [`Shard::decode`] modes: the only shard keeps every packet; a reader
+/// of several shards puts each packet into its shard's [`Parcel`].
+const SOLO: u8 = 0;
+const SPLIT: u8 = 1;
+
+/// The packets of one batch that belong to one shard, decoded and hashed
+/// by the shard that read the batch ([`Shard::split`]), in input order, with
+/// the batch's largest timestamp (the receiver's clock advances to it as
+/// the reader's does).
+#[derive(Debug)]
+pub struct Parcel {
+    /// The packets, ready for the flow table.
+    pub pkts: Vec<Pkt>,
+    /// IPv6 addresses: entry 0 is unused (IPv4 packets point at it), an
+    /// IPv6 packet's `idx` is the place of its addresses.
+    pub wide: Vec<Wide>,
+    /// Largest timestamp of the whole batch, every shard's packets.
+    pub max_ts: u64,
+}
+
+impl Parcel {
+    /// An empty parcel with room for `n` packets.
+    pub fn with_capacity(n: usize) -> Parcel {
+        Parcel {
+            pkts: Vec::with_capacity(n),
+            wide: vec![[[0; 16]; 2]],
+            max_ts: 0,
+        }
+    }
+
+    /// A parcel with no buffers (what is left where one was taken away);
+    /// allocates nothing.
+    pub fn none() -> Parcel {
+        Parcel {
+            pkts: Vec::new(),
+            wide: Vec::new(),
+            max_ts: 0,
+        }
+    }
+
+    /// True for [`Parcel::none`].
+    pub fn is_none(&self) -> bool {
+        self.wide.is_empty()
+    }
+
+    /// Empties the parcel, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.pkts.clear();
+        self.wide.truncate(1);
+        self.max_ts = 0;
+    }
+}
+
 /// What a packet contributes besides its key.
 struct Meta {
     size: u16,
@@ -108,43 +161,73 @@ impl Shard {
         self.id
     }
 
-    /// Processes one batch of packets whose bytes are in `data`.
-    pub fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
-        self.table.drain_verdicts(false);
-        if self.wide.len() < refs.len() {
-            self.wide.resize(refs.len(), [[0; 16]; 2]);
-        }
-        let max_ts = if self.shards > 1 {
-            self.decode::<true>(data, refs)
-        } else {
-            self.decode::<false>(data, refs)
-        };
-        self.account(data, refs, max_ts);
+    /// How many shards the run has.
+    pub fn shards(&self) -> usize {
+        self.shards
     }
 
-    /// First pass: decodes and hashes the batch into `self.pkts`, keeping
-    /// this shard's packets (`MULTI`: several shards, packets of the others
-    /// are dropped as early as possible). Returns the largest timestamp.
+    /// Processes one batch of packets whose bytes are in `data`, all of them
+    /// this shard's (a single-shard run).
+    pub fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
+        self.begin(refs.len());
+        let max_ts = self.decode::<SOLO>(data, refs, &mut []);
+        let pkts = std::mem::take(&mut self.pkts);
+        let wide = std::mem::take(&mut self.wide);
+        self.account(&pkts, &wide, data, refs, max_ts);
+        self.pkts = pkts;
+        self.wide = wide;
+    }
+
+    /// Reads a batch for every shard of a run without running any of it:
+    /// counts all of its packets (as [`Shard::batch`] does), decodes and
+    /// hashes each packet that belongs to a flow into `parcels[owner]`,
+    /// this shard's own included, and sets every parcel's `max_ts` to the
+    /// batch's (so every shard's clock moves as if it had seen the whole
+    /// batch). Packets that belong to no flow are counted here and go
+    /// nowhere.
+    pub fn split(&mut self, data: &[u8], refs: &[PacketRef], parcels: &mut [Parcel]) {
+        let max_ts = self.decode::<SPLIT>(data, refs, parcels);
+        for p in parcels.iter_mut() {
+            p.max_ts = max_ts;
+        }
+    }
+
+    /// Runs the packets a [`Shard::split`] (this shard's or another's) put
+    /// into a parcel for this shard; they were counted there.
+    pub fn run_parcel(&mut self, parcel: &Parcel) {
+        self.table.drain_verdicts(false);
+        self.account(&parcel.pkts, &parcel.wide, &[], &[], parcel.max_ts);
+    }
+
     #[inline(always)]
-    fn decode<const MULTI: bool>(&mut self, data: &[u8], refs: &[PacketRef]) -> u64 {
+    fn begin(&mut self, n: usize) {
+        self.table.drain_verdicts(false);
+        if self.wide.len() < n {
+            self.wide.resize(n, [[0; 16]; 2]);
+        }
+    }
+
+    /// First pass: decodes, counts and hashes the batch, into `self.pkts`
+    /// ([`SOLO`]) or into the parcel of each packet's shard ([`SPLIT`], from
+    /// the symmetric shard hash of the raw header fields, taken before the
+    /// key is built). Returns the largest timestamp.
+    #[inline(always)]
+    fn decode<const MODE: u8>(
+        &mut self,
+        data: &[u8],
+        refs: &[PacketRef],
+        fwd: &mut [Parcel],
+    ) -> u64 {
         let mut d = Decoded::default();
         let mut max_ts = 0;
         self.pkts.clear();
-        let count_all = self.id == 0;
         for (idx, r) in refs.iter().enumerate() {
             max_ts = max_ts.max(r.ts);
-            if count_all {
-                self.counters.packets_read += 1;
-                self.counters.bytes_read += r.orig_len as u64;
-            }
-            let bytes = match data.get(r.offset..r.offset + r.caplen as usize) {
-                Some(b) => b,
-                None => {
-                    if count_all {
-                        self.counters.skipped[Skip::Truncated as usize] += 1;
-                    }
-                    continue;
-                }
+            self.counters.packets_read += 1;
+            self.counters.bytes_read += r.orig_len as u64;
+            let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
+                self.counters.skipped[Skip::Truncated as usize] += 1;
+                continue;
             };
             // The common case first (same result as the general decoder,
             // see decode/fast.rs), then the general decoder.
@@ -153,15 +236,11 @@ impl Shard {
                 _ => None,
             };
             if let Some(f) = fast {
-                if MULTI
-                    && shard_of(
-                        shard_hash_v4(f.src(), f.sport(), f.dst(), f.dport(), f.proto),
-                        self.shards,
-                    ) != self.id
-                {
-                    continue;
-                }
                 let (src, sport, dst, dport) = (f.src(), f.sport(), f.dst(), f.dport());
+                let owner = match MODE {
+                    SPLIT => shard_of(shard_hash_v4(src, sport, dst, dport, f.proto), self.shards),
+                    _ => 0,
+                };
                 let (key, from_a) =
                     TableKey::v4(src, sport, dst, dport, f.proto, self.bidirectional);
                 let hash = match self.hash {
@@ -176,19 +255,18 @@ impl Shard {
                     macs: [f.src_mac(), f.dst_mac()],
                     ip_offset: fast::IP_OFFSET,
                 };
-                self.push(key, hash, from_a, r.ts, idx, meta);
+                self.push::<MODE>(fwd, owner, key, hash, from_a, r.ts, idx, meta, None);
                 continue;
             }
             if let Err(skip) = decode(r.link, bytes, &mut d) {
-                if count_all {
-                    self.counters.skipped[skip as usize] += 1;
-                }
+                self.counters.skipped[skip as usize] += 1;
                 continue;
             }
             let (key, from_a) = Key::from_decoded(&d, self.bidirectional);
-            if MULTI && shard_of(key.shard_hash(), self.shards) != self.id {
-                continue;
-            }
+            let owner = match MODE {
+                SPLIT => shard_of(key.shard_hash(), self.shards),
+                _ => 0,
+            };
             let meta = Meta {
                 size: d.ip_len,
                 flags: d.tcp_flags,
@@ -201,19 +279,30 @@ impl Shard {
                 FlowHash::Fold => tk.hash(),
                 FlowHash::Toeplitz => toeplitz::hash(&key),
             };
-            if v6 {
-                // Beside the packet, indexed by its place in the batch.
-                self.wide[idx] = [key.a, key.b];
-            }
-            self.push(tk, hash, from_a, r.ts, idx, meta);
+            let wide = v6.then_some([key.a, key.b]);
+            self.push::<MODE>(fwd, owner, tk, hash, from_a, r.ts, idx, meta, wide);
         }
         max_ts
     }
 
-    /// Appends a decoded, hashed packet to `self.pkts`.
+    /// Appends a decoded, hashed packet to `self.pkts` ([`SOLO`], its IPv6
+    /// addresses beside it at its place in the batch) or to its shard's
+    /// parcel ([`SPLIT`], its IPv6 addresses appended to the parcel's).
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn push(&mut self, key: TableKey, hash: u64, from_a: bool, ts: u64, idx: usize, meta: Meta) {
-        self.pkts.push(Pkt {
+    fn push<const MODE: u8>(
+        &mut self,
+        fwd: &mut [Parcel],
+        owner: usize,
+        key: TableKey,
+        hash: u64,
+        from_a: bool,
+        ts: u64,
+        idx: usize,
+        meta: Meta,
+        wide: Option<Wide>,
+    ) {
+        let mut pkt = Pkt {
             key,
             hash,
             ts,
@@ -223,37 +312,58 @@ impl Shard {
             macs: meta.macs,
             idx: idx as u16,
             ip_offset: meta.ip_offset,
-        });
+        };
+        if MODE == SOLO {
+            if let Some(w) = wide {
+                self.wide[idx] = w;
+            }
+            self.pkts.push(pkt);
+        } else {
+            let parcel = &mut fwd[owner];
+            pkt.idx = 0;
+            if let Some(w) = wide {
+                pkt.idx = parcel.wide.len() as u16;
+                parcel.wide.push(w);
+            }
+            parcel.pkts.push(pkt);
+        }
     }
 
-    /// Second pass: runs `self.pkts` through the flow table (and the DSCP
-    /// marker), then advances the clock to `max_ts` and sweeps.
+    /// Second pass: runs `pkts` (IPv6 addresses in `wide` at each packet's
+    /// `idx`) through the flow table (and the DSCP marker, which writes the
+    /// batch `refs` over `data`), then advances the clock to `max_ts` and
+    /// sweeps.
     #[inline(always)]
-    fn account(&mut self, data: &[u8], refs: &[PacketRef], max_ts: u64) {
+    fn account(
+        &mut self,
+        pkts: &[Pkt],
+        wide: &[Wide],
+        data: &[u8],
+        refs: &[PacketRef],
+        max_ts: u64,
+    ) {
         // Second pass, software-pipelined: while packet i updates its flow,
         // the index bucket of packet i + 2·AHEAD and the entry lines of
         // packet i + AHEAD (whose bucket is arriving) are being fetched. A
         // bounded number of prefetches in flight: issuing one per packet of
         // the whole batch up front overran the CPU's fill buffers.
         const AHEAD: usize = 8;
-        for q in self.pkts.iter().take(2 * AHEAD) {
+        for q in pkts.iter().take(2 * AHEAD) {
             self.table.prefetch(q.hash);
         }
         // The slot each entry prefetch found, for the update AHEAD packets
         // later (a ring: only AHEAD hints are pending at a time).
         let mut hints = [0u32; AHEAD];
-        for i in 0..self.pkts.len() {
-            if let Some(q) = self.pkts.get(i + 2 * AHEAD) {
+        for i in 0..pkts.len() {
+            if let Some(q) = pkts.get(i + 2 * AHEAD) {
                 self.table.prefetch(q.hash);
             }
             let hint = std::mem::take(&mut hints[i % AHEAD]);
-            if let Some(q) = self.pkts.get(i + AHEAD) {
+            if let Some(q) = pkts.get(i + AHEAD) {
                 hints[i % AHEAD] = self.table.prefetch_entry(q.hash);
             }
-            let p = &self.pkts[i];
-            let slot = self
-                .table
-                .packet_hinted(p, &self.wide[p.idx as usize], hint);
+            let p = &pkts[i];
+            let slot = self.table.packet_hinted(p, &wide[p.idx as usize], hint);
             self.counters.ip_bytes_flowed += p.size as u64;
             if let Some(m) = &mut self.marker {
                 if let Some(class) = self.table.mark_class(slot) {
@@ -273,7 +383,7 @@ impl Shard {
         if let Some(m) = &mut self.marker {
             write_marked(m, data, refs);
         }
-        self.counters.packets_flowed += self.pkts.len() as u64;
+        self.counters.packets_flowed += pkts.len() as u64;
         self.table.observe_time(max_ts);
         self.table.sweep();
     }

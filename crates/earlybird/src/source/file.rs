@@ -15,6 +15,8 @@
 //! - [`CaptureReader::next_batch`] fills the caller's reused `Vec` with up to
 //!   `max` [`PacketRef`]s pointing into [`CaptureReader::data`]; damage found
 //!   while walking ends the file with a [`Warning`] (see `pcap` and `pcapng`).
+//!   [`CaptureReader::skip_batch`] steps over the same packets without
+//!   describing them (shards skip the batches other shards read for them).
 //!   Nothing is allocated per packet and nothing panics on any input.
 
 use std::path::{Path, PathBuf};
@@ -165,7 +167,10 @@ impl CaptureFile {
             Format::Pcap(hdr, link) => Inner::Pcap(PcapReader::new(&self.name, data, hdr, link)),
             Format::Pcapng => Inner::Pcapng(PcapngReader::new(&self.name, data)),
         };
-        CaptureReader { inner }
+        CaptureReader {
+            inner,
+            scratch: Vec::new(),
+        }
     }
 }
 
@@ -214,6 +219,8 @@ enum Inner<'a> {
 /// Walks one [`CaptureFile`] batch by batch.
 pub struct CaptureReader<'a> {
     inner: Inner<'a>,
+    /// Where a pcapng skip puts the packets it steps over.
+    scratch: Vec<PacketRef>,
 }
 
 impl<'a> CaptureReader<'a> {
@@ -224,6 +231,19 @@ impl<'a> CaptureReader<'a> {
         match &mut self.inner {
             Inner::Pcap(r) => r.next_batch(out, max),
             Inner::Pcapng(r) => r.next_batch(out, max),
+        }
+    }
+
+    /// Steps over the packets the next [`CaptureReader::next_batch`] of the
+    /// same `max` would return, without describing them; returns how many
+    /// (0 = end of file). It stops where `next_batch` would, with the same
+    /// warning and counts, so readers that skip and readers that read stay
+    /// on the same batch boundaries.
+    #[inline]
+    pub fn skip_batch(&mut self, max: usize) -> usize {
+        match &mut self.inner {
+            Inner::Pcap(r) => r.skip_batch(max),
+            Inner::Pcapng(r) => r.next_batch(&mut self.scratch, max),
         }
     }
 
@@ -430,6 +450,64 @@ mod tests {
             files.len()
         );
         assert!(ok > 250, "most corpus captures must be readable");
+    }
+
+    /// Skipping every other batch stops where reading does: the batches read
+    /// equal the same batches of a plain read, with the same warning and
+    /// end, on every capture of malformed/ and tunnels/ (damaged files,
+    /// both byte orders, pcapng) and at several batch sizes.
+    #[test]
+    fn skipping_keeps_batch_boundaries() {
+        let Some(root) = corpus() else { return };
+        let mut files = Vec::new();
+        files_under(&root.join("malformed"), &mut files);
+        files_under(&root.join("tunnels"), &mut files);
+        files.sort();
+        let mut checked = 0;
+        for p in &files {
+            let Ok(f) = CaptureFile::open(p) else {
+                continue;
+            };
+            for max in [1, 3, 64] {
+                let mut plain = f.reader();
+                let mut all = Vec::new();
+                let mut b = Vec::new();
+                while plain.next_batch(&mut b, max) > 0 {
+                    all.push(b.clone());
+                }
+                for first in [0, 1] {
+                    let mut r = f.reader();
+                    let mut i = 0;
+                    loop {
+                        let n = if i % 2 == first {
+                            r.skip_batch(max)
+                        } else {
+                            let n = r.next_batch(&mut b, max);
+                            if n > 0 {
+                                assert_eq!(b, all[i], "{} batch {i}", p.display());
+                            }
+                            n
+                        };
+                        if n == 0 {
+                            break;
+                        }
+                        assert_eq!(n, all[i].len(), "{} batch {i}", p.display());
+                        i += 1;
+                    }
+                    assert_eq!(i, all.len(), "{}", p.display());
+                    assert_eq!(
+                        r.warning().map(|w| w.to_string()),
+                        plain.warning().map(|w| w.to_string()),
+                        "{}",
+                        p.display()
+                    );
+                    assert_eq!(r.position(), plain.position(), "{}", p.display());
+                    assert_eq!(r.skip_batch(max), 0, "stays at end");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 500, "{checked}");
     }
 
     /// Packet counts agree with the manifest (tshark/capinfos) for every

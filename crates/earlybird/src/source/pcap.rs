@@ -172,16 +172,34 @@ impl<'a> PcapReader<'a> {
             return 0;
         }
         out.reserve(max.min(MAX_RESERVE));
+        self.dispatch::<true>(out, max)
+    }
+
+    /// Steps over up to `max` packets without describing them; returns how
+    /// many (0 means end of file). It stops exactly where
+    /// [`PcapReader::next_batch`] would, with the same warning: a shard
+    /// skips the batches another shard reads for it.
+    pub fn skip_batch(&mut self, max: usize) -> usize {
+        if self.done || max == 0 {
+            return 0;
+        }
+        self.dispatch::<false>(&mut Vec::new(), max)
+    }
+
+    /// Runs the walk specialised for the header's byte order and length
+    /// fields.
+    #[inline(always)]
+    fn dispatch<const KEEP: bool>(&mut self, out: &mut Vec<PacketRef>, max: usize) -> usize {
         const N: u8 = 0;
         const S: u8 = 1;
         const M: u8 = 2;
         let (stop, n) = match (self.hdr.big_endian, self.hdr.lengths) {
-            (false, Lengths::Normal) => self.walk::<false, N>(out, max),
-            (true, Lengths::Normal) => self.walk::<true, N>(out, max),
-            (false, Lengths::Swapped) => self.walk::<false, S>(out, max),
-            (true, Lengths::Swapped) => self.walk::<true, S>(out, max),
-            (false, Lengths::MaybeSwapped) => self.walk::<false, M>(out, max),
-            (true, Lengths::MaybeSwapped) => self.walk::<true, M>(out, max),
+            (false, Lengths::Normal) => self.walk::<false, N, KEEP>(out, max),
+            (true, Lengths::Normal) => self.walk::<true, N, KEEP>(out, max),
+            (false, Lengths::Swapped) => self.walk::<false, S, KEEP>(out, max),
+            (true, Lengths::Swapped) => self.walk::<true, S, KEEP>(out, max),
+            (false, Lengths::MaybeSwapped) => self.walk::<false, M, KEEP>(out, max),
+            (true, Lengths::MaybeSwapped) => self.walk::<true, M, KEEP>(out, max),
         };
         if let Some(stop) = stop {
             self.finish(stop);
@@ -191,9 +209,10 @@ impl<'a> PcapReader<'a> {
 
     /// The tight loop. Returns why it stopped early (if it did) and how many
     /// packets it appended. `LENS` is the [`Lengths`] mode (0 normal, 1
-    /// swapped, 2 maybe swapped), resolved at compile time.
+    /// swapped, 2 maybe swapped), resolved at compile time; without `KEEP`
+    /// nothing is appended (the checks and the stopping point are the same).
     #[inline(always)]
-    fn walk<const BE: bool, const LENS: u8>(
+    fn walk<const BE: bool, const LENS: u8, const KEEP: bool>(
         &mut self,
         out: &mut Vec<PacketRef>,
         max: usize,
@@ -243,14 +262,16 @@ impl<'a> PcapReader<'a> {
                 break;
             }
             number += 1;
-            out.push(PacketRef {
-                offset: start,
-                caplen,
-                orig_len: orig.max(caplen),
-                ts: sec as u64 * 1_000_000_000 + frac as u64 * frac_mult,
-                link,
-                number,
-            });
+            if KEEP {
+                out.push(PacketRef {
+                    offset: start,
+                    caplen,
+                    orig_len: orig.max(caplen),
+                    ts: sec as u64 * 1_000_000_000 + frac as u64 * frac_mult,
+                    link,
+                    number,
+                });
+            }
             n += 1;
             pos = end;
         }

@@ -1,0 +1,150 @@
+//! How the packets of a file reach shards when there are several: batches
+//! are read in turn, and each reader hands every shard its packets.
+//!
+//! Contract: with N shards, batch number `t` of the input (counted across
+//! the files of a run, the same boundaries for every shard) is *read* by
+//! shard `t mod N`: it walks the batch's records, decodes every packet once
+//! as far as the symmetric shard hash, counts them
+//! ([`crate::shard::Shard::split`]) and puts each packet, in input order,
+//! into its shard's [`Parcel`] — its own included, kept on a local queue.
+//! The other shards step over the batch's record headers
+//! ([`crate::source::CaptureReader::skip_batch`], which keeps them on the
+//! same batch boundaries). Every shard then *runs* the turns in order, each
+//! from the parcel its reader made: its packets in input order, its clock
+//! advancing batch by batch as if it had read the whole file, so records
+//! do not depend on the number of shards.
+//!
+//! Reading runs up to [`LOOKAHEAD`] turns ahead of running, so a reader
+//! never waits for its own table work of the turns before, and the shards
+//! overlap instead of taking turns. Parcels travel over one bounded channel
+//! per ordered pair of shards ([`Ends`], [`DEPTH`] deep) and come back
+//! emptied for reuse: nothing is allocated per batch once the first
+//! parcels exist. Waiting cannot form a cycle: a shard waits for a parcel
+//! only when the shard that reads it is more than `LOOKAHEAD` turns behind,
+//! and `DEPTH` is at least `LOOKAHEAD`, so a reader never waits on a full
+//! channel of a shard that is waiting for it. When a shard leaves (end of
+//! input, a stop request, an error) its ends are dropped and every shard
+//! waiting on it leaves too.
+
+use std::collections::VecDeque;
+
+use crossbeam_channel::{bounded, Receiver, Sender};
+
+use crate::shard::Parcel;
+
+/// Turns a shard reads ahead of the turn it runs.
+pub const LOOKAHEAD: usize = 16;
+
+/// Parcels in flight from one shard to another (at least [`LOOKAHEAD`]).
+pub const DEPTH: usize = LOOKAHEAD;
+
+/// One shard's ends of the exchange.
+pub struct Ends {
+    id: usize,
+    /// `to[j]`: parcels for shard `j` (`None` for this shard).
+    to: Vec<Option<Sender<Parcel>>>,
+    /// `from[j]`: parcels shard `j` read for this one.
+    from: Vec<Option<Receiver<Parcel>>>,
+    /// `back_to[j]`: emptied parcels going back to shard `j`.
+    back_to: Vec<Option<Sender<Parcel>>>,
+    /// `back_from[j]`: this shard's parcels, emptied by shard `j`.
+    back_from: Vec<Option<Receiver<Parcel>>>,
+    /// The parcels being filled, one per shard.
+    filling: Vec<Parcel>,
+    /// This shard's own parcels, read and not yet run.
+    mine: VecDeque<Parcel>,
+    /// Emptied parcels of this shard's own.
+    spare: Vec<Parcel>,
+    capacity: usize,
+}
+
+/// The exchange between `shards` shards whose batches hold up to `batch`
+/// packets: one [`Ends`] per shard, in shard order.
+pub fn mesh(shards: usize, batch: usize) -> Vec<Ends> {
+    let mut ends: Vec<Ends> = (0..shards)
+        .map(|id| Ends {
+            id,
+            to: (0..shards).map(|_| None).collect(),
+            from: (0..shards).map(|_| None).collect(),
+            back_to: (0..shards).map(|_| None).collect(),
+            back_from: (0..shards).map(|_| None).collect(),
+            filling: (0..shards).map(|_| Parcel::none()).collect(),
+            mine: VecDeque::new(),
+            spare: Vec::new(),
+            capacity: batch,
+        })
+        .collect();
+    for a in 0..shards {
+        for b in 0..shards {
+            if a == b {
+                continue;
+            }
+            let (tx, rx) = bounded(DEPTH);
+            ends[a].to[b] = Some(tx);
+            ends[b].from[a] = Some(rx);
+            // Room for every parcel that can exist between the two, so
+            // giving one back never waits.
+            let (tx, rx) = bounded(DEPTH + 2);
+            ends[b].back_to[a] = Some(tx);
+            ends[a].back_from[b] = Some(rx);
+        }
+    }
+    ends
+}
+
+impl Ends {
+    /// Empty parcels for the next batch this shard reads, one per shard
+    /// (reused ones where they came back).
+    pub fn parcels(&mut self) -> &mut [Parcel] {
+        for (j, p) in self.filling.iter_mut().enumerate() {
+            if !p.is_none() {
+                continue;
+            }
+            let reused = if j == self.id {
+                self.spare.pop()
+            } else {
+                self.back_from[j].as_ref().and_then(|r| r.try_recv().ok())
+            };
+            *p = reused.unwrap_or_else(|| Parcel::with_capacity(self.capacity));
+            p.clear();
+        }
+        &mut self.filling
+    }
+
+    /// Sends the filled parcels (this shard's own goes on its local queue).
+    /// False when another shard has left.
+    pub fn send(&mut self) -> bool {
+        for (j, p) in self.filling.iter_mut().enumerate() {
+            let p = std::mem::replace(p, Parcel::none());
+            match &self.to[j] {
+                None => self.mine.push_back(p),
+                Some(tx) => {
+                    if tx.send(p).is_err() {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// The parcel of the next turn `reader` read, waiting for it if that
+    /// is another shard; `None` when that shard has left.
+    pub fn take(&mut self, reader: usize) -> Option<Parcel> {
+        match &self.from[reader] {
+            None => self.mine.pop_front(),
+            Some(rx) => rx.recv().ok(),
+        }
+    }
+
+    /// Returns a run parcel to the shard that read it.
+    pub fn give_back(&mut self, reader: usize, mut p: Parcel) {
+        p.clear();
+        match &self.back_to[reader] {
+            None => self.spare.push(p),
+            Some(tx) => {
+                let _ = tx.try_send(p);
+            }
+        }
+    }
+}
