@@ -1,20 +1,20 @@
 //! One shard: a thread's share of the flows, run to completion per batch.
 //!
-//! Contract: [`Shard::batch`] takes a batch of packet references into a
-//! capture buffer, decodes each packet, keeps the packets whose symmetric flow
-//! hash selects this shard ([`crate::flow::key::shard_of`]), and runs them
-//! through the shard's own [`FlowTable`] in two passes (decode + hash for the
-//! whole batch, then update with index and entry prefetches running a few
-//! packets ahead), followed
-//! by one bounded step of incremental expiry. Nothing is shared with other
-//! shards and nothing is allocated per packet.
+//! Contract: a shard decodes packets, keeps them in its own [`FlowTable`]
+//! and runs each batch in two passes (decode + hash for the whole batch,
+//! then update with index and entry prefetches running a few packets
+//! ahead), followed by one bounded step of incremental expiry. Nothing is
+//! shared with other shards and nothing is allocated per packet.
 //!
-//! How packets reach shards: every shard walks the whole (memory-mapped,
-//! page-cached) capture and keeps its own packets. Walking record headers
-//! costs a few ns per packet, far less than a dispatcher thread handing
-//! offsets over a ring would cost on a 2-core machine where it would compete
-//! with the shards for a core (see docs/ARCHITECTURE.md). Packets that belong
-//! to no flow are counted by shard 0 only.
+//! - [`Shard::batch`]: the only shard of a run decodes and runs a batch.
+//! - [`Shard::split`]: with several shards, the shard whose turn it is
+//!   reads a batch for all of them: it counts every packet, decodes and
+//!   hashes each once, and puts it into the [`Parcel`] of the shard its
+//!   symmetric flow hash selects ([`crate::flow::key::shard_of`]).
+//! - [`Shard::run_parcel`]: every shard runs, turn by turn, the parcels
+//!   made for it (see [`crate::exchange`] for the turns and channels).
+//!
+//! Packets that belong to no flow are counted by the shard that read them.
 
 use std::sync::Arc;
 

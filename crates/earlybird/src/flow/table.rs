@@ -363,8 +363,9 @@ impl FlowTable {
     /// live and holds the packet's key is its flow (keys of live flows are
     /// unique), so the index is not probed again; any other hint (the slot
     /// has ended or been reused since, or shared only the tag) falls back
-    /// to the probe.
-    #[inline]
+    /// to the probe. (Always inlined: the shard's second pass has two
+    /// callers, and a call per packet cost 3.5 % more instructions.)
+    #[inline(always)]
     pub fn packet_hinted(&mut self, p: &Pkt, wide: &Wide, hint: u32) -> usize {
         if p.ts > self.now {
             self.now = p.ts;
