@@ -22,9 +22,14 @@
 //! parcels exist. Waiting cannot form a cycle: a shard waits for a parcel
 //! only when the shard that reads it is more than `LOOKAHEAD` turns behind,
 //! and `DEPTH` is at least `LOOKAHEAD`, so a reader never waits on a full
-//! channel of a shard that is waiting for it. When a shard leaves (end of
-//! input, a stop request, an error) its ends are dropped and every shard
-//! waiting on it leaves too.
+//! channel of a shard that is waiting for it.
+//!
+//! Nothing read is lost when a run stops early (a stop request, or a shard
+//! that left): a shard that stops reading drops its sending ends, and every
+//! shard goes on running, in turn order, each parcel that was read for it
+//! (skipping turns nobody read) until every other shard has stopped and
+//! been drained. So every packet counted as read was run through a table
+//! or counted as skipped (tests/interrupt.rs).
 
 use std::collections::VecDeque;
 
@@ -55,6 +60,9 @@ pub struct Ends {
     mine: VecDeque<Parcel>,
     /// Emptied parcels of this shard's own.
     spare: Vec<Parcel>,
+    /// `gone[j]`: shard `j` has stopped reading and everything it read
+    /// for this shard has been taken.
+    gone: Vec<bool>,
     capacity: usize,
 }
 
@@ -71,6 +79,7 @@ pub fn mesh(shards: usize, batch: usize) -> Vec<Ends> {
             filling: (0..shards).map(|_| Parcel::none()).collect(),
             mine: VecDeque::new(),
             spare: Vec::new(),
+            gone: vec![false; shards],
             capacity: batch,
         })
         .collect();
@@ -114,27 +123,47 @@ impl Ends {
     /// Sends the filled parcels (this shard's own goes on its local queue).
     /// False when another shard has left.
     pub fn send(&mut self) -> bool {
+        let mut all = true;
         for (j, p) in self.filling.iter_mut().enumerate() {
             let p = std::mem::replace(p, Parcel::none());
-            match &self.to[j] {
-                None => self.mine.push_back(p),
-                Some(tx) => {
-                    if tx.send(p).is_err() {
-                        return false;
-                    }
-                }
+            if j == self.id {
+                self.mine.push_back(p);
+            } else if let Some(tx) = &self.to[j] {
+                all &= tx.send(p).is_ok();
             }
         }
-        true
+        all
+    }
+
+    /// This shard reads no more: the other shards take what it sent and
+    /// then see it gone.
+    pub fn stop_sending(&mut self) {
+        for tx in &mut self.to {
+            *tx = None;
+        }
     }
 
     /// The parcel of the next turn `reader` read, waiting for it if that
-    /// is another shard; `None` when that shard has left.
+    /// is another shard. `None` when that turn was never read: this
+    /// shard's own turn past where it stopped reading, or another shard's
+    /// once that shard has stopped reading and everything it sent has been
+    /// taken (it is then [`Ends::peers_gone`]).
     pub fn take(&mut self, reader: usize) -> Option<Parcel> {
-        match &self.from[reader] {
-            None => self.mine.pop_front(),
-            Some(rx) => rx.recv().ok(),
+        if reader == self.id {
+            return self.mine.pop_front();
         }
+        if self.gone[reader] {
+            return None;
+        }
+        let got = self.from[reader].as_ref().and_then(|rx| rx.recv().ok());
+        self.gone[reader] = got.is_none();
+        got
+    }
+
+    /// True once every other shard has stopped reading and all it read for
+    /// this shard has been taken.
+    pub fn peers_gone(&self) -> bool {
+        (0..self.gone.len()).all(|j| j == self.id || self.gone[j])
     }
 
     /// Returns a run parcel to the shard that read it.

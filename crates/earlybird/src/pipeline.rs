@@ -373,21 +373,27 @@ fn shard_loop_shared(
     // Turns are numbered across files; parcels point into the file being
     // read, so every turn of a file is run before the next file is read.
     let (mut read, mut run) = (0usize, 0usize);
+    // Once stopping, nothing more is read; what was read is still run.
+    let mut stopping = false;
     'files: for f in files {
         let mut reader = f.reader();
         let data = reader.data();
         let mut end_of_file = false;
         loop {
-            if ctl.stop.load(Ordering::Relaxed) {
-                break 'files;
+            if !stopping && ctl.stop.load(Ordering::Relaxed) {
+                stopping = true;
+                ends.stop_sending();
             }
-            while !end_of_file && read < run + crate::exchange::LOOKAHEAD {
+            while !stopping && !end_of_file && read < run + crate::exchange::LOOKAHEAD {
                 let n = if read % shards == id {
                     let n = reader.next_batch(&mut refs, batch);
                     if n > 0 {
                         shard.split(data, &refs, ends.parcels());
                         if !ends.send() {
-                            break 'files;
+                            // Another shard left: stop reading, run what
+                            // was read.
+                            stopping = true;
+                            ends.stop_sending();
                         }
                     }
                     n
@@ -400,14 +406,25 @@ fn shard_loop_shared(
                     read += 1;
                 }
             }
-            if run == read {
+            if run >= read && (!stopping || ends.peers_gone()) {
+                if stopping {
+                    break 'files;
+                }
                 break;
             }
-            let Some(parcel) = ends.take(run % shards) else {
-                break 'files;
-            };
-            shard.run_parcel(&parcel);
-            ends.give_back(run % shards, parcel);
+            match ends.take(run % shards) {
+                Some(parcel) => {
+                    shard.run_parcel(&parcel);
+                    ends.give_back(run % shards, parcel);
+                }
+                None if !stopping => {
+                    // Another shard left without its turn: run what was
+                    // read, read no more.
+                    stopping = true;
+                    ends.stop_sending();
+                }
+                None => {}
+            }
             run += 1;
             if shard.table.out.len() >= RECORDS_PER_BATCH {
                 sink.send(&mut shard.table.out, false);

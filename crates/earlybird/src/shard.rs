@@ -320,6 +320,8 @@ impl Shard {
             self.pkts.push(pkt);
         } else {
             let parcel = &mut fwd[owner];
+            // The parcel's buffer was last read by the shard it goes to.
+            crate::prefetch::write(parcel.pkts.as_ptr().wrapping_add(parcel.pkts.len() + 8));
             pkt.idx = 0;
             if let Some(w) = wide {
                 pkt.idx = parcel.wide.len() as u16;
