@@ -24,7 +24,9 @@ pub struct FlowConfig {
     pub early_packets: usize,
     /// Flow table capacity per shard (pre-allocated). Default 1,000,000.
     pub max_flows: usize,
-    /// Slots examined by the incremental expiry per batch. Default 64.
+    /// Slots examined by the incremental expiry per batch of input. Default
+    /// 64. With N shards each shard examines ⌈that / N⌉ slots of its own table per
+    /// batch (it holds about 1/N of the flows).
     pub sweep_per_batch: usize,
     /// Keep size/inter-arrival moments and TCP flag counts per flow (160
     /// bytes per flow). Default true; false (`--stats basic`) leaves those

@@ -143,12 +143,20 @@ impl Shard {
         cfg: &FlowConfig,
         model: Option<Arc<dyn Classifier>>,
     ) -> crate::Result<Shard> {
+        // Every shard sweeps once per batch of the input, but holds only its
+        // share of the flows: the slots examined per batch are shared out,
+        // so each table is swept at the one-shard rate per packet it runs.
+        let shards = shards.max(1);
+        let cfg = FlowConfig {
+            sweep_per_batch: cfg.sweep_per_batch.div_ceil(shards),
+            ..cfg.clone()
+        };
         Ok(Shard {
             id,
-            shards: shards.max(1),
+            shards,
             bidirectional: cfg.bidirectional,
             hash: cfg.hash,
-            table: FlowTable::new(cfg, model)?,
+            table: FlowTable::new(&cfg, model)?,
             counters: Counters::default(),
             marker: None,
             pkts: Vec::with_capacity(crate::source::BATCH),
