@@ -60,7 +60,8 @@ pub struct FlowsArgs {
     #[arg(long, value_name = "HASH", default_value = "fold", value_parser = ["fold", "toeplitz"])]
     hash: String,
     /// Number of shards (threads), each owning the flows whose symmetric
-    /// hash selects it.
+    /// hash selects it. The shards take turns reading the input: each
+    /// batch is decoded once and its packets handed to their shards.
     #[arg(short, long, value_name = "N", default_value_t = 1)]
     shards: usize,
     /// Pin shard i to CPU core i.

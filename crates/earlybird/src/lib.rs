@@ -2,8 +2,9 @@
 //! from its first few packets.
 //!
 //! ```text
-//!  source ──batches──▶ shard 0..N-1 (each walks the capture, keeps the
-//!                      packets whose symmetric flow hash is its own)
+//!  source ──batches──▶ shard 0..N-1 (batch t is read and decoded by shard
+//!                      t mod N, which hands each shard the packets whose
+//!                      symmetric flow hash is its own: exchange.rs)
 //!     per shard, one thread, run to completion:
 //!     decode ─▶ flow table ─▶ early features ─▶ inline classifier
 //!                     │
