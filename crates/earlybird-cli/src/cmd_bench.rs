@@ -38,7 +38,8 @@ pub struct BenchArgs {
     /// (e.g. 10000000); 0 skips it.
     #[arg(long, default_value_t = 0)]
     memory_flows: u64,
-    /// Flow hash for the flow-table index: fold (multiply-fold, default) or
+    /// Flow hash for the flow-table index: fold (default: the symmetric
+    /// multiply-fold hash that also picks the shard, one hash per packet) or
     /// toeplitz (RSS Toeplitz with the symmetric 0x6d5a key). Shards are
     /// always chosen by the symmetric shard hash (each endpoint hashed, then added).
     #[arg(long, value_name = "HASH", default_value = "fold", value_parser = ["fold", "toeplitz"])]

@@ -54,7 +54,8 @@ pub struct FlowsArgs {
     /// record fields are 0).
     #[arg(long, value_name = "LEVEL", default_value = "full", value_parser = ["full", "basic"])]
     stats: String,
-    /// Flow hash for the flow-table index: fold (multiply-fold, default) or
+    /// Flow hash for the flow-table index: fold (default: the symmetric
+    /// multiply-fold hash that also picks the shard, one hash per packet) or
     /// toeplitz (RSS Toeplitz with the symmetric 0x6d5a key). Shards are
     /// always chosen by the symmetric shard hash (each endpoint hashed, then added).
     #[arg(long, value_name = "HASH", default_value = "fold", value_parser = ["fold", "toeplitz"])]

@@ -69,10 +69,19 @@ fn bench_hash(c: &mut Criterion) {
     let p = worst(1024, 1024);
     let mut g = c.benchmark_group("hash");
     g.throughput(Throughput::Elements(p.len() as u64));
-    g.bench_function("key_hash_1024", |b| {
+    g.bench_function("flow_hash_1024", |b| {
         b.iter(|| {
             p.iter()
-                .map(|x| black_box(x.key).hash())
+                .map(|x| {
+                    let k = black_box(x.key);
+                    earlybird::flow::key::shard_hash_v4(
+                        k.a.to_be_bytes(),
+                        k.pa,
+                        k.b.to_be_bytes(),
+                        k.pb,
+                        k.proto,
+                    )
+                })
                 .fold(0u64, |a, h| a ^ h)
         })
     });

@@ -32,7 +32,7 @@ pub struct FlowConfig {
     /// bytes per flow). Default true; false (`--stats basic`) leaves those
     /// record fields zero.
     pub full_stats: bool,
-    /// Flow hash (table index, tag and shard). Default [`FlowHash::Fold`].
+    /// Flow hash of the table index and tag. Default [`FlowHash::Fold`].
     pub hash: FlowHash,
 }
 
@@ -40,7 +40,8 @@ pub struct FlowConfig {
 /// [`crate::flow::Key::shard_hash`] whatever this is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FlowHash {
-    /// Multiply–fold over the compact key's words ([`crate::flow::key::TableKey::hash`]).
+    /// The symmetric multiply–fold hash that also picks the shard
+    /// ([`crate::flow::Key::shard_hash`]): one hash per packet.
     #[default]
     Fold,
     /// RSS Toeplitz with the symmetric 0x6d5a key

@@ -245,14 +245,16 @@ impl Shard {
             };
             if let Some(f) = fast {
                 let (src, sport, dst, dport) = (f.src(), f.sport(), f.dst(), f.dport());
+                // One symmetric hash picks the shard and indexes the table.
+                let flow_hash = shard_hash_v4(src, sport, dst, dport, f.proto);
                 let owner = match MODE {
-                    SPLIT => shard_of(shard_hash_v4(src, sport, dst, dport, f.proto), self.shards),
+                    SPLIT => shard_of(flow_hash, self.shards),
                     _ => 0,
                 };
                 let (key, from_a) =
                     TableKey::v4(src, sport, dst, dport, f.proto, self.bidirectional);
                 let hash = match self.hash {
-                    FlowHash::Fold => key.hash(),
+                    FlowHash::Fold => flow_hash,
                     FlowHash::Toeplitz => toeplitz::hash(
                         &Key::from_v4(src, sport, dst, dport, f.proto, self.bidirectional).0,
                     ),
@@ -271,8 +273,9 @@ impl Shard {
                 continue;
             }
             let (key, from_a) = Key::from_decoded(&d, self.bidirectional);
+            let flow_hash = key.shard_hash();
             let owner = match MODE {
-                SPLIT => shard_of(key.shard_hash(), self.shards),
+                SPLIT => shard_of(flow_hash, self.shards),
                 _ => 0,
             };
             let meta = Meta {
@@ -284,7 +287,7 @@ impl Shard {
             let v6 = d.ip_version == 6;
             let tk = TableKey::from_key(&key, v6);
             let hash = match self.hash {
-                FlowHash::Fold => tk.hash(),
+                FlowHash::Fold => flow_hash,
                 FlowHash::Toeplitz => toeplitz::hash(&key),
             };
             let wide = v6.then_some([key.a, key.b]);

@@ -255,16 +255,6 @@ impl TableKey {
         TunnelKind::from_u8(self.kind & !KIND_V6)
     }
 
-    /// 64-bit hash for the table index (multiply–xorshift folding of the
-    /// key's three words).
-    #[inline(always)]
-    pub fn hash(&self) -> u64 {
-        const K: u64 = 0x9E37_79B9_7F4A_7C15;
-        let (w0, w1, w2) = self.words();
-        let h = fold(w0 ^ K, w1 ^ 0x2545_F491_4F6C_DD1D);
-        fold(h ^ w2 as u64, K)
-    }
-
     /// Every field, packed into two words and the tunnel id (on a
     /// little-endian machine the layout of the struct itself, so the
     /// compiler can load them whole).
@@ -368,7 +358,6 @@ mod tests {
             let mut o = k;
             change(&mut o);
             assert_ne!(k, o, "field {i}");
-            assert_ne!(k.hash(), o.hash(), "field {i}");
         }
     }
 
@@ -379,8 +368,7 @@ mod tests {
         let (kp, fp) = Key::from_decoded(&p, true);
         let (kr, fr) = Key::from_decoded(&r, true);
         assert_eq!(kp, kr);
-        let h = |k: &Key| TableKey::from_key(k, false).hash();
-        assert_eq!(h(&kp), h(&kr));
+        assert_eq!(kp.shard_hash(), kr.shard_hash());
         assert_ne!(fp, fr);
     }
 
@@ -471,13 +459,14 @@ mod tests {
         let mut t = p;
         t.tunnel = TunnelKind::Vxlan;
         t.tunnel_id = 42;
-        let h = |d: &Decoded| TableKey::from_key(&Key::from_decoded(d, true).0, false).hash();
+        let h = |d: &Decoded| Key::from_decoded(d, true).0.shard_hash();
         assert_ne!(h(&p), h(&t));
+        assert_ne!(h(&p), h(&q));
     }
 }
 
 /// The Toeplitz hash of RSS (as NICs compute it), over the key's bytes, with
-/// the symmetric 0x6d5a key. Kept to compare against [`TableKey::hash`] (see
+/// the symmetric 0x6d5a key. Kept to compare against [`Key::shard_hash`] (see
 /// BENCHMARKS.md); a table-driven byte-at-a-time implementation.
 pub mod toeplitz {
     use super::Key;

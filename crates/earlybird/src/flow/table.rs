@@ -101,7 +101,7 @@ impl Pkt {
         let tk = TableKey::from_key(key, v6);
         Pkt {
             key: tk,
-            hash: tk.hash(),
+            hash: key.shard_hash(),
             from_a,
             ..Pkt::default()
         }
