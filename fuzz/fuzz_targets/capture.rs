@@ -1,7 +1,9 @@
 //! Fuzz target: any bytes as a capture file. Opening may fail (that is an
 //! `Err`, never a panic); a file that opens is drained to the end with
 //! several batch sizes, and every packet must lie inside the buffer with
-//! caplen ≤ orig_len and increasing packet numbers.
+//! caplen ≤ orig_len and increasing packet numbers. Skipping every other
+//! batch (how shards share the reading) must stop at the same batch
+//! boundaries, position and warning as reading.
 #![no_main]
 
 use earlybird::source::CaptureFile;
@@ -33,5 +35,29 @@ fuzz_target!(|data: &[u8]| {
         if let Some(w) = reader.warning() {
             assert!(w.offset as usize <= data.len());
         }
+        let mut skipping = file.reader();
+        let mut turn = 0usize;
+        let mut read = Vec::new();
+        let mut plain = file.reader();
+        loop {
+            let want = plain.next_batch(&mut read, max);
+            let got = if turn % 2 == 0 {
+                skipping.skip_batch(max)
+            } else {
+                let n = skipping.next_batch(&mut batch, max);
+                assert_eq!(batch, read, "batch {turn}");
+                n
+            };
+            assert_eq!(got, want, "batch {turn}");
+            if got == 0 {
+                break;
+            }
+            turn += 1;
+        }
+        assert_eq!(skipping.position(), plain.position());
+        assert_eq!(
+            skipping.warning().map(|w| w.to_string()),
+            plain.warning().map(|w| w.to_string())
+        );
     }
 });
