@@ -4,9 +4,10 @@
 //! Contract: with N shards, batch number `t` of the input (counted across
 //! the files of a run, the same boundaries for every shard) is *read* by
 //! shard `t mod N`: it walks the batch's records, decodes every packet once
-//! as far as the symmetric shard hash, counts them
-//! ([`crate::shard::Shard::split`]) and puts each packet, in input order,
-//! into its shard's [`Parcel`] — its own included, kept on a local queue.
+//! (key and symmetric flow hash), counts them
+//! ([`crate::shard::Shard::split`]) and puts each packet, decoded, in input
+//! order, into its shard's [`Parcel`] — its own included, kept on a local
+//! queue.
 //! The other shards step over the batch's record headers
 //! ([`crate::source::CaptureReader::skip_batch`], which keeps them on the
 //! same batch boundaries). Every shard then *runs* the turns in order, each
@@ -20,8 +21,9 @@
 //! per ordered pair of shards ([`Ends`], [`DEPTH`] deep) and come back
 //! emptied for reuse: nothing is allocated per batch once the first
 //! parcels exist. Waiting cannot form a cycle: a shard waits for a parcel
-//! only when the shard that reads it is more than `LOOKAHEAD` turns behind,
-//! and `DEPTH` is at least `LOOKAHEAD`, so a reader never waits on a full
+//! only when the shard that reads that turn has not read it yet, which
+//! puts that shard's running more than `LOOKAHEAD` turns behind; and
+//! `DEPTH` is at least `LOOKAHEAD`, so a reader never waits on a full
 //! channel of a shard that is waiting for it.
 //!
 //! Nothing read is lost when a run stops early (a stop request, or a shard

@@ -370,8 +370,10 @@ fn shard_loop_shared(
     let mut warnings = Vec::new();
     let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
     let mut done_bytes = 0u64;
-    // Turns are numbered across files; parcels point into the file being
-    // read, so every turn of a file is run before the next file is read.
+    // Turns are numbered across files. Parcels hold decoded packets, not
+    // pointers into the file, but every turn of a file is run before the
+    // next file is read: the reader, its warning and its counts belong to
+    // one file at a time.
     let (mut read, mut run) = (0usize, 0usize);
     // Once stopping, nothing more is read; what was read is still run.
     let mut stopping = false;
