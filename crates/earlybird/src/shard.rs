@@ -355,6 +355,7 @@ impl Shard {
         refs: &[PacketRef],
         max_ts: u64,
     ) {
+        self.table.begin_batch();
         // Second pass, software-pipelined: while packet i updates its flow,
         // the index bucket of packet i + 2·AHEAD and the entry lines of
         // packet i + AHEAD (whose bucket is arriving) are being fetched. A

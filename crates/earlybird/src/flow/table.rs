@@ -159,6 +159,8 @@ pub struct FlowTable {
     cursor: usize,
     flush_cursor: usize,
     now: Nanos,
+    /// The clock at the start of the current batch ([`Self::begin_batch`]).
+    floor: Nanos,
     model: Option<Arc<dyn Classifier>>,
     /// The model's direct form, when it has one (C4.5): `decide` walks it
     /// instead of calling `classify` (same verdicts).
@@ -217,6 +219,7 @@ impl FlowTable {
             cursor: 0,
             flush_cursor: 0,
             now: 0,
+            floor: 0,
             tree: model.as_ref().and_then(|m| m.fast_tree()),
             model,
             decide_at,
@@ -434,7 +437,16 @@ impl FlowTable {
     fn ends_before(&self, s: usize, p: &Pkt) -> Option<EndReason> {
         // SAFETY: `s` comes from the index (module docs).
         let e = unsafe { self.entries.get_unchecked(s) };
-        let gap = p.ts.saturating_sub(e.last_ts);
+        // Not earlier than the clock at the start of the batch: where
+        // timestamps go backwards (captures of different times in one run,
+        // a clock step) a flow that a sweep at the end of an earlier batch
+        // could have ended must end here too, or whether it goes on would
+        // depend on where the sweep happened to be — and so on the number
+        // of shards. Sweeps run only between batches, with a clock no later
+        // than this floor, and every shard has the same floor. For ordered
+        // input this is `p.ts`.
+        let now = p.ts.max(self.floor);
+        let gap = now.saturating_sub(e.last_ts);
         if e.state & CLOSED != 0 {
             let bare_syn = p.flags & (tcp::SYN | tcp::ACK) == tcp::SYN;
             if gap > self.close || bare_syn {
@@ -443,7 +455,7 @@ impl FlowTable {
         }
         if gap > self.idle {
             Some(EndReason::Idle)
-        } else if p.ts.saturating_sub(e.first_ts) > self.active
+        } else if now.saturating_sub(e.first_ts) > self.active
             || e.packets[0].max(e.packets[1]) == u32::MAX
         {
             Some(EndReason::Active)
@@ -770,6 +782,15 @@ impl FlowTable {
         } else {
             None
         }
+    }
+
+    /// Marks the start of a batch of the input: packets of the batch are
+    /// timed from no earlier than the table clock now (the largest
+    /// timestamp of every batch before, whichever shard its packets went
+    /// to, once [`FlowTable::observe_time`] has been called with it).
+    #[inline]
+    pub fn begin_batch(&mut self) {
+        self.floor = self.now;
     }
 
     /// Advances the table clock to `ts` without a packet of its own (a
