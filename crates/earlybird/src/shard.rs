@@ -110,14 +110,6 @@ impl Parcel {
     }
 }
 
-/// What a packet contributes besides its key.
-struct Meta {
-    size: u16,
-    flags: u8,
-    macs: [[u8; 6]; 2],
-    ip_offset: u16,
-}
-
 /// A shard's state.
 pub struct Shard {
     id: usize,
@@ -259,13 +251,18 @@ impl Shard {
                         &Key::from_v4(src, sport, dst, dport, f.proto, self.bidirectional).0,
                     ),
                 };
-                let meta = Meta {
+                let pkt = Pkt {
+                    key,
+                    hash,
+                    ts: r.ts,
                     size: f.ip_len,
                     flags: f.tcp_flags,
+                    from_a,
                     macs: [f.src_mac(), f.dst_mac()],
+                    idx: idx as u16,
                     ip_offset: fast::IP_OFFSET,
                 };
-                self.push::<MODE>(fwd, owner, key, hash, from_a, r.ts, idx, meta, None);
+                self.push::<MODE>(fwd, owner, pkt, None);
                 continue;
             }
             if let Err(skip) = decode(r.link, bytes, &mut d) {
@@ -278,55 +275,41 @@ impl Shard {
                 SPLIT => shard_of(flow_hash, self.shards),
                 _ => 0,
             };
-            let meta = Meta {
+            let v6 = d.ip_version == 6;
+            let pkt = Pkt {
+                key: TableKey::from_key(&key, v6),
+                hash: match self.hash {
+                    FlowHash::Fold => flow_hash,
+                    FlowHash::Toeplitz => toeplitz::hash(&key),
+                },
+                ts: r.ts,
                 size: d.ip_len,
                 flags: d.tcp_flags,
+                from_a,
                 macs: [d.src_mac, d.dst_mac],
+                idx: idx as u16,
                 ip_offset: d.ip_offset,
             };
-            let v6 = d.ip_version == 6;
-            let tk = TableKey::from_key(&key, v6);
-            let hash = match self.hash {
-                FlowHash::Fold => flow_hash,
-                FlowHash::Toeplitz => toeplitz::hash(&key),
-            };
-            let wide = v6.then_some([key.a, key.b]);
-            self.push::<MODE>(fwd, owner, tk, hash, from_a, r.ts, idx, meta, wide);
+            self.push::<MODE>(fwd, owner, pkt, v6.then_some([key.a, key.b]));
         }
         max_ts
     }
 
     /// Appends a decoded, hashed packet to `self.pkts` ([`SOLO`], its IPv6
-    /// addresses beside it at its place in the batch) or to its shard's
-    /// parcel ([`SPLIT`], its IPv6 addresses appended to the parcel's).
-    #[allow(clippy::too_many_arguments)]
+    /// addresses beside it at its place in the batch, `pkt.idx`) or to its
+    /// shard's parcel ([`SPLIT`], its IPv6 addresses appended to the
+    /// parcel's and `idx` pointing at them).
     #[inline(always)]
     fn push<const MODE: u8>(
         &mut self,
         fwd: &mut [Parcel],
         owner: usize,
-        key: TableKey,
-        hash: u64,
-        from_a: bool,
-        ts: u64,
-        idx: usize,
-        meta: Meta,
+        mut pkt: Pkt,
         wide: Option<Wide>,
     ) {
-        let mut pkt = Pkt {
-            key,
-            hash,
-            ts,
-            size: meta.size,
-            flags: meta.flags,
-            from_a,
-            macs: meta.macs,
-            idx: idx as u16,
-            ip_offset: meta.ip_offset,
-        };
         if MODE == SOLO {
             if let Some(w) = wide {
-                self.wide[idx] = w;
+                self.wide[pkt.idx as usize] = w;
             }
             self.pkts.push(pkt);
         } else {

@@ -404,6 +404,15 @@ mod tests {
         Ok((n, r.skipped_unsupported_link(), r.warning().cloned()))
     }
 
+    /// Every file of the corpus's malformed/ and tunnels/, sorted.
+    fn malformed_and_tunnels(root: &Path) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        files_under(&root.join("malformed"), &mut files);
+        files_under(&root.join("tunnels"), &mut files);
+        files.sort();
+        files
+    }
+
     fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
         let Ok(rd) = std::fs::read_dir(dir) else {
             return;
@@ -423,10 +432,7 @@ mod tests {
     #[test]
     fn corpus_malformed_and_tunnels_never_panic() {
         let Some(root) = corpus() else { return };
-        let mut files = Vec::new();
-        files_under(&root.join("malformed"), &mut files);
-        files_under(&root.join("tunnels"), &mut files);
-        files.sort();
+        let files = malformed_and_tunnels(&root);
         let (mut ok, mut err, mut warned) = (0, 0, 0);
         for p in &files {
             match drain(p) {
@@ -459,10 +465,7 @@ mod tests {
     #[test]
     fn skipping_keeps_batch_boundaries() {
         let Some(root) = corpus() else { return };
-        let mut files = Vec::new();
-        files_under(&root.join("malformed"), &mut files);
-        files_under(&root.join("tunnels"), &mut files);
-        files.sort();
+        let files = malformed_and_tunnels(&root);
         let mut checked = 0;
         for p in &files {
             let Ok(f) = CaptureFile::open(p) else {
