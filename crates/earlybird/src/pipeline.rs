@@ -183,6 +183,10 @@ pub fn run(
         ),
     };
     // Each shard may format records for the exporters (see `Sink::send`).
+    // Helper threads (populating the file map, clearing table pages ahead)
+    // only run on a core the shards leave idle (see `spare_core`).
+    let spare = spare_core(opts.shards);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
     let mut renderers: Vec<Vec<Option<Renderer>>> = (0..opts.shards)
         .map(|_| exporters.iter().map(|e| e.renderer()).collect())
         .collect();
@@ -219,12 +223,21 @@ pub fn run(
             let marker = if id == 0 { marker.take() } else { None };
             let link = links[id].take();
             let rend = std::mem::take(&mut renderers[id]);
+            let ready = ready_tx.clone();
             let builder = std::thread::Builder::new().name(format!("eb-shard{id}"));
             let handle = builder.spawn_scoped(scope, move || {
                 if let Some(c) = core {
                     core_affinity::set_for_current(c);
                 }
                 let mut shard = Shard::new(id, opts.shards, &opts.flow, model)?;
+                if spare {
+                    shard.table.start_prefault();
+                }
+                // Threads are started (and their memory mapped) before the
+                // file's helper runs: a thread start waits for the address
+                // space lock that populating holds (10-60 ms measured).
+                let _ = ready.send(());
+                drop(ready);
                 shard.marker = marker;
                 if let Some(l) = link {
                     shard.table.attach_pool(l);
@@ -263,6 +276,16 @@ pub fn run(
         }
         drop(tx);
         drop(pool_rx);
+        drop(ready_tx);
+        // Every shard has its table (or has failed and dropped its end).
+        for _ in 0..opts.shards {
+            if ready_rx.recv().is_err() {
+                break;
+            }
+        }
+        for f in files {
+            f.map_ahead(spare);
+        }
         let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
         Ok::<_, Error>((results, exporter.join()))
     })?;
@@ -443,6 +466,16 @@ fn shard_loop_shared(
         done_bytes += f.bytes().len() as u64;
     }
     warnings
+}
+
+/// Whether `shards` shard threads leave a core idle for helper threads.
+/// Shards that exchange packets run in step, so a helper that preempts one
+/// of them stalls them all: with two shards on two cores the helpers cost
+/// ~15 % of the throughput, while one shard gains ~6 % from them
+/// (BENCHMARKS.md, session 8).
+fn spare_core(shards: usize) -> bool {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    shards < cores
 }
 
 /// A shard's end of the channel to the exporter thread.

@@ -1,6 +1,8 @@
 //! Background population of flow-table pages just ahead of their first use.
 //!
-//! Contract: a [`Prefaulter`] owns one helper thread per flow table. The
+//! Contract: a [`Prefaulter`] owns one helper thread per flow table
+//! (started by [`super::table::FlowTable::start_prefault`], which the
+//! pipeline calls only when the shards leave a core idle). The
 //! table tells it, once per batch, how many slots it has ever used
 //! ([`Prefaulter::advance`]: no atomic read-modify-write; a store and a
 //! wake-up only every [`WINDOW`]` / 2` new slots); once it has used

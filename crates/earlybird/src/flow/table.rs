@@ -192,7 +192,7 @@ impl FlowTable {
                 "cannot reserve memory for {capacity} flows ({what}): {e}; lower --max-flows"
             ))
         };
-        let mut table = FlowTable {
+        Ok(FlowTable {
             prefault: None,
             bidirectional: cfg.bidirectional,
             idle: cfg.idle_timeout,
@@ -228,19 +228,28 @@ impl FlowTable {
             outstanding: 0,
             out: RecordBatch::with_capacity(1024, n),
             counters: FlowCounters::default(),
-        };
+        })
+    }
+
+    /// Starts the helper thread that clears the pages of the slots just
+    /// ahead of use (see [`super::prefault`]). Worth it only on a core the
+    /// shards leave idle: the pipeline calls it when one is spare. Calling
+    /// it again does nothing.
+    pub fn start_prefault(&mut self) {
+        if self.prefault.is_some() {
+            return;
+        }
         // The slot arrays filled in slot order (not the randomly probed
         // index, nor the IPv6 addresses committed only where used).
         let mut regions = vec![
-            region(&table.entries, 1),
-            region(&table.tails, 1),
-            region(&table.early, n),
+            region(&self.entries, 1),
+            region(&self.tails, 1),
+            region(&self.early, self.n),
         ];
-        if table.full_stats {
-            regions.push(region(&table.extra, 1));
+        if self.full_stats {
+            regions.push(region(&self.extra, 1));
         }
-        table.prefault = Prefaulter::start(regions, capacity);
-        Ok(table)
+        self.prefault = Prefaulter::start(regions, self.capacity);
     }
 
     /// Whether the table pairs both directions into one flow.

@@ -2,10 +2,10 @@
 //! and hand out independent readers.
 //!
 //! Contract:
-//! - [`CaptureFile::open`] maps a file read-only (populated in one call,
-//!   or for files of [`populate::BACKGROUND_FROM`] bytes and more by a
-//!   helper thread while the readers walk it; advised sequential) and
-//!   checks its header; [`CaptureFile::from_bytes`]
+//! - [`CaptureFile::open`] maps a file read-only (advised sequential;
+//!   populated in one call unless it has [`populate::BACKGROUND_FROM`]
+//!   bytes or more: those are got ready by [`CaptureFile::map_ahead`] once
+//!   the readers start) and checks its header; [`CaptureFile::from_bytes`]
 //!   does the same over an owned buffer. Errors name the file: [`Error::Io`] (cannot open or map),
 //!   [`Error::NotCapture`] (neither pcap nor pcapng, or the header is
 //!   damaged), [`Error::UnsupportedLinkType`] (the pcap global header's link
@@ -20,6 +20,7 @@
 //!   Nothing is allocated per packet and nothing panics on any input.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use super::pcap::{self, PcapReader};
 use super::pcapng::{self, PcapngReader};
@@ -65,9 +66,10 @@ enum Format {
 /// # Ok::<(), earlybird::Error>(())
 /// ```
 pub struct CaptureFile {
-    /// Maps the file in the background. Declared first: dropped (and its
-    /// thread joined) before the map it populates.
-    populator: Option<MapPopulator>,
+    /// Maps the file in the background once [`CaptureFile::map_ahead`]
+    /// asks. Declared first: dropped (and its thread joined) before the
+    /// map it populates.
+    populator: OnceLock<Option<MapPopulator>>,
     name: String,
     storage: Storage,
     format: Format,
@@ -99,13 +101,11 @@ impl CaptureFile {
         // process truncating or rewriting the file while we read it is outside
         // what any mmap-based reader can guard against (the usual caveat of
         // memmap2); earlybird never writes to its inputs.
-        // Map the whole (page-cached) file ahead of the walk instead of one
-        // minor fault per 4 KiB page during it: a large file on a helper
-        // thread while the readers start, a small one (or when the helper
-        // cannot run) in one MAP_POPULATE call.
-        let background = len as usize >= populate::BACKGROUND_FROM;
+        // A small (page-cached) file is mapped whole in one MAP_POPULATE
+        // call instead of one minor fault per 4 KiB page during the walk; a
+        // large one waits for `map_ahead`.
         let mut opts = memmap2::MmapOptions::new();
-        if !background {
+        if (len as usize) < populate::BACKGROUND_FROM {
             opts.populate();
         }
         let map = unsafe { opts.map(&file) }.map_err(|e| Error::io(path, e))?;
@@ -114,17 +114,38 @@ impl CaptureFile {
             // Only a hint: failure changes nothing but read-ahead.
             let _ = map.advise(memmap2::Advice::Sequential);
         }
-        // The header is checked first, so the helper starts only on a map
-        // that stays (an error drops the map right here).
-        let mut f = Self::new(name, Storage::Map(map))?;
-        if let (true, Storage::Map(map)) = (background, &f.storage) {
-            f.populator = MapPopulator::start(map);
-            if f.populator.is_none() {
+        Self::new(name, Storage::Map(map))
+    }
+
+    /// Gets a large file's map ready ahead of its readers, once they have
+    /// started. With `spare_core` (a core the readers leave idle) a helper
+    /// thread populates the map from the start (see [`populate`]);
+    /// otherwise — or when the helper cannot run — the kernel is only asked
+    /// to read the file ahead (`MADV_WILLNEED`) and the readers fault its
+    /// pages in themselves. Measured reason (BENCHMARKS.md): on a core the
+    /// readers need, the helper preempts one of them, and shards that
+    /// exchange packets all wait for the one preempted.
+    /// Does nothing for small files (populated at open), buffers, or when
+    /// called again.
+    pub fn map_ahead(&self, spare_core: bool) {
+        let Storage::Map(map) = &self.storage else {
+            return;
+        };
+        if map.len() < populate::BACKGROUND_FROM {
+            return;
+        }
+        self.populator.get_or_init(|| {
+            let helper = if spare_core {
+                MapPopulator::start(map)
+            } else {
+                None
+            };
+            if helper.is_none() {
                 #[cfg(unix)]
                 let _ = map.advise(memmap2::Advice::WillNeed);
             }
-        }
-        Ok(f)
+            helper
+        });
     }
 
     /// Same as [`CaptureFile::open`] over an in-memory buffer; `name` is
@@ -140,7 +161,7 @@ impl CaptureFile {
         };
         let format = detect(&name, bytes)?;
         Ok(CaptureFile {
-            populator: None,
+            populator: OnceLock::new(),
             name,
             storage,
             format,
@@ -369,6 +390,40 @@ mod tests {
         let e = CaptureFile::open(&missing).unwrap_err();
         assert!(matches!(e, Error::Io { .. }) && e.to_string().contains("missing.pcap"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A file large enough for `map_ahead` reads the same whether a helper
+    /// populates it, only read-ahead is asked, or both calls come (the
+    /// second does nothing); readers may start before either.
+    #[test]
+    fn map_ahead_keeps_what_readers_see() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big.pcap");
+        let record: Vec<u8> = (0..60_000u32).map(|i| (i % 253) as u8).collect();
+        let count = populate::BACKGROUND_FROM / record.len() + 2;
+        let records: Vec<&[u8]> = (0..count).map(|_| record.as_slice()).collect();
+        std::fs::write(&p, pcap_le(101, &records)).unwrap();
+        for order in [[true, false], [false, true]] {
+            let f = CaptureFile::open(&p).unwrap();
+            assert!(f.bytes().len() >= populate::BACKGROUND_FROM);
+            let mut r = f.reader();
+            let mut b = Vec::new();
+            let mut n = r.next_batch(&mut b, 3);
+            f.map_ahead(order[0]);
+            f.map_ahead(order[1]);
+            let mut total = 0;
+            loop {
+                total += n;
+                for p in &b {
+                    assert_eq!(p.bytes(r.data()), &record[..]);
+                }
+                if n == 0 {
+                    break;
+                }
+                n = r.next_batch(&mut b, 64);
+            }
+            assert_eq!((total, r.warning()), (count, None));
+        }
     }
 
     /// The shared corpus, or `None` (with a message) when it is absent.

@@ -1,7 +1,7 @@
 //! Background population of a large capture file's map.
 //!
 //! Contract: [`MapPopulator::start`] maps the first [`HEAD`] bytes of a
-//! read-only file map at once (so readers start on mapped pages), then a
+//! read-only file map at once, then a
 //! helper thread asks the kernel to map the rest in [`CHUNK`]-byte steps
 //! from the start with `madvise(MADV_POPULATE_READ)` (Linux ≥ 5.14).
 //! Mapping pages of a read-only file map never changes what a reader sees,
@@ -9,9 +9,11 @@
 //! helper faults its pages itself, as it would with no helper. When the
 //! kernel refuses, the helper stops and readers fault on demand. Dropping
 //! the populator stops and joins the thread, so it must be dropped before
-//! the map is unmapped (`CaptureFile` declares it first). The environment
+//! the map is unmapped (`CaptureFile` declares it first). The pipeline
+//! starts it through [`super::CaptureFile::map_ahead`] only when a core is
+//! spare and the shard threads have started. The environment
 //! variable [`crate::flow::prefault::NO_PREFAULT_ENV`] turns it off (the
-//! map is then populated whole before reading, as for small files).
+//! readers then fault the pages in themselves, after `MADV_WILLNEED`).
 //!
 //! Measured reason for existing (BENCHMARKS.md): populating the 760 MB
 //! worst-case capture with `MAP_POPULATE` took the main thread ~4 % of a
