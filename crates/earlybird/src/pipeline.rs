@@ -251,10 +251,10 @@ pub fn run(
                     opts.flow.early_packets,
                 );
                 let warnings = match ends {
-                    None => shard_loop(&mut shard, &mut sink, files, opts.batch, ctl),
-                    Some(ends) => {
-                        shard_loop_shared(&mut shard, &mut sink, files, opts.batch, ctl, ends)
-                    }
+                    None => shard_loop(&mut shard, &mut sink, files, opts.batch, ctl, spare),
+                    Some(ends) => shard_loop_shared(
+                        &mut shard, &mut sink, files, opts.batch, ctl, ends, spare,
+                    ),
                 };
                 shard.counters.table_bytes = shard.table.memory_bytes() as u64;
                 shard.counters.table_pool_bytes = shard.table.pool_bytes() as u64;
@@ -344,6 +344,7 @@ fn shard_loop(
     files: &[CaptureFile],
     batch: usize,
     ctl: &RunControl,
+    spare: bool,
 ) -> Vec<Warning> {
     let mut warnings = Vec::new();
     let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
@@ -351,10 +352,12 @@ fn shard_loop(
     'files: for f in files {
         let mut reader = f.reader();
         let data = reader.data();
+        let mut stride = f.stride(shard.id(), shard.shards(), !spare);
         loop {
             if ctl.stop.load(Ordering::Relaxed) {
                 break 'files;
             }
+            stride.reached(reader.position());
             if reader.next_batch(&mut refs, batch) == 0 {
                 break;
             }
@@ -387,6 +390,7 @@ fn shard_loop_shared(
     batch: usize,
     ctl: &RunControl,
     mut ends: crate::exchange::Ends,
+    spare: bool,
 ) -> Vec<Warning> {
     let shards = shard.shards();
     let id = shard.id();
@@ -403,6 +407,7 @@ fn shard_loop_shared(
     'files: for f in files {
         let mut reader = f.reader();
         let data = reader.data();
+        let mut stride = f.stride(id, shards, !spare);
         let mut end_of_file = false;
         loop {
             if !stopping && ctl.stop.load(Ordering::Relaxed) {
@@ -410,6 +415,7 @@ fn shard_loop_shared(
                 ends.stop_sending();
             }
             while !stopping && !end_of_file && read < run + crate::exchange::LOOKAHEAD {
+                stride.reached(reader.position());
                 let n = if read % shards == id {
                     let n = reader.next_batch(&mut refs, batch);
                     if n > 0 {

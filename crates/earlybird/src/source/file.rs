@@ -168,6 +168,18 @@ impl CaptureFile {
         })
     }
 
+    /// A [`populate::Stride`] for shard `id` of `shards` to populate this
+    /// file's map between them; one that never acts for small files
+    /// (populated at open), buffers, or when `on` is false (a helper
+    /// populates the map instead).
+    pub fn stride(&self, id: usize, shards: usize, on: bool) -> populate::Stride {
+        let map = match &self.storage {
+            Storage::Map(m) if on && m.len() >= populate::BACKGROUND_FROM => Some(m),
+            _ => None,
+        };
+        populate::Stride::new(map, id, shards)
+    }
+
     /// The file name as given (used in errors and warnings).
     pub fn name(&self) -> &str {
         &self.name

@@ -11,8 +11,9 @@
 //! the populator stops and joins the thread, so it must be dropped before
 //! the map is unmapped (`CaptureFile` declares it first). The pipeline
 //! starts it through [`super::CaptureFile::map_ahead`] only when a core is
-//! spare and the shard threads have started. The environment
-//! variable [`crate::flow::prefault::NO_PREFAULT_ENV`] turns it off (the
+//! spare and the shard threads have started; otherwise the shards share the
+//! populating ([`Stride`]). The environment
+//! variable [`crate::flow::prefault::NO_PREFAULT_ENV`] turns both off (the
 //! readers then fault the pages in themselves, after `MADV_WILLNEED`).
 //!
 //! Measured reason for existing (BENCHMARKS.md): populating the 760 MB
@@ -35,7 +36,78 @@ pub const HEAD: usize = 8 << 20;
 /// request between calls).
 pub const CHUNK: usize = 16 << 20;
 
+/// Bytes a shard populates at a time when the shards share the work
+/// ([`Stride`]).
+pub const STRIDE: usize = 512 << 10;
+
+/// How far ahead of its reading position a shard populates ([`Stride`]).
+pub const STRIDE_AHEAD: usize = 8 * STRIDE;
+
+/// The shards' own way to populate a large map when no core is spare for
+/// the helper: the map is cut in [`STRIDE`]-byte chunks, shard `id` of `N`
+/// populates chunks `id`, `id + N`, … each when its reading position comes
+/// within [`STRIDE_AHEAD`] bytes of it. Every shard walks the whole file,
+/// so without this each chunk's pages were faulted in 64 KiB at a time by
+/// whichever shard came first, the two often at once on the same page
+/// table lock (measured in BENCHMARKS.md, session 8).
+#[derive(Debug)]
+pub struct Stride {
+    span: Span,
+    id: usize,
+    shards: usize,
+    /// Next chunk to consider.
+    next: usize,
+    /// Chunks this shard populated.
+    populated: usize,
+}
+
+impl Stride {
+    /// A stride over `map` (`None`: nothing to populate, it never acts).
+    pub fn new(map: Option<&memmap2::Mmap>, id: usize, shards: usize) -> Stride {
+        let span = match map {
+            Some(m) if std::env::var_os(crate::flow::prefault::NO_PREFAULT_ENV).is_none() => Span {
+                base: m.as_ptr() as usize,
+                len: m.len(),
+            },
+            _ => Span { base: 0, len: 0 },
+        };
+        Stride {
+            span,
+            id,
+            shards: shards.max(1),
+            next: 0,
+            populated: 0,
+        }
+    }
+
+    /// The shard reads at byte `pos`: populates its chunks up to
+    /// [`STRIDE_AHEAD`] past it. Stops for good when the kernel refuses.
+    #[inline]
+    pub fn reached(&mut self, pos: u64) {
+        let until = (pos as usize)
+            .saturating_add(STRIDE_AHEAD)
+            .min(self.span.len);
+        while self.next * STRIDE < until {
+            let at = self.next * STRIDE;
+            if self.next % self.shards == self.id
+                && !populate(&self.span, at, STRIDE.min(self.span.len - at))
+            {
+                self.span.len = 0;
+                return;
+            }
+            self.populated += usize::from(self.next % self.shards == self.id);
+            self.next += 1;
+        }
+    }
+
+    /// Chunks populated so far.
+    pub fn populated(&self) -> usize {
+        self.populated
+    }
+}
+
 /// Address and length of the map, for the helper.
+#[derive(Debug)]
 struct Span {
     base: usize,
     len: usize,
@@ -134,5 +206,30 @@ mod tests {
         assert_eq!(&map[..], &bytes[..]);
         drop(p);
         assert_eq!(map[len - 1], ((len - 1) % 251) as u8);
+    }
+
+    /// Shards populate alternate chunks, each only as its reading comes
+    /// within reach, together every chunk once; the map reads the same.
+    #[test]
+    fn strides_share_the_chunks() {
+        let mut f = tempfile::tempfile().unwrap();
+        let len = 11 * STRIDE + 4321;
+        let bytes: Vec<u8> = (0..len).map(|i| (i % 241) as u8).collect();
+        f.write_all(&bytes).unwrap();
+        let map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
+        let mut a = Stride::new(Some(&map), 0, 2);
+        let mut b = Stride::new(Some(&map), 1, 2);
+        let reach = STRIDE_AHEAD / STRIDE;
+        a.reached(0);
+        b.reached(0);
+        assert_eq!((a.populated(), b.populated()), (reach / 2, reach / 2));
+        a.reached(len as u64);
+        b.reached(len as u64);
+        a.reached(len as u64);
+        assert_eq!((a.populated(), b.populated()), (6, 6));
+        assert_eq!(&map[..], &bytes[..]);
+        let mut none = Stride::new(None, 0, 1);
+        none.reached(len as u64);
+        assert_eq!(none.populated(), 0);
     }
 }
