@@ -1,13 +1,15 @@
-//! `earlybird flows`: capture files → flow records.
+//! `earlybird flows`: capture files or a live interface → flow records.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 use earlybird::config::FlowConfig;
 use earlybird::export::{self, ExportOptions, Format};
 use earlybird::pipeline::{self, ExportPolicy, RunControl, RunOptions};
+use earlybird::source::af_packet::LiveConfig;
 use earlybird::time::SECOND;
 
 use crate::progress::Progress;
@@ -15,8 +17,33 @@ use crate::progress::Progress;
 #[derive(Args)]
 pub struct FlowsArgs {
     /// Capture files (pcap or pcapng), processed in order as one stream.
-    #[arg(required = true, value_name = "FILE")]
+    #[arg(value_name = "FILE", required_unless_present = "interface")]
     files: Vec<PathBuf>,
+    /// Capture live from this Linux interface instead of files (AF_PACKET
+    /// TPACKET_V3 rings; one socket per shard in a kernel fanout group that
+    /// keeps both directions of a session on one shard). Needs root or
+    /// CAP_NET_RAW. Runs until SIGINT/SIGTERM or --duration, then flushes
+    /// every flow.
+    #[arg(short, long, value_name = "IFACE", conflicts_with = "files")]
+    interface: Option<String>,
+    /// Live capture: stop after this many seconds.
+    #[arg(long, value_name = "SECS", requires = "interface")]
+    duration: Option<f64>,
+    /// Live capture: bytes kept of each frame (headers are what flows need;
+    /// the original length is always counted).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = 256,
+        requires = "interface"
+    )]
+    snaplen: u32,
+    /// Live capture: MiB of receive ring per shard (1 MiB blocks).
+    #[arg(long, value_name = "MIB", default_value_t = 64, requires = "interface")]
+    ring_mib: u32,
+    /// Live capture: do not put the interface in promiscuous mode.
+    #[arg(long, requires = "interface")]
+    no_promisc: bool,
     /// Output file for the flow records ("-" = standard output). Repeat to
     /// write several outputs; the format comes from --format or the file
     /// extension (.csv, .jsonl/.ndjson/.json), CSV otherwise.
@@ -69,8 +96,8 @@ pub struct FlowsArgs {
     #[arg(long)]
     pin: bool,
     /// Never let a slow output stall the shards: queue up to this many
-    /// record batches per shard, then drop and count (default: wait, so a
-    /// file run loses nothing).
+    /// record batches per shard, then drop and count (default for files:
+    /// wait, so a file run loses nothing; for a live interface: 64).
     #[arg(long, value_name = "BATCHES")]
     drop_after: Option<usize>,
     /// DSCP marking map (TOML: class name = DSCP number or PHB name, see
@@ -108,6 +135,31 @@ fn secs(s: f64, what: &str) -> Result<u64, String> {
     Ok((s * SECOND as f64).round() as u64)
 }
 
+/// Record batches a shard of a live capture keeps waiting for a slow
+/// output before it drops (a live capture cannot wait).
+const LIVE_PENDING: usize = 64;
+
+/// The live capture options, when an interface was given.
+fn live_config(a: &FlowsArgs) -> Result<Option<(LiveConfig, Option<Duration>)>, String> {
+    let Some(iface) = &a.interface else {
+        return Ok(None);
+    };
+    let duration = match a.duration {
+        Some(d) => Some(Duration::from_nanos(secs(d, "duration")?)),
+        None => None,
+    };
+    if a.ring_mib == 0 {
+        return Err("--ring-mib must be at least 1".into());
+    }
+    let cfg = LiveConfig {
+        blocks: a.ring_mib,
+        snaplen: a.snaplen,
+        promiscuous: !a.no_promisc,
+        ..LiveConfig::new(iface)
+    };
+    Ok(Some((cfg, duration)))
+}
+
 pub fn run(a: FlowsArgs) -> i32 {
     let flow = match (|| -> Result<FlowConfig, String> {
         Ok(FlowConfig {
@@ -133,9 +185,12 @@ pub fn run(a: FlowsArgs) -> i32 {
         flow,
         shards: a.shards,
         pin: a.pin,
-        export_policy: match a.drop_after {
-            Some(n) => ExportPolicy::Drop { max_pending: n },
-            None => ExportPolicy::Block,
+        export_policy: match (a.drop_after, &a.interface) {
+            (Some(n), _) => ExportPolicy::Drop { max_pending: n },
+            (None, Some(_)) => ExportPolicy::Drop {
+                max_pending: LIVE_PENDING,
+            },
+            (None, None) => ExportPolicy::Block,
         },
         mark: a.mark.clone().zip(a.write.clone()),
         ..RunOptions::default()
@@ -155,6 +210,10 @@ pub fn run(a: FlowsArgs) -> i32 {
         Some((f, None)) => return crate::fail(format!("unknown format {f:?} (csv, jsonl, null)")),
         Some((_, Some(f))) => Some(f),
         None => None,
+    };
+    let live = match live_config(&a) {
+        Ok(l) => l,
+        Err(e) => return crate::fail(e),
     };
     let files = match pipeline::open_all(&a.files) {
         Ok(f) => f,
@@ -176,10 +235,27 @@ pub fn run(a: FlowsArgs) -> i32 {
             return crate::fail(format!("cannot install signal handler: {e}"));
         }
     }
-    let total: u64 = files.iter().map(|f| f.bytes().len() as u64).sum();
-    let report = {
-        let _bar = Progress::start(!a.no_progress && !a.quiet, total, ctl.progress.clone());
-        pipeline::run(&files, &opts, &model, exporters, &ctl)
+    let report = match &live {
+        Some((cfg, duration)) => {
+            let input = match pipeline::open_live(cfg, opts.shards) {
+                Ok(i) => i,
+                Err(e) => return crate::fail(e),
+            };
+            if !a.quiet {
+                eprintln!(
+                    "earlybird: capturing on {} with {} shard{} (SIGINT or SIGTERM to stop)",
+                    cfg.interface,
+                    opts.shards,
+                    if opts.shards == 1 { "" } else { "s" }
+                );
+            }
+            pipeline::run_live(input, *duration, &opts, &model, exporters, &ctl)
+        }
+        None => {
+            let total: u64 = files.iter().map(|f| f.bytes().len() as u64).sum();
+            let _bar = Progress::start(!a.no_progress && !a.quiet, total, ctl.progress.clone());
+            pipeline::run(&files, &opts, &model, exporters, &ctl)
+        }
     };
     let report = match report {
         Ok(r) => r,

@@ -44,12 +44,30 @@ pub enum Error {
     /// A model file could not be read or is of another version.
     #[error("model {path}: {reason}")]
     Model { path: PathBuf, reason: String },
+    /// A network interface cannot be captured from or sent to (it does not
+    /// exist, needs privileges the process lacks, or has an unsupported
+    /// link type).
+    #[error("interface {name}: {reason}")]
+    Interface { name: String, reason: String },
     /// Invalid configuration given by the user.
     #[error("invalid configuration: {0}")]
     Config(String),
 }
 
 impl Error {
+    /// An interface error from the operating system's `errno` after `what`
+    /// failed; a permission error says which privilege is missing.
+    pub fn interface(name: &str, what: &str, e: std::io::Error) -> Self {
+        let hint = match e.raw_os_error() {
+            Some(libc::EPERM) | Some(libc::EACCES) => " (needs root or CAP_NET_RAW)",
+            _ => "",
+        };
+        Error::Interface {
+            name: name.into(),
+            reason: format!("{what}: {e}{hint}"),
+        }
+    }
+
     /// Wrap an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {

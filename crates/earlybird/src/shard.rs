@@ -385,6 +385,14 @@ impl Shard {
         self.table.sweep();
     }
 
+    /// A live source saw no packet for a while: advances the clock to `now`
+    /// (never back) and examines `slots` more slots for expired flows.
+    pub fn idle(&mut self, now: crate::time::Nanos, slots: usize) {
+        self.table.drain_verdicts(false);
+        self.table.observe_time(now);
+        self.table.sweep_slots(slots);
+    }
+
     /// Ends every open flow and folds the table counters in, handing the
     /// finished records over every `step` records (`hand_over` takes them
     /// out of [`FlowTable::out`]; what the last step leaves stays there), so

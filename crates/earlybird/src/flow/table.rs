@@ -821,6 +821,18 @@ impl FlowTable {
         self.sweep_n(self.sweep_per_batch);
     }
 
+    /// Examines the next `n` slots (at most every slot in use once) and ends
+    /// the flows that have timed out; returns how many. For sources whose
+    /// batches do not come at a steady pace (live capture).
+    pub fn sweep_slots(&mut self, n: usize) -> usize {
+        self.sweep_n(n)
+    }
+
+    /// Slots up to the highest ever used (what a full sweep examines).
+    pub fn slots_in_use(&self) -> usize {
+        self.high
+    }
+
     fn sweep_n(&mut self, n: usize) -> usize {
         let high = self.high;
         if high == 0 {

@@ -1,5 +1,5 @@
-//! Packet sources: capture files (pcap, pcapng), in-memory buffers and the
-//! synthetic generator.
+//! Packet sources: capture files (pcap, pcapng), in-memory buffers, live
+//! interfaces (AF_PACKET, [`af_packet`]) and the synthetic generator.
 //!
 //! Contract: a source hands out *batches* of [`PacketRef`]s — offsets into a
 //! byte buffer it owns (a memory-mapped file or an in-memory capture) plus the
@@ -10,6 +10,7 @@
 //! (a capture cut mid-record) ends the file with a [`Warning`] naming the byte
 //! offset; a file that is unusable from the start is an [`crate::Error`].
 
+pub mod af_packet;
 pub mod file;
 pub mod pcap;
 pub mod pcapng;
@@ -87,19 +88,37 @@ impl PacketRef {
     }
 }
 
-/// A non-fatal problem with an input file, reported once.
+/// A non-fatal problem with an input, reported once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning {
-    /// File name as given by the user.
+    /// File name as given by the user (or "interface NAME").
     pub file: String,
-    /// Byte offset where the problem starts.
+    /// Byte offset where the problem starts ([`Warning::NO_OFFSET`] for a
+    /// live interface).
     pub offset: u64,
     /// What is wrong.
     pub message: String,
 }
 
+impl Warning {
+    /// The offset of a warning about a live interface, where none applies.
+    pub const NO_OFFSET: u64 = u64::MAX;
+
+    /// A live capture that ended early: `error` names the interface.
+    pub fn live(error: &crate::Error) -> Warning {
+        Warning {
+            file: String::new(),
+            offset: Warning::NO_OFFSET,
+            message: error.to_string(),
+        }
+    }
+}
+
 impl std::fmt::Display for Warning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.offset == Warning::NO_OFFSET {
+            return write!(f, "{}", self.message);
+        }
         write!(
             f,
             "{}: at byte offset {}: {}",

@@ -28,6 +28,15 @@ pub struct Counters {
     pub flows: FlowCounters,
     /// Records dropped because the exporter queue was full (drop policy).
     pub export_dropped: u64,
+    /// Live capture: packets the kernel offered the sockets (dropped ones
+    /// included).
+    pub live_offered: u64,
+    /// Live capture: packets the kernel dropped because a ring was full.
+    pub live_dropped: u64,
+    /// Live capture: ring frame headers that pointed outside their block.
+    pub live_bad_frames: u64,
+    /// Live capture: packets whose VLAN tag the driver stripped.
+    pub live_vlan_stripped: u64,
     /// Flow-table memory in use at the end of input (bytes, see
     /// [`crate::flow::FlowTable::memory_bytes`]).
     pub table_bytes: u64,
@@ -56,6 +65,10 @@ impl Counters {
         self.flows.classify_queue_full += o.flows.classify_queue_full;
         self.flows.verdicts_late += o.flows.verdicts_late;
         self.export_dropped += o.export_dropped;
+        self.live_offered += o.live_offered;
+        self.live_dropped += o.live_dropped;
+        self.live_bad_frames += o.live_bad_frames;
+        self.live_vlan_stripped += o.live_vlan_stripped;
         self.table_bytes += o.table_bytes;
         self.table_pool_bytes += o.table_pool_bytes;
     }
@@ -85,7 +98,20 @@ mod tests {
         let mut b = a;
         b.flows.ended[EndReason::Fin as usize] = 3;
         b.export_dropped = 4;
+        b.live_offered = 9;
+        b.live_dropped = 5;
+        b.live_bad_frames = 1;
+        b.live_vlan_stripped = 2;
         a.merge(&b);
+        assert_eq!(
+            (
+                a.live_offered,
+                a.live_dropped,
+                a.live_bad_frames,
+                a.live_vlan_stripped
+            ),
+            (9, 5, 1, 2)
+        );
         assert_eq!(a.packets_read, 2);
         assert_eq!(a.skipped_total(), 6);
         assert_eq!(a.flows_ended(), 3);

@@ -274,6 +274,27 @@ impl fmt::Display for Report {
             c.packets_flowed,
             c.skipped_total()
         )?;
+        if c.live_offered > 0 {
+            writeln!(
+                f,
+                "interface: {} packets offered by the kernel, {} dropped (ring full){}{}",
+                c.live_offered,
+                c.live_dropped,
+                if c.live_bad_frames > 0 {
+                    format!(", {} bad ring frames", c.live_bad_frames)
+                } else {
+                    String::new()
+                },
+                if c.live_vlan_stripped > 0 {
+                    format!(
+                        ", {} with a VLAN tag stripped by the driver (keyed without it)",
+                        c.live_vlan_stripped
+                    )
+                } else {
+                    String::new()
+                }
+            )?;
+        }
         if c.skipped_total() > 0 {
             let mut parts: Vec<String> = Skip::ALL
                 .iter()

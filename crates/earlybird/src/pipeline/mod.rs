@@ -1,8 +1,14 @@
-//! Wiring: capture files → N shard threads → exporter thread.
+//! Wiring: capture files or a live interface → N shard threads → exporter
+//! thread.
 //!
 //! Contract: [`run`] processes the given capture files as one stream (in the
 //! order given) with `shards` share-nothing shard threads and one exporter
-//! thread, and returns the run's [`Report`]. Finished records travel to the
+//! thread, and returns the run's [`Report`]; [`run_live`] does the same
+//! for a live interface, one AF_PACKET socket per shard in a kernel fanout
+//! group, until [`RunControl::stop`] is raised, the duration ends or the
+//! interface fails (reported as a warning, flows flushed). How each shard
+//! thread reads is in [`files`] and [`live`]; its records go out through
+//! [`sink`]. Finished records travel to the
 //! exporter thread in batches through a bounded channel (one channel
 //! operation per batch of records, never per packet); emptied batches come
 //! back through a second channel for reuse. On end of input — and when
@@ -23,22 +29,27 @@
 //! channel is waiting — the shard does both before sending
 //! ([`Placement::Auto`]). The bytes written are the same either way.
 
-use std::collections::VecDeque;
+mod files;
+mod live;
+mod sink;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Receiver, Sender, TryRecvError, TrySendError};
+use crossbeam_channel::bounded;
 
 use crate::classify::Classifier;
 use crate::config::FlowConfig;
 use crate::export::{Exporter, Renderer};
 use crate::flow::record::RecordBatch;
 use crate::shard::Shard;
-use crate::source::{CaptureFile, PacketRef, Warning};
-use crate::telemetry::summary::{Report, Summary};
+use crate::source::af_packet::{LiveConfig, Ring};
+use crate::source::CaptureFile;
+use crate::telemetry::summary::Report;
 use crate::{Error, Result};
+use sink::{export_loop, Sink};
 
 /// Records per batch handed to the exporter thread. Each hand-over can wake
 /// the exporter thread (a futex syscall, ~9 µs on this VM): at 512 records
@@ -120,8 +131,12 @@ impl Default for RunOptions {
 pub struct RunControl {
     /// Raise to stop reading; open flows are flushed.
     pub stop: Arc<AtomicBool>,
-    /// Input bytes consumed so far by shard 0 (for a progress bar).
+    /// Input bytes consumed so far by shard 0 (for a progress bar); in a
+    /// live run, the packets taken from the sockets by all shards.
     pub progress: Arc<AtomicU64>,
+    /// Raised once every shard thread is running (for a live capture: its
+    /// socket is open and capturing).
+    pub started: Arc<AtomicBool>,
 }
 
 /// A model and its class names, for the shards.
@@ -146,6 +161,82 @@ pub fn run(
     exporters: Vec<Box<dyn Exporter>>,
     ctl: &RunControl,
 ) -> Result<Report> {
+    check(opts)?;
+    let marker = match &opts.mark {
+        Some((map, out)) => Some(open_marker(files, map, out, model)?),
+        None => None,
+    };
+    let inputs = match opts.shards {
+        1 => vec![Input::Files(None)],
+        n => crate::exchange::mesh(n, opts.batch)
+            .into_iter()
+            .map(|e| Input::Files(Some(e)))
+            .collect(),
+    };
+    run_shards(files, inputs, marker, opts, model, exporters, ctl)
+}
+
+/// The sockets of a live run, opened before it starts (see [`open_live`]).
+pub struct LiveInput {
+    rings: Vec<Ring>,
+}
+
+/// Opens one socket per shard on `live.interface`, joined in one fanout
+/// group when there are several; they capture from here on (into their
+/// rings) until [`run_live`] reads them. An unusable interface is an
+/// error naming it.
+pub fn open_live(live: &LiveConfig, shards: usize) -> Result<LiveInput> {
+    let group = (shards > 1).then(crate::source::af_packet::fanout_group);
+    let rings = (0..shards.max(1))
+        .map(|_| Ring::open(live, group))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(LiveInput { rings })
+}
+
+/// Runs the pipeline on a live interface (see the module docs): each shard
+/// thread reads its socket of `input` (as many as `opts.shards`) until
+/// `ctl.stop`, the end of `duration` (wall clock) or a socket error.
+pub fn run_live(
+    input: LiveInput,
+    duration: Option<Duration>,
+    opts: &RunOptions,
+    model: &ModelRef,
+    exporters: Vec<Box<dyn Exporter>>,
+    ctl: &RunControl,
+) -> Result<Report> {
+    check(opts)?;
+    if opts.mark.is_some() {
+        return Err(Error::Config(
+            "DSCP marking rewrites capture files; it is not available on a live interface".into(),
+        ));
+    }
+    if input.rings.len() != opts.shards {
+        return Err(Error::Config(format!(
+            "{} sockets were opened for {} shards",
+            input.rings.len(),
+            opts.shards
+        )));
+    }
+    let deadline = duration.map(|d| Instant::now() + d);
+    let inputs = input
+        .rings
+        .into_iter()
+        .map(|r| Input::Live(Box::new(r), deadline))
+        .collect();
+    run_shards(&[], inputs, None, opts, model, exporters, ctl)
+}
+
+/// What one shard thread reads.
+enum Input {
+    /// The files of the run; with several shards, this shard's ends of the
+    /// exchange.
+    Files(Option<crate::exchange::Ends>),
+    /// This shard's socket, and when to stop.
+    Live(Box<Ring>, Option<Instant>),
+}
+
+/// Checks the options every run shares.
+fn check(opts: &RunOptions) -> Result<()> {
     opts.flow.validate()?;
     if opts.shards == 0 || opts.batch == 0 || opts.batch > u16::MAX as usize {
         return Err(Error::Config(
@@ -157,10 +248,20 @@ pub fn run(
             "DSCP marking writes packets in input order and needs one shard (--shards 1)".into(),
         ));
     }
-    let mut marker = match &opts.mark {
-        Some((map, out)) => Some(open_marker(files, map, out, model)?),
-        None => None,
-    };
+    Ok(())
+}
+
+/// Starts the exporter thread and one shard thread per input, and gathers
+/// their results into the run's report.
+fn run_shards(
+    files: &[CaptureFile],
+    inputs: Vec<Input>,
+    mut marker: Option<crate::shard::Marker>,
+    opts: &RunOptions,
+    model: &ModelRef,
+    exporters: Vec<Box<dyn Exporter>>,
+    ctl: &RunControl,
+) -> Result<Report> {
     let started = Instant::now();
     let (tx, rx) = bounded::<RecordBatch>(opts.channel_batches.max(1));
     let (pool_tx, pool_rx) = bounded::<RecordBatch>(opts.channel_batches.max(1) * 2);
@@ -207,15 +308,7 @@ pub fn run(
         drop(job_rx);
         drop(done_txs);
         let mut handles = Vec::new();
-        let mut meshes: Vec<Option<crate::exchange::Ends>> = match opts.shards {
-            1 => vec![None],
-            n => crate::exchange::mesh(n, opts.batch)
-                .into_iter()
-                .map(Some)
-                .collect(),
-        };
-        for id in 0..opts.shards {
-            let ends = meshes[id].take();
+        for (id, input) in inputs.into_iter().enumerate() {
             let tx = tx.clone();
             let pool_rx = pool_rx.clone();
             let core = (!cores.is_empty()).then(|| cores[id % cores.len()]);
@@ -250,11 +343,20 @@ pub fn run(
                     opts.export_policy,
                     opts.flow.early_packets,
                 );
-                let warnings = match ends {
-                    None => shard_loop(&mut shard, &mut sink, files, opts.batch, ctl, spare),
-                    Some(ends) => shard_loop_shared(
+                let warnings = match input {
+                    Input::Files(None) => {
+                        files::shard_loop(&mut shard, &mut sink, files, opts.batch, ctl, spare)
+                    }
+                    Input::Files(Some(ends)) => files::shard_loop_shared(
                         &mut shard, &mut sink, files, opts.batch, ctl, ends, spare,
                     ),
+                    Input::Live(mut ring, deadline) => {
+                        let w = live::shard_loop(
+                            &mut shard, &mut sink, &mut ring, opts.batch, ctl, deadline,
+                        );
+                        live::count(&mut shard.counters, &mut ring);
+                        w
+                    }
                 };
                 shard.counters.table_bytes = shard.table.memory_bytes() as u64;
                 shard.counters.table_pool_bytes = shard.table.pool_bytes() as u64;
@@ -286,6 +388,7 @@ pub fn run(
         for f in files {
             f.map_ahead(spare);
         }
+        ctl.started.store(true, Ordering::Relaxed);
         let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
         Ok::<_, Error>((results, exporter.join()))
     })?;
@@ -336,144 +439,6 @@ fn open_marker(
     Ok(crate::shard::Marker::new(writer, by_class, map.unknown()))
 }
 
-/// Reads every file in order and feeds the shard; returns input warnings
-/// (shard 0 only, so each is reported once).
-fn shard_loop(
-    shard: &mut Shard,
-    sink: &mut Sink,
-    files: &[CaptureFile],
-    batch: usize,
-    ctl: &RunControl,
-    spare: bool,
-) -> Vec<Warning> {
-    let mut warnings = Vec::new();
-    let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
-    let mut done_bytes = 0u64;
-    'files: for f in files {
-        let mut reader = f.reader();
-        let data = reader.data();
-        let mut stride = f.stride(shard.id(), shard.shards(), !spare);
-        loop {
-            if ctl.stop.load(Ordering::Relaxed) {
-                break 'files;
-            }
-            stride.reached(reader.position());
-            if reader.next_batch(&mut refs, batch) == 0 {
-                break;
-            }
-            shard.batch(data, &refs);
-            if shard.table.out.len() >= RECORDS_PER_BATCH {
-                sink.send(&mut shard.table.out, false);
-            }
-            if shard.id() == 0 {
-                ctl.progress
-                    .store(done_bytes + reader.position(), Ordering::Relaxed);
-            }
-        }
-        if shard.id() == 0 {
-            shard.counters.unsupported_link += reader.skipped_unsupported_link();
-            warnings.extend(reader.warning().cloned());
-        }
-        done_bytes += f.bytes().len() as u64;
-    }
-    warnings
-}
-
-/// [`shard_loop`] for one of several shards: reads its turns of batches up
-/// to [`crate::exchange::LOOKAHEAD`] turns ahead, splitting them among the
-/// shards, steps over the other turns, and runs every turn's parcel for
-/// this shard in order (see [`crate::exchange`]).
-fn shard_loop_shared(
-    shard: &mut Shard,
-    sink: &mut Sink,
-    files: &[CaptureFile],
-    batch: usize,
-    ctl: &RunControl,
-    mut ends: crate::exchange::Ends,
-    spare: bool,
-) -> Vec<Warning> {
-    let shards = shard.shards();
-    let id = shard.id();
-    let mut warnings = Vec::new();
-    let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
-    let mut done_bytes = 0u64;
-    // Turns are numbered across files. Parcels hold decoded packets, not
-    // pointers into the file, but every turn of a file is run before the
-    // next file is read: the reader, its warning and its counts belong to
-    // one file at a time.
-    let (mut read, mut run) = (0usize, 0usize);
-    // Once stopping, nothing more is read; what was read is still run.
-    let mut stopping = false;
-    'files: for f in files {
-        let mut reader = f.reader();
-        let data = reader.data();
-        let mut stride = f.stride(id, shards, !spare);
-        let mut end_of_file = false;
-        loop {
-            if !stopping && ctl.stop.load(Ordering::Relaxed) {
-                stopping = true;
-                ends.stop_sending();
-            }
-            while !stopping && !end_of_file && read < run + crate::exchange::LOOKAHEAD {
-                stride.reached(reader.position());
-                let n = if read % shards == id {
-                    let n = reader.next_batch(&mut refs, batch);
-                    if n > 0 {
-                        shard.split(data, &refs, ends.parcels());
-                        if !ends.send() {
-                            // Another shard left: stop reading, run what
-                            // was read.
-                            stopping = true;
-                            ends.stop_sending();
-                        }
-                    }
-                    n
-                } else {
-                    reader.skip_batch(batch)
-                };
-                if n == 0 {
-                    end_of_file = true;
-                } else {
-                    read += 1;
-                }
-            }
-            if run >= read && (!stopping || ends.peers_gone()) {
-                if stopping {
-                    break 'files;
-                }
-                break;
-            }
-            match ends.take(run % shards) {
-                Some(parcel) => {
-                    shard.run_parcel(&parcel);
-                    ends.give_back(run % shards, parcel);
-                }
-                None if !stopping => {
-                    // Another shard left without its turn: run what was
-                    // read, read no more.
-                    stopping = true;
-                    ends.stop_sending();
-                }
-                None => {}
-            }
-            run += 1;
-            if shard.table.out.len() >= RECORDS_PER_BATCH {
-                sink.send(&mut shard.table.out, false);
-            }
-            if id == 0 {
-                ctl.progress
-                    .store(done_bytes + reader.position(), Ordering::Relaxed);
-            }
-        }
-        if id == 0 {
-            shard.counters.unsupported_link += reader.skipped_unsupported_link();
-            warnings.extend(reader.warning().cloned());
-        }
-        done_bytes += f.bytes().len() as u64;
-    }
-    warnings
-}
-
 /// Whether `shards` shard threads leave a core idle for helper threads.
 /// Shards that exchange packets run in step, so a helper that preempts one
 /// of them stalls them all: with two shards on two cores the helpers cost
@@ -482,179 +447,6 @@ fn shard_loop_shared(
 fn spare_core(shards: usize) -> bool {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     shards < cores
-}
-
-/// A shard's end of the channel to the exporter thread.
-struct Sink {
-    tx: Sender<RecordBatch>,
-    /// One per exporter (`None`: it has no text to render).
-    renderers: Vec<Option<Renderer>>,
-    placement: Placement,
-    pool: Receiver<RecordBatch>,
-    policy: ExportPolicy,
-    pending: VecDeque<RecordBatch>,
-    stride: usize,
-    dropped: u64,
-}
-
-impl Sink {
-    fn new(
-        tx: Sender<RecordBatch>,
-        renderers: Vec<Option<Renderer>>,
-        placement: Placement,
-        pool: Receiver<RecordBatch>,
-        policy: ExportPolicy,
-        stride: usize,
-    ) -> Sink {
-        Sink {
-            tx,
-            renderers,
-            placement,
-            pool,
-            policy,
-            pending: VecDeque::new(),
-            stride,
-            dropped: 0,
-        }
-    }
-
-    fn fresh(&self) -> RecordBatch {
-        match self.pool.try_recv() {
-            Ok(mut b) if b.stride == self.stride => {
-                b.clear();
-                b
-            }
-            _ => RecordBatch::with_capacity(RECORDS_PER_BATCH * 2, self.stride),
-        }
-    }
-
-    /// Hands `out` to the exporter (replacing it with an empty batch). At the
-    /// end (`last`), waits for everything pending whatever the policy.
-    fn send(&mut self, out: &mut RecordBatch, last: bool) {
-        if out.is_empty() && self.pending.is_empty() {
-            return;
-        }
-        let mut full = std::mem::replace(out, self.fresh());
-        // Records are built and formatted where a core is idle: on the
-        // exporter thread while it keeps up, here once half its channel is
-        // waiting (the output is the same either way).
-        let here = match self.placement {
-            Placement::Auto => self.tx.len() * 2 >= self.tx.capacity().unwrap_or(1),
-            Placement::Shard => true,
-            Placement::Exporter => false,
-        };
-        if here {
-            full.materialize();
-            for (i, r) in self.renderers.iter_mut().enumerate() {
-                if let Some(r) = r {
-                    let mut text = Vec::new();
-                    r.render(&full, &mut text);
-                    full.rendered.push((i, text));
-                }
-            }
-        }
-        match self.policy {
-            ExportPolicy::Block => {
-                // An Err means the exporter thread is gone; nothing can be written.
-                let _ = self.tx.send(full);
-            }
-            ExportPolicy::Drop { max_pending } => {
-                if !full.is_empty() {
-                    self.pending.push_back(full);
-                }
-                while let Some(b) = self.pending.pop_front() {
-                    if last {
-                        let _ = self.tx.send(b);
-                        continue;
-                    }
-                    match self.tx.try_send(b) {
-                        Ok(()) => {}
-                        Err(TrySendError::Full(b)) => {
-                            self.pending.push_front(b);
-                            break;
-                        }
-                        Err(TrySendError::Disconnected(_)) => break,
-                    }
-                }
-                while self.pending.len() > max_pending {
-                    if let Some(b) = self.pending.pop_front() {
-                        self.dropped += b.len() as u64;
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// How long the exporter thread sleeps between polls while batches keep
-/// coming.
-const EXPORT_POLL: std::time::Duration = std::time::Duration::from_micros(500);
-/// Empty polls (50 ms) before the exporter thread blocks on the channel.
-const EXPORT_POLLS: u32 = 100;
-
-/// The next batch for the exporter thread, None once every shard is done.
-/// While batches keep coming it polls (sleeping [`EXPORT_POLL`] between
-/// tries) instead of blocking: a blocked receiver makes every send a futex
-/// wake-up on the shard's core (~2.7 % of the worst case's shard time at
-/// one send per 2048 records); after [`EXPORT_POLLS`] empty polls it blocks,
-/// so an idle live capture costs nothing.
-fn next_export(rx: &Receiver<RecordBatch>, empty: &mut u32) -> Option<RecordBatch> {
-    loop {
-        match rx.try_recv() {
-            Ok(b) => {
-                *empty = 0;
-                return Some(b);
-            }
-            Err(TryRecvError::Disconnected) => return None,
-            Err(TryRecvError::Empty) if *empty < EXPORT_POLLS => {
-                *empty += 1;
-                std::thread::sleep(EXPORT_POLL);
-            }
-            Err(TryRecvError::Empty) => {
-                let b = rx.recv().ok();
-                *empty = 0;
-                return b;
-            }
-        }
-    }
-}
-
-/// The exporter thread: writes each batch to every output still working.
-fn export_loop(
-    rx: Receiver<RecordBatch>,
-    pool: Sender<RecordBatch>,
-    mut exporters: Vec<Box<dyn Exporter>>,
-) -> (Summary, Vec<String>) {
-    let mut summary = Summary::default();
-    let mut errors = Vec::new();
-    let mut alive = vec![true; exporters.len()];
-    let mut empty = 0;
-    while let Some(mut batch) = next_export(&rx, &mut empty) {
-        batch.materialize();
-        summary.add(&batch);
-        for (i, ex) in exporters.iter_mut().enumerate() {
-            if alive[i] {
-                let done = match batch.rendered.iter().find(|(j, _)| *j == i) {
-                    Some((_, text)) => ex.write_rendered(text),
-                    None => ex.write_batch(&batch),
-                };
-                if let Err(e) = done {
-                    errors.push(format!("{}: {e}", ex.name()));
-                    alive[i] = false;
-                }
-            }
-        }
-        batch.clear();
-        let _ = pool.try_send(batch);
-    }
-    for (i, ex) in exporters.iter_mut().enumerate() {
-        if alive[i] {
-            if let Err(e) = ex.finish() {
-                errors.push(format!("{}: {e}", ex.name()));
-            }
-        }
-    }
-    (summary, errors)
 }
 
 /// A finished flow with its early packets, as returned by [`collect`].

@@ -1,0 +1,153 @@
+//! File runs: how each shard thread walks the capture files.
+//!
+//! Contract: [`shard_loop`] (one shard) reads every batch of every file and
+//! runs it; [`shard_loop_shared`] (one of several shards) reads its turns,
+//! splits them among the shards and runs every turn's parcel made for it
+//! (see [`crate::exchange`]). Both stop reading when [`RunControl::stop`]
+//! is raised, hand finished records to the [`Sink`] as they fill a batch,
+//! and return the input warnings (shard 0 only, so each is reported once).
+
+use std::sync::atomic::Ordering;
+
+use super::sink::Sink;
+use super::{RunControl, RECORDS_PER_BATCH};
+use crate::shard::Shard;
+use crate::source::{CaptureFile, PacketRef, Warning};
+
+/// Reads every file in order and feeds the shard; returns input warnings
+/// (shard 0 only, so each is reported once).
+pub(super) fn shard_loop(
+    shard: &mut Shard,
+    sink: &mut Sink,
+    files: &[CaptureFile],
+    batch: usize,
+    ctl: &RunControl,
+    spare: bool,
+) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
+    let mut done_bytes = 0u64;
+    'files: for f in files {
+        let mut reader = f.reader();
+        let data = reader.data();
+        let mut stride = f.stride(shard.id(), shard.shards(), !spare);
+        loop {
+            if ctl.stop.load(Ordering::Relaxed) {
+                break 'files;
+            }
+            stride.reached(reader.position());
+            if reader.next_batch(&mut refs, batch) == 0 {
+                break;
+            }
+            shard.batch(data, &refs);
+            if shard.table.out.len() >= RECORDS_PER_BATCH {
+                sink.send(&mut shard.table.out, false);
+            }
+            if shard.id() == 0 {
+                ctl.progress
+                    .store(done_bytes + reader.position(), Ordering::Relaxed);
+            }
+        }
+        if shard.id() == 0 {
+            shard.counters.unsupported_link += reader.skipped_unsupported_link();
+            warnings.extend(reader.warning().cloned());
+        }
+        done_bytes += f.bytes().len() as u64;
+    }
+    warnings
+}
+
+/// [`shard_loop`] for one of several shards: reads its turns of batches up
+/// to [`crate::exchange::LOOKAHEAD`] turns ahead, splitting them among the
+/// shards, steps over the other turns, and runs every turn's parcel for
+/// this shard in order (see [`crate::exchange`]).
+pub(super) fn shard_loop_shared(
+    shard: &mut Shard,
+    sink: &mut Sink,
+    files: &[CaptureFile],
+    batch: usize,
+    ctl: &RunControl,
+    mut ends: crate::exchange::Ends,
+    spare: bool,
+) -> Vec<Warning> {
+    let shards = shard.shards();
+    let id = shard.id();
+    let mut warnings = Vec::new();
+    let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
+    let mut done_bytes = 0u64;
+    // Turns are numbered across files. Parcels hold decoded packets, not
+    // pointers into the file, but every turn of a file is run before the
+    // next file is read: the reader, its warning and its counts belong to
+    // one file at a time.
+    let (mut read, mut run) = (0usize, 0usize);
+    // Once stopping, nothing more is read; what was read is still run.
+    let mut stopping = false;
+    'files: for f in files {
+        let mut reader = f.reader();
+        let data = reader.data();
+        let mut stride = f.stride(id, shards, !spare);
+        let mut end_of_file = false;
+        loop {
+            if !stopping && ctl.stop.load(Ordering::Relaxed) {
+                stopping = true;
+                ends.stop_sending();
+            }
+            while !stopping && !end_of_file && read < run + crate::exchange::LOOKAHEAD {
+                stride.reached(reader.position());
+                let n = if read % shards == id {
+                    let n = reader.next_batch(&mut refs, batch);
+                    if n > 0 {
+                        shard.split(data, &refs, ends.parcels());
+                        if !ends.send() {
+                            // Another shard left: stop reading, run what
+                            // was read.
+                            stopping = true;
+                            ends.stop_sending();
+                        }
+                    }
+                    n
+                } else {
+                    reader.skip_batch(batch)
+                };
+                if n == 0 {
+                    end_of_file = true;
+                } else {
+                    read += 1;
+                }
+            }
+            if run >= read && (!stopping || ends.peers_gone()) {
+                if stopping {
+                    break 'files;
+                }
+                break;
+            }
+            match ends.take(run % shards) {
+                Some(parcel) => {
+                    shard.run_parcel(&parcel);
+                    ends.give_back(run % shards, parcel);
+                }
+                None if !stopping => {
+                    // Another shard left without its turn: run what was
+                    // read, read no more.
+                    stopping = true;
+                    ends.stop_sending();
+                }
+                None => {}
+            }
+            run += 1;
+            if shard.table.out.len() >= RECORDS_PER_BATCH {
+                sink.send(&mut shard.table.out, false);
+            }
+            if id == 0 {
+                ctl.progress
+                    .store(done_bytes + reader.position(), Ordering::Relaxed);
+            }
+        }
+        if id == 0 {
+            shard.counters.unsupported_link += reader.skipped_unsupported_link();
+            warnings.extend(reader.warning().cloned());
+        }
+        done_bytes += f.bytes().len() as u64;
+    }
+    warnings
+}

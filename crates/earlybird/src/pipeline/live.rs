@@ -1,0 +1,91 @@
+//! Live runs: how each shard thread reads its AF_PACKET socket.
+//!
+//! Contract: [`shard_loop`] takes the blocks the kernel hands over on the
+//! shard's own socket (the kernel's fanout hash already chose the shard of
+//! every packet, so nothing is exchanged between shards), runs them in
+//! batches through the shard, and stops when [`RunControl::stop`] is
+//! raised, the deadline passes or the socket fails (returned as a
+//! warning; the caller still flushes every flow). Flow times are the
+//! kernel's packet timestamps. While the interface is idle the table clock
+//! follows the system clock (the clock those timestamps come from), held
+//! back by [`IDLE_LAG`] so a packet still in the kernel's open block is
+//! never older than it, and so idle flows still expire. Every [`TICK`] a
+//! sixteenth of the table's slots is swept and the records waiting on the
+//! shard are handed to the exporter, so at low rates records still leave
+//! within a second or two. Nothing is allocated per packet.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::sink::Sink;
+use super::{RunControl, RECORDS_PER_BATCH};
+use crate::shard::Shard;
+use crate::source::af_packet::Ring;
+use crate::source::{PacketRef, Warning};
+use crate::telemetry::Counters;
+
+/// How long a shard waits in `poll` for a block before it checks the stop
+/// flag and the deadline again.
+const POLL_MS: i32 = 50;
+/// Period of the sweep and the hand-over of waiting records.
+const TICK: Duration = Duration::from_millis(100);
+/// How far behind the system clock an idle shard's table clock stays.
+pub const IDLE_LAG: u64 = 1_000_000_000;
+
+/// Reads `ring` into `shard` until stopped (see the module docs).
+pub(super) fn shard_loop(
+    shard: &mut Shard,
+    sink: &mut Sink,
+    ring: &mut Ring,
+    batch: usize,
+    ctl: &RunControl,
+    deadline: Option<Instant>,
+) -> Vec<Warning> {
+    let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
+    let mut last_tick = Instant::now();
+    loop {
+        if ctl.stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+            return Vec::new();
+        }
+        match ring.next_block(POLL_MS) {
+            Err(e) => return vec![Warning::live(&e)],
+            Ok(Some(mut block)) => {
+                while block.next_batch(&mut refs, batch) > 0 {
+                    shard.batch(block.data(), &refs);
+                    if shard.table.out.len() >= RECORDS_PER_BATCH {
+                        sink.send(&mut shard.table.out, false);
+                    }
+                }
+                // One shared add per block, not per packet.
+                ctl.progress
+                    .fetch_add(u64::from(block.frames()), Ordering::Relaxed);
+            }
+            Ok(None) => shard.idle(system_now().saturating_sub(IDLE_LAG), 0),
+        }
+        if last_tick.elapsed() >= TICK {
+            last_tick = Instant::now();
+            let slots = shard.table.slots_in_use() / 16;
+            shard.idle(0, slots);
+            if !shard.table.out.is_empty() {
+                sink.send(&mut shard.table.out, false);
+            }
+        }
+    }
+}
+
+/// Adds the socket's counters (the kernel's and the ring walk's) to the
+/// shard's.
+pub(super) fn count(c: &mut Counters, ring: &mut Ring) {
+    let k = ring.stats();
+    c.live_offered += k.packets;
+    c.live_dropped += k.drops;
+    c.live_bad_frames += ring.bad_frames();
+    c.live_vlan_stripped += ring.vlan_stripped();
+}
+
+/// The system clock, in nanoseconds since the epoch (0 if it is before).
+fn system_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}

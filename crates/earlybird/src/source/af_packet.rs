@@ -1,0 +1,548 @@
+//! Live capture on Linux: AF_PACKET sockets with TPACKET_V3 receive rings.
+//!
+//! Contract:
+//! - [`Ring::open`] opens one packet socket on an interface and maps a
+//!   receive ring shared with the kernel (`blocks` blocks of `block_size`
+//!   bytes). The kernel fills a block with as many frames as fit and hands
+//!   it over when it is full or `block_timeout_ms` after its first frame.
+//!   With `fanout`, the socket joins a kernel fanout group of type
+//!   `PACKET_FANOUT_HASH`, which picks the socket from a symmetric hash of
+//!   the flow, so both directions of a session reach the same socket: one
+//!   socket per shard, and the kernel does the split that `exchange.rs`
+//!   does for files. A classic BPF program `ret #snaplen` keeps only the
+//!   first `snaplen` bytes of each frame (the flow meter reads headers; the
+//!   original length is still reported).
+//! - [`Ring::next_block`] waits up to a timeout for the next block the
+//!   kernel has handed over. The [`Block`] it returns fills the caller's
+//!   reused `Vec<PacketRef>` batch after batch ([`Block::next_batch`]) with
+//!   offsets into [`Block::data`], and gives the block back to the kernel
+//!   when dropped. No packet is copied and nothing is allocated per packet.
+//! - Every field the kernel wrote is bounds-checked before use: a frame
+//!   header that points outside its block ends the block and is counted in
+//!   [`Ring::bad_frames`]; nothing panics.
+//! - [`Ring::stats`] reads the kernel's counters: packets the socket was
+//!   offered and packets dropped because the ring was full.
+//! - Errors ([`Error::Interface`]) name the interface: it does not exist,
+//!   its link type cannot be decoded, or the process lacks CAP_NET_RAW.
+//!
+//! Not handled: a VLAN tag the driver stripped (the kernel reports it
+//! beside the frame, `TP_STATUS_VLAN_VALID`) is not put back, so such
+//! packets are keyed without their VLAN ([`Ring::vlan_stripped`] counts
+//! them); IP fragments are hashed by the kernel on their addresses only,
+//! so with several shards they may reach another shard than the
+//! unfragmented packets of their flow.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::{LinkType, PacketRef};
+use crate::error::{Error, Result};
+
+/// Options of a live capture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveConfig {
+    /// Interface name (`eth0`).
+    pub interface: String,
+    /// Bytes of a ring block (a multiple of the page size).
+    pub block_size: u32,
+    /// Blocks in the ring of each socket.
+    pub blocks: u32,
+    /// Milliseconds after its first frame that the kernel hands over a
+    /// block that is not full.
+    pub block_timeout_ms: u32,
+    /// Bytes kept of each frame.
+    pub snaplen: u32,
+    /// Put the interface in promiscuous mode while capturing.
+    pub promiscuous: bool,
+}
+
+impl LiveConfig {
+    /// Defaults for `interface`: 64 blocks of 1 MiB per socket, blocks
+    /// handed over after 10 ms, 256 bytes kept per frame, promiscuous.
+    pub fn new(interface: &str) -> LiveConfig {
+        LiveConfig {
+            interface: interface.into(),
+            block_size: 1 << 20,
+            blocks: 64,
+            block_timeout_ms: 10,
+            snaplen: 256,
+            promiscuous: true,
+        }
+    }
+}
+
+/// The kernel's counters of one socket since it was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelStats {
+    /// Packets the socket was offered (dropped ones included).
+    pub packets: u64,
+    /// Packets dropped because the ring had no free block.
+    pub drops: u64,
+    /// Times the ring was found full.
+    pub freezes: u64,
+}
+
+/// Offsets in a block descriptor (`struct tpacket_block_desc`, whose
+/// `tpacket_hdr_v1` starts at byte 8).
+const BLOCK_STATUS: usize = 8;
+const BLOCK_NUM_PKTS: usize = 12;
+const BLOCK_FIRST: usize = 16;
+const BLOCK_LAST_SEC: usize = 40;
+const BLOCK_LAST_NSEC: usize = 44;
+/// Offsets in a frame header (`struct tpacket3_hdr`).
+const FRAME_NEXT: usize = 0;
+const FRAME_SEC: usize = 4;
+const FRAME_NSEC: usize = 8;
+const FRAME_SNAPLEN: usize = 12;
+const FRAME_LEN: usize = 16;
+const FRAME_STATUS: usize = 20;
+const FRAME_MAC: usize = 24;
+/// Bytes of a frame header the walk reads.
+const FRAME_HDR: usize = 28;
+
+/// One packet socket with its mapped receive ring.
+pub struct Ring {
+    fd: OwnedFd,
+    map: NonNull<u8>,
+    map_len: usize,
+    block_size: usize,
+    blocks: usize,
+    next: usize,
+    link: LinkType,
+    interface: String,
+    /// Packets handed out so far (numbers in [`PacketRef::number`]).
+    numbered: u64,
+    bad_frames: u64,
+    vlan_stripped: u64,
+    stats: KernelStats,
+}
+
+// The ring's memory is owned by this value alone (the kernel writes only
+// blocks it owns), so moving it to a shard thread is sound.
+unsafe impl Send for Ring {}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // SAFETY: `map` was returned by mmap with `map_len` bytes and no
+        // reference into it outlives `self` (blocks borrow the ring).
+        unsafe {
+            libc::munmap(self.map.as_ptr().cast(), self.map_len);
+        }
+    }
+}
+
+/// `setsockopt` of a plain value, as an `io::Result`.
+fn set_opt<T>(fd: &OwnedFd, level: i32, name: i32, value: &T) -> std::io::Result<()> {
+    // SAFETY: `value` is a live `T` of the size passed.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// The link type of frames read from an interface with a raw packet
+/// socket, from its ARPHRD type in sysfs.
+pub fn interface_link(name: &str) -> Result<LinkType> {
+    let path = format!("/sys/class/net/{name}/type");
+    let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::Interface {
+            name: name.into(),
+            reason: "no such network interface".into(),
+        },
+        _ => Error::interface(name, &path, e),
+    })?;
+    let arphrd: u32 = text.trim().parse().map_err(|_| Error::Interface {
+        name: name.into(),
+        reason: format!("{path}: not a number: {:?}", text.trim()),
+    })?;
+    match arphrd {
+        // Ethernet and loopback frames carry an Ethernet header.
+        1 | 772 => Ok(LinkType::Ethernet),
+        // Tunnels, PPP, raw IP and "none" (tun) devices start at the IP header.
+        768 | 769 | 776 | 778 | 512 | 519 | 0xfffe => Ok(LinkType::Raw),
+        other => Err(Error::Interface {
+            name: name.into(),
+            reason: format!(
+                "link type ARPHRD {other} is not supported (Ethernet, loopback, raw IP)"
+            ),
+        }),
+    }
+}
+
+/// A fanout group id for this run: unique among the processes of the
+/// machine (the process id) and among runs within the process.
+pub fn fanout_group() -> u16 {
+    static RUNS: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let run = RUNS.fetch_add(1, Ordering::Relaxed);
+    (std::process::id() as u16).wrapping_add(run.wrapping_mul(0x9e37))
+}
+
+impl Ring {
+    /// Opens a socket on `cfg.interface` with its ring; joins fanout group
+    /// `fanout` when given (every socket of a run passes the same id).
+    pub fn open(cfg: &LiveConfig, fanout: Option<u16>) -> Result<Ring> {
+        let name = cfg.interface.as_str();
+        let page = 4096u32;
+        if cfg.block_size < page || !cfg.block_size.is_multiple_of(page) || cfg.blocks == 0 {
+            return Err(Error::Config(format!(
+                "ring blocks must be a multiple of {page} bytes and at least one (got {} × {})",
+                cfg.blocks, cfg.block_size
+            )));
+        }
+        let link = interface_link(name)?;
+        let cname = CString::new(name).map_err(|_| Error::Interface {
+            name: name.into(),
+            reason: "the name holds a NUL byte".into(),
+        })?;
+        // SAFETY: a NUL-terminated string.
+        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+        if ifindex == 0 {
+            return Err(Error::interface(
+                name,
+                "no such interface",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        // Protocol 0: the socket receives nothing until `bind` names the
+        // interface, so no frame of another interface slips into the ring.
+        // SAFETY: plain socket call.
+        let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+        if raw < 0 {
+            return Err(Error::interface(
+                name,
+                "cannot open a packet socket",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: a new descriptor owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let err = |what: &'static str| move |e: std::io::Error| Error::interface(name, what, e);
+        let version = libc::tpacket_versions::TPACKET_V3 as libc::c_int;
+        set_opt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &version)
+            .map_err(err("PACKET_VERSION 3"))?;
+        let snap = [libc::sock_filter {
+            code: (libc::BPF_RET | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 0,
+            k: cfg.snaplen.max(64),
+        }];
+        let prog = libc::sock_fprog {
+            len: 1,
+            filter: snap.as_ptr() as *mut libc::sock_filter,
+        };
+        set_opt(&fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &prog)
+            .map_err(err("snaplen filter"))?;
+        let frame = 2048u32;
+        let req = libc::tpacket_req3 {
+            tp_block_size: cfg.block_size,
+            tp_block_nr: cfg.blocks,
+            tp_frame_size: frame,
+            tp_frame_nr: (cfg.block_size / frame) * cfg.blocks,
+            tp_retire_blk_tov: cfg.block_timeout_ms.max(1),
+            tp_sizeof_priv: 0,
+            tp_feature_req_word: 0,
+        };
+        set_opt(&fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &req).map_err(err("receive ring"))?;
+        let map_len = cfg.block_size as usize * cfg.blocks as usize;
+        // SAFETY: maps the ring the kernel just allocated for this socket.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(Error::interface(
+                name,
+                "cannot map the ring",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        let ring = Ring {
+            fd,
+            map: NonNull::new(map.cast()).ok_or_else(|| Error::Interface {
+                name: name.into(),
+                reason: "the ring was mapped at address 0".into(),
+            })?,
+            map_len,
+            block_size: cfg.block_size as usize,
+            blocks: cfg.blocks as usize,
+            next: 0,
+            link,
+            interface: name.into(),
+            numbered: 0,
+            bad_frames: 0,
+            vlan_stripped: 0,
+            stats: KernelStats::default(),
+        };
+        // SAFETY: zeroed plain-data struct, then filled.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+        sll.sll_ifindex = ifindex as i32;
+        // SAFETY: `sll` is a sockaddr_ll of the size passed.
+        let r = unsafe {
+            libc::bind(
+                ring.fd.as_raw_fd(),
+                (&sll as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            return Err(Error::interface(
+                name,
+                "bind",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        if cfg.promiscuous {
+            let mreq = libc::packet_mreq {
+                mr_ifindex: ifindex as i32,
+                mr_type: libc::PACKET_MR_PROMISC as u16,
+                mr_alen: 0,
+                mr_address: [0; 8],
+            };
+            set_opt(
+                &ring.fd,
+                libc::SOL_PACKET,
+                libc::PACKET_ADD_MEMBERSHIP,
+                &mreq,
+            )
+            .map_err(err("promiscuous mode"))?;
+        }
+        if let Some(group) = fanout {
+            let arg: u32 = u32::from(group) | (libc::PACKET_FANOUT_HASH << 16);
+            set_opt(&ring.fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg)
+                .map_err(err("fanout group"))?;
+        }
+        Ok(ring)
+    }
+
+    /// Link type of the frames.
+    pub fn link(&self) -> LinkType {
+        self.link
+    }
+
+    /// Interface name.
+    pub fn interface(&self) -> &str {
+        &self.interface
+    }
+
+    /// Frame headers that pointed outside their block (the rest of such a
+    /// block is not read).
+    pub fn bad_frames(&self) -> u64 {
+        self.bad_frames
+    }
+
+    /// Frames whose VLAN tag the driver stripped (keyed without it).
+    pub fn vlan_stripped(&self) -> u64 {
+        self.vlan_stripped
+    }
+
+    fn status(&self, block: usize) -> &AtomicU32 {
+        // SAFETY: the status word of a block inside the mapping, 4-aligned
+        // (blocks are page-aligned); the kernel and this thread access it
+        // atomically.
+        unsafe {
+            AtomicU32::from_ptr(
+                self.map
+                    .as_ptr()
+                    .add(block * self.block_size + BLOCK_STATUS)
+                    .cast(),
+            )
+        }
+    }
+
+    /// The next block the kernel has handed over, waiting up to
+    /// `timeout_ms` for it; `None` when none came in time. An error means
+    /// the socket failed (the interface went away).
+    pub fn next_block(&mut self, timeout_ms: i32) -> Result<Option<Block<'_>>> {
+        if self.status(self.next).load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
+            let mut pfd = libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN | libc::POLLERR,
+                revents: 0,
+            };
+            // SAFETY: one pollfd.
+            let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+            if r < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(Error::interface(&self.interface, "poll", e));
+                }
+            }
+            if pfd.revents & (libc::POLLERR | libc::POLLNVAL) != 0 {
+                return Err(self.socket_error());
+            }
+            if self.status(self.next).load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
+                return Ok(None);
+            }
+        }
+        let index = self.next;
+        self.next = (self.next + 1) % self.blocks;
+        // SAFETY: the block lies inside the mapping and the kernel does not
+        // write it until its status goes back to TP_STATUS_KERNEL (when the
+        // `Block` is dropped).
+        let data = unsafe {
+            std::slice::from_raw_parts(
+                self.map.as_ptr().add(index * self.block_size),
+                self.block_size,
+            )
+        };
+        let count = read_u32(data, BLOCK_NUM_PKTS);
+        let first = read_u32(data, BLOCK_FIRST) as usize;
+        Ok(Some(Block {
+            ring: self,
+            index,
+            data,
+            left: count,
+            at: first,
+        }))
+    }
+
+    /// The pending error of the socket (after POLLERR).
+    fn socket_error(&self) -> Error {
+        let mut err: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: an int-sized option into an int.
+        unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_ERROR,
+                (&mut err as *mut libc::c_int).cast(),
+                &mut len,
+            );
+        }
+        Error::interface(
+            &self.interface,
+            "capture stopped",
+            std::io::Error::from_raw_os_error(err.max(1)),
+        )
+    }
+
+    /// The kernel's counters since the socket was opened.
+    pub fn stats(&mut self) -> KernelStats {
+        // SAFETY: zeroed plain-data struct.
+        let mut s: libc::tpacket_stats_v3 = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::tpacket_stats_v3>() as libc::socklen_t;
+        // SAFETY: a tpacket_stats_v3 of the size passed. The kernel resets
+        // its counters on each read, so they are added up here.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut s as *mut libc::tpacket_stats_v3).cast(),
+                &mut len,
+            )
+        };
+        if r == 0 {
+            // The kernel's packet count already includes the drops.
+            self.stats.packets += u64::from(s.tp_packets);
+            self.stats.drops += u64::from(s.tp_drops);
+            self.stats.freezes += u64::from(s.tp_freeze_q_cnt);
+        }
+        self.stats
+    }
+}
+
+fn read_u32(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .map_or(0, |s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+fn read_u16(b: &[u8], at: usize) -> u16 {
+    b.get(at..at + 2)
+        .map_or(0, |s| u16::from_ne_bytes([s[0], s[1]]))
+}
+
+/// A block handed over by the kernel; given back when dropped.
+pub struct Block<'a> {
+    ring: &'a mut Ring,
+    index: usize,
+    data: &'a [u8],
+    left: u32,
+    at: usize,
+}
+
+impl Block<'_> {
+    /// The block's bytes (the [`PacketRef`] offsets point into them).
+    pub fn data(&self) -> &[u8] {
+        self.data
+    }
+
+    /// Frames in the block.
+    pub fn frames(&self) -> u32 {
+        read_u32(self.data, BLOCK_NUM_PKTS)
+    }
+
+    /// The time the kernel closed the block (its last frame's time), in
+    /// nanoseconds since the epoch.
+    pub fn last_ts(&self) -> u64 {
+        u64::from(read_u32(self.data, BLOCK_LAST_SEC)) * 1_000_000_000
+            + u64::from(read_u32(self.data, BLOCK_LAST_NSEC))
+    }
+
+    /// Fills `out` (cleared first) with up to `max` of the block's next
+    /// frames; returns how many (0 at the end of the block).
+    pub fn next_batch(&mut self, out: &mut Vec<PacketRef>, max: usize) -> usize {
+        out.clear();
+        let link = self.ring.link;
+        while self.left > 0 && out.len() < max {
+            let h = self.at;
+            let bad = !h.is_multiple_of(4) || h.checked_add(FRAME_HDR).is_none_or(|e| e > self.data.len());
+            let mac = h + read_u16(self.data, h + FRAME_MAC) as usize;
+            let caplen = read_u32(self.data, h + FRAME_SNAPLEN);
+            if bad || mac + caplen as usize > self.data.len() {
+                self.ring.bad_frames += 1;
+                self.left = 0;
+                break;
+            }
+            if read_u32(self.data, h + FRAME_STATUS) & libc::TP_STATUS_VLAN_VALID != 0 {
+                self.ring.vlan_stripped += 1;
+            }
+            self.ring.numbered += 1;
+            out.push(PacketRef {
+                offset: mac,
+                caplen,
+                orig_len: read_u32(self.data, h + FRAME_LEN).max(caplen),
+                ts: u64::from(read_u32(self.data, h + FRAME_SEC)) * 1_000_000_000
+                    + u64::from(read_u32(self.data, h + FRAME_NSEC)),
+                link,
+                number: self.ring.numbered,
+            });
+            self.left -= 1;
+            let next = read_u32(self.data, h + FRAME_NEXT) as usize;
+            if next == 0 {
+                self.left = 0;
+            }
+            self.at = h + next;
+        }
+        out.len()
+    }
+}
+
+impl Drop for Block<'_> {
+    fn drop(&mut self) {
+        self.ring
+            .status(self.index)
+            .store(libc::TP_STATUS_KERNEL, Ordering::Release);
+    }
+}
