@@ -119,3 +119,90 @@ impl earlybird::classify::Classifier for ClassifyOnly {
         self.0.classes()
     }
 }
+
+/// Test hosts for live capture: a veth pair whose end `a` stays in this
+/// namespace and whose end `b` lives in a network namespace of its own, so
+/// whatever a test sends out of `b` reaches only `a`. IPv6 is off on both
+/// ends and neither has an address, so the kernel sends nothing of its own.
+/// Removed on drop, even when the test fails.
+pub struct Veth {
+    /// The end in this namespace (capture here).
+    pub a: String,
+    /// The end in the namespace `ns` (send from here).
+    pub b: String,
+    /// The network namespace of `b`.
+    pub ns: String,
+}
+
+fn ip(args: &[&str]) -> bool {
+    std::process::Command::new("ip")
+        .args(args)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+impl Veth {
+    /// A pair named after `tag` and this process; `None` (the test is
+    /// skipped, and says so) when the process is not root.
+    pub fn create(tag: &str) -> Option<Veth> {
+        // SAFETY: plain libc call.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("SKIPPED: live capture tests need root (veth pairs and packet sockets)");
+            return None;
+        }
+        let id = std::process::id() % 100_000;
+        let v = Veth {
+            a: format!("{tag}a{id}"),
+            b: format!("{tag}b{id}"),
+            ns: format!("{tag}n{id}"),
+        };
+        let _ = ip(&["link", "del", &v.a]);
+        let _ = ip(&["netns", "del", &v.ns]);
+        let ok = ip(&["netns", "add", &v.ns])
+            && ip(&["link", "add", &v.a, "type", "veth", "peer", "name", &v.b])
+            && ip(&["link", "set", &v.b, "netns", &v.ns])
+            && std::fs::write(format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", v.a), "1").is_ok()
+            && ip(&["link", "set", &v.a, "mtu", "9000", "up"])
+            && ip(&[
+                "netns",
+                "exec",
+                &v.ns,
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{}.disable_ipv6=1", v.b),
+            ])
+            && ip(&["-n", &v.ns, "link", "set", &v.b, "mtu", "9000", "up"]);
+        assert!(
+            ok,
+            "cannot set up the veth pair {} / {} (netns {})",
+            v.a, v.b, v.ns
+        );
+        Some(v)
+    }
+
+    /// Runs `f` on a thread that has entered the namespace of `b` (network
+    /// namespaces belong to threads, so only that thread moves).
+    pub fn in_peer<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        let path = format!("/var/run/netns/{}", self.ns);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                use std::os::fd::AsRawFd;
+                let ns = std::fs::File::open(&path).expect("netns file");
+                // SAFETY: setns on an open namespace file, for this thread.
+                let r = unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) };
+                assert_eq!(r, 0, "setns {path}: {}", std::io::Error::last_os_error());
+                f()
+            })
+            .join()
+            .expect("thread in the peer namespace")
+        })
+    }
+}
+
+impl Drop for Veth {
+    fn drop(&mut self) {
+        let _ = ip(&["link", "del", &self.a]);
+        let _ = ip(&["netns", "del", &self.ns]);
+    }
+}

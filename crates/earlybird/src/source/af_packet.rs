@@ -89,8 +89,6 @@ pub struct KernelStats {
 const BLOCK_STATUS: usize = 8;
 const BLOCK_NUM_PKTS: usize = 12;
 const BLOCK_FIRST: usize = 16;
-const BLOCK_LAST_SEC: usize = 40;
-const BLOCK_LAST_NSEC: usize = 44;
 /// Offsets in a frame header (`struct tpacket3_hdr`).
 const FRAME_NEXT: usize = 0;
 const FRAME_SEC: usize = 4;
@@ -405,14 +403,10 @@ impl Ring {
                 self.block_size,
             )
         };
-        let count = read_u32(data, BLOCK_NUM_PKTS);
-        let first = read_u32(data, BLOCK_FIRST) as usize;
         Ok(Some(Block {
             ring: self,
             index,
-            data,
-            left: count,
-            at: first,
+            frames: Frames::new(data),
         }))
     }
 
@@ -477,59 +471,104 @@ fn read_u16(b: &[u8], at: usize) -> u16 {
 pub struct Block<'a> {
     ring: &'a mut Ring,
     index: usize,
-    data: &'a [u8],
-    left: u32,
-    at: usize,
+    frames: Frames<'a>,
 }
 
 impl Block<'_> {
     /// The block's bytes (the [`PacketRef`] offsets point into them).
     pub fn data(&self) -> &[u8] {
-        self.data
+        self.frames.data
     }
 
     /// Frames in the block.
     pub fn frames(&self) -> u32 {
-        read_u32(self.data, BLOCK_NUM_PKTS)
-    }
-
-    /// The time the kernel closed the block (its last frame's time), in
-    /// nanoseconds since the epoch.
-    pub fn last_ts(&self) -> u64 {
-        u64::from(read_u32(self.data, BLOCK_LAST_SEC)) * 1_000_000_000
-            + u64::from(read_u32(self.data, BLOCK_LAST_NSEC))
+        read_u32(self.frames.data, BLOCK_NUM_PKTS)
     }
 
     /// Fills `out` (cleared first) with up to `max` of the block's next
     /// frames; returns how many (0 at the end of the block).
     pub fn next_batch(&mut self, out: &mut Vec<PacketRef>, max: usize) -> usize {
+        let ring = &mut *self.ring;
+        let mut walk = Walked {
+            numbered: ring.numbered,
+            bad_frames: 0,
+            vlan_stripped: 0,
+        };
+        let n = self.frames.next_batch(ring.link, out, max, &mut walk);
+        ring.numbered = walk.numbered;
+        ring.bad_frames += walk.bad_frames;
+        ring.vlan_stripped += walk.vlan_stripped;
+        n
+    }
+}
+
+/// What a walk over frames counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Walked {
+    /// Number of the last frame handed out (numbers go on across blocks).
+    pub numbered: u64,
+    /// Frame headers that pointed outside the block (the walk stops there).
+    pub bad_frames: u64,
+    /// Frames whose VLAN tag the driver stripped.
+    pub vlan_stripped: u64,
+}
+
+/// The walk over the frames of one block's bytes: reads only `data`, so
+/// any bytes can be given (tests, fuzzing), and never reads outside it.
+pub struct Frames<'a> {
+    data: &'a [u8],
+    left: u32,
+    at: usize,
+}
+
+impl<'a> Frames<'a> {
+    /// The frames of a block (`struct tpacket_block_desc` first).
+    pub fn new(data: &'a [u8]) -> Frames<'a> {
+        Frames {
+            data,
+            left: read_u32(data, BLOCK_NUM_PKTS),
+            at: read_u32(data, BLOCK_FIRST) as usize,
+        }
+    }
+
+    /// Fills `out` (cleared first) with up to `max` of the next frames, as
+    /// `link` packets numbered on from `walk.numbered`; returns how many (0
+    /// at the end of the block or at its first bad frame header).
+    pub fn next_batch(
+        &mut self,
+        link: LinkType,
+        out: &mut Vec<PacketRef>,
+        max: usize,
+        walk: &mut Walked,
+    ) -> usize {
         out.clear();
-        let link = self.ring.link;
+        let data = self.data;
         while self.left > 0 && out.len() < max {
             let h = self.at;
-            let bad = !h.is_multiple_of(4) || h.checked_add(FRAME_HDR).is_none_or(|e| e > self.data.len());
-            let mac = h + read_u16(self.data, h + FRAME_MAC) as usize;
-            let caplen = read_u32(self.data, h + FRAME_SNAPLEN);
-            if bad || mac + caplen as usize > self.data.len() {
-                self.ring.bad_frames += 1;
+            let hdr_ok =
+                h.is_multiple_of(4) && h.checked_add(FRAME_HDR).is_some_and(|e| e <= data.len());
+            let mac = h.saturating_add(usize::from(read_u16(data, h + FRAME_MAC)));
+            let caplen = read_u32(data, h + FRAME_SNAPLEN);
+            if !hdr_ok || mac.saturating_add(caplen as usize) > data.len() {
+                walk.bad_frames += 1;
                 self.left = 0;
                 break;
             }
-            if read_u32(self.data, h + FRAME_STATUS) & libc::TP_STATUS_VLAN_VALID != 0 {
-                self.ring.vlan_stripped += 1;
+            if read_u32(data, h + FRAME_STATUS) & libc::TP_STATUS_VLAN_VALID != 0 {
+                walk.vlan_stripped += 1;
             }
-            self.ring.numbered += 1;
+            walk.numbered += 1;
             out.push(PacketRef {
                 offset: mac,
                 caplen,
-                orig_len: read_u32(self.data, h + FRAME_LEN).max(caplen),
-                ts: u64::from(read_u32(self.data, h + FRAME_SEC)) * 1_000_000_000
-                    + u64::from(read_u32(self.data, h + FRAME_NSEC)),
+                orig_len: read_u32(data, h + FRAME_LEN).max(caplen),
+                ts: u64::from(read_u32(data, h + FRAME_SEC)) * 1_000_000_000
+                    + u64::from(read_u32(data, h + FRAME_NSEC)),
                 link,
-                number: self.ring.numbered,
+                number: walk.numbered,
             });
             self.left -= 1;
-            let next = read_u32(self.data, h + FRAME_NEXT) as usize;
+            let next = read_u32(data, h + FRAME_NEXT) as usize;
             if next == 0 {
                 self.left = 0;
             }
@@ -544,5 +583,121 @@ impl Drop for Block<'_> {
         self.ring
             .status(self.index)
             .store(libc::TP_STATUS_KERNEL, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A block of `frames` (caplen, wire length, seconds, VLAN stripped)
+    /// laid out as the kernel does: descriptor, then each frame header
+    /// with its bytes 32 bytes further, 16-aligned.
+    fn block(frames: &[(u32, u32, u32, bool)]) -> Vec<u8> {
+        let mut b = vec![0u8; 4096];
+        let put =
+            |b: &mut Vec<u8>, at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+        put(&mut b, BLOCK_NUM_PKTS, frames.len() as u32);
+        put(&mut b, BLOCK_FIRST, 48);
+        let mut at = 48;
+        for (i, &(caplen, len, sec, vlan)) in frames.iter().enumerate() {
+            let size = (32 + caplen as usize).next_multiple_of(16);
+            let next = if i + 1 == frames.len() {
+                0
+            } else {
+                size as u32
+            };
+            put(&mut b, at + FRAME_NEXT, next);
+            put(&mut b, at + FRAME_SEC, sec);
+            put(&mut b, at + FRAME_NSEC, 7);
+            put(&mut b, at + FRAME_SNAPLEN, caplen);
+            put(&mut b, at + FRAME_LEN, len);
+            put(
+                &mut b,
+                at + FRAME_STATUS,
+                if vlan { libc::TP_STATUS_VLAN_VALID } else { 1 },
+            );
+            b[at + FRAME_MAC..at + FRAME_MAC + 2].copy_from_slice(&32u16.to_ne_bytes());
+            for k in 0..caplen as usize {
+                b[at + 32 + k] = i as u8;
+            }
+            at += size;
+        }
+        b
+    }
+
+    #[test]
+    fn walks_frames_in_batches_and_numbers_them() {
+        let b = block(&[(60, 60, 1, false), (100, 1500, 2, true), (14, 14, 3, false)]);
+        let mut f = Frames::new(&b);
+        let mut out = Vec::new();
+        let mut w = Walked {
+            numbered: 10,
+            ..Walked::default()
+        };
+        assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 2, &mut w), 2);
+        assert_eq!(out[0].caplen, 60);
+        assert_eq!(out[0].ts, 1_000_000_007);
+        assert_eq!(out[1].orig_len, 1500);
+        assert_eq!(out[1].bytes(&b), &[1u8; 100][..]);
+        assert_eq!(out[1].number, 12);
+        assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 2, &mut w), 1);
+        assert_eq!(out[0].bytes(&b), &[2u8; 14][..]);
+        assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 2, &mut w), 0);
+        assert_eq!(
+            w,
+            Walked {
+                numbered: 13,
+                bad_frames: 0,
+                vlan_stripped: 1
+            }
+        );
+    }
+
+    #[test]
+    fn a_frame_pointing_outside_its_block_ends_the_walk() {
+        let mut b = block(&[(60, 60, 1, false), (60, 60, 2, false)]);
+        // The second frame claims more bytes than the block has.
+        let second = 48 + (32usize + 60).next_multiple_of(16);
+        b[second + FRAME_SNAPLEN..second + FRAME_SNAPLEN + 4]
+            .copy_from_slice(&9000u32.to_ne_bytes());
+        let mut f = Frames::new(&b);
+        let (mut out, mut w) = (Vec::new(), Walked::default());
+        assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 8, &mut w), 1);
+        assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 8, &mut w), 0);
+        assert_eq!(w.bad_frames, 1);
+    }
+
+    #[test]
+    fn any_bytes_walk_without_panicking() {
+        // Made-up blocks: every frame handed out lies inside the bytes.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..2000 {
+            let mut b = vec![0u8; 256];
+            for x in b.iter_mut() {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                *x = (state % 7) as u8 * 8;
+            }
+            let mut f = Frames::new(&b);
+            let (mut out, mut w) = (Vec::new(), Walked::default());
+            while f.next_batch(LinkType::Raw, &mut out, 4, &mut w) > 0 {
+                for p in &out {
+                    assert!(p.offset + p.caplen as usize <= b.len());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_interface_is_named() {
+        let e = Ring::open(&LiveConfig::new("eb-nosuch0"), None)
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some("interface eb-nosuch0: no such network interface")
+        );
     }
 }

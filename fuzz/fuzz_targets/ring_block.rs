@@ -1,0 +1,27 @@
+//! Fuzz target: any bytes as a block of an AF_PACKET TPACKET_V3 receive
+//! ring. The walk over its frames must never panic, every packet it hands
+//! out must lie inside the block with caplen ≤ orig_len, numbers must
+//! increase, and batches never exceed their bound.
+#![no_main]
+
+use earlybird::source::af_packet::{Frames, Walked};
+use earlybird::source::LinkType;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    for max in [1usize, 7, 256] {
+        let mut frames = Frames::new(data);
+        let mut walk = Walked::default();
+        let mut out = Vec::new();
+        let mut last = 0;
+        while frames.next_batch(LinkType::Ethernet, &mut out, max, &mut walk) > 0 {
+            assert!(out.len() <= max);
+            for p in &out {
+                assert!(p.offset + p.caplen as usize <= data.len());
+                assert!(p.caplen <= p.orig_len);
+                assert!(p.number > last);
+                last = p.number;
+            }
+        }
+    }
+});
