@@ -10,7 +10,7 @@
 //! follows the system clock (the clock those timestamps come from), held
 //! back by [`IDLE_LAG`] so a packet still in the kernel's open block is
 //! never older than it, and so idle flows still expire. Every [`TICK`] a
-//! sixteenth of the table's slots is swept and the records waiting on the
+//! sixteenth of the table's slots (at least [`MIN_SWEEP`]) is swept and the records waiting on the
 //! shard are handed to the exporter, so at low rates records still leave
 //! within a second or two. Nothing is allocated per packet.
 
@@ -29,6 +29,8 @@ use crate::telemetry::Counters;
 const POLL_MS: i32 = 50;
 /// Period of the sweep and the hand-over of waiting records.
 const TICK: Duration = Duration::from_millis(100);
+/// Slots swept per tick at least (small tables are swept whole).
+const MIN_SWEEP: usize = 4096;
 /// How far behind the system clock an idle shard's table clock stays.
 pub const IDLE_LAG: u64 = 1_000_000_000;
 
@@ -64,7 +66,7 @@ pub(super) fn shard_loop(
         }
         if last_tick.elapsed() >= TICK {
             last_tick = Instant::now();
-            let slots = shard.table.slots_in_use() / 16;
+            let slots = (shard.table.slots_in_use() / 16).max(MIN_SWEEP);
             shard.idle(0, slots);
             if !shard.table.out.is_empty() {
                 sink.send(&mut shard.table.out, false);
