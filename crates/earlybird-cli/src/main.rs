@@ -11,6 +11,7 @@ mod cmd_bench;
 mod cmd_evaluate;
 mod cmd_flows;
 mod cmd_gen;
+mod cmd_replay;
 mod cmd_train;
 mod model_arg;
 mod progress;
@@ -39,6 +40,9 @@ enum Command {
     /// Score a model (or compare algorithms) on labelled captures: accuracy,
     /// macro F1, per-class precision/recall, confusion matrix, accuracy vs N.
     Evaluate(cmd_evaluate::EvaluateArgs),
+    /// Send the packets of capture files out of a network interface
+    /// (AF_PACKET TX ring), at full speed or a given rate.
+    Replay(cmd_replay::ReplayArgs),
 }
 
 fn main() {
@@ -49,6 +53,7 @@ fn main() {
         Command::Bench(a) => cmd_bench::run(a),
         Command::Train(a) => cmd_train::run(a),
         Command::Evaluate(a) => cmd_evaluate::run(a),
+        Command::Replay(a) => cmd_replay::run(a),
     };
     std::process::exit(code);
 }

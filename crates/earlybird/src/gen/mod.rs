@@ -28,10 +28,14 @@
 //! - [`GenKind::Realistic`] (see `realistic.rs`): CAIDA-like mix of TCP and UDP
 //!   connections in both directions, heavy-tailed sizes, paced on a link at a
 //!   given load, cut at `snaplen`.
+//!
+//! [`replay`] is the other half of a benchmark: it sends capture files out
+//! of a network interface (`earlybird replay`, AF_PACKET transmit ring).
 
 mod frame;
 pub(crate) mod pcap_writer;
 mod realistic;
+pub mod replay;
 mod worst;
 
 #[cfg(test)]

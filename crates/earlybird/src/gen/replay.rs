@@ -1,0 +1,1265 @@
+//! Replay of capture files onto a Linux network interface (`earlybird
+//! replay`), for benchmarks and tests in network namespaces.
+//!
+//! Contract:
+//! - Input: capture files ([`CaptureFile`]), [`ReplayOptions`] (interface
+//!   name, optional rate in packets per second, number of loops) and a stop
+//!   flag.
+//! - Output: the captured bytes (`caplen`) of every Ethernet packet, file
+//!   after file in the order given, `loops` times, sent out of the interface
+//!   through an AF_PACKET socket with a TPACKET_V2 transmit ring
+//!   (PACKET_QDISC_BYPASS: no qdisc in the way), and a [`ReplayReport`].
+//!   Packets that are not sent are counted by reason, every loop:
+//!   another link type (`skipped_not_ethernet`, pcapng interfaces of an
+//!   unsupported link type included), longer than the interface accepts
+//!   (MTU + 14-byte Ethernet header, + 4 when 802.1Q-tagged on an Ethernet
+//!   device) or than a ring frame (`skipped_too_big`), shorter than an
+//!   Ethernet header (`skipped_too_short`), and frames the kernel refused
+//!   anyway (TP_STATUS_WRONG_FORMAT: `rejected`). `packets_sent` counts the
+//!   frames the kernel took from the ring; the device may still drop some
+//!   (see its tx_dropped counter). A cut-off capture is sent up to the cut
+//!   and its [`Warning`] is in the report (once, not per loop).
+//! - Rate: with `pps`, packet k (k counts the packets sent, from 0) leaves no
+//!   earlier than start + k / pps on the monotonic clock; without it, as fast
+//!   as the kernel takes frames. `seconds` is the wall-clock duration from the
+//!   first packet until the ring is empty.
+//! - Stop: raising the flag stops before the next packet; frames already in
+//!   the ring are still sent. Before returning, the ring is drained: every
+//!   frame the kernel took is back to TP_STATUS_AVAILABLE (bounded wait).
+//! - Failures: invalid options are [`Error::Config`]; everything about the
+//!   interface is [`Error::Interface`] naming it (no such interface, not an
+//!   Ethernet interface, no privilege — root or CAP_NET_RAW —, the ring cannot
+//!   be set up, the interface went down, or the kernel took no frame for
+//!   [`STALL`]). Nothing panics on any input.
+//! - Allocation: none per packet. One batch of packet references is reused,
+//!   and the ring (a few MiB) is mapped once per call.
+
+use std::ffi::CString;
+use std::fmt;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use libc::c_int;
+
+use crate::error::{Error, Result};
+use crate::source::{CaptureFile, LinkType, PacketRef, Warning, BATCH};
+
+/// What to replay onto which interface. Build with [`ReplayOptions::new`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayOptions {
+    /// Interface to send on (e.g. `eth0`, `veth1`).
+    pub interface: String,
+    /// Packets per second; `None` sends as fast as possible.
+    pub pps: Option<f64>,
+    /// Times the whole input is sent (at least 1).
+    pub loops: u32,
+}
+
+impl ReplayOptions {
+    /// Send once, as fast as possible, on `interface`.
+    pub fn new(interface: &str) -> Self {
+        ReplayOptions {
+            interface: interface.to_string(),
+            pps: None,
+            loops: 1,
+        }
+    }
+
+    /// Checks the options; the message names the offending one.
+    fn validate(&self) -> Result<()> {
+        if self.loops == 0 {
+            return Err(Error::Config("replay: loops must be at least 1".into()));
+        }
+        if let Some(pps) = self.pps {
+            if !(pps.is_finite() && pps > 0.0) {
+                return Err(Error::Config(format!(
+                    "replay: pps must be a positive number, got {pps}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a replay sent and what it left out.
+///
+/// Not `Eq`: `seconds` is a float.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplayReport {
+    /// Frames the kernel took from the ring.
+    pub packets_sent: u64,
+    /// Their bytes (Ethernet header included, no FCS).
+    pub bytes_sent: u64,
+    /// Packets of another link type than Ethernet.
+    pub skipped_not_ethernet: u64,
+    /// Frames longer than the interface MTU allows or than a ring frame.
+    pub skipped_too_big: u64,
+    /// Frames shorter than an Ethernet header (14 bytes).
+    pub skipped_too_short: u64,
+    /// Frames the kernel refused (TP_STATUS_WRONG_FORMAT) although they
+    /// passed the checks above.
+    pub rejected: u64,
+    /// Wall-clock seconds from the first packet until the ring was empty.
+    pub seconds: f64,
+    /// Files that ended early (cut off or damaged), once each.
+    pub warnings: Vec<Warning>,
+}
+
+impl fmt::Display for ReplayReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (mpps, gbps) = if self.seconds > 0.0 {
+            (
+                self.packets_sent as f64 / self.seconds / 1e6,
+                self.bytes_sent as f64 * 8.0 / self.seconds / 1e9,
+            )
+        } else {
+            (0.0, 0.0)
+        };
+        write!(
+            f,
+            "{} packets, {} bytes sent in {:.3} s ({:.3} Mpps, {:.3} Gbit/s)",
+            self.packets_sent, self.bytes_sent, self.seconds, mpps, gbps
+        )?;
+        let unsent = [
+            (self.skipped_not_ethernet, "not Ethernet"),
+            (self.skipped_too_big, "too big for the interface"),
+            (self.skipped_too_short, "shorter than an Ethernet header"),
+            (self.rejected, "refused by the kernel"),
+        ];
+        let mut sep = "; not sent: ";
+        for (n, why) in unsent {
+            if n > 0 {
+                write!(f, "{sep}{n} {why}")?;
+                sep = ", ";
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Sends the Ethernet packets of `files` out of `opts.interface`, `loops`
+/// times, at `opts.pps` or as fast as possible, until done or `stop` is
+/// raised. See the module documentation for the counts and errors.
+pub fn replay(
+    files: &[CaptureFile],
+    opts: &ReplayOptions,
+    stop: &AtomicBool,
+) -> Result<ReplayReport> {
+    opts.validate()?;
+    let mut tx = Tx::open(&opts.interface)?;
+    let mut run = Run {
+        tx: &mut tx,
+        pps: opts.pps,
+        stop,
+        start: Instant::now(),
+        next_k: 0,
+        report: ReplayReport::default(),
+    };
+    run.all(files, opts.loops)?;
+    let (start, mut report) = (run.start, run.report);
+    // Whether finished or stopped, the frames already queued are sent and
+    // waited for, so the counts say what left.
+    tx.drain()?;
+    report.seconds = start.elapsed().as_secs_f64();
+    report.packets_sent = tx.queue.packets;
+    report.bytes_sent = tx.queue.bytes;
+    report.rejected = tx.queue.rejected;
+    Ok(report)
+}
+
+/// Ethernet header length (the `hard_header_len` of Ethernet devices).
+const ETH_HLEN: usize = 14;
+/// One 802.1Q tag.
+const VLAN_HLEN: usize = 4;
+/// Where a frame's bytes start in a TPACKET_V2 transmit frame: the kernel
+/// reads them right after the aligned header (`tp_hdrlen` minus the
+/// `sockaddr_ll` it reserves on receive) unless PACKET_TX_HAS_OFF is set.
+const DATA_OFFSET: usize = libc::TPACKET2_HDRLEN - std::mem::size_of::<libc::sockaddr_ll>();
+/// Smallest and largest ring frame (powers of two).
+const MIN_FRAME: usize = 2048;
+const MAX_FRAME: usize = 1 << 20;
+/// Ring size aimed at, and the fewest frames it has with a huge MTU.
+const RING_BYTES: usize = 4 << 20;
+const MIN_FRAMES: usize = 16;
+/// Smallest ring block: fewer, larger blocks for the kernel to allocate.
+const MIN_BLOCK: usize = 64 << 10;
+/// Frames filled between two kicks of the kernel (one `send` each).
+const KICK_EVERY: usize = 64;
+/// How long the ring may stay full without the kernel freeing a frame
+/// before the replay fails (the link is down, or the device stuck).
+pub const STALL: Duration = Duration::from_secs(10);
+/// How long the final drain may wait for the last frames.
+const DRAIN: Duration = Duration::from_secs(5);
+/// Pause before kicking again when the kernel could not take a frame (the
+/// device queue or the socket's send buffer is full).
+const BUSY_BACKOFF: Duration = Duration::from_micros(20);
+/// Longest wait in `poll` for a frame to come back.
+const POLL_MS: c_int = 10;
+
+/// The status bits of a ring frame that mean "the kernel still owns it".
+const SEND_REQUEST: u32 = libc::TP_STATUS_SEND_REQUEST;
+const SENDING: u32 = libc::TP_STATUS_SENDING;
+const WRONG_FORMAT: u32 = libc::TP_STATUS_WRONG_FORMAT;
+const AVAILABLE: u32 = libc::TP_STATUS_AVAILABLE;
+
+/// The frame is ours again (sent and released, whatever timestamp bits the
+/// kernel added).
+fn is_free(status: u32) -> bool {
+    status & (SEND_REQUEST | SENDING | WRONG_FORMAT) == 0
+}
+
+/// The kernel has moved past this frame (taken it, or skipped it): it no
+/// longer waits at it.
+fn kernel_passed(status: u32) -> bool {
+    status & (SEND_REQUEST | WRONG_FORMAT) == 0
+}
+
+/// Shape of the transmit ring for an interface MTU: frames of a power of two
+/// big enough for MTU + Ethernet header + one VLAN tag (within
+/// [`MIN_FRAME`, `MAX_FRAME`]), blocks of a power of two holding whole
+/// frames, about [`RING_BYTES`] in all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Geometry {
+    frame_size: usize,
+    frames: usize,
+    block_size: usize,
+    blocks: usize,
+}
+
+impl Geometry {
+    fn for_mtu(mtu: usize, page_size: usize) -> Geometry {
+        let need = DATA_OFFSET
+            .saturating_add(mtu)
+            .saturating_add(ETH_HLEN + VLAN_HLEN);
+        let frame_size = need
+            .checked_next_power_of_two()
+            .unwrap_or(MAX_FRAME)
+            .clamp(MIN_FRAME, MAX_FRAME);
+        // Powers of two: the largest is a multiple of the others, so blocks
+        // are page-aligned and hold whole frames with nothing left over.
+        let page = page_size.max(1).next_power_of_two();
+        let block_size = frame_size.max(page).max(MIN_BLOCK);
+        let blocks = (RING_BYTES.max(MIN_FRAMES * frame_size) / block_size).max(1);
+        Geometry {
+            frame_size,
+            frames: blocks * (block_size / frame_size),
+            block_size,
+            blocks,
+        }
+    }
+
+    /// Bytes of frame data one ring frame holds.
+    fn capacity(&self) -> usize {
+        self.frame_size - DATA_OFFSET
+    }
+
+    fn bytes(&self) -> usize {
+        self.block_size * self.blocks
+    }
+}
+
+/// Whether a frame can be sent, and if not why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fit {
+    Send,
+    TooShort,
+    TooBig,
+}
+
+/// What the interface and the ring accept. The rules are the kernel's
+/// (`tpacket_snd`), so that it never has to refuse a frame: at least an
+/// Ethernet header, at most MTU + header, 4 more when the frame is 802.1Q
+/// tagged and the device is Ethernet (not loopback), and within a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Limits {
+    mtu: usize,
+    capacity: usize,
+    vlan_extra: bool,
+}
+
+impl Limits {
+    fn fit(&self, frame: &[u8]) -> Fit {
+        if frame.len() < ETH_HLEN {
+            return Fit::TooShort;
+        }
+        let tagged = self.vlan_extra && frame.get(12..14) == Some(&[0x81, 0x00][..]);
+        let limit =
+            self.mtu
+                .saturating_add(ETH_HLEN)
+                .saturating_add(if tagged { VLAN_HLEN } else { 0 });
+        if frame.len() > limit.min(self.capacity) {
+            Fit::TooBig
+        } else {
+            Fit::Send
+        }
+    }
+}
+
+/// Nanoseconds after the start at which packet `k` may leave at `pps`
+/// (saturates for absurd values instead of wrapping).
+fn due_ns(k: u64, pps: f64) -> u64 {
+    (k as f64 * 1e9 / pps) as u64
+}
+
+/// Closer than this to a packet's time, spin; farther, sleep (a sleep can
+/// overshoot by tens of microseconds, so it ends this much early).
+const SPIN_BELOW_NS: u64 = 200_000;
+/// Longest single sleep, so that a raised stop flag is seen quickly.
+const MAX_SLEEP_NS: u64 = 50_000_000;
+
+/// One step of waiting for a packet's time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    Go,
+    Spin,
+    Sleep(Duration),
+}
+
+fn wait_step(now_ns: u64, due_ns: u64) -> Wait {
+    let ahead = due_ns.saturating_sub(now_ns);
+    if ahead == 0 {
+        Wait::Go
+    } else if ahead <= SPIN_BELOW_NS {
+        Wait::Spin
+    } else {
+        Wait::Sleep(Duration::from_nanos(
+            (ahead - SPIN_BELOW_NS / 2).min(MAX_SLEEP_NS),
+        ))
+    }
+}
+
+fn elapsed_ns(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// One replay in progress: walks the files and feeds the ring.
+struct Run<'a> {
+    tx: &'a mut Tx,
+    pps: Option<f64>,
+    stop: &'a AtomicBool,
+    start: Instant,
+    /// Index of the next packet to send (for pacing).
+    next_k: u64,
+    report: ReplayReport,
+}
+
+impl Run<'_> {
+    /// Sends every file `loops` times; stops early (with `Ok`) on `stop`.
+    fn all(&mut self, files: &[CaptureFile], loops: u32) -> Result<()> {
+        let mut refs = Vec::with_capacity(BATCH);
+        for lap in 0..loops {
+            for file in files {
+                if !self.file(file, &mut refs, lap == 0)? {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends one file; `false` when stopped.
+    fn file(
+        &mut self,
+        file: &CaptureFile,
+        refs: &mut Vec<PacketRef>,
+        first_lap: bool,
+    ) -> Result<bool> {
+        let mut reader = file.reader();
+        let data = reader.data();
+        while reader.next_batch(refs, BATCH) > 0 {
+            for r in refs.iter() {
+                if self.stop.load(Ordering::Relaxed) {
+                    return Ok(false);
+                }
+                if r.link != LinkType::Ethernet {
+                    self.report.skipped_not_ethernet += 1;
+                } else if !self.packet(r.bytes(data))? {
+                    return Ok(false);
+                }
+            }
+        }
+        self.report.skipped_not_ethernet += reader.skipped_unsupported_link();
+        if first_lap {
+            if let Some(w) = reader.warning() {
+                self.report.warnings.push(w.clone());
+            }
+        }
+        Ok(true)
+    }
+
+    /// Sends one Ethernet frame (or counts why not); `false` when stopped.
+    fn packet(&mut self, frame: &[u8]) -> Result<bool> {
+        match self.tx.limits.fit(frame) {
+            Fit::TooShort => self.report.skipped_too_short += 1,
+            Fit::TooBig => self.report.skipped_too_big += 1,
+            Fit::Send => {
+                if !self.pace()? || !self.tx.push(frame, self.stop)? {
+                    return Ok(false);
+                }
+                self.next_k += 1;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Waits until packet `next_k` may leave; `false` when stopped first.
+    fn pace(&mut self) -> Result<bool> {
+        let Some(pps) = self.pps else {
+            return Ok(true);
+        };
+        let due = due_ns(self.next_k, pps);
+        let mut kicked = false;
+        loop {
+            let step = wait_step(elapsed_ns(self.start), due);
+            if step == Wait::Go {
+                return Ok(true);
+            }
+            // The frames queued so far must leave on their time, not with
+            // the next batch.
+            if !kicked {
+                self.tx.kick()?;
+                kicked = true;
+            }
+            if self.stop.load(Ordering::Relaxed) {
+                return Ok(false);
+            }
+            match step {
+                Wait::Sleep(d) => std::thread::sleep(d),
+                _ => std::hint::spin_loop(),
+            }
+        }
+    }
+}
+
+/// A view of the mapped transmit ring: `frames` frames of `frame_size`
+/// bytes from `base`. The kernel writes the status words concurrently, so
+/// they are only touched atomically; the rest of a frame is written only
+/// while the frame is ours (free), and published by a release store of
+/// its status.
+struct Ring {
+    base: *mut u8,
+    frame_size: usize,
+    frames: usize,
+}
+
+impl Ring {
+    /// # Safety
+    /// `base` must be valid for reads and writes of `frame_size * frames`
+    /// bytes for the life of the `Ring`, aligned to 16, and used by nothing
+    /// else than this `Ring` and the kernel; `frame_size` must be a multiple
+    /// of 16 larger than [`DATA_OFFSET`].
+    unsafe fn new(base: *mut u8, frame_size: usize, frames: usize) -> Ring {
+        Ring {
+            base,
+            frame_size,
+            frames,
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        self.frame_size - DATA_OFFSET
+    }
+
+    fn header(&self, i: usize) -> *mut libc::tpacket2_hdr {
+        // Indices come from the queue's own arithmetic, never from input;
+        // the check keeps a bug from writing outside the mapping.
+        assert!(i < self.frames, "ring slot {i} out of {}", self.frames);
+        // SAFETY: i < frames, so the frame lies inside the region `new`
+        // was given.
+        unsafe { self.base.add(i * self.frame_size).cast() }
+    }
+
+    fn status_word(&self, i: usize) -> &AtomicU32 {
+        let h = self.header(i);
+        // SAFETY: the header is in the region, 16-aligned (so is its first
+        // field), and outlives `&self`; everyone touches it atomically.
+        unsafe { AtomicU32::from_ptr(std::ptr::addr_of_mut!((*h).tp_status)) }
+    }
+
+    fn status(&self, i: usize) -> u32 {
+        self.status_word(i).load(Ordering::Acquire)
+    }
+
+    /// Sets a frame's status; with SEND_REQUEST this hands it (and the
+    /// bytes written before) to the kernel.
+    fn publish(&self, i: usize, status: u32) {
+        self.status_word(i).store(status, Ordering::Release);
+    }
+
+    fn len(&self, i: usize) -> u32 {
+        let h = self.header(i);
+        // SAFETY: in the region and aligned; tp_len is written only by us.
+        unsafe { std::ptr::addr_of!((*h).tp_len).read_volatile() }
+    }
+
+    /// Writes `frame` into free frame `i` (its status is not changed).
+    fn fill(&mut self, i: usize, frame: &[u8]) {
+        assert!(frame.len() <= self.capacity(), "frame larger than a slot");
+        let h = self.header(i);
+        // SAFETY: frame `i` is free (the caller's bookkeeping), its data
+        // area holds `capacity` bytes, and `frame` is not in the ring.
+        unsafe {
+            let dst = h.cast::<u8>().add(DATA_OFFSET);
+            std::ptr::copy_nonoverlapping(frame.as_ptr(), dst, frame.len());
+            std::ptr::addr_of_mut!((*h).tp_len).write_volatile(frame.len() as u32);
+        }
+    }
+
+    /// Copies frame `from` (length and bytes) over frame `to`; neither may
+    /// be in the kernel's hands at the time (see `Queue::drop_refused`).
+    fn move_frame(&mut self, from: usize, to: usize) {
+        let len = (self.len(from) as usize).min(self.capacity());
+        let (src, dst) = (self.header(from), self.header(to));
+        // SAFETY: both frames are in the region and `len` fits a frame's
+        // data area; `copy` allows from == to.
+        unsafe {
+            std::ptr::copy(
+                src.cast::<u8>().add(DATA_OFFSET),
+                dst.cast::<u8>().add(DATA_OFFSET),
+                len,
+            );
+            std::ptr::addr_of_mut!((*dst).tp_len).write_volatile(len as u32);
+        }
+    }
+}
+
+/// Bookkeeping over the ring, in ring order from the oldest frame not yet
+/// reclaimed: `inflight` frames end at `next` (the next frame to fill), and
+/// the last `pending` of them the kernel has not taken yet (it stops at a
+/// frame still SEND_REQUEST, or one it refused).
+struct Queue {
+    ring: Ring,
+    next: usize,
+    inflight: usize,
+    pending: usize,
+    packets: u64,
+    bytes: u64,
+    rejected: u64,
+}
+
+impl Queue {
+    fn new(ring: Ring) -> Queue {
+        Queue {
+            ring,
+            next: 0,
+            inflight: 0,
+            pending: 0,
+            packets: 0,
+            bytes: 0,
+            rejected: 0,
+        }
+    }
+
+    /// The frame `n` places before `next`, in ring order.
+    fn back(&self, n: usize) -> usize {
+        (self.next + self.ring.frames - n) % self.ring.frames
+    }
+
+    fn full(&self) -> bool {
+        self.inflight == self.ring.frames
+    }
+
+    /// Queues `frame` in the next frame; the caller made sure it is free and
+    /// that the frame fits.
+    fn push(&mut self, frame: &[u8]) {
+        let i = self.next;
+        self.ring.fill(i, frame);
+        self.ring.publish(i, SEND_REQUEST);
+        self.next = (i + 1) % self.ring.frames;
+        self.inflight += 1;
+        self.pending += 1;
+        self.packets += 1;
+        self.bytes += frame.len() as u64;
+    }
+
+    /// Moves past the frames the kernel has taken since the last call
+    /// (amortised: each frame is looked at once).
+    fn track_kernel(&mut self) {
+        while self.pending > 0 && kernel_passed(self.ring.status(self.back(self.pending))) {
+            self.pending -= 1;
+        }
+    }
+
+    /// The kernel stopped at a frame it refused.
+    fn refused(&self) -> bool {
+        self.pending > 0 && self.ring.status(self.back(self.pending)) & WRONG_FORMAT != 0
+    }
+
+    /// Takes the refused frame out: the kernel stays on that slot until it
+    /// holds a frame to send, so the frames queued behind it move one slot
+    /// back, in order, and the last slot becomes free again. Rare (the
+    /// checks of [`Limits::fit`] are the kernel's), so the copying is fine.
+    fn drop_refused(&mut self) {
+        let frames = self.ring.frames;
+        let mut to = self.back(self.pending);
+        let len = u64::from(self.ring.len(to));
+        for _ in 1..self.pending {
+            let from = (to + 1) % frames;
+            self.ring.move_frame(from, to);
+            self.ring.publish(to, SEND_REQUEST);
+            to = from;
+        }
+        self.ring.publish(to, AVAILABLE);
+        self.next = to;
+        self.pending -= 1;
+        self.inflight -= 1;
+        self.packets = self.packets.saturating_sub(1);
+        self.bytes = self.bytes.saturating_sub(len);
+        self.rejected += 1;
+    }
+
+    /// Frees the oldest frames the kernel has sent and released; returns
+    /// whether any was freed.
+    fn reclaim(&mut self) -> bool {
+        let before = self.inflight;
+        while self.inflight > self.pending && is_free(self.ring.status(self.back(self.inflight))) {
+            self.inflight -= 1;
+        }
+        self.inflight < before
+    }
+}
+
+/// The mapped ring; unmapped on drop.
+struct Mapping {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are exactly what mmap returned; no `Ring` view
+        // outlives the `Tx` that owns both.
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
+
+/// An AF_PACKET socket bound to one interface, with its transmit ring.
+struct Tx {
+    /// Declared before `_map`: the view must not outlive the mapping.
+    queue: Queue,
+    /// Kept only to unmap the ring on drop.
+    _map: Mapping,
+    fd: OwnedFd,
+    name: String,
+    limits: Limits,
+    /// Frames queued since the last kick.
+    unkicked: usize,
+}
+
+impl Tx {
+    fn open(name: &str) -> Result<Tx> {
+        let ifindex = ifindex(name)?;
+        let fd = packet_socket(name)?;
+        let hw = ioctl_ifreq(&fd, name, libc::SIOCGIFHWADDR as _)
+            .map_err(|e| Error::interface(name, "reading the hardware type", e))?;
+        // SAFETY: SIOCGIFHWADDR filled the hwaddr member of the union.
+        let hw_type = unsafe { hw.ifr_ifru.ifru_hwaddr.sa_family };
+        if hw_type != libc::ARPHRD_ETHER && hw_type != libc::ARPHRD_LOOPBACK {
+            return Err(Error::Interface {
+                name: name.into(),
+                reason: format!(
+                    "not an Ethernet interface (ARP hardware type {hw_type}); \
+                     only Ethernet frames can be replayed"
+                ),
+            });
+        }
+        let m = ioctl_ifreq(&fd, name, libc::SIOCGIFMTU as _)
+            .map_err(|e| Error::interface(name, "reading the MTU", e))?;
+        // SAFETY: SIOCGIFMTU filled the mtu member of the union.
+        let mtu = usize::try_from(unsafe { m.ifr_ifru.ifru_mtu }).unwrap_or(0);
+        let geo = Geometry::for_mtu(mtu, page_size());
+        setup_ring(&fd, name, &geo)?;
+        let map = map_ring(&fd, name, geo.bytes())?;
+        bind(&fd, name, ifindex)?;
+        // SAFETY: the mapping is `geo.bytes()` long (frames * frame_size,
+        // since blocks hold whole frames), page-aligned, shared only with
+        // the kernel, and dropped after the queue (field order).
+        let ring = unsafe { Ring::new(map.ptr.cast(), geo.frame_size, geo.frames) };
+        Ok(Tx {
+            queue: Queue::new(ring),
+            _map: map,
+            fd,
+            name: name.to_string(),
+            limits: Limits {
+                mtu,
+                capacity: geo.capacity(),
+                vlan_extra: hw_type == libc::ARPHRD_ETHER,
+            },
+            unkicked: 0,
+        })
+    }
+
+    /// Queues one frame, waiting for a free ring frame if needed; `false`
+    /// when stopped while waiting.
+    fn push(&mut self, frame: &[u8], stop: &AtomicBool) -> Result<bool> {
+        if self.queue.full() && !self.wait_free(stop)? {
+            return Ok(false);
+        }
+        self.queue.push(frame);
+        self.unkicked += 1;
+        if self.unkicked >= KICK_EVERY {
+            self.kick()?;
+        }
+        Ok(true)
+    }
+
+    /// Asks the kernel to send the queued frames, without waiting for them
+    /// to complete. Returns `true` when it could not take them all (device
+    /// queue or send buffer full: try again a little later).
+    fn kick(&mut self) -> Result<bool> {
+        self.unkicked = 0;
+        loop {
+            if self.queue.pending == 0 {
+                return Ok(false);
+            }
+            // SAFETY: plain syscall on our socket; a NULL, empty message
+            // means "send what the ring holds".
+            let rc =
+                unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };
+            let err = (rc < 0).then(io::Error::last_os_error);
+            self.queue.track_kernel();
+            if self.queue.refused() {
+                // The kernel halts on a refused frame until it is replaced.
+                self.queue.drop_refused();
+                continue;
+            }
+            let Some(e) = err else {
+                return Ok(self.queue.pending > 0);
+            };
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                // Nothing lost: the kernel left the frame queued and takes
+                // it again at the next kick.
+                Some(libc::EAGAIN) | Some(libc::ENOBUFS) => return Ok(true),
+                _ => return Err(Error::interface(&self.name, "send", e)),
+            }
+        }
+    }
+
+    /// Waits until the ring has a free frame; `false` when stopped first.
+    fn wait_free(&mut self, stop: &AtomicBool) -> Result<bool> {
+        let since = Instant::now();
+        loop {
+            let busy = self.kick()?;
+            if self.queue.reclaim() {
+                return Ok(true);
+            }
+            if stop.load(Ordering::Relaxed) {
+                return Ok(false);
+            }
+            if since.elapsed() > STALL {
+                return Err(self.stalled(STALL));
+            }
+            if busy {
+                std::thread::sleep(BUSY_BACKOFF);
+            } else {
+                self.poll_out();
+            }
+        }
+    }
+
+    /// Sleeps until the kernel releases the oldest frame (POLLOUT on a
+    /// transmit ring), at most [`POLL_MS`].
+    fn poll_out(&self) {
+        let mut p = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd. Errors (EINTR) just end the wait early.
+        unsafe { libc::poll(&mut p, 1, POLL_MS) };
+    }
+
+    /// Hands every queued frame over and waits (bounded) until the kernel
+    /// has released them all.
+    fn drain(&mut self) -> Result<()> {
+        let since = Instant::now();
+        loop {
+            let busy = self.kick()?;
+            self.queue.reclaim();
+            if self.queue.inflight == 0 {
+                return Ok(());
+            }
+            if since.elapsed() > DRAIN {
+                return Err(self.stalled(DRAIN));
+            }
+            std::thread::sleep(if busy {
+                BUSY_BACKOFF
+            } else {
+                Duration::from_micros(100)
+            });
+        }
+    }
+
+    fn stalled(&self, waited: Duration) -> Error {
+        Error::Interface {
+            name: self.name.clone(),
+            reason: format!(
+                "{} frames still queued after {} s without progress (is the link up?)",
+                self.queue.inflight,
+                waited.as_secs()
+            ),
+        }
+    }
+}
+
+/// The interface's index; errors say whether the name is invalid or
+/// unknown.
+fn ifindex(name: &str) -> Result<c_int> {
+    let bad = |reason: String| Error::Interface {
+        name: name.into(),
+        reason,
+    };
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ {
+        return Err(bad(format!(
+            "not a valid interface name (1 to {} bytes)",
+            libc::IFNAMSIZ - 1
+        )));
+    }
+    let c = CString::new(name).map_err(|_| bad("an interface name cannot contain NUL".into()))?;
+    // SAFETY: a valid NUL-terminated string.
+    let index = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if index == 0 {
+        let e = io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::ENODEV) | Some(libc::ENXIO) => bad("no such interface".into()),
+            _ => Error::interface(name, "looking up the interface", e),
+        });
+    }
+    c_int::try_from(index).map_err(|_| bad(format!("interface index {index} out of range")))
+}
+
+/// An AF_PACKET raw socket that receives nothing (protocol 0: no packet
+/// is delivered to it, so replaying costs no receive work).
+fn packet_socket(name: &str) -> Result<OwnedFd> {
+    // SAFETY: plain syscall.
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(Error::interface(
+            name,
+            "opening an AF_PACKET socket",
+            io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Runs an interface ioctl that fills an `ifreq` for `name`.
+fn ioctl_ifreq(fd: &OwnedFd, name: &str, request: libc::Ioctl) -> io::Result<libc::ifreq> {
+    // SAFETY: ifreq is plain data; all-zero is a valid value.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    // `ifindex` checked the name fits with its NUL.
+    for (d, s) in ifr.ifr_name.iter_mut().zip(name.bytes()) {
+        *d = s as libc::c_char;
+    }
+    // SAFETY: a valid ifreq for a request that reads the name and fills
+    // the union.
+    if unsafe { libc::ioctl(fd.as_raw_fd(), request, &mut ifr) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(ifr)
+}
+
+fn setopt<T>(fd: &OwnedFd, level: c_int, opt: c_int, value: &T) -> io::Result<()> {
+    // SAFETY: `value` points to a live T of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            opt,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// TPACKET_V2, qdisc bypass, a send buffer as large as the ring, and the
+/// ring itself.
+fn setup_ring(fd: &OwnedFd, name: &str, geo: &Geometry) -> Result<()> {
+    let v2 = libc::tpacket_versions::TPACKET_V2 as c_int;
+    setopt(fd, libc::SOL_PACKET, libc::PACKET_VERSION, &v2)
+        .map_err(|e| Error::interface(name, "PACKET_VERSION", e))?;
+    setopt(
+        fd,
+        libc::SOL_PACKET,
+        libc::PACKET_QDISC_BYPASS,
+        &1 as &c_int,
+    )
+    .map_err(|e| Error::interface(name, "PACKET_QDISC_BYPASS", e))?;
+    // The kernel stops building packets once the socket's unreleased bytes
+    // pass SO_SNDBUF, which would leave most of the ring idle on a device
+    // that completes late. Forcing it needs CAP_NET_ADMIN; without it the
+    // capped size is still better than the default, and neither is fatal.
+    let want = c_int::try_from(geo.bytes().saturating_mul(2)).unwrap_or(c_int::MAX);
+    if setopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &want).is_err() {
+        let _ = setopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &want);
+    }
+    let req = libc::tpacket_req {
+        tp_block_size: geo.block_size as libc::c_uint,
+        tp_block_nr: geo.blocks as libc::c_uint,
+        tp_frame_size: geo.frame_size as libc::c_uint,
+        tp_frame_nr: geo.frames as libc::c_uint,
+    };
+    setopt(fd, libc::SOL_PACKET, libc::PACKET_TX_RING, &req)
+        .map_err(|e| Error::interface(name, "setting up the transmit ring", e))
+}
+
+fn map_ring(fd: &OwnedFd, name: &str, len: usize) -> Result<Mapping> {
+    // SAFETY: maps the ring the socket just set up, shared with the kernel.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(Error::interface(
+            name,
+            "mapping the transmit ring",
+            io::Error::last_os_error(),
+        ));
+    }
+    Ok(Mapping { ptr, len })
+}
+
+/// Binds the socket to the interface (protocol 0: send only).
+fn bind(fd: &OwnedFd, name: &str, ifindex: c_int) -> Result<()> {
+    // SAFETY: sockaddr_ll is plain data; all-zero is valid.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_ifindex = ifindex;
+    // SAFETY: a valid sockaddr_ll of the size given.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(Error::interface(
+            name,
+            "binding to the interface",
+            io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+fn page_size() -> usize {
+    // SAFETY: plain libc call.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(p).ok().filter(|&p| p > 0).unwrap_or(4096)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_starts_after_the_aligned_header() {
+        assert_eq!(DATA_OFFSET, 32);
+    }
+
+    /// The ring shapes obey the kernel's rules (packet_set_ring): blocks
+    /// page-aligned, frames 16-aligned and larger than the header, the
+    /// frame count exactly blocks × frames per block; and a frame holds the
+    /// largest frame the MTU allows.
+    #[test]
+    fn geometry_follows_the_kernel_rules() {
+        for page in [4096, 16384, 65536] {
+            for mtu in [0, 68, 1500, 9000, 65536, 1 << 24, usize::MAX] {
+                let g = Geometry::for_mtu(mtu, page);
+                assert_eq!(g.block_size % page, 0, "{g:?}");
+                assert_eq!(g.frame_size % libc::TPACKET_ALIGNMENT, 0, "{g:?}");
+                assert!(g.frame_size > libc::TPACKET2_HDRLEN, "{g:?}");
+                assert_eq!(g.block_size % g.frame_size, 0, "{g:?}");
+                assert_eq!(g.frames, g.blocks * (g.block_size / g.frame_size));
+                assert_eq!(g.bytes(), g.frames * g.frame_size);
+                assert!(g.frames >= MIN_FRAMES, "{g:?}");
+                assert!(
+                    g.bytes() <= RING_BYTES.max(MIN_FRAMES * g.frame_size),
+                    "{g:?}"
+                );
+                if mtu <= 1 << 19 {
+                    assert!(g.capacity() >= mtu + ETH_HLEN + VLAN_HLEN, "{mtu} {g:?}");
+                }
+            }
+        }
+        let g = Geometry::for_mtu(1500, 4096);
+        assert_eq!(
+            (g.frame_size, g.frames, g.block_size, g.blocks),
+            (2048, 2048, 65536, 64)
+        );
+        let g = Geometry::for_mtu(9000, 4096);
+        assert_eq!((g.frame_size, g.frames), (16384, 256));
+    }
+
+    #[test]
+    fn frames_fit_like_the_kernel_checks() {
+        let l = Limits {
+            mtu: 1500,
+            capacity: 2016,
+            vlan_extra: true,
+        };
+        let mut f = vec![0u8; 1514];
+        assert_eq!(l.fit(&f), Fit::Send);
+        assert_eq!(l.fit(&f[..14]), Fit::Send);
+        assert_eq!(l.fit(&f[..13]), Fit::TooShort);
+        assert_eq!(l.fit(&[]), Fit::TooShort);
+        f.push(0);
+        assert_eq!(l.fit(&f), Fit::TooBig, "MTU + 15");
+        // An 802.1Q tag may come on top of the MTU, not other EtherTypes.
+        f[12..14].copy_from_slice(&[0x81, 0x00]);
+        assert_eq!(l.fit(&f), Fit::Send);
+        f.resize(1518, 0);
+        assert_eq!(l.fit(&f), Fit::Send);
+        f.push(0);
+        assert_eq!(l.fit(&f), Fit::TooBig);
+        f.truncate(1515);
+        f[12..14].copy_from_slice(&[0x88, 0xa8]);
+        assert_eq!(l.fit(&f), Fit::TooBig, "QinQ outer tag gets no allowance");
+        // Loopback is not an Ethernet device: no tag allowance.
+        let lo = Limits {
+            vlan_extra: false,
+            ..l
+        };
+        f[12..14].copy_from_slice(&[0x81, 0x00]);
+        assert_eq!(lo.fit(&f), Fit::TooBig);
+        // The ring frame bounds a huge MTU.
+        let big = Limits {
+            mtu: 65536,
+            capacity: 4000,
+            vlan_extra: true,
+        };
+        assert_eq!(big.fit(&vec![0; 4000]), Fit::Send);
+        assert_eq!(big.fit(&vec![0; 4001]), Fit::TooBig);
+    }
+
+    #[test]
+    fn pacing_times_and_steps() {
+        assert_eq!(due_ns(0, 20_000.0), 0);
+        assert_eq!(due_ns(1, 20_000.0), 50_000);
+        assert_eq!(due_ns(20_000, 20_000.0), 1_000_000_000);
+        assert_eq!(due_ns(3, 0.5), 6_000_000_000);
+        assert_eq!(due_ns(u64::MAX, 1e-300), u64::MAX, "saturates");
+        assert_eq!(wait_step(10, 10), Wait::Go);
+        assert_eq!(wait_step(11, 10), Wait::Go);
+        assert_eq!(wait_step(0, 1), Wait::Spin);
+        assert_eq!(wait_step(0, SPIN_BELOW_NS), Wait::Spin);
+        assert_eq!(
+            wait_step(0, 1_000_000),
+            Wait::Sleep(Duration::from_nanos(1_000_000 - SPIN_BELOW_NS / 2))
+        );
+        assert_eq!(
+            wait_step(5, 10_000_000_000),
+            Wait::Sleep(Duration::from_nanos(MAX_SLEEP_NS)),
+            "long waits are cut so that stop is seen"
+        );
+        // A sleep never reaches the due time: the last stretch is spun.
+        for ahead in [SPIN_BELOW_NS + 1, 300_000, 49_000_000] {
+            let Wait::Sleep(d) = wait_step(0, ahead) else {
+                panic!("{ahead}")
+            };
+            assert!((d.as_nanos() as u64) < ahead);
+        }
+    }
+
+    #[test]
+    fn status_bits() {
+        assert!(is_free(AVAILABLE));
+        assert!(is_free(libc::TP_STATUS_TS_SOFTWARE), "timestamp bits only");
+        for s in [SEND_REQUEST, SENDING, WRONG_FORMAT] {
+            assert!(!is_free(s));
+        }
+        assert!(kernel_passed(SENDING) && kernel_passed(AVAILABLE));
+        assert!(!kernel_passed(SEND_REQUEST) && !kernel_passed(WRONG_FORMAT));
+    }
+
+    /// A ring over ordinary memory, 16-aligned; the test plays the kernel
+    /// by setting statuses.
+    struct FakeRing {
+        _mem: Vec<u128>,
+        queue: Queue,
+    }
+
+    fn fake(frames: usize, frame_size: usize) -> FakeRing {
+        let mut mem = vec![0u128; frames * frame_size / 16];
+        // SAFETY: the Vec is 16-aligned, frames * frame_size bytes, and
+        // kept alive (and unmoved: its heap buffer) beside the queue.
+        let ring = unsafe { Ring::new(mem.as_mut_ptr().cast(), frame_size, frames) };
+        FakeRing {
+            _mem: mem,
+            queue: Queue::new(ring),
+        }
+    }
+
+    fn frame(tag: u8, len: usize) -> Vec<u8> {
+        vec![tag; len]
+    }
+
+    fn data(q: &Queue, i: usize) -> Vec<u8> {
+        let len = q.ring.len(i) as usize;
+        let h = q.ring.header(i).cast::<u8>();
+        // SAFETY: frame i is inside the fake ring and len ≤ capacity.
+        unsafe { std::slice::from_raw_parts(h.add(DATA_OFFSET), len) }.to_vec()
+    }
+
+    #[test]
+    fn queue_tracks_the_kernel_and_reclaims_in_order() {
+        let mut f = fake(4, 128);
+        let q = &mut f.queue;
+        for t in 1..=4 {
+            assert!(!q.full());
+            q.push(&frame(t, 20 + t as usize));
+        }
+        assert!(q.full());
+        assert_eq!((q.inflight, q.pending, q.next), (4, 4, 0));
+        assert_eq!(data(q, 2), frame(3, 23));
+        assert_eq!(q.ring.status(2), SEND_REQUEST);
+        // The kernel takes frames 0 and 1; 0 completes, 1 is still on the
+        // wire.
+        q.ring.publish(0, AVAILABLE);
+        q.ring.publish(1, SENDING);
+        q.track_kernel();
+        assert_eq!(q.pending, 2);
+        assert!(!q.refused());
+        assert!(q.reclaim());
+        assert_eq!(q.inflight, 3);
+        // Frame 2 completes before 1: reclaim waits for 1 (ring order).
+        q.ring.publish(2, AVAILABLE | libc::TP_STATUS_TS_SOFTWARE);
+        q.track_kernel();
+        assert_eq!(q.pending, 1);
+        assert!(!q.reclaim());
+        q.ring.publish(1, AVAILABLE);
+        assert!(q.reclaim());
+        assert_eq!(q.inflight, 1, "frame 3 is still pending");
+        assert_eq!((q.packets, q.bytes), (4, 21 + 22 + 23 + 24));
+        // Wrap around.
+        q.push(&frame(5, 25));
+        assert_eq!((q.next, q.inflight, q.pending), (1, 2, 2));
+        assert_eq!(data(q, 0), frame(5, 25));
+    }
+
+    #[test]
+    fn refused_frame_is_dropped_and_the_rest_moves_back() {
+        let mut f = fake(4, 128);
+        let q = &mut f.queue;
+        // Start near the end of the ring so the shift wraps.
+        for t in 1..=2 {
+            q.push(&frame(t, 20));
+        }
+        q.ring.publish(0, AVAILABLE);
+        q.ring.publish(1, AVAILABLE);
+        q.track_kernel();
+        q.reclaim();
+        assert_eq!((q.next, q.inflight), (2, 0));
+        for t in 3..=6 {
+            q.push(&frame(t, 30 + t as usize));
+        }
+        // Slots 2, 3, 0, 1 hold frames 3..=6. The kernel sends 3 and
+        // refuses 4 (slot 3), halting there.
+        q.ring.publish(2, AVAILABLE);
+        q.ring.publish(3, WRONG_FORMAT);
+        q.track_kernel();
+        assert!(q.refused());
+        assert_eq!(q.pending, 3);
+        q.drop_refused();
+        assert!(!q.refused());
+        assert_eq!((q.next, q.inflight, q.pending), (1, 3, 2));
+        assert_eq!(data(q, 3), frame(5, 35));
+        assert_eq!(data(q, 0), frame(6, 36));
+        assert_eq!(q.ring.status(3), SEND_REQUEST);
+        assert_eq!(q.ring.status(0), SEND_REQUEST);
+        assert_eq!(q.ring.status(1), AVAILABLE);
+        assert_eq!(q.rejected, 1);
+        assert_eq!((q.packets, q.bytes), (5, 40 + 33 + 35 + 36));
+        // The last queued frame refused: nothing to move.
+        q.ring.publish(3, AVAILABLE);
+        q.ring.publish(0, WRONG_FORMAT);
+        q.track_kernel();
+        assert!(q.refused());
+        q.drop_refused();
+        assert_eq!((q.next, q.inflight, q.pending, q.rejected), (0, 2, 0, 2));
+        assert_eq!(q.ring.status(0), AVAILABLE);
+        assert!(q.reclaim());
+        assert_eq!(q.inflight, 0);
+        assert_eq!((q.packets, q.bytes), (4, 40 + 33 + 35));
+    }
+
+    #[test]
+    fn options_are_checked_first() {
+        let stop = AtomicBool::new(false);
+        let mut o = ReplayOptions::new("lo");
+        o.loops = 0;
+        let e = replay(&[], &o, &stop).unwrap_err();
+        assert!(
+            matches!(e, Error::Config(_)) && e.to_string().contains("loops"),
+            "{e}"
+        );
+        for pps in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let o = ReplayOptions {
+                pps: Some(pps),
+                ..ReplayOptions::new("lo")
+            };
+            let e = replay(&[], &o, &stop).unwrap_err();
+            assert!(e.to_string().contains("pps"), "{e}");
+        }
+    }
+
+    /// Name checks need no privilege, so these run as any user.
+    #[test]
+    fn bad_interface_names_are_named_in_the_error() {
+        let stop = AtomicBool::new(false);
+        for name in [
+            "ebr-no-such0",
+            "",
+            "a-name-far-too-long-for-linux",
+            "nul\0x",
+        ] {
+            let e = replay(&[], &ReplayOptions::new(name), &stop).unwrap_err();
+            let Error::Interface { name: n, reason } = &e else {
+                panic!("{e}");
+            };
+            assert_eq!(n, name);
+            assert!(e.to_string().contains(&format!("interface {name}")), "{e}");
+            if name == "ebr-no-such0" {
+                assert_eq!(reason, "no such interface");
+            }
+        }
+    }
+
+    #[test]
+    fn report_line() {
+        let mut r = ReplayReport {
+            packets_sent: 2_000_000,
+            bytes_sent: 250_000_000,
+            seconds: 2.0,
+            ..Default::default()
+        };
+        assert_eq!(
+            r.to_string(),
+            "2000000 packets, 250000000 bytes sent in 2.000 s (1.000 Mpps, 1.000 Gbit/s)"
+        );
+        r.skipped_not_ethernet = 3;
+        r.rejected = 1;
+        assert!(
+            r.to_string()
+                .ends_with("; not sent: 3 not Ethernet, 1 refused by the kernel"),
+            "{r}"
+        );
+        assert!(ReplayReport::default().to_string().contains("0.000 Mpps"));
+    }
+}
