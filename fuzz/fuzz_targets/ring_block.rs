@@ -1,7 +1,8 @@
 //! Fuzz target: any bytes as a block of an AF_PACKET TPACKET_V3 receive
 //! ring. The walk over its frames must never panic, every packet it hands
 //! out must lie inside the block with caplen ≤ orig_len, numbers must
-//! increase, and batches never exceed their bound.
+//! increase, and batches never exceed their bound (a restored VLAN tag
+//! included).
 #![no_main]
 
 use earlybird::source::af_packet::{Frames, Walked};
@@ -10,7 +11,8 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     for max in [1usize, 7, 256] {
-        let mut frames = Frames::new(data);
+        let mut block = data.to_vec();
+        let mut frames = Frames::new(&mut block);
         let mut walk = Walked::default();
         let mut out = Vec::new();
         let mut last = 0;

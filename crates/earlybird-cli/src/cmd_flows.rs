@@ -10,6 +10,7 @@ use earlybird::config::FlowConfig;
 use earlybird::export::{self, ExportOptions, Format};
 use earlybird::pipeline::{self, ExportPolicy, RunControl, RunOptions};
 use earlybird::source::af_packet::LiveConfig;
+use earlybird::source::fanout::Fanout;
 use earlybird::time::SECOND;
 
 use crate::progress::Progress;
@@ -21,8 +22,8 @@ pub struct FlowsArgs {
     files: Vec<PathBuf>,
     /// Capture live from this Linux interface instead of files (AF_PACKET
     /// TPACKET_V3 rings; one socket per shard in a kernel fanout group that
-    /// keeps both directions of a session on one shard). Needs root or
-    /// CAP_NET_RAW. Runs until SIGINT/SIGTERM or --duration, then flushes
+    /// keeps both directions of a session on one shard, see --fanout; VLAN
+    /// tags the kernel took off are put back). Needs root or CAP_NET_RAW. Runs until SIGINT/SIGTERM or --duration, then flushes
     /// every flow.
     #[arg(short, long, value_name = "IFACE", conflicts_with = "files")]
     interface: Option<String>,
@@ -44,6 +45,14 @@ pub struct FlowsArgs {
     /// Live capture: do not put the interface in promiscuous mode.
     #[arg(long, requires = "interface")]
     no_promisc: bool,
+    /// Live capture with several shards: how the kernel spreads packets
+    /// over their sockets. "hosts" (default): by the outer IP address pair,
+    /// so every flow stays whole in one shard, tunnelled flows and
+    /// fragments included. "flows": by the kernel's hash of outer addresses
+    /// and ports (spreads few busy hosts better, but may split the
+    /// directions of a tunnelled flow or a datagram's fragments).
+    #[arg(long, value_name = "HOW", default_value = "hosts", value_parser = ["hosts", "flows"], requires = "interface")]
+    fanout: String,
     /// Output file for the flow records ("-" = standard output). Repeat to
     /// write several outputs; the format comes from --format or the file
     /// extension (.csv, .jsonl/.ndjson/.json), CSV otherwise.
@@ -155,6 +164,7 @@ fn live_config(a: &FlowsArgs) -> Result<Option<(LiveConfig, Option<Duration>)>, 
         blocks: a.ring_mib,
         snaplen: a.snaplen,
         promiscuous: !a.no_promisc,
+        fanout: Fanout::parse(&a.fanout).unwrap_or_default(),
         ..LiveConfig::new(iface)
     };
     Ok(Some((cfg, duration)))

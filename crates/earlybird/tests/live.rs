@@ -38,14 +38,14 @@ impl Exporter for Keep {
     }
 }
 
-/// A flow's endpoints in a fixed order, and its protocol.
-type Endpoints = ([u8; 16], u16, [u8; 16], u16, u8);
+/// A flow's endpoints in a fixed order, its protocol, VLAN and tunnel id.
+type Endpoints = ([u8; 16], u16, [u8; 16], u16, u8, u16, u32);
 
 fn endpoints(r: &FlowRecord) -> Endpoints {
     let k = &r.key;
     let (a, b) = ((k.src, k.sport), (k.dst, k.dport));
     let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-    (lo.0, lo.1, hi.0, hi.1, k.proto)
+    (lo.0, lo.1, hi.0, hi.1, k.proto, k.vlan, k.tunnel_id)
 }
 
 /// Packets, bytes and records per flow, summed over the records of the
@@ -132,12 +132,13 @@ fn capture_replay(
     (records, report, sent, stopped)
 }
 
-#[test]
-fn live_capture_gives_the_files_flows_with_one_and_two_shards() {
-    let Some(net) = common::Veth::create("ebl") else {
-        return;
-    };
-    let path = common::testdata().join("pcap/ndpi__iphone.pcap");
+/// Replays `name` (from testdata/pcap) through `net` into captures with
+/// each of `shard_counts` and checks every flow of the file run against
+/// what was captured.
+/// With `spread`, every shard must have had packets (the capture has many
+/// host pairs).
+fn check_against_file(net: &common::Veth, name: &str, shard_counts: &[usize], spread: bool) {
+    let path = common::testdata().join("pcap").join(name);
     let file = CaptureFile::open(&path).unwrap();
     let (flows, _) = pipeline::collect(
         std::slice::from_ref(&file),
@@ -146,40 +147,71 @@ fn live_capture_gives_the_files_flows_with_one_and_two_shards() {
     )
     .unwrap();
     let want = totals(flows.iter().map(|f| &f.record));
-    assert!(want.len() > 20, "the capture has flows");
-    for shards in [1, 2] {
+    assert!(want.len() >= 4, "{name}: the capture has flows");
+    for &shards in shard_counts {
         let (records, report, sent, _) =
-            capture_replay(&net, &file, shards, 3600, None, Duration::from_millis(200));
+            capture_replay(net, &file, shards, 3600, None, Duration::from_millis(200));
         let c = &report.counters;
         assert!(sent > 0);
         assert_eq!(
             c.live_dropped, 0,
-            "{shards} shards: the ring dropped packets"
+            "{name}, {shards} shards: the ring dropped packets"
         );
         assert!(
             c.packets_read >= sent,
-            "{shards} shards: {} read of {sent} sent",
+            "{name}, {shards} shards: {} read of {sent} sent",
             c.packets_read
         );
         assert!(c.live_offered >= c.packets_read);
         let got = totals(records.iter().map(|(r, _)| r));
         for (k, w) in &want {
             let g = got.get(k).copied().unwrap_or_default();
-            assert_eq!((g.0, g.1), (w.0, w.1), "{shards} shards: flow {k:?}");
+            assert_eq!(
+                (g.0, g.1),
+                (w.0, w.1),
+                "{name}, {shards} shards: flow {k:?}"
+            );
             // Both directions of a session met in one shard: no more
             // records than the file run (where the kernel's fanout hash
             // split a session, its directions would be two records).
             assert!(
                 g.2 <= w.2,
-                "{shards} shards: flow {k:?} in {} records, {} from the file",
+                "{name}, {shards} shards: flow {k:?} in {} records, {} from the file",
                 g.2,
                 w.2
+            );
+        }
+        assert_eq!(report.flowed_per_shard.len(), shards);
+        if spread {
+            // The host-pair fanout gave every shard a share.
+            assert!(
+                report.flowed_per_shard.iter().all(|&n| n > 0),
+                "{name}: {:?}",
+                report.flowed_per_shard
             );
         }
         // Every open flow was flushed at the stop.
         assert!(records.iter().all(|(r, _)| r.end != EndReason::Evicted));
         assert!(report.interrupted);
     }
+}
+
+#[test]
+fn live_capture_gives_the_files_flows_with_one_and_two_shards() {
+    let Some(net) = common::Veth::create("ebl") else {
+        return;
+    };
+    check_against_file(&net, "ndpi__iphone.pcap", &[1, 2], true);
+}
+
+#[test]
+fn vlan_tags_taken_off_by_the_kernel_are_put_back() {
+    let Some(net) = common::Veth::create("ebv") else {
+        return;
+    };
+    // VXLAN over 802.1Q: the kernel delivers every frame untagged, with
+    // the tag beside it; the flows must still carry their VLAN.
+    check_against_file(&net, "ndpi__vxlan.pcap", &[1, 2], false);
 }
 
 #[test]

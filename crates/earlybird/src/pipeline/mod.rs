@@ -188,7 +188,7 @@ pub struct LiveInput {
 pub fn open_live(live: &LiveConfig, shards: usize) -> Result<LiveInput> {
     let group = (shards > 1).then(crate::source::af_packet::fanout_group);
     let rings = (0..shards.max(1))
-        .map(|_| Ring::open(live, group))
+        .map(|_| Ring::open(live, group.map(|g| (g, shards as u32))))
         .collect::<Result<Vec<_>>>()?;
     Ok(LiveInput { rings })
 }
@@ -405,6 +405,7 @@ fn run_shards(
             None => {}
         }
         report.counters.merge(&c);
+        report.flowed_per_shard.push(c.packets_flowed);
         report.warnings.extend(w);
         report.rss_anon_end_of_input = report.rss_anon_end_of_input.or(rss);
     }

@@ -5,11 +5,11 @@
 //!   receive ring shared with the kernel (`blocks` blocks of `block_size`
 //!   bytes). The kernel fills a block with as many frames as fit and hands
 //!   it over when it is full or `block_timeout_ms` after its first frame.
-//!   With `fanout`, the socket joins a kernel fanout group of type
-//!   `PACKET_FANOUT_HASH`, which picks the socket from a symmetric hash of
-//!   the flow, so both directions of a session reach the same socket: one
-//!   socket per shard, and the kernel does the split that `exchange.rs`
-//!   does for files. A classic BPF program `ret #snaplen` keeps only the
+//!   With `fanout`, the socket joins a kernel fanout group whose members
+//!   the kernel chooses between for every packet so that both directions of
+//!   a session reach the same socket ([`super::fanout`]): one socket per
+//!   shard, and the kernel does the split that `exchange.rs` does for
+//!   files. A classic BPF program `ret #snaplen` keeps only the
 //!   first `snaplen` bytes of each frame (the flow meter reads headers; the
 //!   original length is still reported).
 //! - [`Ring::next_block`] waits up to a timeout for the next block the
@@ -25,11 +25,16 @@
 //! - Errors ([`Error::Interface`]) name the interface: it does not exist,
 //!   its link type cannot be decoded, or the process lacks CAP_NET_RAW.
 //!
-//! Not handled: a VLAN tag the driver stripped (the kernel reports it
-//! beside the frame, `TP_STATUS_VLAN_VALID`) is not put back, so such
-//! packets are keyed without their VLAN ([`Ring::vlan_stripped`] counts
-//! them); IP fragments are hashed by the kernel on their addresses only,
-//! so with several shards they may reach another shard than the
+//! - VLAN tags: Linux takes the 802.1Q tag out of every received frame
+//!   (in the driver or in `skb_vlan_untag`) and reports it beside the frame
+//!   (`TP_STATUS_VLAN_VALID`). The walk puts it back in place, as libpcap
+//!   does — the MAC addresses move 4 bytes earlier into the room the
+//!   socket reserves in front of each frame (`PACKET_RESERVE`) and the tag
+//!   goes between them and the EtherType — so a frame reads as it was on
+//!   the wire and its flow keeps its VLAN.
+//!
+//! Not handled: IP fragments are hashed by the kernel on their addresses
+//! only, so with several shards they may reach another shard than the
 //! unfragmented packets of their flow.
 
 use std::ffi::CString;
@@ -37,6 +42,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use super::fanout::{host_pair_program, Fanout};
 use super::{LinkType, PacketRef};
 use crate::error::{Error, Result};
 
@@ -56,6 +62,8 @@ pub struct LiveConfig {
     pub snaplen: u32,
     /// Put the interface in promiscuous mode while capturing.
     pub promiscuous: bool,
+    /// How packets are spread over several sockets.
+    pub fanout: Fanout,
 }
 
 impl LiveConfig {
@@ -69,6 +77,7 @@ impl LiveConfig {
             block_timeout_ms: 10,
             snaplen: 256,
             promiscuous: true,
+            fanout: Fanout::Hosts,
         }
     }
 }
@@ -97,6 +106,14 @@ const FRAME_SNAPLEN: usize = 12;
 const FRAME_LEN: usize = 16;
 const FRAME_STATUS: usize = 20;
 const FRAME_MAC: usize = 24;
+const FRAME_VLAN_TCI: usize = 32;
+const FRAME_VLAN_TPID: usize = 36;
+/// Bytes of the frame header and the `sockaddr_ll` the kernel writes
+/// after it (16-aligned header, then 20 bytes); a restored tag must start
+/// at or after this.
+const FRAME_META: usize = 48 + 20;
+/// Bytes of an 802.1Q tag.
+const VLAN_TAG: usize = 4;
 /// Bytes of a frame header the walk reads.
 const FRAME_HDR: usize = 28;
 
@@ -113,7 +130,6 @@ pub struct Ring {
     /// Packets handed out so far (numbers in [`PacketRef::number`]).
     numbered: u64,
     bad_frames: u64,
-    vlan_stripped: u64,
     stats: KernelStats,
 }
 
@@ -189,8 +205,9 @@ pub fn fanout_group() -> u16 {
 
 impl Ring {
     /// Opens a socket on `cfg.interface` with its ring; joins fanout group
-    /// `fanout` when given (every socket of a run passes the same id).
-    pub fn open(cfg: &LiveConfig, fanout: Option<u16>) -> Result<Ring> {
+    /// `fanout` = (id, members) when given (every socket of a run passes
+    /// the same), spreading packets as `cfg.fanout` says.
+    pub fn open(cfg: &LiveConfig, fanout: Option<(u16, u32)>) -> Result<Ring> {
         let name = cfg.interface.as_str();
         let page = 4096u32;
         if cfg.block_size < page || !cfg.block_size.is_multiple_of(page) || cfg.blocks == 0 {
@@ -252,6 +269,10 @@ impl Ring {
             tp_sizeof_priv: 0,
             tp_feature_req_word: 0,
         };
+        // Room in front of each frame for the VLAN tag the walk puts back.
+        let reserve = VLAN_TAG as libc::c_uint;
+        set_opt(&fd, libc::SOL_PACKET, libc::PACKET_RESERVE, &reserve)
+            .map_err(err("PACKET_RESERVE"))?;
         set_opt(&fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &req).map_err(err("receive ring"))?;
         let map_len = cfg.block_size as usize * cfg.blocks as usize;
         // SAFETY: maps the ring the kernel just allocated for this socket.
@@ -286,7 +307,6 @@ impl Ring {
             interface: name.into(),
             numbered: 0,
             bad_frames: 0,
-            vlan_stripped: 0,
             stats: KernelStats::default(),
         };
         // SAFETY: zeroed plain-data struct, then filled.
@@ -324,10 +344,23 @@ impl Ring {
             )
             .map_err(err("promiscuous mode"))?;
         }
-        if let Some(group) = fanout {
-            let arg: u32 = u32::from(group) | (libc::PACKET_FANOUT_HASH << 16);
+        if let Some((group, members)) = fanout {
+            let kind = match cfg.fanout {
+                Fanout::Hosts => libc::PACKET_FANOUT_CBPF,
+                Fanout::Flows => libc::PACKET_FANOUT_HASH,
+            };
+            let arg: u32 = u32::from(group) | (kind << 16);
             set_opt(&ring.fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg)
                 .map_err(err("fanout group"))?;
+            if cfg.fanout == Fanout::Hosts {
+                let prog = host_pair_program(members);
+                let fprog = libc::sock_fprog {
+                    len: prog.len() as u16,
+                    filter: prog.as_ptr() as *mut libc::sock_filter,
+                };
+                set_opt(&ring.fd, libc::SOL_PACKET, libc::PACKET_FANOUT_DATA, &fprog)
+                    .map_err(err("fanout program"))?;
+            }
         }
         Ok(ring)
     }
@@ -346,11 +379,6 @@ impl Ring {
     /// block is not read).
     pub fn bad_frames(&self) -> u64 {
         self.bad_frames
-    }
-
-    /// Frames whose VLAN tag the driver stripped (keyed without it).
-    pub fn vlan_stripped(&self) -> u64 {
-        self.vlan_stripped
     }
 
     fn status(&self, block: usize) -> &AtomicU32 {
@@ -398,14 +426,13 @@ impl Ring {
         // write it until its status goes back to TP_STATUS_KERNEL (when the
         // `Block` is dropped).
         let data = unsafe {
-            std::slice::from_raw_parts(
+            std::slice::from_raw_parts_mut(
                 self.map.as_ptr().add(index * self.block_size),
                 self.block_size,
             )
         };
         Ok(Some(Block {
             ring: self,
-            index,
             frames: Frames::new(data),
         }))
     }
@@ -470,7 +497,6 @@ fn read_u16(b: &[u8], at: usize) -> u16 {
 /// A block handed over by the kernel; given back when dropped.
 pub struct Block<'a> {
     ring: &'a mut Ring,
-    index: usize,
     frames: Frames<'a>,
 }
 
@@ -491,13 +517,11 @@ impl Block<'_> {
         let ring = &mut *self.ring;
         let mut walk = Walked {
             numbered: ring.numbered,
-            bad_frames: 0,
-            vlan_stripped: 0,
+            ..Walked::default()
         };
         let n = self.frames.next_batch(ring.link, out, max, &mut walk);
         ring.numbered = walk.numbered;
         ring.bad_frames += walk.bad_frames;
-        ring.vlan_stripped += walk.vlan_stripped;
         n
     }
 }
@@ -509,26 +533,32 @@ pub struct Walked {
     pub numbered: u64,
     /// Frame headers that pointed outside the block (the walk stops there).
     pub bad_frames: u64,
-    /// Frames whose VLAN tag the driver stripped.
-    pub vlan_stripped: u64,
+    /// Frames whose VLAN tag was put back.
+    pub vlan_restored: u64,
 }
 
 /// The walk over the frames of one block's bytes: reads only `data`, so
-/// any bytes can be given (tests, fuzzing), and never reads outside it.
+/// any bytes can be given (tests, fuzzing), and never reads outside it; it
+/// writes only to put a VLAN tag back in front of a frame's EtherType.
 pub struct Frames<'a> {
-    data: &'a [u8],
+    data: &'a mut [u8],
     left: u32,
     at: usize,
 }
 
 impl<'a> Frames<'a> {
     /// The frames of a block (`struct tpacket_block_desc` first).
-    pub fn new(data: &'a [u8]) -> Frames<'a> {
+    pub fn new(data: &'a mut [u8]) -> Frames<'a> {
         Frames {
-            data,
             left: read_u32(data, BLOCK_NUM_PKTS),
             at: read_u32(data, BLOCK_FIRST) as usize,
+            data,
         }
+    }
+
+    /// The block's bytes (the [`PacketRef`] offsets point into them).
+    pub fn data(&self) -> &[u8] {
+        self.data
     }
 
     /// Fills `out` (cleared first) with up to `max` of the next frames, as
@@ -542,33 +572,53 @@ impl<'a> Frames<'a> {
         walk: &mut Walked,
     ) -> usize {
         out.clear();
-        let data = self.data;
         while self.left > 0 && out.len() < max {
+            let data = &mut *self.data;
             let h = self.at;
             let hdr_ok =
                 h.is_multiple_of(4) && h.checked_add(FRAME_HDR).is_some_and(|e| e <= data.len());
-            let mac = h.saturating_add(usize::from(read_u16(data, h + FRAME_MAC)));
-            let caplen = read_u32(data, h + FRAME_SNAPLEN);
+            let mut mac = h.saturating_add(usize::from(read_u16(data, h + FRAME_MAC)));
+            let mut caplen = read_u32(data, h + FRAME_SNAPLEN);
             if !hdr_ok || mac.saturating_add(caplen as usize) > data.len() {
                 walk.bad_frames += 1;
                 self.left = 0;
                 break;
             }
-            if read_u32(data, h + FRAME_STATUS) & libc::TP_STATUS_VLAN_VALID != 0 {
-                walk.vlan_stripped += 1;
+            let status = read_u32(data, h + FRAME_STATUS);
+            let mut orig_len = read_u32(data, h + FRAME_LEN).max(caplen);
+            if status & libc::TP_STATUS_VLAN_VALID != 0
+                && link == LinkType::Ethernet
+                && caplen >= 12
+                && mac >= h + FRAME_META + VLAN_TAG
+            {
+                // Put the tag back: MAC addresses 4 bytes earlier, then
+                // TPID and TCI, then the EtherType where it was.
+                let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                    read_u16(data, h + FRAME_VLAN_TPID)
+                } else {
+                    0x8100
+                };
+                let tci = read_u32(data, h + FRAME_VLAN_TCI) as u16;
+                data.copy_within(mac..mac + 12, mac - VLAN_TAG);
+                mac -= VLAN_TAG;
+                data[mac + 12..mac + 14].copy_from_slice(&tpid.to_be_bytes());
+                data[mac + 14..mac + 16].copy_from_slice(&tci.to_be_bytes());
+                caplen += VLAN_TAG as u32;
+                orig_len += VLAN_TAG as u32;
+                walk.vlan_restored += 1;
             }
             walk.numbered += 1;
             out.push(PacketRef {
                 offset: mac,
                 caplen,
-                orig_len: read_u32(data, h + FRAME_LEN).max(caplen),
+                orig_len,
                 ts: u64::from(read_u32(data, h + FRAME_SEC)) * 1_000_000_000
                     + u64::from(read_u32(data, h + FRAME_NSEC)),
                 link,
                 number: walk.numbered,
             });
             self.left -= 1;
-            let next = read_u32(data, h + FRAME_NEXT) as usize;
+            let next = read_u32(self.data, h + FRAME_NEXT) as usize;
             if next == 0 {
                 self.left = 0;
             }
@@ -580,9 +630,12 @@ impl<'a> Frames<'a> {
 
 impl Drop for Block<'_> {
     fn drop(&mut self) {
-        self.ring
-            .status(self.index)
-            .store(libc::TP_STATUS_KERNEL, Ordering::Release);
+        // SAFETY: the status word of this block, 4-aligned (blocks are
+        // page-aligned), written through the block's own borrow; the
+        // kernel reads it atomically.
+        let status =
+            unsafe { AtomicU32::from_ptr(self.frames.data.as_mut_ptr().add(BLOCK_STATUS).cast()) };
+        status.store(libc::TP_STATUS_KERNEL, Ordering::Release);
     }
 }
 
@@ -590,18 +643,24 @@ impl Drop for Block<'_> {
 mod tests {
     use super::*;
 
-    /// A block of `frames` (caplen, wire length, seconds, VLAN stripped)
-    /// laid out as the kernel does: descriptor, then each frame header
-    /// with its bytes 32 bytes further, 16-aligned.
-    fn block(frames: &[(u32, u32, u32, bool)]) -> Vec<u8> {
-        let mut b = vec![0u8; 4096];
+    /// Where the kernel puts a frame's first byte: after the frame header,
+    /// its `sockaddr_ll` and the reserved room, as `tpacket_rcv` lays it
+    /// out for a 14-byte link header with `PACKET_RESERVE` = 4.
+    const MAC_AT: usize = 86;
+
+    /// A block of `frames` (caplen, wire length, seconds, stripped VLAN
+    /// TCI) laid out as the kernel does: descriptor, then each frame
+    /// header with its bytes `MAC_AT` further, 16-aligned. Frame i's bytes
+    /// are all `i`.
+    fn block(frames: &[(u32, u32, u32, Option<u16>)]) -> Vec<u8> {
+        let mut b = vec![0u8; 8192];
         let put =
             |b: &mut Vec<u8>, at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
         put(&mut b, BLOCK_NUM_PKTS, frames.len() as u32);
         put(&mut b, BLOCK_FIRST, 48);
         let mut at = 48;
         for (i, &(caplen, len, sec, vlan)) in frames.iter().enumerate() {
-            let size = (32 + caplen as usize).next_multiple_of(16);
+            let size = (MAC_AT + caplen as usize).next_multiple_of(16);
             let next = if i + 1 == frames.len() {
                 0
             } else {
@@ -612,14 +671,17 @@ mod tests {
             put(&mut b, at + FRAME_NSEC, 7);
             put(&mut b, at + FRAME_SNAPLEN, caplen);
             put(&mut b, at + FRAME_LEN, len);
-            put(
-                &mut b,
-                at + FRAME_STATUS,
-                if vlan { libc::TP_STATUS_VLAN_VALID } else { 1 },
-            );
-            b[at + FRAME_MAC..at + FRAME_MAC + 2].copy_from_slice(&32u16.to_ne_bytes());
+            let status = match vlan {
+                Some(tci) => {
+                    put(&mut b, at + FRAME_VLAN_TCI, u32::from(tci));
+                    libc::TP_STATUS_VLAN_VALID
+                }
+                None => 1,
+            };
+            put(&mut b, at + FRAME_STATUS, status);
+            b[at + FRAME_MAC..at + FRAME_MAC + 2].copy_from_slice(&(MAC_AT as u16).to_ne_bytes());
             for k in 0..caplen as usize {
-                b[at + 32 + k] = i as u8;
+                b[at + MAC_AT + k] = i as u8;
             }
             at += size;
         }
@@ -628,8 +690,8 @@ mod tests {
 
     #[test]
     fn walks_frames_in_batches_and_numbers_them() {
-        let b = block(&[(60, 60, 1, false), (100, 1500, 2, true), (14, 14, 3, false)]);
-        let mut f = Frames::new(&b);
+        let mut b = block(&[(60, 60, 1, None), (100, 1500, 2, None), (14, 14, 3, None)]);
+        let mut f = Frames::new(&mut b);
         let mut out = Vec::new();
         let mut w = Walked {
             numbered: 10,
@@ -639,29 +701,55 @@ mod tests {
         assert_eq!(out[0].caplen, 60);
         assert_eq!(out[0].ts, 1_000_000_007);
         assert_eq!(out[1].orig_len, 1500);
-        assert_eq!(out[1].bytes(&b), &[1u8; 100][..]);
+        assert_eq!(out[1].bytes(f.data()), &[1u8; 100][..]);
         assert_eq!(out[1].number, 12);
         assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 2, &mut w), 1);
-        assert_eq!(out[0].bytes(&b), &[2u8; 14][..]);
+        assert_eq!(out[0].bytes(f.data()), &[2u8; 14][..]);
         assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 2, &mut w), 0);
         assert_eq!(
             w,
             Walked {
                 numbered: 13,
                 bad_frames: 0,
-                vlan_stripped: 1
+                vlan_restored: 0
             }
         );
     }
 
     #[test]
+    fn a_stripped_vlan_tag_is_put_back() {
+        let mut b = block(&[(60, 60, 1, Some(0x2064)), (60, 60, 1, None)]);
+        // Frame 0: destination MAC 0..6, source 6..12, EtherType IPv4.
+        let first = 48 + MAC_AT;
+        for k in 0..12 {
+            b[first + k] = 0xa0 + k as u8;
+        }
+        b[first + 12..first + 14].copy_from_slice(&[0x08, 0x00]);
+        let mut f = Frames::new(&mut b);
+        let (mut out, mut w) = (Vec::new(), Walked::default());
+        assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 8, &mut w), 2);
+        let tagged = out[0].bytes(f.data());
+        assert_eq!((out[0].caplen, out[0].orig_len), (64, 64));
+        let macs: Vec<u8> = (0..12).map(|k| 0xa0 + k).collect();
+        assert_eq!(&tagged[..12], &macs[..]);
+        assert_eq!(&tagged[12..18], &[0x81, 0x00, 0x20, 0x64, 0x08, 0x00]);
+        assert_eq!(out[1].bytes(f.data()), &[1u8; 60][..]);
+        assert_eq!(w.vlan_restored, 1);
+        // Not on links without Ethernet headers.
+        let mut b = block(&[(60, 60, 1, Some(7))]);
+        let mut f = Frames::new(&mut b);
+        f.next_batch(LinkType::Raw, &mut out, 8, &mut w);
+        assert_eq!((out[0].caplen, w.vlan_restored), (60, 1));
+    }
+
+    #[test]
     fn a_frame_pointing_outside_its_block_ends_the_walk() {
-        let mut b = block(&[(60, 60, 1, false), (60, 60, 2, false)]);
+        let mut b = block(&[(60, 60, 1, None), (60, 60, 2, None)]);
         // The second frame claims more bytes than the block has.
-        let second = 48 + (32usize + 60).next_multiple_of(16);
+        let second = 48 + (MAC_AT + 60).next_multiple_of(16);
         b[second + FRAME_SNAPLEN..second + FRAME_SNAPLEN + 4]
-            .copy_from_slice(&9000u32.to_ne_bytes());
-        let mut f = Frames::new(&b);
+            .copy_from_slice(&90000u32.to_ne_bytes());
+        let mut f = Frames::new(&mut b);
         let (mut out, mut w) = (Vec::new(), Walked::default());
         assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 8, &mut w), 1);
         assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 8, &mut w), 0);
@@ -680,11 +768,12 @@ mod tests {
                 state ^= state << 17;
                 *x = (state % 7) as u8 * 8;
             }
-            let mut f = Frames::new(&b);
+            let len = b.len();
+            let mut f = Frames::new(&mut b);
             let (mut out, mut w) = (Vec::new(), Walked::default());
-            while f.next_batch(LinkType::Raw, &mut out, 4, &mut w) > 0 {
+            while f.next_batch(LinkType::Ethernet, &mut out, 4, &mut w) > 0 {
                 for p in &out {
-                    assert!(p.offset + p.caplen as usize <= b.len());
+                    assert!(p.offset + p.caplen as usize <= len);
                 }
             }
         }

@@ -11,6 +11,7 @@
 //! offset; a file that is unusable from the start is an [`crate::Error`].
 
 pub mod af_packet;
+pub mod fanout;
 pub mod file;
 pub mod pcap;
 pub mod pcapng;

@@ -35,8 +35,6 @@ pub struct Counters {
     pub live_dropped: u64,
     /// Live capture: ring frame headers that pointed outside their block.
     pub live_bad_frames: u64,
-    /// Live capture: packets whose VLAN tag the driver stripped.
-    pub live_vlan_stripped: u64,
     /// Flow-table memory in use at the end of input (bytes, see
     /// [`crate::flow::FlowTable::memory_bytes`]).
     pub table_bytes: u64,
@@ -68,7 +66,6 @@ impl Counters {
         self.live_offered += o.live_offered;
         self.live_dropped += o.live_dropped;
         self.live_bad_frames += o.live_bad_frames;
-        self.live_vlan_stripped += o.live_vlan_stripped;
         self.table_bytes += o.table_bytes;
         self.table_pool_bytes += o.table_pool_bytes;
     }
@@ -101,16 +98,10 @@ mod tests {
         b.live_offered = 9;
         b.live_dropped = 5;
         b.live_bad_frames = 1;
-        b.live_vlan_stripped = 2;
         a.merge(&b);
         assert_eq!(
-            (
-                a.live_offered,
-                a.live_dropped,
-                a.live_bad_frames,
-                a.live_vlan_stripped
-            ),
-            (9, 5, 1, 2)
+            (a.live_offered, a.live_dropped, a.live_bad_frames),
+            (9, 5, 1)
         );
         assert_eq!(a.packets_read, 2);
         assert_eq!(a.skipped_total(), 6);

@@ -219,6 +219,9 @@ pub struct Report {
     /// Anonymous resident memory of the process when the input ended,
     /// before the final flush (Linux `RssAnon`), in bytes.
     pub rss_anon_end_of_input: Option<u64>,
+    /// Packets accounted to flows by each shard, in shard order (how the
+    /// work was spread).
+    pub flowed_per_shard: Vec<u64>,
 }
 
 /// The process's anonymous resident memory (Linux), in bytes.
@@ -277,7 +280,7 @@ impl fmt::Display for Report {
         if c.live_offered > 0 {
             writeln!(
                 f,
-                "interface: {} packets offered by the kernel, {} dropped (ring full){}{}",
+                "interface: {} packets offered by the kernel, {} dropped (ring full){}",
                 c.live_offered,
                 c.live_dropped,
                 if c.live_bad_frames > 0 {
@@ -285,14 +288,6 @@ impl fmt::Display for Report {
                 } else {
                     String::new()
                 },
-                if c.live_vlan_stripped > 0 {
-                    format!(
-                        ", {} with a VLAN tag stripped by the driver (keyed without it)",
-                        c.live_vlan_stripped
-                    )
-                } else {
-                    String::new()
-                }
             )?;
         }
         if c.skipped_total() > 0 {
@@ -311,6 +306,17 @@ impl fmt::Display for Report {
             .filter(|r| c.flows.ended[**r as usize] > 0)
             .map(|r| format!("{} {}", r.name(), c.flows.ended[*r as usize]))
             .collect();
+        if self.flowed_per_shard.len() > 1 {
+            let shares: Vec<String> = self
+                .flowed_per_shard
+                .iter()
+                .map(|n| {
+                    let pct = 100.0 * *n as f64 / c.packets_flowed.max(1) as f64;
+                    format!("{n} ({pct:.0} %)")
+                })
+                .collect();
+            writeln!(f, "packets in flows per shard: {}", shares.join(", "))?;
+        }
         writeln!(
             f,
             "flows: {} ({})",
