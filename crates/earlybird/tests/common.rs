@@ -181,6 +181,12 @@ impl Veth {
         Some(v)
     }
 
+    /// Deletes the pair now (both ends go), as when an interface disappears
+    /// under a capture.
+    pub fn remove(&self) {
+        assert!(ip(&["link", "del", &self.a]), "ip link del {}", self.a);
+    }
+
     /// Runs `f` on a thread that has entered the namespace of `b` (network
     /// namespaces belong to threads, so only that thread moves).
     pub fn in_peer<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {

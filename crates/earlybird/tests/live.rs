@@ -238,3 +238,57 @@ fn idle_flows_end_while_the_capture_runs() {
     assert!(records.iter().any(|(r, _)| r.end == EndReason::Idle));
     assert!(records.iter().all(|(r, _)| r.end != EndReason::EndOfInput));
 }
+
+#[test]
+fn an_interface_that_disappears_ends_the_run_with_every_flow() {
+    let Some(net) = common::Veth::create("ebd") else {
+        return;
+    };
+    let path = common::testdata().join("pcap/ndpi__iphone.pcap");
+    let file = CaptureFile::open(&path).unwrap();
+    let input = pipeline::open_live(&LiveConfig::new(&net.a), 2).expect("open the sockets");
+    let store = Arc::new(Mutex::new(Vec::new()));
+    let ctl = RunControl::default();
+    let opts = options(2, 3600);
+    let report = std::thread::scope(|s| {
+        let run = s.spawn(|| {
+            pipeline::run_live(
+                input,
+                Some(Duration::from_secs(30)),
+                &opts,
+                &ModelRef::default(),
+                vec![Box::new(Keep(store.clone()))],
+                &ctl,
+            )
+        });
+        let ropts = ReplayOptions {
+            interface: net.b.clone(),
+            pps: None,
+            loops: 1,
+        };
+        let sent = net
+            .in_peer(|| replay(std::slice::from_ref(&file), &ropts, &AtomicBool::new(false)))
+            .expect("replay");
+        let waited = Instant::now();
+        while ctl.progress.load(Ordering::Relaxed) < sent.packets_sent
+            && waited.elapsed() < Duration::from_secs(20)
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        net.remove();
+        run.join().expect("live run").expect("live run result")
+    });
+    // Ended by the lost interface (one warning naming it), not the stop
+    // flag or the 30 s, with every packet in a flushed flow.
+    assert!(!report.interrupted);
+    assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+    let w = report.warnings[0].to_string();
+    assert!(w.contains(&net.a), "{w}");
+    let records = store.lock().unwrap();
+    let packets: u64 = records
+        .iter()
+        .map(|(r, _)| r.packets[0] + r.packets[1])
+        .sum();
+    assert_eq!(packets, report.counters.packets_flowed);
+    assert!(packets >= 480, "{packets} packets in flows");
+}

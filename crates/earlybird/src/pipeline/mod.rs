@@ -409,6 +409,8 @@ fn run_shards(
         report.warnings.extend(w);
         report.rss_anon_end_of_input = report.rss_anon_end_of_input.or(rss);
     }
+    // Every socket of a live run reports the same lost interface.
+    report.warnings.dedup();
     let (summary, errors) =
         export_result.map_err(|_| Error::Config("the exporter thread panicked".into()))?;
     report.summary = summary;
