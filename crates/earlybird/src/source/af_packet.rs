@@ -173,7 +173,7 @@ pub fn interface_link(name: &str) -> Result<LinkType> {
     let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::Interface {
             name: name.into(),
-            reason: "no such network interface".into(),
+            reason: "no such interface".into(),
         },
         _ => Error::interface(name, &path, e),
     })?;
@@ -786,7 +786,7 @@ mod tests {
             .map(|e| e.to_string());
         assert_eq!(
             e.as_deref(),
-            Some("interface eb-nosuch0: no such network interface")
+            Some("interface eb-nosuch0: no such interface")
         );
     }
 }
