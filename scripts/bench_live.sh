@@ -12,17 +12,18 @@
 #
 # Needs root. Usage:
 #   scripts/bench_live.sh [-n PACKETS] [-l LOOPS] [-t worst|realistic]
-#                         [-s "1 2"] [-p PPS] [-d DIR] [-b BIN]
+#                         [-s "1 2"] [-p PPS] [-F hosts|flows] [-d DIR] [-b BIN]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packets=200000 loops=10 traffic=worst shard_list="1 2" pps="" dir=bench-data
+packets=200000 loops=10 traffic=worst shard_list="1 2" pps="" fanout=hosts dir=bench-data
 bin=target/release/earlybird
-while getopts "n:l:t:s:p:d:b:" o; do
+while getopts "n:l:t:s:p:F:d:b:" o; do
   case $o in
     n) packets=$OPTARG ;; l) loops=$OPTARG ;; t) traffic=$OPTARG ;;
-    s) shard_list=$OPTARG ;; p) pps=$OPTARG ;; d) dir=$OPTARG ;; b) bin=$OPTARG ;;
-    *) sed -n 2,16p "$0"; exit 2 ;;
+    s) shard_list=$OPTARG ;; p) pps=$OPTARG ;; F) fanout=$OPTARG ;;
+    d) dir=$OPTARG ;; b) bin=$OPTARG ;;
+    *) sed -n 2,17p "$0"; exit 2 ;;
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "bench_live.sh needs root (veth pairs, packet sockets)" >&2; exit 1; }
@@ -46,9 +47,9 @@ ip -n "$ns" link set "$b" mtu 9000 up
 
 tick=$(getconf CLK_TCK)
 log=$(mktemp)
-printf "%-9s %6s %11s %9s %11s %9s %10s %12s\n" traffic shards sent sent_Mpps captured dropped ns/packet Mpps/core
+printf "%-9s %6s %6s %11s %9s %11s %9s %10s %12s  %s\n" traffic fanout shards sent sent_Mpps captured dropped ns/packet Mpps/core shares_%
 for s in $shard_list; do
-  "$bin" flows -i "$a" -s "$s" -f null -o - --no-model --stats basic --max-flows 1000000 2>"$log" &
+  "$bin" flows -i "$a" -s "$s" --fanout "$fanout" -f null -o - --no-model --stats basic --max-flows 1000000 2>"$log" &
   cap=$!
   sleep 1
   rate=()
@@ -68,6 +69,7 @@ for s in $shard_list; do
   drop=$(grep -oE 'offered by the kernel, [0-9]+ dropped' "$log" | grep -oE '[0-9]+' || echo 0)
   ns_pkt=$(awk -v c="$cpu" -v t="$tick" -v p="$got" 'BEGIN { if (p > 0) printf "%.1f", c / t * 1e9 / p; else print "-" }')
   per_core=$(awk -v n="$ns_pkt" 'BEGIN { if (n + 0 > 0) printf "%.2f", 1000 / n; else print "-" }')
-  printf "%-9s %6s %11s %9s %11s %9s %10s %12s\n" "$traffic" "$s" "$sent" "$smpps" "$got" "$drop" "$ns_pkt" "$per_core"
+  shares=$(grep '^packets in flows per shard' "$log" | grep -oE '\([0-9]+ %\)' | grep -oE '[0-9]+' | paste -sd/ -)
+  printf "%-9s %6s %6s %11s %9s %11s %9s %10s %12s  %s\n" "$traffic" "$fanout" "$s" "$sent" "$smpps" "$got" "$drop" "$ns_pkt" "$per_core" "${shares:-100}"
 done
 rm -f "$log"

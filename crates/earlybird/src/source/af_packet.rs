@@ -604,7 +604,9 @@ impl<'a> Frames<'a> {
                 data[mac + 12..mac + 14].copy_from_slice(&tpid.to_be_bytes());
                 data[mac + 14..mac + 16].copy_from_slice(&tci.to_be_bytes());
                 caplen += VLAN_TAG as u32;
-                orig_len += VLAN_TAG as u32;
+                // The wire length is the kernel's word: never trusted not
+                // to overflow (found by the fuzzer).
+                orig_len = orig_len.saturating_add(VLAN_TAG as u32);
                 walk.vlan_restored += 1;
             }
             walk.numbered += 1;
@@ -735,11 +737,16 @@ mod tests {
         assert_eq!(&tagged[12..18], &[0x81, 0x00, 0x20, 0x64, 0x08, 0x00]);
         assert_eq!(out[1].bytes(f.data()), &[1u8; 60][..]);
         assert_eq!(w.vlan_restored, 1);
+        // A wire length at the top of its range stays there.
+        let mut b = block(&[(60, u32::MAX, 1, Some(7))]);
+        let mut f = Frames::new(&mut b);
+        f.next_batch(LinkType::Ethernet, &mut out, 8, &mut w);
+        assert_eq!((out[0].caplen, out[0].orig_len), (64, u32::MAX));
         // Not on links without Ethernet headers.
         let mut b = block(&[(60, 60, 1, Some(7))]);
         let mut f = Frames::new(&mut b);
         f.next_batch(LinkType::Raw, &mut out, 8, &mut w);
-        assert_eq!((out[0].caplen, w.vlan_restored), (60, 1));
+        assert_eq!((out[0].caplen, w.vlan_restored), (60, 2));
     }
 
     #[test]
