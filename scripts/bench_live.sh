@@ -69,7 +69,7 @@ for s in $shard_list; do
   drop=$(grep -oE 'offered by the kernel, [0-9]+ dropped' "$log" | grep -oE '[0-9]+' || echo 0)
   ns_pkt=$(awk -v c="$cpu" -v t="$tick" -v p="$got" 'BEGIN { if (p > 0) printf "%.1f", c / t * 1e9 / p; else print "-" }')
   per_core=$(awk -v n="$ns_pkt" 'BEGIN { if (n + 0 > 0) printf "%.2f", 1000 / n; else print "-" }')
-  shares=$(grep '^packets in flows per shard' "$log" | grep -oE '\([0-9]+ %\)' | grep -oE '[0-9]+' | paste -sd/ -)
+  shares=$(grep '^packets in flows per shard' "$log" | grep -oE '\([0-9]+ %\)' | grep -oE '[0-9]+' | paste -sd/ - || true)
   printf "%-9s %6s %6s %11s %9s %11s %9s %10s %12s  %s\n" "$traffic" "$fanout" "$s" "$sent" "$smpps" "$got" "$drop" "$ns_pkt" "$per_core" "${shares:-100}"
 done
 rm -f "$log"
