@@ -10,7 +10,9 @@
 //! queue.
 //! The other shards step over the batch's record headers
 //! ([`crate::source::CaptureReader::skip_batch`], which keeps them on the
-//! same batch boundaries). Every shard then *runs* the turns in order, each
+//! same batch boundaries), or jump to where the batch ends when its reader
+//! has already published that ([`Ends::publish_end`], one atomic store per
+//! batch, and [`Ends::end_of_turn`]). Every shard then *runs* the turns in order, each
 //! from the parcel its reader made: its packets in input order, its clock
 //! advancing batch by batch as if it had read the whole file, so records
 //! do not depend on the number of shards.
@@ -34,6 +36,8 @@
 //! or counted as skipped (tests/interrupt.rs).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
@@ -45,9 +49,20 @@ pub const LOOKAHEAD: usize = 16;
 /// Parcels in flight from one shard to another (at least [`LOOKAHEAD`]).
 pub const DEPTH: usize = LOOKAHEAD;
 
+/// Turns whose end position can be published at once (a ring, far more
+/// than any shard reads ahead of another).
+const SLOTS: usize = 64;
+/// Low bits of a published word: the turn number (mod 2^20).
+const TURN_BITS: u32 = 20;
+
 /// One shard's ends of the exchange.
 pub struct Ends {
     id: usize,
+    /// Where each recent turn ended in its file, published by its reader
+    /// (position << TURN_BITS | turn mod 2^TURN_BITS), shared by every
+    /// shard, so the others can jump over the turn instead of walking its
+    /// record headers.
+    ends_of_turns: Arc<[AtomicU64]>,
     /// `to[j]`: parcels for shard `j` (`None` for this shard).
     to: Vec<Option<Sender<Parcel>>>,
     /// `from[j]`: parcels shard `j` read for this one.
@@ -71,9 +86,11 @@ pub struct Ends {
 /// The exchange between `shards` shards whose batches hold up to `batch`
 /// packets: one [`Ends`] per shard, in shard order.
 pub fn mesh(shards: usize, batch: usize) -> Vec<Ends> {
+    let ends_of_turns: Arc<[AtomicU64]> = (0..SLOTS).map(|_| AtomicU64::new(u64::MAX)).collect();
     let mut ends: Vec<Ends> = (0..shards)
         .map(|id| Ends {
             id,
+            ends_of_turns: ends_of_turns.clone(),
             to: (0..shards).map(|_| None).collect(),
             from: (0..shards).map(|_| None).collect(),
             back_to: (0..shards).map(|_| None).collect(),
@@ -104,6 +121,23 @@ pub fn mesh(shards: usize, batch: usize) -> Vec<Ends> {
 }
 
 impl Ends {
+    /// The reader of `turn` read a whole batch and it ends at byte
+    /// `position` of its file: the other shards may jump there
+    /// ([`Ends::end_of_turn`]). One store per batch.
+    pub fn publish_end(&self, turn: usize, position: u64) {
+        if position < 1 << (64 - TURN_BITS) {
+            let word = position << TURN_BITS | (turn as u64 & ((1 << TURN_BITS) - 1));
+            self.ends_of_turns[turn % SLOTS].store(word, Ordering::Release);
+        }
+    }
+
+    /// Where `turn` ends, if its reader has published it yet.
+    pub fn end_of_turn(&self, turn: usize) -> Option<u64> {
+        let word = self.ends_of_turns[turn % SLOTS].load(Ordering::Acquire);
+        (word & ((1 << TURN_BITS) - 1) == turn as u64 & ((1 << TURN_BITS) - 1) && word != u64::MAX)
+            .then_some(word >> TURN_BITS)
+    }
+
     /// Empty parcels for the next batch this shard reads, one per shard
     /// (reused ones where they came back).
     pub fn parcels(&mut self) -> &mut [Parcel] {
@@ -177,5 +211,26 @@ impl Ends {
                 let _ = tx.try_send(p);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_published_end_is_seen_for_its_turn_only() {
+        let ends = mesh(2, 4);
+        assert_eq!(ends[1].end_of_turn(0), None);
+        ends[0].publish_end(0, 1234);
+        assert_eq!(ends[1].end_of_turn(0), Some(1234));
+        // The slot of turn 0 is the slot of turn SLOTS: not its end.
+        assert_eq!(ends[1].end_of_turn(SLOTS), None);
+        ends[1].publish_end(SLOTS, 99);
+        assert_eq!(ends[0].end_of_turn(SLOTS), Some(99));
+        assert_eq!(ends[0].end_of_turn(0), None);
+        // A position too large to pack is not published.
+        ends[0].publish_end(3, 1 << 50);
+        assert_eq!(ends[1].end_of_turn(3), None);
     }
 }

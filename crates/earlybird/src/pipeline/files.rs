@@ -96,6 +96,9 @@ pub(super) fn shard_loop_shared(
                 stride.reached(reader.position());
                 let n = if read % shards == id {
                     let n = reader.next_batch(&mut refs, batch);
+                    if n == batch && reader.warning().is_none() {
+                        ends.publish_end(read, reader.position());
+                    }
                     if n > 0 {
                         shard.split(data, &refs, ends.parcels());
                         if !ends.send() {
@@ -107,7 +110,12 @@ pub(super) fn shard_loop_shared(
                     }
                     n
                 } else {
-                    reader.skip_batch(batch)
+                    // Jump over a turn its reader has already read;
+                    // otherwise walk its record headers.
+                    match ends.end_of_turn(read) {
+                        Some(end) if reader.jump_to(end, batch) => batch,
+                        _ => reader.skip_batch(batch),
+                    }
                 };
                 if n == 0 {
                     end_of_file = true;

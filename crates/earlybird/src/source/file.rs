@@ -280,6 +280,20 @@ impl<'a> CaptureReader<'a> {
         }
     }
 
+    /// Moves to byte `position`, where another reader of the same file
+    /// found that the next `packets` packets (a whole batch, read with no
+    /// warning) end, as if they had been skipped. Classic pcap only (a
+    /// pcapng walk must see every interface block): false, and nothing
+    /// moves, for pcapng, at the end of the file or for a position behind
+    /// this reader or past the file.
+    #[inline]
+    pub fn jump_to(&mut self, position: u64, packets: usize) -> bool {
+        match &mut self.inner {
+            Inner::Pcap(r) => r.jump_to(position, packets),
+            Inner::Pcapng(_) => false,
+        }
+    }
+
     /// The buffer [`PacketRef::offset`] points into (the whole file).
     pub fn data(&self) -> &'a [u8] {
         match &self.inner {
@@ -330,6 +344,35 @@ mod tests {
             v.extend_from_slice(r);
         }
         v
+    }
+
+    #[test]
+    fn jumping_to_where_another_reader_stopped_equals_skipping() {
+        let records: Vec<Vec<u8>> = (0..10u8).map(|i| vec![i; 1 + i as usize]).collect();
+        let refs: Vec<&[u8]> = records.iter().map(|r| r.as_slice()).collect();
+        let f = CaptureFile::from_bytes("j.pcap", pcap_le(1, &refs)).unwrap();
+        let (mut reader, mut jumper, mut skipper) = (f.reader(), f.reader(), f.reader());
+        let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+        assert_eq!(reader.next_batch(&mut a, 4), 4);
+        assert!(jumper.jump_to(reader.position(), 4));
+        assert_eq!(skipper.skip_batch(4), 4);
+        assert_eq!(jumper.position(), skipper.position());
+        // Numbers and offsets of the next batch are the same either way.
+        assert_eq!(jumper.next_batch(&mut b, 4), 4);
+        assert_eq!(skipper.next_batch(&mut c, 4), 4);
+        assert_eq!(b, c);
+        assert_eq!(b[0].number, 5);
+        // Never backwards, never past the file.
+        assert!(!jumper.jump_to(0, 4));
+        assert!(!jumper.jump_to(f.bytes().len() as u64 + 1, 4));
+        // Not for pcapng, whose walk must see every interface block.
+        let ng = CaptureFile::open(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../testdata/pcap/zeek__pcapng-multi-interface.pcapng"),
+        )
+        .unwrap();
+        let mut r = ng.reader();
+        assert!(!r.jump_to(r.position() + 16, 1));
     }
 
     #[test]

@@ -186,6 +186,19 @@ impl<'a> PcapReader<'a> {
         self.dispatch::<false>(&mut Vec::new(), max)
     }
 
+    /// See [`crate::source::CaptureReader::jump_to`].
+    pub fn jump_to(&mut self, position: u64, packets: usize) -> bool {
+        let Ok(pos) = usize::try_from(position) else {
+            return false;
+        };
+        if self.done || pos < self.pos || pos > self.data.len() {
+            return false;
+        }
+        self.pos = pos;
+        self.number += packets as u64;
+        true
+    }
+
     /// Runs the walk specialised for the header's byte order and length
     /// fields.
     #[inline(always)]
