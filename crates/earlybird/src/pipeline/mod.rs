@@ -170,7 +170,7 @@ pub fn run(
         1 => vec![Input::Files(None)],
         n => crate::exchange::mesh(n, opts.batch)
             .into_iter()
-            .map(|e| Input::Files(Some(e)))
+            .map(|e| Input::Files(Some(Box::new(e))))
             .collect(),
     };
     run_shards(files, inputs, marker, opts, model, exporters, ctl)
@@ -230,7 +230,7 @@ pub fn run_live(
 enum Input {
     /// The files of the run; with several shards, this shard's ends of the
     /// exchange.
-    Files(Option<crate::exchange::Ends>),
+    Files(Option<Box<crate::exchange::Ends>>),
     /// This shard's socket, and when to stop.
     Live(Box<Ring>, Option<Instant>),
 }
@@ -348,7 +348,7 @@ fn run_shards(
                         files::shard_loop(&mut shard, &mut sink, files, opts.batch, ctl, spare)
                     }
                     Input::Files(Some(ends)) => files::shard_loop_shared(
-                        &mut shard, &mut sink, files, opts.batch, ctl, ends, spare,
+                        &mut shard, &mut sink, files, opts.batch, ctl, *ends, spare,
                     ),
                     Input::Live(mut ring, deadline) => {
                         let w = live::shard_loop(
