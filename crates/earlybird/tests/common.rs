@@ -142,6 +142,14 @@ fn ip(args: &[&str]) -> bool {
         .unwrap_or(false)
 }
 
+/// `ip` for clean-ups that may find nothing to remove (no error printed).
+fn ip_quiet(args: &[&str]) {
+    let _ = std::process::Command::new("ip")
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
 impl Veth {
     /// A pair named after `tag` and this process; `None` (the test is
     /// skipped, and says so) when the process is not root.
@@ -157,8 +165,8 @@ impl Veth {
             b: format!("{tag}b{id}"),
             ns: format!("{tag}n{id}"),
         };
-        let _ = ip(&["link", "del", &v.a]);
-        let _ = ip(&["netns", "del", &v.ns]);
+        ip_quiet(&["link", "del", &v.a]);
+        ip_quiet(&["netns", "del", &v.ns]);
         let ok = ip(&["netns", "add", &v.ns])
             && ip(&["link", "add", &v.a, "type", "veth", "peer", "name", &v.b])
             && ip(&["link", "set", &v.b, "netns", &v.ns])
@@ -208,7 +216,7 @@ impl Veth {
 
 impl Drop for Veth {
     fn drop(&mut self) {
-        let _ = ip(&["link", "del", &self.a]);
-        let _ = ip(&["netns", "del", &self.ns]);
+        ip_quiet(&["link", "del", &self.a]);
+        ip_quiet(&["netns", "del", &self.ns]);
     }
 }

@@ -77,31 +77,31 @@ fn options(shards: usize, idle_secs: u64) -> RunOptions {
 }
 
 /// Captures on `net.a` with `shards` shards while `file` is replayed out of
-/// `net.b` (at `pps`, or full speed); waits `linger` after the capture has
-/// taken every packet sent, then stops. Returns the records with their
-/// arrival times, the report and when the stop was raised.
+/// `net.b` (at `pps`, or full speed); once the capture has taken every
+/// packet sent, `then` ends the run (raises the stop flag, removes the
+/// interface …). Returns the records with their arrival times, the report
+/// and the number of packets sent.
 fn capture_replay(
     net: &common::Veth,
     file: &CaptureFile,
     shards: usize,
     idle_secs: u64,
     pps: Option<f64>,
-    linger: Duration,
+    then: impl FnOnce(&RunControl),
 ) -> (
     Vec<(FlowRecord, Instant)>,
     earlybird::telemetry::summary::Report,
     u64,
-    Instant,
 ) {
     let input = pipeline::open_live(&LiveConfig::new(&net.a), shards).expect("open the sockets");
     let store = Arc::new(Mutex::new(Vec::new()));
     let ctl = RunControl::default();
     let opts = options(shards, idle_secs);
-    let (report, sent, stopped) = std::thread::scope(|s| {
+    let (report, sent) = std::thread::scope(|s| {
         let run = s.spawn(|| {
             pipeline::run_live(
                 input,
-                None,
+                Some(Duration::from_secs(60)),
                 &opts,
                 &ModelRef::default(),
                 vec![Box::new(Keep(store.clone()))],
@@ -122,14 +122,21 @@ fn capture_replay(
         {
             std::thread::sleep(Duration::from_millis(10));
         }
-        std::thread::sleep(linger);
-        let stopped = Instant::now();
-        ctl.stop.store(true, Ordering::Relaxed);
+        then(&ctl);
         let report = run.join().expect("live run").expect("live run result");
-        (report, sent.packets_sent, stopped)
+        (report, sent.packets_sent)
     });
     let records = std::mem::take(&mut *store.lock().unwrap());
-    (records, report, sent, stopped)
+    (records, report, sent)
+}
+
+/// Waits `linger`, then raises the stop flag; sets `stopped` to when.
+fn stop_after(linger: Duration, stopped: &mut Instant) -> impl FnOnce(&RunControl) + '_ {
+    move |ctl: &RunControl| {
+        std::thread::sleep(linger);
+        *stopped = Instant::now();
+        ctl.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Replays `name` (from testdata/pcap) through `net` into captures with
@@ -149,8 +156,15 @@ fn check_against_file(net: &common::Veth, name: &str, shard_counts: &[usize], sp
     let want = totals(flows.iter().map(|f| &f.record));
     assert!(want.len() >= 4, "{name}: the capture has flows");
     for &shards in shard_counts {
-        let (records, report, sent, _) =
-            capture_replay(net, &file, shards, 3600, None, Duration::from_millis(200));
+        let mut stopped = Instant::now();
+        let (records, report, sent) = capture_replay(
+            net,
+            &file,
+            shards,
+            3600,
+            None,
+            stop_after(Duration::from_millis(200), &mut stopped),
+        );
         let c = &report.counters;
         assert!(sent > 0);
         assert_eq!(
@@ -225,8 +239,15 @@ fn idle_flows_end_while_the_capture_runs() {
     // afterwards, every flow must have ended on the table clock that
     // follows the system clock and reached the output before the capture
     // is stopped; none is left for the flush at the stop.
-    let (records, _, _, stopped) =
-        capture_replay(&net, &file, 2, 1, None, Duration::from_millis(4000));
+    let mut stopped = Instant::now();
+    let (records, _, _) = capture_replay(
+        &net,
+        &file,
+        2,
+        1,
+        None,
+        stop_after(Duration::from_millis(4000), &mut stopped),
+    );
     assert!(records.len() > 20);
     let late: Vec<_> = records.iter().filter(|(_, at)| *at >= stopped).collect();
     assert!(
@@ -246,45 +267,13 @@ fn an_interface_that_disappears_ends_the_run_with_every_flow() {
     };
     let path = common::testdata().join("pcap/ndpi__iphone.pcap");
     let file = CaptureFile::open(&path).unwrap();
-    let input = pipeline::open_live(&LiveConfig::new(&net.a), 2).expect("open the sockets");
-    let store = Arc::new(Mutex::new(Vec::new()));
-    let ctl = RunControl::default();
-    let opts = options(2, 3600);
-    let report = std::thread::scope(|s| {
-        let run = s.spawn(|| {
-            pipeline::run_live(
-                input,
-                Some(Duration::from_secs(30)),
-                &opts,
-                &ModelRef::default(),
-                vec![Box::new(Keep(store.clone()))],
-                &ctl,
-            )
-        });
-        let ropts = ReplayOptions {
-            interface: net.b.clone(),
-            pps: None,
-            loops: 1,
-        };
-        let sent = net
-            .in_peer(|| replay(std::slice::from_ref(&file), &ropts, &AtomicBool::new(false)))
-            .expect("replay");
-        let waited = Instant::now();
-        while ctl.progress.load(Ordering::Relaxed) < sent.packets_sent
-            && waited.elapsed() < Duration::from_secs(20)
-        {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        net.remove();
-        run.join().expect("live run").expect("live run result")
-    });
+    let (records, report, _) = capture_replay(&net, &file, 2, 3600, None, |_| net.remove());
     // Ended by the lost interface (one warning naming it), not the stop
-    // flag or the 30 s, with every packet in a flushed flow.
+    // flag or the 60 s, with every packet in a flushed flow.
     assert!(!report.interrupted);
     assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
     let w = report.warnings[0].to_string();
     assert!(w.contains(&net.a), "{w}");
-    let records = store.lock().unwrap();
     let packets: u64 = records
         .iter()
         .map(|(r, _)| r.packets[0] + r.packets[1])

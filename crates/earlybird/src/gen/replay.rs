@@ -44,6 +44,7 @@ use std::time::{Duration, Instant};
 use libc::c_int;
 
 use crate::error::{Error, Result};
+use crate::source::af_packet::set_opt;
 use crate::source::{CaptureFile, LinkType, PacketRef, Warning, BATCH};
 
 /// What to replay onto which interface. Build with [`ReplayOptions::new`].
@@ -863,31 +864,13 @@ fn ioctl_ifreq(fd: &OwnedFd, name: &str, request: libc::Ioctl) -> io::Result<lib
     Ok(ifr)
 }
 
-fn setopt<T>(fd: &OwnedFd, level: c_int, opt: c_int, value: &T) -> io::Result<()> {
-    // SAFETY: `value` points to a live T of the size given.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            opt,
-            (value as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
 /// TPACKET_V2, qdisc bypass, a send buffer as large as the ring, and the
 /// ring itself.
 fn setup_ring(fd: &OwnedFd, name: &str, geo: &Geometry) -> Result<()> {
     let v2 = libc::tpacket_versions::TPACKET_V2 as c_int;
-    setopt(fd, libc::SOL_PACKET, libc::PACKET_VERSION, &v2)
+    set_opt(fd, libc::SOL_PACKET, libc::PACKET_VERSION, &v2)
         .map_err(|e| Error::interface(name, "PACKET_VERSION", e))?;
-    setopt(
+    set_opt(
         fd,
         libc::SOL_PACKET,
         libc::PACKET_QDISC_BYPASS,
@@ -899,8 +882,8 @@ fn setup_ring(fd: &OwnedFd, name: &str, geo: &Geometry) -> Result<()> {
     // that completes late. Forcing it needs CAP_NET_ADMIN; without it the
     // capped size is still better than the default, and neither is fatal.
     let want = c_int::try_from(geo.bytes().saturating_mul(2)).unwrap_or(c_int::MAX);
-    if setopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &want).is_err() {
-        let _ = setopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &want);
+    if set_opt(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &want).is_err() {
+        let _ = set_opt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &want);
     }
     let req = libc::tpacket_req {
         tp_block_size: geo.block_size as libc::c_uint,
@@ -908,7 +891,7 @@ fn setup_ring(fd: &OwnedFd, name: &str, geo: &Geometry) -> Result<()> {
         tp_frame_size: geo.frame_size as libc::c_uint,
         tp_frame_nr: geo.frames as libc::c_uint,
     };
-    setopt(fd, libc::SOL_PACKET, libc::PACKET_TX_RING, &req)
+    set_opt(fd, libc::SOL_PACKET, libc::PACKET_TX_RING, &req)
         .map_err(|e| Error::interface(name, "setting up the transmit ring", e))
 }
 

@@ -147,8 +147,9 @@ impl Drop for Ring {
     }
 }
 
-/// `setsockopt` of a plain value, as an `io::Result`.
-fn set_opt<T>(fd: &OwnedFd, level: i32, name: i32, value: &T) -> std::io::Result<()> {
+/// `setsockopt` of a plain value, as an `io::Result` (also used by
+/// [`crate::gen::replay`]).
+pub(crate) fn set_opt<T>(fd: &OwnedFd, level: i32, name: i32, value: &T) -> std::io::Result<()> {
     // SAFETY: `value` is a live `T` of the size passed.
     let r = unsafe {
         libc::setsockopt(
