@@ -189,6 +189,15 @@ impl Veth {
         Some(v)
     }
 
+    /// Brings up the loopback interface of the peer namespace.
+    pub fn peer_loopback_up(&self) {
+        assert!(
+            ip(&["-n", &self.ns, "link", "set", "lo", "up"]),
+            "lo up in {}",
+            self.ns
+        );
+    }
+
     /// Deletes the pair now (both ends go), as when an interface disappears
     /// under a capture.
     pub fn remove(&self) {

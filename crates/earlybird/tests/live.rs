@@ -281,3 +281,59 @@ fn an_interface_that_disappears_ends_the_run_with_every_flow() {
     assert_eq!(packets, report.counters.packets_flowed);
     assert!(packets >= 480, "{packets} packets in flows");
 }
+
+#[test]
+fn loopback_packets_are_counted_once() {
+    let Some(net) = common::Veth::create("ebo") else {
+        return;
+    };
+    net.peer_loopback_up();
+    // Loopback hands every packet to packet sockets twice (leaving, and
+    // coming back in); the capture must count it once. Everything runs in
+    // the peer namespace: its loopback, the socket that sends.
+    let (records, report) = net.in_peer(|| {
+        let input = pipeline::open_live(&LiveConfig::new("lo"), 1).expect("open lo");
+        let store = Arc::new(Mutex::new(Vec::new()));
+        let ctl = RunControl::default();
+        let opts = options(1, 3600);
+        let report = std::thread::scope(|s| {
+            let run = s.spawn(|| {
+                pipeline::run_live(
+                    input,
+                    Some(Duration::from_secs(30)),
+                    &opts,
+                    &ModelRef::default(),
+                    vec![Box::new(Keep(store.clone()))],
+                    &ctl,
+                )
+            });
+            let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            for _ in 0..10 {
+                sock.send_to(b"earlybird", "127.0.0.1:9").unwrap();
+            }
+            let waited = Instant::now();
+            while ctl.progress.load(Ordering::Relaxed) < 10
+                && waited.elapsed() < Duration::from_secs(20)
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            ctl.stop.store(true, Ordering::Relaxed);
+            run.join().expect("live run").expect("live run result")
+        });
+        let records = std::mem::take(&mut *store.lock().unwrap());
+        (records, report)
+    });
+    let udp: Vec<_> = records
+        .iter()
+        .filter(|(r, _)| r.key.proto == 17 && (r.key.dport == 9 || r.key.sport == 9))
+        .collect();
+    assert_eq!(udp.len(), 1, "{records:?}");
+    assert_eq!(udp[0].0.packets[0] + udp[0].0.packets[1], 10);
+    assert_eq!(udp[0].0.bytes[0] + udp[0].0.bytes[1], 10 * (20 + 8 + 9));
+    assert!(
+        report.counters.packets_read < 40,
+        "{}",
+        report.counters.packets_read
+    );
+}

@@ -34,17 +34,16 @@
 //! - Allocation: none per packet. One batch of packet references is reused,
 //!   and the ring (a few MiB) is mapped once per call.
 
-use std::ffi::CString;
 use std::fmt;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use libc::c_int;
 
 use crate::error::{Error, Result};
-use crate::source::af_packet::set_opt;
+use crate::source::netdev::{bind, hw_type, ifindex, ioctl_ifreq, packet_socket, set_opt};
 use crate::source::{CaptureFile, LinkType, PacketRef, Warning, BATCH};
 
 /// What to replay onto which interface. Build with [`ReplayOptions::new`].
@@ -653,10 +652,7 @@ impl Tx {
     fn open(name: &str) -> Result<Tx> {
         let ifindex = ifindex(name)?;
         let fd = packet_socket(name)?;
-        let hw = ioctl_ifreq(&fd, name, libc::SIOCGIFHWADDR as _)
-            .map_err(|e| Error::interface(name, "reading the hardware type", e))?;
-        // SAFETY: SIOCGIFHWADDR filled the hwaddr member of the union.
-        let hw_type = unsafe { hw.ifr_ifru.ifru_hwaddr.sa_family };
+        let hw_type = hw_type(&fd, name)?;
         if hw_type != libc::ARPHRD_ETHER && hw_type != libc::ARPHRD_LOOPBACK {
             return Err(Error::Interface {
                 name: name.into(),
@@ -673,7 +669,7 @@ impl Tx {
         let geo = Geometry::for_mtu(mtu, page_size());
         setup_ring(&fd, name, &geo)?;
         let map = map_ring(&fd, name, geo.bytes())?;
-        bind(&fd, name, ifindex)?;
+        bind(&fd, name, ifindex, 0)?;
         // SAFETY: the mapping is `geo.bytes()` long (frames * frame_size,
         // since blocks hold whole frames), page-aligned, shared only with
         // the kernel, and dropped after the queue (field order).
@@ -806,64 +802,6 @@ impl Tx {
     }
 }
 
-/// The interface's index; errors say whether the name is invalid or
-/// unknown.
-fn ifindex(name: &str) -> Result<c_int> {
-    let bad = |reason: String| Error::Interface {
-        name: name.into(),
-        reason,
-    };
-    if name.is_empty() || name.len() >= libc::IFNAMSIZ {
-        return Err(bad(format!(
-            "not a valid interface name (1 to {} bytes)",
-            libc::IFNAMSIZ - 1
-        )));
-    }
-    let c = CString::new(name).map_err(|_| bad("an interface name cannot contain NUL".into()))?;
-    // SAFETY: a valid NUL-terminated string.
-    let index = unsafe { libc::if_nametoindex(c.as_ptr()) };
-    if index == 0 {
-        let e = io::Error::last_os_error();
-        return Err(match e.raw_os_error() {
-            Some(libc::ENODEV) | Some(libc::ENXIO) => bad("no such interface".into()),
-            _ => Error::interface(name, "looking up the interface", e),
-        });
-    }
-    c_int::try_from(index).map_err(|_| bad(format!("interface index {index} out of range")))
-}
-
-/// An AF_PACKET raw socket that receives nothing (protocol 0: no packet
-/// is delivered to it, so replaying costs no receive work).
-fn packet_socket(name: &str) -> Result<OwnedFd> {
-    // SAFETY: plain syscall.
-    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(Error::interface(
-            name,
-            "opening an AF_PACKET socket",
-            io::Error::last_os_error(),
-        ));
-    }
-    // SAFETY: a fresh descriptor we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Runs an interface ioctl that fills an `ifreq` for `name`.
-fn ioctl_ifreq(fd: &OwnedFd, name: &str, request: libc::Ioctl) -> io::Result<libc::ifreq> {
-    // SAFETY: ifreq is plain data; all-zero is a valid value.
-    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
-    // `ifindex` checked the name fits with its NUL.
-    for (d, s) in ifr.ifr_name.iter_mut().zip(name.bytes()) {
-        *d = s as libc::c_char;
-    }
-    // SAFETY: a valid ifreq for a request that reads the name and fills
-    // the union.
-    if unsafe { libc::ioctl(fd.as_raw_fd(), request, &mut ifr) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(ifr)
-}
-
 /// TPACKET_V2, qdisc bypass, a send buffer as large as the ring, and the
 /// ring itself.
 fn setup_ring(fd: &OwnedFd, name: &str, geo: &Geometry) -> Result<()> {
@@ -915,30 +853,6 @@ fn map_ring(fd: &OwnedFd, name: &str, len: usize) -> Result<Mapping> {
         ));
     }
     Ok(Mapping { ptr, len })
-}
-
-/// Binds the socket to the interface (protocol 0: send only).
-fn bind(fd: &OwnedFd, name: &str, ifindex: c_int) -> Result<()> {
-    // SAFETY: sockaddr_ll is plain data; all-zero is valid.
-    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    sll.sll_family = libc::AF_PACKET as u16;
-    sll.sll_ifindex = ifindex;
-    // SAFETY: a valid sockaddr_ll of the size given.
-    let rc = unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&sll as *const libc::sockaddr_ll).cast(),
-            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        return Err(Error::interface(
-            name,
-            "binding to the interface",
-            io::Error::last_os_error(),
-        ));
-    }
-    Ok(())
 }
 
 fn page_size() -> usize {

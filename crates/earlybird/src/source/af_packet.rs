@@ -37,12 +37,12 @@
 //! only, so with several shards they may reach another shard than the
 //! unfragmented packets of their flow.
 
-use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::fanout::{host_pair_program, Fanout};
+use super::netdev::{bind, hw_type, ifindex, packet_socket, set_opt};
 use super::{LinkType, PacketRef};
 use crate::error::{Error, Result};
 
@@ -147,44 +147,12 @@ impl Drop for Ring {
     }
 }
 
-/// `setsockopt` of a plain value, as an `io::Result` (also used by
-/// [`crate::gen::replay`]).
-pub(crate) fn set_opt<T>(fd: &OwnedFd, level: i32, name: i32, value: &T) -> std::io::Result<()> {
-    // SAFETY: `value` is a live `T` of the size passed.
-    let r = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (value as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-/// The link type of frames read from an interface with a raw packet
-/// socket, from its ARPHRD type in sysfs.
-pub fn interface_link(name: &str) -> Result<LinkType> {
-    let path = format!("/sys/class/net/{name}/type");
-    let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::Interface {
-            name: name.into(),
-            reason: "no such interface".into(),
-        },
-        _ => Error::interface(name, &path, e),
-    })?;
-    let arphrd: u32 = text.trim().parse().map_err(|_| Error::Interface {
-        name: name.into(),
-        reason: format!("{path}: not a number: {:?}", text.trim()),
-    })?;
+/// The link type of frames read with a raw packet socket from an
+/// interface of ARP hardware type `arphrd`.
+pub fn link_of(name: &str, arphrd: u16) -> Result<LinkType> {
     match arphrd {
         // Ethernet and loopback frames carry an Ethernet header.
-        1 | 772 => Ok(LinkType::Ethernet),
+        libc::ARPHRD_ETHER | libc::ARPHRD_LOOPBACK => Ok(LinkType::Ethernet),
         // Tunnels, PPP, raw IP and "none" (tun) devices start at the IP header.
         768 | 769 | 776 | 778 | 512 | 519 | 0xfffe => Ok(LinkType::Raw),
         other => Err(Error::Interface {
@@ -217,33 +185,12 @@ impl Ring {
                 cfg.blocks, cfg.block_size
             )));
         }
-        let link = interface_link(name)?;
-        let cname = CString::new(name).map_err(|_| Error::Interface {
-            name: name.into(),
-            reason: "the name holds a NUL byte".into(),
-        })?;
-        // SAFETY: a NUL-terminated string.
-        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) };
-        if ifindex == 0 {
-            return Err(Error::interface(
-                name,
-                "no such interface",
-                std::io::Error::last_os_error(),
-            ));
-        }
+        let ifindex = ifindex(name)?;
         // Protocol 0: the socket receives nothing until `bind` names the
         // interface, so no frame of another interface slips into the ring.
-        // SAFETY: plain socket call.
-        let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        if raw < 0 {
-            return Err(Error::interface(
-                name,
-                "cannot open a packet socket",
-                std::io::Error::last_os_error(),
-            ));
-        }
-        // SAFETY: a new descriptor owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = packet_socket(name)?;
+        let arphrd = hw_type(&fd, name)?;
+        let link = link_of(name, arphrd)?;
         let err = |what: &'static str| move |e: std::io::Error| Error::interface(name, what, e);
         let version = libc::tpacket_versions::TPACKET_V3 as libc::c_int;
         set_opt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &version)
@@ -310,25 +257,18 @@ impl Ring {
             bad_frames: 0,
             stats: KernelStats::default(),
         };
-        // SAFETY: zeroed plain-data struct, then filled.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
-        sll.sll_ifindex = ifindex as i32;
-        // SAFETY: `sll` is a sockaddr_ll of the size passed.
-        let r = unsafe {
-            libc::bind(
-                ring.fd.as_raw_fd(),
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        bind(&ring.fd, name, ifindex, libc::ETH_P_ALL as u16)?;
+        if arphrd == libc::ARPHRD_LOOPBACK {
+            // On loopback every packet is seen twice, leaving and coming
+            // back in; keep the incoming copy (as libpcap does).
+            let on: libc::c_int = 1;
+            set_opt(
+                &ring.fd,
+                libc::SOL_PACKET,
+                libc::PACKET_IGNORE_OUTGOING,
+                &on,
             )
-        };
-        if r != 0 {
-            return Err(Error::interface(
-                name,
-                "bind",
-                std::io::Error::last_os_error(),
-            ));
+            .map_err(err("PACKET_IGNORE_OUTGOING"))?;
         }
         if cfg.promiscuous {
             let mreq = libc::packet_mreq {

@@ -13,6 +13,7 @@
 pub mod af_packet;
 pub mod fanout;
 pub mod file;
+pub mod netdev;
 pub mod pcap;
 pub mod pcapng;
 pub mod populate;
