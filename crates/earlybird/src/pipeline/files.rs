@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use super::sink::Sink;
 use super::{RunControl, RECORDS_PER_BATCH};
 use crate::shard::Shard;
-use crate::source::{CaptureFile, PacketRef, Warning};
+use crate::source::{CaptureFile, CaptureReader, PacketRef, Warning};
 
 /// Reads every file in order and feeds the shard; returns input warnings
 /// (shard 0 only, so each is reported once).
@@ -40,18 +40,9 @@ pub(super) fn shard_loop(
                 break;
             }
             shard.batch(data, &refs);
-            if shard.table.out.len() >= RECORDS_PER_BATCH {
-                sink.send(&mut shard.table.out, false);
-            }
-            if shard.id() == 0 {
-                ctl.progress
-                    .store(done_bytes + reader.position(), Ordering::Relaxed);
-            }
+            after_batch(shard, sink, ctl, done_bytes + reader.position());
         }
-        if shard.id() == 0 {
-            shard.counters.unsupported_link += reader.skipped_unsupported_link();
-            warnings.extend(reader.warning().cloned());
-        }
+        file_done(shard, &reader, &mut warnings);
         done_bytes += f.bytes().len() as u64;
     }
     warnings
@@ -143,19 +134,31 @@ pub(super) fn shard_loop_shared(
                 None => {}
             }
             run += 1;
-            if shard.table.out.len() >= RECORDS_PER_BATCH {
-                sink.send(&mut shard.table.out, false);
-            }
-            if id == 0 {
-                ctl.progress
-                    .store(done_bytes + reader.position(), Ordering::Relaxed);
-            }
+            after_batch(shard, sink, ctl, done_bytes + reader.position());
         }
-        if id == 0 {
-            shard.counters.unsupported_link += reader.skipped_unsupported_link();
-            warnings.extend(reader.warning().cloned());
-        }
+        file_done(shard, &reader, &mut warnings);
         done_bytes += f.bytes().len() as u64;
     }
     warnings
+}
+
+/// After each batch run: hands a full batch of records to the exporter,
+/// and shard 0 reports how far the input is read.
+#[inline(always)]
+fn after_batch(shard: &mut Shard, sink: &mut Sink, ctl: &RunControl, position: u64) {
+    if shard.table.out.len() >= RECORDS_PER_BATCH {
+        sink.send(&mut shard.table.out, false);
+    }
+    if shard.id() == 0 {
+        ctl.progress.store(position, Ordering::Relaxed);
+    }
+}
+
+/// At the end of a file, shard 0 (whose reader walks every record) counts
+/// its packets on unsupported links and keeps its warning.
+fn file_done(shard: &mut Shard, reader: &CaptureReader<'_>, warnings: &mut Vec<Warning>) {
+    if shard.id() == 0 {
+        shard.counters.unsupported_link += reader.skipped_unsupported_link();
+        warnings.extend(reader.warning().cloned());
+    }
 }
