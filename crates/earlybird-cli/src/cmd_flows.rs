@@ -125,7 +125,7 @@ pub struct FlowsArgs {
     /// Do not print the summary on stderr.
     #[arg(short, long)]
     quiet: bool,
-    /// Do not show the progress bar.
+    /// Do not show the progress bar (files) or the packet counter (live).
     #[arg(long)]
     no_progress: bool,
     /// Label flows with this model file instead of the built-in default
@@ -259,6 +259,7 @@ pub fn run(a: FlowsArgs) -> i32 {
                     if opts.shards == 1 { "" } else { "s" }
                 );
             }
+            let _bar = Progress::live(!a.no_progress && !a.quiet, ctl.progress.clone());
             pipeline::run_live(input, *duration, &opts, &model, exporters, &ctl)
         }
         None => {

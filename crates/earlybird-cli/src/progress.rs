@@ -1,4 +1,5 @@
-//! Progress bar on stderr (only when stderr is a terminal).
+//! Progress on stderr (only when stderr is a terminal): a byte bar for
+//! files, a packet counter with its rate for a live capture.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,19 +19,57 @@ impl Progress {
     /// Starts the bar over `total` bytes read from `pos`, if `enabled` and
     /// stderr is a terminal.
     pub fn start(enabled: bool, total: u64, pos: Arc<AtomicU64>) -> Progress {
+        Progress::spawn(
+            enabled,
+            ProgressBar::new(total),
+            "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, eta {eta})",
+            pos,
+            false,
+        )
+    }
+
+    /// Starts a counter of the packets captured so far (`count`) with their
+    /// rate, if `enabled` and stderr is a terminal.
+    pub fn live(enabled: bool, count: Arc<AtomicU64>) -> Progress {
+        Progress::spawn(
+            enabled,
+            ProgressBar::no_length(),
+            "{spinner} [{elapsed_precise}] {human_pos} packets captured{msg}",
+            count,
+            true,
+        )
+    }
+
+    /// Redraws `bar` from `pos` every 100 ms; with `rate`, its message is
+    /// the rate over the last second.
+    fn spawn(
+        enabled: bool,
+        bar: ProgressBar,
+        template: &str,
+        pos: Arc<AtomicU64>,
+        rate: bool,
+    ) -> Progress {
         let done = Arc::new(AtomicBool::new(false));
+        let style =
+            ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
         let handle = (enabled && std::io::stderr().is_terminal()).then(|| {
             let done = done.clone();
             std::thread::spawn(move || {
-                let bar = ProgressBar::new(total);
-                bar.set_style(
-                    ProgressStyle::with_template(
-                        "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, eta {eta})",
-                    )
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
-                );
+                bar.set_style(style);
+                let mut window = std::collections::VecDeque::from([0u64]);
                 while !done.load(Ordering::Relaxed) {
-                    bar.set_position(pos.load(Ordering::Relaxed));
+                    let now = pos.load(Ordering::Relaxed);
+                    bar.set_position(now);
+                    if rate {
+                        // Ten samples 100 ms apart: the last second.
+                        window.push_back(now);
+                        if window.len() > 11 {
+                            window.pop_front();
+                        }
+                        let span = (window.len() - 1) as f64 / 10.0;
+                        let per_sec = (now - window[0]) as f64 / span;
+                        bar.set_message(format!(", {:.3} Mpps", per_sec / 1e6));
+                    }
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 bar.finish_and_clear();
