@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Live capture on this machine, one run per shard count: `earlybird replay`
-# sends a generated capture out of one end of a veth pair (its peer end in a
+# sends a generated capture out of one end of a veth pair (each end in a
 # network namespace of its own) while `earlybird flows -i` captures on the
 # other end. For each run it prints the packets sent and the sender's rate,
 # the packets captured and dropped by the kernel (ring full), and the
@@ -33,23 +33,25 @@ mkdir -p "$dir"
 file=$(realpath "$dir")/live_${traffic}_${packets}.pcap
 [ -f "$file" ] || "$bin" gen "$traffic" -n "$packets" -o "$file" >/dev/null
 
-a=ebbencha b=ebbenchb ns=ebbench
-cleanup() { ip link del "$a" 2>/dev/null || true; ip netns del "$ns" 2>/dev/null || true; }
+a=ebbencha b=ebbenchb nsa=ebbencha ns=ebbench
+cleanup() { ip netns del "$nsa" 2>/dev/null || true; ip netns del "$ns" 2>/dev/null || true; }
 trap cleanup EXIT
 cleanup
+# Both ends in namespaces of their own: the traffic never enters the
+# machine's own network namespace.
+ip netns add "$nsa"
 ip netns add "$ns"
-ip link add "$a" type veth peer name "$b"
-ip link set "$b" netns "$ns"
-echo 1 > "/proc/sys/net/ipv6/conf/$a/disable_ipv6"
+ip -n "$nsa" link add "$a" type veth peer name "$b" netns "$ns"
+ip netns exec "$nsa" sysctl -qw "net.ipv6.conf.$a.disable_ipv6=1"
 ip netns exec "$ns" sysctl -qw "net.ipv6.conf.$b.disable_ipv6=1"
-ip link set "$a" mtu 9000 up
+ip -n "$nsa" link set "$a" mtu 9000 up
 ip -n "$ns" link set "$b" mtu 9000 up
 
 tick=$(getconf CLK_TCK)
 log=$(mktemp)
 printf "%-9s %6s %6s %11s %9s %11s %9s %10s %12s  %s\n" traffic fanout shards sent sent_Mpps captured dropped ns/packet Mpps/core shares_%
 for s in $shard_list; do
-  "$bin" flows -i "$a" -s "$s" --fanout "$fanout" -f null -o - --no-model --stats basic --max-flows 1000000 2>"$log" &
+  ip netns exec "$nsa" "$bin" flows -i "$a" -s "$s" --fanout "$fanout" -f null -o - --no-model --stats basic --max-flows 1000000 2>"$log" &
   cap=$!
   sleep 1
   rate=()

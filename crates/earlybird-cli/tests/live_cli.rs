@@ -1,5 +1,5 @@
 //! `earlybird flows -i` as a user runs it: a real capture replayed (by
-//! `earlybird replay`, from the peer namespace of a veth pair) into a live
+//! `earlybird replay`, between the two namespaces of a veth pair) into a live
 //! capture with two shards, stopped with SIGINT: exit code 130, and the
 //! CSV holds every packet of the capture in flows. Needs root (skipped
 //! otherwise, and says so).
@@ -42,7 +42,8 @@ fn sigint_ends_a_live_capture_with_every_flow_written() {
         .unwrap();
     assert!(out.status.success());
 
-    let mut cap = Command::new(bin)
+    let mut cap = Command::new("ip")
+        .args(["netns", "exec", &net.ns_a, bin])
         .args(["flows", "--no-model", "-s", "2", "-i", &net.a, "-o"])
         .arg(&live_csv)
         .stderr(Stdio::piped())

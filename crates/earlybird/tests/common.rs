@@ -120,17 +120,22 @@ impl earlybird::classify::Classifier for ClassifyOnly {
     }
 }
 
-/// Test hosts for live capture: a veth pair whose end `a` stays in this
-/// namespace and whose end `b` lives in a network namespace of its own, so
-/// whatever a test sends out of `b` reaches only `a`. IPv6 is off on both
-/// ends and neither has an address, so the kernel sends nothing of its own.
-/// Removed on drop, even when the test fails.
+/// Test hosts for live capture: a veth pair whose two ends live in two
+/// network namespaces of their own (`a` in `ns_a`, `b` in `ns`), so what a
+/// test sends out of one end reaches only the other and nothing touches the
+/// machine's own namespace. IPv6 is off on both ends and neither has an
+/// address, so the kernel sends nothing of its own. Code runs in a
+/// namespace through [`Veth::in_capture`] / [`Veth::in_peer`] (a thread that
+/// enters it); commands through `ip netns exec`. Removed on drop, even when
+/// the test fails.
 pub struct Veth {
-    /// The end in this namespace (capture here).
+    /// The capture end, in namespace `ns_a`.
     pub a: String,
-    /// The end in the namespace `ns` (send from here).
+    /// The sending end, in namespace `ns`.
     pub b: String,
-    /// The network namespace of `b`.
+    /// The namespace of `a`.
+    pub ns_a: String,
+    /// The namespace of `b`.
     pub ns: String,
 }
 
@@ -163,28 +168,34 @@ impl Veth {
         let v = Veth {
             a: format!("{tag}a{id}"),
             b: format!("{tag}b{id}"),
+            ns_a: format!("{tag}m{id}"),
             ns: format!("{tag}n{id}"),
         };
-        ip_quiet(&["link", "del", &v.a]);
-        ip_quiet(&["netns", "del", &v.ns]);
-        let ok = ip(&["netns", "add", &v.ns])
-            && ip(&["link", "add", &v.a, "type", "veth", "peer", "name", &v.b])
-            && ip(&["link", "set", &v.b, "netns", &v.ns])
-            && std::fs::write(format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", v.a), "1").is_ok()
-            && ip(&["link", "set", &v.a, "mtu", "9000", "up"])
-            && ip(&[
+        v.remove_namespaces();
+        let no_v6 = |ns: &str, dev: &str| {
+            ip(&[
                 "netns",
                 "exec",
-                &v.ns,
+                ns,
                 "sysctl",
                 "-qw",
-                &format!("net.ipv6.conf.{}.disable_ipv6=1", v.b),
+                &format!("net.ipv6.conf.{dev}.disable_ipv6=1"),
             ])
+        };
+        let ok = ip(&["netns", "add", &v.ns_a])
+            && ip(&["netns", "add", &v.ns])
+            && ip(&[
+                "-n", &v.ns_a, "link", "add", &v.a, "type", "veth", "peer", "name", &v.b, "netns",
+                &v.ns,
+            ])
+            && no_v6(&v.ns_a, &v.a)
+            && no_v6(&v.ns, &v.b)
+            && ip(&["-n", &v.ns_a, "link", "set", &v.a, "mtu", "9000", "up"])
             && ip(&["-n", &v.ns, "link", "set", &v.b, "mtu", "9000", "up"]);
         assert!(
             ok,
-            "cannot set up the veth pair {} / {} (netns {})",
-            v.a, v.b, v.ns
+            "cannot set up the veth pair {} / {} (netns {} / {})",
+            v.a, v.b, v.ns_a, v.ns
         );
         Some(v)
     }
@@ -201,31 +212,51 @@ impl Veth {
     /// Deletes the pair now (both ends go), as when an interface disappears
     /// under a capture.
     pub fn remove(&self) {
-        assert!(ip(&["link", "del", &self.a]), "ip link del {}", self.a);
+        assert!(
+            ip(&["-n", &self.ns_a, "link", "del", &self.a]),
+            "ip link del {}",
+            self.a
+        );
     }
 
-    /// Runs `f` on a thread that has entered the namespace of `b` (network
-    /// namespaces belong to threads, so only that thread moves).
-    pub fn in_peer<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
-        let path = format!("/var/run/netns/{}", self.ns);
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                use std::os::fd::AsRawFd;
-                let ns = std::fs::File::open(&path).expect("netns file");
-                // SAFETY: setns on an open namespace file, for this thread.
-                let r = unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) };
-                assert_eq!(r, 0, "setns {path}: {}", std::io::Error::last_os_error());
-                f()
-            })
-            .join()
-            .expect("thread in the peer namespace")
-        })
+    /// Runs `f` on a thread that has entered the namespace of `a`.
+    pub fn in_capture<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        in_namespace(&self.ns_a, f)
     }
+
+    /// Runs `f` on a thread that has entered the namespace of `b`.
+    pub fn in_peer<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        in_namespace(&self.ns, f)
+    }
+
+    fn remove_namespaces(&self) {
+        // Deleting a namespace deletes its end of the pair, and so the pair.
+        ip_quiet(&["netns", "del", &self.ns_a]);
+        ip_quiet(&["netns", "del", &self.ns]);
+    }
+}
+
+/// Runs `f` on a thread that has entered network namespace `ns` (network
+/// namespaces belong to threads, so only that thread moves; threads it
+/// starts are in `ns` too).
+fn in_namespace<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
+    let path = format!("/var/run/netns/{ns}");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            use std::os::fd::AsRawFd;
+            let file = std::fs::File::open(&path).expect("netns file");
+            // SAFETY: setns on an open namespace file, for this thread.
+            let r = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(r, 0, "setns {path}: {}", std::io::Error::last_os_error());
+            f()
+        })
+        .join()
+        .expect("thread in a test namespace")
+    })
 }
 
 impl Drop for Veth {
     fn drop(&mut self) {
-        ip_quiet(&["link", "del", &self.a]);
-        ip_quiet(&["netns", "del", &self.ns]);
+        self.remove_namespaces();
     }
 }

@@ -1,5 +1,6 @@
 //! Live capture end to end: a real capture is sent out of one end of a
-//! veth pair (its peer namespace) and captured on the other end with one
+//! veth pair (both ends in network namespaces of their own) and captured
+//! on the other end with one
 //! and with two shards (two sockets in a kernel fanout group); every flow
 //! of the file must come out with the packets and bytes the file run gives
 //! it. Needs root (skipped otherwise, and says so).
@@ -93,7 +94,9 @@ fn capture_replay(
     earlybird::telemetry::summary::Report,
     u64,
 ) {
-    let input = pipeline::open_live(&LiveConfig::new(&net.a), shards).expect("open the sockets");
+    let input = net
+        .in_capture(|| pipeline::open_live(&LiveConfig::new(&net.a), shards))
+        .expect("open the sockets");
     let store = Arc::new(Mutex::new(Vec::new()));
     let ctl = RunControl::default();
     let opts = options(shards, idle_secs);

@@ -1,6 +1,6 @@
-//! `replay` onto a real interface: end `a` of a veth pair whose end `b`
-//! lives in a network namespace of its own (`common::Veth`), where a plain
-//! AF_PACKET socket counts what arrives. Needs root (interfaces,
+//! `replay` onto a real interface: end `a` of a veth pair whose ends live
+//! in two network namespaces of their own (`common::Veth`); in the other
+//! namespace a plain AF_PACKET socket counts what arrives on end `b`. Needs root (interfaces,
 //! namespaces, AF_PACKET sockets); as any other user the tests say they are
 //! skipped and pass.
 
@@ -162,7 +162,7 @@ fn replay_and_receive(
             .recv_timeout(Duration::from_secs(10))
             .expect("receiver did not start");
         let stop = AtomicBool::new(false);
-        let report = replay(std::slice::from_ref(file), opts, &stop);
+        let report = v.in_capture(|| replay(std::slice::from_ref(file), opts, &stop));
         done.store(true, Ordering::SeqCst);
         (report, receiver.join().expect("receiver"))
     })
@@ -238,11 +238,14 @@ fn stop_before_start_sends_nothing() {
     };
     let file = sample();
     let stop = AtomicBool::new(true);
-    let report = replay(
-        std::slice::from_ref(&file),
-        &ReplayOptions::new(&v.a),
-        &stop,
-    )
-    .unwrap();
+    let report = v
+        .in_capture(|| {
+            replay(
+                std::slice::from_ref(&file),
+                &ReplayOptions::new(&v.a),
+                &stop,
+            )
+        })
+        .unwrap();
     assert_eq!((report.packets_sent, report.bytes_sent), (0, 0));
 }
