@@ -24,7 +24,6 @@
 //!   offered and packets dropped because the ring was full.
 //! - Errors ([`Error::Interface`]) name the interface: it does not exist,
 //!   its link type cannot be decoded, or the process lacks CAP_NET_RAW.
-//!
 //! - VLAN tags: Linux takes the 802.1Q tag out of every received frame
 //!   (in the driver or in `skb_vlan_untag`) and reports it beside the frame
 //!   (`TP_STATUS_VLAN_VALID`). The walk puts it back in place, as libpcap
@@ -32,10 +31,11 @@
 //!   socket reserves in front of each frame (`PACKET_RESERVE`) and the tag
 //!   goes between them and the EtherType — so a frame reads as it was on
 //!   the wire and its flow keeps its VLAN.
-//!
-//! Not handled: IP fragments are hashed by the kernel on their addresses
-//! only, so with several shards they may reach another shard than the
-//! unfragmented packets of their flow.
+//! - Loopback hands every packet to packet sockets twice (leaving and
+//!   coming back in); on a loopback interface the socket ignores the
+//!   outgoing copy (`PACKET_IGNORE_OUTGOING`), so each is counted once.
+//! - The interface is looked up through the socket ([`super::netdev`]), in
+//!   the calling thread's network namespace.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr::NonNull;
@@ -114,8 +114,8 @@ const FRAME_VLAN_TPID: usize = 36;
 const FRAME_META: usize = 48 + 20;
 /// Bytes of an 802.1Q tag.
 const VLAN_TAG: usize = 4;
-/// Bytes of a frame header the walk reads.
-const FRAME_HDR: usize = 28;
+/// Bytes of a frame header the walk reads (up to the VLAN TPID).
+const FRAME_HDR: usize = 40;
 
 /// One packet socket with its mapped receive ring.
 pub struct Ring {
