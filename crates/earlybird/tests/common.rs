@@ -200,6 +200,33 @@ impl Veth {
         Some(v)
     }
 
+    /// A second pair between the same two namespaces, named after the
+    /// first: (capture end, sending end).
+    pub fn add_pair(&self) -> (String, String) {
+        let (a, b) = (format!("{}x", self.a), format!("{}x", self.b));
+        let ok = ip(&[
+            "-n", &self.ns_a, "link", "add", &a, "type", "veth", "peer", "name", &b, "netns",
+            &self.ns,
+        ]) && ip(&[
+            "netns",
+            "exec",
+            &self.ns_a,
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{a}.disable_ipv6=1"),
+        ]) && ip(&[
+            "netns",
+            "exec",
+            &self.ns,
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{b}.disable_ipv6=1"),
+        ]) && ip(&["-n", &self.ns_a, "link", "set", &a, "mtu", "9000", "up"])
+            && ip(&["-n", &self.ns, "link", "set", &b, "mtu", "9000", "up"]);
+        assert!(ok, "cannot set up the second veth pair {a} / {b}");
+        (a, b)
+    }
+
     /// Brings up the loopback interface of the peer namespace.
     pub fn peer_loopback_up(&self) {
         assert!(

@@ -94,8 +94,28 @@ fn capture_replay(
     earlybird::telemetry::summary::Report,
     u64,
 ) {
+    capture_replays(net, &[(&net.a, &net.b)], file, shards, idle_secs, pps, then)
+}
+
+/// [`capture_replay`] over several pairs of (capture end, sending end):
+/// one capture of all the capture ends, `file` replayed out of each
+/// sending end in turn.
+fn capture_replays(
+    net: &common::Veth,
+    pairs: &[(&str, &str)],
+    file: &CaptureFile,
+    shards: usize,
+    idle_secs: u64,
+    pps: Option<f64>,
+    then: impl FnOnce(&RunControl),
+) -> (
+    Vec<(FlowRecord, Instant)>,
+    earlybird::telemetry::summary::Report,
+    u64,
+) {
+    let list: Vec<&str> = pairs.iter().map(|p| p.0).collect();
     let input = net
-        .in_capture(|| pipeline::open_live(&LiveConfig::new(&net.a), shards))
+        .in_capture(|| pipeline::open_live(&LiveConfig::new(&list.join(",")), shards))
         .expect("open the sockets");
     let store = Arc::new(Mutex::new(Vec::new()));
     let ctl = RunControl::default();
@@ -111,23 +131,27 @@ fn capture_replay(
                 &ctl,
             )
         });
-        let ropts = ReplayOptions {
-            interface: net.b.clone(),
-            pps,
-            loops: 1,
-        };
-        let sent = net
-            .in_peer(|| replay(std::slice::from_ref(file), &ropts, &AtomicBool::new(false)))
-            .expect("replay");
+        let mut sent = 0;
+        for (_, b) in pairs {
+            let ropts = ReplayOptions {
+                interface: b.to_string(),
+                pps,
+                loops: 1,
+            };
+            sent += net
+                .in_peer(|| replay(std::slice::from_ref(file), &ropts, &AtomicBool::new(false)))
+                .expect("replay")
+                .packets_sent;
+        }
         let waited = Instant::now();
-        while ctl.progress.load(Ordering::Relaxed) < sent.packets_sent
+        while ctl.progress.load(Ordering::Relaxed) < sent
             && waited.elapsed() < Duration::from_secs(20)
         {
             std::thread::sleep(Duration::from_millis(10));
         }
         then(&ctl);
         let report = run.join().expect("live run").expect("live run result");
-        (report, sent.packets_sent)
+        (report, sent)
     });
     let records = std::mem::take(&mut *store.lock().unwrap());
     (records, report, sent)
@@ -339,4 +363,48 @@ fn loopback_packets_are_counted_once() {
         "{}",
         report.counters.packets_read
     );
+}
+
+#[test]
+fn two_interfaces_share_one_capture() {
+    let Some(net) = common::Veth::create("ebt") else {
+        return;
+    };
+    let (a2, b2) = net.add_pair();
+    let path = common::testdata().join("pcap/ndpi__iphone.pcap");
+    let file = CaptureFile::open(&path).unwrap();
+    let (flows, _) = pipeline::collect(
+        std::slice::from_ref(&file),
+        &options(1, 3600),
+        &ModelRef::default(),
+    )
+    .unwrap();
+    let want = totals(flows.iter().map(|f| &f.record));
+    // The capture replayed out of both pairs (as a tap delivers a link on
+    // two ports): every flow has twice the file's packets, in one record
+    // set per shard count, nothing from elsewhere.
+    for shards in [1, 2] {
+        let mut stopped = Instant::now();
+        let (records, report, sent) = capture_replays(
+            &net,
+            &[(&net.a, &net.b), (&a2, &b2)],
+            &file,
+            shards,
+            3600,
+            None,
+            stop_after(Duration::from_millis(200), &mut stopped),
+        );
+        assert_eq!(report.counters.live_dropped, 0);
+        assert!(report.counters.packets_read >= sent);
+        let got = totals(records.iter().map(|(r, _)| r));
+        for (k, w) in &want {
+            let g = got.get(k).copied().unwrap_or_default();
+            assert_eq!(
+                (g.0, g.1),
+                (2 * w.0, 2 * w.1),
+                "{shards} shards: flow {k:?}"
+            );
+            assert!(g.2 <= w.2, "{shards} shards: flow {k:?} split");
+        }
+    }
 }

@@ -49,7 +49,10 @@ use crate::error::{Error, Result};
 /// Options of a live capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveConfig {
-    /// Interface name (`eth0`).
+    /// Interface name (`eth0`), or several separated by commas
+    /// (`eth0,eth1`: the two ports of a tap, one direction each), whose
+    /// packets then share each socket's ring in the order the kernel
+    /// received them.
     pub interface: String,
     /// Bytes of a ring block (a multiple of the page size).
     pub block_size: u32,
@@ -164,6 +167,30 @@ pub fn link_of(name: &str, arphrd: u16) -> Result<LinkType> {
     }
 }
 
+/// The socket's classic BPF filter: keep the first `snaplen` bytes of each
+/// frame (`ret #snaplen`); with several interfaces (a socket bound to all of
+/// them), only of frames whose interface index is one of `indexes`.
+pub fn capture_filter(indexes: &[libc::c_int], snaplen: u32) -> Vec<libc::sock_filter> {
+    use super::fanout::{op, JMP_JEQ_K, LD_W_ABS, RET_K};
+    if indexes.len() <= 1 {
+        return vec![op(RET_K, 0, 0, snaplen)];
+    }
+    let k = indexes.len();
+    let mut p = vec![op(
+        LD_W_ABS,
+        0,
+        0,
+        (libc::SKF_AD_OFF + libc::SKF_AD_IFINDEX) as u32,
+    )];
+    for (j, &ix) in indexes.iter().enumerate() {
+        // Jump to the accepting `ret` at the end (k - j instructions on).
+        p.push(op(JMP_JEQ_K, (k - j) as u8, 0, ix as u32));
+    }
+    p.push(op(RET_K, 0, 0, 0));
+    p.push(op(RET_K, 0, 0, snaplen));
+    p
+}
+
 /// A fanout group id for this run: unique among the processes of the
 /// machine (the process id) and among runs within the process.
 pub fn fanout_group() -> u16 {
@@ -185,28 +212,47 @@ impl Ring {
                 cfg.blocks, cfg.block_size
             )));
         }
-        let ifindex = ifindex(name)?;
-        // Protocol 0: the socket receives nothing until `bind` names the
-        // interface, so no frame of another interface slips into the ring.
+        let names: Vec<&str> = name.split(',').map(str::trim).collect();
+        if names.iter().any(|n| n.is_empty()) {
+            return Err(Error::Config(format!(
+                "interface list {name:?}: names separated by commas"
+            )));
+        }
+        // Protocol 0: the socket receives nothing until `bind` names what it
+        // captures, so no frame of another interface slips into the ring.
         let fd = packet_socket(name)?;
-        let arphrd = hw_type(&fd, name)?;
-        let link = link_of(name, arphrd)?;
+        let (mut indexes, mut link, mut loopback) = (Vec::new(), None, false);
+        for n in &names {
+            indexes.push(ifindex(n)?);
+            let arphrd = hw_type(&fd, n)?;
+            let l = link_of(n, arphrd)?;
+            if link.is_some_and(|first| first != l) {
+                return Err(Error::Interface {
+                    name: name.into(),
+                    reason: "the interfaces have different link types".into(),
+                });
+            }
+            link = Some(l);
+            loopback |= arphrd == libc::ARPHRD_LOOPBACK;
+        }
+        let link = link.unwrap_or(LinkType::Ethernet);
+        if loopback && names.len() > 1 {
+            return Err(Error::Interface {
+                name: name.into(),
+                reason: "loopback cannot be captured together with other interfaces".into(),
+            });
+        }
         let err = |what: &'static str| move |e: std::io::Error| Error::interface(name, what, e);
         let version = libc::tpacket_versions::TPACKET_V3 as libc::c_int;
         set_opt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &version)
             .map_err(err("PACKET_VERSION 3"))?;
-        let snap = [libc::sock_filter {
-            code: (libc::BPF_RET | libc::BPF_K) as u16,
-            jt: 0,
-            jf: 0,
-            k: cfg.snaplen.max(64),
-        }];
+        let filter = capture_filter(&indexes, cfg.snaplen.max(64));
         let prog = libc::sock_fprog {
-            len: 1,
-            filter: snap.as_ptr() as *mut libc::sock_filter,
+            len: filter.len() as u16,
+            filter: filter.as_ptr() as *mut libc::sock_filter,
         };
         set_opt(&fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &prog)
-            .map_err(err("snaplen filter"))?;
+            .map_err(err("capture filter"))?;
         let frame = 2048u32;
         let req = libc::tpacket_req3 {
             tp_block_size: cfg.block_size,
@@ -257,8 +303,12 @@ impl Ring {
             bad_frames: 0,
             stats: KernelStats::default(),
         };
-        bind(&ring.fd, name, ifindex, libc::ETH_P_ALL as u16)?;
-        if arphrd == libc::ARPHRD_LOOPBACK {
+        // One interface: bound to it. Several: bound to every interface,
+        // the filter keeping theirs, so their packets share one ring in the
+        // order the kernel received them.
+        let bound = if indexes.len() == 1 { indexes[0] } else { 0 };
+        bind(&ring.fd, name, bound, libc::ETH_P_ALL as u16)?;
+        if loopback {
             // On loopback every packet is seen twice, leaving and coming
             // back in; keep the incoming copy (as libpcap does).
             let on: libc::c_int = 1;
@@ -270,9 +320,9 @@ impl Ring {
             )
             .map_err(err("PACKET_IGNORE_OUTGOING"))?;
         }
-        if cfg.promiscuous {
+        for &ix in indexes.iter().filter(|_| cfg.promiscuous) {
             let mreq = libc::packet_mreq {
-                mr_ifindex: ifindex as i32,
+                mr_ifindex: ix,
                 mr_type: libc::PACKET_MR_PROMISC as u16,
                 mr_alen: 0,
                 mr_address: [0; 8],
@@ -725,6 +775,46 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Runs a capture filter over a frame of interface `ifindex`.
+    fn filter_keeps(p: &[libc::sock_filter], ifindex: u32) -> u32 {
+        use crate::source::fanout::{JMP_JEQ_K, LD_W_ABS, RET_K};
+        let (mut a, mut pc) = (0u32, 0usize);
+        loop {
+            let i = p[pc];
+            pc += 1;
+            match i.code {
+                LD_W_ABS => a = ifindex,
+                JMP_JEQ_K => pc += usize::from(if a == i.k { i.jt } else { i.jf }),
+                RET_K => return i.k,
+                other => panic!("opcode {other:#x}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_capture_filter_keeps_the_interfaces_listed() {
+        assert_eq!(filter_keeps(&capture_filter(&[4], 256), 9), 256);
+        let p = capture_filter(&[3, 7, 12], 200);
+        for (ix, kept) in [(3, 200), (7, 200), (12, 200), (1, 0), (8, 0)] {
+            assert_eq!(filter_keeps(&p, ix), kept, "ifindex {ix}");
+        }
+    }
+
+    #[test]
+    fn interface_lists_are_checked() {
+        let e = Ring::open(&LiveConfig::new("lo,,lo"), None)
+            .err()
+            .map(|e| e.to_string());
+        assert!(e.is_some_and(|e| e.contains("separated by commas")));
+        let e = Ring::open(&LiveConfig::new("lo,eb-nosuch0"), None)
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some("interface eb-nosuch0: no such interface")
+        );
     }
 
     #[test]

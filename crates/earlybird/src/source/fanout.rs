@@ -47,7 +47,7 @@ impl Fanout {
 
 // Classic BPF opcodes (class | operation | source, linux/bpf_common.h).
 /// BPF_LD | BPF_W | BPF_ABS.
-const LD_W_ABS: u16 = 0x20;
+pub(crate) const LD_W_ABS: u16 = 0x20;
 /// BPF_ALU | BPF_ADD | BPF_X.
 const ALU_ADD_X: u16 = 0x0c;
 /// BPF_ALU | BPF_MUL | BPF_K.
@@ -59,9 +59,9 @@ const ALU_MOD_K: u16 = 0x94;
 /// BPF_JMP | BPF_JA.
 const JMP_JA: u16 = 0x05;
 /// BPF_JMP | BPF_JEQ | BPF_K.
-const JMP_JEQ_K: u16 = 0x15;
+pub(crate) const JMP_JEQ_K: u16 = 0x15;
 /// BPF_RET | BPF_K.
-const RET_K: u16 = 0x06;
+pub(crate) const RET_K: u16 = 0x06;
 /// BPF_RET | BPF_A.
 const RET_A: u16 = 0x16;
 /// BPF_MISC | BPF_TAX.
@@ -72,7 +72,7 @@ const NET: u32 = libc::SKF_NET_OFF as u32;
 /// The packet's EtherType (`skb->protocol`, after VLAN untagging).
 const PROTOCOL: u32 = (libc::SKF_AD_OFF + libc::SKF_AD_PROTOCOL) as u32;
 
-fn op(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+pub(crate) fn op(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
     libc::sock_filter { code, jt, jf, k }
 }
 
