@@ -77,30 +77,13 @@ fn options(shards: usize, idle_secs: u64) -> RunOptions {
     }
 }
 
-/// Captures on `net.a` with `shards` shards while `file` is replayed out of
-/// `net.b` (at `pps`, or full speed); once the capture has taken every
-/// packet sent, `then` ends the run (raises the stop flag, removes the
-/// interface …). Returns the records with their arrival times, the report
-/// and the number of packets sent.
+/// Captures on the capture ends of `pairs` (capture end, sending end) —
+/// one capture of them all, `shards` shards — while `file` is replayed (at
+/// `pps`, or full speed) out of each sending end in turn; once the capture
+/// has taken every packet sent, `then` ends the run (raises the stop flag,
+/// removes the interface …). Returns the records with their arrival
+/// times, the report and the number of packets sent.
 fn capture_replay(
-    net: &common::Veth,
-    file: &CaptureFile,
-    shards: usize,
-    idle_secs: u64,
-    pps: Option<f64>,
-    then: impl FnOnce(&RunControl),
-) -> (
-    Vec<(FlowRecord, Instant)>,
-    earlybird::telemetry::summary::Report,
-    u64,
-) {
-    capture_replays(net, &[(&net.a, &net.b)], file, shards, idle_secs, pps, then)
-}
-
-/// [`capture_replay`] over several pairs of (capture end, sending end):
-/// one capture of all the capture ends, `file` replayed out of each
-/// sending end in turn.
-fn capture_replays(
     net: &common::Veth,
     pairs: &[(&str, &str)],
     file: &CaptureFile,
@@ -186,6 +169,7 @@ fn check_against_file(net: &common::Veth, name: &str, shard_counts: &[usize], sp
         let mut stopped = Instant::now();
         let (records, report, sent) = capture_replay(
             net,
+            &[(&net.a, &net.b)],
             &file,
             shards,
             3600,
@@ -271,6 +255,7 @@ fn idle_flows_end_while_the_capture_runs() {
     let mut stopped = Instant::now();
     let (records, _, _) = capture_replay(
         &net,
+        &[(&net.a, &net.b)],
         &file,
         2,
         1,
@@ -296,7 +281,10 @@ fn an_interface_that_disappears_ends_the_run_with_every_flow() {
     };
     let path = common::testdata().join("pcap/ndpi__iphone.pcap");
     let file = CaptureFile::open(&path).unwrap();
-    let (records, report, _) = capture_replay(&net, &file, 2, 3600, None, |_| net.remove());
+    let (records, report, _) =
+        capture_replay(&net, &[(&net.a, &net.b)], &file, 2, 3600, None, |_| {
+            net.remove()
+        });
     // Ended by the lost interface (one warning naming it), not the stop
     // flag or the 60 s, with every packet in a flushed flow.
     assert!(!report.interrupted);
@@ -387,7 +375,7 @@ fn two_interfaces_share_one_capture() {
     // set per shard count, nothing from elsewhere.
     for shards in [1, 2] {
         let mut stopped = Instant::now();
-        let (records, report, sent) = capture_replays(
+        let (records, report, sent) = capture_replay(
             &net,
             &[(&net.a, &net.b), (&a2, &b2)],
             &file,
