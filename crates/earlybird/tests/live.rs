@@ -100,20 +100,7 @@ fn capture_replay(
     let input = net
         .in_capture(|| pipeline::open_live(&LiveConfig::new(&list.join(",")), shards))
         .expect("open the sockets");
-    let store = Arc::new(Mutex::new(Vec::new()));
-    let ctl = RunControl::default();
-    let opts = options(shards, idle_secs);
-    let (report, sent) = std::thread::scope(|s| {
-        let run = s.spawn(|| {
-            pipeline::run_live(
-                input,
-                Some(Duration::from_secs(60)),
-                &opts,
-                &ModelRef::default(),
-                vec![Box::new(Keep(store.clone()))],
-                &ctl,
-            )
-        });
+    let send = || {
         let mut sent = 0;
         for (_, b) in pairs {
             let ropts = ReplayOptions {
@@ -126,6 +113,39 @@ fn capture_replay(
                 .expect("replay")
                 .packets_sent;
         }
+        sent
+    };
+    live_run(input, options(shards, idle_secs), send, then)
+}
+
+/// Runs a live capture of `input` into memory while `send` makes traffic
+/// (returning how many packets it sent); once the capture has taken that
+/// many, `then` ends the run. Returns the records with their arrival
+/// times, the report and the packets sent.
+fn live_run(
+    input: pipeline::LiveInput,
+    opts: RunOptions,
+    send: impl FnOnce() -> u64,
+    then: impl FnOnce(&RunControl),
+) -> (
+    Vec<(FlowRecord, Instant)>,
+    earlybird::telemetry::summary::Report,
+    u64,
+) {
+    let store = Arc::new(Mutex::new(Vec::new()));
+    let ctl = RunControl::default();
+    let (report, sent) = std::thread::scope(|s| {
+        let run = s.spawn(|| {
+            pipeline::run_live(
+                input,
+                Some(Duration::from_secs(60)),
+                &opts,
+                &ModelRef::default(),
+                vec![Box::new(Keep(store.clone()))],
+                &ctl,
+            )
+        });
+        let sent = send();
         let waited = Instant::now();
         while ctl.progress.load(Ordering::Relaxed) < sent
             && waited.elapsed() < Duration::from_secs(20)
@@ -308,38 +328,22 @@ fn loopback_packets_are_counted_once() {
     // Loopback hands every packet to packet sockets twice (leaving, and
     // coming back in); the capture must count it once. Everything runs in
     // the peer namespace: its loopback, the socket that sends.
-    let (records, report) = net.in_peer(|| {
+    let (records, report, _) = net.in_peer(|| {
         let input = pipeline::open_live(&LiveConfig::new("lo"), 1).expect("open lo");
-        let store = Arc::new(Mutex::new(Vec::new()));
-        let ctl = RunControl::default();
-        let opts = options(1, 3600);
-        let report = std::thread::scope(|s| {
-            let run = s.spawn(|| {
-                pipeline::run_live(
-                    input,
-                    Some(Duration::from_secs(30)),
-                    &opts,
-                    &ModelRef::default(),
-                    vec![Box::new(Keep(store.clone()))],
-                    &ctl,
-                )
-            });
+        let send = || {
             let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
             for _ in 0..10 {
                 sock.send_to(b"earlybird", "127.0.0.1:9").unwrap();
             }
-            let waited = Instant::now();
-            while ctl.progress.load(Ordering::Relaxed) < 10
-                && waited.elapsed() < Duration::from_secs(20)
-            {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            std::thread::sleep(Duration::from_millis(300));
-            ctl.stop.store(true, Ordering::Relaxed);
-            run.join().expect("live run").expect("live run result")
-        });
-        let records = std::mem::take(&mut *store.lock().unwrap());
-        (records, report)
+            10
+        };
+        let mut stopped = Instant::now();
+        live_run(
+            input,
+            options(1, 3600),
+            send,
+            stop_after(Duration::from_millis(300), &mut stopped),
+        )
     });
     let udp: Vec<_> = records
         .iter()
