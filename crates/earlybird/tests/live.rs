@@ -169,14 +169,10 @@ fn stop_after(linger: Duration, stopped: &mut Instant) -> impl FnOnce(&RunContro
     }
 }
 
-/// Replays `name` (from testdata/pcap) through `net` into captures with
-/// each of `shard_counts` and checks every flow of the file run against
-/// what was captured.
-/// With `spread`, every shard must have had packets (the capture has many
-/// host pairs).
-fn check_against_file(net: &common::Veth, name: &str, shard_counts: &[usize], spread: bool) {
-    let path = common::testdata().join("pcap").join(name);
-    let file = CaptureFile::open(&path).unwrap();
+/// A capture of testdata/pcap and the packets, bytes and records of each
+/// of its flows in a file run.
+fn file_totals(name: &str) -> (CaptureFile, HashMap<Endpoints, (u64, u64, usize)>) {
+    let file = CaptureFile::open(&common::testdata().join("pcap").join(name)).unwrap();
     let (flows, _) = pipeline::collect(
         std::slice::from_ref(&file),
         &options(1, 3600),
@@ -185,6 +181,15 @@ fn check_against_file(net: &common::Veth, name: &str, shard_counts: &[usize], sp
     .unwrap();
     let want = totals(flows.iter().map(|f| &f.record));
     assert!(want.len() >= 4, "{name}: the capture has flows");
+    (file, want)
+}
+
+/// Replays `name` (from testdata/pcap) through `net` into captures with
+/// each of `shard_counts` and checks every flow of the file run against
+/// what was captured. With `spread`, every shard must have had packets
+/// (the capture has many host pairs).
+fn check_against_file(net: &common::Veth, name: &str, shard_counts: &[usize], spread: bool) {
+    let (file, want) = file_totals(name);
     for &shards in shard_counts {
         let mut stopped = Instant::now();
         let (records, report, sent) = capture_replay(
@@ -365,15 +370,7 @@ fn two_interfaces_share_one_capture() {
         return;
     };
     let (a2, b2) = net.add_pair();
-    let path = common::testdata().join("pcap/ndpi__iphone.pcap");
-    let file = CaptureFile::open(&path).unwrap();
-    let (flows, _) = pipeline::collect(
-        std::slice::from_ref(&file),
-        &options(1, 3600),
-        &ModelRef::default(),
-    )
-    .unwrap();
-    let want = totals(flows.iter().map(|f| &f.record));
+    let (file, want) = file_totals("ndpi__iphone.pcap");
     // The capture replayed out of both pairs (as a tap delivers a link on
     // two ports): every flow has twice the file's packets, in one record
     // set per shard count, nothing from elsewhere.
