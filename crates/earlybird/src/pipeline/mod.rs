@@ -7,8 +7,8 @@
 //! for a live interface, one AF_PACKET socket per shard in a kernel fanout
 //! group, until [`RunControl::stop`] is raised, the duration ends or the
 //! interface fails (reported as a warning, flows flushed). How each shard
-//! thread reads is in [`files`] and [`live`]; its records go out through
-//! [`sink`]. Finished records travel to the
+//! thread reads is in `pipeline/files.rs` and `pipeline/live.rs`; its records go
+//! out through `pipeline/sink.rs`. Finished records travel to the
 //! exporter thread in batches through a bounded channel (one channel
 //! operation per batch of records, never per packet); emptied batches come
 //! back through a second channel for reuse. On end of input — and when
