@@ -20,9 +20,10 @@ pub struct FlowsArgs {
     /// Capture files (pcap or pcapng), processed in order as one stream.
     #[arg(value_name = "FILE", required_unless_present = "interface")]
     files: Vec<PathBuf>,
-    /// Capture live from this Linux interface instead of files, or from
+    /// Capture live from this Linux interface instead of files, from
     /// several at once given as a comma-separated list (eth0,eth1: the two
-    /// ports of a tap, one direction each, merged in arrival order) (AF_PACKET
+    /// ports of a tap, one direction each, merged in arrival order), or
+    /// from every interface with "any" (AF_PACKET
     /// TPACKET_V3 rings; one socket per shard in a kernel fanout group that
     /// keeps both directions of a session on one shard, see --fanout; VLAN
     /// tags the kernel took off are put back). Needs root or CAP_NET_RAW. Runs until SIGINT/SIGTERM or --duration, then flushes

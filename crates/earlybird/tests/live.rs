@@ -77,35 +77,34 @@ fn options(shards: usize, idle_secs: u64) -> RunOptions {
     }
 }
 
-/// Captures on the capture ends of `pairs` (capture end, sending end) —
-/// one capture of them all, `shards` shards — while `file` is replayed (at
-/// `pps`, or full speed) out of each sending end in turn; once the capture
+/// Captures on `capture` (an interface list, in the capture namespace)
+/// with `shards` shards while `file` is replayed (at full speed)
+/// out of each of the `senders` (in the peer namespace) in turn; once the capture
 /// has taken every packet sent, `then` ends the run (raises the stop flag,
 /// removes the interface …). Returns the records with their arrival
 /// times, the report and the number of packets sent.
 fn capture_replay(
     net: &common::Veth,
-    pairs: &[(&str, &str)],
+    capture: &str,
+    senders: &[&str],
     file: &CaptureFile,
     shards: usize,
     idle_secs: u64,
-    pps: Option<f64>,
     then: impl FnOnce(&RunControl),
 ) -> (
     Vec<(FlowRecord, Instant)>,
     earlybird::telemetry::summary::Report,
     u64,
 ) {
-    let list: Vec<&str> = pairs.iter().map(|p| p.0).collect();
     let input = net
-        .in_capture(|| pipeline::open_live(&LiveConfig::new(&list.join(",")), shards))
+        .in_capture(|| pipeline::open_live(&LiveConfig::new(capture), shards))
         .expect("open the sockets");
     let send = || {
         let mut sent = 0;
-        for (_, b) in pairs {
+        for b in senders {
             let ropts = ReplayOptions {
                 interface: b.to_string(),
-                pps,
+                pps: None,
                 loops: 1,
             };
             sent += net
@@ -194,11 +193,11 @@ fn check_against_file(net: &common::Veth, name: &str, shard_counts: &[usize], sp
         let mut stopped = Instant::now();
         let (records, report, sent) = capture_replay(
             net,
-            &[(&net.a, &net.b)],
+            &net.a,
+            &[&net.b],
             &file,
             shards,
             3600,
-            None,
             stop_after(Duration::from_millis(200), &mut stopped),
         );
         let c = &report.counters;
@@ -280,11 +279,11 @@ fn idle_flows_end_while_the_capture_runs() {
     let mut stopped = Instant::now();
     let (records, _, _) = capture_replay(
         &net,
-        &[(&net.a, &net.b)],
+        &net.a,
+        &[&net.b],
         &file,
         2,
         1,
-        None,
         stop_after(Duration::from_millis(5000), &mut stopped),
     );
     assert!(records.len() > 20);
@@ -307,9 +306,7 @@ fn an_interface_that_disappears_ends_the_run_with_every_flow() {
     let path = common::testdata().join("pcap/ndpi__iphone.pcap");
     let file = CaptureFile::open(&path).unwrap();
     let (records, report, _) =
-        capture_replay(&net, &[(&net.a, &net.b)], &file, 2, 3600, None, |_| {
-            net.remove()
-        });
+        capture_replay(&net, &net.a, &[&net.b], &file, 2, 3600, |_| net.remove());
     // Ended by the lost interface (one warning naming it), not the stop
     // flag or the 60 s, with every packet in a flushed flow.
     assert!(!report.interrupted);
@@ -331,37 +328,37 @@ fn loopback_packets_are_counted_once() {
     };
     net.peer_loopback_up();
     // Loopback hands every packet to packet sockets twice (leaving, and
-    // coming back in); the capture must count it once. Everything runs in
-    // the peer namespace: its loopback, the socket that sends.
-    let (records, report, _) = net.in_peer(|| {
-        let input = pipeline::open_live(&LiveConfig::new("lo"), 1).expect("open lo");
-        let send = || {
-            let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-            for _ in 0..10 {
-                sock.send_to(b"earlybird", "127.0.0.1:9").unwrap();
-            }
-            10
-        };
-        let mut stopped = Instant::now();
-        live_run(
-            input,
-            options(1, 3600),
-            send,
-            stop_after(Duration::from_millis(300), &mut stopped),
-        )
-    });
-    let udp: Vec<_> = records
-        .iter()
-        .filter(|(r, _)| r.key.proto == 17 && (r.key.dport == 9 || r.key.sport == 9))
-        .collect();
-    assert_eq!(udp.len(), 1, "{records:?}");
-    assert_eq!(udp[0].0.packets[0] + udp[0].0.packets[1], 10);
-    assert_eq!(udp[0].0.bytes[0] + udp[0].0.bytes[1], 10 * (20 + 8 + 9));
-    assert!(
-        report.counters.packets_read < 40,
-        "{}",
-        report.counters.packets_read
-    );
+    // coming back in); the capture must count it once, on `lo` itself and
+    // on "any". Everything runs in the peer namespace: its loopback, the
+    // socket that sends.
+    for capture in ["lo", "any"] {
+        let (records, report, _) = net.in_peer(|| {
+            let input = pipeline::open_live(&LiveConfig::new(capture), 1).expect("open");
+            let send = || {
+                let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+                for _ in 0..10 {
+                    sock.send_to(b"earlybird", "127.0.0.1:9").unwrap();
+                }
+                10
+            };
+            let mut stopped = Instant::now();
+            live_run(
+                input,
+                options(1, 3600),
+                send,
+                stop_after(Duration::from_millis(300), &mut stopped),
+            )
+        });
+        let udp: Vec<_> = records
+            .iter()
+            .filter(|(r, _)| r.key.proto == 17 && (r.key.dport == 9 || r.key.sport == 9))
+            .collect();
+        assert_eq!(udp.len(), 1, "{capture}: {records:?}");
+        assert_eq!(udp[0].0.packets[0] + udp[0].0.packets[1], 10, "{capture}");
+        assert_eq!(udp[0].0.bytes[0] + udp[0].0.bytes[1], 10 * (20 + 8 + 9));
+        let read = report.counters.packets_read;
+        assert!(read < 40, "{capture}: {read}");
+    }
 }
 
 #[test]
@@ -372,17 +369,19 @@ fn two_interfaces_share_one_capture() {
     let (a2, b2) = net.add_pair();
     let (file, want) = file_totals("ndpi__iphone.pcap");
     // The capture replayed out of both pairs (as a tap delivers a link on
-    // two ports): every flow has twice the file's packets, in one record
-    // set per shard count, nothing from elsewhere.
-    for shards in [1, 2] {
+    // two ports), captured on the two interfaces listed and on "any" (every
+    // interface of the namespace, its loopback included): every flow has
+    // twice the file's packets, whole, with one and two shards.
+    let both = format!("{},{a2}", net.a);
+    for (capture, shards) in [(both.as_str(), 1), (&both, 2), ("any", 1), ("any", 2)] {
         let mut stopped = Instant::now();
         let (records, report, sent) = capture_replay(
             &net,
-            &[(&net.a, &net.b), (&a2, &b2)],
+            capture,
+            &[&net.b, &b2],
             &file,
             shards,
             3600,
-            None,
             stop_after(Duration::from_millis(200), &mut stopped),
         );
         assert_eq!(report.counters.live_dropped, 0);

@@ -82,6 +82,7 @@ pub(super) fn count(c: &mut Counters, ring: &mut Ring) {
     c.live_offered += k.packets;
     c.live_dropped += k.drops;
     c.live_bad_frames += ring.bad_frames();
+    c.unsupported_link += ring.unsupported();
 }
 
 /// The system clock, in nanoseconds since the epoch (0 if it is before).

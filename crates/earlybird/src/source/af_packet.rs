@@ -115,6 +115,11 @@ const FRAME_VLAN_TPID: usize = 36;
 /// after it (16-aligned header, then 20 bytes); a restored tag must start
 /// at or after this.
 const FRAME_META: usize = 48 + 20;
+/// Where the kernel writes the frame's `sockaddr_ll` (after the 16-aligned
+/// frame header), and the offsets of its hardware and packet types.
+const FRAME_SLL: usize = 48;
+const SLL_HATYPE: usize = 8;
+const SLL_PKTTYPE: usize = 10;
 /// Bytes of an 802.1Q tag.
 const VLAN_TAG: usize = 4;
 /// Bytes of a frame header the walk reads (up to the VLAN TPID).
@@ -128,11 +133,13 @@ pub struct Ring {
     block_size: usize,
     blocks: usize,
     next: usize,
-    link: LinkType,
+    /// `None`: each frame's own (a socket on every interface).
+    link: Option<LinkType>,
     interface: String,
     /// Packets handed out so far (numbers in [`PacketRef::number`]).
     numbered: u64,
     bad_frames: u64,
+    unsupported: u64,
     stats: KernelStats,
 }
 
@@ -153,17 +160,20 @@ impl Drop for Ring {
 /// The link type of frames read with a raw packet socket from an
 /// interface of ARP hardware type `arphrd`.
 pub fn link_of(name: &str, arphrd: u16) -> Result<LinkType> {
+    link_kind(arphrd).ok_or_else(|| Error::Interface {
+        name: name.into(),
+        reason: format!("link type ARPHRD {arphrd} is not supported (Ethernet, loopback, raw IP)"),
+    })
+}
+
+/// The link type of an ARP hardware type, if earlybird decodes it.
+fn link_kind(arphrd: u16) -> Option<LinkType> {
     match arphrd {
         // Ethernet and loopback frames carry an Ethernet header.
-        libc::ARPHRD_ETHER | libc::ARPHRD_LOOPBACK => Ok(LinkType::Ethernet),
+        libc::ARPHRD_ETHER | libc::ARPHRD_LOOPBACK => Some(LinkType::Ethernet),
         // Tunnels, PPP, raw IP and "none" (tun) devices start at the IP header.
-        768 | 769 | 776 | 778 | 512 | 519 | 0xfffe => Ok(LinkType::Raw),
-        other => Err(Error::Interface {
-            name: name.into(),
-            reason: format!(
-                "link type ARPHRD {other} is not supported (Ethernet, loopback, raw IP)"
-            ),
-        }),
+        768 | 769 | 776 | 778 | 512 | 519 | 0xfffe => Some(LinkType::Raw),
+        _ => None,
     }
 }
 
@@ -218,11 +228,17 @@ impl Ring {
                 "interface list {name:?}: names separated by commas"
             )));
         }
+        let any = names == ["any"];
+        if !any && names.contains(&"any") {
+            return Err(Error::Config(format!(
+                "interface list {name:?}: \"any\" already takes every interface"
+            )));
+        }
         // Protocol 0: the socket receives nothing until `bind` names what it
         // captures, so no frame of another interface slips into the ring.
         let fd = packet_socket(name)?;
         let (mut indexes, mut link, mut loopback) = (Vec::new(), None, false);
-        for n in &names {
+        for n in names.iter().filter(|_| !any) {
             indexes.push(ifindex(n)?);
             let arphrd = hw_type(&fd, n)?;
             let l = link_of(n, arphrd)?;
@@ -235,7 +251,6 @@ impl Ring {
             link = Some(l);
             loopback |= arphrd == libc::ARPHRD_LOOPBACK;
         }
-        let link = link.unwrap_or(LinkType::Ethernet);
         if loopback && names.len() > 1 {
             return Err(Error::Interface {
                 name: name.into(),
@@ -301,12 +316,16 @@ impl Ring {
             interface: name.into(),
             numbered: 0,
             bad_frames: 0,
+            unsupported: 0,
             stats: KernelStats::default(),
         };
         // One interface: bound to it. Several: bound to every interface,
         // the filter keeping theirs, so their packets share one ring in the
         // order the kernel received them.
         let bound = if indexes.len() == 1 { indexes[0] } else { 0 };
+        // (With "any" there are no indexes: bound to every interface and
+        // filtered by none; each frame says its own link type, and the walk
+        // drops loopback's outgoing copies.)
         bind(&ring.fd, name, bound, libc::ETH_P_ALL as u16)?;
         if loopback {
             // On loopback every packet is seen twice, leaving and coming
@@ -356,9 +375,14 @@ impl Ring {
         Ok(ring)
     }
 
-    /// Link type of the frames.
-    pub fn link(&self) -> LinkType {
+    /// Link type of the frames (`None`: each frame's own, `-i any`).
+    pub fn link(&self) -> Option<LinkType> {
         self.link
+    }
+
+    /// Frames skipped because their link type cannot be decoded (`-i any`).
+    pub fn unsupported(&self) -> u64 {
+        self.unsupported
     }
 
     /// Interface name.
@@ -513,6 +537,7 @@ impl Block<'_> {
         let n = self.frames.next_batch(ring.link, out, max, &mut walk);
         ring.numbered = walk.numbered;
         ring.bad_frames += walk.bad_frames;
+        ring.unsupported += walk.unsupported;
         n
     }
 }
@@ -526,6 +551,8 @@ pub struct Walked {
     pub bad_frames: u64,
     /// Frames whose VLAN tag was put back.
     pub vlan_restored: u64,
+    /// Frames skipped for a link type that cannot be decoded (`-i any`).
+    pub unsupported: u64,
 }
 
 /// The walk over the frames of one block's bytes: reads only `data`, so
@@ -554,10 +581,16 @@ impl<'a> Frames<'a> {
 
     /// Fills `out` (cleared first) with up to `max` of the next frames, as
     /// `link` packets numbered on from `walk.numbered`; returns how many (0
-    /// at the end of the block or at its first bad frame header).
+    /// at the end of the block or at its first bad frame header). With
+    /// `link` `None` (a socket on every interface, `-i any`) each frame's
+    /// link type comes from the hardware type the kernel wrote beside it:
+    /// frames of a type that cannot be decoded are counted in
+    /// `walk.unsupported` and skipped, and so (uncounted) are the outgoing
+    /// copies of loopback packets, which the kernel also hands over coming
+    /// back in.
     pub fn next_batch(
         &mut self,
-        link: LinkType,
+        link: Option<LinkType>,
         out: &mut Vec<PacketRef>,
         max: usize,
         walk: &mut Walked,
@@ -575,6 +608,31 @@ impl<'a> Frames<'a> {
                 self.left = 0;
                 break;
             }
+            // Step to the next frame now: this one may be skipped.
+            self.left -= 1;
+            let next = read_u32(data, h + FRAME_NEXT) as usize;
+            if next == 0 {
+                self.left = 0;
+            }
+            self.at = h + next;
+            let link = match link {
+                Some(l) => l,
+                None => {
+                    let hatype = read_u16(data, h + FRAME_SLL + SLL_HATYPE);
+                    let outgoing = data.get(h + FRAME_SLL + SLL_PKTTYPE).copied()
+                        == Some(libc::PACKET_OUTGOING);
+                    if hatype == libc::ARPHRD_LOOPBACK && outgoing {
+                        continue;
+                    }
+                    match link_kind(hatype) {
+                        Some(l) => l,
+                        None => {
+                            walk.unsupported += 1;
+                            continue;
+                        }
+                    }
+                }
+            };
             let status = read_u32(data, h + FRAME_STATUS);
             let mut orig_len = read_u32(data, h + FRAME_LEN).max(caplen);
             if status & libc::TP_STATUS_VLAN_VALID != 0
@@ -610,12 +668,6 @@ impl<'a> Frames<'a> {
                 link,
                 number: walk.numbered,
             });
-            self.left -= 1;
-            let next = read_u32(self.data, h + FRAME_NEXT) as usize;
-            if next == 0 {
-                self.left = 0;
-            }
-            self.at = h + next;
         }
         out.len()
     }
@@ -690,21 +742,31 @@ mod tests {
             numbered: 10,
             ..Walked::default()
         };
-        assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 2, &mut w), 2);
+        assert_eq!(
+            f.next_batch(Some(LinkType::Ethernet), &mut out, 2, &mut w),
+            2
+        );
         assert_eq!(out[0].caplen, 60);
         assert_eq!(out[0].ts, 1_000_000_007);
         assert_eq!(out[1].orig_len, 1500);
         assert_eq!(out[1].bytes(f.data()), &[1u8; 100][..]);
         assert_eq!(out[1].number, 12);
-        assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 2, &mut w), 1);
+        assert_eq!(
+            f.next_batch(Some(LinkType::Ethernet), &mut out, 2, &mut w),
+            1
+        );
         assert_eq!(out[0].bytes(f.data()), &[2u8; 14][..]);
-        assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 2, &mut w), 0);
+        assert_eq!(
+            f.next_batch(Some(LinkType::Ethernet), &mut out, 2, &mut w),
+            0
+        );
         assert_eq!(
             w,
             Walked {
                 numbered: 13,
                 bad_frames: 0,
-                vlan_restored: 0
+                vlan_restored: 0,
+                unsupported: 0
             }
         );
     }
@@ -720,7 +782,10 @@ mod tests {
         b[first + 12..first + 14].copy_from_slice(&[0x08, 0x00]);
         let mut f = Frames::new(&mut b);
         let (mut out, mut w) = (Vec::new(), Walked::default());
-        assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 8, &mut w), 2);
+        assert_eq!(
+            f.next_batch(Some(LinkType::Ethernet), &mut out, 8, &mut w),
+            2
+        );
         let tagged = out[0].bytes(f.data());
         assert_eq!((out[0].caplen, out[0].orig_len), (64, 64));
         let macs: Vec<u8> = (0..12).map(|k| 0xa0 + k).collect();
@@ -731,13 +796,46 @@ mod tests {
         // A wire length at the top of its range stays there.
         let mut b = block(&[(60, u32::MAX, 1, Some(7))]);
         let mut f = Frames::new(&mut b);
-        f.next_batch(LinkType::Ethernet, &mut out, 8, &mut w);
+        f.next_batch(Some(LinkType::Ethernet), &mut out, 8, &mut w);
         assert_eq!((out[0].caplen, out[0].orig_len), (64, u32::MAX));
         // Not on links without Ethernet headers.
         let mut b = block(&[(60, 60, 1, Some(7))]);
         let mut f = Frames::new(&mut b);
-        f.next_batch(LinkType::Raw, &mut out, 8, &mut w);
+        f.next_batch(Some(LinkType::Raw), &mut out, 8, &mut w);
         assert_eq!((out[0].caplen, w.vlan_restored), (60, 2));
+    }
+
+    #[test]
+    fn with_any_interface_each_frame_says_its_link_type() {
+        let mut b = block(&[
+            (60, 60, 1, None),
+            (60, 60, 2, None),
+            (60, 60, 3, None),
+            (60, 60, 4, None),
+        ]);
+        // Frame 0 Ethernet, 1 a loopback packet leaving (its copy coming
+        // back in is frame 2), 3 an unsupported type (ARPHRD_IEEE80211).
+        let mut at = 48;
+        for (hatype, pkttype) in [
+            (1u16, 0u8),
+            (772, libc::PACKET_OUTGOING),
+            (772, 0),
+            (801, 0),
+        ] {
+            b[at + FRAME_SLL + SLL_HATYPE..at + FRAME_SLL + SLL_HATYPE + 2]
+                .copy_from_slice(&hatype.to_ne_bytes());
+            b[at + FRAME_SLL + SLL_PKTTYPE] = pkttype;
+            at += (MAC_AT + 60).next_multiple_of(16);
+        }
+        let mut f = Frames::new(&mut b);
+        let (mut out, mut w) = (Vec::new(), Walked::default());
+        assert_eq!(f.next_batch(None, &mut out, 8, &mut w), 2);
+        assert_eq!(
+            out.iter().map(|p| p.ts / 1_000_000_000).collect::<Vec<_>>(),
+            [1, 3]
+        );
+        assert!(out.iter().all(|p| p.link == LinkType::Ethernet));
+        assert_eq!((w.numbered, w.unsupported), (2, 1));
     }
 
     #[test]
@@ -749,8 +847,14 @@ mod tests {
             .copy_from_slice(&90000u32.to_ne_bytes());
         let mut f = Frames::new(&mut b);
         let (mut out, mut w) = (Vec::new(), Walked::default());
-        assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 8, &mut w), 1);
-        assert_eq!(f.next_batch(LinkType::Ethernet, &mut out, 8, &mut w), 0);
+        assert_eq!(
+            f.next_batch(Some(LinkType::Ethernet), &mut out, 8, &mut w),
+            1
+        );
+        assert_eq!(
+            f.next_batch(Some(LinkType::Ethernet), &mut out, 8, &mut w),
+            0
+        );
         assert_eq!(w.bad_frames, 1);
     }
 
@@ -769,7 +873,7 @@ mod tests {
             let len = b.len();
             let mut f = Frames::new(&mut b);
             let (mut out, mut w) = (Vec::new(), Walked::default());
-            while f.next_batch(LinkType::Ethernet, &mut out, 4, &mut w) > 0 {
+            while f.next_batch(Some(LinkType::Ethernet), &mut out, 4, &mut w) > 0 {
                 for p in &out {
                     assert!(p.offset + p.caplen as usize <= len);
                 }
@@ -808,6 +912,10 @@ mod tests {
             .err()
             .map(|e| e.to_string());
         assert!(e.is_some_and(|e| e.contains("separated by commas")));
+        let e = Ring::open(&LiveConfig::new("lo,any"), None)
+            .err()
+            .map(|e| e.to_string());
+        assert!(e.is_some_and(|e| e.contains("already takes every interface")));
         let e = Ring::open(&LiveConfig::new("lo,eb-nosuch0"), None)
             .err()
             .map(|e| e.to_string());
