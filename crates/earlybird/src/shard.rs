@@ -386,10 +386,15 @@ impl Shard {
     }
 
     /// A live source saw no packet for a while: advances the clock to `now`
-    /// (never back) and examines `slots` more slots for expired flows.
-    pub fn idle(&mut self, now: crate::time::Nanos, slots: usize) {
-        self.table.drain_verdicts(false);
+    /// (never back), so the next sweep ends the flows idle since.
+    pub fn idle(&mut self, now: crate::time::Nanos) {
         self.table.observe_time(now);
+    }
+
+    /// Examines `slots` more slots for expired flows, outside the sweep
+    /// step of each batch (a live source sweeps on a timer too).
+    pub fn sweep(&mut self, slots: usize) {
+        self.table.drain_verdicts(false);
         self.table.sweep_slots(slots);
     }
 

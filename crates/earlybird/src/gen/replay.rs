@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use libc::c_int;
 
 use crate::error::{Error, Result};
-use crate::source::netdev::{bind, hw_type, ifindex, ioctl_ifreq, packet_socket, set_opt};
+use crate::source::netdev::{bind, hw_type, ifindex, ioctl_ifreq, packet_socket, set_opt, RingMap};
 use crate::source::{CaptureFile, LinkType, PacketRef, Warning, BATCH};
 
 /// What to replay onto which interface. Build with [`ReplayOptions::new`].
@@ -621,26 +621,12 @@ impl Queue {
     }
 }
 
-/// The mapped ring; unmapped on drop.
-struct Mapping {
-    ptr: *mut libc::c_void,
-    len: usize,
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: ptr/len are exactly what mmap returned; no `Ring` view
-        // outlives the `Tx` that owns both.
-        unsafe { libc::munmap(self.ptr, self.len) };
-    }
-}
-
 /// An AF_PACKET socket bound to one interface, with its transmit ring.
 struct Tx {
     /// Declared before `_map`: the view must not outlive the mapping.
     queue: Queue,
     /// Kept only to unmap the ring on drop.
-    _map: Mapping,
+    _map: RingMap,
     fd: OwnedFd,
     name: String,
     limits: Limits,
@@ -668,12 +654,12 @@ impl Tx {
         let mtu = usize::try_from(unsafe { m.ifr_ifru.ifru_mtu }).unwrap_or(0);
         let geo = Geometry::for_mtu(mtu, page_size());
         setup_ring(&fd, name, &geo)?;
-        let map = map_ring(&fd, name, geo.bytes())?;
+        let map = RingMap::new(&fd, name, geo.bytes(), false, "mapping the transmit ring")?;
         bind(&fd, name, ifindex, 0)?;
         // SAFETY: the mapping is `geo.bytes()` long (frames * frame_size,
         // since blocks hold whole frames), page-aligned, shared only with
         // the kernel, and dropped after the queue (field order).
-        let ring = unsafe { Ring::new(map.ptr.cast(), geo.frame_size, geo.frames) };
+        let ring = unsafe { Ring::new(map.ptr(), geo.frame_size, geo.frames) };
         Ok(Tx {
             queue: Queue::new(ring),
             _map: map,
@@ -831,28 +817,6 @@ fn setup_ring(fd: &OwnedFd, name: &str, geo: &Geometry) -> Result<()> {
     };
     set_opt(fd, libc::SOL_PACKET, libc::PACKET_TX_RING, &req)
         .map_err(|e| Error::interface(name, "setting up the transmit ring", e))
-}
-
-fn map_ring(fd: &OwnedFd, name: &str, len: usize) -> Result<Mapping> {
-    // SAFETY: maps the ring the socket just set up, shared with the kernel.
-    let ptr = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            fd.as_raw_fd(),
-            0,
-        )
-    };
-    if ptr == libc::MAP_FAILED {
-        return Err(Error::interface(
-            name,
-            "mapping the transmit ring",
-            io::Error::last_os_error(),
-        ));
-    }
-    Ok(Mapping { ptr, len })
 }
 
 fn page_size() -> usize {

@@ -62,12 +62,12 @@ pub(super) fn shard_loop(
                 ctl.progress
                     .fetch_add(u64::from(block.frames()), Ordering::Relaxed);
             }
-            Ok(None) => shard.idle(system_now().saturating_sub(IDLE_LAG), 0),
+            Ok(None) => shard.idle(system_now().saturating_sub(IDLE_LAG)),
         }
         if last_tick.elapsed() >= TICK {
             last_tick = Instant::now();
             let slots = (shard.table.slots_in_use() / 16).max(MIN_SWEEP);
-            shard.idle(0, slots);
+            shard.sweep(slots);
             if !shard.table.out.is_empty() {
                 sink.send(&mut shard.table.out, false);
             }

@@ -38,11 +38,10 @@
 //!   the calling thread's network namespace.
 
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::fanout::{host_pair_program, Fanout};
-use super::netdev::{bind, hw_type, ifindex, packet_socket, set_opt};
+use super::netdev::{bind, hw_type, ifindex, packet_socket, set_opt, RingMap};
 use super::{LinkType, PacketRef};
 use crate::error::{Error, Result};
 
@@ -128,8 +127,7 @@ const FRAME_HDR: usize = 40;
 /// One packet socket with its mapped receive ring.
 pub struct Ring {
     fd: OwnedFd,
-    map: NonNull<u8>,
-    map_len: usize,
+    map: RingMap,
     block_size: usize,
     blocks: usize,
     next: usize,
@@ -141,20 +139,6 @@ pub struct Ring {
     bad_frames: u64,
     unsupported: u64,
     stats: KernelStats,
-}
-
-// The ring's memory is owned by this value alone (the kernel writes only
-// blocks it owns), so moving it to a shard thread is sound.
-unsafe impl Send for Ring {}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        // SAFETY: `map` was returned by mmap with `map_len` bytes and no
-        // reference into it outlives `self` (blocks borrow the ring).
-        unsafe {
-            libc::munmap(self.map.as_ptr().cast(), self.map_len);
-        }
-    }
 }
 
 /// The link type of frames read with a raw packet socket from an
@@ -284,31 +268,10 @@ impl Ring {
             .map_err(err("PACKET_RESERVE"))?;
         set_opt(&fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &req).map_err(err("receive ring"))?;
         let map_len = cfg.block_size as usize * cfg.blocks as usize;
-        // SAFETY: maps the ring the kernel just allocated for this socket.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(Error::interface(
-                name,
-                "cannot map the ring",
-                std::io::Error::last_os_error(),
-            ));
-        }
+        let map = RingMap::new(&fd, name, map_len, true, "cannot map the ring")?;
         let ring = Ring {
             fd,
-            map: NonNull::new(map.cast()).ok_or_else(|| Error::Interface {
-                name: name.into(),
-                reason: "the ring was mapped at address 0".into(),
-            })?,
-            map_len,
+            map,
             block_size: cfg.block_size as usize,
             blocks: cfg.blocks as usize,
             next: 0,
@@ -403,7 +366,7 @@ impl Ring {
         unsafe {
             AtomicU32::from_ptr(
                 self.map
-                    .as_ptr()
+                    .ptr()
                     .add(block * self.block_size + BLOCK_STATUS)
                     .cast(),
             )
@@ -442,7 +405,7 @@ impl Ring {
         // `Block` is dropped).
         let data = unsafe {
             std::slice::from_raw_parts_mut(
-                self.map.as_ptr().add(index * self.block_size),
+                self.map.ptr().add(index * self.block_size),
                 self.block_size,
             )
         };

@@ -1,5 +1,5 @@
 //! Linux network interfaces as packet sockets see them: the small system
-//! calls that the live capture ([`super::af_packet`]) and the replay
+//! calls and the ring mapping that the live capture ([`super::af_packet`]) and the replay
 //! ([`crate::gen::replay`]) share.
 //!
 //! Contract: every lookup goes through a socket or a call that belongs to
@@ -128,3 +128,61 @@ pub fn bind(fd: &OwnedFd, name: &str, ifindex: c_int, protocol: u16) -> Result<(
     }
     Ok(())
 }
+
+/// A packet socket's ring mapped into the process (receive or transmit);
+/// unmapped on drop. Whoever reads or writes through [`RingMap::ptr`] keeps
+/// no reference past the map's life.
+pub struct RingMap {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+impl RingMap {
+    /// Maps the `len` bytes of ring that `fd` has set up, shared with the
+    /// kernel; `populate` faults every page in now. `what` names the ring
+    /// in an error.
+    pub fn new(
+        fd: &OwnedFd,
+        name: &str,
+        len: usize,
+        populate: bool,
+        what: &str,
+    ) -> Result<RingMap> {
+        let flags = libc::MAP_SHARED | if populate { libc::MAP_POPULATE } else { 0 };
+        // SAFETY: maps the ring the socket has just set up.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(Error::interface(name, what, io::Error::last_os_error()));
+        }
+        let ptr = std::ptr::NonNull::new(ptr.cast()).ok_or_else(|| Error::Interface {
+            name: name.into(),
+            reason: format!("{what}: mapped at address 0"),
+        })?;
+        Ok(RingMap { ptr, len })
+    }
+
+    /// The first byte of the ring.
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Drop for RingMap {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are what mmap returned, unmapped once.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+// The mapping is owned by this value alone (the kernel writes only what the
+// ring's status words hand it), so it may move to another thread.
+unsafe impl Send for RingMap {}
