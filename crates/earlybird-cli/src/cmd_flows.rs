@@ -11,15 +11,28 @@ use earlybird::export::{self, ExportOptions, Format};
 use earlybird::pipeline::{self, ExportPolicy, RunControl, RunOptions};
 use earlybird::source::af_packet::LiveConfig;
 use earlybird::source::fanout::Fanout;
+use earlybird::source::inputs::{InputOrder, Inputs};
 use earlybird::time::SECOND;
 
 use crate::progress::Progress;
 
 #[derive(Args)]
 pub struct FlowsArgs {
-    /// Capture files (pcap or pcapng), processed in order as one stream.
-    #[arg(value_name = "FILE", required_unless_present = "interface")]
+    /// Capture files (pcap or pcapng; gzip, zstd or xz compressed too),
+    /// directories of them (searched recursively), "-" for standard input
+    /// or a FIFO (read as the packets arrive). Several inputs are read as
+    /// one stream in time order (see --input-order): pieces of one capture
+    /// join up; an input that starts before the latest packet read so far
+    /// is a separate time domain (open flows end first). An input that is
+    /// not a capture is skipped with a warning when there are others.
+    #[arg(value_name = "INPUT", required_unless_present = "interface")]
     files: Vec<PathBuf>,
+    /// Order of several inputs: "time" (default: by each file's first
+    /// packet, ties in natural name order; the order given when a stream
+    /// is among them) or "given" (as listed, directories in natural name
+    /// order).
+    #[arg(long, value_name = "ORDER", default_value = "time", value_parser = ["time", "given"])]
+    input_order: String,
     /// Capture live from this Linux interface instead of files, from
     /// several at once given as a comma-separated list (eth0,eth1: the two
     /// ports of a tap, one direction each, merged in arrival order), or
@@ -228,9 +241,14 @@ pub fn run(a: FlowsArgs) -> i32 {
         Ok(l) => l,
         Err(e) => return crate::fail(e),
     };
-    let files = match pipeline::open_all(&a.files) {
-        Ok(f) => f,
-        Err(e) => return crate::fail(e),
+    let inputs = if live.is_some() {
+        None
+    } else {
+        let order = InputOrder::parse(&a.input_order).unwrap_or_default();
+        match Inputs::plan(&a.files, order) {
+            Ok(i) => Some(i),
+            Err(e) => return crate::fail(e),
+        }
     };
     let mut exporters = Vec::new();
     for out in &a.outputs {
@@ -266,9 +284,13 @@ pub fn run(a: FlowsArgs) -> i32 {
             pipeline::run_live(input, *duration, &opts, &model, exporters, &ctl)
         }
         None => {
-            let total: u64 = files.iter().map(|f| f.bytes().len() as u64).sum();
-            let _bar = Progress::start(!a.no_progress && !a.quiet, total, ctl.progress.clone());
-            pipeline::run(&files, &opts, &model, exporters, &ctl)
+            let inputs = inputs.unwrap_or_default();
+            let show = !a.no_progress && !a.quiet;
+            let _bar = match inputs.total_bytes() {
+                Some(total) => Progress::start(show, total, ctl.progress.clone()),
+                None => Progress::bytes(show, ctl.progress.clone()),
+            };
+            pipeline::run_inputs(inputs, &opts, &model, exporters, &ctl)
         }
     };
     let report = match report {

@@ -28,6 +28,18 @@ impl Progress {
         )
     }
 
+    /// Starts a counter of the input bytes read so far, for inputs whose
+    /// size is not known (streams, compressed files).
+    pub fn bytes(enabled: bool, pos: Arc<AtomicU64>) -> Progress {
+        Progress::spawn(
+            enabled,
+            ProgressBar::no_length(),
+            "{spinner} [{elapsed_precise}] {bytes} read ({bytes_per_sec})",
+            pos,
+            false,
+        )
+    }
+
     /// Starts a counter of the packets captured so far (`count`) with their
     /// rate, if `enabled` and stderr is a terminal.
     pub fn live(enabled: bool, count: Arc<AtomicU64>) -> Progress {

@@ -338,7 +338,11 @@ impl Shard {
         refs: &[PacketRef],
         max_ts: u64,
     ) {
+        let floor = self.table.now();
         self.table.begin_batch();
+        // Packets stamped before the batch's floor (time went backwards)
+        // and the earliest stamp, for the report.
+        let (mut back, mut min_ts) = (0u64, u64::MAX);
         // Second pass, software-pipelined: while packet i updates its flow,
         // the index bucket of packet i + 2·AHEAD and the entry lines of
         // packet i + AHEAD (whose bucket is arriving) are being fetched. A
@@ -360,6 +364,8 @@ impl Shard {
                 hints[i % AHEAD] = self.table.prefetch_entry(q.hash);
             }
             let p = &pkts[i];
+            back += (p.ts < floor) as u64;
+            min_ts = min_ts.min(p.ts);
             let slot = self.table.packet_hinted(p, &wide[p.idx as usize], hint);
             self.counters.ip_bytes_flowed += p.size as u64;
             if let Some(m) = &mut self.marker {
@@ -381,6 +387,10 @@ impl Shard {
             write_marked(m, data, refs);
         }
         self.counters.packets_flowed += pkts.len() as u64;
+        if back > 0 {
+            self.counters.ts_backwards += back;
+            self.counters.ts_max_back = self.counters.ts_max_back.max(floor - min_ts);
+        }
         self.table.observe_time(max_ts);
         self.table.sweep();
     }
@@ -396,6 +406,33 @@ impl Shard {
     pub fn sweep(&mut self, slots: usize) {
         self.table.drain_verdicts(false);
         self.table.sweep_slots(slots);
+    }
+
+    /// Ends every open flow as at the end of an input and restarts the
+    /// table clock, when capture `first_ts` (the first packet of the next
+    /// input) is earlier than the latest time seen: that input is read as
+    /// a time domain of its own (see `docs/ARCHITECTURE.md`, "Several
+    /// inputs"). Returns whether it did. Every shard decides the same way,
+    /// since their clocks agree at input boundaries.
+    pub fn new_time_domain(
+        &mut self,
+        first_ts: Option<crate::time::Nanos>,
+        step: usize,
+        mut hand_over: impl FnMut(&mut RecordBatch),
+    ) -> bool {
+        match first_ts {
+            Some(t) if t < self.table.now() => {}
+            _ => return false,
+        }
+        self.table.drain_verdicts(true);
+        while !self.table.flush_some(step) {
+            hand_over(&mut self.table.out);
+        }
+        self.table.restart_clock();
+        if self.id == 0 {
+            self.counters.time_domains += 1;
+        }
+        true
     }
 
     /// Ends every open flow and folds the table counters in, handing the

@@ -802,6 +802,21 @@ impl FlowTable {
         self.floor = self.now;
     }
 
+    /// The table clock: the largest timestamp seen so far (or observed).
+    #[inline]
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// Starts a new time domain: the clock goes back to zero, so the next
+    /// packets are timed from their own stamps. Call on an empty table
+    /// (after [`Self::flush`]).
+    pub fn restart_clock(&mut self) {
+        debug_assert!(self.is_empty());
+        self.now = 0;
+        self.floor = 0;
+    }
+
     /// Advances the table clock to `ts` without a packet of its own (a
     /// packet of another shard was seen).
     #[inline]

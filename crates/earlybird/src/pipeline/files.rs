@@ -1,25 +1,78 @@
 //! File runs: how each shard thread walks the capture files.
 //!
-//! Contract: [`shard_loop`] (one shard) reads every batch of every file and
-//! runs it; [`shard_loop_shared`] (one of several shards) reads its turns,
-//! splits them among the shards and runs every turn's parcel made for it
-//! (see [`crate::exchange`]). Both stop reading when [`RunControl::stop`]
-//! is raised, hand finished records to the [`Sink`] as they fill a batch,
-//! and return the input warnings (shard 0 only, so each is reported once).
+//! Contract: [`shard_loop`] (one shard) reads every batch of every capture
+//! and runs it; [`shard_loop_shared`] (one of several shards) reads its
+//! turns, splits them among the shards and runs every turn's parcel made
+//! for it (see [`crate::exchange`]). Both take the captures from [`Files`]
+//! in order; before a capture that does not continue the one before (the
+//! next chunk of a stream does) they start a new time domain when it
+//! begins earlier than the latest time seen ([`Shard::new_time_domain`]).
+//! Both stop reading when [`RunControl::stop`] is raised, hand finished
+//! records to the [`Sink`] as they fill a batch, and return the input
+//! warnings (shard 0 only, so each is reported once), their offsets in the
+//! input (the stream, for a chunk).
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use super::sink::Sink;
 use super::{RunControl, RECORDS_PER_BATCH};
 use crate::shard::Shard;
+use crate::source::inputs::{Feed, FeedItem};
 use crate::source::{CaptureFile, CaptureReader, PacketRef, Warning};
+
+/// The captures a file run reads: the caller's files, or a [`Feed`].
+#[derive(Clone)]
+pub(super) enum Files<'a> {
+    Slice(&'a [CaptureFile]),
+    Feed(Arc<Feed>),
+}
+
+/// One capture of [`Files`].
+pub(super) enum FileRef<'a> {
+    Slice(&'a CaptureFile),
+    Feed(Arc<FeedItem>),
+}
+
+impl<'a> Files<'a> {
+    /// Capture number `k` (each shard asks for 0, 1, 2, … once each).
+    fn get(&self, k: usize) -> Option<FileRef<'a>> {
+        match self {
+            Files::Slice(s) => s.get(k).map(FileRef::Slice),
+            Files::Feed(f) => f.get(k).map(FileRef::Feed),
+        }
+    }
+}
+
+impl FileRef<'_> {
+    fn file(&self) -> &CaptureFile {
+        match self {
+            FileRef::Slice(f) => f,
+            FileRef::Feed(i) => &i.file,
+        }
+    }
+
+    fn continues(&self) -> bool {
+        match self {
+            FileRef::Slice(_) => false,
+            FileRef::Feed(i) => i.continues,
+        }
+    }
+
+    fn input_offset(&self, offset: u64) -> u64 {
+        match self {
+            FileRef::Slice(_) => offset,
+            FileRef::Feed(i) => i.input_offset(offset),
+        }
+    }
+}
 
 /// Reads every file in order and feeds the shard; returns input warnings
 /// (shard 0 only, so each is reported once).
 pub(super) fn shard_loop(
     shard: &mut Shard,
     sink: &mut Sink,
-    files: &[CaptureFile],
+    files: &Files<'_>,
     batch: usize,
     ctl: &RunControl,
     spare: bool,
@@ -27,7 +80,11 @@ pub(super) fn shard_loop(
     let mut warnings = Vec::new();
     let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
     let mut done_bytes = 0u64;
-    'files: for f in files {
+    let mut k = 0;
+    'files: while let Some(input) = files.get(k) {
+        k += 1;
+        let f = input.file();
+        time_domain(shard, sink, &input, &mut warnings);
         let mut reader = f.reader();
         let data = reader.data();
         let mut stride = f.stride(shard.id(), shard.shards(), !spare);
@@ -42,7 +99,7 @@ pub(super) fn shard_loop(
             shard.batch(data, &refs);
             after_batch(shard, sink, ctl, done_bytes + reader.position());
         }
-        file_done(shard, &reader, &mut warnings);
+        file_done(shard, &input, &reader, &mut warnings);
         done_bytes += f.bytes().len() as u64;
     }
     warnings
@@ -55,7 +112,7 @@ pub(super) fn shard_loop(
 pub(super) fn shard_loop_shared(
     shard: &mut Shard,
     sink: &mut Sink,
-    files: &[CaptureFile],
+    files: &Files<'_>,
     batch: usize,
     ctl: &RunControl,
     mut ends: crate::exchange::Ends,
@@ -73,7 +130,14 @@ pub(super) fn shard_loop_shared(
     let (mut read, mut run) = (0usize, 0usize);
     // Once stopping, nothing more is read; what was read is still run.
     let mut stopping = false;
-    'files: for f in files {
+    let mut k = 0;
+    'files: while let Some(input) = files.get(k) {
+        k += 1;
+        let f = input.file();
+        if stopping {
+            break;
+        }
+        time_domain(shard, sink, &input, &mut warnings);
         let mut reader = f.reader();
         let data = reader.data();
         let mut stride = f.stride(id, shards, !spare);
@@ -136,10 +200,45 @@ pub(super) fn shard_loop_shared(
             run += 1;
             after_batch(shard, sink, ctl, done_bytes + reader.position());
         }
-        file_done(shard, &reader, &mut warnings);
+        file_done(shard, &input, &reader, &mut warnings);
         done_bytes += f.bytes().len() as u64;
     }
     warnings
+}
+
+/// Time domains named in a warning (the rest are counted in the summary).
+const NAMED_DOMAINS: u64 = 3;
+
+/// Before a capture: a new time domain when it starts before the latest
+/// time seen (see [`Shard::new_time_domain`]); shard 0 warns about the
+/// first few.
+fn time_domain(
+    shard: &mut Shard,
+    sink: &mut Sink,
+    input: &FileRef<'_>,
+    warnings: &mut Vec<Warning>,
+) {
+    if input.continues() {
+        return;
+    }
+    let first = input.file().first_ts();
+    let latest = shard.table.now();
+    if shard.new_time_domain(first, RECORDS_PER_BATCH, |out| sink.send(out, false))
+        && shard.id() == 0
+        && shard.counters.time_domains <= NAMED_DOMAINS
+    {
+        let back = latest - first.unwrap_or(latest);
+        warnings.push(Warning {
+            file: input.file().name().to_string(),
+            offset: Warning::NO_OFFSET,
+            message: format!(
+                "{}: starts {} before the latest packet read so far; read as a separate time \
+                 domain (open flows were ended first)",
+                input.file().name(),
+                crate::time::span(back)
+            ),
+        });
+    }
 }
 
 /// After each batch run: hands a full batch of records to the exporter,
@@ -156,9 +255,20 @@ fn after_batch(shard: &mut Shard, sink: &mut Sink, ctl: &RunControl, position: u
 
 /// At the end of a file, shard 0 (whose reader walks every record) counts
 /// its packets on unsupported links and keeps its warning.
-fn file_done(shard: &mut Shard, reader: &CaptureReader<'_>, warnings: &mut Vec<Warning>) {
+fn file_done(
+    shard: &mut Shard,
+    input: &FileRef<'_>,
+    reader: &CaptureReader<'_>,
+    warnings: &mut Vec<Warning>,
+) {
     if shard.id() == 0 {
         shard.counters.unsupported_link += reader.skipped_unsupported_link();
-        warnings.extend(reader.warning().cloned());
+        warnings.extend(reader.warning().map(|w| Warning {
+            offset: match w.offset {
+                Warning::NO_OFFSET => w.offset,
+                o => input.input_offset(o),
+            },
+            ..w.clone()
+        }));
     }
 }

@@ -46,9 +46,11 @@ use crate::export::{Exporter, Renderer};
 use crate::flow::record::RecordBatch;
 use crate::shard::Shard;
 use crate::source::af_packet::{LiveConfig, Ring};
+use crate::source::inputs::Inputs;
 use crate::source::CaptureFile;
 use crate::telemetry::summary::Report;
 use crate::{Error, Result};
+use files::Files;
 use sink::{export_loop, Sink};
 
 /// Records per batch handed to the exporter thread. Each hand-over can wake
@@ -162,8 +164,56 @@ pub fn run(
     ctl: &RunControl,
 ) -> Result<Report> {
     check(opts)?;
+    run_files(Files::Slice(files), opts, model, exporters, ctl)
+}
+
+/// Runs the pipeline over planned inputs (files, directories, streams,
+/// compressed captures; see [`Inputs`]): as [`run`], with the captures
+/// opened or decompressed just ahead of the shards by an input thread.
+/// Warnings about the inputs and the inputs skipped are in the report.
+pub fn run_inputs(
+    inputs: Inputs,
+    opts: &RunOptions,
+    model: &ModelRef,
+    exporters: Vec<Box<dyn Exporter>>,
+    ctl: &RunControl,
+) -> Result<Report> {
+    check(opts)?;
+    let mut warnings = inputs.warnings.clone();
+    let mut skipped = inputs.skipped.clone();
+    let planned = inputs.len() as u64;
+    let feed = inputs.start(opts.shards);
+    feed.spare.store(spare_core(opts.shards), Ordering::Relaxed);
+    let result = run_files(Files::Feed(feed.clone()), opts, model, exporters, ctl);
+    feed.cancel();
+    let mut report = result?;
+    let (w, s) = feed.take_report();
+    warnings.extend(w);
+    warnings.append(&mut report.warnings);
+    report.warnings = warnings;
+    let late: u64 = s.iter().map(|(_, n)| n).sum();
+    for (r, n) in s {
+        match skipped.iter_mut().find(|(x, _)| *x == r) {
+            Some((_, m)) => *m += n,
+            None => skipped.push((r, n)),
+        }
+    }
+    skipped.sort();
+    report.inputs_read = planned - late;
+    report.inputs_skipped = skipped;
+    Ok(report)
+}
+
+/// [`run`] and [`run_inputs`] once their captures are known.
+fn run_files(
+    files: Files<'_>,
+    opts: &RunOptions,
+    model: &ModelRef,
+    exporters: Vec<Box<dyn Exporter>>,
+    ctl: &RunControl,
+) -> Result<Report> {
     let marker = match &opts.mark {
-        Some((map, out)) => Some(open_marker(files, map, out, model)?),
+        Some((map, out)) => Some(open_marker(&files, map, out, model)?),
         None => None,
     };
     let inputs = match opts.shards {
@@ -223,7 +273,7 @@ pub fn run_live(
         .into_iter()
         .map(|r| Input::Live(Box::new(r), deadline))
         .collect();
-    run_shards(&[], inputs, None, opts, model, exporters, ctl)
+    run_shards(Files::Slice(&[]), inputs, None, opts, model, exporters, ctl)
 }
 
 /// What one shard thread reads.
@@ -254,7 +304,7 @@ fn check(opts: &RunOptions) -> Result<()> {
 /// Starts the exporter thread and one shard thread per input, and gathers
 /// their results into the run's report.
 fn run_shards(
-    files: &[CaptureFile],
+    files: Files<'_>,
     inputs: Vec<Input>,
     mut marker: Option<crate::shard::Marker>,
     opts: &RunOptions,
@@ -317,6 +367,7 @@ fn run_shards(
             let link = links[id].take();
             let rend = std::mem::take(&mut renderers[id]);
             let ready = ready_tx.clone();
+            let files = files.clone();
             let builder = std::thread::Builder::new().name(format!("eb-shard{id}"));
             let handle = builder.spawn_scoped(scope, move || {
                 if let Some(c) = core {
@@ -345,10 +396,10 @@ fn run_shards(
                 );
                 let warnings = match input {
                     Input::Files(None) => {
-                        files::shard_loop(&mut shard, &mut sink, files, opts.batch, ctl, spare)
+                        files::shard_loop(&mut shard, &mut sink, &files, opts.batch, ctl, spare)
                     }
                     Input::Files(Some(ends)) => files::shard_loop_shared(
-                        &mut shard, &mut sink, files, opts.batch, ctl, *ends, spare,
+                        &mut shard, &mut sink, &files, opts.batch, ctl, *ends, spare,
                     ),
                     Input::Live(mut ring, deadline) => {
                         let w = live::shard_loop(
@@ -385,8 +436,9 @@ fn run_shards(
                 break;
             }
         }
-        for f in files {
-            f.map_ahead(spare);
+        match &files {
+            Files::Slice(fs) => fs.iter().for_each(|f| f.map_ahead(spare)),
+            Files::Feed(feed) => feed.started.store(true, Ordering::Release),
         }
         ctl.started.store(true, Ordering::Relaxed);
         let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
@@ -422,12 +474,20 @@ fn run_shards(
 
 /// Opens the DSCP marking output for a single-shard run.
 fn open_marker(
-    files: &[CaptureFile],
+    files: &Files<'_>,
     map: &std::path::Path,
     out: &std::path::Path,
     model: &ModelRef,
 ) -> Result<crate::shard::Marker> {
-    let Some(first) = files.first() else {
+    let fed;
+    let first = match files {
+        Files::Slice(fs) => fs.first(),
+        Files::Feed(feed) => {
+            fed = feed.peek_first();
+            fed.as_deref().map(|i| &i.file)
+        }
+    };
+    let Some(first) = first else {
         return Err(Error::Config("marking needs an input".into()));
     };
     let map = crate::mark::DscpMap::load(map)?;

@@ -193,6 +193,15 @@ impl CaptureFile {
         }
     }
 
+    /// Timestamp of the first packet, `None` when the file holds none.
+    pub fn first_ts(&self) -> Option<crate::time::Nanos> {
+        let mut refs = Vec::with_capacity(1);
+        match self.reader().next_batch(&mut refs, 1) {
+            0 => None,
+            _ => Some(refs[0].ts),
+        }
+    }
+
     /// A new reader positioned on the first packet. Readers are independent.
     pub fn reader(&self) -> CaptureReader<'_> {
         let data = self.bytes();

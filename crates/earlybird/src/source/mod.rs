@@ -13,10 +13,12 @@
 pub mod af_packet;
 pub mod fanout;
 pub mod file;
+pub mod inputs;
 pub mod netdev;
 pub mod pcap;
 pub mod pcapng;
 pub mod populate;
+pub(crate) mod stream;
 
 pub use file::{CaptureFile, CaptureReader};
 

@@ -41,6 +41,15 @@ pub struct Counters {
     /// Bytes of flow-table memory mapped from the reserved huge-page pool
     /// (0 = transparent huge pages; see [`crate::flow::arena`]).
     pub table_pool_bytes: u64,
+    /// Packets stamped earlier than the latest time seen before their
+    /// batch (timestamps went backwards inside an input); their flows were
+    /// timed from that latest time.
+    pub ts_backwards: u64,
+    /// The largest such step back, in ns (merged as the maximum).
+    pub ts_max_back: u64,
+    /// Inputs that started before the latest time seen and so began a new
+    /// time domain (open flows ended first); counted by shard 0.
+    pub time_domains: u64,
 }
 
 impl Counters {
@@ -68,6 +77,9 @@ impl Counters {
         self.live_bad_frames += o.live_bad_frames;
         self.table_bytes += o.table_bytes;
         self.table_pool_bytes += o.table_pool_bytes;
+        self.ts_backwards += o.ts_backwards;
+        self.ts_max_back = self.ts_max_back.max(o.ts_max_back);
+        self.time_domains += o.time_domains;
     }
 
     /// Total packets skipped for any reason.

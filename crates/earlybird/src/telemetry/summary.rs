@@ -222,6 +222,11 @@ pub struct Report {
     /// Packets accounted to flows by each shard, in shard order (how the
     /// work was spread).
     pub flowed_per_shard: Vec<u64>,
+    /// Inputs read (files, or streams) when the run was planned from
+    /// paths ([`crate::pipeline::run_inputs`]); 0 otherwise.
+    pub inputs_read: u64,
+    /// Inputs skipped, by reason.
+    pub inputs_skipped: Vec<(crate::source::inputs::SkipReason, u64)>,
 }
 
 /// The process's anonymous resident memory (Linux), in bytes.
@@ -300,6 +305,39 @@ impl fmt::Display for Report {
                 parts.push(format!("unsupported_link {}", c.unsupported_link));
             }
             writeln!(f, "skipped by reason: {}", parts.join(", "))?;
+        }
+        let inputs_skipped: u64 = self.inputs_skipped.iter().map(|(_, n)| n).sum();
+        if self.inputs_read > 1 || inputs_skipped > 0 {
+            let why: Vec<String> = self
+                .inputs_skipped
+                .iter()
+                .map(|(r, n)| format!("{} {n}", r.name()))
+                .collect();
+            writeln!(
+                f,
+                "inputs: {} read, {inputs_skipped} skipped{}{}",
+                self.inputs_read,
+                if why.is_empty() { "" } else { " by reason: " },
+                why.join(", ")
+            )?;
+        }
+        if c.time_domains > 0 {
+            writeln!(
+                f,
+                "time: {} input{} started before the latest packet read so far: read as separate \
+                 time domains (open flows ended first)",
+                c.time_domains,
+                if c.time_domains == 1 { "" } else { "s" },
+            )?;
+        }
+        if c.ts_backwards > 0 {
+            writeln!(
+                f,
+                "time: {} packets stamped before the latest packet read (largest step back {}): \
+                 their flows were timed from the latest",
+                c.ts_backwards,
+                crate::time::span(c.ts_max_back)
+            )?;
         }
         let ends: Vec<String> = EndReason::ALL
             .iter()
