@@ -529,15 +529,24 @@ pub fn collect(
     opts: &RunOptions,
     model: &ModelRef,
 ) -> Result<(Vec<CollectedFlow>, Report)> {
+    collect_with(|ex| run(files, opts, model, ex, &RunControl::default()))
+}
+
+/// [`collect`] over planned inputs ([`run_inputs`]).
+pub fn collect_inputs(
+    inputs: Inputs,
+    opts: &RunOptions,
+    model: &ModelRef,
+) -> Result<(Vec<CollectedFlow>, Report)> {
+    collect_with(|ex| run_inputs(inputs, opts, model, ex, &RunControl::default()))
+}
+
+/// Runs `run` with an in-memory exporter; returns its records sorted.
+fn collect_with(
+    run: impl FnOnce(Vec<Box<dyn Exporter>>) -> Result<Report>,
+) -> Result<(Vec<CollectedFlow>, Report)> {
     let store = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let ex = Collector(store.clone());
-    let report = run(
-        files,
-        opts,
-        model,
-        vec![Box::new(ex)],
-        &RunControl::default(),
-    )?;
+    let report = run(vec![Box::new(Collector(store.clone()))])?;
     let mut flows = std::mem::take(&mut *store.lock().unwrap_or_else(|p| p.into_inner()));
     flows.sort_by_key(|f: &CollectedFlow| {
         let (r, k) = (&f.record, &f.record.key);
