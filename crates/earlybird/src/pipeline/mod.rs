@@ -2,8 +2,11 @@
 //! thread.
 //!
 //! Contract: [`run`] processes the given capture files as one stream (in the
-//! order given) with `shards` share-nothing shard threads and one exporter
-//! thread, and returns the run's [`Report`]; [`run_live`] does the same
+//! order given; an input that starts before the latest packet read is a
+//! separate time domain, see `files.rs`) with `shards` share-nothing shard
+//! threads and one exporter thread, and returns the run's [`Report`];
+//! [`run_inputs`] does the same for planned inputs (directories, streams,
+//! compressed captures, read in time order: [`Inputs`]); [`run_live`] does the same
 //! for a live interface, one AF_PACKET socket per shard in a kernel fanout
 //! group, until [`RunControl::stop`] is raised, the duration ends or the
 //! interface fails (reported as a warning, flows flushed). How each shard
@@ -522,8 +525,9 @@ pub struct CollectedFlow {
 }
 
 /// Runs the pipeline and returns every record in memory (tests, training,
-/// the Python package). Records are sorted by first timestamp, then key, so
-/// the result does not depend on the number of shards.
+/// the Python package). Records are sorted by first timestamp, then key
+/// (tunnel and VLAN included), then last timestamp and counts, so the
+/// result does not depend on the number of shards.
 pub fn collect(
     files: &[CaptureFile],
     opts: &RunOptions,
@@ -548,9 +552,22 @@ fn collect_with(
     let store = Arc::new(std::sync::Mutex::new(Vec::new()));
     let report = run(vec![Box::new(Collector(store.clone()))])?;
     let mut flows = std::mem::take(&mut *store.lock().unwrap_or_else(|p| p.into_inner()));
+    // A total order (flows of different tunnels or VLANs can share
+    // addresses, ports and first packet), so the result does not depend
+    // on the order the shards ended them in.
     flows.sort_by_key(|f: &CollectedFlow| {
         let (r, k) = (&f.record, &f.record.key);
-        (r.first_ts, k.src, k.dst, k.sport, k.dport, k.proto)
+        (
+            (r.first_ts, k.src, k.dst, k.sport, k.dport, k.proto),
+            (
+                k.vlan,
+                k.tunnel as u8,
+                k.tunnel_id,
+                r.last_ts,
+                r.packets,
+                r.bytes,
+            ),
+        )
     });
     Ok((flows, report))
 }

@@ -18,7 +18,7 @@ pub mod netdev;
 pub mod pcap;
 pub mod pcapng;
 pub mod populate;
-pub(crate) mod stream;
+pub mod stream;
 
 pub use file::{CaptureFile, CaptureReader};
 

@@ -30,7 +30,7 @@ use super::pcapng;
 
 /// Bytes of records a chunk collects before it is handed on (unless the
 /// stream is eager and short of data first).
-pub(crate) const CHUNK_BYTES: usize = 4 << 20;
+pub const CHUNK_BYTES: usize = 4 << 20;
 
 /// Largest pcapng block a chunk waits for (a larger length field is
 /// corrupt: an Enhanced Packet Block is at most a 256 KiB packet plus
@@ -39,7 +39,7 @@ const MAX_BLOCK: usize = 16 << 20;
 
 /// One piece of a stream that is a whole capture file.
 #[derive(Debug)]
-pub(crate) struct Chunk {
+pub struct Chunk {
     /// The capture: header (`prefix` bytes), then records of the stream.
     pub bytes: Vec<u8>,
     /// Where its bytes are in the stream.
@@ -50,7 +50,7 @@ pub(crate) struct Chunk {
 
 /// Where a chunk's bytes are in its stream.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Place {
+pub struct Place {
     /// How many leading bytes are the repeated header (not stream bytes).
     pub prefix: u64,
     /// Offset in the stream of the byte after the header.
@@ -67,7 +67,7 @@ impl Place {
 
 /// Why a stream could not be read (further).
 #[derive(Debug)]
-pub(crate) enum ChunkError {
+pub enum ChunkError {
     /// The start of the stream is not a capture.
     NotCapture(String),
     /// Reading failed at this stream offset.
@@ -88,7 +88,7 @@ enum Framing {
 }
 
 /// Reads a capture stream and cuts it into [`Chunk`]s (see the module docs).
-pub(crate) struct Chunker<R: Read> {
+pub struct Chunker<R: Read> {
     src: R,
     target: usize,
     eager: bool,
