@@ -2,10 +2,13 @@
 //! one call into the engine (`earlybird::cli_api`-free: the library's public
 //! functions are called directly).
 //!
-//! Exit codes: 0 success; 1 an input or the configuration is unusable
-//! (message names the file); 2 usage error (from clap); 3 the run finished
-//! but an output failed (the other outputs are complete); 130 interrupted by
-//! SIGINT/SIGTERM (open flows were flushed).
+//! Exit codes: 0 success (also when the reader of standard output went
+//! away: `earlybird flows … | head`); 1 an input or the configuration is
+//! unusable, or an output is an input (message names the file); 2 usage
+//! error (from clap, or an output name that does not say its format); 3 the
+//! run finished but an output failed (the other outputs are complete); 130
+//! interrupted by SIGINT/SIGTERM (open flows were flushed). SIGHUP reopens
+//! the record files of `flows` (log rotation).
 
 mod cmd_bench;
 mod cmd_evaluate;
@@ -14,6 +17,7 @@ mod cmd_gen;
 mod cmd_replay;
 mod cmd_train;
 mod model_arg;
+mod out_args;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -60,6 +64,13 @@ fn main() {
 
 /// Prints an error the way every subcommand does and returns exit code 1.
 pub(crate) fn fail(e: impl std::fmt::Display) -> i32 {
-    eprintln!("earlybird: error: {e}");
+    say(&format!("earlybird: error: {e}"));
     1
+}
+
+/// Writes a line on stderr; a closed stderr (`2>&1 | head`) is not a
+/// reason to panic.
+pub(crate) fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }

@@ -41,10 +41,57 @@ fn formats_from_names_and_paths() {
     assert_eq!(p("flows.CSV"), Some(Format::Csv));
     assert_eq!(p("a/b.jsonl"), Some(Format::JsonLines));
     assert_eq!(p("a.ndjson"), Some(Format::JsonLines));
-    assert_eq!(p("a.json"), Some(Format::JsonLines));
+    assert_eq!(p("a.json"), None);
     assert_eq!(p("/dev/null"), None);
     assert_eq!(p("-"), None);
     assert_eq!(p("out.txt"), None);
+}
+
+#[test]
+fn output_names_must_say_their_format() {
+    let f = |s: &str, forced| Format::for_output(Path::new(s), forced);
+    assert_eq!(f("-", None), Ok(Format::Csv));
+    assert_eq!(f("-", Some(Format::JsonLines)), Ok(Format::JsonLines));
+    assert_eq!(f("-", Some(Format::Null)), Ok(Format::Null));
+    assert_eq!(f("a/out.CSV", None), Ok(Format::Csv));
+    assert_eq!(
+        f("out.ndjson", Some(Format::JsonLines)),
+        Ok(Format::JsonLines)
+    );
+    assert_eq!(f("/dev/null", None), Ok(Format::Csv));
+    assert_eq!(
+        f("/dev/null", Some(Format::JsonLines)),
+        Ok(Format::JsonLines)
+    );
+    assert_eq!(f("flows", Some(Format::JsonLines)), Ok(Format::JsonLines));
+    assert_eq!(f("/dev/null", Some(Format::Null)), Ok(Format::Null));
+    let err = |s: &str, forced, want: &str| {
+        let e = f(s, forced).unwrap_err();
+        assert!(e.starts_with(s) && e.contains(want), "{s}: {e}");
+    };
+    err(
+        "x.parquet",
+        None,
+        "unknown extension .parquet (known: .csv, .jsonl",
+    );
+    err("x.parquet", Some(Format::Csv), "unknown extension .parquet");
+    err("x.json", None, "name the file .jsonl or .ndjson");
+    err(
+        "x.csv",
+        Some(Format::JsonLines),
+        "the name says csv but -f says jsonl",
+    );
+    err(
+        "x.jsonl",
+        Some(Format::Csv),
+        "the name says jsonl but -f says csv",
+    );
+    err("x.csv", Some(Format::Null), "-f null discards the records");
+    err(
+        "/nonexistent-dir/flows",
+        None,
+        "no extension to tell the record format",
+    );
 }
 
 #[test]

@@ -32,7 +32,7 @@ pub(super) fn shard_loop(
         let data = reader.data();
         let mut stride = f.stride(shard.id(), shard.shards(), !spare);
         loop {
-            if ctl.stop.load(Ordering::Relaxed) {
+            if ctl.stopping() {
                 break 'files;
             }
             stride.reached(reader.position());
@@ -63,6 +63,9 @@ pub(super) fn shard_loop_shared(
 ) -> Vec<Warning> {
     let shards = shard.shards();
     let id = shard.id();
+    // `-w` (shard 0 holds the writer): this shard reads every turn, its
+    // own and the others', in input order, and writes its packets.
+    let copying = shard.marker.is_some();
     let mut warnings = Vec::new();
     let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
     let mut done_bytes = 0u64;
@@ -79,7 +82,7 @@ pub(super) fn shard_loop_shared(
         let mut stride = f.stride(id, shards, !spare);
         let mut end_of_file = false;
         loop {
-            if !stopping && ctl.stop.load(Ordering::Relaxed) {
+            if !stopping && ctl.stopping() {
                 stopping = true;
                 ends.stop_sending();
             }
@@ -92,6 +95,7 @@ pub(super) fn shard_loop_shared(
                     }
                     if n > 0 {
                         shard.split(data, &refs, ends.parcels());
+                        shard.copy(data, &refs);
                         if !ends.send() {
                             // Another shard left: stop reading, run what
                             // was read.
@@ -99,6 +103,10 @@ pub(super) fn shard_loop_shared(
                             ends.stop_sending();
                         }
                     }
+                    n
+                } else if copying {
+                    let n = reader.next_batch(&mut refs, batch);
+                    shard.copy(data, &refs);
                     n
                 } else {
                     // Jump over a turn its reader has already read;
@@ -120,7 +128,26 @@ pub(super) fn shard_loop_shared(
                 }
                 break;
             }
-            match ends.take(run % shards) {
+            let parcel = ends.take(run % shards);
+            if copying && run == read && !end_of_file {
+                // Stopping: another shard read this turn before it heard
+                // of the stop; its packets are counted, so they are
+                // written too (a turn nobody read is stepped over).
+                let n = match parcel {
+                    Some(_) => {
+                        let n = reader.next_batch(&mut refs, batch);
+                        shard.copy(data, &refs);
+                        n
+                    }
+                    None => reader.skip_batch(batch),
+                };
+                if n == 0 {
+                    end_of_file = true;
+                } else {
+                    read += 1;
+                }
+            }
+            match parcel {
                 Some(parcel) => {
                     shard.run_parcel(&parcel);
                     ends.give_back(run % shards, parcel);

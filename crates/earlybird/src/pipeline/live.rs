@@ -46,7 +46,7 @@ pub(super) fn shard_loop(
     let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
     let mut last_tick = Instant::now();
     loop {
-        if ctl.stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+        if ctl.stopping() || deadline.is_some_and(|d| Instant::now() >= d) {
             return Vec::new();
         }
         match ring.next_block(POLL_MS) {
