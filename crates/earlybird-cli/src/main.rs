@@ -34,6 +34,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Turn capture files (pcap/pcapng) into flow records.
+    #[command(after_help = FLOWS_AFTER_HELP)]
     Flows(cmd_flows::FlowsArgs),
     /// Write a synthetic capture (HPTRAC worst case or a CAIDA-like mix).
     Gen(cmd_gen::GenArgs),
@@ -48,6 +49,18 @@ enum Command {
     /// (AF_PACKET TX ring), at full speed or a given rate.
     Replay(cmd_replay::ReplayArgs),
 }
+
+/// Signals and exit codes, under `earlybird flows --help`.
+const FLOWS_AFTER_HELP: &str = "Signals: SIGINT and SIGTERM stop the run: every open flow is \
+ended and written, outputs are flushed, exit code 130. SIGHUP reopens the record files (-o) at \
+their paths, for log rotation (mv out.csv out.csv.1; kill -HUP PID: out.csv.1 is complete and \
+flushed, the next records go to a fresh out.csv with its header); standard output and the -w \
+pcap are not reopened.
+
+Exit codes: 0 success (also when the reader of standard output went away, as with | head); 1 an \
+input, the configuration or an output path is unusable (an output that is an input, a \
+directory, in a missing directory); 2 usage (options, output names); 3 an output failed (the \
+others are complete); 130 interrupted.";
 
 fn main() {
     let cli = Cli::parse();

@@ -9,10 +9,18 @@
 //! handed to the output in chunks of about [`CHUNK`] bytes, always at record
 //! boundaries, and at [`Exporter::finish`].
 //!
+//! [`Exporter::flush`] writes out what is buffered without ending the output
+//! (live runs call it about once a second); [`Exporter::reopen`] opens a
+//! file output again at its path when the path names another file or none
+//! (log rotation, SIGHUP), the CSV header written again. Which names fit
+//! which format: [`Format::for_output`].
+//!
 //! What can fail: opening the output ([`Error::Io`] naming the path) and
 //! writing to it ([`Error::Output`] naming the exporter, e.g.
 //! `csv:/tmp/out.csv`). A write error is sticky: every later
-//! `write_batch`/`finish` of that exporter returns it again. Records are
+//! `write_batch`/`finish` of that exporter returns it again. A writer whose
+//! reader went away (EPIPE: a closed pipe) gives [`Error::OutputClosed`]
+//! instead, sticky too: the output ended, which is not a failure. Records are
 //! trusted values; an inconsistent batch (early array shorter than its
 //! stride says) is written with fewer early packets, never a panic.
 

@@ -4,8 +4,14 @@
 //! runs it; [`shard_loop_shared`] (one of several shards) reads its turns,
 //! splits them among the shards and runs every turn's parcel made for it
 //! (see [`crate::exchange`]). Both stop reading when [`RunControl::stop`]
-//! is raised, hand finished records to the [`Sink`] as they fill a batch,
-//! and return the input warnings (shard 0 only, so each is reported once).
+//! or [`RunControl::halt`] is raised, hand finished records to the [`Sink`]
+//! as they fill a batch, and return the input warnings (shard 0 only, so
+//! each is reported once). With `-w` and several shards, shard 0 reads
+//! every turn (its own and the others', instead of stepping over them) and
+//! writes its packets to the pcap, so the copy is in input order; when
+//! stopping it also writes the turns other shards had already read. (A
+//! stop at a file boundary may leave out the turns another shard read of
+//! the next file.)
 
 use std::sync::atomic::Ordering;
 

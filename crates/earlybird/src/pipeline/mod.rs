@@ -15,8 +15,13 @@
 //! [`RunControl::stop`] is raised (SIGINT/SIGTERM in the CLI) — every open
 //! flow is flushed to the outputs. An output that fails is reported in
 //! [`Report::output_errors`] and dropped; the others still receive every
-//! record. Errors are returned only for unusable inputs (before any packet
-//! is processed) or invalid configuration.
+//! record. An output closed by its reader (a pipe) ends quietly
+//! ([`Report::outputs_closed`]); when no output is left (and no `-w` pcap
+//! is written) the shards stop reading ([`RunControl::halt`]). Each change
+//! of [`RunControl::reopen`] reopens the file outputs (SIGHUP); a live run
+//! flushes its outputs every [`LIVE_FLUSH`] once records were written
+//! since the last flush. Errors are returned only for unusable inputs
+//! (before any packet is processed) or invalid configuration.
 //!
 //! Back-pressure: with [`ExportPolicy::Block`] (default, right for files) a
 //! shard waits when the exporter is behind, so nothing is lost. With
