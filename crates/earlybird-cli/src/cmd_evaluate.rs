@@ -2,7 +2,7 @@
 //! against labelled captures. One call to
 //! `classify::workflow::evaluate_captures` or `compare_captures`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use earlybird::classify::workflow;
@@ -31,8 +31,9 @@ pub struct EvaluateArgs {
     #[command(flatten)]
     train: ModelArgs,
     /// Draw accuracy versus the first k packets (k = 1..10), one curve per
-    /// model, as a PNG.
-    #[arg(long, value_name = "CHART.png")]
+    /// model, as a PNG (the name must end in .png; checked, with the
+    /// directory it goes to, before the evaluation starts).
+    #[arg(long, value_name = "CHART.png", value_parser = crate::out_args::png_path)]
     png: Option<PathBuf>,
 }
 
@@ -42,6 +43,7 @@ fn chart(path: &PathBuf, reports: &[(String, &Report)]) -> Result<(), earlybird:
 }
 
 pub fn run(a: EvaluateArgs) -> i32 {
+    let outputs: Vec<&Path> = a.png.as_deref().into_iter().collect();
     match &a.model {
         Some(path) => {
             let model = match Model::load(path) {
@@ -56,6 +58,11 @@ pub fn run(a: EvaluateArgs) -> i32 {
                 Ok(x) => x,
                 Err(e) => return crate::fail(e),
             };
+            let mut inputs = a.data.inputs(&files);
+            inputs.push(path);
+            if let Some(code) = crate::out_args::refuse(&outputs, &inputs) {
+                return code;
+            }
             let (report, summary) =
                 match workflow::evaluate_captures(&model, &files, &labels, &data) {
                     Ok(x) => x,
@@ -86,6 +93,9 @@ pub fn run(a: EvaluateArgs) -> i32 {
                 Ok(x) => x,
                 Err(e) => return crate::fail(e),
             };
+            if let Some(code) = crate::out_args::refuse(&outputs, &a.data.inputs(&files)) {
+                return code;
+            }
             let (reports, summary) = match workflow::compare_captures(&files, &labels, &data, &opts)
             {
                 Ok(x) => x,

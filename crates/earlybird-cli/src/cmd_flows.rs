@@ -1,6 +1,10 @@
 //! `earlybird flows`: capture files or a live interface → flow records.
+//!
+//! Before any work: output names must say their format (exit 2), no output
+//! may be an input (exit 1). Signals: SIGINT/SIGTERM stop the run (open
+//! flows flushed, exit 130), SIGHUP reopens the record files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,12 +74,18 @@ pub struct FlowsArgs {
     #[arg(long, value_name = "HOW", default_value = "hosts", value_parser = ["hosts", "flows"], requires = "interface")]
     fanout: String,
     /// Output file for the flow records ("-" = standard output). Repeat to
-    /// write several outputs; the format comes from --format or the file
-    /// extension (.csv, .jsonl/.ndjson/.json), CSV otherwise.
+    /// write several outputs. The extension names the format: .csv, .jsonl
+    /// or .ndjson (JSON lines: one object per line; .json is refused, it
+    /// would not be one JSON document). Any other extension is an error; a
+    /// name without one needs --format (a device or FIFO such as /dev/null
+    /// takes CSV). An output may not be an input (same file, even through a
+    /// link) nor be named twice. SIGHUP reopens the files (log rotation);
+    /// live runs flush them about once a second.
     #[arg(short, long = "output", value_name = "OUT", default_value = "-")]
     outputs: Vec<PathBuf>,
-    /// Record format for every output: csv, jsonl or null (discard; for
-    /// measuring the engine alone).
+    /// Record format: csv, jsonl or null (discard; for measuring the engine
+    /// alone, with no -o file). Standard output is CSV unless this says
+    /// otherwise; a file's extension must agree with it.
     #[arg(short, long, value_name = "FORMAT")]
     format: Option<String>,
     /// Unidirectional flows (one per direction) instead of sessions.
@@ -125,18 +135,22 @@ pub struct FlowsArgs {
     /// wait, so a file run loses nothing; for a live interface: 64).
     #[arg(long, value_name = "BATCHES")]
     drop_after: Option<usize>,
-    /// DSCP marking map (TOML: class name = DSCP number or PHB name, see
-    /// docs): with -w, every packet is written to a pcap file and the packets
-    /// of a flow after its verdict carry its class's DSCP (needs one shard).
+    /// DSCP marking map for the packets written with -w: packets of a
+    /// flow after its verdict carry its class's DSCP in their innermost IP
+    /// header (IPv4 checksum updated). Needs one shard. TOML: an optional
+    /// `default = DSCP` (classes not listed, and "unknown" verdicts), then
+    /// a [classes] table of class name (as the model names it, quoted if
+    /// it has a dot; "unknown" = no verdict) = DSCP, where a DSCP is a
+    /// number 0-63 or a PHB name (CS0-CS7, AF11-AF43, EF, LE, DF). Classes
+    /// neither listed nor covered by default are left unchanged. Example:
+    /// default = "CS0" / [classes] / "TLS.YouTube" = "AF41" / DNS = 46.
     #[arg(long, value_name = "FILE.toml", requires = "write")]
     mark: Option<PathBuf>,
-    /// Write every input packet (marked per --mark) to this pcap file.
-    #[arg(
-        short = 'w',
-        long = "write",
-        value_name = "OUT.pcap",
-        requires = "mark"
-    )]
+    /// Write a copy of every packet read, in input order, to this classic
+    /// pcap file (nanosecond timestamps, the input's link type; packets of
+    /// another link type in a pcapng input are counted and left out),
+    /// DSCP-marked per --mark. Capture files only.
+    #[arg(short = 'w', long = "write", value_name = "OUT.pcap", value_parser = crate::out_args::pcap_path, conflicts_with = "interface")]
     write: Option<PathBuf>,
     /// Do not print the summary on stderr.
     #[arg(short, long)]
@@ -186,6 +200,23 @@ fn live_config(a: &FlowsArgs) -> Result<Option<(LiveConfig, Option<Duration>)>, 
     Ok(Some((cfg, duration)))
 }
 
+/// SIGHUP raises a reopen request (`RunControl::reopen`): the exporter
+/// thread reopens the record files, as a daemon's logs are rotated. A
+/// thread waits for the signal so the handler itself does nothing but wake
+/// it.
+fn reopen_on_hangup(ctl: &RunControl) -> std::io::Result<()> {
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGHUP])?;
+    let reopen = Arc::clone(&ctl.reopen);
+    std::thread::Builder::new()
+        .name("eb-sighup".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                reopen.fetch_add(1, Ordering::Relaxed);
+            }
+        })?;
+    Ok(())
+}
+
 pub fn run(a: FlowsArgs) -> i32 {
     let flow = match (|| -> Result<FlowConfig, String> {
         Ok(FlowConfig {
@@ -218,11 +249,51 @@ pub fn run(a: FlowsArgs) -> i32 {
             },
             (None, None) => ExportPolicy::Block,
         },
-        mark: a.mark.clone().zip(a.write.clone()),
+        write: a.write.clone(),
+        mark: a.mark.clone(),
         ..RunOptions::default()
     };
     if let Err(e) = opts.flow.validate() {
         return crate::fail(e);
+    }
+    // Output names: a name that does not say what is written is a usage
+    // error, before any work.
+    let forced = match a.format.as_deref().map(|f| (f, Format::parse(f))) {
+        Some((f, None)) => {
+            return crate::out_args::usage(format!("unknown format {f:?} (csv, jsonl, null)"))
+        }
+        Some((_, Some(f))) => Some(f),
+        None => None,
+    };
+    // The inputs, directories expanded: planned before any output exists.
+    let inputs = if a.interface.is_some() {
+        None
+    } else {
+        let order = InputOrder::parse(&a.input_order).unwrap_or_default();
+        match Inputs::plan(&a.files, order) {
+            Ok(i) => Some(i),
+            Err(e) => return crate::fail(e),
+        }
+    };
+    // No output may be an input: checked before any output is created.
+    let outputs: Vec<&Path> = (a.outputs.iter().map(PathBuf::as_path))
+        .chain(a.write.as_deref())
+        .collect();
+    let planned: Vec<&Path> = inputs.iter().flat_map(|i| i.paths()).collect();
+    let read: Vec<&Path> = (a.files.iter().map(PathBuf::as_path))
+        .chain(planned)
+        .chain(a.model.as_deref())
+        .chain(a.mark.as_deref())
+        .collect();
+    if let Some(code) = crate::out_args::refuse(&outputs, &read) {
+        return code;
+    }
+    let mut formats = Vec::new();
+    for out in &a.outputs {
+        match Format::for_output(out, forced) {
+            Ok(f) => formats.push(f),
+            Err(e) => return crate::out_args::usage(e),
+        }
     }
     let model = match crate::model_arg::model_ref(a.model.as_deref(), a.no_model) {
         Ok(m) => m,
@@ -232,29 +303,12 @@ pub fn run(a: FlowsArgs) -> i32 {
         early_packets: opts.flow.early_packets,
         class_names: model.classes.clone(),
     };
-    let forced = match a.format.as_deref().map(|f| (f, Format::parse(f))) {
-        Some((f, None)) => return crate::fail(format!("unknown format {f:?} (csv, jsonl, null)")),
-        Some((_, Some(f))) => Some(f),
-        None => None,
-    };
     let live = match live_config(&a) {
         Ok(l) => l,
         Err(e) => return crate::fail(e),
     };
-    let inputs = if live.is_some() {
-        None
-    } else {
-        let order = InputOrder::parse(&a.input_order).unwrap_or_default();
-        match Inputs::plan(&a.files, order) {
-            Ok(i) => Some(i),
-            Err(e) => return crate::fail(e),
-        }
-    };
     let mut exporters = Vec::new();
-    for out in &a.outputs {
-        let fmt = forced
-            .or_else(|| Format::from_path(out))
-            .unwrap_or(Format::Csv);
+    for (out, fmt) in a.outputs.iter().zip(formats) {
         match export::open(fmt, out, &eopts) {
             Ok(e) => exporters.push(e),
             Err(e) => return crate::fail(e),
@@ -266,6 +320,9 @@ pub fn run(a: FlowsArgs) -> i32 {
             return crate::fail(format!("cannot install signal handler: {e}"));
         }
     }
+    if let Err(e) = reopen_on_hangup(&ctl) {
+        return crate::fail(format!("cannot install signal handler: {e}"));
+    }
     let report = match &live {
         Some((cfg, duration)) => {
             let input = match pipeline::open_live(cfg, opts.shards) {
@@ -273,12 +330,12 @@ pub fn run(a: FlowsArgs) -> i32 {
                 Err(e) => return crate::fail(e),
             };
             if !a.quiet {
-                eprintln!(
+                crate::say(&format!(
                     "earlybird: capturing on {} with {} shard{} (SIGINT or SIGTERM to stop)",
                     cfg.interface,
                     opts.shards,
                     if opts.shards == 1 { "" } else { "s" }
-                );
+                ));
             }
             let _bar = Progress::live(!a.no_progress && !a.quiet, ctl.progress.clone());
             pipeline::run_live(input, *duration, &opts, &model, exporters, &ctl)
@@ -298,13 +355,14 @@ pub fn run(a: FlowsArgs) -> i32 {
         Err(e) => return crate::fail(e),
     };
     if !a.quiet {
-        eprint!("{report}");
+        use std::io::Write;
+        let _ = write!(std::io::stderr(), "{report}");
     } else {
         for w in &report.warnings {
-            eprintln!("earlybird: warning: {w}");
+            crate::say(&format!("earlybird: warning: {w}"));
         }
         for e in &report.output_errors {
-            eprintln!("earlybird: output error: {e}");
+            crate::say(&format!("earlybird: output error: {e}"));
         }
     }
     if ctl.stop.load(Ordering::Relaxed) {

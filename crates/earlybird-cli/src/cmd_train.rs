@@ -2,7 +2,7 @@
 //! `classify::workflow::train_captures`). Also holds the data options shared
 //! with `earlybird evaluate`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use earlybird::classify::workflow::{self, DataOptions};
@@ -42,6 +42,16 @@ pub struct DataArgs {
 }
 
 impl DataArgs {
+    /// Every file read: the capture files found (`files`, from
+    /// [`DataArgs::load`]) and the labels.
+    pub fn inputs<'a>(&'a self, files: &'a [PathBuf]) -> Vec<&'a Path> {
+        files
+            .iter()
+            .chain(&self.labels)
+            .map(PathBuf::as_path)
+            .collect()
+    }
+
     /// Capture files (directories expanded), labels and data options.
     pub fn load(
         &self,
@@ -118,11 +128,12 @@ pub struct TrainArgs {
     /// forest), svm (RBF SVM, slow), ports (port baseline).
     #[arg(short, long, value_name = "ALGO", default_value = "c45", value_parser = ["nb", "c45", "forest", "svm", "ports"])]
     algo: String,
-    /// Model file to write.
+    /// Model file to write (not one of the inputs).
     #[arg(short, long, value_name = "MODEL")]
     output: PathBuf,
-    /// With --split: also draw the held-out accuracy versus packets (PNG).
-    #[arg(long, value_name = "CHART.png")]
+    /// With --split: also draw the held-out accuracy versus packets (a PNG
+    /// file; the name must end in .png).
+    #[arg(long, value_name = "CHART.png", value_parser = crate::out_args::png_path)]
     png: Option<PathBuf>,
 }
 
@@ -138,6 +149,15 @@ pub fn run(a: TrainArgs) -> i32 {
         Ok(x) => x,
         Err(e) => return crate::fail(e),
     };
+    // The model and the chart are written after training: check now that
+    // they can be, and that neither is an input.
+    let outputs: Vec<&Path> = [a.output.as_path()]
+        .into_iter()
+        .chain(a.png.as_deref())
+        .collect();
+    if let Some(code) = crate::out_args::refuse(&outputs, &a.data.inputs(&files)) {
+        return code;
+    }
     let opts = a.model.options(algo, a.data.seed);
     let (model, summary, report) = match workflow::train_captures(&files, &labels, &data, &opts) {
         Ok(x) => x,

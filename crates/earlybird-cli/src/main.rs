@@ -2,10 +2,13 @@
 //! one call into the engine (`earlybird::cli_api`-free: the library's public
 //! functions are called directly).
 //!
-//! Exit codes: 0 success; 1 an input or the configuration is unusable
-//! (message names the file); 2 usage error (from clap); 3 the run finished
-//! but an output failed (the other outputs are complete); 130 interrupted by
-//! SIGINT/SIGTERM (open flows were flushed).
+//! Exit codes: 0 success (also when the reader of standard output went
+//! away: `earlybird flows … | head`); 1 an input or the configuration is
+//! unusable, or an output is an input (message names the file); 2 usage
+//! error (from clap, or an output name that does not say its format); 3 the
+//! run finished but an output failed (the other outputs are complete); 130
+//! interrupted by SIGINT/SIGTERM (open flows were flushed). SIGHUP reopens
+//! the record files of `flows` (log rotation).
 
 mod cmd_bench;
 mod cmd_evaluate;
@@ -14,6 +17,7 @@ mod cmd_gen;
 mod cmd_replay;
 mod cmd_train;
 mod model_arg;
+mod out_args;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -30,6 +34,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Turn capture files (pcap/pcapng) into flow records.
+    #[command(after_help = FLOWS_AFTER_HELP)]
     Flows(cmd_flows::FlowsArgs),
     /// Write a synthetic capture (HPTRAC worst case or a CAIDA-like mix).
     Gen(cmd_gen::GenArgs),
@@ -44,6 +49,18 @@ enum Command {
     /// (AF_PACKET TX ring), at full speed or a given rate.
     Replay(cmd_replay::ReplayArgs),
 }
+
+/// Signals and exit codes, under `earlybird flows --help`.
+const FLOWS_AFTER_HELP: &str = "Signals: SIGINT and SIGTERM stop the run: every open flow is \
+ended and written, outputs are flushed, exit code 130. SIGHUP reopens the record files (-o) at \
+their paths, for log rotation (mv out.csv out.csv.1; kill -HUP PID: out.csv.1 is complete and \
+flushed, the next records go to a fresh out.csv with its header); standard output and the -w \
+pcap are not reopened.
+
+Exit codes: 0 success (also when the reader of standard output went away, as with | head); 1 an \
+input, the configuration or an output path is unusable (an output that is an input, a \
+directory, in a missing directory); 2 usage (options, output names); 3 an output failed (the \
+others are complete); 130 interrupted.";
 
 fn main() {
     let cli = Cli::parse();
@@ -60,6 +77,13 @@ fn main() {
 
 /// Prints an error the way every subcommand does and returns exit code 1.
 pub(crate) fn fail(e: impl std::fmt::Display) -> i32 {
-    eprintln!("earlybird: error: {e}");
+    say(&format!("earlybird: error: {e}"));
     1
+}
+
+/// Writes a line on stderr; a closed stderr (`2>&1 | head`) is not a
+/// reason to panic.
+pub(crate) fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }

@@ -86,3 +86,220 @@ fn failing_output_exits_3_and_the_other_output_is_complete() {
     let lines = std::fs::read_to_string(&good).unwrap().lines().count();
     assert_eq!(lines, 56);
 }
+
+/// A copy of the sample capture in a fresh directory.
+fn sample_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let (dir, p) = tmp(name);
+    std::fs::copy(sample(), &p).unwrap();
+    (dir, p)
+}
+
+#[test]
+fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
+    let (dir, input) = sample_copy("x.pcap");
+    let original = std::fs::read(&input).unwrap();
+    let hard = dir.path().join("hard.csv");
+    std::fs::hard_link(&input, &hard).unwrap();
+    let soft = dir.path().join("soft.jsonl");
+    std::os::unix::fs::symlink(&input, &soft).unwrap();
+    let map = dir.path().join("map.toml");
+    std::fs::write(&map, "default = 0\n").unwrap();
+    let i = input.to_str().unwrap();
+    for args in [
+        vec!["-o", i],
+        vec!["-w", i],
+        vec!["-o", hard.to_str().unwrap()],
+        vec!["-o", soft.to_str().unwrap()],
+    ] {
+        let mut all = vec!["flows", i, "--no-progress"];
+        all.extend(&args);
+        let (code, _, err) = eb(&all);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("output {}: is the input {i}", args[1])),
+            "{args:?}: {err}"
+        );
+        assert_eq!(std::fs::read(&input).unwrap(), original, "{args:?}");
+    }
+    // The mark map is an input too.
+    let out_pcap = dir.path().join("map.pcap");
+    std::fs::hard_link(&map, &out_pcap).unwrap();
+    let (code, _, err) = eb(&[
+        "flows",
+        i,
+        "--mark",
+        map.to_str().unwrap(),
+        "-w",
+        out_pcap.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("is the input") && err.contains("map.toml"),
+        "{err}"
+    );
+    // Appending standard output to the input is refused as well.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_earlybird"))
+        .args(["flows", i, "-q"])
+        .stdout(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&input)
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("(standard output) is the input"), "{err}");
+    assert_eq!(std::fs::read(&input).unwrap(), original);
+}
+
+#[test]
+fn output_names_that_do_not_say_their_format_are_usage_errors() {
+    let (dir, _) = tmp("unused");
+    for (out, format, want) in [
+        (
+            "x.parquet",
+            None,
+            "unknown extension .parquet (known: .csv, .jsonl or .ndjson",
+        ),
+        ("x.json", None, "name the file .jsonl or .ndjson"),
+        (
+            "x.csv",
+            Some("jsonl"),
+            "the name says csv but -f says jsonl",
+        ),
+        ("flows", None, "no extension to tell the record format"),
+        ("x.csv", Some("null"), "-f null discards the records"),
+    ] {
+        let path = dir.path().join(out);
+        let mut args: Vec<String> = vec!["flows".into(), sample().to_str().unwrap().into()];
+        args.extend(["-o".to_owned(), path.to_str().unwrap().to_owned()]);
+        if let Some(f) = format {
+            args.extend(["-f".to_owned(), f.to_owned()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, err) = eb(&args);
+        assert_eq!(code, 2, "{out}: {err}");
+        assert!(err.contains(want), "{out}: {err}");
+        assert!(!path.exists(), "{out} was created");
+    }
+    // With -f, a name without an extension is fine; so is a device.
+    let plain = dir.path().join("flows");
+    let (code, _, err) = eb(&[
+        "flows",
+        sample().to_str().unwrap(),
+        "-q",
+        "-f",
+        "jsonl",
+        "-o",
+        plain.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(&plain).unwrap().starts_with('{'));
+    let (code, _, err) = eb(&["flows", sample().to_str().unwrap(), "-q", "-o", "/dev/null"]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn directories_and_missing_directories_are_refused_before_any_work() {
+    let (dir, _) = tmp("unused");
+    let missing = dir.path().join("no/such/out.csv");
+    let as_dir = dir.path().join("out.csv");
+    std::fs::create_dir(&as_dir).unwrap();
+    for (out, want) in [(&missing, "does not exist"), (&as_dir, "is a directory")] {
+        let (code, _, err) = eb(&[
+            "flows",
+            sample().to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.contains(&format!("output {}", out.display())) && err.contains(want),
+            "{err}"
+        );
+        assert!(!err.contains("packets:"), "refused before the run: {err}");
+    }
+    let a = dir.path().join("a.csv");
+    let (code, _, err) = eb(&[
+        "flows",
+        sample().to_str().unwrap(),
+        "-o",
+        a.to_str().unwrap(),
+        "-o",
+        dir.path().join("./a.csv").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("names the same file"), "{err}");
+}
+
+#[test]
+fn a_closed_pipe_ends_standard_output_quietly_and_the_files_complete() {
+    let (dir, big) = tmp("worst.pcap");
+    let (code, _, err) = eb(&["gen", "worst", "-n", "100000", "-o", big.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let all = dir.path().join("all.csv");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_earlybird"))
+        .args([
+            "flows",
+            big.to_str().unwrap(),
+            "--no-progress",
+            "-o",
+            "-",
+            "-o",
+        ])
+        .arg(&all)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::BufRead;
+        let mut first = String::new();
+        let mut r = std::io::BufReader::new(child.stdout.take().unwrap());
+        r.read_line(&mut first).unwrap();
+        assert!(first.starts_with("src,dst,"), "{first}");
+        // The reader goes away, as `head -1` does.
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("error"), "{err}");
+    assert!(err.contains("csv:stdout: closed by its reader"), "{err}");
+    // 100,000 packets of 5 each: 20,000 flows, every one in the file.
+    let lines = std::fs::read_to_string(&all).unwrap().lines().count();
+    assert_eq!(lines, 20_001);
+}
+
+#[test]
+fn write_without_mark_is_a_copy_of_the_packets_read() {
+    use earlybird::source::CaptureFile;
+    let packets = |f: &CaptureFile| {
+        let (mut r, mut all, mut batch) = (f.reader(), Vec::new(), Vec::new());
+        while r.next_batch(&mut batch, 256) > 0 {
+            for p in &batch {
+                all.push((p.ts, p.orig_len, p.bytes(f.bytes()).to_vec()));
+            }
+        }
+        all
+    };
+    let (_dir, out) = tmp("copy.pcap");
+    for shards in ["1", "2"] {
+        let (code, _, err) = eb(&[
+            "flows",
+            sample().to_str().unwrap(),
+            "-s",
+            shards,
+            "-f",
+            "null",
+            "-w",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains("pcap written: 500 packets"), "{err}");
+        let want = packets(&CaptureFile::open(&sample()).unwrap());
+        let got = packets(&CaptureFile::open(&out).unwrap());
+        assert!(got == want, "{shards} shards: the copy differs");
+    }
+}

@@ -137,3 +137,23 @@ fn the_whole_corpus_in_one_run() {
     assert!(read > 700, "{line}");
     assert!(line.contains("not_capture"), "{line}");
 }
+
+/// An output that is a capture inside an input directory is an input too:
+/// refused before anything is written, the capture untouched.
+#[test]
+fn output_inside_an_input_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let pieces = rotated_pieces(dir.path(), 3);
+    let target = dir.path().join("cap-2.pcap");
+    std::fs::rename(&pieces[1], &target).unwrap();
+    let before = std::fs::read(&target).unwrap();
+    let (code, _, err) = eb(&[
+        "flows",
+        dir.path().to_str().unwrap(),
+        "-w",
+        target.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is the input"), "{err}");
+    assert_eq!(std::fs::read(&target).unwrap(), before);
+}

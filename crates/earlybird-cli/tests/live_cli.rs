@@ -79,3 +79,105 @@ fn sigint_ends_a_live_capture_with_every_flow_written() {
     assert!(want > 400);
     assert_eq!(got, want, "{rest}");
 }
+
+/// Polls `f` every 50 ms for up to 20 s; true once it holds.
+fn eventually(mut f: impl FnMut() -> bool) -> bool {
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < until {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    f()
+}
+
+/// Complete lines of a CSV file (0 when it does not exist).
+fn lines(p: &std::path::Path) -> usize {
+    std::fs::read_to_string(p).map_or(0, |t| t.lines().count())
+}
+
+#[test]
+fn records_reach_the_file_while_live_and_sighup_reopens_it() {
+    let Some(net) = lib_common::Veth::create("ebh") else {
+        return;
+    };
+    let bin = env!("CARGO_BIN_EXE_earlybird");
+    let pcap = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rotated) = (dir.path().join("out.csv"), dir.path().join("out.csv.1"));
+    let mut cap = Command::new("ip")
+        .args(["netns", "exec", &net.ns_a, bin])
+        .args(["flows", "--no-model", "--idle-timeout", "1", "-i", &net.a])
+        .args(["--duration", "120", "-o"])
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(cap.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    assert!(first.contains("capturing on"), "{first}");
+    let replay = || {
+        let sent = Command::new("ip")
+            .args(["netns", "exec", &net.ns, bin, "replay", "-i", &net.b])
+            .arg(&pcap)
+            .output()
+            .unwrap();
+        assert!(
+            sent.status.success(),
+            "{}",
+            String::from_utf8_lossy(&sent.stderr)
+        );
+    };
+    replay();
+    // Flows idle for a second end, and their records are in the file while
+    // the capture goes on (the run lasts two minutes unless stopped).
+    assert!(
+        eventually(|| lines(&out) > 1),
+        "no record in the file while the capture runs"
+    );
+    assert!(cap.try_wait().unwrap().is_none(), "the capture ended");
+    // Log rotation: move the file away, SIGHUP, and new records go to a
+    // fresh file with its own header; the old one is complete.
+    std::fs::rename(&out, &rotated).unwrap();
+    // SAFETY: signals the child process started above.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGHUP) };
+    assert!(
+        eventually(|| out.exists()),
+        "SIGHUP did not reopen the file"
+    );
+    replay();
+    assert!(
+        eventually(|| lines(&out) > 1),
+        "no record in the reopened file"
+    );
+    // SAFETY: as above.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
+    let status = cap.wait().unwrap();
+    let mut rest = String::new();
+    for line in err.lines() {
+        rest.push_str(&line.unwrap());
+        rest.push('\n');
+    }
+    assert_eq!(status.code(), Some(130), "{rest}");
+    let header = |t: &str| t.lines().next().unwrap_or("").to_string();
+    let (old, new) = (
+        std::fs::read_to_string(&rotated).unwrap(),
+        std::fs::read_to_string(&out).unwrap(),
+    );
+    assert!(header(&old).starts_with("src,dst,") && header(&new) == header(&old));
+    assert!(old.ends_with('\n') && new.ends_with('\n'));
+    assert!(!new.lines().skip(1).any(|l| l.starts_with("src,")));
+    // Every packet of the two replays is in one file or the other.
+    let want = 2 * {
+        let out = Command::new(bin)
+            .args(["flows", "--no-model", "-q", "-f", "csv"])
+            .arg(&pcap)
+            .output()
+            .unwrap();
+        packets_in(&String::from_utf8_lossy(&out.stdout))
+    };
+    let got = packets_in(&old) + packets_in(&new);
+    assert_eq!(got, want, "{rest}");
+}

@@ -105,3 +105,64 @@ fn flows_labels_with_the_built_in_model() {
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains(",TLS,"), "{out}");
 }
+
+#[test]
+fn outputs_are_checked_before_training_or_evaluating() {
+    let tmp = tempfile::Builder::new()
+        .prefix("eb-cli-outs-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
+    let cap = dir.join("iphone.pcap");
+    std::fs::copy(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pcap/ndpi__iphone.pcap"),
+        &cap,
+    )
+    .unwrap();
+    let labels = dir.join("truth.csv");
+    let text = "pcap,proto,src,sport,dst,dport,master_proto\n\
+                iphone.pcap,UDP,192.168.2.1,53,192.168.2.17,57621,DNS\n";
+    std::fs::write(&labels, text).unwrap();
+    let (c, l) = (cap.to_str().unwrap(), labels.to_str().unwrap());
+    let model = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/default.ebm");
+    let m = model.to_str().unwrap();
+    // The model file may not be an input: refused, inputs untouched.
+    for out in [l, c] {
+        let (code, _, err) = eb(&["train", "--labels", l, "-o", out, c]);
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.contains(&format!("output {out}: is the input {out}")),
+            "{err}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&labels).unwrap(), text);
+    // A chart that is not a .png, or cannot be written, is refused before
+    // any work.
+    for png in ["chart", "chart.jpg"] {
+        let (code, _, err) = eb(&["evaluate", "--model", m, "--labels", l, "--png", png, c]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("must end in .png"), "{err}");
+        let (code, _, err) = eb(&[
+            "train", "--split", "0.5", "--labels", l, "-o", "m.ebm", "--png", png, c,
+        ]);
+        assert_eq!(code, 2, "{err}");
+    }
+    let nowhere = dir.join("no/such/chart.png");
+    let (code, out, err) = eb(&[
+        "evaluate",
+        "--model",
+        m,
+        "--labels",
+        l,
+        "--png",
+        nowhere.to_str().unwrap(),
+        c,
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("does not exist") && out.is_empty(),
+        "{out}\n{err}"
+    );
+    let (code, _, err) = eb(&["evaluate", "--model", m, "--labels", l, "--png", m, c]);
+    assert_eq!(code, 2, "{err}");
+}

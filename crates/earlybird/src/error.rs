@@ -41,6 +41,15 @@ pub enum Error {
     /// An output (exporter) failed.
     #[error("output {name}: {reason}")]
     Output { name: String, reason: String },
+    /// An output's reader went away (a closed pipe, `earlybird flows … |
+    /// head`): not a failure of the run, the output just ends there.
+    #[error("output {name}: closed by its reader")]
+    OutputClosed { name: String },
+    /// An output cannot be written where it is named: it is an input, a
+    /// directory, in a missing directory, or named twice (checked before
+    /// any output is created).
+    #[error("output {path}: {reason}")]
+    OutputPath { path: PathBuf, reason: String },
     /// A model file could not be read or is of another version.
     #[error("model {path}: {reason}")]
     Model { path: PathBuf, reason: String },

@@ -24,6 +24,7 @@ pub mod features;
 pub mod flow;
 pub mod gen;
 pub mod mark;
+pub mod outpath;
 pub mod pipeline;
 mod prefetch;
 pub mod shard;

@@ -29,9 +29,9 @@ use crate::mark::MarkWriter;
 use crate::source::{LinkType, PacketRef};
 use crate::telemetry::Counters;
 
-/// DSCP marking of a single-shard run: every packet is written, in input
-/// order, to a pcap file; packets of a flow after its verdict get the DSCP
-/// of its class.
+/// `-w`: every packet read is written, in input order, to a pcap file;
+/// with DSCP marking (a single-shard run), packets of a flow after its
+/// verdict get the DSCP of its class.
 pub struct Marker {
     /// The output file.
     pub writer: MarkWriter,
@@ -39,8 +39,10 @@ pub struct Marker {
     pub by_class: Vec<Option<u8>>,
     /// DSCP of flows whose verdict is "unknown".
     pub unknown: Option<u8>,
-    /// The first write error; marking stops there, flows go on.
+    /// The first write error; writing stops there, flows go on.
     pub error: Option<String>,
+    /// Whether packets are marked (else they are copied as read).
+    marking: bool,
     marks: Vec<Option<(usize, u8, u8)>>,
 }
 
@@ -52,8 +54,24 @@ impl Marker {
             by_class,
             unknown,
             error: None,
+            marking: true,
             marks: Vec::new(),
         }
+    }
+
+    /// A writer of every packet as read, marking none (`-w` alone; any
+    /// shard count: the shard that reads every batch writes it, see
+    /// [`Shard::copy`]).
+    pub fn copy(writer: MarkWriter) -> Marker {
+        Marker {
+            marking: false,
+            ..Marker::new(writer, Vec::new(), None)
+        }
+    }
+
+    /// Whether packets are DSCP-marked.
+    pub fn marking(&self) -> bool {
+        self.marking
     }
 }
 
@@ -368,7 +386,7 @@ impl Shard {
             min_ts = min_ts.min(p.ts);
             let slot = self.table.packet_hinted(p, &wide[p.idx as usize], hint);
             self.counters.ip_bytes_flowed += p.size as u64;
-            if let Some(m) = &mut self.marker {
+            if let Some(m) = self.marker.as_mut().filter(|m| m.marking) {
                 if let Some(class) = self.table.mark_class(slot) {
                     let dscp = if class == Verdict::UNKNOWN {
                         m.unknown
@@ -393,6 +411,16 @@ impl Shard {
         }
         self.table.observe_time(max_ts);
         self.table.sweep();
+    }
+
+    /// Writes the packets of a batch this shard read for others (several
+    /// shards, `-w` without marking: shard 0 reads every batch, in input
+    /// order, and writes it here; its own turns' packets are written by
+    /// this call too, not by [`Shard::run_parcel`]).
+    pub fn copy(&mut self, data: &[u8], refs: &[PacketRef]) {
+        if let Some(m) = &mut self.marker {
+            write_marked(m, data, refs);
+        }
     }
 
     /// A live source saw no packet for a while: advances the clock to `now`

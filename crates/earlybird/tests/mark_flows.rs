@@ -50,7 +50,8 @@ fn marks_exactly_the_packets_after_the_verdict() {
     let out = dir.join("out.pcap");
     let files = [CaptureFile::open(&input).unwrap()];
     let opts = RunOptions {
-        mark: Some((map, out.clone())),
+        write: Some(out.clone()),
+        mark: Some(map),
         ..RunOptions::default()
     };
     let (flows, report) = pipeline::collect(&files, &opts, &mref).unwrap();

@@ -15,7 +15,7 @@ use std::io::Write;
 use super::text::csv_field;
 use super::{
     early_of, fields, max_record_len, prefetch_ahead, write_scalars, AppNames, ExportOptions,
-    Exporter, Output, Renderer, Texts,
+    Exporter, Output, Renderer, Texts, Writer,
 };
 use crate::error::Result;
 use crate::flow::record::{Dir, RecordBatch};
@@ -32,10 +32,11 @@ pub struct CsvExporter {
 impl CsvExporter {
     /// A CSV exporter writing to `w`; the header is buffered at once.
     pub fn new(w: Box<dyn Write + Send>, name: &str, opts: &ExportOptions) -> Self {
-        Self::build(w, name, opts, true)
+        Self::over(Writer::Other(w), name, opts, true)
     }
 
-    fn build(w: Box<dyn Write + Send>, name: &str, opts: &ExportOptions, header: bool) -> Self {
+    /// A CSV exporter over `w`, with the header buffered or not.
+    pub(crate) fn over(w: Writer, name: &str, opts: &ExportOptions, header: bool) -> Self {
         let apps = AppNames::new(&opts.class_names, csv_field);
         let n = opts.early_packets;
         let head = fields::csv_header(n);
@@ -100,11 +101,23 @@ impl Exporter for CsvExporter {
     fn renderer(&self) -> Option<Renderer> {
         let (name, opts) = (self.out.name().to_string(), self.opts.clone());
         Some(Renderer::new(move |w| {
-            Box::new(CsvExporter::build(w, &name, &opts, false))
+            Box::new(CsvExporter::over(Writer::Other(w), &name, &opts, false))
         }))
     }
 
     fn write_rendered(&mut self, text: &[u8]) -> Result<()> {
         self.out.write_text(text)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.out.finish()
+    }
+
+    fn reopen(&mut self) -> Result<bool> {
+        let fresh = self.out.reopen()?;
+        if fresh {
+            self.out.buf.bytes(fields::csv_header(self.n).as_bytes());
+        }
+        Ok(fresh)
     }
 }

@@ -14,7 +14,7 @@ use std::io::Write;
 use super::text::{json_string, Snip};
 use super::{
     early_of, fields, max_record_len, prefetch_ahead, write_scalars, AppNames, ExportOptions,
-    Exporter, Output, Renderer, Texts,
+    Exporter, Output, Renderer, Texts, Writer,
 };
 use crate::error::Result;
 use crate::flow::record::{Dir, RecordBatch};
@@ -34,6 +34,11 @@ pub struct JsonLinesExporter {
 impl JsonLinesExporter {
     /// A JSON lines exporter writing to `w`.
     pub fn new(w: Box<dyn Write + Send>, name: &str, opts: &ExportOptions) -> Self {
+        Self::over(Writer::Other(w), name, opts)
+    }
+
+    /// A JSON lines exporter over `w`.
+    pub(crate) fn over(w: Writer, name: &str, opts: &ExportOptions) -> Self {
         let early_keys =
             fields::EARLY_FIELDS.map(|e| Snip::new(format!(",\"{}\":[", e.json).as_bytes()));
         let apps = AppNames::new(&opts.class_names, json_string);
@@ -114,5 +119,13 @@ impl Exporter for JsonLinesExporter {
 
     fn write_rendered(&mut self, text: &[u8]) -> Result<()> {
         self.out.write_text(text)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.out.finish()
+    }
+
+    fn reopen(&mut self) -> Result<bool> {
+        self.out.reopen()
     }
 }

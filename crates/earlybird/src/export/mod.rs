@@ -9,10 +9,18 @@
 //! handed to the output in chunks of about [`CHUNK`] bytes, always at record
 //! boundaries, and at [`Exporter::finish`].
 //!
+//! [`Exporter::flush`] writes out what is buffered without ending the output
+//! (live runs call it about once a second); [`Exporter::reopen`] opens a
+//! file output again at its path when the path names another file or none
+//! (log rotation, SIGHUP), the CSV header written again. Which names fit
+//! which format: [`Format::for_output`].
+//!
 //! What can fail: opening the output ([`Error::Io`] naming the path) and
 //! writing to it ([`Error::Output`] naming the exporter, e.g.
 //! `csv:/tmp/out.csv`). A write error is sticky: every later
-//! `write_batch`/`finish` of that exporter returns it again. Records are
+//! `write_batch`/`finish` of that exporter returns it again. A writer whose
+//! reader went away (EPIPE: a closed pipe) gives [`Error::OutputClosed`]
+//! instead, sticky too: the output ended, which is not a failure. Records are
 //! trusted values; an inconsistent batch (early array shorter than its
 //! stride says) is written with fewer early packets, never a panic.
 
@@ -24,7 +32,8 @@ pub(crate) mod text;
 
 use std::fs::File;
 use std::io::Write;
-use std::path::Path;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::decode::TunnelKind;
@@ -72,6 +81,22 @@ pub trait Exporter: Send {
             name: self.name().to_string(),
             reason: format!("cannot write {} bytes rendered elsewhere", text.len()),
         })
+    }
+    /// Writes out every record buffered so far and flushes the writer,
+    /// without ending the output (a live run calls it about once a second
+    /// after records were written, so a reader of the file sees them).
+    /// Default: nothing is buffered.
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// Reopens a file output at its path (log rotation: SIGHUP). What is
+    /// buffered goes to the file open until now, which is flushed; if the
+    /// path now names another file or none, it is created (truncated, as
+    /// at the start; CSV writes its header again) and `Ok(true)` returned.
+    /// `Ok(false)`: nothing was reopened (the path still names the open
+    /// file, or the output is not a file: standard output, memory, null).
+    fn reopen(&mut self) -> Result<bool> {
+        Ok(false)
     }
 }
 
@@ -128,14 +153,65 @@ pub enum Format {
 }
 
 impl Format {
-    /// The format implied by a file name's extension: `.csv`, or `.jsonl`,
-    /// `.ndjson`, `.json`; `None` otherwise (the caller picks a default).
+    /// The format a file name's extension names: `.csv`, or `.jsonl`,
+    /// `.ndjson` (case ignored); `None` for any other name, `.json`
+    /// included (see [`Format::for_output`]).
     pub fn from_path(p: &Path) -> Option<Format> {
         let ext = p.extension()?.to_str()?;
         match ext.to_ascii_lowercase().as_str() {
             "csv" => Some(Format::Csv),
-            "jsonl" | "ndjson" | "json" => Some(Format::JsonLines),
+            "jsonl" | "ndjson" => Some(Format::JsonLines),
             _ => None,
+        }
+    }
+
+    /// The format of the record output named `path` when `-f` gave
+    /// `forced`, or why the name does not fit (a usage error; nothing is
+    /// opened but the metadata of an extensionless name):
+    /// - `-` (standard output): `forced`, else CSV;
+    /// - `.csv`, `.jsonl`, `.ndjson`: that format; a `forced` other format
+    ///   contradicts it (`-f null` writes no file, so it takes no file
+    ///   name, only a device such as `/dev/null`);
+    /// - `.json`: refused, a `.json` file is read as one JSON document and
+    ///   these are JSON lines;
+    /// - any other extension: refused;
+    /// - no extension: `forced`, or CSV for what is not a regular file
+    ///   (`/dev/null`, a FIFO), else refused.
+    pub fn for_output(path: &Path, forced: Option<Format>) -> std::result::Result<Format, String> {
+        const KNOWN: &str = "known: .csv, .jsonl or .ndjson, or \"-\" (standard output) with -f";
+        let shown = path.display();
+        if path.as_os_str() == "-" {
+            return Ok(forced.unwrap_or(Format::Csv));
+        }
+        let special = || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
+        if forced == Some(Format::Null) {
+            if special() {
+                return Ok(Format::Null);
+            }
+            return Err(format!(
+                "{shown}: -f null discards the records and writes no file (drop -o {shown})"
+            ));
+        }
+        let ext = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase());
+        match (Format::from_path(path), ext.as_deref(), forced) {
+            (Some(named), _, Some(f)) if f != named => Err(format!(
+                "{shown}: the name says {} but -f says {} (drop -f or rename the output)",
+                named.name(),
+                f.name()
+            )),
+            (Some(named), _, _) => Ok(named),
+            (None, Some("json"), _) => Err(format!(
+                "{shown}: records are written as JSON lines (one object per line), \
+                 not one JSON document: name the file .jsonl or .ndjson"
+            )),
+            (None, Some(e), _) => Err(format!("{shown}: unknown extension .{e} ({KNOWN})")),
+            (None, None, Some(f)) => Ok(f),
+            (None, None, None) if special() => Ok(Format::Csv),
+            (None, None, None) => Err(format!(
+                "{shown}: no extension to tell the record format ({KNOWN})"
+            )),
         }
     }
 
@@ -175,16 +251,19 @@ pub fn open(format: Format, path: &Path, opts: &ExportOptions) -> Result<Box<dyn
     if format == Format::Null {
         return Ok(Box::new(null::NullExporter::new()));
     }
-    let (w, name): (Box<dyn Write + Send>, String) = if path.as_os_str() == "-" {
+    let (w, name) = if path.as_os_str() == "-" {
         (
-            Box::new(std::io::stdout()),
+            Writer::Other(Box::new(std::io::stdout())),
             format!("{}:stdout", format.name()),
         )
     } else {
-        let f = File::create(path).map_err(|e| Error::io(path, e))?;
-        (Box::new(f), format!("{}:{}", format.name(), path.display()))
+        let w = FileOut::create(path).map_err(|e| Error::io(path, e))?;
+        (
+            Writer::File(w),
+            format!("{}:{}", format.name(), path.display()),
+        )
     };
-    Ok(to_writer(format, w, &name, opts))
+    Ok(over(format, w, &name, opts))
 }
 
 /// Builds an exporter over any writer (tests, Python later).
@@ -194,23 +273,82 @@ pub fn to_writer(
     name: &str,
     opts: &ExportOptions,
 ) -> Box<dyn Exporter> {
+    over(format, Writer::Other(w), name, opts)
+}
+
+fn over(format: Format, w: Writer, name: &str, opts: &ExportOptions) -> Box<dyn Exporter> {
     match format {
-        Format::Csv => Box::new(csv::CsvExporter::new(w, name, opts)),
-        Format::JsonLines => Box::new(jsonl::JsonLinesExporter::new(w, name, opts)),
+        Format::Csv => Box::new(csv::CsvExporter::over(w, name, opts, true)),
+        Format::JsonLines => Box::new(jsonl::JsonLinesExporter::over(w, name, opts)),
         Format::Null => Box::new(null::NullExporter::new()),
     }
 }
 
+/// A file output that can be opened again at its path.
+pub(crate) struct FileOut {
+    file: File,
+    path: PathBuf,
+    /// Device and inode of `file`.
+    id: (u64, u64),
+}
+
+impl FileOut {
+    /// Creates (truncates) the file at `path`.
+    fn create(path: &Path) -> std::io::Result<FileOut> {
+        let file = File::create(path)?;
+        let m = file.metadata()?;
+        Ok(FileOut {
+            file,
+            path: path.to_path_buf(),
+            id: (m.dev(), m.ino()),
+        })
+    }
+}
+
+/// Where an [`Output`] writes: a file it can reopen, or any writer.
+pub(crate) enum Writer {
+    File(FileOut),
+    Other(Box<dyn Write + Send>),
+}
+
+impl Write for Writer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Writer::File(f) => f.file.write(buf),
+            Writer::Other(w) => w.write(buf),
+        }
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Writer::File(f) => f.file.write_all(buf),
+            Writer::Other(w) => w.write_all(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Writer::File(f) => f.file.flush(),
+            Writer::Other(w) => w.flush(),
+        }
+    }
+}
+
+/// Why an output stopped: a write error, or its reader closed it.
+enum Ended {
+    Failed(String),
+    Closed,
+}
+
 /// The formatted-text buffer and the writer it drains into.
 pub(crate) struct Output {
-    w: Box<dyn Write + Send>,
+    w: Writer,
     /// Formatted text not yet written.
     pub(crate) buf: TextBuf,
     /// Most bytes one record can take.
     max_record: usize,
     name: String,
-    /// The first write error, returned again by every later call.
-    failed: Option<String>,
+    /// The first write error (or the reader's close), returned again by
+    /// every later call.
+    failed: Option<Ended>,
 }
 
 /// Most bytes one record can take with `n` early packets and class names
@@ -224,7 +362,7 @@ pub(crate) fn max_record_len(n: usize, app_max: usize) -> usize {
 
 impl Output {
     /// An output whose records take at most `max_record` bytes.
-    pub(crate) fn new(w: Box<dyn Write + Send>, name: &str, max_record: usize) -> Self {
+    pub(crate) fn new(w: Writer, name: &str, max_record: usize) -> Self {
         Output {
             w,
             buf: TextBuf::new(CHUNK + max_record),
@@ -248,7 +386,10 @@ impl Output {
     /// Fails when an earlier write failed.
     pub(crate) fn check(&self) -> Result<()> {
         match &self.failed {
-            Some(r) => Err(self.error(r)),
+            Some(Ended::Failed(r)) => Err(self.error(r)),
+            Some(Ended::Closed) => Err(Error::OutputClosed {
+                name: self.name.clone(),
+            }),
             None => Ok(()),
         }
     }
@@ -287,10 +428,37 @@ impl Output {
         self.w.write_all(text).map_err(|e| self.fail(e))
     }
 
+    /// Opens the file again at its path if the path names another file or
+    /// none (see [`Exporter::reopen`]); true when it did.
+    pub(crate) fn reopen(&mut self) -> Result<bool> {
+        self.finish()?;
+        let Writer::File(f) = &self.w else {
+            return Ok(false);
+        };
+        if let Ok(m) = std::fs::metadata(&f.path) {
+            if (m.dev(), m.ino()) == f.id {
+                return Ok(false);
+            }
+        }
+        match FileOut::create(&f.path) {
+            Ok(new) => {
+                self.w = Writer::File(new);
+                Ok(true)
+            }
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
     fn fail(&mut self, e: std::io::Error) -> Error {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            self.failed = Some(Ended::Closed);
+            return Error::OutputClosed {
+                name: self.name.clone(),
+            };
+        }
         let reason = e.to_string();
         let err = self.error(&reason);
-        self.failed = Some(reason);
+        self.failed = Some(Ended::Failed(reason));
         err
     }
 }

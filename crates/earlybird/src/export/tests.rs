@@ -41,10 +41,57 @@ fn formats_from_names_and_paths() {
     assert_eq!(p("flows.CSV"), Some(Format::Csv));
     assert_eq!(p("a/b.jsonl"), Some(Format::JsonLines));
     assert_eq!(p("a.ndjson"), Some(Format::JsonLines));
-    assert_eq!(p("a.json"), Some(Format::JsonLines));
+    assert_eq!(p("a.json"), None);
     assert_eq!(p("/dev/null"), None);
     assert_eq!(p("-"), None);
     assert_eq!(p("out.txt"), None);
+}
+
+#[test]
+fn output_names_must_say_their_format() {
+    let f = |s: &str, forced| Format::for_output(Path::new(s), forced);
+    assert_eq!(f("-", None), Ok(Format::Csv));
+    assert_eq!(f("-", Some(Format::JsonLines)), Ok(Format::JsonLines));
+    assert_eq!(f("-", Some(Format::Null)), Ok(Format::Null));
+    assert_eq!(f("a/out.CSV", None), Ok(Format::Csv));
+    assert_eq!(
+        f("out.ndjson", Some(Format::JsonLines)),
+        Ok(Format::JsonLines)
+    );
+    assert_eq!(f("/dev/null", None), Ok(Format::Csv));
+    assert_eq!(
+        f("/dev/null", Some(Format::JsonLines)),
+        Ok(Format::JsonLines)
+    );
+    assert_eq!(f("flows", Some(Format::JsonLines)), Ok(Format::JsonLines));
+    assert_eq!(f("/dev/null", Some(Format::Null)), Ok(Format::Null));
+    let err = |s: &str, forced, want: &str| {
+        let e = f(s, forced).unwrap_err();
+        assert!(e.starts_with(s) && e.contains(want), "{s}: {e}");
+    };
+    err(
+        "x.parquet",
+        None,
+        "unknown extension .parquet (known: .csv, .jsonl",
+    );
+    err("x.parquet", Some(Format::Csv), "unknown extension .parquet");
+    err("x.json", None, "name the file .jsonl or .ndjson");
+    err(
+        "x.csv",
+        Some(Format::JsonLines),
+        "the name says csv but -f says jsonl",
+    );
+    err(
+        "x.jsonl",
+        Some(Format::Csv),
+        "the name says jsonl but -f says csv",
+    );
+    err("x.csv", Some(Format::Null), "-f null discards the records");
+    err(
+        "/nonexistent-dir/flows",
+        None,
+        "no extension to tell the record format",
+    );
 }
 
 #[test]
@@ -538,4 +585,76 @@ mod text {
         let v: String = serde_json::from_slice(&json_string("x\ny\t\u{1f}")).unwrap();
         assert_eq!(v, "x\ny\t\u{1f}");
     }
+}
+
+#[test]
+fn flush_writes_records_out_and_reopen_follows_a_rotated_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.csv");
+    let rotated = dir.path().join("out.csv.1");
+    let mut ex = open(Format::Csv, &path, &opts(4)).unwrap();
+    ex.write_batch(&batch(1)).unwrap();
+    // Buffered: nothing in the file until a flush.
+    assert_eq!(std::fs::read(&path).unwrap().len(), 0);
+    ex.flush().unwrap();
+    let first = std::fs::read_to_string(&path).unwrap();
+    let records = sample().len();
+    assert_eq!(first.lines().count(), 1 + records);
+    // The path still names the open file: nothing to reopen.
+    assert!(!ex.reopen().unwrap());
+    ex.write_batch(&batch(1)).unwrap();
+    std::fs::rename(&path, &rotated).unwrap();
+    assert!(ex.reopen().unwrap());
+    ex.write_batch(&batch(2)).unwrap();
+    ex.finish().unwrap();
+    let old = std::fs::read_to_string(&rotated).unwrap();
+    let new = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(old.lines().count(), 1 + 2 * records, "old file complete");
+    assert_eq!(
+        new.lines().count(),
+        1 + 2 * records,
+        "fresh file, header again"
+    );
+    assert_eq!(old.lines().next(), new.lines().next());
+    // JSON lines: no header, same rotation.
+    let jpath = dir.path().join("out.jsonl");
+    let mut ex = open(Format::JsonLines, &jpath, &opts(4)).unwrap();
+    ex.write_batch(&batch(1)).unwrap();
+    std::fs::remove_file(&jpath).unwrap();
+    assert!(ex.reopen().unwrap());
+    ex.write_batch(&batch(1)).unwrap();
+    ex.finish().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&jpath).unwrap().lines().count(),
+        records
+    );
+    // Standard output is never reopened.
+    let mut ex = to_writer(Format::Csv, Box::new(std::io::sink()), "csv:x", &opts(4));
+    assert!(!ex.reopen().unwrap());
+}
+
+#[test]
+fn a_closed_pipe_is_the_output_ending_not_an_error() {
+    struct Closed;
+    impl Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut ex = to_writer(
+        Format::JsonLines,
+        Box::new(Closed),
+        "jsonl:stdout",
+        &opts(4),
+    );
+    ex.write_batch(&batch(1)).unwrap();
+    let e = ex.flush().unwrap_err();
+    assert!(matches!(e, Error::OutputClosed { .. }), "{e}");
+    assert_eq!(e.to_string(), "output jsonl:stdout: closed by its reader");
+    // Sticky, like a write error.
+    let e = ex.write_batch(&batch(1)).unwrap_err();
+    assert!(matches!(e, Error::OutputClosed { .. }), "{e}");
 }

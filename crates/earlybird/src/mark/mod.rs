@@ -22,7 +22,8 @@
 //!   and the class is not listed).
 //! - [`rewrite_dscp`] edits one packet in place (no allocation, never
 //!   panics); [`MarkWriter`] writes every packet, marked or not, to a
-//!   classic pcap file, copying it once into the writer's own buffer.
+//!   classic pcap file, copying it once into the writer's own buffer (it is
+//!   also the writer of `-w` without `--mark`, which marks nothing).
 //! - Which packets get marked is the caller's decision: packets of a flow
 //!   after the packet at which its verdict was taken. Only the innermost IP
 //!   header (the one the flow is keyed on, `Decoded::ip_offset`) is marked;

@@ -1,4 +1,5 @@
-//! `-w OUT.pcap`: every input packet, DSCP-marked or not, in input order.
+//! `-w OUT.pcap`: every input packet, DSCP-marked (`--mark`) or as read, in
+//! input order.
 //!
 //! Contract:
 //! - Output is a classic pcap (little-endian, v2.4, nanosecond magic

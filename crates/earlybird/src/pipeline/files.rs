@@ -7,10 +7,15 @@
 //! in order; before a capture that does not continue the one before (the
 //! next chunk of a stream does) they start a new time domain when it
 //! begins earlier than the latest time seen ([`Shard::new_time_domain`]).
-//! Both stop reading when [`RunControl::stop`] is raised, hand finished
-//! records to the [`Sink`] as they fill a batch, and return the input
-//! warnings (shard 0 only, so each is reported once), their offsets in the
-//! input (the stream, for a chunk).
+//! Both stop reading when [`RunControl::stop`] or [`RunControl::halt`] is
+//! raised, hand finished records to the [`Sink`] as they fill a batch, and
+//! return the input warnings (shard 0 only, so each is reported once),
+//! their offsets in the input (the stream, for a chunk). With `-w` and
+//! several shards, shard 0 reads every turn (its own and the others',
+//! instead of stepping over them) and writes its packets to the pcap, so
+//! the copy is in input order; when stopping it also writes the turns other
+//! shards had already read. (A stop at a capture boundary may leave out the
+//! turns another shard read of the next capture.)
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -89,7 +94,7 @@ pub(super) fn shard_loop(
         let data = reader.data();
         let mut stride = f.stride(shard.id(), shard.shards(), !spare);
         loop {
-            if ctl.stop.load(Ordering::Relaxed) {
+            if ctl.stopping() {
                 break 'files;
             }
             stride.reached(reader.position());
@@ -120,6 +125,9 @@ pub(super) fn shard_loop_shared(
 ) -> Vec<Warning> {
     let shards = shard.shards();
     let id = shard.id();
+    // `-w` (shard 0 holds the writer): this shard reads every turn, its
+    // own and the others', in input order, and writes its packets.
+    let copying = shard.marker.is_some();
     let mut warnings = Vec::new();
     let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
     let mut done_bytes = 0u64;
@@ -143,7 +151,7 @@ pub(super) fn shard_loop_shared(
         let mut stride = f.stride(id, shards, !spare);
         let mut end_of_file = false;
         loop {
-            if !stopping && ctl.stop.load(Ordering::Relaxed) {
+            if !stopping && ctl.stopping() {
                 stopping = true;
                 ends.stop_sending();
             }
@@ -156,6 +164,7 @@ pub(super) fn shard_loop_shared(
                     }
                     if n > 0 {
                         shard.split(data, &refs, ends.parcels());
+                        shard.copy(data, &refs);
                         if !ends.send() {
                             // Another shard left: stop reading, run what
                             // was read.
@@ -163,6 +172,10 @@ pub(super) fn shard_loop_shared(
                             ends.stop_sending();
                         }
                     }
+                    n
+                } else if copying {
+                    let n = reader.next_batch(&mut refs, batch);
+                    shard.copy(data, &refs);
                     n
                 } else {
                     // Jump over a turn its reader has already read;
@@ -184,7 +197,26 @@ pub(super) fn shard_loop_shared(
                 }
                 break;
             }
-            match ends.take(run % shards) {
+            let parcel = ends.take(run % shards);
+            if copying && run == read && !end_of_file {
+                // Stopping: another shard read this turn before it heard
+                // of the stop; its packets are counted, so they are
+                // written too (a turn nobody read is stepped over).
+                let n = match parcel {
+                    Some(_) => {
+                        let n = reader.next_batch(&mut refs, batch);
+                        shard.copy(data, &refs);
+                        n
+                    }
+                    None => reader.skip_batch(batch),
+                };
+                if n == 0 {
+                    end_of_file = true;
+                } else {
+                    read += 1;
+                }
+            }
+            match parcel {
                 Some(parcel) => {
                     shard.run_parcel(&parcel);
                     ends.give_back(run % shards, parcel);

@@ -3,8 +3,8 @@
 //! Contract: [`shard_loop`] takes the blocks the kernel hands over on the
 //! shard's own socket (the kernel's fanout hash already chose the shard of
 //! every packet, so nothing is exchanged between shards), runs them in
-//! batches through the shard, and stops when [`RunControl::stop`] is
-//! raised, the deadline passes or the socket fails (returned as a
+//! batches through the shard, and stops when [`RunControl::stop`] (or
+//! [`RunControl::halt`]) is raised, the deadline passes or the socket fails (returned as a
 //! warning; the caller still flushes every flow). Flow times are the
 //! kernel's packet timestamps. While the interface is idle the table clock
 //! follows the system clock (the clock those timestamps come from), held
@@ -46,7 +46,7 @@ pub(super) fn shard_loop(
     let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
     let mut last_tick = Instant::now();
     loop {
-        if ctl.stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+        if ctl.stopping() || deadline.is_some_and(|d| Instant::now() >= d) {
             return Vec::new();
         }
         match ring.next_block(POLL_MS) {

@@ -18,8 +18,13 @@
 //! [`RunControl::stop`] is raised (SIGINT/SIGTERM in the CLI) — every open
 //! flow is flushed to the outputs. An output that fails is reported in
 //! [`Report::output_errors`] and dropped; the others still receive every
-//! record. Errors are returned only for unusable inputs (before any packet
-//! is processed) or invalid configuration.
+//! record. An output closed by its reader (a pipe) ends quietly
+//! ([`Report::outputs_closed`]); when no output is left (and no `-w` pcap
+//! is written) the shards stop reading ([`RunControl::halt`]). Each change
+//! of [`RunControl::reopen`] reopens the file outputs (SIGHUP); a live run
+//! flushes its outputs every [`LIVE_FLUSH`] once records were written
+//! since the last flush. Errors are returned only for unusable inputs
+//! (before any packet is processed) or invalid configuration.
 //!
 //! Back-pressure: with [`ExportPolicy::Block`] (default, right for files) a
 //! shard waits when the exporter is behind, so nothing is lost. With
@@ -54,7 +59,7 @@ use crate::source::CaptureFile;
 use crate::telemetry::summary::Report;
 use crate::{Error, Result};
 use files::Files;
-use sink::{export_loop, Sink};
+use sink::{export_loop, ExportControl, Sink};
 
 /// Records per batch handed to the exporter thread. Each hand-over can wake
 /// the exporter thread (a futex syscall, ~9 µs on this VM): at 512 records
@@ -89,8 +94,13 @@ pub struct RunOptions {
     pub export_policy: ExportPolicy,
     /// Packets per batch.
     pub batch: usize,
-    /// DSCP marking: (TOML map, output pcap). Needs one shard.
-    pub mark: Option<(PathBuf, PathBuf)>,
+    /// Write every packet read, in input order, to this classic pcap file
+    /// (`-w`; capture files only).
+    pub write: Option<PathBuf>,
+    /// DSCP marking map (TOML) for the packets written to
+    /// [`RunOptions::write`]: packets of a flow after its verdict carry its
+    /// class's DSCP. Needs `write` and one shard.
+    pub mark: Option<PathBuf>,
     /// Worker threads of the classifier pool (costly models only).
     pub classifier_threads: usize,
     /// Record batches the channel to the exporter thread holds.
@@ -123,6 +133,7 @@ impl Default for RunOptions {
             pin: false,
             export_policy: ExportPolicy::Block,
             batch: crate::source::BATCH,
+            write: None,
             mark: None,
             classifier_threads: 1,
             channel_batches: CHANNEL_BATCHES,
@@ -142,7 +153,26 @@ pub struct RunControl {
     /// Raised once every shard thread is running (for a live capture: its
     /// socket is open and capturing).
     pub started: Arc<AtomicBool>,
+    /// Reopen requests: each change makes the exporter thread reopen the
+    /// file outputs at their paths (SIGHUP in the CLI, for log rotation).
+    pub reopen: Arc<AtomicU64>,
+    /// Raised by the run itself when every output has been closed by its
+    /// reader (`earlybird flows … | head`): reading stops as on
+    /// [`RunControl::stop`], but the run is not reported interrupted.
+    pub halt: Arc<AtomicBool>,
 }
+
+impl RunControl {
+    /// Whether the shards should stop reading: a stop request, or no output
+    /// left to write to.
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.halt.load(Ordering::Relaxed)
+    }
+}
+
+/// How often a live run flushes its outputs once records were written
+/// since the last flush.
+pub const LIVE_FLUSH: Duration = Duration::from_secs(1);
 
 /// A model and its class names, for the shards.
 #[derive(Clone, Default)]
@@ -215,8 +245,8 @@ fn run_files(
     exporters: Vec<Box<dyn Exporter>>,
     ctl: &RunControl,
 ) -> Result<Report> {
-    let marker = match &opts.mark {
-        Some((map, out)) => Some(open_marker(&files, map, out, model)?),
+    let marker = match &opts.write {
+        Some(out) => Some(open_marker(&files, opts.mark.as_deref(), out, model)?),
         None => None,
     };
     let inputs = match opts.shards {
@@ -226,7 +256,7 @@ fn run_files(
             .map(|e| Input::Files(Some(Box::new(e))))
             .collect(),
     };
-    run_shards(files, inputs, marker, opts, model, exporters, ctl)
+    run_shards(files, inputs, marker, None, opts, model, exporters, ctl)
 }
 
 /// The sockets of a live run, opened before it starts (see [`open_live`]).
@@ -258,9 +288,11 @@ pub fn run_live(
     ctl: &RunControl,
 ) -> Result<Report> {
     check(opts)?;
-    if opts.mark.is_some() {
+    if opts.write.is_some() || opts.mark.is_some() {
         return Err(Error::Config(
-            "DSCP marking rewrites capture files; it is not available on a live interface".into(),
+            "writing packets to a pcap file (and DSCP marking) is for capture files; \
+             it is not available on a live interface"
+                .into(),
         ));
     }
     if input.rings.len() != opts.shards {
@@ -276,7 +308,16 @@ pub fn run_live(
         .into_iter()
         .map(|r| Input::Live(Box::new(r), deadline))
         .collect();
-    run_shards(Files::Slice(&[]), inputs, None, opts, model, exporters, ctl)
+    run_shards(
+        Files::Slice(&[]),
+        inputs,
+        None,
+        Some(LIVE_FLUSH),
+        opts,
+        model,
+        exporters,
+        ctl,
+    )
 }
 
 /// What one shard thread reads.
@@ -296,20 +337,30 @@ fn check(opts: &RunOptions) -> Result<()> {
             "shards must be ≥ 1 and the batch 1..=65535".into(),
         ));
     }
+    if opts.mark.is_some() && opts.write.is_none() {
+        return Err(Error::Config(
+            "DSCP marking needs a pcap file to write the marked packets to".into(),
+        ));
+    }
     if opts.mark.is_some() && opts.shards != 1 {
         return Err(Error::Config(
-            "DSCP marking writes packets in input order and needs one shard (--shards 1)".into(),
+            "DSCP marking writes each packet with its flow's verdict and needs one shard \
+             (--shards 1)"
+                .into(),
         ));
     }
     Ok(())
 }
 
 /// Starts the exporter thread and one shard thread per input, and gathers
-/// their results into the run's report.
+/// their results into the run's report. `flush_every`: see
+/// [`sink::ExportControl`].
+#[allow(clippy::too_many_arguments)]
 fn run_shards(
     files: Files<'_>,
     inputs: Vec<Input>,
     mut marker: Option<crate::shard::Marker>,
+    flush_every: Option<Duration>,
     opts: &RunOptions,
     model: &ModelRef,
     exporters: Vec<Box<dyn Exporter>>,
@@ -344,10 +395,18 @@ fn run_shards(
     let mut renderers: Vec<Vec<Option<Renderer>>> = (0..opts.shards)
         .map(|_| exporters.iter().map(|e| e.renderer()).collect())
         .collect();
+    let export_ctl = ExportControl {
+        flush_every,
+        reopen: ctl.reopen.clone(),
+        // With a -w pcap, every packet is still wanted.
+        halt: marker.is_none().then(|| ctl.halt.clone()),
+    };
     let (shard_results, export_result) = std::thread::scope(|scope| {
         let exporter = std::thread::Builder::new()
             .name("eb-export".into())
-            .spawn_scoped(scope, move || export_loop(rx, pool_tx, exporters))
+            .spawn_scoped(scope, move || {
+                export_loop(rx, pool_tx, exporters, export_ctl)
+            })
             .map_err(|e| Error::Config(format!("cannot start the exporter thread: {e}")))?;
         if let (Some(m), Some(jobs)) = (&costly, &job_rx) {
             for _ in 0..opts.classifier_threads.max(1) {
@@ -421,6 +480,7 @@ fn run_shards(
                 sink.send(&mut shard.table.out, true);
                 shard.counters.export_dropped = sink.dropped;
                 let mark_result = shard.marker.take().map(|mut m| match m.error.take() {
+                    // Errors of the pcap writer name its file.
                     Some(e) => Err(e),
                     None => m.writer.finish().map_err(|e| e.to_string()),
                 });
@@ -456,7 +516,7 @@ fn run_shards(
             r.map_err(|_| Error::Config("a shard thread panicked".into()))??;
         match mark {
             Some(Ok(m)) => report.marked = Some(m),
-            Some(Err(e)) => report.output_errors.push(format!("mark: {e}")),
+            Some(Err(e)) => report.output_errors.push(e),
             None => {}
         }
         report.counters.merge(&c);
@@ -466,19 +526,21 @@ fn run_shards(
     }
     // Every socket of a live run reports the same lost interface.
     report.warnings.dedup();
-    let (summary, errors) =
+    let (summary, errors, closed) =
         export_result.map_err(|_| Error::Config("the exporter thread panicked".into()))?;
     report.summary = summary;
     report.output_errors.extend(errors);
+    report.outputs_closed = closed;
+    report.marking = opts.mark.is_some();
     report.interrupted = ctl.stop.load(Ordering::Relaxed);
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
 
-/// Opens the DSCP marking output for a single-shard run.
+/// Opens the `-w` pcap output, marking per `map` when given.
 fn open_marker(
     files: &Files<'_>,
-    map: &std::path::Path,
+    map: Option<&std::path::Path>,
     out: &std::path::Path,
     model: &ModelRef,
 ) -> Result<crate::shard::Marker> {
@@ -491,10 +553,15 @@ fn open_marker(
         }
     };
     let Some(first) = first else {
-        return Err(Error::Config("marking needs an input".into()));
+        return Err(Error::Config("writing packets needs an input".into()));
     };
-    let map = crate::mark::DscpMap::load(map)?;
-    let by_class = map.resolve(&model.classes)?;
+    let map = match map {
+        Some(m) => {
+            let map = crate::mark::DscpMap::load(m)?;
+            Some((map.resolve(&model.classes)?, map.unknown()))
+        }
+        None => None,
+    };
     let mut refs = Vec::new();
     let link = match first.reader().next_batch(&mut refs, 1) {
         0 => crate::source::LinkType::Ethernet,
@@ -502,7 +569,10 @@ fn open_marker(
     };
     let linktype = crate::mark::pcap_out::input_linktype(first, link);
     let writer = crate::mark::MarkWriter::create(out, linktype)?;
-    Ok(crate::shard::Marker::new(writer, by_class, map.unknown()))
+    Ok(match map {
+        Some((by_class, unknown)) => crate::shard::Marker::new(writer, by_class, unknown),
+        None => crate::shard::Marker::copy(writer),
+    })
 }
 
 /// Whether `shards` shard threads leave a core idle for helper threads.

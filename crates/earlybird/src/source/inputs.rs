@@ -263,6 +263,19 @@ impl Inputs {
         }
     }
 
+    /// The paths of the planned inputs that are files (directories
+    /// expanded; standard input left out).
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.items.iter().filter_map(|p| match p {
+            Planned::File { path, .. } => Some(path.as_path()),
+            Planned::Stream {
+                origin: Origin::Path(path),
+                ..
+            } => Some(path.as_path()),
+            Planned::Stream { .. } => None,
+        })
+    }
+
     /// Number of inputs that will be read.
     pub fn len(&self) -> usize {
         self.items.len()

@@ -208,14 +208,20 @@ pub struct Report {
     pub warnings: Vec<Warning>,
     /// Outputs that failed (their error message); the others kept going.
     pub output_errors: Vec<String>,
+    /// Outputs whose reader went away (a closed pipe): they ended there,
+    /// which is not an error.
+    pub outputs_closed: Vec<String>,
     /// Class names of the model used (empty when none).
     pub classes: Arc<[String]>,
     /// Processing time in seconds (wall clock, for the summary only).
     pub seconds: f64,
     /// Whether the run was interrupted by a signal.
     pub interrupted: bool,
-    /// DSCP marking counters, when marking was on and succeeded.
+    /// Counters of the packets written to the `-w` pcap, when it was
+    /// written and succeeded.
     pub marked: Option<crate::mark::MarkCounters>,
+    /// Whether those packets were DSCP-marked (`--mark`).
+    pub marking: bool,
     /// Anonymous resident memory of the process when the input ended,
     /// before the final flush (Linux `RssAnon`), in bytes.
     pub rss_anon_end_of_input: Option<u64>,
@@ -430,7 +436,20 @@ impl fmt::Display for Report {
         for e in &self.output_errors {
             writeln!(f, "output error: {e}")?;
         }
-        if let Some(m) = &self.marked {
+        for name in &self.outputs_closed {
+            writeln!(
+                f,
+                "output {name}: closed by its reader, nothing more written to it"
+            )?;
+        }
+        if let Some(m) = self.marked.filter(|_| !self.marking) {
+            writeln!(
+                f,
+                "pcap written: {} packets, {} skipped (another link type or too long)",
+                m.written(),
+                m.skipped_link + m.skipped_oversize
+            )?;
+        } else if let Some(m) = &self.marked {
             writeln!(
                 f,
                 "marking: {} packets written, {} marked, {} unchanged, {} could not be marked, {} skipped",
