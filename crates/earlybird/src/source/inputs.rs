@@ -648,18 +648,19 @@ impl Feed {
         )
     }
 
-    /// Waits for room, then appends a capture; false once cancelled.
-    fn push(&self, item: FeedItem) -> bool {
+    /// Waits for room, then appends a capture; `None` once cancelled.
+    fn push(&self, item: FeedItem) -> Option<Arc<FeedItem>> {
         let mut st = self.lock();
         while st.items.len() >= AHEAD && !st.cancelled {
             st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
         }
         if st.cancelled {
-            return false;
+            return None;
         }
-        st.items.push_back((Arc::new(item), self.shards));
+        let item = Arc::new(item);
+        st.items.push_back((item.clone(), self.shards));
         self.changed.notify_all();
-        true
+        Some(item)
     }
 
     fn warn(&self, file: &str, offset: u64, message: String) {
@@ -692,20 +693,20 @@ fn produce(feed: &Feed, items: Vec<Planned>) {
         match item {
             Planned::File { path, .. } => match CaptureFile::open(&path) {
                 Ok(file) => {
-                    // Populating a large map waits until every shard runs
-                    // (a thread start waits for the lock populating holds).
-                    while !feed.started.load(Ordering::Acquire) && !feed.is_cancelled() {
-                        std::thread::sleep(std::time::Duration::from_millis(1));
-                    }
-                    file.map_ahead(feed.spare.load(Ordering::Relaxed));
                     let item = FeedItem {
                         file,
                         continues: false,
                         chunk: None,
                     };
-                    if !feed.push(item) {
+                    let Some(item) = feed.push(item) else {
                         break;
+                    };
+                    // Populating a large map waits until every shard runs
+                    // (a thread start waits for the lock populating holds).
+                    while !feed.started.load(Ordering::Acquire) && !feed.is_cancelled() {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
                     }
+                    item.file.map_ahead(feed.spare.load(Ordering::Relaxed));
                 }
                 Err(e) => {
                     // Checked at planning; changed since.
@@ -743,7 +744,7 @@ fn produce(feed: &Feed, items: Vec<Planned>) {
                                         continues,
                                         chunk,
                                     };
-                                    if !feed.push(item) {
+                                    if feed.push(item).is_none() {
                                         break 'inputs;
                                     }
                                 }
