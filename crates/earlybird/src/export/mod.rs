@@ -501,23 +501,51 @@ pub(crate) fn write_scalars<const JSON: bool, const C: bool>(
     uint!(15, r.packets[1]);
     uint!(16, r.bytes[0]);
     uint!(17, r.bytes[1]);
+    // Not measured: an empty CSV field, JSON null.
+    macro_rules! none {
+        ($i:expr) => {{
+            key!($i);
+            if JSON {
+                buf.bytes(b"null");
+            }
+        }};
+    }
     let mut i = 18;
     for s in [&r.size[0], &r.size[1], &r.iat[0], &r.iat[1]] {
-        float!(i, s.min);
-        float!(i + 1, s.max);
-        float!(i + 2, s.mean);
-        float!(i + 3, s.std);
+        match s {
+            Some(s) => {
+                uint!(i, s.min);
+                uint!(i + 1, s.max);
+                float!(i + 2, s.mean);
+                float!(i + 3, s.std);
+            }
+            None => {
+                for j in i..i + 4 {
+                    none!(j);
+                }
+            }
+        }
         i += 4;
     }
-    let flags = r.tcp_flags.as_flattened();
-    if !JSON && flags.iter().all(|&c| c < 10) {
-        // The common case of one-digit counts: ",d" sixteen times.
-        buf.comma_digits16(&r.tcp_flags);
-        i += flags.len();
-    } else {
-        for &c in flags {
-            uint!(i, c);
-            i += 1;
+    match &r.tcp_flags {
+        Some(counts) => {
+            let flags = counts.as_flattened();
+            if !JSON && flags.iter().all(|&c| c < 10) {
+                // The common case of one-digit counts: ",d" sixteen times.
+                buf.comma_digits16(counts);
+                i += flags.len();
+            } else {
+                for &c in flags {
+                    uint!(i, c);
+                    i += 1;
+                }
+            }
+        }
+        None => {
+            for _ in 0..16 {
+                none!(i);
+                i += 1;
+            }
         }
     }
     debug_assert_eq!(i, 50);

@@ -110,13 +110,14 @@ pub struct RecordKey {
     pub tunnel_id: u32,
 }
 
-/// Summary statistics of one quantity in one direction.
+/// Summary statistics of one quantity in one direction (a record holds one
+/// only where the quantity was measured, see [`FlowRecord::size`]).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Stat {
-    /// Smallest value (0 when no sample).
-    pub min: f64,
-    /// Largest value.
-    pub max: f64,
+    /// Smallest value, exact.
+    pub min: u64,
+    /// Largest value, exact.
+    pub max: u64,
     /// Arithmetic mean.
     pub mean: f64,
     /// Population standard deviation.
@@ -157,13 +158,17 @@ pub struct FlowRecord {
     pub packets: [u64; 2],
     /// Bytes per direction (sum of IP lengths).
     pub bytes: [u64; 2],
-    /// IP packet size statistics per direction, bytes.
-    pub size: [Stat; 2],
+    /// IP packet size statistics per direction, bytes; `None` where not
+    /// measured: with `--stats basic`, or in a direction without packets.
+    pub size: [Option<Stat>; 2],
     /// Inter-arrival time statistics per direction, nanoseconds (between
-    /// consecutive packets of the same direction).
-    pub iat: [Stat; 2],
-    /// TCP flag counts per direction, in the order of [`TCP_FLAG_NAMES`].
-    pub tcp_flags: [[u32; 8]; 2],
+    /// consecutive packets of the same direction; extremes exact up to
+    /// [`crate::features::stats::IAT_CAP`]); `None` where not measured:
+    /// with `--stats basic`, or in a direction of fewer than two packets.
+    pub iat: [Option<Stat>; 2],
+    /// TCP flag counts per direction, in the order of [`TCP_FLAG_NAMES`]
+    /// (zero for protocols other than TCP); `None` with `--stats basic`.
+    pub tcp_flags: Option<[[u32; 8]; 2]>,
     /// Why the flow ended.
     pub end: EndReason,
     /// Number of early packets kept (≤ N).

@@ -34,7 +34,7 @@ pub struct RawFlow {
 }
 
 /// The record of `raw`; `extra` with `--stats full` (else the statistics
-/// stay zero), `wide` the addresses of an IPv6 flow (ignored for IPv4),
+/// are `None`), `wide` the addresses of an IPv6 flow (ignored for IPv4),
 /// `flags_hi` the flag counts it has spilled out of `extra`'s lanes.
 #[inline]
 pub fn build(
@@ -69,12 +69,12 @@ pub fn build(
                 x.dir[0].moments.iat_stat(packets[0]),
                 x.dir[1].moments.iat_stat(packets[1]),
             ],
-            [
+            Some([
                 tcp::total(&x.dir[0].flags, flags_hi.map(|h| &h[0])),
                 tcp::total(&x.dir[1].flags, flags_hi.map(|h| &h[1])),
-            ],
+            ]),
         ),
-        // Basic statistics: the moments stay zero.
+        // Basic statistics: nothing measured.
         None => Default::default(),
     };
     let verdict = if h.state & DECIDED != 0 {
@@ -121,7 +121,6 @@ pub fn build(
 mod tests {
     use super::*;
     use crate::flow::key::{TableKey, KIND_V6};
-    use crate::flow::record::Stat;
 
     fn raw(state: u8, key: TableKey) -> RawFlow {
         RawFlow {
@@ -176,7 +175,8 @@ mod tests {
         assert_eq!((r.first_ts, r.last_ts), (10, 90));
         assert_eq!(r.packets, [3, 2]);
         assert_eq!(r.bytes, [(1 << 32) + u32::MAX as u64, 500]);
-        assert_eq!(r.size, [Stat::default(); 2], "basic statistics stay zero");
+        assert_eq!(r.size, [None; 2], "basic statistics: not measured");
+        assert_eq!((r.iat, r.tcp_flags), ([None; 2], None));
         assert_eq!((r.end, r.early_len), (EndReason::Fin, 3));
         assert_eq!((r.verdict.class, r.verdict.at_packet), (7, 3));
         assert_eq!(r.verdict.confidence, 1.0);
@@ -212,7 +212,8 @@ mod tests {
         let size = x.dir[0].moments.size_stat(3, (1 << 32) + u32::MAX as u64);
         assert_eq!(r.size[0], size);
         assert_eq!(r.iat[0], x.dir[0].moments.iat_stat(3));
-        assert_eq!(r.tcp_flags[1][4], 2 + (1 << 15), "lanes plus spilled");
-        assert_eq!(r.tcp_flags[0], [0; 8]);
+        let flags = r.tcp_flags.unwrap();
+        assert_eq!(flags[1][4], 2 + (1 << 15), "lanes plus spilled");
+        assert_eq!(flags[0], [0; 8]);
     }
 }
