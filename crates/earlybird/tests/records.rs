@@ -253,3 +253,45 @@ fn not_measured_cases_are_empty_on_a_real_capture() {
     }
     assert!(one_way > 5 && short > 5, "{one_way} {short}");
 }
+
+/// `--unidirectional`: each direction is a flow, and the reply direction's
+/// destination is the client's ephemeral port; the summary counts it under
+/// the service's port. The capture's HTTPS traffic (both directions) is all
+/// under tcp/443, as in bidirectional mode, and no client's ephemeral port
+/// is named a service (they were: tcp/50575 …).
+#[test]
+fn unidirectional_summary_names_service_ports() {
+    let path = common::testdata().join("pcap/ndpi__iphone.pcap");
+    let files = open_all(&[path]).unwrap();
+    let bi = collect(&files, &RunOptions::default(), &ModelRef::default())
+        .unwrap()
+        .1;
+    let mut opts = RunOptions::default();
+    opts.flow.bidirectional = false;
+    let (flows, uni) = collect(&files, &opts, &ModelRef::default()).unwrap();
+    let ports = |r: &earlybird::telemetry::summary::Report| {
+        r.summary
+            .by_port()
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let (bi_ports, uni_ports) = (ports(&bi), ports(&uni));
+    let https = |m: &std::collections::BTreeMap<(u8, u16), _>| m[&(6, 443)];
+    let (b, u): (earlybird::telemetry::summary::Totals, _) = (https(&bi_ports), https(&uni_ports));
+    assert_eq!((u.bytes, u.packets), (b.bytes, b.packets));
+    assert!(u.flows > b.flows, "both directions are flows");
+    // Reply directions exist (their destination is ephemeral) …
+    assert!(flows
+        .iter()
+        .any(|f| f.record.key.proto == 6 && f.record.key.dport >= 49152));
+    // … and none is counted as a service: every group is one the
+    // bidirectional run (where the server port is the receiver of the
+    // session's first packet) has too.
+    for ((proto, port), t) in &uni_ports {
+        assert!(
+            bi_ports.contains_key(&(*proto, *port)),
+            "{proto}/{port} counted as a service: {t:?}"
+        );
+    }
+    let text = uni.to_string();
+    assert!(!text.contains("tcp/505"), "{text}");
+}

@@ -291,10 +291,13 @@ fn run_shards(
     let mut renderers: Vec<Vec<Option<Renderer>>> = (0..opts.shards)
         .map(|_| exporters.iter().map(|e| e.renderer()).collect())
         .collect();
+    let unidirectional = !opts.flow.bidirectional;
     let (shard_results, export_result) = std::thread::scope(|scope| {
         let exporter = std::thread::Builder::new()
             .name("eb-export".into())
-            .spawn_scoped(scope, move || export_loop(rx, pool_tx, exporters))
+            .spawn_scoped(scope, move || {
+                export_loop(rx, pool_tx, exporters, unidirectional)
+            })
             .map_err(|e| Error::Config(format!("cannot start the exporter thread: {e}")))?;
         if let (Some(m), Some(jobs)) = (&costly, &job_rx) {
             for _ in 0..opts.classifier_threads.max(1) {

@@ -152,13 +152,16 @@ fn next_export(rx: &Receiver<RecordBatch>, empty: &mut u32) -> Option<RecordBatc
     }
 }
 
-/// The exporter thread: writes each batch to every output still working.
+/// The exporter thread: writes each batch to every output still working
+/// and sums the records up (`unidirectional`: one direction per record).
 pub(super) fn export_loop(
     rx: Receiver<RecordBatch>,
     pool: Sender<RecordBatch>,
     mut exporters: Vec<Box<dyn Exporter>>,
+    unidirectional: bool,
 ) -> (Summary, Vec<String>) {
     let mut summary = Summary::default();
+    summary.unidirectional = unidirectional;
     let mut errors = Vec::new();
     let mut alive = vec![true; exporters.len()];
     let mut empty = 0;
