@@ -103,6 +103,7 @@ fn batch(n: usize) -> RecordBatch {
             } else {
                 [[0; 8]; 2]
             }),
+            icmp: None,
             end: [EndReason::Idle, EndReason::Fin, EndReason::Rst][i % 3],
             early_len: 0,
             verdict: Verdict {

@@ -295,3 +295,125 @@ fn unidirectional_summary_names_service_ports() {
     let text = uni.to_string();
     assert!(!text.contains("tcp/505"), "{text}");
 }
+
+/// Type and code of the ICMP / ICMPv6 message in `pkt` whose innermost IP
+/// header is at `ip`, read here from the bytes (IPv6 extension headers
+/// stepped over); `None` when fewer than 4 bytes of it are there.
+fn icmp_of(pkt: &[u8], ip: usize) -> Option<(u8, u8)> {
+    let h = pkt.get(ip..)?;
+    let (mut next, mut off, end) = match h.first()? >> 4 {
+        4 => {
+            let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+            (h[9], usize::from(h[0] & 15) * 4, total)
+        }
+        _ => (h[6], 40, 40 + usize::from(u16::from_be_bytes([h[4], h[5]]))),
+    };
+    while matches!(next, 0 | 43 | 60 | 44) {
+        let e = h.get(off..off + 2)?;
+        next = e[0];
+        off += if next == 44 {
+            8
+        } else {
+            (usize::from(e[1]) + 1) * 8
+        };
+    }
+    let m = h.get(off..(off + 4).min(end.max(off)))?;
+    (m.len() == 4).then(|| (m[0], m[1]))
+}
+
+/// Every ICMP / ICMPv6 record of `path` carries the type and code of its
+/// flow's first packet as read from the capture here, every other record
+/// none, and CSV writes them as numbers or empty; returns the number of
+/// ICMP flows.
+fn check_icmp(path: &Path) -> usize {
+    let flows = run(path, &RunOptions::default());
+    let f = CaptureFile::open(path).unwrap();
+    let mut r = f.reader();
+    let (mut batch, mut firsts) = (Vec::new(), Vec::new());
+    let mut d = Decoded::default();
+    while r.next_batch(&mut batch, 256) > 0 {
+        for p in &batch {
+            if decode(p.link, p.bytes(f.bytes()), &mut d).is_ok() && matches!(d.proto, 1 | 58) {
+                let icmp = icmp_of(p.bytes(f.bytes()), d.ip_offset.into());
+                firsts.push((p.ts, d, icmp));
+            }
+        }
+    }
+    let mut n = 0;
+    for fl in &flows {
+        let rec = &fl.record;
+        let got = rec.icmp.map(|m| (m.ty, m.code));
+        if !matches!(rec.key.proto, 1 | 58) {
+            assert_eq!(got, None, "{}: {:?}", path.display(), rec.key);
+            continue;
+        }
+        n += 1;
+        let c = client_packet(rec);
+        let (key, _) = Key::from_decoded(&c, true);
+        let want = firsts
+            .iter()
+            .find(|(ts, d, _)| {
+                *ts == rec.first_ts && d.src == c.src && Key::from_decoded(d, true).0 == key
+            })
+            .map(|(_, _, icmp)| *icmp)
+            .expect("the flow's first packet");
+        assert_eq!(got, want, "{}: {:?}", path.display(), rec.key);
+    }
+    let csv = csv_of(&flows, 4);
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    for (line, fl) in lines.zip(&flows) {
+        let v: Vec<&str> = line.split(',').collect();
+        let (ty, code) = (v[col("icmp_type")], v[col("icmp_code")]);
+        match fl.record.icmp {
+            Some(m) => assert_eq!((ty, code), (&*m.ty.to_string(), &*m.code.to_string())),
+            None => assert_eq!((ty, code), ("", ""), "{line}"),
+        }
+    }
+    n
+}
+
+/// ICMP and ICMPv6 type and code on a real capture: a port unreachable
+/// (192.168.2.17 → 192.168.2.1, type 3 code 3) and IPv6 router
+/// solicitation, neighbour solicitation and MLDv2 report (types 133, 135,
+/// 143, the last behind a hop-by-hop header).
+#[test]
+fn icmp_type_and_code_of_the_first_packet() {
+    let path = common::testdata().join("pcap/ndpi__iphone.pcap");
+    assert_eq!(check_icmp(&path), 4);
+    let flows = run(&path, &RunOptions::default());
+    let mut types: Vec<(u8, u8, u8)> = flows
+        .iter()
+        .filter_map(|f| f.record.icmp.map(|m| (f.record.key.proto, m.ty, m.code)))
+        .collect();
+    types.sort();
+    assert_eq!(types, [(1, 3, 3), (58, 133, 0), (58, 135, 0), (58, 143, 0)]);
+}
+
+/// The same on the corpus captures with ICMP: QUIC interop traffic with
+/// ICMP errors, ICMP in GTP-U and in GRE/PPPoE tunnels, and a malformed
+/// (cut) ICMP message.
+#[test]
+fn icmp_type_and_code_on_corpus_captures() {
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    let mut total = 0;
+    for rel in [
+        "classify/dev/ndpi/pcap/quic_interop_V.pcapng",
+        "classify/dev/ndpi/pcap/malformed_icmp.pcap",
+        "tunnels/arkime__gtp-iphone.pcap",
+        "tunnels/ndpi__gre.pcap",
+    ] {
+        let p = corpus.join(rel);
+        if !p.exists() {
+            eprintln!("SKIPPED: {} not in the corpus", p.display());
+            continue;
+        }
+        let n = check_icmp(&p);
+        assert!(n > 0, "{rel}: no ICMP flow");
+        total += n;
+    }
+    eprintln!("{total} ICMP flows checked");
+}

@@ -9,6 +9,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use super::{fields, to_writer, ExportOptions, Format};
+use crate::decode::icmp::Icmp;
 use crate::decode::{fmt_addr, map_v4, TunnelKind};
 use crate::flow::record::{
     Dir, EarlyPkt, EndReason, FlowRecord, RecordBatch, RecordKey, Stat, Verdict, TCP_FLAG_NAMES,
@@ -99,6 +100,7 @@ pub(super) fn sample() -> Vec<(FlowRecord, Vec<EarlyPkt>)> {
             stat(0, 6_022_558_000, 1499.9996, 12.05),
         ],
         tcp_flags: Some([[1, 1, 0, 5, 11, 0, 0, 0], [1, 1, 0, 7, 10, 2, 3, 4]]),
+        icmp: None,
         end: EndReason::Fin,
         early_len: 0,
         verdict: Verdict {
@@ -158,6 +160,7 @@ pub(super) fn sample() -> Vec<(FlowRecord, Vec<EarlyPkt>)> {
     x.key.dst = map_v4([0, 0, 0, 0]);
     x.key.sport = 0x0800;
     x.key.proto = 1;
+    x.icmp = Some(Icmp { ty: 8, code: 0 });
     x.key.ip_version = 4;
     x.key.vlan = 4095;
     x.key.tunnel = TunnelKind::IpInIp;
@@ -187,6 +190,13 @@ pub(super) fn sample() -> Vec<(FlowRecord, Vec<EarlyPkt>)> {
     y.first_ts = 10;
     y.last_ts = 3;
     v.push((y, early(5, 6)));
+    // ICMPv6 with the largest type and code.
+    let mut w = v[1].0;
+    w.key.proto = 58;
+    w.key.sport = 0;
+    w.key.dport = 0;
+    w.icmp = Some(Icmp { ty: 255, code: 255 });
+    v.push((w, early(3, 8)));
     // Basic statistics: nothing measured.
     let mut z = v[0].0;
     z.size = [None; 2];
@@ -213,6 +223,12 @@ fn expected(r: &FlowRecord, early_len: usize, names: &[String]) -> Vec<(String, 
     push("sport", V::U(k.sport.into()));
     push("dport", V::U(k.dport.into()));
     push("proto", V::U(k.proto.into()));
+    let (ty, code) = match r.icmp {
+        Some(m) => (V::U(m.ty.into()), V::U(m.code.into())),
+        None => (V::Null, V::Null),
+    };
+    push("icmp_type", ty);
+    push("icmp_code", code);
     push("ip_version", V::U(k.ip_version.into()));
     push("vlan", V::U(k.vlan.into()));
     push("tunnel", V::S(k.tunnel.name().into()));

@@ -111,6 +111,18 @@ pub const FIELDS: &[Field] = &[
         "",
         "IP protocol number of the innermost IP header (6 TCP, 17 UDP, 1 ICMP, …)",
     ),
+    f(
+        "icmp_type",
+        U8,
+        "",
+        "ICMP or ICMPv6 type of the flow's first packet (ICMP flows are keyed on the host pair, so later packets may have other types); empty for other protocols or when that packet was too short to carry it",
+    ),
+    f(
+        "icmp_code",
+        U8,
+        "",
+        "ICMP or ICMPv6 code of the flow's first packet; empty when icmp_type is",
+    ),
     f("ip_version", U8, "", "4 or 6"),
     f("vlan", U16, "", "Outermost 802.1Q VLAN id, 0 when untagged"),
     f(
@@ -458,7 +470,8 @@ pub fn markdown() -> String {
          an empty CSV field and JSON `null`: with `--stats basic` the size and \
          inter-arrival statistics and the TCP flag counts (they are not kept); \
          the size statistics of a direction without packets; the inter-arrival \
-         statistics of a direction with fewer than two packets; the CSV early-packet \
+         statistics of a direction with fewer than two packets; the ICMP type \
+         and code of a flow that is not ICMP or ICMPv6; the CSV early-packet \
          columns beyond the flow's packets. A TCP flag count of a flow of \
          another protocol is measured and 0.\n\n",
     );
