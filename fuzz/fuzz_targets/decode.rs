@@ -1,7 +1,8 @@
 //! Fuzz target for the packet decoder: every input is decoded once per link
 //! type. The decoder must never panic, a decoded packet must describe an
-//! IPv4 or IPv6 header inside the input, and the fast path must agree with
-//! the general decoder on every frame it takes.
+//! IPv4 or IPv6 header inside the input (with an ICMP type only when it is
+//! ICMP), and the fast path must agree with the general decoder on every
+//! frame it takes.
 #![no_main]
 
 use earlybird::decode::{decode, Decoded, TunnelKind};
@@ -30,6 +31,8 @@ fuzz_target!(|data: &[u8]| {
             assert!(out.ip_version == 4 || out.ip_version == 6);
             assert!((out.ip_offset as usize) < data.len());
             assert!(out.tunnel != TunnelKind::None || out.tunnel_id == 0);
+            // An ICMP type and code only on ICMP / ICMPv6 packets.
+            assert!(out.icmp.is_none() || out.proto == 1 || out.proto == 58);
         }
     }
 });

@@ -113,7 +113,7 @@ pub struct FlowsArgs {
     /// Per-flow statistics: "full" keeps size and inter-arrival
     /// min/max/mean/std and TCP flag counts per direction; "basic" keeps only
     /// packets, bytes, times and early packets (less memory per flow: those
-    /// record fields are 0).
+    /// record fields are empty in CSV, null in JSON lines).
     #[arg(long, value_name = "LEVEL", default_value = "full", value_parser = ["full", "basic"])]
     stats: String,
     /// Flow hash for the flow-table index: fold (default: the symmetric

@@ -36,8 +36,8 @@ fn stat(rng: &mut Rng, scale: f64) -> Stat {
     let min = rng.f(scale / 10.0);
     let max = min + rng.f(scale);
     Stat {
-        min: min.round(),
-        max: max.round(),
+        min: min as u64,
+        max: max as u64,
         mean: (min + max) / 3.0 + rng.f(1.0),
         std: rng.f(scale / 4.0),
     }
@@ -87,16 +87,23 @@ fn batch(n: usize) -> RecordBatch {
                 pk[0] * (40 + rng.below(600)),
                 pk[1] * (40 + rng.below(1400)),
             ],
-            size: [stat(&mut rng, 1500.0), stat(&mut rng, 1500.0)],
-            iat: [stat(&mut rng, 2e9), stat(&mut rng, 2e9)],
-            tcp_flags: if tcp {
+            size: [
+                Some(stat(&mut rng, 1500.0)),
+                (pk[1] > 0).then(|| stat(&mut rng, 1500.0)),
+            ],
+            iat: [
+                (pk[0] > 1).then(|| stat(&mut rng, 2e9)),
+                (pk[1] > 1).then(|| stat(&mut rng, 2e9)),
+            ],
+            tcp_flags: Some(if tcp {
                 [
                     [1, 1, 0, 3, pk[0] as u32, 0, 0, 0],
                     [1, 1, 0, 4, pk[1] as u32, 0, 0, 0],
                 ]
             } else {
                 [[0; 8]; 2]
-            },
+            }),
+            icmp: None,
             end: [EndReason::Idle, EndReason::Fin, EndReason::Rst][i % 3],
             early_len: 0,
             verdict: Verdict {

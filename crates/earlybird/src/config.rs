@@ -28,9 +28,9 @@ pub struct FlowConfig {
     /// 64. With N shards each shard examines ⌈that / N⌉ slots of its own table per
     /// batch (it holds about 1/N of the flows).
     pub sweep_per_batch: usize,
-    /// Keep size/inter-arrival moments and TCP flag counts per flow (160
+    /// Keep size/inter-arrival moments and TCP flag counts per flow (128
     /// bytes per flow). Default true; false (`--stats basic`) leaves those
-    /// record fields zero.
+    /// record fields `None` (not measured: empty in CSV, `null` in JSON).
     pub full_stats: bool,
     /// Flow hash of the table index and tag. Default [`FlowHash::Fold`].
     pub hash: FlowHash,

@@ -21,10 +21,9 @@ use std::sync::Arc;
 use crate::classify::Classifier;
 use crate::config::{FlowConfig, FlowHash};
 use crate::decode::{decode, fast, Decoded, Skip};
-use crate::flow::entry::Wide;
 use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
 use crate::flow::record::{RecordBatch, Verdict};
-use crate::flow::table::{FlowTable, Pkt};
+use crate::flow::table::{is_icmp, FlowTable, Pkt, Side};
 use crate::mark::MarkWriter;
 use crate::source::{LinkType, PacketRef};
 use crate::telemetry::Counters;
@@ -88,9 +87,10 @@ const SPLIT: u8 = 1;
 pub struct Parcel {
     /// The packets, ready for the flow table.
     pub pkts: Vec<Pkt>,
-    /// IPv6 addresses: entry 0 is unused (IPv4 packets point at it), an
-    /// IPv6 packet's `idx` is the place of its addresses.
-    pub wide: Vec<Wide>,
+    /// What IPv6 and ICMP packets carry beside them: entry 0 is unused
+    /// (other packets point at it), such a packet's `idx` is the place of
+    /// its side.
+    pub wide: Vec<Side>,
     /// Largest timestamp of the whole batch, every shard's packets.
     pub max_ts: u64,
 }
@@ -100,7 +100,7 @@ impl Parcel {
     pub fn with_capacity(n: usize) -> Parcel {
         Parcel {
             pkts: Vec::with_capacity(n),
-            wide: vec![[[0; 16]; 2]],
+            wide: vec![Side::default()],
             max_ts: 0,
         }
     }
@@ -141,8 +141,9 @@ pub struct Shard {
     /// DSCP marking (single-shard runs with `--mark`).
     pub marker: Option<Marker>,
     pkts: Vec<Pkt>,
-    /// IPv6 addresses of the batch's IPv6 packets, by index in the batch.
-    wide: Vec<Wide>,
+    /// What the batch's IPv6 and ICMP packets carry beside them, by index
+    /// in the batch.
+    wide: Vec<Side>,
 }
 
 impl Shard {
@@ -221,7 +222,7 @@ impl Shard {
     fn begin(&mut self, n: usize) {
         self.table.drain_verdicts(false);
         if self.wide.len() < n {
-            self.wide.resize(n, [[0; 16]; 2]);
+            self.wide.resize(n, Side::default());
         }
     }
 
@@ -308,22 +309,26 @@ impl Shard {
                 idx: idx as u16,
                 ip_offset: d.ip_offset,
             };
-            self.push::<MODE>(fwd, owner, pkt, v6.then_some([key.a, key.b]));
+            let side = (v6 || is_icmp(d.proto)).then_some(Side {
+                wide: [key.a, key.b],
+                icmp: d.icmp,
+            });
+            self.push::<MODE>(fwd, owner, pkt, side);
         }
         max_ts
     }
 
-    /// Appends a decoded, hashed packet to `self.pkts` ([`SOLO`], its IPv6
-    /// addresses beside it at its place in the batch, `pkt.idx`) or to its
-    /// shard's parcel ([`SPLIT`], its IPv6 addresses appended to the
-    /// parcel's and `idx` pointing at them).
+    /// Appends a decoded, hashed packet to `self.pkts` ([`SOLO`], its side
+    /// (IPv6 addresses, ICMP type) beside it at its place in the batch,
+    /// `pkt.idx`) or to its shard's parcel ([`SPLIT`], its side appended to
+    /// the parcel's and `idx` pointing at it).
     #[inline(always)]
     fn push<const MODE: u8>(
         &mut self,
         fwd: &mut [Parcel],
         owner: usize,
         mut pkt: Pkt,
-        wide: Option<Wide>,
+        wide: Option<Side>,
     ) {
         if MODE == SOLO {
             if let Some(w) = wide {
@@ -343,15 +348,14 @@ impl Shard {
         }
     }
 
-    /// Second pass: runs `pkts` (IPv6 addresses in `wide` at each packet's
-    /// `idx`) through the flow table (and the DSCP marker, which writes the
+    /// Second pass: runs `pkts` (sides in `wide` at each packet's `idx`) through the flow table (and the DSCP marker, which writes the
     /// batch `refs` over `data`), then advances the clock to `max_ts` and
     /// sweeps.
     #[inline(always)]
     fn account(
         &mut self,
         pkts: &[Pkt],
-        wide: &[Wide],
+        wide: &[Side],
         data: &[u8],
         refs: &[PacketRef],
         max_ts: u64,

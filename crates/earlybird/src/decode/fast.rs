@@ -159,6 +159,7 @@ impl Fast<'_> {
             payload_offset: self.payload_offset,
             payload_len: self.payload_len,
             first_fragment: false,
+            icmp: None,
         }
     }
 }

@@ -1,11 +1,16 @@
 //! ICMP (RFC 792) and ICMPv6 (RFC 4443) header view.
 //!
 //! Contract: an ICMP flow is keyed on the host pair only (ports 0, as nDPI
-//! does), so the decoder needs no ICMP byte to account the packet; a
-//! truncated or empty ICMP message is still a packet of its flow.
-//! [`Icmp::parse`] reads type and code when at least 4 bytes (type, code,
-//! checksum) are present, else [`Skip::Truncated`]; [`payload_len`] gives the
-//! message body length after the 8-byte header. No allocation; pure.
+//! and CICFlowMeter do: an echo request and its reply, or the neighbour
+//! discovery between two hosts, are one session), so the decoder needs no
+//! ICMP byte to account the packet; a truncated or empty ICMP message is
+//! still a packet of its flow. The type and code of a flow's first packet
+//! are recorded (`icmp_type`, `icmp_code`) instead of being put in the
+//! port fields as NetFlow does. [`Icmp::parse`] reads type and code when at
+//! least 4 bytes (type, code, checksum) are present, else
+//! [`Skip::Truncated`] (the walk then records no type); [`payload_len`]
+//! gives the message body length after the 8-byte header. No allocation;
+//! pure.
 
 use super::Skip;
 

@@ -206,6 +206,9 @@ pub struct Decoded {
     pub payload_len: u16,
     /// True for the first fragment of a fragmented IP datagram.
     pub first_fragment: bool,
+    /// Type and code of an ICMP / ICMPv6 message that has them (4 bytes
+    /// captured); `None` for other protocols.
+    pub icmp: Option<icmp::Icmp>,
 }
 
 impl Decoded {

@@ -10,7 +10,8 @@
 //!   session, Linux SLL v1/v2, Cisco HDLC, BSD null/loopback, raw IP.
 //! * The transport view is bounded by `min(captured, IP length)`: bytes past
 //!   the IP packet (Ethernet padding, trailers) are never read as headers.
-//! * TCP needs 14 captured bytes, UDP and SCTP 4; ICMP/ICMPv6 and other
+//! * TCP needs 14 captured bytes, UDP and SCTP 4; ICMP/ICMPv6 (type and
+//!   code read when 4 bytes are there) and other
 //!   protocols (ESP, IGMP, OSPF, …) need none and have ports 0.
 //! * Tunnels (IP-in-IP 4/41, GRE incl. ERSPAN, PPTP and MPLS, VXLAN on UDP 4789,
 //!   GTP-U G-PDUs on UDP 2152): the flow is the innermost IP packet; `tunnel`
@@ -25,6 +26,7 @@
 use super::ethernet::{ethertype, Ethernet, HEADER_LEN as ETH_LEN};
 use super::gre::{erspan_len, Gre};
 use super::gtp::{self, GtpU};
+use super::icmp::{self, Icmp};
 use super::ipv4::Ipv4;
 use super::ipv6::{Ipv6, HEADER_LEN as IPV6_LEN};
 use super::linux_sll::Sll;
@@ -35,7 +37,7 @@ use super::tcp::Tcp;
 use super::udp::{self, Udp};
 use super::vlan::{self, VlanTag};
 use super::vxlan::{self, Vxlan};
-use super::{icmp, ipproto, map_v4, null, Decoded, Skip, TunnelKind};
+use super::{ipproto, map_v4, null, Decoded, Skip, TunnelKind};
 use crate::source::LinkType;
 
 /// Most nested tunnels followed.
@@ -238,7 +240,12 @@ fn transport(
             }
             return Ok(());
         }
-        ipproto::ICMP | ipproto::ICMPV6 => (off + icmp::HEADER_LEN, icmp::payload_len(declared)),
+        ipproto::ICMP | ipproto::ICMPV6 => {
+            // A message too short for its type and code is still a packet
+            // of its (host-pair) flow, without them.
+            out.icmp = Icmp::parse(l4).ok();
+            (off + icmp::HEADER_LEN, icmp::payload_len(declared))
+        }
         ipproto::SCTP => {
             let s = Sctp::parse(l4, declared)?;
             out.sport = s.sport;

@@ -1,6 +1,7 @@
 //! Whole-stack decoder tests over hand-built packets (byte arrays assembled
 //! by the helpers in `testutil`), and a random-bytes robustness test.
 
+use super::icmp::Icmp;
 use super::testutil::*;
 use super::{decode, map_v4, Decoded, Skip, TunnelKind, MAX_TUNNELS};
 use crate::source::LinkType;
@@ -274,8 +275,19 @@ fn icmp_and_other_protocols_have_no_ports() {
         (d.proto, d.sport, d.dport, d.payload_offset, d.payload_len),
         (1, 0, 0, 28, 2)
     );
+    assert_eq!(d.icmp, Some(Icmp { ty: 8, code: 0 }));
     let d = ok(LinkType::Raw, &ipv4(1, &[]));
-    assert_eq!((d.proto, d.payload_len), (1, 0));
+    assert_eq!((d.proto, d.payload_len, d.icmp), (1, 0, None));
+    // Type and code need 4 bytes; fewer still make a packet of the flow.
+    let d = ok(LinkType::Raw, &ipv4(1, &[3, 3, 0]));
+    assert_eq!((d.proto, d.icmp), (1, None));
+    let d = ok(LinkType::Raw, &ipv4(1, &[3, 3, 0, 0]));
+    assert_eq!(d.icmp, Some(Icmp { ty: 3, code: 3 }));
+    // Not ICMP: no type, whatever the bytes.
+    assert_eq!(
+        ok(LinkType::Raw, &ipv4(17, &udp(1, 2, &[8, 0, 0, 0]))).icmp,
+        None
+    );
     let d = ok(LinkType::Raw, &ipv4(50, &[0, 0, 1, 0, 0, 0, 0, 1]));
     assert_eq!(
         (d.proto, d.sport, d.dport, d.payload_offset, d.payload_len),
@@ -283,6 +295,7 @@ fn icmp_and_other_protocols_have_no_ports() {
     );
     let d = ok(LinkType::Raw, &ipv6(58, &[135, 0, 0, 0]));
     assert_eq!((d.proto, d.sport, d.dport), (58, 0, 0));
+    assert_eq!(d.icmp, Some(Icmp { ty: 135, code: 0 }));
     let sctp = [0x0b, 0x59, 0x0b, 0x5a, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 4];
     let d = ok(LinkType::Raw, &ipv4(132, &sctp));
     assert_eq!(
@@ -347,6 +360,7 @@ fn ipv6_extension_headers_and_fragments() {
     let p = ipv6(43, &cat(&[&rt, &dst, &ah, &[128, 0, 0, 0, 0, 0, 0, 0]]));
     let d = ok(LinkType::Raw, &p);
     assert_eq!((d.proto, d.payload_offset), (58, 40 + 28 + 8));
+    assert_eq!(d.icmp, Some(Icmp { ty: 128, code: 0 }));
     // ESP ends the chain.
     let d = ok(
         LinkType::Raw,

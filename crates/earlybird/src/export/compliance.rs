@@ -9,6 +9,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use super::{fields, to_writer, ExportOptions, Format};
+use crate::decode::icmp::Icmp;
 use crate::decode::{fmt_addr, map_v4, TunnelKind};
 use crate::flow::record::{
     Dir, EarlyPkt, EndReason, FlowRecord, RecordBatch, RecordKey, Stat, Verdict, TCP_FLAG_NAMES,
@@ -35,6 +36,8 @@ enum V {
     I(i64),
     /// None: not finite (CSV empty, JSON null).
     F(Option<f64>),
+    /// Not measured (CSV empty, JSON null).
+    Null,
     S(String),
 }
 
@@ -42,13 +45,13 @@ fn v6(s: &str) -> [u8; 16] {
     s.parse::<std::net::Ipv6Addr>().unwrap().octets()
 }
 
-fn stat(min: f64, max: f64, mean: f64, std: f64) -> Stat {
-    Stat {
+fn stat(min: u64, max: u64, mean: f64, std: f64) -> Option<Stat> {
+    Some(Stat {
         min,
         max,
         mean,
         std,
-    }
+    })
 }
 
 fn early(n: usize, seed: u32) -> Vec<EarlyPkt> {
@@ -89,14 +92,15 @@ pub(super) fn sample() -> Vec<(FlowRecord, Vec<EarlyPkt>)> {
         packets: [12, 10],
         bytes: [2345, 45678],
         size: [
-            stat(40.0, 517.0, 195.4166666, 150.12345678),
-            stat(40.0, 1500.0, 4567.8 / 10.0, 600.0 / 7.0),
+            stat(40, 517, 195.4166666, 150.12345678),
+            stat(40, 1500, 4567.8 / 10.0, 600.0 / 7.0),
         ],
         iat: [
-            stat(1000.0, 2e9, 1.0 / 3.0, 2.0 / 3.0),
-            stat(0.0005, 0.0004, 1499.9996, 12.05),
+            stat(1000, 2_000_000_001, 1.0 / 3.0, 2.0 / 3.0),
+            stat(0, 6_022_558_000, 1499.9996, 12.05),
         ],
-        tcp_flags: [[1, 1, 0, 5, 11, 0, 0, 0], [1, 1, 0, 7, 10, 2, 3, 4]],
+        tcp_flags: Some([[1, 1, 0, 5, 11, 0, 0, 0], [1, 1, 0, 7, 10, 2, 3, 4]]),
+        icmp: None,
         end: EndReason::Fin,
         early_len: 0,
         verdict: Verdict {
@@ -118,7 +122,7 @@ pub(super) fn sample() -> Vec<(FlowRecord, Vec<EarlyPkt>)> {
         tunnel: TunnelKind::None,
         tunnel_id: 0,
     };
-    r.tcp_flags = [[0; 8]; 2];
+    r.tcp_flags = Some([[0; 8]; 2]);
     r.end = EndReason::Idle;
     r.verdict = Verdict {
         class: Verdict::UNKNOWN,
@@ -156,6 +160,7 @@ pub(super) fn sample() -> Vec<(FlowRecord, Vec<EarlyPkt>)> {
     x.key.dst = map_v4([0, 0, 0, 0]);
     x.key.sport = 0x0800;
     x.key.proto = 1;
+    x.icmp = Some(Icmp { ty: 8, code: 0 });
     x.key.ip_version = 4;
     x.key.vlan = 4095;
     x.key.tunnel = TunnelKind::IpInIp;
@@ -164,12 +169,9 @@ pub(super) fn sample() -> Vec<(FlowRecord, Vec<EarlyPkt>)> {
     x.last_ts = u64::MAX;
     x.packets = [u64::MAX, 1];
     x.bytes = [u64::MAX, u64::MAX - 1];
-    x.size = [stat(1e13, 3.5e15, 1e300, f64::NAN), Stat::default()];
-    x.iat = [
-        stat(f64::INFINITY, 9.007e12, 123456789.987654, 0.0),
-        Stat::default(),
-    ];
-    x.tcp_flags = [[u32::MAX; 8], [7; 8]];
+    x.size = [stat(20, 65535, 1e300, f64::NAN), None];
+    x.iat = [stat(0, 9_007_199_254_740_993, 123456789.987654, 0.0), None];
+    x.tcp_flags = Some([[u32::MAX; 8], [7; 8]]);
     x.end = EndReason::EndOfInput;
     x.verdict = Verdict {
         class: 2,
@@ -188,6 +190,19 @@ pub(super) fn sample() -> Vec<(FlowRecord, Vec<EarlyPkt>)> {
     y.first_ts = 10;
     y.last_ts = 3;
     v.push((y, early(5, 6)));
+    // ICMPv6 with the largest type and code.
+    let mut w = v[1].0;
+    w.key.proto = 58;
+    w.key.sport = 0;
+    w.key.dport = 0;
+    w.icmp = Some(Icmp { ty: 255, code: 255 });
+    v.push((w, early(3, 8)));
+    // Basic statistics: nothing measured.
+    let mut z = v[0].0;
+    z.size = [None; 2];
+    z.iat = [None; 2];
+    z.tcp_flags = None;
+    v.push((z, early(1, 7)));
     v
 }
 
@@ -208,6 +223,12 @@ fn expected(r: &FlowRecord, early_len: usize, names: &[String]) -> Vec<(String, 
     push("sport", V::U(k.sport.into()));
     push("dport", V::U(k.dport.into()));
     push("proto", V::U(k.proto.into()));
+    let (ty, code) = match r.icmp {
+        Some(m) => (V::U(m.ty.into()), V::U(m.code.into())),
+        None => (V::Null, V::Null),
+    };
+    push("icmp_type", ty);
+    push("icmp_code", code);
     push("ip_version", V::U(k.ip_version.into()));
     push("vlan", V::U(k.vlan.into()));
     push("tunnel", V::S(k.tunnel.name().into()));
@@ -221,18 +242,19 @@ fn expected(r: &FlowRecord, early_len: usize, names: &[String]) -> Vec<(String, 
         push(&format!("{dir}_packets"), V::U(r.packets[d]));
         push(&format!("{dir}_bytes"), V::U(r.bytes[d]));
         for (q, st) in [("size", &r.size[d]), ("iat", &r.iat[d])] {
-            for (m, val) in [
-                ("min", st.min),
-                ("max", st.max),
-                ("mean", st.mean),
-                ("std", st.std),
-            ] {
-                let f = if val.is_finite() { Some(val) } else { None };
-                push(&format!("{dir}_{q}_{m}"), V::F(f));
-            }
+            let finite = |v: f64| V::F(Some(v).filter(|v| v.is_finite()));
+            let (min, max, mean, std) = match st {
+                Some(s) => (V::U(s.min), V::U(s.max), finite(s.mean), finite(s.std)),
+                None => (V::Null, V::Null, V::Null, V::Null),
+            };
+            push(&format!("{dir}_{q}_min"), min);
+            push(&format!("{dir}_{q}_max"), max);
+            push(&format!("{dir}_{q}_mean"), mean);
+            push(&format!("{dir}_{q}_std"), std);
         }
         for (b, flag) in TCP_FLAG_NAMES.iter().enumerate() {
-            push(&format!("{dir}_{flag}"), V::U(r.tcp_flags[d][b].into()));
+            let v = r.tcp_flags.map_or(V::Null, |f| V::U(f[d][b].into()));
+            push(&format!("{dir}_{flag}"), v);
         }
     }
     push("end_reason", V::S(r.end.name().into()));
@@ -262,7 +284,7 @@ fn check_text(ctx: &str, got: &str, want: &V) {
     let ok = match want {
         V::U(w) => got.parse::<u64>().ok() == Some(*w),
         V::I(w) => got.parse::<i64>().ok() == Some(*w),
-        V::F(None) => got.is_empty(),
+        V::F(None) | V::Null => got.is_empty(),
         V::F(Some(w)) => got.parse::<f64>().is_ok_and(|g| close(g, *w)),
         V::S(w) => got == w,
     };
@@ -273,7 +295,7 @@ fn check_json(ctx: &str, got: &serde_json::Value, want: &V) {
     let ok = match want {
         V::U(w) => got.as_u64() == Some(*w),
         V::I(w) => got.as_i64() == Some(*w),
-        V::F(None) => got.is_null(),
+        V::F(None) | V::Null => got.is_null(),
         V::F(Some(w)) => got.as_f64().is_some_and(|g| close(g, *w)),
         V::S(w) => got.as_str() == Some(w.as_str()),
     };
@@ -305,7 +327,9 @@ fn batches(recs: &[(FlowRecord, Vec<EarlyPkt>)], stride: usize) -> Vec<RecordBat
         r.first_ts = r.first_ts.wrapping_add(i);
         r.key.sport = r.key.sport.wrapping_add(i as u16);
         r.bytes[1] = r.bytes[1].wrapping_add(i);
-        r.size[0].mean += i as f64 / 7.0;
+        if let Some(s) = &mut r.size[0] {
+            s.mean += i as f64 / 7.0;
+        }
         big.push(r, &e[..e.len().min(i as usize % 40)]);
     }
     out.push(big);
@@ -362,11 +386,13 @@ fn check_csv(
         }
         for i in 0..n {
             let p = e.get(i).filter(|_| i < len);
-            let (s, d, t) = p.map_or((0, 0, 0), |p| (p.size.into(), dir(p), p.iat_us.into()));
+            let (s, d, t) = p.map_or((V::Null, V::Null, V::Null), |p| {
+                (V::U(p.size.into()), V::I(dir(p)), V::U(p.iat_us.into()))
+            });
             let c = format!("{ctx} row {row_i} pkt{}", i + 1);
-            check_text(&c, &col(&format!("pkt{}_size", i + 1)), &V::U(s));
-            check_text(&c, &col(&format!("pkt{}_dir", i + 1)), &V::I(d));
-            check_text(&c, &col(&format!("pkt{}_iat_us", i + 1)), &V::U(t));
+            check_text(&c, &col(&format!("pkt{}_size", i + 1)), &s);
+            check_text(&c, &col(&format!("pkt{}_dir", i + 1)), &d);
+            check_text(&c, &col(&format!("pkt{}_iat_us", i + 1)), &t);
         }
     }
 }

@@ -3,10 +3,10 @@
 //! Contract: input is [`RecordBatch`]es; output is RFC 4180 CSV with `\n` line
 //! ends: the header of [`super::fields::csv_columns`] (written even when no
 //! record follows), then the scalar fields of each record followed by
-//! `N × 3` early columns (`pkt{i}_size, pkt{i}_dir, pkt{i}_iat_us`; `0,0,0`
+//! `N × 3` early columns (`pkt{i}_size, pkt{i}_dir, pkt{i}_iat_us`; empty
 //! for packets the flow did not have). Only class names can need quoting;
-//! they are escaped once when the exporter is built. A non-finite float is
-//! an empty field. Fails only when the writer fails (see [`super`]); no
+//! they are escaped once when the exporter is built. A non-finite float and a
+//! value not measured (`None` in the record) are an empty field. Fails only when the writer fails (see [`super`]); no
 //! allocation per record (the buffer is allocated when the exporter is
 //! built).
 
@@ -81,8 +81,9 @@ impl Exporter for CsvExporter {
                 buf.unwrite(usize::from(fwd));
                 buf.u64(u64::from(p.iat_us));
             }
+            // Packets the flow did not have: empty, not measured.
             for _ in early.len()..self.n {
-                buf.bytes(b",0,0,0");
+                buf.bytes(b",,,");
             }
             buf.byte(b'\n');
             debug_assert!(buf.len() - start <= self.out.max_record);

@@ -111,6 +111,18 @@ pub const FIELDS: &[Field] = &[
         "",
         "IP protocol number of the innermost IP header (6 TCP, 17 UDP, 1 ICMP, …)",
     ),
+    f(
+        "icmp_type",
+        U8,
+        "",
+        "ICMP or ICMPv6 type of the flow's first packet (ICMP flows are keyed on the host pair, so later packets may have other types); empty for other protocols or when that packet was too short to carry it",
+    ),
+    f(
+        "icmp_code",
+        U8,
+        "",
+        "ICMP or ICMPv6 code of the flow's first packet; empty when icmp_type is",
+    ),
     f("ip_version", U8, "", "4 or 6"),
     f("vlan", U16, "", "Outermost 802.1Q VLAN id, 0 when untagged"),
     f(
@@ -161,195 +173,195 @@ pub const FIELDS: &[Field] = &[
     ),
     f(
         "fwd_size_min",
-        F64,
+        U16,
         "bytes",
-        "Smallest IP length client → server (0 when no packet)",
+        "Smallest IP length client → server; empty when not measured (no packet, or --stats basic)",
     ),
     f(
         "fwd_size_max",
-        F64,
+        U16,
         "bytes",
-        "Largest IP length client → server",
+        "Largest IP length client → server; empty when not measured",
     ),
     f(
         "fwd_size_mean",
         F64,
         "bytes",
-        "Mean IP length client → server",
+        "Mean IP length client → server; empty when not measured",
     ),
     f(
         "fwd_size_std",
         F64,
         "bytes",
-        "Population standard deviation of IP length client → server",
+        "Population standard deviation of IP length client → server; empty when not measured",
     ),
     f(
         "bwd_size_min",
-        F64,
+        U16,
         "bytes",
-        "Smallest IP length server → client (0 when no packet)",
+        "Smallest IP length server → client; empty when not measured (no packet, or --stats basic)",
     ),
     f(
         "bwd_size_max",
-        F64,
+        U16,
         "bytes",
-        "Largest IP length server → client",
+        "Largest IP length server → client; empty when not measured",
     ),
     f(
         "bwd_size_mean",
         F64,
         "bytes",
-        "Mean IP length server → client",
+        "Mean IP length server → client; empty when not measured",
     ),
     f(
         "bwd_size_std",
         F64,
         "bytes",
-        "Population standard deviation of IP length server → client",
+        "Population standard deviation of IP length server → client; empty when not measured",
     ),
     f(
         "fwd_iat_min",
-        F64,
+        U64,
         "ns",
-        "Smallest gap between consecutive client → server packets (0 when fewer than 2)",
+        "Smallest gap between consecutive client → server packets, exact (gaps of 2^48 ns, 3.26 days, or more are written as 281474976710655); empty when not measured (fewer than 2 packets, or --stats basic)",
     ),
     f(
         "fwd_iat_max",
-        F64,
+        U64,
         "ns",
-        "Largest gap between consecutive client → server packets",
+        "Largest gap between consecutive client → server packets, exact (same bound); empty when not measured",
     ),
     f(
         "fwd_iat_mean",
         F64,
         "ns",
-        "Mean gap between consecutive client → server packets",
+        "Mean gap between consecutive client → server packets (f64: (last - first) / (packets - 1) in this direction); empty when not measured",
     ),
     f(
         "fwd_iat_std",
         F64,
         "ns",
-        "Population standard deviation of the client → server gaps",
+        "Population standard deviation of the client → server gaps (f64, from a sum of squares in f64); empty when not measured",
     ),
     f(
         "bwd_iat_min",
-        F64,
+        U64,
         "ns",
-        "Smallest gap between consecutive server → client packets (0 when fewer than 2)",
+        "Smallest gap between consecutive server → client packets, exact (gaps of 2^48 ns, 3.26 days, or more are written as 281474976710655); empty when not measured (fewer than 2 packets, or --stats basic)",
     ),
     f(
         "bwd_iat_max",
-        F64,
+        U64,
         "ns",
-        "Largest gap between consecutive server → client packets",
+        "Largest gap between consecutive server → client packets, exact (same bound); empty when not measured",
     ),
     f(
         "bwd_iat_mean",
         F64,
         "ns",
-        "Mean gap between consecutive server → client packets",
+        "Mean gap between consecutive server → client packets (f64: (last - first) / (packets - 1) in this direction); empty when not measured",
     ),
     f(
         "bwd_iat_std",
         F64,
         "ns",
-        "Population standard deviation of the server → client gaps",
+        "Population standard deviation of the server → client gaps (f64, from a sum of squares in f64); empty when not measured",
     ),
     f(
         "fwd_fin",
         U32,
         "packets",
-        "Client → server packets with TCP FIN set",
+        "Client → server packets with TCP FIN set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "fwd_syn",
         U32,
         "packets",
-        "Client → server packets with TCP SYN set",
+        "Client → server packets with TCP SYN set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "fwd_rst",
         U32,
         "packets",
-        "Client → server packets with TCP RST set",
+        "Client → server packets with TCP RST set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "fwd_psh",
         U32,
         "packets",
-        "Client → server packets with TCP PSH set",
+        "Client → server packets with TCP PSH set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "fwd_ack",
         U32,
         "packets",
-        "Client → server packets with TCP ACK set",
+        "Client → server packets with TCP ACK set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "fwd_urg",
         U32,
         "packets",
-        "Client → server packets with TCP URG set",
+        "Client → server packets with TCP URG set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "fwd_ece",
         U32,
         "packets",
-        "Client → server packets with TCP ECE set",
+        "Client → server packets with TCP ECE set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "fwd_cwr",
         U32,
         "packets",
-        "Client → server packets with TCP CWR set",
+        "Client → server packets with TCP CWR set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "bwd_fin",
         U32,
         "packets",
-        "Server → client packets with TCP FIN set",
+        "Server → client packets with TCP FIN set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "bwd_syn",
         U32,
         "packets",
-        "Server → client packets with TCP SYN set",
+        "Server → client packets with TCP SYN set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "bwd_rst",
         U32,
         "packets",
-        "Server → client packets with TCP RST set",
+        "Server → client packets with TCP RST set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "bwd_psh",
         U32,
         "packets",
-        "Server → client packets with TCP PSH set",
+        "Server → client packets with TCP PSH set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "bwd_ack",
         U32,
         "packets",
-        "Server → client packets with TCP ACK set",
+        "Server → client packets with TCP ACK set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "bwd_urg",
         U32,
         "packets",
-        "Server → client packets with TCP URG set",
+        "Server → client packets with TCP URG set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "bwd_ece",
         U32,
         "packets",
-        "Server → client packets with TCP ECE set",
+        "Server → client packets with TCP ECE set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "bwd_cwr",
         U32,
         "packets",
-        "Server → client packets with TCP CWR set",
+        "Server → client packets with TCP CWR set (0 for other protocols); empty with --stats basic",
     ),
     f(
         "end_reason",
@@ -390,21 +402,21 @@ pub const EARLY_FIELDS: [EarlyField; 3] = [
         json: "early_size",
         ty: U16,
         unit: "bytes",
-        desc: "IP length of early packet i (0 in CSV when the flow had fewer packets)",
+        desc: "IP length of early packet i (CSV: empty when the flow had fewer packets)",
     },
     EarlyField {
         suffix: "dir",
         json: "early_dir",
         ty: I8,
         unit: "",
-        desc: "Direction of early packet i: 1 client → server, -1 server → client, 0 in CSV when the flow had fewer packets",
+        desc: "Direction of early packet i: 1 client → server, -1 server → client (CSV: empty when the flow had fewer packets)",
     },
     EarlyField {
         suffix: "iat_us",
         json: "early_iat_us",
         ty: U32,
         unit: "µs",
-        desc: "Time since the flow's previous packet (either direction), 0 for the first packet; saturates at 4294967295",
+        desc: "Time since the flow's previous packet (either direction), truncated to whole µs; 0 for the first packet (by convention: it has no previous packet); saturates at 4294967295 (CSV: empty when the flow had fewer packets)",
     },
 ];
 
@@ -451,9 +463,26 @@ pub fn markdown() -> String {
          the shortest text that reads back exactly); a float that is not finite \
          is written as an empty CSV field or JSON `null`. Timestamps are integer \
          nanoseconds since the Unix epoch. \"Client\" is the sender of the flow's \
-         first packet; fwd = client → server, bwd = server → client. With \
-         `--stats basic` the size and inter-arrival statistics and the TCP flag \
-         counts are not kept and are written as 0.\n\n",
+         first packet; fwd = client → server, bwd = server → client.\n\n",
+    );
+    s.push_str(
+        "**Not measured is empty, never 0.** A value that was not measured is \
+         an empty CSV field and JSON `null`: with `--stats basic` the size and \
+         inter-arrival statistics and the TCP flag counts (they are not kept); \
+         the size statistics of a direction without packets; the inter-arrival \
+         statistics of a direction with fewer than two packets; the ICMP type \
+         and code of a flow that is not ICMP or ICMPv6; the CSV early-packet \
+         columns beyond the flow's packets. A TCP flag count of a flow of \
+         another protocol is measured and 0.\n\n",
+    );
+    s.push_str(
+        "**Time precision.** Timestamps, `duration_ns` and the inter-arrival \
+         minima and maxima are exact integer nanoseconds (the extremes up to \
+         2^48 − 1 ns, 3.26 days, a bound a gap within one flow reaches only \
+         with an active timeout above it or timestamps that jump back that \
+         far). Means and standard deviations are `f64` nanoseconds, rounded as \
+         above. The early-packet gaps `pkt{i}_iat_us` are whole microseconds \
+         (truncated).\n\n",
     );
     s.push_str("## Scalar fields\n\n");
     s.push_str("| # | name | type | unit | description |\n");
@@ -474,7 +503,7 @@ pub fn markdown() -> String {
         "N is the number of early packets per flow (`--early-packets`). CSV adds, \
          after the scalar fields, for i = 1..=N the columns `pkt{i}_size`, \
          `pkt{i}_dir`, `pkt{i}_iat_us` (so N × 3 columns; packets the flow did not \
-         have are written as 0). JSON lines adds three arrays of length \
+         have are empty). JSON lines adds three arrays of length \
          `early_len`.\n\n",
     );
     s.push_str("| CSV column | JSON array | type | unit | description |\n");

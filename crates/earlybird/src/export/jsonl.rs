@@ -5,7 +5,8 @@
 //! `early_size`, `early_dir` (1 / -1) and `early_iat_us`, each of length
 //! `early_len` (at most N), and `\n`. Strings are JSON-escaped (class names
 //! once, when the exporter is built; other strings never need it). A
-//! non-finite float is `null`. Fails only when the writer fails (see
+//! non-finite float and a value not measured (`None` in the record) are
+//! `null`. Fails only when the writer fails (see
 //! [`super`]); no allocation per record (the buffer is allocated when the
 //! exporter is built).
 

@@ -655,47 +655,85 @@ pub(crate) fn write_scalars<const JSON: bool, const C: bool>(
     plain!(1, buf.addr(&k.dst));
     uint!(2, k.sport);
     uint!(3, k.dport);
-    uint!(4, k.proto);
-    uint!(5, k.ip_version);
-    uint!(6, k.vlan);
-    plain!(7, texts.tunnel(buf, k.tunnel));
-    uint!(8, k.tunnel_id);
-    plain!(9, buf.mac(&r.src_mac));
-    plain!(10, buf.mac(&r.dst_mac));
-    uint!(11, r.first_ts);
-    uint!(12, r.last_ts);
-    uint!(13, r.last_ts.saturating_sub(r.first_ts));
-    uint!(14, r.packets[0]);
-    uint!(15, r.packets[1]);
-    uint!(16, r.bytes[0]);
-    uint!(17, r.bytes[1]);
-    let mut i = 18;
-    for s in [&r.size[0], &r.size[1], &r.iat[0], &r.iat[1]] {
-        float!(i, s.min);
-        float!(i + 1, s.max);
-        float!(i + 2, s.mean);
-        float!(i + 3, s.std);
-        i += 4;
+    // Not measured: an empty CSV field, JSON null.
+    macro_rules! none {
+        ($i:expr) => {{
+            key!($i);
+            if JSON {
+                buf.bytes(b"null");
+            }
+        }};
     }
-    let flags = r.tcp_flags.as_flattened();
-    if !JSON && flags.iter().all(|&c| c < 10) {
-        // The common case of one-digit counts: ",d" sixteen times.
-        buf.comma_digits16(&r.tcp_flags);
-        i += flags.len();
-    } else {
-        for &c in flags {
-            uint!(i, c);
-            i += 1;
+    uint!(4, k.proto);
+    match r.icmp {
+        Some(m) => {
+            uint!(5, m.ty);
+            uint!(6, m.code);
+        }
+        None => {
+            none!(5);
+            none!(6);
         }
     }
-    debug_assert_eq!(i, 50);
-    plain!(50, texts.end(buf, r.end));
-    key!(51);
+    uint!(7, k.ip_version);
+    uint!(8, k.vlan);
+    plain!(9, texts.tunnel(buf, k.tunnel));
+    uint!(10, k.tunnel_id);
+    plain!(11, buf.mac(&r.src_mac));
+    plain!(12, buf.mac(&r.dst_mac));
+    uint!(13, r.first_ts);
+    uint!(14, r.last_ts);
+    uint!(15, r.last_ts.saturating_sub(r.first_ts));
+    uint!(16, r.packets[0]);
+    uint!(17, r.packets[1]);
+    uint!(18, r.bytes[0]);
+    uint!(19, r.bytes[1]);
+    let mut i = 20;
+    for s in [&r.size[0], &r.size[1], &r.iat[0], &r.iat[1]] {
+        match s {
+            Some(s) => {
+                uint!(i, s.min);
+                uint!(i + 1, s.max);
+                float!(i + 2, s.mean);
+                float!(i + 3, s.std);
+            }
+            None => {
+                for j in i..i + 4 {
+                    none!(j);
+                }
+            }
+        }
+        i += 4;
+    }
+    match &r.tcp_flags {
+        Some(counts) => {
+            let flags = counts.as_flattened();
+            if !JSON && flags.iter().all(|&c| c < 10) {
+                // The common case of one-digit counts: ",d" sixteen times.
+                buf.comma_digits16(counts);
+                i += flags.len();
+            } else {
+                for &c in flags {
+                    uint!(i, c);
+                    i += 1;
+                }
+            }
+        }
+        None => {
+            for _ in 0..16 {
+                none!(i);
+                i += 1;
+            }
+        }
+    }
+    debug_assert_eq!(i, 52);
+    plain!(52, texts.end(buf, r.end));
+    key!(53);
     buf.snip(app);
-    float!(52, f64::from(r.verdict.confidence));
-    uint!(53, r.verdict.at_packet);
-    uint!(54, early_len as u64);
-    debug_assert_eq!(55, fields::FIELDS.len());
+    float!(54, f64::from(r.verdict.confidence));
+    uint!(55, r.verdict.at_packet);
+    uint!(56, early_len as u64);
+    debug_assert_eq!(57, fields::FIELDS.len());
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! packet array while a flow has fewer than N packets, and [`Extra`] with
 //! `--stats full`). [`Tail`] holds what is written once when a flow starts
 //! (its MACs) and the rarely changing high bits of the byte counters;
-//! [`Wide`] the 16-byte addresses of IPv6 flows. Nothing here allocates.
+//! [`Wide`] the 16-byte addresses of IPv6 flows, [`IcmpHead`] the ICMP type
+//! and code of ICMP flows. Nothing here allocates.
 //!
 //! Measured reason for this layout (BENCHMARKS.md "Memory"): with the key
 //! compacted to 20 bytes, the hot line absorbs the counters that used to sit
@@ -95,6 +96,11 @@ pub struct Tail {
 /// The 16-byte addresses of an IPv6 flow (endpoints `a`, `b`).
 pub type Wide = [[u8; 16]; 2];
 
+/// Type and code of an ICMP / ICMPv6 flow's first packet, in a side array
+/// touched only by ICMP flows: `[1, type, code]`, or all zero when that
+/// packet was too short to carry them.
+pub type IcmpHead = [u8; 3];
+
 /// One direction's `--stats full` state in one cache line: its moments
 /// and TCP flag counts (a packet updates only its direction's line).
 #[derive(Debug, Clone, Copy, Default)]
@@ -120,13 +126,14 @@ pub struct Extra {
 /// The flow has spilled flag counts in the table's side array.
 pub const SPILLED: u8 = 8;
 
-// SAFETY (all six): integers, floats, arrays of them, and fieldless enums
+// SAFETY (all seven): integers, floats, arrays of them, and fieldless enums
 // whose zero discriminant exists (Dir::Fwd, TcpState's u8); zero is valid.
 unsafe impl ZeroValid for Entry {}
 unsafe impl ZeroValid for Tail {}
 unsafe impl ZeroValid for Extra {}
 unsafe impl ZeroValid for EarlyPkt {}
 unsafe impl ZeroValid for Wide {}
+unsafe impl ZeroValid for IcmpHead {}
 unsafe impl ZeroValid for FlagCounts {}
 
 const _: () = assert!(std::mem::size_of::<Entry>() == 64);

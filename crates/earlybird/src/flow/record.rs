@@ -7,8 +7,10 @@
 //! here; `docs/RECORD_FIELDS.md` is checked against
 //! [`crate::export::fields::FIELDS`] by a test.
 
-use super::entry::{Entry, Extra, Tail, Wide, SPILLED};
+use super::entry::{Entry, Extra, IcmpHead, Tail, Wide, SPILLED};
 use super::snapshot::{build, RawFlow};
+use super::table::is_icmp;
+use crate::decode::icmp::Icmp;
 use crate::decode::TunnelKind;
 use crate::features::tcp::FlagCounts;
 use crate::time::Nanos;
@@ -110,13 +112,14 @@ pub struct RecordKey {
     pub tunnel_id: u32,
 }
 
-/// Summary statistics of one quantity in one direction.
+/// Summary statistics of one quantity in one direction (a record holds one
+/// only where the quantity was measured, see [`FlowRecord::size`]).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Stat {
-    /// Smallest value (0 when no sample).
-    pub min: f64,
-    /// Largest value.
-    pub max: f64,
+    /// Smallest value, exact.
+    pub min: u64,
+    /// Largest value, exact.
+    pub max: u64,
     /// Arithmetic mean.
     pub mean: f64,
     /// Population standard deviation.
@@ -157,13 +160,21 @@ pub struct FlowRecord {
     pub packets: [u64; 2],
     /// Bytes per direction (sum of IP lengths).
     pub bytes: [u64; 2],
-    /// IP packet size statistics per direction, bytes.
-    pub size: [Stat; 2],
+    /// IP packet size statistics per direction, bytes; `None` where not
+    /// measured: with `--stats basic`, or in a direction without packets.
+    pub size: [Option<Stat>; 2],
     /// Inter-arrival time statistics per direction, nanoseconds (between
-    /// consecutive packets of the same direction).
-    pub iat: [Stat; 2],
-    /// TCP flag counts per direction, in the order of [`TCP_FLAG_NAMES`].
-    pub tcp_flags: [[u32; 8]; 2],
+    /// consecutive packets of the same direction; extremes exact up to
+    /// [`crate::features::stats::IAT_CAP`]); `None` where not measured:
+    /// with `--stats basic`, or in a direction of fewer than two packets.
+    pub iat: [Option<Stat>; 2],
+    /// TCP flag counts per direction, in the order of [`TCP_FLAG_NAMES`]
+    /// (zero for protocols other than TCP); `None` with `--stats basic`.
+    pub tcp_flags: Option<[[u32; 8]; 2]>,
+    /// ICMP / ICMPv6 type and code of the flow's first packet (flows are
+    /// keyed on the host pair, so later packets may have other types);
+    /// `None` for other protocols and when that packet was too short.
+    pub icmp: Option<Icmp>,
     /// Why the flow ended.
     pub end: EndReason,
     /// Number of early packets kept (≤ N).
@@ -200,6 +211,8 @@ pub struct RecordBatch {
     raw_wide: Vec<Wide>,
     /// The spilled flag counts of the snapshots that have them, in order.
     raw_flags_hi: Vec<FlagCounts>,
+    /// The ICMP type and code of the ICMP snapshots, in order.
+    raw_icmp: Vec<IcmpHead>,
     /// Text of every record already formatted for exporter number `.0`
     /// ([`crate::export::Renderer`]; the pipeline fills it on the shard
     /// when the exporter thread lags).
@@ -260,6 +273,7 @@ impl RecordBatch {
             extra,
             wide,
             flags_hi,
+            icmp,
         } = beside;
         debug_assert_eq!(slot.len(), self.stride);
         debug_assert!(entry.n_early as usize <= self.stride);
@@ -284,6 +298,9 @@ impl RecordBatch {
         if let Some(f) = flags_hi {
             self.raw_flags_hi.push(*f);
         }
+        if let Some(m) = icmp {
+            self.raw_icmp.push(*m);
+        }
         // The default N = 4 as a fixed-size copy (no memcpy call).
         match <&[EarlyPkt; 4]>::try_from(slot) {
             Ok(four) => self.early.extend_from_slice(four),
@@ -300,6 +317,7 @@ impl RecordBatch {
         self.records.reserve(self.raw.len());
         let mut wide = self.raw_wide.iter();
         let mut hi = self.raw_flags_hi.iter();
+        let mut icmp = self.raw_icmp.iter();
         for (i, r) in self.raw.iter().enumerate() {
             let extra = if full { self.raw_extra.get(i) } else { None };
             let w = if r.entry.key.is_v6() {
@@ -312,12 +330,18 @@ impl RecordBatch {
             } else {
                 None
             };
-            self.records.push(build(r, extra, w, h));
+            let m = if is_icmp(r.entry.key.proto) {
+                icmp.next()
+            } else {
+                None
+            };
+            self.records.push(build(r, extra, w, h, m));
         }
         self.raw.clear();
         self.raw_extra.clear();
         self.raw_wide.clear();
         self.raw_flags_hi.clear();
+        self.raw_icmp.clear();
     }
     /// The early packets of record `i` (materialized records only).
     pub fn early_of(&self, i: usize) -> &[EarlyPkt] {
@@ -338,6 +362,7 @@ impl RecordBatch {
         self.raw_extra.clear();
         self.raw_wide.clear();
         self.raw_flags_hi.clear();
+        self.raw_icmp.clear();
         self.rendered.clear();
     }
 }
@@ -351,6 +376,8 @@ pub struct Beside<'a> {
     pub wide: Option<&'a Wide>,
     /// The flag counts of a flow that has [`SPILLED`] them.
     pub flags_hi: Option<&'a FlagCounts>,
+    /// The ICMP type and code of an ICMP / ICMPv6 flow.
+    pub icmp: Option<&'a IcmpHead>,
 }
 
 /// `v.push(*x)` as one fixed-size copy into the vector's memory (a plain

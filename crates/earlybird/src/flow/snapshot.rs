@@ -4,8 +4,9 @@
 //!
 //! Contract: a [`RawFlow`] is a plain copy of a slot's [`Entry`] and
 //! [`Tail`] plus the end reason; with `--stats full` the slot's [`Extra`]
-//! travels beside it (and its spilled flag counts, if any), and an IPv6
-//! flow's addresses ([`Wide`]). [`build`]
+//! travels beside it (and its spilled flag counts, if any), an IPv6
+//! flow's addresses ([`Wide`]) and an ICMP flow's type and code
+//! ([`IcmpHead`]). [`build`]
 //! turns them into exactly the record the table would have built in place
 //! (`tests`: every field, IPv4 and IPv6, both client sides, decided or
 //! not). Pure, no allocation, never panics.
@@ -17,8 +18,9 @@
 //! pipeline builds records on the shard instead (`pipeline::Sink`), so the
 //! work lands where a core is idle.
 
-use super::entry::{Entry, Extra, Tail, Wide, CLIENT_IS_A, DECIDED};
+use super::entry::{Entry, Extra, IcmpHead, Tail, Wide, CLIENT_IS_A, DECIDED};
 use super::record::{EndReason, FlowRecord, RecordKey, Verdict};
+use crate::decode::icmp::Icmp;
 use crate::features::tcp::{self, FlagCounts};
 
 /// A finished flow as copied out of the table.
@@ -34,14 +36,16 @@ pub struct RawFlow {
 }
 
 /// The record of `raw`; `extra` with `--stats full` (else the statistics
-/// stay zero), `wide` the addresses of an IPv6 flow (ignored for IPv4),
-/// `flags_hi` the flag counts it has spilled out of `extra`'s lanes.
+/// are `None`), `wide` the addresses of an IPv6 flow (ignored for IPv4),
+/// `flags_hi` the flag counts it has spilled out of `extra`'s lanes, `icmp`
+/// the type and code of an ICMP flow's first packet.
 #[inline]
 pub fn build(
     raw: &RawFlow,
     extra: Option<&Extra>,
     wide: Option<&Wide>,
     flags_hi: Option<&FlagCounts>,
+    icmp: Option<&IcmpHead>,
 ) -> FlowRecord {
     let h = &raw.entry;
     let t = &raw.tail;
@@ -69,12 +73,12 @@ pub fn build(
                 x.dir[0].moments.iat_stat(packets[0]),
                 x.dir[1].moments.iat_stat(packets[1]),
             ],
-            [
+            Some([
                 tcp::total(&x.dir[0].flags, flags_hi.map(|h| &h[0])),
                 tcp::total(&x.dir[1].flags, flags_hi.map(|h| &h[1])),
-            ],
+            ]),
         ),
-        // Basic statistics: the moments stay zero.
+        // Basic statistics: nothing measured.
         None => Default::default(),
     };
     let verdict = if h.state & DECIDED != 0 {
@@ -111,6 +115,10 @@ pub fn build(
         size,
         iat,
         tcp_flags,
+        icmp: icmp.filter(|m| m[0] != 0).map(|m| Icmp {
+            ty: m[1],
+            code: m[2],
+        }),
         end: raw.end,
         early_len: h.n_early,
         verdict,
@@ -121,7 +129,6 @@ pub fn build(
 mod tests {
     use super::*;
     use crate::flow::key::{TableKey, KIND_V6};
-    use crate::flow::record::Stat;
 
     fn raw(state: u8, key: TableKey) -> RawFlow {
         RawFlow {
@@ -160,7 +167,13 @@ mod tests {
 
     #[test]
     fn ipv4_record_with_client_a_and_verdict() {
-        let r = build(&raw(CLIENT_IS_A | DECIDED, v4_key()), None, None, None);
+        let r = build(
+            &raw(CLIENT_IS_A | DECIDED, v4_key()),
+            None,
+            None,
+            None,
+            None,
+        );
         let mapped = |v: u32| {
             let mut a = [0u8; 16];
             a[10] = 0xff;
@@ -176,7 +189,8 @@ mod tests {
         assert_eq!((r.first_ts, r.last_ts), (10, 90));
         assert_eq!(r.packets, [3, 2]);
         assert_eq!(r.bytes, [(1 << 32) + u32::MAX as u64, 500]);
-        assert_eq!(r.size, [Stat::default(); 2], "basic statistics stay zero");
+        assert_eq!(r.size, [None; 2], "basic statistics: not measured");
+        assert_eq!((r.iat, r.tcp_flags), ([None; 2], None));
         assert_eq!((r.end, r.early_len), (EndReason::Fin, 3));
         assert_eq!((r.verdict.class, r.verdict.at_packet), (7, 3));
         assert_eq!(r.verdict.confidence, 1.0);
@@ -184,7 +198,7 @@ mod tests {
 
     #[test]
     fn client_b_swaps_endpoints_and_undecided_is_unknown() {
-        let r = build(&raw(0, v4_key()), None, None, None);
+        let r = build(&raw(0, v4_key()), None, None, None, None);
         assert_eq!((r.key.sport, r.key.dport), (443, 40000));
         assert_eq!(r.key.src[12..], 0xc0a8_0102u32.to_be_bytes());
         assert_eq!(r.verdict.class, Verdict::UNKNOWN);
@@ -204,7 +218,13 @@ mod tests {
         x.dir[1].flags[4] = 2;
         let mut hi = FlagCounts::default();
         hi[1][4] = 1 << 15;
-        let r = build(&raw(CLIENT_IS_A, key), Some(&x), Some(&wide), Some(&hi));
+        let r = build(
+            &raw(CLIENT_IS_A, key),
+            Some(&x),
+            Some(&wide),
+            Some(&hi),
+            None,
+        );
         assert_eq!(
             (r.key.src, r.key.dst, r.key.ip_version),
             (wide[0], wide[1], 6)
@@ -212,7 +232,8 @@ mod tests {
         let size = x.dir[0].moments.size_stat(3, (1 << 32) + u32::MAX as u64);
         assert_eq!(r.size[0], size);
         assert_eq!(r.iat[0], x.dir[0].moments.iat_stat(3));
-        assert_eq!(r.tcp_flags[1][4], 2 + (1 << 15), "lanes plus spilled");
-        assert_eq!(r.tcp_flags[0], [0; 8]);
+        let flags = r.tcp_flags.unwrap();
+        assert_eq!(flags[1][4], 2 + (1 << 15), "lanes plus spilled");
+        assert_eq!(flags[0], [0; 8]);
     }
 }

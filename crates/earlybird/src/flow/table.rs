@@ -16,7 +16,10 @@
 //! counters, timestamps, verdict), [`Tail`] (MACs, byte-counter carries),
 //! [`Extra`] full statistics (empty with `--stats basic`), the early-packet
 //! array (N entries per slot) and, touched by IPv6 flows only, their
-//! 16-byte addresses ([`Wide`]).
+//! 16-byte addresses ([`Wide`]), by ICMP / ICMPv6 flows only, the type and
+//! code of their first packet ([`IcmpHead`]). Both come with a packet of
+//! the general decoding path beside its [`Pkt`] ([`Side`]), so the fast
+//! path's packets carry nothing more.
 //!
 //! Flow boundaries are decided from packet timestamps only and at lookup
 //! time: a packet that arrives after the idle timeout, after the active
@@ -55,7 +58,7 @@ use super::arena::{Arena, ZeroValid};
 use super::prefault::{Prefaulter, Region};
 
 use super::entry::{
-    Entry, Extra, Tail, Wide, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING, SPILLED,
+    Entry, Extra, IcmpHead, Tail, Wide, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING, SPILLED,
 };
 use super::key::{Key, TableKey};
 use super::record::{Beside, Dir, EarlyPkt, EndReason, RecordBatch, Verdict};
@@ -63,6 +66,8 @@ use crate::classify::compiled_tree::FastTree;
 use crate::classify::pool::{Job, PoolLink};
 use crate::classify::{Classifier, FlowFeatures};
 use crate::config::FlowConfig;
+use crate::decode::icmp::Icmp;
+use crate::decode::ipproto;
 use crate::features::tcp::{FlagCounts, SPILL_EVERY};
 use crate::features::{early, tcp};
 use crate::time::Nanos;
@@ -91,6 +96,30 @@ pub struct Pkt {
     pub idx: u16,
     /// Offset of the innermost IP header in the packet.
     pub ip_offset: u16,
+}
+
+/// What a packet of the general decoding path carries beside its [`Pkt`]
+/// (read only by IPv6 and ICMP flows; the fast path's IPv4 TCP/UDP packets
+/// need none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Side {
+    /// The 16-byte addresses of endpoints `a`, `b` of an IPv6 packet.
+    pub wide: Wide,
+    /// Type and code of an ICMP / ICMPv6 packet that has them.
+    pub icmp: Option<Icmp>,
+}
+
+impl Side {
+    /// The side of an IPv6 packet of no ICMP type.
+    pub fn of_wide(wide: Wide) -> Side {
+        Side { wide, icmp: None }
+    }
+}
+
+/// True for the protocols whose flows record an ICMP type and code.
+#[inline(always)]
+pub fn is_icmp(proto: u8) -> bool {
+    proto == ipproto::ICMP || proto == ipproto::ICMPV6
 }
 
 impl Pkt {
@@ -145,6 +174,11 @@ pub struct FlowTable {
     wide: Arena<Wide>,
     /// An IPv6 flow has used the `wide` array.
     wide_used: bool,
+    /// The first packet's ICMP type and code of ICMP / ICMPv6 flows
+    /// (committed where touched).
+    icmp: Arena<IcmpHead>,
+    /// An ICMP flow has used the `icmp` array.
+    icmp_used: bool,
     extra: Arena<Extra>,
     /// Flag counts spilled out of [`Extra`]'s 16-bit lanes (flows with
     /// [`SPILLED`] only; committed where touched).
@@ -206,6 +240,8 @@ impl FlowTable {
             tails: Arena::new(capacity).map_err(|e| reserve("entry tails", e))?,
             wide: Arena::new_lazy(capacity).map_err(|e| reserve("IPv6 addresses", e))?,
             wide_used: false,
+            icmp: Arena::new_lazy(capacity).map_err(|e| reserve("ICMP types", e))?,
+            icmp_used: false,
             extra: Arena::new(if cfg.full_stats { capacity } else { 0 })
                 .map_err(|e| reserve("statistics", e))?,
             flags_hi: Arena::new_lazy(if cfg.full_stats { capacity } else { 0 })
@@ -288,14 +324,14 @@ impl FlowTable {
     }
 
     /// Bytes of table memory in use: slots ever used × slot size + index
-    /// (+ the IPv6 side array up to the highest slot once IPv6 flows came).
+    /// (+ the IPv6 and ICMP side arrays up to the highest slot once such
+    /// flows came).
     pub fn memory_bytes(&self) -> usize {
-        let wide = if self.wide_used {
-            self.high * std::mem::size_of::<Wide>()
-        } else {
-            0
-        };
-        self.high * self.slot_bytes() + self.index.capacity() * 4 + wide
+        let side = |used: bool, size: usize| if used { self.high * size } else { 0 };
+        self.high * self.slot_bytes()
+            + self.index.capacity() * 4
+            + side(self.wide_used, std::mem::size_of::<Wide>())
+            + side(self.icmp_used, std::mem::size_of::<IcmpHead>())
     }
 
     /// Bytes of the table's arrays mapped from the reserved huge-page pool.
@@ -360,14 +396,15 @@ impl FlowTable {
     #[inline]
     pub fn packet(&mut self, p: &Pkt) -> usize {
         debug_assert!(!p.key.is_v6(), "IPv6 packets go through packet_wide");
-        self.packet_wide(p, &[[0; 16]; 2])
+        self.packet_wide(p, &Side::default())
     }
 
-    /// Accounts one packet whose IPv6 addresses (endpoints `a`, `b`; unused
-    /// for IPv4) are `wide`; returns the slot of its flow.
+    /// Accounts one packet with what it carries beside it (`side`: IPv6
+    /// addresses of endpoints `a`, `b`, unused for IPv4; ICMP type and
+    /// code, read when an ICMP flow starts); returns the slot of its flow.
     #[inline]
-    pub fn packet_wide(&mut self, p: &Pkt, wide: &Wide) -> usize {
-        self.packet_hinted(p, wide, 0)
+    pub fn packet_wide(&mut self, p: &Pkt, side: &Side) -> usize {
+        self.packet_hinted(p, side, 0)
     }
 
     /// [`Self::packet_wide`] with the hint [`Self::prefetch_entry`] gave for
@@ -378,7 +415,7 @@ impl FlowTable {
     /// to the probe. (Always inlined: the shard's second pass has two
     /// callers, and a call per packet cost 3.5 % more instructions.)
     #[inline(always)]
-    pub fn packet_hinted(&mut self, p: &Pkt, wide: &Wide, hint: u32) -> usize {
+    pub fn packet_hinted(&mut self, p: &Pkt, side: &Side, hint: u32) -> usize {
         if p.ts > self.now {
             self.now = p.ts;
         }
@@ -387,9 +424,9 @@ impl FlowTable {
             // SAFETY: a hint is a slot number read from the index, and slot
             // numbers stay below `high` (module docs).
             if unsafe { self.entries.get_unchecked(s) }.state & IN_USE != 0
-                && self.holds(s, p, wide)
+                && self.holds(s, p, &side.wide)
             {
-                return self.known(s, p, wide);
+                return self.known(s, p, side);
             }
         }
         let tag = tag_of(p.hash);
@@ -402,16 +439,16 @@ impl FlowTable {
             }
             if (e >> 24) as u8 == tag {
                 let s = (e & 0x00FF_FFFF) as usize - 1;
-                if self.holds(s, p, wide) {
+                if self.holds(s, p, &side.wide) {
                     break Some(s);
                 }
             }
             i = (i + 1) & self.mask;
         };
         match slot {
-            Some(s) => self.known(s, p, wide),
+            Some(s) => self.known(s, p, side),
             None => {
-                let s = self.insert_at(p, wide, i);
+                let s = self.insert_at(p, side, i);
                 self.update(s, p);
                 s
             }
@@ -430,10 +467,10 @@ impl FlowTable {
     /// Accounts packet `p` of the live flow in slot `s` (which it may end,
     /// starting a new one); returns the slot of its flow.
     #[inline(always)]
-    fn known(&mut self, s: usize, p: &Pkt, wide: &Wide) -> usize {
+    fn known(&mut self, s: usize, p: &Pkt, side: &Side) -> usize {
         let s = if let Some(reason) = self.ends_before(s, p) {
             self.end(s, reason);
-            self.insert(p, wide)
+            self.insert(p, side)
         } else {
             s
         };
@@ -474,16 +511,16 @@ impl FlowTable {
     }
 
     /// Creates a flow for `p`, probing for its empty bucket.
-    fn insert(&mut self, p: &Pkt, wide: &Wide) -> usize {
+    fn insert(&mut self, p: &Pkt, side: &Side) -> usize {
         let mut i = p.hash as usize & self.mask;
         while self.index[i] != 0 {
             i = (i + 1) & self.mask;
         }
-        self.insert_at(p, wide, i)
+        self.insert_at(p, side, i)
     }
 
     /// Creates a flow for `p` in empty bucket `i`.
-    fn insert_at(&mut self, p: &Pkt, wide: &Wide, mut i: usize) -> usize {
+    fn insert_at(&mut self, p: &Pkt, side: &Side, mut i: usize) -> usize {
         if self.used >= self.capacity {
             self.make_room();
             // The index changed: find the empty bucket again.
@@ -525,8 +562,12 @@ impl FlowTable {
             bytes_hi: [0; 2],
         };
         if p.key.is_v6() {
-            self.wide[s] = *wide;
+            self.wide[s] = side.wide;
             self.wide_used = true;
+        }
+        if is_icmp(p.key.proto) {
+            self.icmp[s] = side.icmp.map_or([0; 3], |m| [1, m.ty, m.code]);
+            self.icmp_used = true;
         }
         self.used += 1;
         self.counters.created += 1;
@@ -734,6 +775,7 @@ impl FlowTable {
             extra: self.full_stats.then(|| &self.extra[s]),
             wide: h.key.is_v6().then(|| &self.wide[s]),
             flags_hi: (h.state & SPILLED != 0).then(|| &self.flags_hi[s]),
+            icmp: is_icmp(h.key.proto).then(|| &self.icmp[s]),
         };
         let base = s * self.n;
         let early = &self.early.as_slice()[base..base + self.n];

@@ -3,7 +3,7 @@
 
 use super::key::Key;
 use super::record::{Dir, EndReason};
-use super::table::{FlowTable, Pkt};
+use super::table::{FlowTable, Pkt, Side};
 use crate::config::FlowConfig;
 use crate::decode::{map_v4, Decoded};
 use crate::features::tcp::{ACK, FIN, RST, SYN};
@@ -65,8 +65,8 @@ fn bidirectional_merge_and_direction() {
     let early = t.out.early_of(0);
     assert_eq!(early.len(), 3);
     assert_eq!(early[1].dir, Dir::Bwd);
-    assert_eq!(r.tcp_flags[0][1], 1); // fwd SYN
-    assert_eq!(r.tcp_flags[1][4], 1); // bwd ACK
+    assert_eq!(r.tcp_flags.unwrap()[0][1], 1); // fwd SYN
+    assert_eq!(r.tcp_flags.unwrap()[1][4], 1); // bwd ACK
 }
 
 #[test]
@@ -287,13 +287,14 @@ fn flag_counts_spill_past_16_bits() {
     assert_eq!(t.out.len(), 2);
     let r = &t.out.records[0];
     assert_eq!(r.packets, [n, 70_000]);
-    assert_eq!(r.tcp_flags[0][4], n as u32, "ACK forward");
-    assert_eq!(r.tcp_flags[0][0], n.div_ceil(3) as u32, "FIN forward");
-    assert_eq!(r.tcp_flags[1][2], 70_000, "RST backward");
-    assert_eq!(r.tcp_flags[1][4], 70_000, "ACK backward");
-    let fresh = &t.out.records[1];
-    assert_eq!(fresh.tcp_flags[0], [0, 1, 0, 0, 0, 0, 0, 0]);
-    assert_eq!(fresh.tcp_flags[1], [0; 8]);
+    let flags = r.tcp_flags.unwrap();
+    assert_eq!(flags[0][4], n as u32, "ACK forward");
+    assert_eq!(flags[0][0], n.div_ceil(3) as u32, "FIN forward");
+    assert_eq!(flags[1][2], 70_000, "RST backward");
+    assert_eq!(flags[1][4], 70_000, "ACK backward");
+    let fresh = t.out.records[1].tcp_flags.unwrap();
+    assert_eq!(fresh[0], [0, 1, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(fresh[1], [0; 8]);
 }
 
 /// A slot reused after its flow ended starts with empty statistics (fresh
@@ -318,15 +319,12 @@ fn reused_slot_starts_with_empty_statistics() {
     assert_eq!(t.out.len(), 2);
     let r = &t.out.records[1];
     assert_eq!(r.key.sport, 6000);
-    assert_eq!(
-        (r.size[0].min, r.size[0].max, r.size[0].std),
-        (60.0, 60.0, 0.0)
-    );
-    assert_eq!(
-        (r.iat[0].min, r.iat[0].max, r.iat[0].mean),
-        (50.0, 50.0, 50.0)
-    );
-    assert_eq!(r.tcp_flags[0], [0, 2, 0, 0, 0, 0, 0, 0]);
+    let size = r.size[0].unwrap();
+    assert_eq!((size.min, size.max, size.std), (60, 60, 0.0));
+    let iat = r.iat[0].unwrap();
+    assert_eq!((iat.min, iat.max, iat.mean), (50, 50, 50.0));
+    assert_eq!(r.tcp_flags.unwrap()[0], [0, 2, 0, 0, 0, 0, 0, 0]);
+    assert_eq!((r.size[1], r.iat[1]), (None, None), "no bwd packet");
 }
 
 /// Hints from `prefetch_entry` a few packets ahead (as the shard gives
@@ -382,7 +380,7 @@ fn hinted_lookups_equal_probed_lookups() {
                     n => seen[(i * 7) % n] as u32 + 1,
                 },
             };
-            let s = t.packet_hinted(&pkts[i], &[[0; 16]; 2], hint);
+            let s = t.packet_hinted(&pkts[i], &Side::default(), hint);
             seen.push(s);
             if i % 64 == 0 {
                 t.sweep();
@@ -439,7 +437,7 @@ fn ipv6_flows_with_equal_folds_stay_apart() {
             ..Pkt::from_key(&key, true, from_a)
         };
         recs.push(p.key);
-        t.packet_wide(&p, &[key.a, key.b]);
+        t.packet_wide(&p, &Side::of_wide([key.a, key.b]));
     }
     assert_eq!(recs[0], recs[1], "the compact keys collide by construction");
     assert_eq!(t.len(), 2);
@@ -516,7 +514,7 @@ fn full_statistics_follow_every_packet() {
                 assert_eq!(rec.size[d], want[d].size_stat(count[d], bytes[d]), "{ctx}");
                 assert_eq!(rec.iat[d], want[d].iat_stat(count[d]), "{ctx}");
             }
-            assert_eq!(rec.tcp_flags, flags_want, "N={n} flow {flow}");
+            assert_eq!(rec.tcp_flags, Some(flags_want), "N={n} flow {flow}");
         }
     }
 }
@@ -660,4 +658,63 @@ fn tree_fast_path_stores_the_verdicts_of_classify() {
             assert!(unknown > 20, "threshold {threshold}: {unknown} unknown");
         }
     }
+}
+
+/// An ICMP flow records the type and code of its first packet (a reply of
+/// another type later does not change them), also when its slot held an
+/// ICMP flow before; a first packet without them, and any flow of another
+/// protocol, records none.
+#[test]
+fn icmp_flows_record_their_first_type_and_code() {
+    use crate::decode::icmp::Icmp;
+    let c = cfg();
+    let mut t = FlowTable::new(&c, None).unwrap();
+    let icmp_pkt = |src: u8, dst: u8, ts: u64, proto: u8| {
+        let d = Decoded {
+            src: map_v4([10, 0, 0, src]),
+            dst: map_v4([10, 0, 0, dst]),
+            proto,
+            ip_version: 4,
+            ip_len: 84,
+            ..Default::default()
+        };
+        let (key, from_a) = Key::from_decoded(&d, c.bidirectional);
+        Pkt {
+            ts,
+            size: 84,
+            ..Pkt::from_key(&key, false, from_a)
+        }
+    };
+    let side = |ty, code| Side {
+        icmp: Some(Icmp { ty, code }),
+        ..Side::default()
+    };
+    // Echo request, then its reply (type 0).
+    t.packet_wide(&icmp_pkt(1, 2, 1_000, 1), &side(8, 0));
+    t.packet_wide(&icmp_pkt(2, 1, 2_000, 1), &side(0, 0));
+    t.flush();
+    // The same slot again: a first packet too short for a type.
+    t.packet_wide(&icmp_pkt(3, 4, 20 * SECOND, 1), &Side::default());
+    t.packet_wide(&icmp_pkt(4, 3, 20 * SECOND + 5, 1), &side(3, 1));
+    t.flush();
+    // ICMPv6 port unreachable, and a TCP flow.
+    t.packet_wide(&icmp_pkt(5, 6, 40 * SECOND, 58), &side(1, 4));
+    t.packet(&pkt(&c, 7, 5000, 8, 80, 40 * SECOND, SYN));
+    t.flush();
+    t.out.materialize();
+    let got: Vec<_> = t
+        .out
+        .records
+        .iter()
+        .map(|r| (r.key.proto, r.packets, r.icmp.map(|m| (m.ty, m.code))))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, [1, 1], Some((8, 0))),
+            (1, [1, 1], None),
+            (58, [1, 0], Some((1, 4))),
+            (6, [1, 0], None),
+        ]
+    );
 }

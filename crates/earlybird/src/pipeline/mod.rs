@@ -400,6 +400,7 @@ fn run_shards(
         reopen: ctl.reopen.clone(),
         // With a -w pcap, every packet is still wanted.
         halt: marker.is_none().then(|| ctl.halt.clone()),
+        unidirectional: !opts.flow.bidirectional,
     };
     let (shard_results, export_result) = std::thread::scope(|scope| {
         let exporter = std::thread::Builder::new()

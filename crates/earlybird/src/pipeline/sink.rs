@@ -150,6 +150,8 @@ pub(super) struct ExportControl {
     /// reader, so the shards stop reading (`None`: another output, the
     /// `-w` pcap, still wants every packet).
     pub(super) halt: Option<Arc<AtomicBool>>,
+    /// One direction per record (the summary picks service ports so).
+    pub(super) unidirectional: bool,
 }
 
 /// What [`export_loop`] returns: the summary of every record, the outputs'
@@ -239,6 +241,7 @@ pub(super) fn export_loop(
     ctl: ExportControl,
 ) -> Exported {
     let mut summary = Summary::default();
+    summary.unidirectional = ctl.unidirectional;
     let mut out = Outputs {
         alive: vec![true; exporters.len()],
         exporters,

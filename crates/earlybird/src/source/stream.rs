@@ -235,7 +235,7 @@ impl<R: Read> Chunker<R> {
                 } else {
                     u32::from_le_bytes(v)
                 } as usize;
-                if len < 12 || len % 4 != 0 || len > MAX_BLOCK {
+                if len < 12 || len & 3 != 0 || len > MAX_BLOCK {
                     return Some(usize::MAX);
                 }
                 Some(len)

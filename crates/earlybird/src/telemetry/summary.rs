@@ -10,6 +10,16 @@
 //! hashing or allocation per record; top entries are sorted only when
 //! asked for ([`Summary::top_ports`]). [`Report`] prints the counters and
 //! the top entries. Nothing here can fail.
+//!
+//! The port a flow is counted under is its service's ([`service_port`]): in
+//! bidirectional mode the server port of the record (the receiver of the
+//! flow's first packet); in unidirectional mode each direction is a flow
+//! of its own and the reply direction's destination is the client's
+//! ephemeral port, so the side is taken from the TCP handshake when the
+//! flow's first packet is part of it (SYN: towards the service; SYN+ACK:
+//! from it) and is otherwise the lower of the two ports (services listen
+//! on well-known and registered ports, clients send from ephemeral ones:
+//! IANA 49152–65535, Linux 32768–60999).
 
 use std::fmt;
 use std::sync::Arc;
@@ -18,7 +28,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::Counters;
 use crate::decode::Skip;
-use crate::flow::record::{EndReason, RecordBatch, Verdict};
+use crate::features::tcp::{ACK, SYN};
+use crate::flow::record::{EarlyPkt, EndReason, FlowRecord, RecordBatch, Verdict};
 use crate::source::Warning;
 
 /// Totals of one group of flows.
@@ -117,6 +128,25 @@ fn app_slot(class: u16) -> usize {
     }
 }
 
+/// The service port of flow `r` (whose first early packet is `first`, if
+/// kept), `unidirectional` when each direction is a flow of its own (see
+/// the module docs). Only meaningful for protocols with ports.
+#[inline]
+pub fn service_port(r: &FlowRecord, first: Option<&EarlyPkt>, unidirectional: bool) -> u16 {
+    let (sport, dport) = (r.key.sport, r.key.dport);
+    if !unidirectional {
+        return dport;
+    }
+    if r.key.proto == 6 {
+        match first.map(|p| p.flags & (SYN | ACK)) {
+            Some(SYN) => return dport,
+            Some(f) if f == SYN | ACK => return sport,
+            _ => {}
+        }
+    }
+    sport.min(dport)
+}
+
 /// Aggregates over finished records.
 #[derive(Debug, Default, Clone)]
 pub struct Summary {
@@ -128,6 +158,9 @@ pub struct Summary {
     pub records: u64,
     /// Empty between calls of [`Summary::add`].
     apps: AppScratch,
+    /// The records are of one direction each (`--unidirectional`):
+    /// [`service_port`] finds the service side.
+    pub unidirectional: bool,
 }
 
 impl Summary {
@@ -144,7 +177,12 @@ impl Summary {
                 bytes: r.bytes[0] + r.bytes[1],
             };
             let port = match r.key.proto {
-                6 | 17 | 132 => r.key.dport,
+                6 | 17 | 132 => {
+                    let first = (r.early_len > 0 && batch.stride > 0)
+                        .then(|| batch.early.get(i * batch.stride))
+                        .flatten();
+                    service_port(r, first, self.unidirectional)
+                }
                 _ => 0,
             };
             add(self.ports.slot(r.key.proto, port), t);
@@ -470,7 +508,6 @@ impl fmt::Display for Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::record::FlowRecord;
     use std::collections::HashMap as StdMap;
 
     fn record(proto: u8, dport: u16, class: u16, packets: u64, bytes: u64) -> FlowRecord {
@@ -575,6 +612,39 @@ mod tests {
         );
         assert_eq!(s.by_app[&0].flows, 4);
         assert_eq!(s.by_app[&Verdict::UNKNOWN].flows, 1);
+    }
+
+    #[test]
+    fn service_port_follows_the_handshake_then_the_lower_port() {
+        let mut r = record(6, 51234, 0, 1, 1);
+        r.key.sport = 443;
+        let syn_ack = EarlyPkt {
+            flags: SYN | ACK,
+            ..EarlyPkt::default()
+        };
+        let syn = EarlyPkt {
+            flags: SYN,
+            ..EarlyPkt::default()
+        };
+        let ack = EarlyPkt {
+            flags: ACK,
+            ..EarlyPkt::default()
+        };
+        // Bidirectional: the receiver of the first packet, whatever it is.
+        assert_eq!(service_port(&r, Some(&syn_ack), false), 51234);
+        // Unidirectional reply direction: 443.
+        assert_eq!(service_port(&r, Some(&syn_ack), true), 443);
+        assert_eq!(service_port(&r, Some(&ack), true), 443);
+        assert_eq!(service_port(&r, None, true), 443);
+        // A SYN goes to the service, even on a higher port.
+        r.key.sport = 40000;
+        r.key.dport = 60001;
+        assert_eq!(service_port(&r, Some(&syn), true), 60001);
+        assert_eq!(service_port(&r, Some(&ack), true), 40000);
+        // UDP: the lower port (DHCP server → client).
+        let mut u = record(17, 68, 0, 1, 1);
+        u.key.sport = 67;
+        assert_eq!(service_port(&u, Some(&syn_ack), true), 67);
     }
 
     #[test]
