@@ -42,7 +42,7 @@ pub(super) fn shard_loop(
             shard.batch(data, &refs);
             after_batch(shard, sink, ctl, done_bytes + reader.position());
         }
-        file_done(shard, &reader, &mut warnings);
+        file_done(shard, f, &reader, &mut warnings);
         done_bytes += f.bytes().len() as u64;
     }
     warnings
@@ -73,11 +73,14 @@ pub(super) fn shard_loop_shared(
     let (mut read, mut run) = (0usize, 0usize);
     // Once stopping, nothing more is read; what was read is still run.
     let mut stopping = false;
-    'files: for f in files {
+    'files: for (fi, f) in files.iter().enumerate() {
         let mut reader = f.reader();
         let data = reader.data();
         let mut stride = f.stride(id, shards, !spare);
         let mut end_of_file = false;
+        // Every shard has agreed where the file ends (it can differ from
+        // where this shard's reader ended when the file shrank meanwhile).
+        let mut file_over = false;
         loop {
             if !stopping && ctl.stop.load(Ordering::Relaxed) {
                 stopping = true;
@@ -113,12 +116,38 @@ pub(super) fn shard_loop_shared(
                 } else {
                     read += 1;
                 }
+                ends.progress(fi, read, end_of_file);
+            }
+            // Past the end this reader found: the turns another shard's
+            // reader found (the file shrank between them), empty for ours.
+            while !stopping && end_of_file && !file_over && read < run + crate::exchange::LOOKAHEAD
+            {
+                match ends.turn_after_end(fi, read) {
+                    crate::exchange::Agreement::Exists => {
+                        if read % shards == id {
+                            ends.parcels();
+                            if !ends.send() {
+                                stopping = true;
+                                ends.stop_sending();
+                            }
+                        }
+                        read += 1;
+                        ends.progress(fi, read, true);
+                    }
+                    crate::exchange::Agreement::End => file_over = true,
+                    crate::exchange::Agreement::Undecided => break,
+                }
             }
             if run >= read && (!stopping || ends.peers_gone()) {
                 if stopping {
                     break 'files;
                 }
-                break;
+                if file_over {
+                    break;
+                }
+                // Another shard is still reading this file.
+                std::thread::yield_now();
+                continue;
             }
             match ends.take(run % shards) {
                 Some(parcel) => {
@@ -136,7 +165,8 @@ pub(super) fn shard_loop_shared(
             run += 1;
             after_batch(shard, sink, ctl, done_bytes + reader.position());
         }
-        file_done(shard, &reader, &mut warnings);
+        ends.file_over(fi, read);
+        file_done(shard, f, &reader, &mut warnings);
         done_bytes += f.bytes().len() as u64;
     }
     warnings
@@ -155,10 +185,17 @@ fn after_batch(shard: &mut Shard, sink: &mut Sink, ctl: &RunControl, position: u
 }
 
 /// At the end of a file, shard 0 (whose reader walks every record) counts
-/// its packets on unsupported links and keeps its warning.
-fn file_done(shard: &mut Shard, reader: &CaptureReader<'_>, warnings: &mut Vec<Warning>) {
+/// its packets on unsupported links and keeps its warning — or, when its
+/// reader found none but part of the file vanished while it was read,
+/// the file's warning about that.
+fn file_done(
+    shard: &mut Shard,
+    file: &CaptureFile,
+    reader: &CaptureReader<'_>,
+    warnings: &mut Vec<Warning>,
+) {
     if shard.id() == 0 {
         shard.counters.unsupported_link += reader.skipped_unsupported_link();
-        warnings.extend(reader.warning().cloned());
+        warnings.extend(reader.warning().cloned().or_else(|| file.vanished()));
     }
 }

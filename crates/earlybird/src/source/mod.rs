@@ -17,6 +17,7 @@ pub mod netdev;
 pub mod pcap;
 pub mod pcapng;
 pub mod populate;
+pub mod vanish;
 
 pub use file::{CaptureFile, CaptureReader};
 
