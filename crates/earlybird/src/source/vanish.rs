@@ -439,6 +439,38 @@ mod tests {
         drop(map);
     }
 
+    /// Populating pages that vanished is refused, not signalled: a
+    /// `MAP_POPULATE` map longer than its file is made (the rest is left
+    /// unmapped), and `MADV_POPULATE_READ` (the populate helper's and the
+    /// shards' call) over a truncated map fails with EFAULT. No guard is
+    /// registered here, so a SIGBUS would kill the test.
+    #[test]
+    fn populating_vanished_pages_fails_without_a_signal() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, vec![1u8; 8 * 4096]).unwrap();
+        let f = std::fs::File::open(&p).unwrap();
+        let map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(4096 + 10)
+            .unwrap();
+        let populated = unsafe { memmap2::MmapOptions::new().len(8 * 4096).populate().map(&f) };
+        assert!(populated.is_ok(), "{populated:?}");
+        let r = unsafe {
+            libc::madvise(
+                map.as_ptr() as *mut libc::c_void,
+                map.len(),
+                libc::MADV_POPULATE_READ,
+            )
+        };
+        let e = std::io::Error::last_os_error();
+        assert_eq!((r, e.raw_os_error()), (-1, Some(libc::EFAULT)));
+        assert_eq!(map[4096 + 9], 1);
+    }
+
     /// Cutting only inside the last page raises no fault; the check at the
     /// last page finds it from the file's size.
     #[test]
