@@ -279,13 +279,14 @@ mod imp {
 
     /// The `SIGBUS` handler (see the module docs).
     extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
-        // SAFETY: errno is this thread's; `info` is the kernel's siginfo
-        // for this signal (checked for null), whose `si_addr` is the fault
-        // address for SIGBUS.
+        // SAFETY: __errno_location returns this thread's errno, always
+        // valid to read and write.
         let errno = unsafe { *libc::__errno_location() };
         let addr = if info.is_null() {
             0
         } else {
+            // SAFETY: `info` is the kernel's siginfo for this signal (not
+            // null), whose `si_addr` is the fault address for SIGBUS.
             unsafe { (*info).si_addr() as usize }
         };
         let handled = addr != 0 && zero_fill(addr);
@@ -414,6 +415,7 @@ mod tests {
         f.write_all(&bytes).unwrap();
         let f = std::fs::File::open(&p).unwrap();
         let meta = f.metadata().unwrap();
+        // SAFETY: the test's own file; it only shrinks, under the guard.
         let map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
         let g = Guard::register(&map, &p, &meta).expect("registry");
         assert_eq!(g.check(0), None);
@@ -450,6 +452,7 @@ mod tests {
         let p = dir.path().join("f");
         std::fs::write(&p, vec![1u8; 8 * 4096]).unwrap();
         let f = std::fs::File::open(&p).unwrap();
+        // SAFETY: the test's own file; no page past its new end is read.
         let map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
         std::fs::OpenOptions::new()
             .write(true)
@@ -457,8 +460,10 @@ mod tests {
             .unwrap()
             .set_len(4096 + 10)
             .unwrap();
+        // SAFETY: as above; the map is never read past its first page.
         let populated = unsafe { memmap2::MmapOptions::new().len(8 * 4096).populate().map(&f) };
         assert!(populated.is_ok(), "{populated:?}");
+        // SAFETY: the range is the live map; populating reads nothing.
         let r = unsafe {
             libc::madvise(
                 map.as_ptr() as *mut libc::c_void,
@@ -480,6 +485,7 @@ mod tests {
         std::fs::write(&p, vec![7u8; 4096 + 300]).unwrap();
         let f = std::fs::File::open(&p).unwrap();
         let meta = f.metadata().unwrap();
+        // SAFETY: the test's own file; it only shrinks, under the guard.
         let map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
         let g = Guard::register(&map, &p, &meta).unwrap();
         assert_eq!(g.check(100), None);
