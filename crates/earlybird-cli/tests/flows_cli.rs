@@ -302,4 +302,57 @@ fn write_without_mark_is_a_copy_of_the_packets_read() {
         let got = packets(&CaptureFile::open(&out).unwrap());
         assert!(got == want, "{shards} shards: the copy differs");
     }
+/// A capture truncated by another process while `earlybird flows` reads
+/// it: the run is not killed (SIGBUS), it ends with exit code 0, every flow
+/// is written, and a warning names the file and the offset from which its
+/// bytes vanished. The file (the sample's records repeated, an hour apart,
+/// into 80 MB) is cut to half as soon as the process has mapped it.
+#[test]
+fn capture_truncated_while_read_warns_and_exits_0() {
+    let sample = std::fs::read(sample()).unwrap();
+    let mut bytes = sample[..24].to_vec();
+    let mut copy = 0u32;
+    while bytes.len() < 80 << 20 {
+        let mut at = 24;
+        while at + 16 <= sample.len() {
+            let h = &sample[at..at + 16];
+            let sec = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) + copy * 86_400;
+            let caplen = u32::from_le_bytes([h[8], h[9], h[10], h[11]]) as usize;
+            bytes.extend_from_slice(&sec.to_le_bytes());
+            bytes.extend_from_slice(&h[4..16]);
+            bytes.extend_from_slice(&sample[at + 16..at + 16 + caplen]);
+            at += 16 + caplen;
+        }
+        copy += 1;
+    }
+    let (_dir, path) = tmp("big.pcap");
+    std::fs::write(&path, &bytes).unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_earlybird"))
+        .args(["flows", path.to_str().unwrap(), "-f", "null"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let maps = format!("/proc/{}/maps", child.id());
+    let name = path.to_str().unwrap();
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&maps).is_ok_and(|m| m.contains(name)) {
+        assert!(start.elapsed().as_secs() < 60, "the file was never mapped");
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(bytes.len() as u64 / 2)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{:?} {err}", out.status);
+    assert!(
+        err.contains("warning: ")
+            && err.contains("big.pcap: at byte offset")
+            && err.contains("the file shrank while it was read"),
+        "{err}"
+    );
+    assert!(err.contains("flows: "), "{err}");
 }

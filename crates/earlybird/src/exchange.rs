@@ -28,6 +28,17 @@
 //! `DEPTH` is at least `LOOKAHEAD`, so a reader never waits on a full
 //! channel of a shard that is waiting for it.
 //!
+//! Every shard ends a file at the same turn. Normally their readers find
+//! the same end, but when the file shrinks while it is read (another
+//! process truncates it, see [`crate::source::vanish`]) a reader that got
+//! there first may have read turns intact that a later one finds gone. So
+//! each shard publishes how many turns of the file it has found
+//! ([`Ends::progress`], one store per turn), and a shard whose reader has
+//! ended goes on with the turns any other shard found
+//! ([`Ends::turn_after_end`]: for its own it sends empty parcels, since
+//! their bytes are gone) until every shard's reader has ended: the file
+//! ends at the most turns any shard found.
+//!
 //! Nothing read is lost when a run stops early (a stop request, or a shard
 //! that left): a shard that stops reading drops its sending ends, and every
 //! shard goes on running, in turn order, each parcel that was read for it
@@ -55,9 +66,39 @@ const SLOTS: usize = 64;
 /// Low bits of a published word: the turn number (mod 2^20).
 const TURN_BITS: u32 = 20;
 
+/// A shard's progress word while its reader stops sending for good.
+const LEFT: u64 = u64::MAX;
+/// Bits of a progress word below the file number: turns, then one bit
+/// for "its reader has ended".
+const READ_BITS: u32 = 47;
+
+/// Where a shard is in the files of the run: its word (file number mod
+/// 2^16, reader ended, turns found) and the turns of the last file it
+/// finished. One cache line each, written by its shard only.
+#[repr(align(128))]
+#[derive(Default)]
+struct Progress {
+    word: AtomicU64,
+    last_final: AtomicU64,
+}
+
+/// Whether the next turn of a file exists, for a shard whose reader has
+/// ended ([`Ends::turn_after_end`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agreement {
+    /// Another shard found it: run it (send empty parcels if it is ours).
+    Exists,
+    /// Every other shard's reader has ended before it: the file ends.
+    End,
+    /// Not known yet: some reader has not ended.
+    Undecided,
+}
+
 /// One shard's ends of the exchange.
 pub struct Ends {
     id: usize,
+    /// Every shard's [`Progress`].
+    progress: Arc<[Progress]>,
     /// Where each recent turn ended in its file, published by its reader
     /// (position << TURN_BITS | turn mod 2^TURN_BITS), shared by every
     /// shard, so the others can jump over the turn instead of walking its
@@ -87,9 +128,11 @@ pub struct Ends {
 /// packets: one [`Ends`] per shard, in shard order.
 pub fn mesh(shards: usize, batch: usize) -> Vec<Ends> {
     let ends_of_turns: Arc<[AtomicU64]> = (0..SLOTS).map(|_| AtomicU64::new(u64::MAX)).collect();
+    let progress: Arc<[Progress]> = (0..shards).map(|_| Progress::default()).collect();
     let mut ends: Vec<Ends> = (0..shards)
         .map(|id| Ends {
             id,
+            progress: progress.clone(),
             ends_of_turns: ends_of_turns.clone(),
             to: (0..shards).map(|_| None).collect(),
             from: (0..shards).map(|_| None).collect(),
@@ -177,6 +220,60 @@ impl Ends {
         for tx in &mut self.to {
             *tx = None;
         }
+        self.progress[self.id].word.store(LEFT, Ordering::Release);
+    }
+
+    /// This shard has found `read` turns (counted across files) up to and
+    /// in file number `file`; `ended`: its reader found the file's end.
+    #[inline]
+    pub fn progress(&self, file: usize, read: usize, ended: bool) {
+        let me = &self.progress[self.id].word;
+        if me.load(Ordering::Relaxed) != LEFT {
+            me.store(pack(file, read, ended), Ordering::Release);
+        }
+    }
+
+    /// This shard is done with file number `file`, which ended after
+    /// turn `read` (counted across files).
+    pub fn file_over(&self, file: usize, read: usize) {
+        let me = &self.progress[self.id];
+        me.last_final.store(read as u64, Ordering::Release);
+        self.progress(file + 1, read, false);
+    }
+
+    /// For a shard whose reader has ended file number `file`: does its
+    /// turn `turn` exist, as another shard's reader found it?
+    pub fn turn_after_end(&self, file: usize, turn: usize) -> Agreement {
+        let file = file as u64 & 0xffff;
+        let mut undecided = false;
+        for (j, p) in self.progress.iter().enumerate() {
+            if j == self.id {
+                continue;
+            }
+            let w = p.word.load(Ordering::Acquire);
+            if w == LEFT {
+                continue;
+            }
+            let (f, ended, read) = (w >> 48, w >> READ_BITS & 1 == 1, w & ((1 << READ_BITS) - 1));
+            if f == file {
+                if read > turn as u64 {
+                    return Agreement::Exists;
+                }
+                undecided |= !ended;
+            } else if f == (file + 1) & 0xffff {
+                if p.last_final.load(Ordering::Acquire) > turn as u64 {
+                    return Agreement::Exists;
+                }
+            } else {
+                // Still in an earlier file.
+                undecided = true;
+            }
+        }
+        if undecided {
+            Agreement::Undecided
+        } else {
+            Agreement::End
+        }
     }
 
     /// The parcel of the next turn `reader` read, waiting for it if that
@@ -214,9 +311,51 @@ impl Ends {
     }
 }
 
+/// A progress word (see [`Progress`]).
+fn pack(file: usize, read: usize, ended: bool) -> u64 {
+    (file as u64 & 0xffff) << 48
+        | u64::from(ended) << READ_BITS
+        | (read as u64 & ((1 << READ_BITS) - 1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A shard whose reader ended follows the turns another found, waits
+    /// while one is still reading, and ends with the last; a shard that
+    /// moved on to the next file still answers for the one before.
+    #[test]
+    fn readers_agree_where_a_file_ends() {
+        let mut ends = mesh(3, 4);
+        ends[0].progress(0, 5, true);
+        ends[1].progress(0, 7, false);
+        ends[2].progress(0, 5, true);
+        assert_eq!(ends[0].turn_after_end(0, 5), Agreement::Exists);
+        assert_eq!(ends[0].turn_after_end(0, 7), Agreement::Undecided);
+        ends[1].progress(0, 8, true);
+        assert_eq!(ends[0].turn_after_end(0, 7), Agreement::Exists);
+        // Every reader has ended; 0, at 5, will follow to 8.
+        assert_eq!(ends[2].turn_after_end(0, 8), Agreement::End);
+        assert_eq!(ends[0].turn_after_end(0, 6), Agreement::Exists);
+        ends[0].progress(0, 8, true);
+        ends[1].file_over(0, 8);
+        ends[1].progress(1, 9, false);
+        assert_eq!(ends[2].turn_after_end(0, 7), Agreement::Exists);
+        assert_eq!(ends[2].turn_after_end(0, 8), Agreement::End);
+        // A shard still in file 0 leaves a shard in file 1 undecided; one
+        // that left counts no more.
+        assert_eq!(ends[1].turn_after_end(1, 9), Agreement::Undecided);
+        ends[0].stop_sending();
+        ends[2].stop_sending();
+        assert_eq!(ends[1].turn_after_end(1, 9), Agreement::End);
+        ends[0].progress(1, 20, false);
+        assert_eq!(
+            ends[1].turn_after_end(1, 9),
+            Agreement::End,
+            "left for good"
+        );
+    }
 
     #[test]
     fn a_published_end_is_seen_for_its_turn_only() {

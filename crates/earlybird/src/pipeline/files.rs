@@ -140,6 +140,7 @@ pub(super) fn shard_loop_shared(
     let mut stopping = false;
     let mut k = 0;
     'files: while let Some(input) = files.get(k) {
+        let fi = k;
         k += 1;
         let f = input.file();
         if stopping {
@@ -150,6 +151,9 @@ pub(super) fn shard_loop_shared(
         let data = reader.data();
         let mut stride = f.stride(id, shards, !spare);
         let mut end_of_file = false;
+        // Every shard has agreed where the file ends (it can differ from
+        // where this shard's reader ended when the file shrank meanwhile).
+        let mut file_over = false;
         loop {
             if !stopping && ctl.stopping() {
                 stopping = true;
@@ -190,12 +194,38 @@ pub(super) fn shard_loop_shared(
                 } else {
                     read += 1;
                 }
+                ends.progress(fi, read, end_of_file);
+            }
+            // Past the end this reader found: the turns another shard's
+            // reader found (the file shrank between them), empty for ours.
+            while !stopping && end_of_file && !file_over && read < run + crate::exchange::LOOKAHEAD
+            {
+                match ends.turn_after_end(fi, read) {
+                    crate::exchange::Agreement::Exists => {
+                        if read % shards == id {
+                            ends.parcels();
+                            if !ends.send() {
+                                stopping = true;
+                                ends.stop_sending();
+                            }
+                        }
+                        read += 1;
+                        ends.progress(fi, read, true);
+                    }
+                    crate::exchange::Agreement::End => file_over = true,
+                    crate::exchange::Agreement::Undecided => break,
+                }
             }
             if run >= read && (!stopping || ends.peers_gone()) {
                 if stopping {
                     break 'files;
                 }
-                break;
+                if file_over {
+                    break;
+                }
+                // Another shard is still reading this file.
+                std::thread::yield_now();
+                continue;
             }
             let parcel = ends.take(run % shards);
             if copying && run == read && !end_of_file {
@@ -232,6 +262,7 @@ pub(super) fn shard_loop_shared(
             run += 1;
             after_batch(shard, sink, ctl, done_bytes + reader.position());
         }
+        ends.file_over(fi, read);
         file_done(shard, &input, &reader, &mut warnings);
         done_bytes += f.bytes().len() as u64;
     }
@@ -286,7 +317,9 @@ fn after_batch(shard: &mut Shard, sink: &mut Sink, ctl: &RunControl, position: u
 }
 
 /// At the end of a file, shard 0 (whose reader walks every record) counts
-/// its packets on unsupported links and keeps its warning.
+/// its packets on unsupported links and keeps its warning — or, when its
+/// reader found none but part of the file vanished while it was read,
+/// the file's warning about that.
 fn file_done(
     shard: &mut Shard,
     input: &FileRef<'_>,
@@ -295,12 +328,16 @@ fn file_done(
 ) {
     if shard.id() == 0 {
         shard.counters.unsupported_link += reader.skipped_unsupported_link();
-        warnings.extend(reader.warning().map(|w| Warning {
+        let warning = reader
+            .warning()
+            .cloned()
+            .or_else(|| input.file().vanished());
+        warnings.extend(warning.map(|w| Warning {
             offset: match w.offset {
                 Warning::NO_OFFSET => w.offset,
                 o => input.input_offset(o),
             },
-            ..w.clone()
+            ..w
         }));
     }
 }

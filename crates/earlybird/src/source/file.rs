@@ -18,6 +18,20 @@
 //!   [`CaptureReader::skip_batch`] steps over the same packets without
 //!   describing them (shards skip the batches other shards read for them).
 //!   Nothing is allocated per packet and nothing panics on any input.
+//! - A mapped file that shrinks while it is read (another process
+//!   truncates it) does not kill the process: its map is guarded
+//!   ([`vanish`]), and at every batch boundary a reader checks whether any
+//!   of it vanished (one byte read and one atomic load a batch). Once it
+//!   has, every reader takes the file to end where [`vanish`] says it now
+//!   ends (the same place for all): a batch that reached past it is walked
+//!   again over the bytes before it, so packets whose bytes reach past it
+//!   are not delivered, and the walk ends there with a [`Warning`] naming
+//!   that offset. What cannot be taken back: a packet whose record was
+//!   walked before the file shrank and whose bytes vanish before they are
+//!   decoded, moments later, is decoded from zeros (counted like any
+//!   malformed packet); and a reader that had already walked past the new
+//!   end delivered those packets (they were intact when read) and stops
+//!   where it is.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -25,6 +39,7 @@ use std::sync::OnceLock;
 use super::pcap::{self, PcapReader};
 use super::pcapng::{self, PcapngReader};
 use super::populate::{self, MapPopulator};
+use super::vanish::{self, Guard};
 use super::{LinkType, PacketRef, Warning};
 use crate::error::{Error, Result};
 
@@ -70,6 +85,10 @@ pub struct CaptureFile {
     /// asks. Declared first: dropped (and its thread joined) before the
     /// map it populates.
     populator: OnceLock<Option<MapPopulator>>,
+    /// Catches the file shrinking under the map (mapped files only).
+    /// Declared before the map: it leaves the registry before the map is
+    /// unmapped.
+    guard: Option<Guard>,
     name: String,
     storage: Storage,
     format: Format,
@@ -95,26 +114,34 @@ impl CaptureFile {
         if len == 0 {
             // An empty file cannot be mapped on every platform; it is not a
             // capture either way.
-            return Self::new(name, Storage::Owned(Vec::new()));
+            return Self::new(name, Storage::Owned(Vec::new()), None);
         }
-        // SAFETY: the map is read-only and private to this process. Another
-        // process truncating or rewriting the file while we read it is outside
-        // what any mmap-based reader can guard against (the usual caveat of
-        // memmap2); earlybird never writes to its inputs.
         // A small (page-cached) file is mapped whole in one MAP_POPULATE
         // call instead of one minor fault per 4 KiB page during the walk; a
-        // large one waits for `map_ahead`.
+        // large one waits for `map_ahead`. MAP_POPULATE stops quietly at
+        // pages that vanished meanwhile (they fault later, see below).
         let mut opts = memmap2::MmapOptions::new();
         if (len as usize) < populate::BACKGROUND_FROM {
             opts.populate();
         }
+        // SAFETY: the map is read-only and private to this process, and
+        // earlybird never writes to its inputs. Rewriting the file in place
+        // changes what the readers see; the parsers are bounds-checked and
+        // never trust the bytes. Truncating it makes reads of the vanished
+        // pages fault with SIGBUS: the guard registered right here (before
+        // any byte is read, header check included) catches those and the
+        // readers stop where the file now ends (module docs, `vanish`).
+        // Unguarded (registry full, not Linux), a truncation kills the
+        // process, the usual caveat of memmap2.
         let map = unsafe { opts.map(&file) }.map_err(|e| Error::io(path, e))?;
+        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+        let guard = Guard::register(&map, path, &meta);
         #[cfg(unix)]
         {
             // Only a hint: failure changes nothing but read-ahead.
             let _ = map.advise(memmap2::Advice::Sequential);
         }
-        Self::new(name, Storage::Map(map))
+        Self::new(name, Storage::Map(map), guard)
     }
 
     /// Gets a large file's map ready ahead of its readers, once they have
@@ -151,20 +178,46 @@ impl CaptureFile {
     /// Same as [`CaptureFile::open`] over an in-memory buffer; `name` is
     /// used in errors and warnings.
     pub fn from_bytes(name: &str, bytes: Vec<u8>) -> Result<CaptureFile> {
-        Self::new(name.to_string(), Storage::Owned(bytes))
+        Self::new(name.to_string(), Storage::Owned(bytes), None)
     }
 
-    fn new(name: String, storage: Storage) -> Result<CaptureFile> {
+    fn new(name: String, storage: Storage, guard: Option<Guard>) -> Result<CaptureFile> {
         let bytes: &[u8] = match &storage {
             Storage::Map(m) => m,
             Storage::Owned(v) => v,
         };
-        let format = detect(&name, bytes)?;
+        let format = match detect(&name, bytes) {
+            Ok(f) => f,
+            Err(e) => {
+                // Out of the registry before the map goes.
+                drop(guard);
+                return Err(e);
+            }
+        };
         Ok(CaptureFile {
             populator: OnceLock::new(),
+            guard,
             name,
             storage,
             format,
+        })
+    }
+
+    /// When part of the file vanished while it was read (another process
+    /// truncated it): a warning naming the offset from which its bytes are
+    /// gone. Readers that reached that point carry their own warning; this
+    /// one is for a file whose bytes vanished after some reader had walked
+    /// them (so packets may be missing there, or have been decoded from
+    /// zeros: see the module docs).
+    pub fn vanished(&self) -> Option<Warning> {
+        let at = self.guard.as_ref()?.vanished()?;
+        Some(Warning {
+            file: self.name.clone(),
+            offset: at,
+            message: "the file shrank while it was read (truncated by another process?): \
+                      its bytes from here on vanished before every reader was done with \
+                      them; packets there may be missing, or decoded from zero bytes"
+                .into(),
         })
     }
 
@@ -212,6 +265,10 @@ impl CaptureFile {
         CaptureReader {
             inner,
             scratch: Vec::new(),
+            guard: self.guard.as_ref(),
+            name: &self.name,
+            end: vanish::NONE,
+            warned: false,
         }
     }
 }
@@ -258,11 +315,26 @@ enum Inner<'a> {
     Pcapng(PcapngReader<'a>),
 }
 
+/// Where a reader was before a batch.
+#[derive(Clone, Copy)]
+enum Mark {
+    Pcap(pcap::Mark),
+    Pcapng(pcapng::Mark),
+}
+
 /// Walks one [`CaptureFile`] batch by batch.
 pub struct CaptureReader<'a> {
     inner: Inner<'a>,
     /// Where a pcapng skip puts the packets it steps over.
     scratch: Vec<PacketRef>,
+    /// The file's guard against shrinking (mapped files only).
+    guard: Option<&'a Guard>,
+    name: &'a str,
+    /// Where this reader takes the file to end since part of it vanished
+    /// ([`vanish::NONE`] before).
+    end: u64,
+    /// The warning about that has been given.
+    warned: bool,
 }
 
 impl<'a> CaptureReader<'a> {
@@ -270,9 +342,14 @@ impl<'a> CaptureReader<'a> {
     /// of file, or `max` was 0).
     #[inline]
     pub fn next_batch(&mut self, out: &mut Vec<PacketRef>, max: usize) -> usize {
-        match &mut self.inner {
-            Inner::Pcap(r) => r.next_batch(out, max),
-            Inner::Pcapng(r) => r.next_batch(out, max),
+        let Some(guard) = self.guard else {
+            return self.read(out, max);
+        };
+        let mark = self.mark();
+        let n = self.read(out, max);
+        match guard.check(self.position()) {
+            None => n,
+            Some(end) => self.vanished(mark, end, n, Some(out), max),
         }
     }
 
@@ -283,9 +360,14 @@ impl<'a> CaptureReader<'a> {
     /// on the same batch boundaries.
     #[inline]
     pub fn skip_batch(&mut self, max: usize) -> usize {
-        match &mut self.inner {
-            Inner::Pcap(r) => r.skip_batch(max),
-            Inner::Pcapng(r) => r.next_batch(&mut self.scratch, max),
+        let Some(guard) = self.guard else {
+            return self.skip(max);
+        };
+        let mark = self.mark();
+        let n = self.skip(max);
+        match guard.check(self.position()) {
+            None => n,
+            Some(end) => self.vanished(mark, end, n, None, max),
         }
     }
 
@@ -294,12 +376,153 @@ impl<'a> CaptureReader<'a> {
     /// warning) end, as if they had been skipped. Classic pcap only (a
     /// pcapng walk must see every interface block): false, and nothing
     /// moves, for pcapng, at the end of the file or for a position behind
-    /// this reader or past the file.
+    /// this reader or past the file — and once part of the file vanished
+    /// (the caller then skips the batch, which stops where the file now
+    /// ends).
     #[inline]
     pub fn jump_to(&mut self, position: u64, packets: usize) -> bool {
+        let Inner::Pcap(r) = &mut self.inner else {
+            return false;
+        };
+        let mark = r.mark();
+        if !r.jump_to(position, packets) {
+            return false;
+        }
+        if let Some(guard) = self.guard {
+            if guard.check(position).is_some() {
+                r.restore(mark);
+                return false;
+            }
+        }
+        true
+    }
+
+    #[inline(always)]
+    fn read(&mut self, out: &mut Vec<PacketRef>, max: usize) -> usize {
         match &mut self.inner {
-            Inner::Pcap(r) => r.jump_to(position, packets),
-            Inner::Pcapng(_) => false,
+            Inner::Pcap(r) => r.next_batch(out, max),
+            Inner::Pcapng(r) => r.next_batch(out, max),
+        }
+    }
+
+    #[inline(always)]
+    fn skip(&mut self, max: usize) -> usize {
+        match &mut self.inner {
+            Inner::Pcap(r) => r.skip_batch(max),
+            Inner::Pcapng(r) => r.next_batch(&mut self.scratch, max),
+        }
+    }
+
+    #[inline(always)]
+    fn mark(&self) -> Mark {
+        match &self.inner {
+            Inner::Pcap(r) => Mark::Pcap(r.mark()),
+            Inner::Pcapng(r) => Mark::Pcapng(r.mark()),
+        }
+    }
+
+    /// Part of the file vanished and it now ends at `end`; the batch just
+    /// read (or skipped, `out` = `None`) from `mark` returned `n` packets.
+    /// When that batch reached past `end` or ended the walk, it is walked
+    /// again from `mark` with the file ending at `end`, so it stops exactly
+    /// where a copy of the file cut at `end` would; later batches stop
+    /// there too. Returns the packets of the batch.
+    #[cold]
+    #[inline(never)]
+    fn vanished(
+        &mut self,
+        mark: Mark,
+        end: u64,
+        mut n: usize,
+        out: Option<&mut Vec<PacketRef>>,
+        max: usize,
+    ) -> usize {
+        if end < self.end {
+            self.end = end;
+            let cut = usize::try_from(end).unwrap_or(usize::MAX);
+            let start = match mark {
+                Mark::Pcap(m) => m.pos() as u64,
+                Mark::Pcapng(m) => m.pos() as u64,
+            };
+            if self.position() > end || self.ended() {
+                match (&mut self.inner, mark) {
+                    (Inner::Pcap(r), Mark::Pcap(m)) => r.restore(m),
+                    (Inner::Pcapng(r), Mark::Pcapng(m)) => r.restore(m),
+                    _ => {}
+                }
+                if start > end {
+                    // This reader had walked past the new end in batches
+                    // already delivered (they were intact then): it stops
+                    // where it is.
+                    if let Some(out) = out {
+                        out.clear();
+                    }
+                    let w = self.warning_at(
+                        end,
+                        &format!(
+                            "; this reader had walked {} bytes past that before they vanished",
+                            start - end
+                        ),
+                    );
+                    match &mut self.inner {
+                        Inner::Pcap(r) => r.end_with(w),
+                        Inner::Pcapng(r) => r.end_with(w),
+                    }
+                    self.warned = true;
+                    return 0;
+                }
+                self.limit(cut);
+                n = match out {
+                    Some(out) => self.read(out, max),
+                    None => self.skip(max),
+                };
+            } else {
+                self.limit(cut);
+            }
+        }
+        let ended_at_end = match &self.inner {
+            Inner::Pcap(r) => r.ended_at_end(),
+            Inner::Pcapng(r) => r.ended_at_end(),
+        };
+        if ended_at_end && !self.warned {
+            let w = self.warning_at(self.end, "");
+            match &mut self.inner {
+                Inner::Pcap(r) => r.end_with(w),
+                Inner::Pcapng(r) => r.end_with(w),
+            }
+            self.warned = true;
+        }
+        n
+    }
+
+    fn limit(&mut self, end: usize) {
+        match &mut self.inner {
+            Inner::Pcap(r) => r.limit(end),
+            Inner::Pcapng(r) => r.limit(end),
+        }
+    }
+
+    /// The walk has ended (end of data, damage or a vanished tail).
+    fn ended(&self) -> bool {
+        match &self.inner {
+            Inner::Pcap(r) => r.is_done(),
+            Inner::Pcapng(r) => r.is_done(),
+        }
+    }
+
+    /// The warning of a file whose bytes from `end` on vanished.
+    fn warning_at(&self, end: u64, more: &str) -> Warning {
+        let last = match &self.inner {
+            Inner::Pcap(r) => r.number(),
+            Inner::Pcapng(r) => r.number(),
+        };
+        Warning {
+            file: self.name.to_string(),
+            offset: end,
+            message: format!(
+                "the file shrank while it was read (truncated by another process?): its \
+                 bytes from here on vanished; reading stopped after packet {last}{more}"
+            ),
         }
     }
 

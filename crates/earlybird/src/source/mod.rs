@@ -19,6 +19,7 @@ pub mod pcap;
 pub mod pcapng;
 pub mod populate;
 pub mod stream;
+pub mod vanish;
 
 pub use file::{CaptureFile, CaptureReader};
 

@@ -146,7 +146,24 @@ pub struct PcapReader<'a> {
     pos: usize,
     number: u64,
     done: bool,
+    /// The walk stopped because the data ended (cleanly or inside a
+    /// record), not on a corrupt record.
+    at_end: bool,
     warning: Option<Warning>,
+}
+
+/// Where a [`PcapReader`] was, to go back there ([`PcapReader::restore`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark {
+    pos: usize,
+    number: u64,
+}
+
+impl Mark {
+    /// The byte position marked.
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
 }
 
 impl<'a> PcapReader<'a> {
@@ -161,8 +178,58 @@ impl<'a> PcapReader<'a> {
             pos: HEADER_LEN.min(data.len()),
             number: 0,
             done: false,
+            at_end: false,
             warning: None,
         }
+    }
+
+    /// Where the reader is now (before a batch).
+    #[inline(always)]
+    pub(crate) fn mark(&self) -> Mark {
+        Mark {
+            pos: self.pos,
+            number: self.number,
+        }
+    }
+
+    /// Goes back to `m` (a mark of this reader), as if the batches since
+    /// were not read.
+    pub(crate) fn restore(&mut self, m: Mark) {
+        self.pos = m.pos;
+        self.number = m.number;
+        self.done = false;
+        self.at_end = false;
+        self.warning = None;
+    }
+
+    /// Takes the file to end at byte `end` (the reader must not be past
+    /// it): later walks stop there as at the end of the file.
+    pub(crate) fn limit(&mut self, end: usize) {
+        if self.pos <= end && end < self.data.len() {
+            self.data = &self.data[..end];
+        }
+    }
+
+    /// The walk has ended (no more batches).
+    pub(crate) fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Ends the walk here with `warning`.
+    pub(crate) fn end_with(&mut self, warning: Warning) {
+        self.done = true;
+        self.warning = Some(warning);
+    }
+
+    /// The walk has ended because the data ended there (cleanly or inside
+    /// a record, not on a corrupt one).
+    pub(crate) fn ended_at_end(&self) -> bool {
+        self.done && self.at_end
+    }
+
+    /// Packets walked so far (the number of the last one).
+    pub(crate) fn number(&self) -> u64 {
+        self.number
     }
 
     /// Clears `out` and appends up to `max` packets; 0 means end of file.
@@ -295,6 +362,7 @@ impl<'a> PcapReader<'a> {
 
     fn finish(&mut self, stop: Stop) {
         self.done = true;
+        self.at_end = !matches!(stop, Stop::Absurd(..));
         let (offset, message) = match stop {
             Stop::End => return,
             Stop::ShortHeader(at, have) => (

@@ -289,7 +289,32 @@ pub struct PcapngReader<'a> {
     number: u64,
     skipped: u64,
     done: bool,
+    /// The walk stopped because the data ended (cleanly or inside a
+    /// block), not on a corrupt block.
+    at_end: bool,
     warning: Option<Warning>,
+    /// The interface table as it was when the current batch began, kept
+    /// (`saved`) only once the batch changes it (an SHB or IDB), for
+    /// [`PcapngReader::restore`].
+    saved_ifaces: Vec<Iface>,
+    saved: bool,
+}
+
+/// Where a [`PcapngReader`] was, to go back there
+/// ([`PcapngReader::restore`]; only to the start of the last batch).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark {
+    pos: usize,
+    number: u64,
+    skipped: u64,
+    order: Order,
+}
+
+impl Mark {
+    /// The byte position marked.
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
 }
 
 impl<'a> PcapngReader<'a> {
@@ -305,13 +330,82 @@ impl<'a> PcapngReader<'a> {
             number: 0,
             skipped: 0,
             done: false,
+            at_end: false,
             warning: None,
+            saved_ifaces: Vec::new(),
+            saved: false,
+        }
+    }
+
+    /// Where the reader is now (before a batch).
+    #[inline(always)]
+    pub(crate) fn mark(&self) -> Mark {
+        Mark {
+            pos: self.pos,
+            number: self.number,
+            skipped: self.skipped,
+            order: self.order,
+        }
+    }
+
+    /// Goes back to `m`, the mark taken before the last batch, as if that
+    /// batch was not read.
+    pub(crate) fn restore(&mut self, m: Mark) {
+        if self.saved {
+            std::mem::swap(&mut self.ifaces, &mut self.saved_ifaces);
+            self.saved = false;
+        }
+        self.pos = m.pos;
+        self.number = m.number;
+        self.skipped = m.skipped;
+        self.order = m.order;
+        self.done = false;
+        self.at_end = false;
+        self.warning = None;
+    }
+
+    /// Takes the file to end at byte `end` (the reader must not be past
+    /// it): later walks stop there as at the end of the file.
+    pub(crate) fn limit(&mut self, end: usize) {
+        if self.pos <= end && end < self.data.len() {
+            self.data = &self.data[..end];
+        }
+    }
+
+    /// The walk has ended (no more batches).
+    pub(crate) fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Ends the walk here with `warning`.
+    pub(crate) fn end_with(&mut self, warning: Warning) {
+        self.done = true;
+        self.warning = Some(warning);
+    }
+
+    /// The walk has ended because the data ended there (cleanly or inside
+    /// a block, not on a corrupt one).
+    pub(crate) fn ended_at_end(&self) -> bool {
+        self.done && self.at_end
+    }
+
+    /// Packets walked so far (the number of the last one).
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Keeps the interface table as it was before this batch changes it.
+    fn save_ifaces(&mut self) {
+        if !self.saved {
+            self.saved_ifaces.clone_from(&self.ifaces);
+            self.saved = true;
         }
     }
 
     /// Clears `out` and appends up to `max` packets; 0 means end of file.
     pub fn next_batch(&mut self, out: &mut Vec<PacketRef>, max: usize) -> usize {
         out.clear();
+        self.saved = false;
         if self.done || max == 0 {
             return 0;
         }
@@ -319,11 +413,17 @@ impl<'a> PcapngReader<'a> {
         while out.len() < max {
             if self.pos >= self.data.len() {
                 self.done = true;
+                self.at_end = true;
                 break;
             }
             let block = match read_block(self.data, self.pos, &mut self.order) {
                 Ok(b) => b,
-                Err(BlockErr::Truncated(m)) | Err(BlockErr::Corrupt(m)) => {
+                Err(BlockErr::Truncated(m)) => {
+                    self.stop(m);
+                    self.at_end = true;
+                    break;
+                }
+                Err(BlockErr::Corrupt(m)) => {
                     self.stop(m);
                     break;
                 }
@@ -348,10 +448,12 @@ impl<'a> PcapngReader<'a> {
                         "section with unsupported pcapng major version {major}"
                     ));
                 }
+                self.save_ifaces();
                 self.ifaces.clear();
                 return Ok(());
             }
             IDB => {
+                self.save_ifaces();
                 self.ifaces.push(Iface::parse(d, b, o));
                 return Ok(());
             }
