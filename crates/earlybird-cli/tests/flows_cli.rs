@@ -302,6 +302,8 @@ fn write_without_mark_is_a_copy_of_the_packets_read() {
         let got = packets(&CaptureFile::open(&out).unwrap());
         assert!(got == want, "{shards} shards: the copy differs");
     }
+}
+
 /// A capture truncated by another process while `earlybird flows` reads
 /// it: the run is not killed (SIGBUS), it ends with exit code 0, every flow
 /// is written, and a warning names the file and the offset from which its
