@@ -155,10 +155,10 @@ fn after_batch(shard: &mut Shard, sink: &mut Sink, ctl: &RunControl, position: u
 }
 
 /// At the end of a file, shard 0 (whose reader walks every record) counts
-/// its packets on unsupported links and keeps its warning.
+/// its packets on unsupported links and keeps its warnings.
 fn file_done(shard: &mut Shard, reader: &CaptureReader<'_>, warnings: &mut Vec<Warning>) {
     if shard.id() == 0 {
         shard.counters.unsupported_link += reader.skipped_unsupported_link();
-        warnings.extend(reader.warning().cloned());
+        warnings.extend(reader.warnings().cloned());
     }
 }

@@ -782,13 +782,13 @@ mod tests {
             (60, 60, 4, None),
         ]);
         // Frame 0 Ethernet, 1 a loopback packet leaving (its copy coming
-        // back in is frame 2), 3 an unsupported type (ARPHRD_IEEE80211).
+        // back in is frame 2), 3 an unsupported type (ARPHRD_IEEE80211_PRISM).
         let mut at = 48;
         for (hatype, pkttype) in [
             (1u16, 0u8),
             (772, libc::PACKET_OUTGOING),
             (772, 0),
-            (801, 0),
+            (802, 0),
         ] {
             b[at + FRAME_SLL + SLL_HATYPE..at + FRAME_SLL + SLL_HATYPE + 2]
                 .copy_from_slice(&hatype.to_ne_bytes());
