@@ -14,7 +14,11 @@
 //! [`Skip::Encrypted`]; a non-first 802.11 fragment is
 //! [`Skip::FragmentNonFirst`]; a protocol version other than 0 is
 //! [`Skip::Malformed`]; bytes cut short are [`Skip::Truncated`]. A trailing
-//! FCS is the caller's to cut. No allocation; pure.
+//! FCS is the caller's to cut. Cisco access points send the frame control
+//! field byte-swapped inside CAPWAP (Wireshark's "swap frame control",
+//! nDPI's CAPWAP decoding): with `swapped_ok`, a frame control whose
+//! version bits are non-zero as read but zero swapped is read swapped.
+//! No allocation; pure.
 
 use super::{Next, Skip};
 
@@ -58,10 +62,14 @@ impl Ieee80211 {
     pub const NEXT: Next = Next::Llc;
 
     /// Parses the MAC header of a data frame; `pad` rounds the header up
-    /// to a multiple of 4 bytes.
+    /// to a multiple of 4 bytes; `swapped_ok` accepts a byte-swapped frame
+    /// control (see the module docs).
     #[inline]
-    pub fn parse(data: &[u8], pad: bool) -> Result<Ieee80211, Skip> {
-        let fc: &[u8; 2] = data.first_chunk().ok_or(Skip::Truncated)?;
+    pub fn parse(data: &[u8], pad: bool, swapped_ok: bool) -> Result<Ieee80211, Skip> {
+        let mut fc: [u8; 2] = *data.first_chunk().ok_or(Skip::Truncated)?;
+        if fc[0] & 0x03 != 0 && swapped_ok && fc[1] & 0x03 == 0 {
+            fc.swap(0, 1);
+        }
         if fc[0] & 0x03 != 0 {
             return Err(Skip::Malformed);
         }
@@ -121,12 +129,12 @@ mod tests {
 
     #[test]
     fn qos_data_to_ds_from_a_real_capture() {
-        let f = Ieee80211::parse(&QOS_TO_DS, false).unwrap();
+        let f = Ieee80211::parse(&QOS_TO_DS, false, false).unwrap();
         assert_eq!(f.len, 26);
         assert_eq!(f.src, [0x90, 0x72, 0x40, 0x97, 0xb6, 0xf5]);
         assert_eq!(f.dst, [0x44, 0x2b, 0x03, 0xaa, 0xab, 0x8d]);
         // With radiotap's padding flag the 26-byte header is padded to 28.
-        assert_eq!(Ieee80211::parse(&QOS_TO_DS, true).unwrap().len, 28);
+        assert_eq!(Ieee80211::parse(&QOS_TO_DS, true, false).unwrap().len, 28);
     }
 
     #[test]
@@ -138,12 +146,12 @@ mod tests {
         f.extend_from_slice(&[0x8a, 0x15, 0x14, 0x9b, 0x5a, 0xe0]);
         f.extend_from_slice(&[0xa4, 0x67, 0x06, 0xf7, 0xec, 0x54]);
         f.extend_from_slice(&[0xb0, 0xad]);
-        let d = Ieee80211::parse(&f, false).unwrap();
+        let d = Ieee80211::parse(&f, false, false).unwrap();
         assert_eq!((d.len, d.dst[0], d.src[0]), (24, 0x33, 0xa4));
         // WDS: both DS bits, a fourth address (SA) after sequence control.
         f[1] = 0x03;
         f.extend_from_slice(&[1, 2, 3, 4, 5, 6]);
-        let d = Ieee80211::parse(&f, false).unwrap();
+        let d = Ieee80211::parse(&f, false, false).unwrap();
         assert_eq!((d.len, d.src, d.dst[0]), (30, [1, 2, 3, 4, 5, 6], 0xa4));
     }
 
@@ -154,32 +162,42 @@ mod tests {
         f.truncate(26);
         f.extend_from_slice(&[9; 12]);
         f.extend_from_slice(&[0, 40]);
-        let d = Ieee80211::parse(&f, false).unwrap();
+        let d = Ieee80211::parse(&f, false, false).unwrap();
         assert_eq!((d.len, d.dst, d.src), (40, [9; 6], [9; 6]));
         f.pop();
-        assert_eq!(Ieee80211::parse(&f, false), Err(Skip::Truncated));
+        assert_eq!(Ieee80211::parse(&f, false, false), Err(Skip::Truncated));
         let mut ht = QOS_TO_DS.to_vec();
         ht[1] |= FLAG_ORDER;
         ht.resize(30, 0);
-        assert_eq!(Ieee80211::parse(&ht, false).unwrap().len, 30);
+        assert_eq!(Ieee80211::parse(&ht, false, false).unwrap().len, 30);
         // Protected (tcpdump/zeek captures of WPA traffic set 0x40).
         let mut p = QOS_TO_DS;
         p[1] |= FLAG_PROTECTED;
-        assert_eq!(Ieee80211::parse(&p, false), Err(Skip::Encrypted));
+        assert_eq!(Ieee80211::parse(&p, false, false), Err(Skip::Encrypted));
         // Beacon (80 00), ack (d4 00), QoS null (c8 01).
         for fc in [[0x80, 0x00], [0xd4, 0x00], [0xc8, 0x01]] {
-            assert_eq!(Ieee80211::parse(&fc, false), Err(Skip::NotIp));
+            assert_eq!(Ieee80211::parse(&fc, false, false), Err(Skip::NotIp));
         }
         // Second fragment.
         let mut fr = QOS_TO_DS;
         fr[22] = 0x11;
-        assert_eq!(Ieee80211::parse(&fr, false), Err(Skip::FragmentNonFirst));
+        assert_eq!(
+            Ieee80211::parse(&fr, false, false),
+            Err(Skip::FragmentNonFirst)
+        );
         let mut v = QOS_TO_DS;
         v[0] |= 1;
-        assert_eq!(Ieee80211::parse(&v, false), Err(Skip::Malformed));
+        assert_eq!(Ieee80211::parse(&v, false, false), Err(Skip::Malformed));
+        // nDPI capwap.pcap: a Cisco AP's swapped frame control 01 08 is
+        // data (08), to-DS (01).
+        let mut sw = QOS_TO_DS;
+        sw[0] = 0x01;
+        sw[1] = 0x88;
+        assert_eq!(Ieee80211::parse(&sw, false, false), Err(Skip::Malformed));
+        assert_eq!(Ieee80211::parse(&sw, false, true).unwrap().len, 26);
         for n in 0..26 {
             assert_eq!(
-                Ieee80211::parse(&QOS_TO_DS[..n], false),
+                Ieee80211::parse(&QOS_TO_DS[..n], false, false),
                 Err(Skip::Truncated)
             );
         }

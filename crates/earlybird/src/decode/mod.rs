@@ -88,6 +88,8 @@ mod walk;
 #[cfg(test)]
 mod corpus_tests;
 #[cfg(test)]
+mod link_tests;
+#[cfg(test)]
 mod testutil;
 #[cfg(test)]
 mod walk_tests;

@@ -171,7 +171,7 @@ fn link_layer(
                 }
             }
         }
-        LinkType::Ieee80211 => wlan(cx, data, off, false, out)?,
+        LinkType::Ieee80211 => wlan(cx, data, off, false, false, out)?,
         LinkType::Radiotap => {
             let r = Radiotap::parse(at(data, off))?;
             let end = if r.fcs {
@@ -180,7 +180,7 @@ fn link_layer(
                 end
             };
             let data = data.get(..end).ok_or(Skip::Truncated)?;
-            let (v, o) = wlan(cx, data, off + r.len, r.pad, out)?;
+            let (v, o) = wlan(cx, data, off + r.len, r.pad, false, out)?;
             return Ok((v, o, end));
         }
         LinkType::Ppi => {
@@ -211,15 +211,17 @@ fn link_layer(
     Ok((version, ip_off, end))
 }
 
-/// 802.11 frame at `off` (`pad`: header padded to 4 bytes), then its LLC.
+/// 802.11 frame at `off` (`pad`: header padded to 4 bytes; `swapped_ok`:
+/// its frame control may be byte-swapped), then its LLC.
 fn wlan(
     cx: &mut Ctx,
     data: &[u8],
     off: usize,
     pad: bool,
+    swapped_ok: bool,
     out: &mut Decoded,
 ) -> Result<(u8, usize), Skip> {
-    let f = Ieee80211::parse(at(data, off), pad)?;
+    let f = Ieee80211::parse(at(data, off), pad, swapped_ok)?;
     if !cx.have_mac {
         out.dst_mac = f.dst;
         out.src_mac = f.src;
@@ -248,7 +250,7 @@ fn follow(
             let (next, n) = llc::parse(at(data, off))?;
             follow(cx, data, off + n, next, out)
         }
-        Next::Ieee80211 => wlan(cx, data, off, false, out),
+        Next::Ieee80211 => wlan(cx, data, off, false, false, out),
     }
 }
 
@@ -516,7 +518,11 @@ fn udp_tunnel(
     } else if kind == TunnelKind::Capwap {
         enter(cx, data, out, TunnelKind::Capwap, |cx, out| {
             let c = Capwap::parse(at(data, off))?;
-            let (version, offset) = follow(cx, data, off + c.len, c.next, out)?;
+            let (version, offset) = if c.next == Next::Ieee80211 {
+                wlan(cx, data, off + c.len, false, true, out)?
+            } else {
+                follow(cx, data, off + c.len, c.next, out)?
+            };
             Ok(Inner {
                 version,
                 offset,
