@@ -5,20 +5,29 @@
 //! resets `out` and fills it; `Err(Skip)` names why the packet belongs to no
 //! flow. It never panics and never allocates; every read goes through a
 //! checked slice. Rules (see also the module docs of [`super`]):
-//! * Link layers: Ethernet (802.3 length frames → `NotIp`), 802.1Q/QinQ tags
-//!   (at most [`MAX_VLAN_TAGS`], `vlan` = first tag's id), MPLS, PPPoE
-//!   session, Linux SLL v1/v2, Cisco HDLC, BSD null/loopback, raw IP.
+//! * Link layers: Ethernet (802.3 length frames: their LLC/SNAP header),
+//!   802.1Q/QinQ tags (at most [`MAX_VLAN_TAGS`], `vlan` = first tag's id),
+//!   MPLS, PPPoE session, Linux SLL v1/v2, Cisco HDLC, BSD null/loopback,
+//!   raw IP on the common path; PPP, Frame Relay, 802.11 (bare, radiotap,
+//!   PPI), NFLOG, SLIP and ATM LLC out of line ([`LinkType`] lists them).
+//!   Each header view says what follows it ([`Next`]) and `follow` goes
+//!   there; at most `MAX_LINK_HOPS` (16) such steps (`TooDeep`). A radiotap
+//!   FCS and the bytes after an NFLOG payload are cut off before the IP
+//!   walk. The outermost link-layer addresses (Ethernet, SLL, 802.11 SA/DA)
+//!   are the packet's MACs.
 //! * The transport view is bounded by `min(captured, IP length)`: bytes past
 //!   the IP packet (Ethernet padding, trailers) are never read as headers.
 //! * TCP needs 14 captured bytes, UDP and SCTP 4; ICMP/ICMPv6 and other
 //!   protocols (ESP, IGMP, OSPF, …) need none and have ports 0.
-//! * Tunnels (IP-in-IP 4/41, GRE incl. ERSPAN, PPTP and MPLS, VXLAN on UDP 4789,
-//!   GTP-U G-PDUs on UDP 2152): the flow is the innermost IP packet; `tunnel`
+//! * Tunnels (IP-in-IP 4/41, GRE incl. ERSPAN, PPTP and MPLS, VXLAN on UDP
+//!   4789/8472, Geneve on 6081, GTP-U G-PDUs on 2152, CAPWAP data on 5247,
+//!   Teredo on 3544; the destination port decides first, see
+//!   [`udp::tunnel_port`]): the flow is the innermost IP packet; `tunnel`
 //!   and `tunnel_id` describe the innermost tunnel. A tunnel is entered only
 //!   when an IP header is found inside; if the tunnel payload is not IP (ARP
-//!   in VXLAN, PPP LCP in PPTP, GRE keepalives, a cut tunnel header) the
-//!   outer packet is the flow (GRE: protocol 47, ports 0; VXLAN/GTP: the
-//!   outer UDP flow). Once an inner IP header is found its errors are the
+//!   in VXLAN, PPP LCP in PPTP, GRE keepalives, a cut tunnel header, an
+//!   802.11 management frame in CAPWAP) the outer packet is the flow (GRE:
+//!   protocol 47, ports 0; UDP tunnels: the outer UDP flow). Once an inner IP header is found its errors are the
 //!   packet's errors. At most [`MAX_TUNNELS`] nested tunnels (`TooDeep`).
 //! * Offsets and lengths are clamped to `u16::MAX`.
 
