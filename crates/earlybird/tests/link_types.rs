@@ -63,6 +63,7 @@ fn linktype(bytes: &[u8]) -> Option<u32> {
 struct Row {
     pkts: u64,
     stack: String,
+    frag_frames: u64,
     tshark_errors: u64,
     read_error: bool,
 }
@@ -92,6 +93,7 @@ fn manifest(root: &Path) -> BTreeMap<PathBuf, Row> {
             Row {
                 pkts,
                 stack: cells[7].to_string(),
+                frag_frames: cells[8].parse().unwrap_or(0),
                 tshark_errors: cells[10].parse().unwrap_or(0),
                 read_error: !cells[11].is_empty(),
             },
@@ -134,20 +136,11 @@ fn formerly_fatal_link_types_run_and_flow() {
                 continue;
             }
             let rel = path.strip_prefix(&root).unwrap().to_path_buf();
-            let Some(row) = rows.get(&rel) else {
-                problems.push(format!("{}: not in the MANIFEST", rel.display()));
-                continue;
-            };
+            // Runs without error (else `run` panics naming the file).
             let (_, r) = run(&path);
             let c = &r.counters;
             checked += 1;
             let name = rel.display();
-            if !row.read_error && c.packets_read + c.unsupported_link != row.pkts {
-                problems.push(format!(
-                    "{name}: {} read + {} unsupported_link != {} in the MANIFEST",
-                    c.packets_read, c.unsupported_link, row.pkts
-                ));
-            }
             if c.packets_flowed + skipped(&r) != c.packets_read {
                 problems.push(format!("{name}: a packet neither flowed nor skipped"));
             }
@@ -159,10 +152,25 @@ fn formerly_fatal_link_types_run_and_flow() {
                 if c.packets_read != 0 || !warned {
                     problems.push(format!("{name}: link type {lt} read or not warned"));
                 }
+            }
+            // Rows whose packet count tshark could not give ("None") are
+            // not in `rows`: nothing more to compare.
+            let Some(row) = rows.get(&rel) else {
+                continue;
+            };
+            if !row.read_error && c.packets_read + c.unsupported_link != row.pkts {
+                problems.push(format!(
+                    "{name}: {} read + {} unsupported_link != {} in the MANIFEST",
+                    c.packets_read, c.unsupported_link, row.pkts
+                ));
+            }
+            if UNDECODED.contains(&lt) {
                 continue;
             }
             let ip = row.stack.split(' ').any(|p| p == "ip" || p == "ipv6");
-            if ip && row.tshark_errors == 0 {
+            // Only fragments (suricata-verify's PPP defrag test: its first
+            // fragment holds 8 bytes of TCP) make no flow, as over Ethernet.
+            if ip && row.tshark_errors == 0 && row.frag_frames < row.pkts {
                 with_ip += 1;
                 if c.packets_flowed == 0 {
                     problems.push(format!("{name}: tshark sees IP ({}), no flow", row.stack));
@@ -173,7 +181,7 @@ fn formerly_fatal_link_types_run_and_flow() {
     eprintln!("{checked} captures of formerly fatal link types, {with_ip} with IP per tshark");
     assert!(problems.is_empty(), "{problems:#?}");
     assert!(checked >= 45, "only {checked} captures checked");
-    assert!(with_ip >= 6, "only {with_ip} captures with IP");
+    assert!(with_ip >= 5, "only {with_ip} captures with IP");
 }
 
 #[test]

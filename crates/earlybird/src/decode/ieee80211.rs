@@ -16,8 +16,9 @@
 //! [`Skip::Malformed`]; bytes cut short are [`Skip::Truncated`]. A trailing
 //! FCS is the caller's to cut. Cisco access points send the frame control
 //! field byte-swapped inside CAPWAP (Wireshark's "swap frame control",
-//! nDPI's CAPWAP decoding): with `swapped_ok`, a frame control whose
-//! version bits are non-zero as read but zero swapped is read swapped.
+//! nDPI's CAPWAP decoding), and their sequence control too: with
+//! `swapped_ok`, a frame control whose version bits are non-zero as read
+//! but zero swapped is read swapped, and so is the sequence control.
 //! No allocation; pure.
 
 use super::{Next, Skip};
@@ -67,7 +68,8 @@ impl Ieee80211 {
     #[inline]
     pub fn parse(data: &[u8], pad: bool, swapped_ok: bool) -> Result<Ieee80211, Skip> {
         let mut fc: [u8; 2] = *data.first_chunk().ok_or(Skip::Truncated)?;
-        if fc[0] & 0x03 != 0 && swapped_ok && fc[1] & 0x03 == 0 {
+        let swapped = fc[0] & 0x03 != 0 && swapped_ok && fc[1] & 0x03 == 0;
+        if swapped {
             fc.swap(0, 1);
         }
         if fc[0] & 0x03 != 0 {
@@ -81,7 +83,9 @@ impl Ieee80211 {
             return Err(Skip::Encrypted);
         }
         let h = data.get(..HEADER_LEN).ok_or(Skip::Truncated)?;
-        if h[22] & 0x0f != 0 {
+        // Fragment number: low 4 bits of the little-endian sequence
+        // control (big-endian in the swapped form).
+        if h[if swapped { 23 } else { 22 }] & 0x0f != 0 {
             return Err(Skip::FragmentNonFirst);
         }
         let four = flags & (FLAG_TO_DS | FLAG_FROM_DS) == FLAG_TO_DS | FLAG_FROM_DS;
@@ -195,6 +199,16 @@ mod tests {
         sw[1] = 0x88;
         assert_eq!(Ieee80211::parse(&sw, false, false), Err(Skip::Malformed));
         assert_eq!(Ieee80211::parse(&sw, false, true).unwrap().len, 26);
+        // Its sequence control 01 10 is sequence 17, fragment 0 (read
+        // little-endian it would be fragment 1).
+        sw[22] = 0x01;
+        sw[23] = 0x10;
+        assert_eq!(Ieee80211::parse(&sw, false, true).unwrap().len, 26);
+        sw[23] = 0x11;
+        assert_eq!(
+            Ieee80211::parse(&sw, false, true),
+            Err(Skip::FragmentNonFirst)
+        );
         for n in 0..26 {
             assert_eq!(
                 Ieee80211::parse(&QOS_TO_DS[..n], false, false),

@@ -753,7 +753,7 @@ mod tests {
     #[test]
     fn header_checks() {
         let w = W { be: true };
-        let mut f = w.shb();
+        let f = w.shb();
         assert_eq!(check_header(&f), Ok(()));
         assert!(check_header(&f[..20]).unwrap_err().contains("past the end"));
         assert!(check_header(b"abcd").is_err());
