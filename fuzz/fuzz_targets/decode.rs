@@ -1,23 +1,15 @@
 //! Fuzz target for the packet decoder: every input is decoded once per link
-//! type. The decoder must never panic, a decoded packet must describe an
-//! IPv4 or IPv6 header inside the input (with an ICMP type only when it is
-//! ICMP), and the fast path must agree with the general decoder on every
-//! frame it takes.
+//! type (`LinkType::ALL`: Ethernet, null, raw IP, SLL, C-HDLC, PPP, Frame
+//! Relay, 802.11, radiotap, PPI, NFLOG, SLIP, ATM LLC). The decoder must
+//! never panic, a decoded packet must describe an IPv4 or IPv6 header
+//! inside the input (with an ICMP type only when it is ICMP), and the
+//! fast path must agree with the general
+//! decoder on every frame it takes.
 #![no_main]
 
 use earlybird::decode::{decode, Decoded, TunnelKind};
 use earlybird::source::LinkType;
 use libfuzzer_sys::fuzz_target;
-
-const LINKS: [LinkType; 7] = [
-    LinkType::Ethernet,
-    LinkType::Null,
-    LinkType::Raw,
-    LinkType::Ipv4,
-    LinkType::Ipv6,
-    LinkType::LinuxSll,
-    LinkType::LinuxSll2,
-];
 
 fuzz_target!(|data: &[u8]| {
     let mut out = Decoded::default();
@@ -26,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
         assert!(decode(LinkType::Ethernet, data, &mut out).is_ok());
         assert_eq!(f.to_decoded(), out);
     }
-    for link in LINKS {
+    for link in LinkType::ALL {
         if decode(link, data, &mut out).is_ok() {
             assert!(out.ip_version == 4 || out.ip_version == 6);
             assert!((out.ip_offset as usize) < data.len());

@@ -24,13 +24,6 @@ pub enum Error {
     /// The file is not a pcap or pcapng capture, or its header is damaged.
     #[error("{path}: not a capture file: {reason}")]
     NotCapture { path: PathBuf, reason: String },
-    /// The capture is well formed but uses a link type earlybird cannot decode.
-    #[error("{path}: unsupported link type {linktype} (byte offset {offset})")]
-    UnsupportedLinkType {
-        path: PathBuf,
-        linktype: u32,
-        offset: u64,
-    },
     /// A structural error inside a capture file at a known byte offset.
     #[error("{path}: at byte offset {offset}: {reason}")]
     BadCapture {

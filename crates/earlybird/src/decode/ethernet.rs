@@ -1,11 +1,11 @@
 //! Ethernet II header view (IEEE 802.3 / DIX).
 //!
 //! Contract: [`Ethernet::parse`] takes the bytes starting at the Ethernet
-//! header and returns the MAC addresses and the EtherType that follows them.
-//! It fails with [`Skip::Truncated`] when fewer than 14 bytes are present and
-//! with [`Skip::NotIp`] for IEEE 802.3 length frames (type/length field
-//! below 0x0600: LLC/SNAP, STP, CDP, …), which never carry a flow. No
-//! allocation; pure function of the input bytes.
+//! header and returns the MAC addresses and the type/length field that
+//! follows them: an EtherType, or below 0x0600 the length of an IEEE 802.3
+//! frame, whose LLC header the walk reads next (LLC/SNAP may carry IP;
+//! STP, CDP, … do not). It fails with [`Skip::Truncated`] when fewer than
+//! 14 bytes are present. No allocation; pure function of the input bytes.
 
 use super::Skip;
 
@@ -51,7 +51,8 @@ pub struct Ethernet {
     pub dst: [u8; 6],
     /// Source MAC address.
     pub src: [u8; 6],
-    /// EtherType of the next header (may be a VLAN tag, MPLS, …).
+    /// EtherType of the next header (may be a VLAN tag, MPLS, …), or an
+    /// 802.3 length below [`ethertype::MIN_ETHERTYPE`].
     pub ethertype: u16,
 }
 
@@ -61,9 +62,6 @@ impl Ethernet {
     pub fn parse(data: &[u8]) -> Result<Ethernet, Skip> {
         let h: &[u8; HEADER_LEN] = data.first_chunk().ok_or(Skip::Truncated)?;
         let ethertype = u16::from_be_bytes([h[12], h[13]]);
-        if ethertype < ethertype::MIN_ETHERTYPE {
-            return Err(Skip::NotIp);
-        }
         Ok(Ethernet {
             dst: [h[0], h[1], h[2], h[3], h[4], h[5]],
             src: [h[6], h[7], h[8], h[9], h[10], h[11]],
@@ -104,15 +102,12 @@ mod tests {
     }
 
     #[test]
-    fn ieee_802_3_length_frame_is_not_ip() {
+    fn ieee_802_3_length_is_returned() {
         let mut f = FRAME;
         // 802.3 length 0x0026 followed by LLC (STP).
         f[12] = 0x00;
         f[13] = 0x26;
-        assert_eq!(Ethernet::parse(&f), Err(Skip::NotIp));
-        f[12] = 0x05;
-        f[13] = 0xff;
-        assert_eq!(Ethernet::parse(&f), Err(Skip::NotIp));
+        assert_eq!(Ethernet::parse(&f).unwrap().ethertype, 0x0026);
         f[12] = 0x06;
         f[13] = 0x00;
         assert_eq!(Ethernet::parse(&f).unwrap().ethertype, 0x0600);

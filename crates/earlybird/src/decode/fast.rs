@@ -71,12 +71,7 @@ pub fn ethernet_ipv4(data: &[u8]) -> Option<Fast<'_>> {
         ipproto::UDP => {
             let sport = u16::from_be_bytes([h[34], h[35]]);
             let dport = u16::from_be_bytes([h[36], h[37]]);
-            if captured < 4
-                || declared < 8
-                || dport == super::vxlan::PORT
-                || dport == super::gtp::PORT
-                || sport == super::gtp::PORT
-            {
+            if captured < 4 || declared < 8 || super::udp::tunnel_port(sport, dport) {
                 return None;
             }
             (0, L4 + 8, declared - 8)

@@ -3,14 +3,33 @@
 //!
 //! Contract: [`Sll::parse_v1`] reads the 16-byte v1 header (protocol at
 //! offset 14) and [`Sll::parse_v2`] the 20-byte v2 header (protocol at
-//! offset 0). Both return the protocol (an EtherType for the caller to
-//! follow), the sender's link-layer address when it is a 6-byte MAC, and the
-//! header length. A header cut short is [`Skip::Truncated`]; a protocol
-//! below 0x0600 (Linux pseudo-protocols such as 802.2 LLC, CAN, …) is
+//! offset 0). Both return the protocol, the ARPHRD type, the sender's
+//! link-layer address when it is a 6-byte MAC, and the header length. A
+//! header cut short is [`Skip::Truncated`]. [`Sll::next`] says what follows:
+//! a protocol of 0x0600 or more is an EtherType; below that Linux uses
+//! pseudo-protocols, of which 802.2 LLC (0x0004) is followed, and the
+//! ARPHRD type names 802.11 (801) and radiotap (803) frames of monitor-mode
+//! interfaces; the rest (CAN, netlink, Novell 802.3, …) is
 //! [`Skip::NotIp`]. No allocation; pure.
 
 use super::ethernet::ethertype::MIN_ETHERTYPE;
-use super::Skip;
+use super::{Next, Skip};
+
+/// ARPHRD_IEEE80211: bare 802.11 frames.
+pub const ARPHRD_IEEE80211: u16 = 801;
+/// ARPHRD_IEEE80211_RADIOTAP: radiotap header, then 802.11.
+pub const ARPHRD_IEEE80211_RADIOTAP: u16 = 803;
+/// ETH_P_802_2: the payload starts with an 802.2 LLC header.
+pub const ETH_P_802_2: u16 = 0x0004;
+
+/// What follows a cooked header, beyond what [`Next`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SllNext {
+    /// A payload the walk follows.
+    Next(Next),
+    /// A radiotap header, then 802.11.
+    Radiotap,
+}
 
 /// SLL v1 header length.
 pub const V1_LEN: usize = 16;
@@ -20,7 +39,8 @@ pub const V2_LEN: usize = 20;
 /// A Linux cooked header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sll {
-    /// Protocol of the payload (EtherType).
+    /// Protocol of the payload (an EtherType, or a Linux pseudo-protocol
+    /// below 0x0600).
     pub protocol: u16,
     /// Packet type (0 to us, 1 broadcast, 2 multicast, 3 other host, 4 outgoing).
     pub packet_type: u16,
@@ -40,15 +60,6 @@ fn mac_of(addr_len: usize, a: &[u8]) -> Option<[u8; 6]> {
     }
 }
 
-#[inline]
-fn check_protocol(p: u16) -> Result<u16, Skip> {
-    if p < MIN_ETHERTYPE {
-        Err(Skip::NotIp)
-    } else {
-        Ok(p)
-    }
-}
-
 impl Sll {
     /// Parses a v1 header: packet type, hatype, address length, 8-byte
     /// address, protocol.
@@ -57,7 +68,7 @@ impl Sll {
         let h: &[u8; V1_LEN] = data.first_chunk().ok_or(Skip::Truncated)?;
         let addr_len = u16::from_be_bytes([h[4], h[5]]) as usize;
         Ok(Sll {
-            protocol: check_protocol(u16::from_be_bytes([h[14], h[15]]))?,
+            protocol: u16::from_be_bytes([h[14], h[15]]),
             packet_type: u16::from_be_bytes([h[0], h[1]]),
             hatype: u16::from_be_bytes([h[2], h[3]]),
             src_mac: mac_of(addr_len, &h[6..14]),
@@ -71,12 +82,26 @@ impl Sll {
     pub fn parse_v2(data: &[u8]) -> Result<Sll, Skip> {
         let h: &[u8; V2_LEN] = data.first_chunk().ok_or(Skip::Truncated)?;
         Ok(Sll {
-            protocol: check_protocol(u16::from_be_bytes([h[0], h[1]]))?,
+            protocol: u16::from_be_bytes([h[0], h[1]]),
             packet_type: u16::from(h[10]),
             hatype: u16::from_be_bytes([h[8], h[9]]),
             src_mac: mac_of(h[11] as usize, &h[12..20]),
             len: V2_LEN,
         })
+    }
+
+    /// What follows the header, from the protocol and the ARPHRD type.
+    #[inline]
+    pub fn next(&self) -> Result<SllNext, Skip> {
+        if self.protocol >= MIN_ETHERTYPE {
+            return Ok(SllNext::Next(Next::EtherType(self.protocol)));
+        }
+        match self.hatype {
+            ARPHRD_IEEE80211_RADIOTAP => Ok(SllNext::Radiotap),
+            ARPHRD_IEEE80211 => Ok(SllNext::Next(Next::Ieee80211)),
+            _ if self.protocol == ETH_P_802_2 => Ok(SllNext::Next(Next::Llc)),
+            _ => Err(Skip::NotIp),
+        }
     }
 }
 
@@ -125,11 +150,30 @@ mod tests {
     }
 
     #[test]
-    fn pseudo_protocol_is_not_ip_and_odd_address_has_no_mac() {
+    fn pseudo_protocols_and_odd_address_has_no_mac() {
+        assert_eq!(
+            Sll::parse_v1(&V1).unwrap().next(),
+            Ok(SllNext::Next(Next::EtherType(0x86dd)))
+        );
         let mut v1 = V1;
         v1[14] = 0x00;
         v1[15] = 0x04; // ETH_P_802_2
-        assert_eq!(Sll::parse_v1(&v1), Err(Skip::NotIp));
+        assert_eq!(
+            Sll::parse_v1(&v1).unwrap().next(),
+            Ok(SllNext::Next(Next::Llc))
+        );
+        v1[15] = 0x0c; // ETH_P_CAN
+        assert_eq!(Sll::parse_v1(&v1).unwrap().next(), Err(Skip::NotIp));
+        // A monitor-mode interface: ARPHRD 803, protocol ETH_P_802_2.
+        v1[2] = 0x03;
+        v1[3] = 0x23;
+        v1[15] = 0x04;
+        assert_eq!(Sll::parse_v1(&v1).unwrap().next(), Ok(SllNext::Radiotap));
+        v1[3] = 0x21; // ARPHRD 801
+        assert_eq!(
+            Sll::parse_v1(&v1).unwrap().next(),
+            Ok(SllNext::Next(Next::Ieee80211))
+        );
         let mut v2 = V2;
         v2[11] = 4; // 4-byte address (e.g. IPIP tunnel device)
         assert_eq!(Sll::parse_v2(&v2).unwrap().src_mac, None);

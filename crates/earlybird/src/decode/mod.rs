@@ -10,11 +10,20 @@
 //! (`parse(&[u8]) -> Result<View, Skip>`); `walk.rs` chains them.
 //!
 //! Rules worth knowing:
-//! * Link layers: Ethernet II (802.3 length frames → `NotIp`), 802.1Q / QinQ
+//! * Link layers: Ethernet II and 802.3 frames (LLC/SNAP carrying an
+//!   EtherType is followed; other LLC → `NotIp`), 802.1Q / QinQ
 //!   (0x8100, 0x88A8, 0x9100; `vlan` = outermost tag), MPLS (to bottom of
 //!   stack, then the IP version nibble; pseudowires → `NotIp`), PPPoE session
-//!   (PPP IPv4/IPv6; discovery and PPP control → `NotIp`), Linux SLL v1/v2,
-//!   BSD null/loopback (AF in either byte order), raw IPv4/IPv6.
+//!   (PPP IPv4/IPv6/MPLS; discovery and PPP control → `NotIp`), Linux SLL
+//!   v1/v2 (with 802.11, radiotap and LLC payloads named by their ARPHRD or
+//!   protocol), BSD null/loopback (AF in either byte order), raw IPv4/IPv6,
+//!   PPP and PPP in HDLC-like framing, Cisco HDLC, Frame Relay (Q.922 with
+//!   NLPID/SNAP or Cisco encapsulation), IEEE 802.11 data frames (protected
+//!   frames → `Encrypted`, management/control/null frames → `NotIp`) bare or
+//!   under radiotap, PPI, Prism or AVS headers, NFLOG, SLIP, and ATM
+//!   LLC/SNAP (RFC 1483, Linux CLIP, SunATM). Link types outside this list
+//!   never reach the decoder: the capture reader counts their packets as
+//!   `unsupported_link`.
 //! * Snaplen-cut packets are decoded as far as the captured bytes allow; the
 //!   IP length reported is the one from the IP header (what was on the wire).
 //!   A transport header cut before what the flow needs is skipped
@@ -34,9 +43,10 @@
 //!   they are skipped with `Skip::FragmentNonFirst` rather than creating a
 //!   bogus port-0 flow.
 //! * Tunnels (IP-in-IP 4/41, GRE incl. transparent Ethernet, ERSPAN I/II/III,
-//!   PPTP and MPLS over GRE, VXLAN on UDP 4789, GTP-U on UDP 2152): the flow is the
+//!   PPTP and MPLS over GRE, VXLAN on UDP 4789 and 8472, GTP-U on UDP 2152,
+//!   Geneve on UDP 6081, Teredo on UDP 3544, CAPWAP data on UDP 5247): the flow is the
 //!   innermost IP packet; the innermost tunnel's kind and identifier (GRE
-//!   key or PPTP call id, VXLAN VNI, GTP TEID) are kept in
+//!   key or PPTP call id, VXLAN or Geneve VNI, GTP TEID) are kept in
 //!   [`Decoded::tunnel`] / [`Decoded::tunnel_id`] and become part of the
 //!   flow key. MACs stay those of the outermost Ethernet header. When a
 //!   tunnel carries no IP (ARP in VXLAN, PPP LCP, GRE keepalive, 802.11 in
@@ -44,19 +54,31 @@
 //!   ([`MAX_TUNNELS`], [`MAX_VLAN_TAGS`], MPLS and IPv6 extension chains):
 //!   deeper is `Skip::TooDeep`.
 
+pub mod capwap;
+pub mod chdlc;
 pub mod ethernet;
 pub mod fast;
+pub mod frame_relay;
+pub mod geneve;
 pub mod gre;
 pub mod gtp;
 pub mod icmp;
+pub mod ieee80211;
 pub mod ipv4;
 pub mod ipv6;
 pub mod linux_sll;
+pub mod llc;
 pub mod mpls;
+pub mod nflog;
 pub mod null;
+pub mod ppi;
+pub mod ppp;
 pub mod pppoe;
+pub mod radiotap;
 pub mod sctp;
+pub mod slip;
 pub mod tcp;
+pub mod teredo;
 pub mod udp;
 pub mod vlan;
 pub mod vxlan;
@@ -65,6 +87,8 @@ mod walk;
 
 #[cfg(test)]
 mod corpus_tests;
+#[cfg(test)]
+mod link_tests;
 #[cfg(test)]
 mod testutil;
 #[cfg(test)]
@@ -99,6 +123,12 @@ pub enum TunnelKind {
     IpInIp = 3,
     /// GTP-U (3GPP TS 29.281) G-PDU; id = TEID.
     Gtp = 4,
+    /// Geneve (RFC 8926); id = VNI.
+    Geneve = 5,
+    /// Teredo (RFC 4380): IPv6 in UDP; id = 0.
+    Teredo = 6,
+    /// CAPWAP data channel (RFC 5415); id = radio id.
+    Capwap = 7,
 }
 
 impl TunnelKind {
@@ -110,6 +140,9 @@ impl TunnelKind {
             2 => TunnelKind::Vxlan,
             3 => TunnelKind::IpInIp,
             4 => TunnelKind::Gtp,
+            5 => TunnelKind::Geneve,
+            6 => TunnelKind::Teredo,
+            7 => TunnelKind::Capwap,
             _ => TunnelKind::None,
         }
     }
@@ -122,6 +155,9 @@ impl TunnelKind {
             TunnelKind::Vxlan => "vxlan",
             TunnelKind::IpInIp => "ipip",
             TunnelKind::Gtp => "gtp",
+            TunnelKind::Geneve => "geneve",
+            TunnelKind::Teredo => "teredo",
+            TunnelKind::Capwap => "capwap",
         }
     }
 }
@@ -140,11 +176,14 @@ pub enum Skip {
     FragmentNonFirst = 3,
     /// Encapsulation nested deeper than the decoder follows.
     TooDeep = 4,
+    /// Link-layer payload encrypted (a protected 802.11 frame, CAPWAP
+    /// DTLS): no IP header can be read.
+    Encrypted = 5,
 }
 
 impl Skip {
     /// Number of skip reasons (size of counter arrays).
-    pub const COUNT: usize = 5;
+    pub const COUNT: usize = 6;
     /// All reasons, in counter order.
     pub const ALL: [Skip; Skip::COUNT] = [
         Skip::Truncated,
@@ -152,6 +191,7 @@ impl Skip {
         Skip::NotIp,
         Skip::FragmentNonFirst,
         Skip::TooDeep,
+        Skip::Encrypted,
     ];
     /// Counter name.
     pub fn name(self) -> &'static str {
@@ -161,8 +201,25 @@ impl Skip {
             Skip::NotIp => "not_ip",
             Skip::FragmentNonFirst => "fragment_non_first",
             Skip::TooDeep => "too_deep",
+            Skip::Encrypted => "encrypted",
         }
     }
+}
+
+/// What a link-layer or tunnel header says comes after it; each header
+/// view returns one, with its own length, for the walk to follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// An IP header of this version (4 or 6).
+    Ip(u8),
+    /// A payload named by an EtherType (IP, VLAN tags, MPLS, PPPoE, …).
+    EtherType(u16),
+    /// An Ethernet frame (bridged encapsulations).
+    Ethernet,
+    /// An IEEE 802.2 LLC header (SNAP).
+    Llc,
+    /// An IEEE 802.11 frame.
+    Ieee80211,
 }
 
 /// Everything the flow stage needs from one packet. Filled in place by
@@ -192,7 +249,8 @@ pub struct Decoded {
     pub vlan: u16,
     /// Tunnel kind that carried the inner packet.
     pub tunnel: TunnelKind,
-    /// GRE key (PPTP: call id), VXLAN VNI or GTP TEID (0 when none).
+    /// GRE key (PPTP: call id), VXLAN or Geneve VNI, GTP TEID, CAPWAP
+    /// radio id (0 when none).
     pub tunnel_id: u32,
     /// Source MAC of the outermost Ethernet header (zero when none).
     pub src_mac: [u8; 6],

@@ -5,45 +5,66 @@
 //! resets `out` and fills it; `Err(Skip)` names why the packet belongs to no
 //! flow. It never panics and never allocates; every read goes through a
 //! checked slice. Rules (see also the module docs of [`super`]):
-//! * Link layers: Ethernet (802.3 length frames → `NotIp`), 802.1Q/QinQ tags
-//!   (at most [`MAX_VLAN_TAGS`], `vlan` = first tag's id), MPLS, PPPoE
-//!   session, Linux SLL v1/v2, Cisco HDLC, BSD null/loopback, raw IP.
+//! * Link layers: Ethernet (802.3 length frames: their LLC/SNAP header),
+//!   802.1Q/QinQ tags (at most [`MAX_VLAN_TAGS`], `vlan` = first tag's id),
+//!   MPLS, PPPoE session, Linux SLL v1/v2, Cisco HDLC, BSD null/loopback,
+//!   raw IP on the common path; PPP, Frame Relay, 802.11 (bare, radiotap,
+//!   PPI), NFLOG, SLIP and ATM LLC out of line ([`LinkType`] lists them).
+//!   Each header view says what follows it ([`Next`]) and `follow` goes
+//!   there; at most `MAX_LINK_HOPS` (16) such steps (`TooDeep`). A radiotap
+//!   FCS and the bytes after an NFLOG payload are cut off before the IP
+//!   walk. The outermost link-layer addresses (Ethernet, SLL, 802.11 SA/DA)
+//!   are the packet's MACs.
 //! * The transport view is bounded by `min(captured, IP length)`: bytes past
 //!   the IP packet (Ethernet padding, trailers) are never read as headers.
 //! * TCP needs 14 captured bytes, UDP and SCTP 4; ICMP/ICMPv6 (type and
 //!   code read when 4 bytes are there) and other
 //!   protocols (ESP, IGMP, OSPF, …) need none and have ports 0.
-//! * Tunnels (IP-in-IP 4/41, GRE incl. ERSPAN, PPTP and MPLS, VXLAN on UDP 4789,
-//!   GTP-U G-PDUs on UDP 2152): the flow is the innermost IP packet; `tunnel`
+//! * Tunnels (IP-in-IP 4/41, GRE incl. ERSPAN, PPTP and MPLS, VXLAN on UDP
+//!   4789/8472, Geneve on 6081, GTP-U G-PDUs on 2152, CAPWAP data on 5247,
+//!   Teredo on 3544; the destination port decides first, see
+//!   [`udp::tunnel_port`]): the flow is the innermost IP packet; `tunnel`
 //!   and `tunnel_id` describe the innermost tunnel. A tunnel is entered only
 //!   when an IP header is found inside; if the tunnel payload is not IP (ARP
-//!   in VXLAN, PPP LCP in PPTP, GRE keepalives, a cut tunnel header) the
-//!   outer packet is the flow (GRE: protocol 47, ports 0; VXLAN/GTP: the
-//!   outer UDP flow). Once an inner IP header is found its errors are the
+//!   in VXLAN, PPP LCP in PPTP, GRE keepalives, a cut tunnel header, an
+//!   802.11 management frame in CAPWAP) the outer packet is the flow (GRE:
+//!   protocol 47, ports 0; UDP tunnels: the outer UDP flow). Once an inner IP header is found its errors are the
 //!   packet's errors. At most [`MAX_TUNNELS`] nested tunnels (`TooDeep`).
 //! * Offsets and lengths are clamped to `u16::MAX`.
 
-use super::ethernet::{ethertype, Ethernet, HEADER_LEN as ETH_LEN};
+use super::capwap::{self, Capwap};
+use super::ethernet::{ethertype, ethertype::MIN_ETHERTYPE, Ethernet, HEADER_LEN as ETH_LEN};
+use super::geneve::{self, Geneve};
 use super::gre::{erspan_len, Gre};
 use super::gtp::{self, GtpU};
 use super::icmp::{self, Icmp};
+use super::ieee80211::Ieee80211;
 use super::ipv4::Ipv4;
 use super::ipv6::{Ipv6, HEADER_LEN as IPV6_LEN};
-use super::linux_sll::Sll;
+use super::linux_sll::{Sll, SllNext};
 use super::mpls::LabelStack;
-use super::pppoe::{ppp_ip, PppoeSession};
+use super::nflog::Nflog;
+use super::ppi::Ppi;
+use super::pppoe::PppoeSession;
+use super::radiotap::Radiotap;
 use super::sctp::{self, Sctp};
 use super::tcp::Tcp;
 use super::udp::{self, Udp};
 use super::vlan::{self, VlanTag};
 use super::vxlan::{self, Vxlan};
-use super::{ipproto, map_v4, null, Decoded, Skip, TunnelKind};
+use super::{chdlc, frame_relay, llc, ppp, slip, teredo};
+use super::{ipproto, map_v4, null, Decoded, Next, Skip, TunnelKind};
 use crate::source::LinkType;
 
 /// Most nested tunnels followed.
 pub const MAX_TUNNELS: u8 = 4;
 /// Most VLAN tags followed in one Ethernet header.
 pub const MAX_VLAN_TAGS: u8 = 4;
+/// Most link-layer headers followed one after another (LLC, bridged
+/// Ethernet, PPP, …) in one packet, tunnels included.
+const MAX_LINK_HOPS: u8 = 16;
+/// Length of an 802.11 frame check sequence.
+const FCS_LEN: usize = 4;
 
 /// Walk state that is not part of the output.
 #[derive(Clone, Copy, Default)]
@@ -52,6 +73,8 @@ struct Ctx {
     tunnels: u8,
     /// The outermost link-layer addresses have been recorded.
     have_mac: bool,
+    /// Link-layer headers followed so far ([`MAX_LINK_HOPS`]).
+    hops: u8,
 }
 
 /// An inner IP packet found inside a tunnel.
@@ -86,25 +109,160 @@ pub fn decode(link: LinkType, data: &[u8], out: &mut Decoded) -> Result<(), Skip
         LinkType::Ipv4 => (4, 0),
         LinkType::Ipv6 => (6, 0),
         LinkType::Null => null::parse(data)?,
+        other => return decode_other(&mut cx, other, data, out),
+    };
+    ip(&mut cx, data, off, version, out)
+}
+
+/// The link types beyond Ethernet, null and raw IP (out of line: the
+/// common ones above stay small).
+#[cold]
+#[inline(never)]
+fn decode_other(cx: &mut Ctx, link: LinkType, data: &[u8], out: &mut Decoded) -> Result<(), Skip> {
+    let (version, off, end) = link_layer(cx, link, data, 0, out)?;
+    let data = data.get(..end).unwrap_or(data);
+    ip(cx, data, off, version, out)
+}
+
+/// The link-layer header of type `link` at `off`, followed to an IP
+/// header: its version, its offset, and where the link layer says the
+/// packet ends (before a radiotap FCS, at the end of an NFLOG payload).
+fn link_layer(
+    cx: &mut Ctx,
+    link: LinkType,
+    data: &[u8],
+    off: usize,
+    out: &mut Decoded,
+) -> Result<(u8, usize, usize), Skip> {
+    let end = data.len();
+    let (version, ip_off) = match link {
+        LinkType::Ethernet => ethernet(cx, data, off, out)?,
+        LinkType::Raw => (raw_version(at(data, off))?, off),
+        LinkType::Ipv4 => (4, off),
+        LinkType::Ipv6 => (6, off),
+        LinkType::Null => {
+            let (v, n) = null::parse(at(data, off))?;
+            (v, off + n)
+        }
         LinkType::CHdlc => {
-            // Address, control, then an EtherType (Cisco HDLC framing).
-            let h = data.get(..4).ok_or(Skip::Truncated)?;
-            ethertype_walk(data, 4, u16::from_be_bytes([h[2], h[3]]), out)?
+            let (next, n) = chdlc::parse(at(data, off))?;
+            follow(cx, data, off + n, next, out)?
+        }
+        LinkType::Ppp => {
+            let (next, n) = ppp::parse(at(data, off))?;
+            follow(cx, data, off + n, next, out)?
+        }
+        LinkType::PppHdlc => {
+            let first = *data.get(off).ok_or(Skip::Truncated)?;
+            let (next, n) = if chdlc::is_cisco_address(first) {
+                chdlc::parse(at(data, off))?
+            } else {
+                ppp::parse(at(data, off))?
+            };
+            follow(cx, data, off + n, next, out)?
+        }
+        LinkType::FrameRelay => {
+            let (next, n) = frame_relay::parse(at(data, off))?;
+            follow(cx, data, off + n, next, out)?
         }
         LinkType::LinuxSll | LinkType::LinuxSll2 => {
             let s = if link == LinkType::LinuxSll {
-                Sll::parse_v1(data)?
+                Sll::parse_v1(at(data, off))?
             } else {
-                Sll::parse_v2(data)?
+                Sll::parse_v2(at(data, off))?
             };
             if let Some(mac) = s.src_mac {
                 out.src_mac = mac;
                 cx.have_mac = true;
             }
-            ethertype_walk(data, s.len, s.protocol, out)?
+            match s.next()? {
+                SllNext::Next(next) => follow(cx, data, off + s.len, next, out)?,
+                SllNext::Radiotap => {
+                    return link_layer(cx, LinkType::Radiotap, data, off + s.len, out)
+                }
+            }
+        }
+        LinkType::Ieee80211 => wlan(cx, data, off, false, false, out)?,
+        LinkType::Radiotap => {
+            let r = Radiotap::parse(at(data, off))?;
+            let end = if r.fcs {
+                end.checked_sub(FCS_LEN).ok_or(Skip::Truncated)?
+            } else {
+                end
+            };
+            let data = data.get(..end).ok_or(Skip::Truncated)?;
+            let (v, o) = wlan(cx, data, off + r.len, r.pad, false, out)?;
+            return Ok((v, o, end));
+        }
+        LinkType::Ppi => {
+            let p = Ppi::parse(at(data, off))?;
+            // The inner link type, but never PPI again.
+            match LinkType::from_pcap(p.dlt) {
+                Some(LinkType::Ppi) => return Err(Skip::Malformed),
+                Some(inner) => return link_layer(cx, inner, data, off + p.len, out),
+                None => return Err(Skip::NotIp),
+            }
+        }
+        LinkType::Nflog => {
+            let n = Nflog::parse(at(data, off))?;
+            return Ok((n.ip_version, off + n.offset, off + n.end));
+        }
+        LinkType::Slip => {
+            let (v, n) = slip::parse(at(data, off))?;
+            (v, off + n)
+        }
+        LinkType::AtmLlc => {
+            if at(data, off).starts_with(&[0xaa, 0xaa, 0x03]) {
+                follow(cx, data, off, Next::Llc, out)?
+            } else {
+                (raw_version(at(data, off))?, off)
+            }
         }
     };
-    ip(&mut cx, data, off, version, out)
+    Ok((version, ip_off, end))
+}
+
+/// 802.11 frame at `off` (`pad`: header padded to 4 bytes; `swapped_ok`:
+/// its frame control may be byte-swapped), then its LLC.
+fn wlan(
+    cx: &mut Ctx,
+    data: &[u8],
+    off: usize,
+    pad: bool,
+    swapped_ok: bool,
+    out: &mut Decoded,
+) -> Result<(u8, usize), Skip> {
+    let f = Ieee80211::parse(at(data, off), pad, swapped_ok)?;
+    if !cx.have_mac {
+        out.dst_mac = f.dst;
+        out.src_mac = f.src;
+        cx.have_mac = true;
+    }
+    follow(cx, data, off + f.len, Ieee80211::NEXT, out)
+}
+
+/// Follows what a header said comes next, at `off`, to an IP header.
+fn follow(
+    cx: &mut Ctx,
+    data: &[u8],
+    off: usize,
+    next: Next,
+    out: &mut Decoded,
+) -> Result<(u8, usize), Skip> {
+    cx.hops += 1;
+    if cx.hops > MAX_LINK_HOPS {
+        return Err(Skip::TooDeep);
+    }
+    match next {
+        Next::Ip(v) => Ok((v, off)),
+        Next::EtherType(et) => ethertype_walk(cx, data, off, et, out),
+        Next::Ethernet => ethernet(cx, data, off, out),
+        Next::Llc => {
+            let (next, n) = llc::parse(at(data, off))?;
+            follow(cx, data, off + n, next, out)
+        }
+        Next::Ieee80211 => wlan(cx, data, off, false, false, out),
+    }
 }
 
 /// Version nibble of a raw IP packet.
@@ -130,13 +288,15 @@ fn ethernet(cx: &mut Ctx, data: &[u8], off: usize, out: &mut Decoded) -> Result<
     match e.ethertype {
         ethertype::IPV4 => Ok((4, off)),
         ethertype::IPV6 => Ok((6, off)),
-        et => ethertype_walk(data, off, et, out),
+        et => ethertype_walk(cx, data, off, et, out),
     }
 }
 
 /// Follows VLAN tags, MPLS and PPPoE from EtherType `et` at `off` to an IP
-/// header: returns its version and offset.
+/// header: returns its version and offset. A value below 0x0600 is an
+/// 802.3 length: an LLC header follows.
 fn ethertype_walk(
+    cx: &mut Ctx,
     data: &[u8],
     mut off: usize,
     mut et: u16,
@@ -165,8 +325,9 @@ fn ethertype_walk(
             }
             ethertype::PPPOE_SESSION => {
                 let s = PppoeSession::parse(at(data, off))?;
-                return Ok((s.ip_version, off + s.len));
+                return follow(cx, data, off + s.len, s.next, out);
             }
+            len if len < MIN_ETHERTYPE => return follow(cx, data, off, Next::Llc, out),
             _ => return Err(Skip::NotIp),
         }
     }
@@ -235,8 +396,8 @@ fn transport(
             out.dport = u.dport;
             out.payload_offset = clamp16(off + udp::HEADER_LEN);
             out.payload_len = clamp16(declared - udp::HEADER_LEN);
-            if u.dport == vxlan::PORT || u.dport == gtp::PORT || u.sport == gtp::PORT {
-                return udp_tunnel(cx, data, off + udp::HEADER_LEN, u.dport, out);
+            if udp::tunnel_port(u.sport, u.dport) {
+                return udp_tunnel(cx, data, off + udp::HEADER_LEN, u.sport, u.dport, out);
             }
             return Ok(());
         }
@@ -295,11 +456,11 @@ fn ip_tunnel(cx: &mut Ctx, data: &[u8], off: usize, out: &mut Decoded) -> Result
                     ethernet(cx, data, p + e, out)?
                 }
                 ethertype::PPP => {
-                    let (v, n) = ppp_ip(at(data, p))?;
-                    (v, p + n)
+                    let (next, n) = ppp::parse(at(data, p))?;
+                    follow(cx, data, p + n, next, out)?
                 }
                 // MPLS over GRE (RFC 4023), tagged frames; others → NotIp.
-                et => ethertype_walk(data, p, et, out)?,
+                et => ethertype_walk(cx, data, p, et, out)?,
             };
             Ok(Inner {
                 version,
@@ -310,17 +471,32 @@ fn ip_tunnel(cx: &mut Ctx, data: &[u8], off: usize, out: &mut Decoded) -> Result
     }
 }
 
-/// VXLAN and GTP-U inside the UDP datagram whose payload starts at `off`.
+/// The tunnel inside the UDP datagram whose payload starts at `off`
+/// (VXLAN, Geneve, CAPWAP, GTP-U, Teredo; the destination port decides
+/// first).
 #[cold]
 #[inline(never)]
 fn udp_tunnel(
     cx: &mut Ctx,
     data: &[u8],
     off: usize,
+    sport: u16,
     dport: u16,
     out: &mut Decoded,
 ) -> Result<(), Skip> {
-    if dport == vxlan::PORT {
+    let kind = match dport {
+        vxlan::PORT | udp::VXLAN_LINUX_PORT => TunnelKind::Vxlan,
+        geneve::PORT => TunnelKind::Geneve,
+        gtp::PORT => TunnelKind::Gtp,
+        capwap::PORT => TunnelKind::Capwap,
+        teredo::PORT => TunnelKind::Teredo,
+        _ => match sport {
+            gtp::PORT => TunnelKind::Gtp,
+            capwap::PORT => TunnelKind::Capwap,
+            _ => TunnelKind::Teredo,
+        },
+    };
+    if kind == TunnelKind::Vxlan {
         enter(cx, data, out, TunnelKind::Vxlan, |cx, out| {
             let v = Vxlan::parse(at(data, off))?;
             let (version, offset) = ethernet(cx, data, off + vxlan::HEADER_LEN, out)?;
@@ -330,7 +506,17 @@ fn udp_tunnel(
                 id: v.vni,
             })
         })
-    } else {
+    } else if kind == TunnelKind::Geneve {
+        enter(cx, data, out, TunnelKind::Geneve, |cx, out| {
+            let g = Geneve::parse(at(data, off))?;
+            let (version, offset) = follow(cx, data, off + g.len, g.next, out)?;
+            Ok(Inner {
+                version,
+                offset,
+                id: g.vni,
+            })
+        })
+    } else if kind == TunnelKind::Gtp {
         enter(cx, data, out, TunnelKind::Gtp, |_, _| {
             let g = GtpU::parse(at(data, off))?;
             let offset = off + g.len;
@@ -343,6 +529,28 @@ fn udp_tunnel(
                 version,
                 offset,
                 id: g.teid,
+            })
+        })
+    } else if kind == TunnelKind::Capwap {
+        enter(cx, data, out, TunnelKind::Capwap, |cx, out| {
+            let c = Capwap::parse(at(data, off))?;
+            let (version, offset) = if c.next == Next::Ieee80211 {
+                wlan(cx, data, off + c.len, false, true, out)?
+            } else {
+                follow(cx, data, off + c.len, c.next, out)?
+            };
+            Ok(Inner {
+                version,
+                offset,
+                id: u32::from(c.rid),
+            })
+        })
+    } else {
+        enter(cx, data, out, TunnelKind::Teredo, |_, _| {
+            Ok(Inner {
+                version: 6,
+                offset: off + teredo::parse(at(data, off))?,
+                id: 0,
             })
         })
     }

@@ -585,17 +585,6 @@ impl Rng {
     }
 }
 
-const LINKS: [LinkType; 8] = [
-    LinkType::Ethernet,
-    LinkType::Null,
-    LinkType::Raw,
-    LinkType::Ipv4,
-    LinkType::Ipv6,
-    LinkType::LinuxSll,
-    LinkType::LinuxSll2,
-    LinkType::CHdlc,
-];
-
 fn check_invariants(link: LinkType, buf: &[u8], d: &mut Decoded) {
     if decode(link, buf, d).is_ok() {
         assert!(d.ip_version == 4 || d.ip_version == 6);
@@ -621,7 +610,7 @@ fn random_bytes_never_panic() {
         // gets past the first layer.
         if i % 2 == 0 && len > 40 {
             let first = [0x45, 0x46, 0x4f, 0x60][(rng.next() % 4) as usize];
-            match LINKS[i % 7] {
+            match LinkType::ALL[i % LinkType::ALL.len()] {
                 LinkType::Ethernet => {
                     let et: [u16; 8] = [
                         0x0800, 0x86dd, 0x8100, 0x88a8, 0x8847, 0x8864, 0x0800, 0x86dd,
@@ -633,7 +622,7 @@ fn random_bytes_never_panic() {
                 _ => {}
             }
         }
-        for link in LINKS {
+        for link in LinkType::ALL {
             check_invariants(link, &buf[..len], &mut d);
         }
     }
@@ -745,6 +734,9 @@ fn tunnel_kind_round_trips_through_u8() {
         TunnelKind::Vxlan,
         TunnelKind::IpInIp,
         TunnelKind::Gtp,
+        TunnelKind::Geneve,
+        TunnelKind::Teredo,
+        TunnelKind::Capwap,
     ] {
         assert_eq!(TunnelKind::from_u8(k as u8), k);
     }

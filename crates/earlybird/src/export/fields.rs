@@ -129,13 +129,13 @@ pub const FIELDS: &[Field] = &[
         "tunnel",
         Str,
         "",
-        "Tunnel that carried the flow: gre, vxlan, ipip, gtp, or empty when none",
+        "Innermost tunnel that carried the flow: gre, vxlan, ipip, gtp, geneve, teredo, capwap, or empty when none",
     ),
     f(
         "tunnel_id",
         U32,
         "",
-        "GRE key, VXLAN VNI or GTP-U TEID, 0 when none",
+        "GRE key (PPTP call id), VXLAN or Geneve VNI, GTP-U TEID, CAPWAP radio id; 0 when none and for ipip and teredo",
     ),
     f(
         "src_mac",

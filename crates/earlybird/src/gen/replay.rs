@@ -382,9 +382,7 @@ impl Run<'_> {
         }
         self.report.skipped_not_ethernet += reader.skipped_unsupported_link();
         if first_lap {
-            if let Some(w) = reader.warning() {
-                self.report.warnings.push(w.clone());
-            }
+            self.report.warnings.extend(reader.warnings().cloned());
         }
         Ok(true)
     }

@@ -67,6 +67,15 @@ pub fn linktype_number(link: LinkType) -> u32 {
         LinkType::LinuxSll => 113,
         LinkType::LinuxSll2 => 276,
         LinkType::CHdlc => 104,
+        LinkType::Ppp => 9,
+        LinkType::PppHdlc => 50,
+        LinkType::FrameRelay => 107,
+        LinkType::Ieee80211 => 105,
+        LinkType::Radiotap => 127,
+        LinkType::Ppi => 192,
+        LinkType::Nflog => 239,
+        LinkType::Slip => 8,
+        LinkType::AtmLlc => 100,
     }
 }
 
@@ -301,16 +310,7 @@ mod tests {
             e.contains("x.pcap") && e.contains("unsupported link type 147"),
             "{e}"
         );
-        for link in [
-            LinkType::Ethernet,
-            LinkType::Null,
-            LinkType::Raw,
-            LinkType::Ipv4,
-            LinkType::Ipv6,
-            LinkType::LinuxSll,
-            LinkType::LinuxSll2,
-            LinkType::CHdlc,
-        ] {
+        for link in LinkType::ALL {
             assert_eq!(LinkType::from_pcap(linktype_number(link)), Some(link));
         }
     }

@@ -317,9 +317,10 @@ fn after_batch(shard: &mut Shard, sink: &mut Sink, ctl: &RunControl, position: u
 }
 
 /// At the end of a file, shard 0 (whose reader walks every record) counts
-/// its packets on unsupported links and keeps its warning — or, when its
-/// reader found none but part of the file vanished while it was read,
-/// the file's warning about that.
+/// its packets on unsupported links and keeps its warnings (undecoded link
+/// types, damage) — and, when its reader found no damage but part of the
+/// file vanished while it was read, the file's warning about that. Offsets
+/// are the input's (the stream's, for a chunk).
 fn file_done(
     shard: &mut Shard,
     input: &FileRef<'_>,
@@ -328,11 +329,12 @@ fn file_done(
 ) {
     if shard.id() == 0 {
         shard.counters.unsupported_link += reader.skipped_unsupported_link();
-        let warning = reader
-            .warning()
-            .cloned()
-            .or_else(|| input.file().vanished());
-        warnings.extend(warning.map(|w| Warning {
+        let vanished = match reader.warning() {
+            None => input.file().vanished(),
+            Some(_) => None,
+        };
+        let found = reader.warnings().cloned().chain(vanished);
+        warnings.extend(found.map(|w| Warning {
             offset: match w.offset {
                 Warning::NO_OFFSET => w.offset,
                 o => input.input_offset(o),

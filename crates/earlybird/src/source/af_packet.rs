@@ -146,7 +146,9 @@ pub struct Ring {
 pub fn link_of(name: &str, arphrd: u16) -> Result<LinkType> {
     link_kind(arphrd).ok_or_else(|| Error::Interface {
         name: name.into(),
-        reason: format!("link type ARPHRD {arphrd} is not supported (Ethernet, loopback, raw IP)"),
+        reason: format!(
+            "link type ARPHRD {arphrd} is not supported (Ethernet, loopback, raw IP, 802.11, radiotap)"
+        ),
     })
 }
 
@@ -157,6 +159,9 @@ fn link_kind(arphrd: u16) -> Option<LinkType> {
         libc::ARPHRD_ETHER | libc::ARPHRD_LOOPBACK => Some(LinkType::Ethernet),
         // Tunnels, PPP, raw IP and "none" (tun) devices start at the IP header.
         768 | 769 | 776 | 778 | 512 | 519 | 0xfffe => Some(LinkType::Raw),
+        // Monitor-mode wireless interfaces.
+        801 => Some(LinkType::Ieee80211),
+        803 => Some(LinkType::Radiotap),
         _ => None,
     }
 }
@@ -777,13 +782,13 @@ mod tests {
             (60, 60, 4, None),
         ]);
         // Frame 0 Ethernet, 1 a loopback packet leaving (its copy coming
-        // back in is frame 2), 3 an unsupported type (ARPHRD_IEEE80211).
+        // back in is frame 2), 3 an unsupported type (ARPHRD_IEEE80211_PRISM).
         let mut at = 48;
         for (hatype, pkttype) in [
             (1u16, 0u8),
             (772, libc::PACKET_OUTGOING),
             (772, 0),
-            (801, 0),
+            (802, 0),
         ] {
             b[at + FRAME_SLL + SLL_HATYPE..at + FRAME_SLL + SLL_HATYPE + 2]
                 .copy_from_slice(&hatype.to_ne_bytes());

@@ -8,8 +8,12 @@
 //!   the readers start) and checks its header; [`CaptureFile::from_bytes`]
 //!   does the same over an owned buffer. Errors name the file: [`Error::Io`] (cannot open or map),
 //!   [`Error::NotCapture`] (neither pcap nor pcapng, or the header is
-//!   damaged), [`Error::UnsupportedLinkType`] (the pcap global header's link
-//!   type, or a pcapng file in which every interface has an unsupported one).
+//!   damaged). A link type earlybird does not decode is not an error: a
+//!   classic pcap of such a type opens, and its readers deliver no packet —
+//!   they walk the records (the same checks and warnings), count every
+//!   packet in [`CaptureReader::skipped_unsupported_link`] and give a
+//!   [`Warning`] naming the file and the link type, as pcapng readers do
+//!   for each such interface.
 //! - A `CaptureFile` is `Send + Sync` and owns the bytes; any number of
 //!   [`CaptureReader`]s can walk it at once (one per shard thread).
 //! - [`CaptureReader::next_batch`] fills the caller's reused `Vec` with up to
@@ -52,7 +56,8 @@ enum Storage {
 /// Which format the file is in, as found by the header check.
 #[derive(Debug, Clone, Copy)]
 enum Format {
-    Pcap(pcap::PcapHeader, LinkType),
+    /// Classic pcap; `None` when its link type is not one earlybird decodes.
+    Pcap(pcap::PcapHeader, Option<LinkType>),
     Pcapng,
 }
 
@@ -258,8 +263,21 @@ impl CaptureFile {
     /// A new reader positioned on the first packet. Readers are independent.
     pub fn reader(&self) -> CaptureReader<'_> {
         let data = self.bytes();
+        let mut notice = None;
         let inner = match self.format {
-            Format::Pcap(hdr, link) => Inner::Pcap(PcapReader::new(&self.name, data, hdr, link)),
+            Format::Pcap(hdr, Some(link)) => {
+                Inner::Pcap(PcapReader::new(&self.name, data, hdr, link))
+            }
+            Format::Pcap(hdr, None) => {
+                notice = Some(Warning {
+                    file: self.name.clone(),
+                    offset: pcap::LINKTYPE_OFFSET,
+                    message: pcap::unsupported_link_message(hdr.linktype),
+                });
+                // The link type given is never used: no packet is delivered.
+                let r = PcapReader::new(&self.name, data, hdr, LinkType::Ethernet);
+                Inner::PcapUnsupported(r, 0)
+            }
             Format::Pcapng => Inner::Pcapng(PcapngReader::new(&self.name, data)),
         };
         CaptureReader {
@@ -269,6 +287,7 @@ impl CaptureFile {
             name: &self.name,
             end: vanish::NONE,
             warned: false,
+            notice,
         }
     }
 }
@@ -281,25 +300,11 @@ fn detect(name: &str, bytes: &[u8]) -> Result<Format> {
     };
     if pcapng::is_pcapng(bytes) {
         pcapng::check_header(bytes).map_err(not_capture)?;
-        if let Some((linktype, offset)) = pcapng::all_interfaces_unsupported(bytes) {
-            return Err(Error::UnsupportedLinkType {
-                path: PathBuf::from(name),
-                linktype,
-                offset,
-            });
-        }
         return Ok(Format::Pcapng);
     }
     if pcap::is_pcap(bytes) {
         let hdr = pcap::parse_header(bytes).map_err(not_capture)?;
-        let Some(link) = LinkType::from_pcap(hdr.linktype) else {
-            return Err(Error::UnsupportedLinkType {
-                path: PathBuf::from(name),
-                linktype: hdr.linktype,
-                offset: 20,
-            });
-        };
-        return Ok(Format::Pcap(hdr, link));
+        return Ok(Format::Pcap(hdr, LinkType::from_pcap(hdr.linktype)));
     }
     Err(not_capture(match bytes.first_chunk::<4>() {
         Some(m) => format!(
@@ -312,6 +317,9 @@ fn detect(name: &str, bytes: &[u8]) -> Result<Format> {
 
 enum Inner<'a> {
     Pcap(PcapReader<'a>),
+    /// A classic pcap whose link type is not decoded, and how many of its
+    /// packets were stepped over.
+    PcapUnsupported(PcapReader<'a>, u64),
     Pcapng(PcapngReader<'a>),
 }
 
@@ -335,6 +343,8 @@ pub struct CaptureReader<'a> {
     end: u64,
     /// The warning about that has been given.
     warned: bool,
+    /// The warning about a classic pcap's undecoded link type.
+    notice: Option<Warning>,
 }
 
 impl<'a> CaptureReader<'a> {
@@ -401,6 +411,11 @@ impl<'a> CaptureReader<'a> {
     fn read(&mut self, out: &mut Vec<PacketRef>, max: usize) -> usize {
         match &mut self.inner {
             Inner::Pcap(r) => r.next_batch(out, max),
+            Inner::PcapUnsupported(r, skipped) => {
+                out.clear();
+                *skipped += r.skip_batch(usize::MAX) as u64;
+                0
+            }
             Inner::Pcapng(r) => r.next_batch(out, max),
         }
     }
@@ -409,6 +424,10 @@ impl<'a> CaptureReader<'a> {
     fn skip(&mut self, max: usize) -> usize {
         match &mut self.inner {
             Inner::Pcap(r) => r.skip_batch(max),
+            Inner::PcapUnsupported(r, skipped) => {
+                *skipped += r.skip_batch(usize::MAX) as u64;
+                0
+            }
             Inner::Pcapng(r) => r.next_batch(&mut self.scratch, max),
         }
     }
@@ -416,7 +435,7 @@ impl<'a> CaptureReader<'a> {
     #[inline(always)]
     fn mark(&self) -> Mark {
         match &self.inner {
-            Inner::Pcap(r) => Mark::Pcap(r.mark()),
+            Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => Mark::Pcap(r.mark()),
             Inner::Pcapng(r) => Mark::Pcapng(r.mark()),
         }
     }
@@ -446,7 +465,7 @@ impl<'a> CaptureReader<'a> {
             };
             if self.position() > end || self.ended() {
                 match (&mut self.inner, mark) {
-                    (Inner::Pcap(r), Mark::Pcap(m)) => r.restore(m),
+                    (Inner::Pcap(r) | Inner::PcapUnsupported(r, _), Mark::Pcap(m)) => r.restore(m),
                     (Inner::Pcapng(r), Mark::Pcapng(m)) => r.restore(m),
                     _ => {}
                 }
@@ -465,7 +484,7 @@ impl<'a> CaptureReader<'a> {
                         ),
                     );
                     match &mut self.inner {
-                        Inner::Pcap(r) => r.end_with(w),
+                        Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.end_with(w),
                         Inner::Pcapng(r) => r.end_with(w),
                     }
                     self.warned = true;
@@ -481,13 +500,13 @@ impl<'a> CaptureReader<'a> {
             }
         }
         let ended_at_end = match &self.inner {
-            Inner::Pcap(r) => r.ended_at_end(),
+            Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.ended_at_end(),
             Inner::Pcapng(r) => r.ended_at_end(),
         };
         if ended_at_end && !self.warned {
             let w = self.warning_at(self.end, "");
             match &mut self.inner {
-                Inner::Pcap(r) => r.end_with(w),
+                Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.end_with(w),
                 Inner::Pcapng(r) => r.end_with(w),
             }
             self.warned = true;
@@ -497,7 +516,7 @@ impl<'a> CaptureReader<'a> {
 
     fn limit(&mut self, end: usize) {
         match &mut self.inner {
-            Inner::Pcap(r) => r.limit(end),
+            Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.limit(end),
             Inner::Pcapng(r) => r.limit(end),
         }
     }
@@ -505,7 +524,7 @@ impl<'a> CaptureReader<'a> {
     /// The walk has ended (end of data, damage or a vanished tail).
     fn ended(&self) -> bool {
         match &self.inner {
-            Inner::Pcap(r) => r.is_done(),
+            Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.is_done(),
             Inner::Pcapng(r) => r.is_done(),
         }
     }
@@ -513,7 +532,7 @@ impl<'a> CaptureReader<'a> {
     /// The warning of a file whose bytes from `end` on vanished.
     fn warning_at(&self, end: u64, more: &str) -> Warning {
         let last = match &self.inner {
-            Inner::Pcap(r) => r.number(),
+            Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.number(),
             Inner::Pcapng(r) => r.number(),
         };
         Warning {
@@ -529,7 +548,7 @@ impl<'a> CaptureReader<'a> {
     /// The buffer [`PacketRef::offset`] points into (the whole file).
     pub fn data(&self) -> &'a [u8] {
         match &self.inner {
-            Inner::Pcap(r) => r.data(),
+            Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.data(),
             Inner::Pcapng(r) => r.data(),
         }
     }
@@ -537,16 +556,29 @@ impl<'a> CaptureReader<'a> {
     /// Set when the file ended early (cut off) or is corrupt past some point.
     pub fn warning(&self) -> Option<&Warning> {
         match &self.inner {
-            Inner::Pcap(r) => r.warning(),
+            Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.warning(),
             Inner::Pcapng(r) => r.warning(),
         }
     }
 
-    /// pcapng packets skipped because their interface's link type is
-    /// unsupported (always 0 for classic pcap).
+    /// Every warning about the file so far: the link types it holds that
+    /// earlybird does not decode (the pcap header's, or each pcapng
+    /// interface's first of its type), then [`CaptureReader::warning`].
+    pub fn warnings(&self) -> impl Iterator<Item = &Warning> {
+        let links: &[Warning] = match &self.inner {
+            Inner::Pcapng(r) => r.link_warnings(),
+            _ => self.notice.as_slice(),
+        };
+        links.iter().chain(self.warning())
+    }
+
+    /// Packets skipped because their link type is not decoded: every
+    /// packet of a classic pcap of such a type, the packets of such pcapng
+    /// interfaces.
     pub fn skipped_unsupported_link(&self) -> u64 {
         match &self.inner {
             Inner::Pcap(_) => 0,
+            Inner::PcapUnsupported(_, skipped) => *skipped,
             Inner::Pcapng(r) => r.skipped_unsupported_link(),
         }
     }
@@ -554,7 +586,7 @@ impl<'a> CaptureReader<'a> {
     /// Bytes consumed so far (for a progress bar).
     pub fn position(&self) -> u64 {
         match &self.inner {
-            Inner::Pcap(r) => r.position(),
+            Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.position(),
             Inner::Pcapng(r) => r.position(),
         }
     }
@@ -629,6 +661,45 @@ mod tests {
     }
 
     #[test]
+    fn undecoded_link_type_opens_counts_and_warns() {
+        // LINKTYPE_USER0 (147), three records, the last one cut off.
+        let mut bytes = pcap_le(147, &[&[1, 2], &[3], &[4, 5, 6]]);
+        bytes.truncate(bytes.len() - 1);
+        let f = CaptureFile::from_bytes("user0.pcap", bytes).unwrap();
+        for skipping in [false, true] {
+            let mut r = f.reader();
+            let mut b = vec![PacketRef {
+                offset: 0,
+                caplen: 0,
+                orig_len: 0,
+                ts: 0,
+                link: LinkType::Ethernet,
+                number: 0,
+            }];
+            let n = if skipping {
+                r.skip_batch(1)
+            } else {
+                r.next_batch(&mut b, 1)
+            };
+            assert_eq!(n, 0, "no packet is delivered");
+            assert!(skipping || b.is_empty());
+            assert_eq!(r.skipped_unsupported_link(), 2);
+            assert_eq!(r.position(), f.bytes().len() as u64 - 18);
+            assert!(!r.jump_to(r.position() + 1, 1));
+            let ws: Vec<&Warning> = r.warnings().collect();
+            assert_eq!(ws.len(), 2, "{ws:?}");
+            assert_eq!((ws[0].file.as_str(), ws[0].offset), ("user0.pcap", 20));
+            assert!(ws[0].message.contains("link type 147"), "{}", ws[0]);
+            assert!(ws[0].message.contains("unsupported_link"), "{}", ws[0]);
+            assert!(ws[1].message.contains("cut off"), "{}", ws[1]);
+            assert_eq!(r.warning(), Some(ws[1]));
+        }
+        // A supported link type gives no such warning.
+        let f = CaptureFile::from_bytes("eth.pcap", pcap_le(1, &[&[1]])).unwrap();
+        assert_eq!(f.reader().warnings().count(), 0);
+    }
+
+    #[test]
     fn header_errors_name_the_file() {
         let e = CaptureFile::from_bytes("x.bin", b"hello world, not a capture".to_vec());
         let msg = e.unwrap_err().to_string();
@@ -640,18 +711,6 @@ mod tests {
         assert!(matches!(e, Error::NotCapture { .. }), "{e}");
         let e = CaptureFile::from_bytes("short.pcap", pcap_le(1, &[])[..10].to_vec()).unwrap_err();
         assert!(e.to_string().contains("shorter"), "{e}");
-        let e = CaptureFile::from_bytes("wifi.pcap", pcap_le(105, &[])).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                Error::UnsupportedLinkType {
-                    linktype: 105,
-                    offset: 20,
-                    ..
-                }
-            ),
-            "{e}"
-        );
         let e = CaptureFile::from_bytes("ng", vec![0x0a, 0x0d, 0x0d, 0x0a, 1, 2]).unwrap_err();
         assert!(matches!(e, Error::NotCapture { .. }), "{e}");
     }
@@ -914,7 +973,6 @@ mod tests {
                         mismatches.push(format!("{}: {n}+{skipped} != {pkts} {w:?}", cells[1]));
                     }
                 }
-                Err(Error::UnsupportedLinkType { .. }) => {}
                 Err(e) => mismatches.push(format!("{}: {e}", cells[1])),
             }
         }

@@ -79,8 +79,6 @@ pub enum SkipReason {
     Unreadable,
     /// Compressed in a format earlybird does not read (e.g. bzip2).
     Compression,
-    /// Its link type (every interface's, for pcapng) is not decoded.
-    UnsupportedLink,
 }
 
 impl SkipReason {
@@ -90,7 +88,6 @@ impl SkipReason {
             SkipReason::NotCapture => "not_capture",
             SkipReason::Unreadable => "unreadable",
             SkipReason::Compression => "unsupported_compression",
-            SkipReason::UnsupportedLink => "unsupported_link",
         }
     }
 }
@@ -466,7 +463,6 @@ fn check(path: &Path) -> Checked {
 fn skip_reason(e: &Error) -> SkipReason {
     match e {
         Error::Io { .. } => SkipReason::Unreadable,
-        Error::UnsupportedLinkType { .. } => SkipReason::UnsupportedLink,
         _ => SkipReason::NotCapture,
     }
 }

@@ -31,6 +31,17 @@ pub(crate) const MAX_RESERVE: usize = 1 << 16;
 
 /// Size of the classic pcap global header.
 pub const HEADER_LEN: usize = 24;
+/// Byte offset of the link type in the global header.
+pub const LINKTYPE_OFFSET: u64 = 20;
+
+/// The warning text for a link type earlybird does not decode (pcap and
+/// pcapng say it the same way).
+pub fn unsupported_link_message(linktype: u32) -> String {
+    format!(
+        "link type {linktype} is not one earlybird decodes: its packets are counted \
+         as skipped (unsupported_link)"
+    )
+}
 
 /// How far ahead of the record being read the walk prefetches (bytes).
 const WALK_PREFETCH: usize = 1024;

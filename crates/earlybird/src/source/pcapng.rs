@@ -3,16 +3,15 @@
 //! Contract:
 //! - [`check_header`] is a pure check that a buffer starts with a well-formed
 //!   Section Header Block (either byte order, major version 1).
-//!   [`all_interfaces_unsupported`] scans the file's Interface Description
-//!   Blocks and names the first one when no interface has a supported link
-//!   type (it stops at the first supported one, so it is free on normal files).
 //! - [`PcapngReader`] walks the blocks and appends one [`PacketRef`] per
 //!   Enhanced Packet Block, Simple Packet Block (interface 0, timestamp 0) or
 //!   obsolete Packet Block (type 2). Each section (SHB) has its own byte order
 //!   and interface list; each interface its own link type, `if_tsresol`
 //!   (power of 10 or of 2) and `if_tsoffset`. Timestamps are converted to ns
 //!   (saturating). Unknown blocks are skipped. Packets on interfaces whose
-//!   link type earlybird cannot decode are counted and skipped.
+//!   link type earlybird cannot decode are counted and skipped, and the
+//!   first interface of each such link type gets a warning
+//!   ([`PcapngReader::link_warnings`]) at the offset of its block.
 //! - Block lengths are validated (≥ 12, multiple of 4, trailing copy equal,
 //!   inside the file, large enough for the block's fields). A file cut off
 //!   mid-block, a bad length, a packet referring to a missing interface or an
@@ -162,30 +161,6 @@ pub fn check_header(bytes: &[u8]) -> Result<(), String> {
     }
 }
 
-/// When the file has at least one interface and none of them has a
-/// supported link type, returns the first interface's link type and the
-/// offset of its block. Stops at the first supported interface or at the
-/// first unreadable block.
-pub fn all_interfaces_unsupported(data: &[u8]) -> Option<(u32, u64)> {
-    let mut order = Order { big: false };
-    let mut at = 0;
-    let mut first = None;
-    while at < data.len() {
-        let Ok(b) = read_block(data, at, &mut order) else {
-            break;
-        };
-        if b.kind == IDB {
-            let lt = u32::from(order.u16(data, at + 8).unwrap_or(0));
-            if LinkType::from_pcap(lt).is_some() {
-                return None;
-            }
-            first.get_or_insert((lt, at as u64));
-        }
-        at += b.len;
-    }
-    first
-}
-
 /// How an interface's timestamp units become nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scale {
@@ -293,6 +268,9 @@ pub struct PcapngReader<'a> {
     /// block), not on a corrupt block.
     at_end: bool,
     warning: Option<Warning>,
+    /// One warning per undecoded link type met, and those link types.
+    link_warnings: Vec<Warning>,
+    warned: Vec<u16>,
     /// The interface table as it was when the current batch began, kept
     /// (`saved`) only once the batch changes it (an SHB or IDB), for
     /// [`PcapngReader::restore`].
@@ -332,6 +310,8 @@ impl<'a> PcapngReader<'a> {
             done: false,
             at_end: false,
             warning: None,
+            link_warnings: Vec::new(),
+            warned: Vec::new(),
             saved_ifaces: Vec::new(),
             saved: false,
         }
@@ -454,7 +434,21 @@ impl<'a> PcapngReader<'a> {
             }
             IDB => {
                 self.save_ifaces();
-                self.ifaces.push(Iface::parse(d, b, o));
+                let iface = Iface::parse(d, b, o);
+                let linktype = o.u16(d, at + 8).unwrap_or(0);
+                if iface.link.is_none() && !self.warned.contains(&linktype) {
+                    self.warned.push(linktype);
+                    self.link_warnings.push(Warning {
+                        file: self.name.to_string(),
+                        offset: at as u64,
+                        message: format!(
+                            "interface {}: {}",
+                            self.ifaces.len(),
+                            super::pcap::unsupported_link_message(u32::from(linktype))
+                        ),
+                    });
+                }
+                self.ifaces.push(iface);
                 return Ok(());
             }
             EPB => (
@@ -551,6 +545,12 @@ impl<'a> PcapngReader<'a> {
         self.skipped
     }
 
+    /// A warning for the first interface of each link type met so far that
+    /// earlybird does not decode.
+    pub fn link_warnings(&self) -> &[Warning] {
+        &self.link_warnings
+    }
+
     /// Bytes consumed so far.
     pub fn position(&self) -> u64 {
         self.pos as u64
@@ -643,15 +643,15 @@ mod tests {
         (all, r.warning().cloned(), r.skipped_unsupported_link())
     }
 
-    /// Four interfaces: Ethernet µs, raw IP ns with a -10 s offset, 802.11
-    /// (unsupported), Linux SLL with 2^-10 s resolution.
+    /// Four interfaces: Ethernet µs, raw IP ns with a -10 s offset,
+    /// LINKTYPE_USER0 (unsupported), Linux SLL with 2^-10 s resolution.
     fn multi(w: W) -> Vec<u8> {
         let mut f = w.shb();
         f.extend(w.idb(1, 65535, &[]));
         let off = (-10i64 as u64).to_le_bytes();
         let off = if w.be { (-10i64).to_be_bytes() } else { off };
         f.extend(w.idb(101, 0, &[(9, &[9]), (14, &off), (2, b"eth0")]));
-        f.extend(w.idb(105, 0, &[]));
+        f.extend(w.idb(147, 0, &[]));
         f.extend(w.idb(113, 0, &[(9, &[0x80 | 10])]));
         f.extend(w.epb(0, 1_700_000_000_000_001, &[1, 2, 3, 4, 5], 5));
         f.extend(w.epb(1, 1_700_000_000_123_456_789, &[0x45], 40));
@@ -665,7 +665,6 @@ mod tests {
         for be in [false, true] {
             let f = multi(W { be });
             assert_eq!(check_header(&f), Ok(()));
-            assert_eq!(all_interfaces_unsupported(&f), None);
             for batch in [1, 2, 256, usize::MAX] {
                 let (p, w, skipped) = drain(&f, batch);
                 assert!(w.is_none(), "{w:?}");
@@ -856,20 +855,47 @@ mod tests {
     #[test]
     fn header_checks() {
         let w = W { be: true };
-        let mut f = w.shb();
+        let f = w.shb();
         assert_eq!(check_header(&f), Ok(()));
         assert!(check_header(&f[..20]).unwrap_err().contains("past the end"));
         assert!(check_header(b"abcd").is_err());
-        f.extend(w.idb(147, 0, &[]));
-        let at = f.len();
-        f.extend(w.idb(105, 0, &[]));
-        assert_eq!(all_interfaces_unsupported(&f), Some((147, 28)));
-        f.extend(w.idb(1, 0, &[]));
-        assert_eq!(all_interfaces_unsupported(&f), None);
-        assert_eq!(all_interfaces_unsupported(&f[..at]), Some((147, 28)));
-        assert_eq!(all_interfaces_unsupported(&w.shb()), None);
         let mut v1 = w.shb();
         v1[13] = 2; // version 2 (big-endian low byte of major)
         assert!(check_header(&v1).unwrap_err().contains("version 2"));
+    }
+
+    #[test]
+    fn undecoded_link_types_are_counted_and_warned_once_each() {
+        let w = W { be: false };
+        let mut f = w.shb();
+        f.extend(w.idb(147, 0, &[]));
+        f.extend(w.idb(1, 0, &[]));
+        f.extend(w.idb(147, 0, &[]));
+        f.extend(w.idb(148, 0, &[]));
+        for i in [0, 1, 2, 3, 1] {
+            f.extend(w.epb(i, 1, &[0x45; 4], 4));
+        }
+        let mut r = PcapngReader::new("u.pcapng", &f);
+        let mut b = Vec::new();
+        let mut n = 0;
+        while r.next_batch(&mut b, 2) > 0 {
+            n += b.len();
+        }
+        assert_eq!((n, r.skipped_unsupported_link()), (2, 3));
+        let ws = r.link_warnings();
+        assert_eq!(ws.len(), 2, "{ws:?}");
+        assert_eq!(ws[0].offset, 28);
+        assert!(
+            ws[0].message.starts_with("interface 0: link type 147 "),
+            "{}",
+            ws[0]
+        );
+        assert!(
+            ws[1].message.starts_with("interface 3: link type 148 "),
+            "{}",
+            ws[1]
+        );
+        assert!(ws[1].message.contains("unsupported_link"));
+        assert_eq!(ws[1].file, "u.pcapng");
     }
 }

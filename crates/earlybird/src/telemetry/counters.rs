@@ -101,7 +101,7 @@ mod tests {
     fn merge_adds_every_field() {
         let mut a = Counters {
             packets_read: 1,
-            skipped: [1, 0, 2, 0, 0],
+            skipped: [1, 0, 2, 0, 0, 0],
             ..Default::default()
         };
         let mut b = a;
