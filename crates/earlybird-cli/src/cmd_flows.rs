@@ -265,6 +265,10 @@ pub fn run(a: FlowsArgs) -> i32 {
         Some((_, Some(f))) => Some(f),
         None => None,
     };
+    let model = match crate::model_arg::model_ref(a.model.as_deref(), a.no_model) {
+        Ok(m) => m,
+        Err(e) => return crate::fail(e),
+    };
     // The inputs, directories expanded: planned before any output exists.
     let inputs = if a.interface.is_some() {
         None
@@ -295,10 +299,6 @@ pub fn run(a: FlowsArgs) -> i32 {
             Err(e) => return crate::out_args::usage(e),
         }
     }
-    let model = match crate::model_arg::model_ref(a.model.as_deref(), a.no_model) {
-        Ok(m) => m,
-        Err(e) => return crate::fail(e),
-    };
     let eopts = ExportOptions {
         early_packets: opts.flow.early_packets,
         class_names: model.classes.clone(),
