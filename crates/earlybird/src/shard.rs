@@ -93,6 +93,8 @@ pub struct Parcel {
     pub wide: Vec<Side>,
     /// Largest timestamp of the whole batch, every shard's packets.
     pub max_ts: u64,
+    /// Smallest timestamp of the whole batch.
+    pub min_ts: u64,
 }
 
 impl Parcel {
@@ -102,6 +104,7 @@ impl Parcel {
             pkts: Vec::with_capacity(n),
             wide: vec![Side::default()],
             max_ts: 0,
+            min_ts: 0,
         }
     }
 
@@ -112,6 +115,7 @@ impl Parcel {
             pkts: Vec::new(),
             wide: Vec::new(),
             max_ts: 0,
+            min_ts: 0,
         }
     }
 
@@ -125,6 +129,7 @@ impl Parcel {
         self.pkts.clear();
         self.wide.truncate(1);
         self.max_ts = 0;
+        self.min_ts = 0;
     }
 }
 
@@ -189,10 +194,10 @@ impl Shard {
     /// this shard's (a single-shard run).
     pub fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
         self.begin(refs.len());
-        let max_ts = self.decode::<SOLO>(data, refs, &mut []);
+        let (min_ts, max_ts) = self.decode::<SOLO>(data, refs, &mut []);
         let pkts = std::mem::take(&mut self.pkts);
         let wide = std::mem::take(&mut self.wide);
-        self.account(&pkts, &wide, data, refs, max_ts);
+        self.account(&pkts, &wide, data, refs, (min_ts, max_ts));
         self.pkts = pkts;
         self.wide = wide;
     }
@@ -205,9 +210,10 @@ impl Shard {
     /// batch). Packets that belong to no flow are counted here and go
     /// nowhere.
     pub fn split(&mut self, data: &[u8], refs: &[PacketRef], parcels: &mut [Parcel]) {
-        let max_ts = self.decode::<SPLIT>(data, refs, parcels);
+        let (min_ts, max_ts) = self.decode::<SPLIT>(data, refs, parcels);
         for p in parcels.iter_mut() {
             p.max_ts = max_ts;
+            p.min_ts = min_ts;
         }
     }
 
@@ -215,7 +221,8 @@ impl Shard {
     /// into a parcel for this shard; they were counted there.
     pub fn run_parcel(&mut self, parcel: &Parcel) {
         self.table.drain_verdicts(false);
-        self.account(&parcel.pkts, &parcel.wide, &[], &[], parcel.max_ts);
+        let times = (parcel.min_ts, parcel.max_ts);
+        self.account(&parcel.pkts, &parcel.wide, &[], &[], times);
     }
 
     #[inline(always)]
@@ -229,19 +236,20 @@ impl Shard {
     /// First pass: decodes, counts and hashes the batch, into `self.pkts`
     /// ([`SOLO`]) or into the parcel of each packet's shard ([`SPLIT`], from
     /// the symmetric shard hash of the raw header fields, taken before the
-    /// key is built). Returns the largest timestamp.
+    /// key is built). Returns the smallest and the largest timestamp.
     #[inline(always)]
     fn decode<const MODE: u8>(
         &mut self,
         data: &[u8],
         refs: &[PacketRef],
         fwd: &mut [Parcel],
-    ) -> u64 {
+    ) -> (u64, u64) {
         let mut d = Decoded::default();
-        let mut max_ts = 0;
+        let (mut min_ts, mut max_ts) = (u64::MAX, 0);
         self.pkts.clear();
         for (idx, r) in refs.iter().enumerate() {
             max_ts = max_ts.max(r.ts);
+            min_ts = min_ts.min(r.ts);
             self.counters.packets_read += 1;
             self.counters.bytes_read += r.orig_len as u64;
             let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
@@ -315,7 +323,7 @@ impl Shard {
             });
             self.push::<MODE>(fwd, owner, pkt, side);
         }
-        max_ts
+        (min_ts, max_ts)
     }
 
     /// Appends a decoded, hashed packet to `self.pkts` ([`SOLO`], its side
@@ -358,13 +366,10 @@ impl Shard {
         wide: &[Side],
         data: &[u8],
         refs: &[PacketRef],
-        max_ts: u64,
+        (min_ts, max_ts): (u64, u64),
     ) {
         let floor = self.table.now();
         self.table.begin_batch();
-        // Packets stamped before the batch's floor (time went backwards)
-        // and the earliest stamp, for the report.
-        let (mut back, mut min_ts) = (0u64, u64::MAX);
         // Second pass, software-pipelined: while packet i updates its flow,
         // the index bucket of packet i + 2·AHEAD and the entry lines of
         // packet i + AHEAD (whose bucket is arriving) are being fetched. A
@@ -386,8 +391,6 @@ impl Shard {
                 hints[i % AHEAD] = self.table.prefetch_entry(q.hash);
             }
             let p = &pkts[i];
-            back += (p.ts < floor) as u64;
-            min_ts = min_ts.min(p.ts);
             let slot = self.table.packet_hinted(p, &wide[p.idx as usize], hint);
             self.counters.ip_bytes_flowed += p.size as u64;
             if let Some(m) = self.marker.as_mut().filter(|m| m.marking) {
@@ -409,12 +412,22 @@ impl Shard {
             write_marked(m, data, refs);
         }
         self.counters.packets_flowed += pkts.len() as u64;
-        if back > 0 {
-            self.counters.ts_backwards += back;
-            self.counters.ts_max_back = self.counters.ts_max_back.max(floor - min_ts);
+        if min_ts < floor {
+            self.count_backwards(pkts, floor);
         }
         self.table.observe_time(max_ts);
         self.table.sweep();
+    }
+
+    /// Counts the packets of a batch stamped before the clock at its start
+    /// (time went backwards), and the largest step back, for the report.
+    #[cold]
+    #[inline(never)]
+    fn count_backwards(&mut self, pkts: &[Pkt], floor: u64) {
+        for p in pkts.iter().filter(|p| p.ts < floor) {
+            self.counters.ts_backwards += 1;
+            self.counters.ts_max_back = self.counters.ts_max_back.max(floor - p.ts);
+        }
     }
 
     /// Writes the packets of a batch this shard read for others (several
