@@ -111,8 +111,13 @@ enum Origin {
 /// One input of the plan.
 #[derive(Debug)]
 enum Planned {
-    /// A capture file, memory-mapped when its turn comes.
-    File { path: PathBuf, bytes: u64 },
+    /// A capture file, memory-mapped when its turn comes — or already,
+    /// when the plan is small enough to keep the maps it checked.
+    File {
+        path: PathBuf,
+        bytes: u64,
+        opened: Option<CaptureFile>,
+    },
     /// A stream cut into chunks as it is read.
     Stream {
         name: String,
@@ -171,6 +176,9 @@ impl Inputs {
             }
         }
         let single = found.len() == 1;
+        // A few inputs keep the map their check made (no second open, and
+        // the file read is the one checked); many are mapped in turn.
+        let keep = found.len() <= AHEAD;
         let mut plan = Inputs::default();
         let mut dir_skips = 0usize;
         // (first timestamp, planned, named by the user) for every usable
@@ -178,7 +186,7 @@ impl Inputs {
         let mut usable: Vec<(Option<u64>, Planned, bool)> = Vec::new();
         let mut first_error = None;
         for f in found {
-            match check(&f.path) {
+            match check(&f.path, keep) {
                 Ok((ts, p)) => usable.push((ts, p, f.named)),
                 Err((reason, e)) if !single => {
                     plan.count_skip(reason);
@@ -383,7 +391,7 @@ type Checked = std::result::Result<(Option<u64>, Planned), (SkipReason, Error)>;
 
 /// Finds what kind of input `path` is and checks its header; returns its
 /// first packet's timestamp (files) and its plan entry.
-fn check(path: &Path) -> Checked {
+fn check(path: &Path, keep: bool) -> Checked {
     if path.as_os_str() == "-" {
         return Ok((
             None,
@@ -432,6 +440,7 @@ fn check(path: &Path) -> Checked {
                 Planned::File {
                     path: path.to_path_buf(),
                     bytes: meta.len(),
+                    opened: keep.then_some(file),
                 },
             ))
         }
@@ -687,33 +696,35 @@ fn produce(feed: &Feed, items: Vec<Planned>) {
             break;
         }
         match item {
-            Planned::File { path, .. } => match CaptureFile::open(&path) {
-                Ok(file) => {
-                    let item = FeedItem {
-                        file,
-                        continues: false,
-                        chunk: None,
-                    };
-                    let Some(item) = feed.push(item) else {
-                        break;
-                    };
-                    // Populating a large map waits until every shard runs
-                    // (a thread start waits for the lock populating holds).
-                    while !feed.started.load(Ordering::Acquire) && !feed.is_cancelled() {
-                        std::thread::sleep(std::time::Duration::from_millis(1));
+            Planned::File { path, opened, .. } => {
+                match opened.map_or_else(|| CaptureFile::open(&path), Ok) {
+                    Ok(file) => {
+                        let item = FeedItem {
+                            file,
+                            continues: false,
+                            chunk: None,
+                        };
+                        let Some(item) = feed.push(item) else {
+                            break;
+                        };
+                        // Populating a large map waits until every shard runs
+                        // (a thread start waits for the lock populating holds).
+                        while !feed.started.load(Ordering::Acquire) && !feed.is_cancelled() {
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                        }
+                        item.file.map_ahead(feed.spare.load(Ordering::Relaxed));
                     }
-                    item.file.map_ahead(feed.spare.load(Ordering::Relaxed));
+                    Err(e) => {
+                        // Checked at planning; changed since.
+                        feed.skip(skip_reason(&e));
+                        feed.warn(
+                            &path.display().to_string(),
+                            Warning::NO_OFFSET,
+                            format!("skipped: {e}"),
+                        );
+                    }
                 }
-                Err(e) => {
-                    // Checked at planning; changed since.
-                    feed.skip(skip_reason(&e));
-                    feed.warn(
-                        &path.display().to_string(),
-                        Warning::NO_OFFSET,
-                        format!("skipped: {e}"),
-                    );
-                }
-            },
+            }
             Planned::Stream {
                 name,
                 origin,
