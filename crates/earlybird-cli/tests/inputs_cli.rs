@@ -157,3 +157,48 @@ fn output_inside_an_input_directory_is_refused() {
     assert!(err.contains("is the input"), "{err}");
     assert_eq!(std::fs::read(&target).unwrap(), before);
 }
+
+/// SIGINT while standard input is open and quiet (a capture tool that has
+/// nothing to send): the run does not wait for the pipe, it ends with
+/// exit code 130 and writes its records and summary.
+#[test]
+fn sigint_ends_a_run_waiting_on_a_quiet_pipe() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_earlybird"))
+        .args(["flows", "-", "--no-progress"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = std::fs::read(sample()).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&bytes).unwrap();
+    // Wait (bounded) until the process has read what was written; the
+    // pipe stays open.
+    let io = format!("/proc/{}/io", child.id());
+    let start = std::time::Instant::now();
+    loop {
+        let read = std::fs::read_to_string(&io)
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("rchar: ").map(|v| v.trim().parse::<usize>()))
+            })
+            .and_then(Result::ok)
+            .unwrap_or(0);
+        if read >= bytes.len() {
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 60, "the input was never read");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // SAFETY: signalling a child process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("flows: "), "{err}");
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(csv.starts_with("src,"), "the CSV header is written");
+}

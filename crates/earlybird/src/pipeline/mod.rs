@@ -215,7 +215,7 @@ pub fn run_inputs(
     let mut warnings = inputs.warnings.clone();
     let mut skipped = inputs.skipped.clone();
     let planned = inputs.len() as u64;
-    let feed = inputs.start(opts.shards);
+    let feed = inputs.start(opts.shards, vec![ctl.stop.clone(), ctl.halt.clone()]);
     feed.spare.store(spare_core(opts.shards), Ordering::Relaxed);
     let result = run_files(Files::Feed(feed.clone()), opts, model, exporters, ctl);
     feed.cancel();

@@ -303,15 +303,17 @@ impl Inputs {
             .sum()
     }
 
-    /// Starts the producer thread (see the module docs) for `shards`
-    /// readers.
-    pub(crate) fn start(self, shards: usize) -> Arc<Feed> {
+    /// Starts the producer thread (see the module docs)
+    /// for `shards` readers, which stop waiting for a capture once any of
+    /// the `stop` flags is raised.
+    pub(crate) fn start(self, shards: usize, stop: Vec<Arc<AtomicBool>>) -> Arc<Feed> {
         let feed = Arc::new(Feed {
             state: Mutex::new(FeedState::default()),
             changed: Condvar::new(),
             shards: shards.max(1),
             started: AtomicBool::new(false),
             spare: AtomicBool::new(false),
+            stop,
         });
         let producer = feed.clone();
         let items = self.items;
@@ -586,6 +588,9 @@ pub(crate) struct Feed {
     pub started: AtomicBool,
     /// A core is left to helper threads (see `CaptureFile::map_ahead`).
     pub spare: AtomicBool,
+    /// Raised when the run stops (a signal): a shard waiting for the next
+    /// capture — a pipe with nothing to read — stops waiting.
+    stop: Vec<Arc<AtomicBool>>,
 }
 
 impl Feed {
@@ -594,7 +599,8 @@ impl Feed {
     }
 
     /// Capture number `k` (every shard asks for 0, 1, 2, … in turn),
-    /// waiting for the producer; `None` after the last one.
+    /// waiting for the producer; `None` after the last one, and once the
+    /// run stops.
     pub fn get(&self, k: usize) -> Option<Arc<FeedItem>> {
         let mut st = self.lock();
         loop {
@@ -613,11 +619,21 @@ impl Feed {
                 }
                 return Some(item);
             }
-            if st.done || st.cancelled {
+            if st.done || st.cancelled || self.stopped() {
                 return None;
             }
-            st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+            // A stream may have nothing to read for a long time: look at
+            // the stop flags now and then.
+            st = self
+                .changed
+                .wait_timeout(st, std::time::Duration::from_millis(50))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.iter().any(|f| f.load(Ordering::Relaxed))
     }
 
     /// Capture number 0 without taking it (the DSCP writer reads the link
@@ -631,10 +647,14 @@ impl Feed {
             if let Some((item, _)) = st.items.front() {
                 return Some(item.clone());
             }
-            if st.done || st.cancelled {
+            if st.done || st.cancelled || self.stopped() {
                 return None;
             }
-            st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+            st = self
+                .changed
+                .wait_timeout(st, std::time::Duration::from_millis(50))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
     }
 
