@@ -1,6 +1,6 @@
 //! Capture files + ground-truth CSVs → data sets, trained models and
 //! evaluation reports: the glue behind `earlybird train` and
-//! `earlybird evaluate` (and the Python package), so each is one call.
+//! `earlybird evaluate`, so each is one call.
 //!
 //! Contract:
 //! - [`capture_files`] expands directories (recursively, sorted) into files;

@@ -595,8 +595,8 @@ pub struct CollectedFlow {
     pub early: Vec<crate::flow::record::EarlyPkt>,
 }
 
-/// Runs the pipeline and returns every record in memory (tests, training,
-/// the Python package). Records are sorted by first timestamp, then key
+/// Runs the pipeline and returns every record in memory (tests,
+/// training). Records are sorted by first timestamp, then key
 /// (tunnel and VLAN included), then last timestamp and counts, so the
 /// result does not depend on the number of shards.
 pub fn collect(
