@@ -53,17 +53,23 @@ fn rotated_pieces(dir: &Path, n: usize) -> Vec<PathBuf> {
         .collect()
 }
 
-#[test]
-fn standard_input_gives_the_file_records() {
+/// `earlybird flows - OPTION` reading a pipe: the child, the pipe's
+/// writing end, and the sample capture's bytes to write into it.
+fn flows_on_stdin(option: &str) -> (std::process::Child, std::process::ChildStdin, Vec<u8>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_earlybird"))
-        .args(["flows", "-", "-q"])
+        .args(["flows", "-", option])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let bytes = std::fs::read(sample()).unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    (child, stdin, std::fs::read(sample()).unwrap())
+}
+
+#[test]
+fn standard_input_gives_the_file_records() {
+    let (child, mut stdin, bytes) = flows_on_stdin("-q");
     let writer = std::thread::spawn(move || {
         // A slow writer, as tcpdump -U is: small pieces.
         for piece in bytes.chunks(4096) {
@@ -163,15 +169,7 @@ fn output_inside_an_input_directory_is_refused() {
 /// exit code 130 and writes its records and summary.
 #[test]
 fn sigint_ends_a_run_waiting_on_a_quiet_pipe() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_earlybird"))
-        .args(["flows", "-", "--no-progress"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let bytes = std::fs::read(sample()).unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let (child, mut stdin, bytes) = flows_on_stdin("--no-progress");
     stdin.write_all(&bytes).unwrap();
     // Wait (bounded) until the process has read what was written; the
     // pipe stays open.
