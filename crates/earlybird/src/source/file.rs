@@ -113,6 +113,16 @@ impl CaptureFile {
     /// Memory-maps the file at `path` (populated, advised sequential) and checks its
     /// header.
     pub fn open(path: &Path) -> Result<CaptureFile> {
+        Self::open_map(path, true)
+    }
+
+    /// [`CaptureFile::open`] without populating the map: for a look at the
+    /// header and the first packets only (the pages touched are faulted in).
+    pub(crate) fn probe(path: &Path) -> Result<CaptureFile> {
+        Self::open_map(path, false)
+    }
+
+    fn open_map(path: &Path, populate_small: bool) -> Result<CaptureFile> {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
         let name = path.display().to_string();
@@ -126,7 +136,7 @@ impl CaptureFile {
         // large one waits for `map_ahead`. MAP_POPULATE stops quietly at
         // pages that vanished meanwhile (they fault later, see below).
         let mut opts = memmap2::MmapOptions::new();
-        if (len as usize) < populate::BACKGROUND_FROM {
+        if populate_small && (len as usize) < populate::BACKGROUND_FROM {
             opts.populate();
         }
         // SAFETY: the map is read-only and private to this process, and

@@ -436,7 +436,13 @@ fn check(path: &Path, keep: bool) -> Checked {
             },
         )),
         Ok(Compression::None) => {
-            let file = CaptureFile::open(path).map_err(|e| (skip_reason(&e), e))?;
+            // A file kept for reading is mapped whole now; the others are
+            // only looked at here (mapped again, populated, in their turn).
+            let opened = match keep {
+                true => CaptureFile::open(path),
+                false => CaptureFile::probe(path),
+            };
+            let file = opened.map_err(|e| (skip_reason(&e), e))?;
             Ok((
                 file.first_ts(),
                 Planned::File {
