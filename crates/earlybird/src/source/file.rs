@@ -44,6 +44,7 @@ use super::pcap::{self, PcapReader};
 use super::pcapng::{self, PcapngReader};
 use super::populate::{self, MapPopulator};
 use super::vanish::{self, Guard};
+use super::walk::Walk;
 use super::{LinkType, PacketRef, Warning};
 use crate::error::{Error, Result};
 
@@ -493,58 +494,43 @@ impl<'a> CaptureReader<'a> {
                             start - end
                         ),
                     );
-                    match &mut self.inner {
-                        Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.end_with(w),
-                        Inner::Pcapng(r) => r.end_with(w),
-                    }
+                    self.walk().end_with(w);
                     self.warned = true;
                     return 0;
                 }
-                self.limit(cut);
+                self.walk().limit(cut);
                 n = match out {
                     Some(out) => self.read(out, max),
                     None => self.skip(max),
                 };
             } else {
-                self.limit(cut);
+                self.walk().limit(cut);
             }
         }
-        let ended_at_end = match &self.inner {
-            Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.ended_at_end(),
-            Inner::Pcapng(r) => r.ended_at_end(),
-        };
-        if ended_at_end && !self.warned {
+        if self.walk().ended_at_end() && !self.warned {
             let w = self.warning_at(self.end, "");
-            match &mut self.inner {
-                Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.end_with(w),
-                Inner::Pcapng(r) => r.end_with(w),
-            }
+            self.walk().end_with(w);
             self.warned = true;
         }
         n
     }
 
-    fn limit(&mut self, end: usize) {
+    /// The walk's state, whichever format.
+    fn walk(&mut self) -> &mut Walk<'a> {
         match &mut self.inner {
-            Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.limit(end),
-            Inner::Pcapng(r) => r.limit(end),
+            Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.walk_mut(),
+            Inner::Pcapng(r) => r.walk_mut(),
         }
     }
 
     /// The walk has ended (end of data, damage or a vanished tail).
-    fn ended(&self) -> bool {
-        match &self.inner {
-            Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.is_done(),
-            Inner::Pcapng(r) => r.is_done(),
-        }
+    fn ended(&mut self) -> bool {
+        self.walk().done
     }
 
     /// The warning of a file whose bytes from `end` on vanished.
-    fn warning_at(&self, end: u64, more: &str) -> Warning {
-        let last = match &self.inner {
-            Inner::Pcap(r) | Inner::PcapUnsupported(r, _) => r.number(),
-            Inner::Pcapng(r) => r.number(),
-        };
+    fn warning_at(&mut self, end: u64, more: &str) -> Warning {
+        let last = self.walk().number;
         Warning {
             file: self.name.to_string(),
             offset: end,

@@ -20,6 +20,7 @@ pub mod pcapng;
 pub mod populate;
 pub mod stream;
 pub mod vanish;
+mod walk;
 
 pub use file::{CaptureFile, CaptureReader};
 

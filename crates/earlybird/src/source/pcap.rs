@@ -19,6 +19,7 @@
 //!   and every record moves the cursor forward, so the walk always ends. The
 //!   byte order is resolved once per batch (a monomorphised inner loop).
 
+use super::walk::Walk;
 use super::{LinkType, PacketRef, Warning};
 
 /// Largest captured length accepted in one record (libpcap's own limit,
@@ -151,16 +152,9 @@ pub fn parse_header(bytes: &[u8]) -> Result<PcapHeader, String> {
 #[derive(Debug, Clone)]
 pub struct PcapReader<'a> {
     name: &'a str,
-    data: &'a [u8],
+    w: Walk<'a>,
     hdr: PcapHeader,
     link: LinkType,
-    pos: usize,
-    number: u64,
-    done: bool,
-    /// The walk stopped because the data ended (cleanly or inside a
-    /// record), not on a corrupt record.
-    at_end: bool,
-    warning: Option<Warning>,
 }
 
 /// Where a [`PcapReader`] was, to go back there ([`PcapReader::restore`]).
@@ -183,14 +177,9 @@ impl<'a> PcapReader<'a> {
     pub fn new(name: &'a str, data: &'a [u8], hdr: PcapHeader, link: LinkType) -> Self {
         PcapReader {
             name,
-            data,
+            w: Walk::new(data, HEADER_LEN.min(data.len())),
             hdr,
             link,
-            pos: HEADER_LEN.min(data.len()),
-            number: 0,
-            done: false,
-            at_end: false,
-            warning: None,
         }
     }
 
@@ -198,55 +187,27 @@ impl<'a> PcapReader<'a> {
     #[inline(always)]
     pub(crate) fn mark(&self) -> Mark {
         Mark {
-            pos: self.pos,
-            number: self.number,
+            pos: self.w.pos,
+            number: self.w.number,
         }
     }
 
     /// Goes back to `m` (a mark of this reader), as if the batches since
     /// were not read.
     pub(crate) fn restore(&mut self, m: Mark) {
-        self.pos = m.pos;
-        self.number = m.number;
-        self.done = false;
-        self.at_end = false;
-        self.warning = None;
+        self.w.restart(m.pos, m.number);
     }
 
-    /// Takes the file to end at byte `end` (the reader must not be past
-    /// it): later walks stop there as at the end of the file.
-    pub(crate) fn limit(&mut self, end: usize) {
-        if self.pos <= end && end < self.data.len() {
-            self.data = &self.data[..end];
-        }
-    }
-
-    /// The walk has ended (no more batches).
-    pub(crate) fn is_done(&self) -> bool {
-        self.done
-    }
-
-    /// Ends the walk here with `warning`.
-    pub(crate) fn end_with(&mut self, warning: Warning) {
-        self.done = true;
-        self.warning = Some(warning);
-    }
-
-    /// The walk has ended because the data ended there (cleanly or inside
-    /// a record, not on a corrupt one).
-    pub(crate) fn ended_at_end(&self) -> bool {
-        self.done && self.at_end
-    }
-
-    /// Packets walked so far (the number of the last one).
-    pub(crate) fn number(&self) -> u64 {
-        self.number
+    /// The walk's state (`file.rs` limits and ends it when the file
+    /// shrinks).
+    pub(crate) fn walk_mut(&mut self) -> &mut Walk<'a> {
+        &mut self.w
     }
 
     /// Clears `out` and appends up to `max` packets; 0 means end of file.
     pub fn next_batch(&mut self, out: &mut Vec<PacketRef>, max: usize) -> usize {
         out.clear();
-        if self.done || max == 0 {
+        if self.w.done || max == 0 {
             return 0;
         }
         out.reserve(max.min(MAX_RESERVE));
@@ -258,7 +219,7 @@ impl<'a> PcapReader<'a> {
     /// [`PcapReader::next_batch`] would, with the same warning: a shard
     /// skips the batches another shard reads for it.
     pub fn skip_batch(&mut self, max: usize) -> usize {
-        if self.done || max == 0 {
+        if self.w.done || max == 0 {
             return 0;
         }
         self.dispatch::<false>(&mut Vec::new(), max)
@@ -269,11 +230,11 @@ impl<'a> PcapReader<'a> {
         let Ok(pos) = usize::try_from(position) else {
             return false;
         };
-        if self.done || pos < self.pos || pos > self.data.len() {
+        if self.w.done || pos < self.w.pos || pos > self.w.data.len() {
             return false;
         }
-        self.pos = pos;
-        self.number += packets as u64;
+        self.w.pos = pos;
+        self.w.number += packets as u64;
         true
     }
 
@@ -308,12 +269,12 @@ impl<'a> PcapReader<'a> {
         out: &mut Vec<PacketRef>,
         max: usize,
     ) -> (Option<Stop>, usize) {
-        let data = self.data;
+        let data = self.w.data;
         let rec = self.hdr.record_len;
         let frac_mult: u64 = if self.hdr.nanos { 1 } else { 1_000 };
         let link = self.link;
-        let mut pos = self.pos;
-        let mut number = self.number;
+        let mut pos = self.w.pos;
+        let mut number = self.w.number;
         let mut n = 0;
         let mut stop = None;
         while n < max {
@@ -366,14 +327,14 @@ impl<'a> PcapReader<'a> {
             n += 1;
             pos = end;
         }
-        self.pos = pos;
-        self.number = number;
+        self.w.pos = pos;
+        self.w.number = number;
         (stop, n)
     }
 
     fn finish(&mut self, stop: Stop) {
-        self.done = true;
-        self.at_end = !matches!(stop, Stop::Absurd(..));
+        self.w.done = true;
+        self.w.at_end = !matches!(stop, Stop::Absurd(..));
         let (offset, message) = match stop {
             Stop::End => return,
             Stop::ShortHeader(at, have) => (
@@ -397,7 +358,7 @@ impl<'a> PcapReader<'a> {
                 ),
             ),
         };
-        self.warning = Some(Warning {
+        self.w.warning = Some(Warning {
             file: self.name.to_string(),
             offset: offset as u64,
             message,
@@ -406,17 +367,17 @@ impl<'a> PcapReader<'a> {
 
     /// The buffer [`PacketRef::offset`] points into (the whole file).
     pub fn data(&self) -> &'a [u8] {
-        self.data
+        self.w.data
     }
 
     /// Set once the walk stopped on a cut-off or corrupt record.
     pub fn warning(&self) -> Option<&Warning> {
-        self.warning.as_ref()
+        self.w.warning.as_ref()
     }
 
     /// Bytes consumed so far (header included).
     pub fn position(&self) -> u64 {
-        self.pos as u64
+        self.w.pos as u64
     }
 }
 

@@ -22,6 +22,7 @@
 //!   packet.
 
 use super::pcap::{MAX_CAPLEN, MAX_RESERVE};
+use super::walk::Walk;
 use super::{LinkType, PacketRef, Warning};
 
 const SHB: u32 = 0x0a0d_0d0a;
@@ -257,17 +258,10 @@ impl Iface {
 #[derive(Debug, Clone)]
 pub struct PcapngReader<'a> {
     name: &'a str,
-    data: &'a [u8],
+    w: Walk<'a>,
     order: Order,
     ifaces: Vec<Iface>,
-    pos: usize,
-    number: u64,
     skipped: u64,
-    done: bool,
-    /// The walk stopped because the data ended (cleanly or inside a
-    /// block), not on a corrupt block.
-    at_end: bool,
-    warning: Option<Warning>,
     /// One warning per undecoded link type met, and those link types.
     link_warnings: Vec<Warning>,
     warned: Vec<u16>,
@@ -301,15 +295,10 @@ impl<'a> PcapngReader<'a> {
     pub fn new(name: &'a str, data: &'a [u8]) -> Self {
         PcapngReader {
             name,
-            data,
+            w: Walk::new(data, 0),
             order: Order { big: false },
             ifaces: Vec::new(),
-            pos: 0,
-            number: 0,
             skipped: 0,
-            done: false,
-            at_end: false,
-            warning: None,
             link_warnings: Vec::new(),
             warned: Vec::new(),
             saved_ifaces: Vec::new(),
@@ -321,8 +310,8 @@ impl<'a> PcapngReader<'a> {
     #[inline(always)]
     pub(crate) fn mark(&self) -> Mark {
         Mark {
-            pos: self.pos,
-            number: self.number,
+            pos: self.w.pos,
+            number: self.w.number,
             skipped: self.skipped,
             order: self.order,
         }
@@ -335,43 +324,15 @@ impl<'a> PcapngReader<'a> {
             std::mem::swap(&mut self.ifaces, &mut self.saved_ifaces);
             self.saved = false;
         }
-        self.pos = m.pos;
-        self.number = m.number;
+        self.w.restart(m.pos, m.number);
         self.skipped = m.skipped;
         self.order = m.order;
-        self.done = false;
-        self.at_end = false;
-        self.warning = None;
     }
 
-    /// Takes the file to end at byte `end` (the reader must not be past
-    /// it): later walks stop there as at the end of the file.
-    pub(crate) fn limit(&mut self, end: usize) {
-        if self.pos <= end && end < self.data.len() {
-            self.data = &self.data[..end];
-        }
-    }
-
-    /// The walk has ended (no more batches).
-    pub(crate) fn is_done(&self) -> bool {
-        self.done
-    }
-
-    /// Ends the walk here with `warning`.
-    pub(crate) fn end_with(&mut self, warning: Warning) {
-        self.done = true;
-        self.warning = Some(warning);
-    }
-
-    /// The walk has ended because the data ended there (cleanly or inside
-    /// a block, not on a corrupt one).
-    pub(crate) fn ended_at_end(&self) -> bool {
-        self.done && self.at_end
-    }
-
-    /// Packets walked so far (the number of the last one).
-    pub(crate) fn number(&self) -> u64 {
-        self.number
+    /// The walk's state (`file.rs` limits and ends it when the file
+    /// shrinks).
+    pub(crate) fn walk_mut(&mut self) -> &mut Walk<'a> {
+        &mut self.w
     }
 
     /// Keeps the interface table as it was before this batch changes it.
@@ -386,21 +347,21 @@ impl<'a> PcapngReader<'a> {
     pub fn next_batch(&mut self, out: &mut Vec<PacketRef>, max: usize) -> usize {
         out.clear();
         self.saved = false;
-        if self.done || max == 0 {
+        if self.w.done || max == 0 {
             return 0;
         }
         out.reserve(max.min(MAX_RESERVE));
         while out.len() < max {
-            if self.pos >= self.data.len() {
-                self.done = true;
-                self.at_end = true;
+            if self.w.pos >= self.w.data.len() {
+                self.w.done = true;
+                self.w.at_end = true;
                 break;
             }
-            let block = match read_block(self.data, self.pos, &mut self.order) {
+            let block = match read_block(self.w.data, self.w.pos, &mut self.order) {
                 Ok(b) => b,
                 Err(BlockErr::Truncated(m)) => {
                     self.stop(m);
-                    self.at_end = true;
+                    self.w.at_end = true;
                     break;
                 }
                 Err(BlockErr::Corrupt(m)) => {
@@ -412,14 +373,14 @@ impl<'a> PcapngReader<'a> {
                 self.stop(m);
                 break;
             }
-            self.pos += block.len;
+            self.w.pos += block.len;
         }
         out.len()
     }
 
     /// Handles one valid block; an error message ends the walk at it.
     fn block(&mut self, b: Block, out: &mut Vec<PacketRef>) -> Result<(), String> {
-        let (d, o, at) = (self.data, self.order, b.at);
+        let (d, o, at) = (self.w.data, self.order, b.at);
         let (iface_id, ts, caplen, orig, data_at) = match b.kind {
             SHB => {
                 let major = o.u16(d, at + 12).unwrap_or(0);
@@ -500,7 +461,7 @@ impl<'a> PcapngReader<'a> {
                 b.len
             ));
         }
-        self.number += 1;
+        self.w.number += 1;
         let Some(link) = iface.link else {
             self.skipped += 1;
             return Ok(());
@@ -516,28 +477,28 @@ impl<'a> PcapngReader<'a> {
             orig_len: orig.max(caplen),
             ts,
             link,
-            number: self.number,
+            number: self.w.number,
         });
         Ok(())
     }
 
     fn stop(&mut self, message: String) {
-        self.done = true;
-        self.warning = Some(Warning {
+        self.w.done = true;
+        self.w.warning = Some(Warning {
             file: self.name.to_string(),
-            offset: self.pos as u64,
+            offset: self.w.pos as u64,
             message,
         });
     }
 
     /// The buffer [`PacketRef::offset`] points into (the whole file).
     pub fn data(&self) -> &'a [u8] {
-        self.data
+        self.w.data
     }
 
     /// Set once the walk stopped on a cut-off or corrupt block.
     pub fn warning(&self) -> Option<&Warning> {
-        self.warning.as_ref()
+        self.w.warning.as_ref()
     }
 
     /// Packets skipped because their interface's link type is unsupported.
@@ -553,7 +514,7 @@ impl<'a> PcapngReader<'a> {
 
     /// Bytes consumed so far.
     pub fn position(&self) -> u64 {
-        self.pos as u64
+        self.w.pos as u64
     }
 }
 
