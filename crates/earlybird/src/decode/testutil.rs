@@ -3,6 +3,27 @@
 
 use std::path::PathBuf;
 
+use super::{decode, Decoded, Skip};
+use crate::source::LinkType;
+
+/// Decodes `p`, which must give a flow.
+pub fn ok(link: LinkType, p: &[u8]) -> Decoded {
+    let mut d = Decoded::default();
+    match decode(link, p, &mut d) {
+        Ok(()) => d,
+        Err(e) => panic!("expected a flow, got {e:?} for {p:02x?}"),
+    }
+}
+
+/// Decodes `p`, which must be skipped; the reason.
+pub fn skip(link: LinkType, p: &[u8]) -> Skip {
+    let mut d = Decoded::default();
+    match decode(link, p, &mut d) {
+        Ok(()) => panic!("expected a skip, got {d:?}"),
+        Err(e) => e,
+    }
+}
+
 pub const MAC_A: [u8; 6] = [0x00, 0x11, 0x22, 0x33, 0x44, 0x55];
 pub const MAC_B: [u8; 6] = [0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb];
 pub const V4_A: [u8; 4] = [192, 0, 2, 1];

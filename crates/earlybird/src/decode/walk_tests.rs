@@ -6,22 +6,6 @@ use super::testutil::*;
 use super::{decode, map_v4, Decoded, Skip, TunnelKind, MAX_TUNNELS};
 use crate::source::LinkType;
 
-fn ok(link: LinkType, p: &[u8]) -> Decoded {
-    let mut d = Decoded::default();
-    match decode(link, p, &mut d) {
-        Ok(()) => d,
-        Err(e) => panic!("expected a flow, got {e:?} for {p:02x?}"),
-    }
-}
-
-fn skip(link: LinkType, p: &[u8]) -> Skip {
-    let mut d = Decoded::default();
-    match decode(link, p, &mut d) {
-        Ok(()) => panic!("expected a skip, got {d:?}"),
-        Err(e) => e,
-    }
-}
-
 fn eth_v4_tcp() -> Vec<u8> {
     eth(0x0800, &ipv4(6, &tcp(49152, 443, 0x18, b"hello")))
 }
