@@ -628,14 +628,20 @@ impl Feed {
             if st.done || st.cancelled || self.stopped() {
                 return None;
             }
-            // A stream may have nothing to read for a long time: look at
-            // the stop flags now and then.
-            st = self
-                .changed
-                .wait_timeout(st, std::time::Duration::from_millis(50))
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            st = self.wait(st);
         }
+    }
+
+    /// Waits for the producer or a taker; a stream may have nothing to
+    /// read for a long time, so the stop flags are looked at now and then.
+    fn wait<'g>(
+        &self,
+        st: std::sync::MutexGuard<'g, FeedState>,
+    ) -> std::sync::MutexGuard<'g, FeedState> {
+        self.changed
+            .wait_timeout(st, std::time::Duration::from_millis(50))
+            .unwrap_or_else(|p| p.into_inner())
+            .0
     }
 
     fn stopped(&self) -> bool {
@@ -656,11 +662,7 @@ impl Feed {
             if st.done || st.cancelled || self.stopped() {
                 return None;
             }
-            st = self
-                .changed
-                .wait_timeout(st, std::time::Duration::from_millis(50))
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            st = self.wait(st);
         }
     }
 
