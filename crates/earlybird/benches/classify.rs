@@ -10,7 +10,8 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use earlybird::classify::dataset::{Dataset, Sample, SplitMix64};
 use earlybird::classify::{train, Algo, Classifier, FlowFeatures, Model, ModelKind, TrainOptions};
-use earlybird::flow::record::{Dir, EarlyPkt};
+use earlybird::features::early::EarlyPkt;
+use earlybird::features::Dir;
 
 const CLASSES: usize = 8;
 

@@ -19,13 +19,15 @@
 use std::sync::Arc;
 
 use crate::classify::Classifier;
+use crate::classify::Verdict;
 use crate::config::{FlowConfig, FlowHash};
+use crate::decode::LinkType;
 use crate::decode::{decode, fast, Decoded, Skip};
 use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
-use crate::flow::record::{RecordBatch, Verdict};
+use crate::flow::record::RecordBatch;
 use crate::flow::table::{is_icmp, FlowTable, Pkt, Side};
 use crate::mark::MarkWriter;
-use crate::source::{LinkType, PacketRef};
+use crate::source::PacketRef;
 use crate::telemetry::Counters;
 
 /// `-w`: every packet read is written, in input order, to a pcap file;

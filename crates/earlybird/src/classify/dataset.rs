@@ -20,7 +20,8 @@ use std::path::Path;
 
 use crate::decode::map_v4;
 use crate::error::{Error, Result};
-use crate::flow::record::{EarlyPkt, FlowRecord, RecordBatch};
+use crate::features::early::EarlyPkt;
+use crate::flow::record::{FlowRecord, RecordBatch};
 
 /// Which column of the ground truth becomes the class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -20,9 +20,9 @@ use std::fmt;
 use super::dataset::Dataset;
 use super::model::Model;
 use super::{Classifier, FlowFeatures};
+use crate::classify::Verdict;
 #[cfg(feature = "chart")]
 use crate::error::{Error, Result};
-use crate::flow::record::Verdict;
 
 /// Largest k of the accuracy-versus-packets curve.
 pub const MAX_K: usize = 10;

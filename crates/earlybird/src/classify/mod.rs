@@ -37,7 +37,33 @@ pub use evaluate::{evaluate, Report};
 pub use model::{Model, ModelInfo, ModelKind};
 pub use train::{train, Algo, TrainOptions};
 
-use crate::flow::record::{EarlyPkt, Verdict};
+use crate::features::early::EarlyPkt;
+
+/// Application verdict attached to a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Verdict {
+    /// Class index into the model's class names; `UNKNOWN` when undecided.
+    pub class: u16,
+    /// Confidence in [0, 1] (posterior probability or leaf purity).
+    pub confidence: f32,
+    /// 1-based packet index at which the verdict was taken (0 = never).
+    pub at_packet: u8,
+}
+
+impl Verdict {
+    /// Class index meaning "unknown" (no model, too few packets or low
+    /// confidence).
+    pub const UNKNOWN: u16 = u16::MAX;
+}
+
+/// Confidence in 1/65535 steps: `(c.clamp(0, 1) * 65535).round()` (NaN
+/// gives 0) without the `roundf` call: `y + 0.5` is exact in f64 for any
+/// f32 `y` in [0, 65535], and rounding half away from zero is
+/// `floor(y + 0.5)` for `y >= 0`; `as u16` floors (and saturates NaN to 0).
+#[inline]
+pub(crate) fn conf_u16(c: f32) -> u16 {
+    (f64::from(c.clamp(0.0, 1.0) * 65535.0) + 0.5) as u16
+}
 
 /// What a classifier sees of a flow.
 #[derive(Debug, Clone, Copy)]

@@ -17,7 +17,7 @@ use super::ports::PortTable;
 use super::svm::{Svm, SvmOptions};
 use super::tree::{Tree, TreeOptions};
 use crate::error::{Error, Result};
-use crate::flow::record::MAX_EARLY;
+use crate::features::early::MAX_EARLY;
 
 /// Learning algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

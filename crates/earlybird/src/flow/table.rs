@@ -61,15 +61,16 @@ use super::entry::{
     Entry, Extra, IcmpHead, Tail, Wide, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING, SPILLED,
 };
 use super::key::{Key, TableKey};
-use super::record::{Beside, Dir, EarlyPkt, EndReason, RecordBatch, Verdict};
+use super::record::{Beside, EndReason, RecordBatch};
 use crate::classify::compiled_tree::FastTree;
 use crate::classify::pool::{Job, PoolLink};
-use crate::classify::{Classifier, FlowFeatures};
+use crate::classify::{conf_u16, Classifier, FlowFeatures, Verdict};
 use crate::config::FlowConfig;
 use crate::decode::icmp::Icmp;
 use crate::decode::ipproto;
+use crate::features::early::EarlyPkt;
 use crate::features::tcp::{FlagCounts, SPILL_EVERY};
-use crate::features::{early, tcp};
+use crate::features::{early, tcp, Dir};
 use crate::time::Nanos;
 
 /// Live flows compared when one must be evicted.
@@ -216,7 +217,9 @@ impl FlowTable {
     pub fn new(cfg: &FlowConfig, model: Option<Arc<dyn Classifier>>) -> crate::Result<FlowTable> {
         let capacity = cfg.max_flows.clamp(1, FlowConfig::MAX_FLOWS);
         let buckets = (capacity * 2).next_power_of_two().max(16);
-        let n = cfg.early_packets.clamp(1, super::record::MAX_EARLY);
+        let n = cfg
+            .early_packets
+            .clamp(1, crate::features::early::MAX_EARLY);
         let decide_at = model
             .as_ref()
             .map(|m| m.packets_needed().clamp(1, n))
@@ -688,7 +691,7 @@ impl FlowTable {
             shard: pool.shard,
             slot: s as u32,
             ident: (h.first_ts, h.hash),
-            early: [EarlyPkt::default(); super::record::MAX_EARLY],
+            early: [EarlyPkt::default(); crate::features::early::MAX_EARLY],
             n: n as u8,
             proto: h.key.proto,
             sport,
@@ -1004,15 +1007,6 @@ fn region<T: ZeroValid>(a: &Arena<T>, per_slot: usize) -> Region {
         base: a.ptr(0).cast(),
         per_slot: per_slot * std::mem::size_of::<T>(),
     }
-}
-
-/// Confidence in 1/65535 steps: `(c.clamp(0, 1) * 65535).round()` (NaN
-/// gives 0) without the `roundf` call: `y + 0.5` is exact in f64 for any
-/// f32 `y` in [0, 65535], and rounding half away from zero is
-/// `floor(y + 0.5)` for `y >= 0`; `as u16` floors (and saturates NaN to 0).
-#[inline]
-pub(crate) fn conf_u16(c: f32) -> u16 {
-    (f64::from(c.clamp(0.0, 1.0) * 65535.0) + 0.5) as u16
 }
 
 fn close_reason(e: &Entry) -> EndReason {
