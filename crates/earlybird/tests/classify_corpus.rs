@@ -22,15 +22,12 @@ mod common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use earlybird::classify::dataset::SplitMix64;
 use earlybird::classify::tree::{Tree, LEAF};
-use earlybird::classify::workflow::{self, DataOptions};
-use earlybird::classify::Verdict;
-use earlybird::classify::{
-    evaluate, train, vector, Algo, Classifier, FlowFeatures, LabelLevel, LabelOptions, Model,
-    ModelKind, TrainOptions,
-};
+use earlybird::classify::{vector, Classifier, FlowFeatures, Model, ModelKind, Verdict};
 use earlybird::features::Dir;
+use earlybird::learn::dataset::SplitMix64;
+use earlybird::learn::workflow::{self, DataOptions};
+use earlybird::learn::{evaluate, train, Algo, LabelLevel, LabelOptions, TrainOptions};
 use earlybird::pipeline::{self, ModelRef, RunOptions};
 
 fn dev() -> Option<(Vec<PathBuf>, Vec<PathBuf>)> {

@@ -4,21 +4,18 @@
 //! Contract: a [`Classifier`] maps a [`FlowFeatures`] view (early packets and,
 //! if the model uses them, protocol and ports) to a [`Verdict`]. Classifying
 //! never allocates and never panics; a model that is not sure answers
-//! [`Verdict::UNKNOWN`]. Models are trained offline (`train`) and stored in a
-//! versioned file (`model`).
+//! [`Verdict::UNKNOWN`]. Models are trained offline ([`crate::learn`]) and
+//! stored in a versioned file (`model`).
 //!
 //! Files: `naive_bayes` (per-position size/direction log-likelihood tables),
 //! `tree` (C4.5, flat array), `compiled_tree` (its classification form),
 //! `forest` (bagged trees), `svm` (RBF, one-vs-one),
 //! `ports` (port baseline), `vector` (features shared by tree/forest/SVM),
 //! `model` (the `Model` type and its file format, `docs/MODEL_FORMAT.md`),
-//! `dataset` (ground-truth labels and samples), `train`, `evaluate`,
-//! `workflow` (capture files + label CSVs → data sets, models, reports).
+//! `pool` (worker threads for costly models).
 //! Algorithms and measured costs: `docs/CLASSIFIERS.md`.
 
 pub mod compiled_tree;
-pub mod dataset;
-pub mod evaluate;
 pub mod forest;
 pub mod model;
 pub mod naive_bayes;
@@ -27,15 +24,10 @@ pub mod ports;
 pub mod svm;
 #[cfg(test)]
 pub(crate) mod testutil;
-pub mod train;
 pub mod tree;
 pub mod vector;
-pub mod workflow;
 
-pub use dataset::{Dataset, LabelLevel, LabelOptions, LabelSet, Sample};
-pub use evaluate::{evaluate, Report};
 pub use model::{Model, ModelInfo, ModelKind};
-pub use train::{train, Algo, TrainOptions};
 
 use crate::features::early::EarlyPkt;
 
