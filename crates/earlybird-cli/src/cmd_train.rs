@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use earlybird::classify::LabelLevel;
 use earlybird::learn::workflow::{self, DataOptions};
-use earlybird::learn::{Algo, LabelLevel, LabelOptions, LabelSet, TrainOptions};
+use earlybird::learn::{Algo, LabelOptions, LabelSet, TrainOptions};
 
 /// Captures, ground truth and how they become data sets.
 #[derive(Args)]

@@ -6,9 +6,9 @@ mod common;
 
 use std::sync::Arc;
 
+use earlybird::classify::dataset::Dataset;
 use earlybird::classify::Classifier;
 use earlybird::gen::{self, GenKind, GenOptions};
-use earlybird::learn::dataset::Dataset;
 use earlybird::learn::train::{train, Algo, TrainOptions};
 use earlybird::pipeline::{self, ModelRef, RunOptions};
 use earlybird::source::CaptureFile;

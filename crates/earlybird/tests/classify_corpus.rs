@@ -22,12 +22,14 @@ mod common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use earlybird::classify::dataset::SplitMix64;
 use earlybird::classify::tree::{Tree, LEAF};
-use earlybird::classify::{vector, Classifier, FlowFeatures, Model, ModelKind, Verdict};
+use earlybird::classify::{
+    vector, Classifier, FlowFeatures, LabelLevel, Model, ModelKind, Verdict,
+};
 use earlybird::features::Dir;
-use earlybird::learn::dataset::SplitMix64;
 use earlybird::learn::workflow::{self, DataOptions};
-use earlybird::learn::{evaluate, train, Algo, LabelLevel, LabelOptions, TrainOptions};
+use earlybird::learn::{evaluate, train, Algo, LabelOptions, TrainOptions};
 use earlybird::pipeline::{self, ModelRef, RunOptions};
 
 fn dev() -> Option<(Vec<PathBuf>, Vec<PathBuf>)> {

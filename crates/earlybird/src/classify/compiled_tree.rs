@@ -589,6 +589,7 @@ impl FastTree {
 
 #[cfg(test)]
 mod tests {
+    use super::super::dataset::SplitMix64;
     use super::super::model::{Model, ModelInfo, ModelKind};
     use super::super::testutil::{ff, patterns};
     use super::super::tree::{Tree, TreeOptions};
@@ -597,7 +598,6 @@ mod tests {
     use crate::classify::conf_u16;
     use crate::features::early::EarlyPkt;
     use crate::features::Dir;
-    use crate::learn::dataset::SplitMix64;
 
     fn same(a: (u16, f32), b: (u16, f32)) -> bool {
         a.0 == b.0 && a.1.to_bits() == b.1.to_bits()

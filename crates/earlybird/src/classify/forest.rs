@@ -10,9 +10,9 @@
 //! ([`super::compiled_tree`]) in a loop: no recursion, no allocation, no
 //! panic.
 
+use super::dataset::{Dataset, SplitMix64};
 use super::tree::{Tree, TreeOptions};
 use super::{compiled_tree, vector, FlowFeatures};
-use crate::learn::dataset::{Dataset, SplitMix64};
 
 /// Largest number of trees.
 pub const MAX_TREES: usize = 64;

@@ -12,10 +12,12 @@
 //! `forest` (bagged trees), `svm` (RBF, one-vs-one),
 //! `ports` (port baseline), `vector` (features shared by tree/forest/SVM),
 //! `model` (the `Model` type and its file format, `docs/MODEL_FORMAT.md`),
+//! `dataset` (the labelled samples the models are fitted on),
 //! `pool` (worker threads for costly models).
 //! Algorithms and measured costs: `docs/CLASSIFIERS.md`.
 
 pub mod compiled_tree;
+pub mod dataset;
 pub mod forest;
 pub mod model;
 pub mod naive_bayes;
@@ -27,6 +29,7 @@ pub(crate) mod testutil;
 pub mod tree;
 pub mod vector;
 
+pub use dataset::{Dataset, LabelLevel, Sample};
 pub use model::{Model, ModelInfo, ModelKind};
 
 use crate::features::early::EarlyPkt;

@@ -17,6 +17,7 @@
 use std::path::Path;
 
 use super::compiled_tree::FastTree;
+use super::dataset::LabelLevel;
 use super::forest::Forest;
 use super::naive_bayes::NaiveBayes;
 use super::ports::PortTable;
@@ -26,7 +27,6 @@ use super::{Classifier, FlowFeatures};
 use crate::classify::Verdict;
 use crate::error::{Error, Result};
 use crate::features::early::MAX_EARLY;
-use crate::learn::dataset::LabelLevel;
 
 /// Value of the header's `format` field.
 pub const FORMAT: &str = "earlybird-model";
@@ -405,7 +405,7 @@ mod tests {
         dir.join(name)
     }
 
-    fn verdicts(m: &Model, d: &crate::learn::dataset::Dataset) -> Vec<Verdict> {
+    fn verdicts(m: &Model, d: &super::super::dataset::Dataset) -> Vec<Verdict> {
         d.samples
             .iter()
             .map(|s| {
@@ -450,9 +450,9 @@ mod tests {
 
     #[test]
     fn any_flow_gets_a_verdict_without_panic() {
+        use super::super::dataset::SplitMix64;
         use crate::features::early::EarlyPkt;
         use crate::features::Dir;
-        use crate::learn::dataset::SplitMix64;
         let d = patterns(20, 100, 1);
         let mut rng = SplitMix64::new(99);
         let flows: Vec<(Vec<EarlyPkt>, u8, u16, u16)> = (0..300)

@@ -16,9 +16,9 @@
 //! confidence. Classifying does not allocate and cannot panic; training
 //! allocates `C × N × BINS` f32.
 
+use super::dataset::Dataset;
 use crate::features::early::{EarlyPkt, MAX_EARLY};
 use crate::features::Dir;
-use crate::learn::dataset::Dataset;
 
 /// Largest size kept per direction; larger sizes are clamped.
 pub const MAX_SIZE: usize = 1500;

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::learn::dataset::Dataset;
+use super::dataset::Dataset;
 
 /// A (key, class, confidence) entry.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -101,9 +101,9 @@ impl PortTable {
 
 #[cfg(test)]
 mod tests {
+    use super::super::dataset::Sample;
     use super::super::testutil::patterns;
     use super::*;
-    use crate::learn::dataset::Sample;
 
     #[test]
     fn learns_port_classes() {

@@ -15,8 +15,8 @@
 //! No suitable crate was used: smartcore's and linfa's SVCs allocate matrices
 //! per prediction and do not serialise to our model file.
 
+use super::dataset::{Dataset, SplitMix64};
 use super::{vector, FlowFeatures};
-use crate::learn::dataset::{Dataset, SplitMix64};
 
 /// Largest number of classes an SVM model can vote over.
 pub const MAX_CLASSES: usize = 1024;
@@ -382,7 +382,7 @@ mod tests {
                     flags: 0,
                     iat_us: 0,
                 };
-                d.samples.push(crate::learn::dataset::Sample {
+                d.samples.push(super::super::dataset::Sample {
                     early: vec![p(a), p(b)],
                     proto: 6,
                     sport: 1,

@@ -1,9 +1,9 @@
 //! Synthetic data sets for the unit tests of the classifiers (test only).
 
+use super::dataset::{Dataset, Sample, SplitMix64};
 use super::FlowFeatures;
 use crate::features::early::EarlyPkt;
 use crate::features::Dir;
-use crate::learn::dataset::{Dataset, Sample, SplitMix64};
 
 /// Three classes with distinct patterns of (size, direction, gap); each size
 /// is moved by a uniform offset in `[-noise, noise]` bytes and each gap by up

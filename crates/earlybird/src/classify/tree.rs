@@ -22,8 +22,8 @@
 //! the array, features and classes exist.
 
 use super::compiled_tree::{FlatTree, MAX_NODES};
+use super::dataset::{Dataset, SplitMix64};
 use super::{vector, FlowFeatures};
-use crate::learn::dataset::{Dataset, SplitMix64};
 
 /// `feature` value of a leaf node.
 pub const LEAF: u8 = u8::MAX;

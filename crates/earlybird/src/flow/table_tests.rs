@@ -574,9 +574,9 @@ impl crate::classify::Classifier for Generic {
 
 #[test]
 fn tree_fast_path_stores_the_verdicts_of_classify() {
+    use crate::classify::dataset::SplitMix64;
     use crate::classify::testutil::patterns;
     use crate::classify::Classifier;
-    use crate::learn::dataset::SplitMix64;
     use crate::learn::{train, Algo, TrainOptions};
     use std::sync::Arc;
     // One label in four drawn at random: impure leaves.

@@ -17,7 +17,7 @@
 
 use std::fmt;
 
-use super::dataset::Dataset;
+use crate::classify::dataset::Dataset;
 use crate::classify::model::Model;
 use crate::classify::Verdict;
 use crate::classify::{Classifier, FlowFeatures};

@@ -14,6 +14,6 @@ pub mod evaluate;
 pub mod train;
 pub mod workflow;
 
-pub use dataset::{Dataset, LabelLevel, LabelOptions, LabelSet, Sample};
+pub use dataset::{LabelOptions, LabelSet};
 pub use evaluate::{evaluate, Report};
 pub use train::{train, Algo, TrainOptions};

@@ -9,7 +9,7 @@
 
 use std::str::FromStr;
 
-use super::dataset::{Dataset, LabelLevel};
+use crate::classify::dataset::{Dataset, LabelLevel};
 use crate::classify::forest::Forest;
 use crate::classify::model::{Model, ModelInfo, ModelKind};
 use crate::classify::naive_bayes::{NaiveBayes, NbOptions};
