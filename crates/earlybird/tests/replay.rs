@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::Veth;
 use earlybird::decode::LinkType;
-use earlybird::gen::replay::{replay, ReplayOptions, ReplayReport};
+use earlybird::source::replay::{replay, ReplayOptions, ReplayReport};
 use earlybird::source::{CaptureFile, BATCH};
 
 /// The MTU `common::Veth` gives both ends.

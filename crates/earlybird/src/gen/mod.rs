@@ -34,7 +34,6 @@
 
 mod frame;
 mod realistic;
-pub mod replay;
 mod worst;
 
 #[cfg(test)]

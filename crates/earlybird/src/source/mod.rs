@@ -1,5 +1,7 @@
-//! Packet sources: capture files (pcap, pcapng), in-memory buffers, live
-//! interfaces (AF_PACKET, [`af_packet`]) and the synthetic generator.
+//! Packets in and out: capture files (pcap, pcapng), in-memory buffers and
+//! live interfaces (AF_PACKET receive rings, [`af_packet`]) in; classic pcap
+//! files (`pcap_writer`, for the marker and the generators) and an
+//! interface's transmit ring ([`replay`]) out.
 //!
 //! Contract: a source hands out *batches* of [`PacketRef`]s — offsets into a
 //! byte buffer it owns (a memory-mapped file or an in-memory capture) plus the
@@ -19,6 +21,7 @@ pub mod pcap;
 pub(crate) mod pcap_writer;
 pub mod pcapng;
 pub mod populate;
+pub mod replay;
 pub mod stream;
 pub mod vanish;
 mod walk;

@@ -42,10 +42,10 @@ use std::time::{Duration, Instant};
 
 use libc::c_int;
 
+use super::netdev::{bind, hw_type, ifindex, ioctl_ifreq, packet_socket, set_opt, RingMap};
+use super::{CaptureFile, PacketRef, Warning, BATCH};
 use crate::decode::LinkType;
 use crate::error::{Error, Result};
-use crate::source::netdev::{bind, hw_type, ifindex, ioctl_ifreq, packet_socket, set_opt, RingMap};
-use crate::source::{CaptureFile, PacketRef, Warning, BATCH};
 
 /// What to replay onto which interface. Build with [`ReplayOptions::new`].
 #[derive(Debug, Clone, PartialEq)]
