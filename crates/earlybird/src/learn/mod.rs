@@ -6,7 +6,7 @@
 //! Files: `dataset` (ground-truth labels and the samples built from flow
 //! records), `train` (options → [`crate::classify::Model`]), `evaluate`
 //! (scores and the accuracy-versus-packets curve), `workflow` (capture files
-//! + label CSVs → data sets, models, reports: `earlybird train` and
+//! and label CSVs → data sets, models, reports: `earlybird train` and
 //! `earlybird evaluate`).
 
 pub mod dataset;

@@ -13,6 +13,7 @@
 //! offset; a file that is unusable from the start is an [`crate::Error`].
 
 pub mod af_packet;
+mod af_packet_tx;
 pub mod fanout;
 pub mod file;
 pub mod inputs;
