@@ -7,7 +7,7 @@
 //! boundaries, position and warning as reading.
 #![no_main]
 
-use earlybird::source::CaptureFile;
+use earlybird::CaptureFile;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -45,7 +45,10 @@ fuzz_target!(|data: &[u8]| {
             let got = if turn % 2 == 0 {
                 // How shards step over a turn another shard read: jump to
                 // where a clean whole batch ended, else walk its headers.
-                if want == max && plain.warning().is_none() && skipping.jump_to(plain.position(), max) {
+                if want == max
+                    && plain.warning().is_none()
+                    && skipping.jump_to(plain.position(), max)
+                {
                     max
                 } else {
                     skipping.skip_batch(max)

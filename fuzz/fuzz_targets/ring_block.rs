@@ -5,12 +5,16 @@
 //! included), with one link type for the ring or each frame's own.
 #![no_main]
 
-use earlybird::source::af_packet::{Frames, Walked};
-use earlybird::decode::LinkType;
+use earlybird::testing::{Frames, Walked};
+use earlybird::LinkType;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    for (max, link) in [(1usize, Some(LinkType::Ethernet)), (7, None), (256, Some(LinkType::Ethernet))] {
+    for (max, link) in [
+        (1usize, Some(LinkType::Ethernet)),
+        (7, None),
+        (256, Some(LinkType::Ethernet)),
+    ] {
         let mut block = data.to_vec();
         let mut frames = Frames::new(&mut block);
         let mut walk = Walked::default();

@@ -8,8 +8,8 @@
 
 use std::io::Read;
 
-use earlybird::source::stream::Chunker;
-use earlybird::source::CaptureFile;
+use earlybird::testing::Chunker;
+use earlybird::CaptureFile;
 use libfuzzer_sys::fuzz_target;
 
 /// Gives at most `step` bytes per read.

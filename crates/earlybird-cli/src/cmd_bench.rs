@@ -5,10 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use earlybird::bench::{self, BenchConfig};
-use earlybird::config::FlowConfig;
-use earlybird::export::Format;
-use earlybird::gen::GenKind;
-use earlybird::pipeline::ModelRef;
+use earlybird::{FlowConfig, Format, GenKind, ModelRef};
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -77,9 +74,9 @@ pub fn run(a: BenchArgs) -> i32 {
         full_stats: a.stats == "full",
         max_flows: a.max_flows,
         hash: if a.hash == "toeplitz" {
-            earlybird::config::FlowHash::Toeplitz
+            earlybird::FlowHash::Toeplitz
         } else {
-            earlybird::config::FlowHash::Fold
+            earlybird::FlowHash::Fold
         },
         ..FlowConfig::default()
     };

@@ -5,9 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use earlybird::classify::Model;
-use earlybird::learn::workflow;
-use earlybird::learn::{Algo, Report};
+use earlybird::{workflow, Algo, EvalReport, Model};
 
 use crate::cmd_train::{DataArgs, ModelArgs};
 
@@ -38,9 +36,9 @@ pub struct EvaluateArgs {
     png: Option<PathBuf>,
 }
 
-fn chart(path: &PathBuf, reports: &[(String, &Report)]) -> Result<(), earlybird::Error> {
-    let named: Vec<(&str, &Report)> = reports.iter().map(|(n, r)| (n.as_str(), *r)).collect();
-    Report::write_curves_png(path, &named)
+fn chart(path: &PathBuf, reports: &[(String, &EvalReport)]) -> Result<(), earlybird::Error> {
+    let named: Vec<(&str, &EvalReport)> = reports.iter().map(|(n, r)| (n.as_str(), *r)).collect();
+    EvalReport::write_curves_png(path, &named)
 }
 
 pub fn run(a: EvaluateArgs) -> i32 {
@@ -131,7 +129,7 @@ pub fn run(a: EvaluateArgs) -> i32 {
                 println!("\n{r}");
             }
             if let Some(p) = &a.png {
-                let named: Vec<(String, &Report)> = names.into_iter().zip(&reports).collect();
+                let named: Vec<(String, &EvalReport)> = names.into_iter().zip(&reports).collect();
                 if let Err(e) = chart(p, &named) {
                     return crate::fail(e);
                 }

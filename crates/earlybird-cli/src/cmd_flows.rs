@@ -10,13 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use earlybird::config::FlowConfig;
-use earlybird::export::{self, ExportOptions, Format};
-use earlybird::pipeline::{self, ExportPolicy, RunControl, RunOptions};
-use earlybird::source::af_packet::LiveConfig;
-use earlybird::source::fanout::Fanout;
-use earlybird::source::inputs::{InputOrder, Inputs};
-use earlybird::time::SECOND;
+use earlybird::{
+    ExportOptions, ExportPolicy, Fanout, FlowConfig, Format, InputOrder, Inputs, LiveConfig,
+    RunControl, RunOptions, SECOND,
+};
 
 use crate::progress::Progress;
 
@@ -228,9 +225,9 @@ pub fn run(a: FlowsArgs) -> i32 {
             max_flows: a.max_flows,
             full_stats: a.stats == "full",
             hash: if a.hash == "toeplitz" {
-                earlybird::config::FlowHash::Toeplitz
+                earlybird::FlowHash::Toeplitz
             } else {
-                earlybird::config::FlowHash::Fold
+                earlybird::FlowHash::Fold
             },
             ..FlowConfig::default()
         })
@@ -309,7 +306,7 @@ pub fn run(a: FlowsArgs) -> i32 {
     };
     let mut exporters = Vec::new();
     for (out, fmt) in a.outputs.iter().zip(formats) {
-        match export::open(fmt, out, &eopts) {
+        match earlybird::open_exporter(fmt, out, &eopts) {
             Ok(e) => exporters.push(e),
             Err(e) => return crate::fail(e),
         }
@@ -325,7 +322,7 @@ pub fn run(a: FlowsArgs) -> i32 {
     }
     let report = match &live {
         Some((cfg, duration)) => {
-            let input = match pipeline::open_live(cfg, opts.shards) {
+            let input = match earlybird::open_live(cfg, opts.shards) {
                 Ok(i) => i,
                 Err(e) => return crate::fail(e),
             };
@@ -338,7 +335,7 @@ pub fn run(a: FlowsArgs) -> i32 {
                 ));
             }
             let _bar = Progress::live(!a.no_progress && !a.quiet, ctl.progress.clone());
-            pipeline::run_live(input, *duration, &opts, &model, exporters, &ctl)
+            earlybird::run_live(input, *duration, &opts, &model, exporters, &ctl)
         }
         None => {
             let inputs = inputs.unwrap_or_default();
@@ -347,7 +344,7 @@ pub fn run(a: FlowsArgs) -> i32 {
                 Some(total) => Progress::start(show, total, ctl.progress.clone()),
                 None => Progress::bytes(show, ctl.progress.clone()),
             };
-            pipeline::run_inputs(inputs, &opts, &model, exporters, &ctl)
+            earlybird::run_inputs(inputs, &opts, &model, exporters, &ctl)
         }
     };
     let report = match report {

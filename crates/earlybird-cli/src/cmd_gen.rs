@@ -5,7 +5,7 @@ use std::io::BufWriter;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use earlybird::gen::{self, GenKind, GenOptions};
+use earlybird::{GenKind, GenOptions};
 
 #[derive(Clone, Copy, ValueEnum)]
 enum Kind {
@@ -78,7 +78,7 @@ pub fn run(a: GenArgs) -> i32 {
         Ok(f) => f,
         Err(e) => return crate::fail(format!("{}: {e}", a.output.display())),
     };
-    match gen::generate(&o, BufWriter::with_capacity(1 << 20, f)) {
+    match earlybird::generate(&o, BufWriter::with_capacity(1 << 20, f)) {
         Ok(s) => {
             eprintln!("{}: {s}", a.output.display());
             0

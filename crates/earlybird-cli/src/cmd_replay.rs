@@ -10,8 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Args;
-use earlybird::source::replay::{self, ReplayOptions};
-use earlybird::source::CaptureFile;
+use earlybird::{CaptureFile, ReplayOptions};
 
 #[derive(Args)]
 pub struct ReplayArgs {
@@ -50,7 +49,7 @@ pub fn run(a: ReplayArgs) -> i32 {
         loops: a.loops,
         ..ReplayOptions::new(&a.interface)
     };
-    let report = match replay::replay(&files, &opts, &stop) {
+    let report = match earlybird::replay(&files, &opts, &stop) {
         Ok(r) => r,
         Err(e) => return crate::fail(e),
     };

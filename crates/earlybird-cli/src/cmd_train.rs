@@ -5,9 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use earlybird::classify::LabelLevel;
-use earlybird::learn::workflow::{self, DataOptions};
-use earlybird::learn::{Algo, LabelOptions, LabelSet, TrainOptions};
+use earlybird::workflow::{self, DataOptions};
+use earlybird::{Algo, LabelLevel, LabelOptions, LabelSet, TrainOptions};
 
 /// Captures, ground truth and how they become data sets.
 #[derive(Args)]

@@ -1,6 +1,5 @@
 //! The `earlybird` command line: argument parsing only; every subcommand is
-//! one call into the engine (`earlybird::cli_api`-free: the library's public
-//! functions are called directly).
+//! one call into the engine's public API (the crate root of `earlybird`).
 //!
 //! Exit codes: 0 success (also when the reader of standard output went
 //! away: `earlybird flows … | head`); 1 an input or the configuration is

@@ -9,8 +9,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use earlybird::classify::Model;
-use earlybird::pipeline::ModelRef;
+use earlybird::{Model, ModelRef};
 
 /// The default model, embedded at build time.
 pub static DEFAULT_MODEL: &[u8] = include_bytes!("../../../models/default.ebm");

@@ -274,7 +274,7 @@ fn a_closed_pipe_ends_standard_output_quietly_and_the_files_complete() {
 
 #[test]
 fn write_without_mark_is_a_copy_of_the_packets_read() {
-    use earlybird::source::CaptureFile;
+    use earlybird::CaptureFile;
     let packets = |f: &CaptureFile| {
         let (mut r, mut all, mut batch) = (f.reader(), Vec::new(), Vec::new());
         while r.next_batch(&mut batch, 256) > 0 {

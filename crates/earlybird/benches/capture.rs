@@ -8,7 +8,7 @@
 //! repeats the walk on a file small enough to stay in cache (CPU cost only).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use earlybird::source::{CaptureFile, PacketRef, BATCH};
+use earlybird::{CaptureFile, PacketRef, BATCH};
 
 const PACKETS: usize = 1_000_000;
 const LEN: usize = 60;

@@ -8,11 +8,11 @@
 //! C4.5 is 2.8 million verdicts per second.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use earlybird::classify::dataset::{Dataset, Sample, SplitMix64};
-use earlybird::classify::{Classifier, FlowFeatures, Model, ModelKind};
-use earlybird::features::early::EarlyPkt;
-use earlybird::features::Dir;
-use earlybird::learn::{train, Algo, TrainOptions};
+use earlybird::testing::SplitMix64;
+use earlybird::{
+    train, Algo, Classifier, Dataset, Dir, EarlyPkt, FlowFeatures, Model, ModelKind, Sample,
+    TrainOptions,
+};
 
 const CLASSES: usize = 8;
 

@@ -4,8 +4,8 @@
 //! Criterion reports the time per packet (`time:` = ns/packet).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use earlybird::decode::LinkType;
-use earlybird::decode::{decode, Decoded};
+use earlybird::testing::{decode, Decoded};
+use earlybird::LinkType;
 
 /// 60-byte frame: Ethernet, IPv4 (total length 40), TCP ACK, 6 bytes padding.
 fn eth_ipv4_tcp() -> Vec<u8> {
@@ -89,11 +89,11 @@ fn bench(c: &mut Criterion) {
     }
     // The fast path the shard tries first (same result, decode/fast.rs).
     let pkt = eth_ipv4_tcp();
-    assert!(earlybird::decode::fast::ethernet_ipv4(&pkt).is_some());
+    assert!(earlybird::testing::ethernet_ipv4(&pkt).is_some());
     // Every field the shard reads is extracted (the view reads lazily).
     g.bench_function("fast_path_eth_ipv4_tcp_60B", |b| {
         b.iter(|| {
-            let f = earlybird::decode::fast::ethernet_ipv4(black_box(&pkt));
+            let f = earlybird::testing::ethernet_ipv4(black_box(&pkt));
             black_box(f.map(|f| {
                 (
                     f.src(),

@@ -5,14 +5,11 @@
 //! besides formatting.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use earlybird::classify::Verdict;
-use earlybird::decode::{map_v4, TunnelKind};
-use earlybird::export::{to_writer, ExportOptions, Format};
-use earlybird::features::early::EarlyPkt;
-use earlybird::features::stats::Stat;
-use earlybird::features::Dir;
-use earlybird::flow::record::{EndReason, FlowRecord, RecordBatch, RecordKey};
-use earlybird::telemetry::Summary;
+use earlybird::testing::map_v4;
+use earlybird::{
+    to_writer, Dir, EarlyPkt, EndReason, ExportOptions, FlowRecord, Format, RecordBatch, RecordKey,
+    Stat, Summary, TunnelKind, Verdict,
+};
 
 const RECORDS: usize = 4096;
 

@@ -3,9 +3,8 @@
 //! a table holding many long-lived flows, at several table sizes.
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use earlybird::config::FlowConfig;
-use earlybird::decode::{map_v4, Decoded};
-use earlybird::flow::{FlowTable, Key, Pkt};
+use earlybird::testing::{map_v4, Decoded, FlowTable, Key, Pkt};
+use earlybird::FlowConfig;
 
 fn pkt(f: u32, j: u64, ts: u64) -> Pkt {
     let s = 0x0A00_0000u32 + (f & 0xF_FFFF);
@@ -74,7 +73,7 @@ fn bench_hash(c: &mut Criterion) {
             p.iter()
                 .map(|x| {
                     let k = black_box(x.key);
-                    earlybird::flow::key::shard_hash_v4(
+                    earlybird::testing::shard_hash_v4(
                         k.a.to_be_bytes(),
                         k.pa,
                         k.b.to_be_bytes(),

@@ -4,17 +4,16 @@
 //! from files and with CSV; this one gives criterion's statistics.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use earlybird::export::{self, ExportOptions, Format};
-use earlybird::gen::{self, GenKind, GenOptions};
-use earlybird::pipeline::{self, ModelRef, RunControl, RunOptions};
-use earlybird::source::CaptureFile;
+use earlybird::{
+    CaptureFile, ExportOptions, Format, GenKind, GenOptions, ModelRef, RunControl, RunOptions,
+};
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("pipeline");
     g.sample_size(10);
     for (name, kind) in [("worst", GenKind::Worst), ("realistic", GenKind::Realistic)] {
         let mut buf = Vec::new();
-        gen::generate(&GenOptions::new(kind, 1_000_000), &mut buf).unwrap();
+        earlybird::generate(&GenOptions::new(kind, 1_000_000), &mut buf).unwrap();
         let files = [CaptureFile::from_bytes(name, buf).unwrap()];
         g.throughput(Throughput::Elements(1_000_000));
         for shards in [1usize, 2] {
@@ -24,7 +23,7 @@ fn bench(c: &mut Criterion) {
                     ..RunOptions::default()
                 };
                 b.iter(|| {
-                    let ex = export::to_writer(
+                    let ex = earlybird::to_writer(
                         Format::Null,
                         Box::new(std::io::sink()),
                         "null",
@@ -33,7 +32,7 @@ fn bench(c: &mut Criterion) {
                             class_names: Default::default(),
                         },
                     );
-                    let r = pipeline::run(
+                    let r = earlybird::run(
                         &files,
                         &opts,
                         &ModelRef::default(),

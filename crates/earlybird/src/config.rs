@@ -37,15 +37,15 @@ pub struct FlowConfig {
 }
 
 /// Which hash indexes the flow table (shards are picked by
-/// [`crate::flow::Key::shard_hash`] whatever this is).
+/// the symmetric flow hash whatever this is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FlowHash {
     /// The symmetric multiply–fold hash that also picks the shard
-    /// ([`crate::flow::Key::shard_hash`]): one hash per packet.
+    /// (`Key::shard_hash` of the flow table): one hash per packet.
     #[default]
     Fold,
     /// RSS Toeplitz with the symmetric 0x6d5a key
-    /// ([`crate::flow::key::toeplitz::hash`]), as a NIC would compute it.
+    /// (`flow::key::toeplitz::hash`), as a NIC would compute it.
     Toeplitz,
 }
 

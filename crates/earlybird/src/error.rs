@@ -17,40 +17,73 @@ pub enum Error {
     /// The operating system refused to open, map or read a file.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the operating system said.
         #[source]
         source: std::io::Error,
     },
     /// The file is not a pcap or pcapng capture, or its header is damaged.
     #[error("{path}: not a capture file: {reason}")]
-    NotCapture { path: PathBuf, reason: String },
+    NotCapture {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A structural error inside a capture file at a known byte offset.
     #[error("{path}: at byte offset {offset}: {reason}")]
     BadCapture {
+        /// The file.
         path: PathBuf,
+        /// Byte offset of the damage.
         offset: u64,
+        /// What is wrong there.
         reason: String,
     },
     /// An output (exporter) failed.
     #[error("output {name}: {reason}")]
-    Output { name: String, reason: String },
+    Output {
+        /// The output (format and path, e.g. `csv:flows.csv`).
+        name: String,
+        /// What failed.
+        reason: String,
+    },
     /// An output's reader went away (a closed pipe, `earlybird flows … |
     /// head`): not a failure of the run, the output just ends there.
     #[error("output {name}: closed by its reader")]
-    OutputClosed { name: String },
+    OutputClosed {
+        /// The output.
+        name: String,
+    },
     /// An output cannot be written where it is named: it is an input, a
     /// directory, in a missing directory, or named twice (checked before
     /// any output is created).
     #[error("output {path}: {reason}")]
-    OutputPath { path: PathBuf, reason: String },
+    OutputPath {
+        /// The output's path.
+        path: PathBuf,
+        /// Why it cannot be written there.
+        reason: String,
+    },
     /// A model file could not be read or is of another version.
     #[error("model {path}: {reason}")]
-    Model { path: PathBuf, reason: String },
+    Model {
+        /// The model file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A network interface cannot be captured from or sent to (it does not
     /// exist, needs privileges the process lacks, or has an unsupported
     /// link type).
     #[error("interface {name}: {reason}")]
-    Interface { name: String, reason: String },
+    Interface {
+        /// The interface name.
+        name: String,
+        /// What failed, and the missing privilege if that is the cause.
+        reason: String,
+    },
     /// Invalid configuration given by the user.
     #[error("invalid configuration: {0}")]
     Config(String),

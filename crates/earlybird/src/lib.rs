@@ -11,26 +11,142 @@
 //!                     ▼ finished records (batches, bounded channel)
 //!               exporter thread (CSV, JSON lines, …)
 //! ```
+//!
+//! # The API
+//!
+//! The crate root is the whole surface; the folders behind it are private
+//! and may change (their layering: `docs/ARCHITECTURE.md`, "Layers").
+//!
+//! - **Run on capture files**: [`open_all`] then [`run`], or [`Inputs`]
+//!   (directories, standard input, compressed captures, in a chosen
+//!   [`InputOrder`]) then [`run_inputs`]; [`RunOptions`] (with the flow
+//!   rules in [`FlowConfig`]), [`RunControl`] (stop, progress, reopen),
+//!   [`ModelRef`] (the inline classifier, or none).
+//! - **Run live**: [`open_live`] (AF_PACKET rings per [`LiveConfig`]) then
+//!   [`run_live`].
+//! - **Collect records** in memory instead of exporting them: [`collect`],
+//!   [`collect_inputs`] ([`CollectedFlow`]).
+//! - **Read a capture** packet by packet: [`CaptureFile::reader`] gives
+//!   batches of [`PacketRef`]s ([`LinkType`], timestamps, lengths).
+//! - **The report** of a run: [`Report`] ([`Counters`], [`Summary`],
+//!   [`Warning`]s, …).
+//! - **Record types**: [`FlowRecord`] ([`RecordKey`], [`Stat`],
+//!   [`Verdict`], [`EndReason`]), its early packets ([`EarlyPkt`]) and
+//!   [`RecordBatch`].
+//! - **Exporters**: [`Exporter`], opened by [`Format`] on a path
+//!   ([`open_exporter`]) or over any writer ([`to_writer`]); an exporter of
+//!   your own may format on another thread through a [`Renderer`].
+//! - **Models**: [`Model`] (load, save, classify), the [`Classifier`] trait
+//!   a model of your own implements.
+//! - **Train and evaluate**: [`train()`] on a [`Dataset`], [`evaluate()`] on
+//!   another ([`EvalReport`]); [`workflow`] does it from capture files and
+//!   ground-truth CSVs ([`LabelSet`]).
+//! - **Synthetic traffic**: [`generate`] writes a capture ([`GenOptions`]);
+//!   [`replay`] sends captures out of an interface.
+//! - For the command line: [`mod@bench`] (the `earlybird bench` harness) and
+//!   [`outpath`] (output paths checked before a run).
+//!
+//! # Example
+//!
+//! Flows of a capture, in memory and as CSV:
+//!
+//! ```
+//! use earlybird::{
+//!     collect, open_all, run, to_writer, ExportOptions, Format, ModelRef, RunControl,
+//!     RunOptions,
+//! };
+//!
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/pcap/arkime__v6-http.pcap");
+//! let files = open_all(&[path.into()])?;
+//! let opts = RunOptions::default();
+//!
+//! let (flows, report) = collect(&files, &opts, &ModelRef::default())?;
+//! assert_eq!(flows.len(), 16);
+//! assert_eq!(report.summary.records, 16);
+//! let first = &flows[0].record;
+//! println!("{} packets client to server", first.packets[0]);
+//!
+//! let csv = ExportOptions {
+//!     early_packets: opts.flow.early_packets,
+//!     class_names: Vec::new().into(),
+//! };
+//! let stdout = to_writer(Format::Csv, Box::new(std::io::stdout()), "csv:stdout", &csv);
+//! let report = run(&files, &opts, &ModelRef::default(), vec![stdout], &RunControl::default())?;
+//! assert_eq!(report.counters.packets_read, report.counters.packets_flowed);
+//! # Ok::<(), earlybird::Error>(())
+//! ```
 #![forbid(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+// Dead code is judged in the unit-test build, where the helpers that only
+// the tests use (and, with the `testing` feature, the items `testing`
+// re-exports for the integration tests and benches) count as used.
+#![cfg_attr(not(test), allow(dead_code))]
 
 pub mod bench;
-pub mod classify;
-pub mod config;
-pub mod decode;
-pub mod error;
-pub mod exchange;
-pub mod export;
-pub mod features;
-pub mod flow;
-pub mod gen;
-pub mod learn;
-pub mod mark;
+pub(crate) mod classify;
+pub(crate) mod config;
+pub(crate) mod decode;
+pub(crate) mod error;
+pub(crate) mod exchange;
+pub(crate) mod export;
+pub(crate) mod features;
+pub(crate) mod flow;
+pub(crate) mod gen;
+pub(crate) mod learn;
+pub(crate) mod mark;
 pub mod outpath;
-pub mod pipeline;
-mod prefetch;
-pub mod shard;
-pub mod source;
-pub mod telemetry;
-pub mod time;
+pub(crate) mod pipeline;
+pub(crate) mod prefetch;
+pub(crate) mod shard;
+pub(crate) mod source;
+pub(crate) mod telemetry;
+pub(crate) mod time;
 
+pub use classify::{
+    Classifier, Dataset, FlowFeatures, LabelLevel, Model, ModelInfo, ModelKind, Sample, Verdict,
+};
+pub use config::{FlowConfig, FlowHash};
+pub use decode::icmp::Icmp;
+pub use decode::{LinkType, Skip, TunnelKind};
 pub use error::{Error, Result};
+pub use export::{open as open_exporter, to_writer, ExportOptions, Exporter, Format, Renderer};
+pub use features::early::EarlyPkt;
+pub use features::stats::Stat;
+pub use features::Dir;
+pub use flow::record::{EndReason, FlowRecord, RecordBatch, RecordKey, TCP_FLAG_NAMES};
+pub use gen::{generate, GenKind, GenOptions, GenSummary};
+pub use learn::evaluate::{ClassStats, Report as EvalReport};
+pub use learn::workflow;
+pub use learn::{evaluate, train, Algo, LabelOptions, LabelSet, TrainOptions};
+pub use mark::MarkCounters;
+pub use pipeline::{
+    collect, collect_inputs, open_all, open_live, run, run_inputs, run_live, CollectedFlow,
+    ExportPolicy, LiveInput, ModelRef, Placement, RunControl, RunOptions,
+};
+pub use source::af_packet::LiveConfig;
+pub use source::fanout::Fanout;
+pub use source::inputs::{InputOrder, Inputs, SkipReason};
+pub use source::replay::{replay, ReplayOptions, ReplayReport};
+pub use source::{CaptureFile, CaptureReader, PacketRef, Warning, BATCH};
+pub use telemetry::summary::{Report, Totals};
+pub use telemetry::{Counters, Summary};
+pub use time::{Nanos, SECOND};
+
+/// Internals that the integration tests, the benches and the fuzz targets
+/// drive directly. Not part of the API: only with the `testing` feature,
+/// which the crate's own dev-dependency and the fuzz crate turn on.
+#[cfg(feature = "testing")]
+pub mod testing {
+    pub use crate::classify::dataset::SplitMix64;
+    pub use crate::classify::tree::{Tree, LEAF};
+    pub use crate::classify::vector;
+    pub use crate::decode::fast::ethernet_ipv4;
+    pub use crate::decode::{decode, fmt_addr, map_v4, Decoded};
+    pub use crate::flow::key::{shard_hash_v4, Key};
+    pub use crate::flow::table::{FlowTable, Pkt};
+    pub use crate::mark::dscp::read_dscp;
+    pub use crate::source::af_packet::{Frames, Walked};
+    pub use crate::source::populate::BACKGROUND_FROM;
+    pub use crate::source::stream::Chunker;
+}

@@ -69,11 +69,6 @@ impl Marker {
             ..Marker::new(writer, Vec::new(), None)
         }
     }
-
-    /// Whether packets are DSCP-marked.
-    pub fn marking(&self) -> bool {
-        self.marking
-    }
 }
 
 /// [`Shard::decode`] modes: the only shard keeps every packet; a reader

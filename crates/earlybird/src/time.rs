@@ -11,11 +11,6 @@ pub type Nanos = u64;
 /// One second in [`Nanos`].
 pub const SECOND: Nanos = 1_000_000_000;
 
-/// Formats nanoseconds as `seconds.nanoseconds` (e.g. `1700000000.000001000`).
-pub fn fmt_secs(ns: Nanos) -> String {
-    format!("{}.{:09}", ns / SECOND, ns % SECOND)
-}
-
 /// Formats a duration for people: `3.2 ms`, `14.0 s`, `2.5 h`, `3.0 days`.
 pub fn span(ns: Nanos) -> String {
     let s = ns as f64 / SECOND as f64;

@@ -6,16 +6,14 @@ mod common;
 
 use std::sync::Arc;
 
-use earlybird::classify::dataset::Dataset;
-use earlybird::classify::Classifier;
-use earlybird::gen::{self, GenKind, GenOptions};
-use earlybird::learn::train::{train, Algo, TrainOptions};
-use earlybird::pipeline::{self, ModelRef, RunOptions};
-use earlybird::source::CaptureFile;
+use earlybird::{
+    train, Algo, CaptureFile, Classifier, Dataset, GenKind, GenOptions, ModelRef, RunOptions,
+    TrainOptions,
+};
 
 fn capture() -> Vec<CaptureFile> {
     let mut buf = Vec::new();
-    gen::generate(&GenOptions::new(GenKind::Realistic, 40_000), &mut buf).unwrap();
+    earlybird::generate(&GenOptions::new(GenKind::Realistic, 40_000), &mut buf).unwrap();
     vec![CaptureFile::from_bytes("realistic", buf).unwrap()]
 }
 
@@ -24,7 +22,7 @@ fn svm_on_the_pool_gives_the_inline_verdicts() {
     let files = capture();
     // Label generated flows by server port class (web / other) and train an SVM.
     let (flows, _) =
-        pipeline::collect(&files, &RunOptions::default(), &ModelRef::default()).unwrap();
+        earlybird::collect(&files, &RunOptions::default(), &ModelRef::default()).unwrap();
     let mut ds = Dataset::default();
     for f in flows.iter().filter(|f| f.early.len() >= 4).take(400) {
         let label = if matches!(f.record.key.dport, 80 | 443 | 8080) {
@@ -55,7 +53,7 @@ fn svm_on_the_pool_gives_the_inline_verdicts() {
             model: Some(model),
             classes: names.clone(),
         };
-        pipeline::collect(&files, &opts, &mref).unwrap()
+        earlybird::collect(&files, &opts, &mref).unwrap()
     };
     let (inline, _) = run(Arc::new(common::ClassifyOnly(m.clone())), 1);
     let (pooled, report) = run(m, 2);

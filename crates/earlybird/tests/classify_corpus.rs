@@ -22,15 +22,12 @@ mod common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use earlybird::classify::dataset::SplitMix64;
-use earlybird::classify::tree::{Tree, LEAF};
-use earlybird::classify::{
-    vector, Classifier, FlowFeatures, LabelLevel, Model, ModelKind, Verdict,
+use earlybird::testing::{vector, SplitMix64, Tree, LEAF};
+use earlybird::workflow::{self, DataOptions};
+use earlybird::{
+    evaluate, train, Algo, Classifier, Dir, FlowFeatures, LabelLevel, LabelOptions, Model,
+    ModelKind, ModelRef, RunOptions, TrainOptions, Verdict,
 };
-use earlybird::features::Dir;
-use earlybird::learn::workflow::{self, DataOptions};
-use earlybird::learn::{evaluate, train, Algo, LabelOptions, TrainOptions};
-use earlybird::pipeline::{self, ModelRef, RunOptions};
 
 fn dev() -> Option<(Vec<PathBuf>, Vec<PathBuf>)> {
     let c = common::corpus()?.join("classify/dev");
@@ -161,13 +158,13 @@ fn shipped_default_model_labels_a_real_capture() {
     assert_eq!(model.info.level, Some(LabelLevel::Proto));
     let Some(c) = common::corpus() else { return };
     let cap = c.join("classify/dev/ndpi/pcap/alexa-app.pcapng");
-    let files = pipeline::open_all(&[cap]).unwrap();
+    let files = earlybird::open_all(&[cap]).unwrap();
     let classes: Arc<[String]> = model.info.classes.clone().into();
     let mref = ModelRef {
         model: Some(Arc::new(model)),
         classes: classes.clone(),
     };
-    let (flows, _) = pipeline::collect(&files, &RunOptions::default(), &mref).unwrap();
+    let (flows, _) = earlybird::collect(&files, &RunOptions::default(), &mref).unwrap();
     let named: Vec<&str> = flows
         .iter()
         .filter(|f| f.record.verdict.class != Verdict::UNKNOWN)
@@ -225,7 +222,7 @@ fn real_c45() -> Option<(Model, workflow::Prepared, Vec<PathBuf>)> {
 }
 
 /// `f` with sizes, gaps and directions moved.
-fn perturb(early: &mut [earlybird::features::early::EarlyPkt], rng: &mut SplitMix64) {
+fn perturb(early: &mut [earlybird::EarlyPkt], rng: &mut SplitMix64) {
     for e in early {
         e.size = (e.size as i64 + rng.below(41) as i64 - 20).clamp(0, 65535) as u16;
         e.iat_us = (e.iat_us as f64 * (0.5 + rng.unit())) as u32;
@@ -323,14 +320,14 @@ fn fast_tree_equals_model_classify_on_a_real_model() {
     // store the same verdicts, also for flows shorter than N (decided at
     // their end) and unknown ones.
     m.info.threshold = 0.8;
-    let files = pipeline::open_all(&paths).unwrap();
+    let files = earlybird::open_all(&paths).unwrap();
     let classes: Arc<[String]> = m.info.classes.clone().into();
     let run = |model: Arc<dyn Classifier>| {
         let mref = ModelRef {
             model: Some(model),
             classes: classes.clone(),
         };
-        pipeline::collect(&files, &RunOptions::default(), &mref)
+        earlybird::collect(&files, &RunOptions::default(), &mref)
             .unwrap()
             .0
     };

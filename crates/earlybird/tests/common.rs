@@ -103,13 +103,13 @@ pub fn split_csv(line: &str) -> Vec<String> {
 /// A model seen only through the three required `Classifier` methods: no
 /// fast form (the flow table then calls `classify`) and not costly (it runs
 /// inline, never on the classifier pool).
-pub struct ClassifyOnly(pub std::sync::Arc<dyn earlybird::classify::Classifier>);
+pub struct ClassifyOnly(pub std::sync::Arc<dyn earlybird::Classifier>);
 
-impl earlybird::classify::Classifier for ClassifyOnly {
+impl earlybird::Classifier for ClassifyOnly {
     fn packets_needed(&self) -> usize {
         self.0.packets_needed()
     }
-    fn classify(&self, f: &earlybird::classify::FlowFeatures<'_>) -> earlybird::classify::Verdict {
+    fn classify(&self, f: &earlybird::FlowFeatures<'_>) -> earlybird::Verdict {
         self.0.classify(f)
     }
     fn classes(&self) -> &[String] {

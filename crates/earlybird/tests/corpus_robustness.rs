@@ -3,8 +3,7 @@
 
 mod common;
 
-use earlybird::pipeline::{self, ModelRef, RunOptions};
-use earlybird::source::CaptureFile;
+use earlybird::{CaptureFile, ModelRef, RunOptions};
 
 fn run_dir(sub: &str) {
     let Some(corpus) = common::corpus() else {
@@ -24,7 +23,7 @@ fn run_dir(sub: &str) {
             Ok(cf) => {
                 let files = [cf];
                 let (recs, report) =
-                    pipeline::collect(&files, &RunOptions::default(), &ModelRef::default())
+                    earlybird::collect(&files, &RunOptions::default(), &ModelRef::default())
                         .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
                 let c = &report.counters;
                 assert_eq!(

@@ -12,11 +12,10 @@ mod common;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use earlybird::decode::Skip;
-use earlybird::export::{to_writer, ExportOptions, Format};
-use earlybird::flow::record::{EndReason, RecordBatch};
-use earlybird::pipeline::{collect, open_all, ModelRef, RunOptions};
-use earlybird::telemetry::summary::Report;
+use earlybird::{
+    collect, open_all, to_writer, EndReason, ExportOptions, Format, ModelRef, RecordBatch, Report,
+    RunOptions, Skip,
+};
 
 use common::Shared;
 

@@ -9,12 +9,10 @@ mod common;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use earlybird::flow::record::EndReason;
-use earlybird::gen::{self, GenKind, GenOptions};
-use earlybird::pipeline::{self, CollectedFlow, ModelRef, RunOptions};
-use earlybird::source::inputs::{InputOrder, Inputs, SkipReason};
-use earlybird::source::CaptureFile;
-use earlybird::telemetry::summary::Report;
+use earlybird::{
+    CaptureFile, CollectedFlow, EndReason, GenKind, GenOptions, InputOrder, Inputs, ModelRef,
+    Report, RunOptions, SkipReason,
+};
 use proptest::prelude::*;
 
 fn opts(shards: usize) -> RunOptions {
@@ -28,7 +26,7 @@ fn opts(shards: usize) -> RunOptions {
 
 fn run_paths(paths: &[PathBuf], order: InputOrder, shards: usize) -> (Vec<CollectedFlow>, Report) {
     let inputs = Inputs::plan(paths, order).expect("plan");
-    pipeline::collect_inputs(inputs, &opts(shards), &ModelRef::default()).expect("run")
+    earlybird::collect_inputs(inputs, &opts(shards), &ModelRef::default()).expect("run")
 }
 
 /// Records as sorted text, so runs compare whatever the order records left
@@ -80,7 +78,7 @@ fn generated() -> Vec<u8> {
     let mut buf = Vec::new();
     let mut o = GenOptions::new(GenKind::Realistic, 3_000);
     o.seed = 7;
-    gen::generate(&o, &mut buf).unwrap();
+    earlybird::generate(&o, &mut buf).unwrap();
     buf
 }
 

@@ -5,11 +5,9 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use earlybird::export::Exporter;
-use earlybird::flow::RecordBatch;
-use earlybird::gen::{self, GenKind, GenOptions};
-use earlybird::pipeline::{self, ModelRef, RunControl, RunOptions};
-use earlybird::source::CaptureFile;
+use earlybird::{
+    CaptureFile, Exporter, GenKind, GenOptions, ModelRef, RecordBatch, RunControl, RunOptions,
+};
 
 struct Count(Arc<Mutex<(u64, u64)>>);
 
@@ -41,7 +39,7 @@ fn stop_flushes_every_flow_seen() {
 
 fn stop_with(shards: usize) {
     let mut buf = Vec::new();
-    gen::generate(&GenOptions::new(GenKind::Realistic, 3_000_000), &mut buf).unwrap();
+    earlybird::generate(&GenOptions::new(GenKind::Realistic, 3_000_000), &mut buf).unwrap();
     let total = buf.len() as u64;
     let files = [CaptureFile::from_bytes("big", buf).unwrap()];
     let ctl = RunControl::default();
@@ -60,7 +58,7 @@ fn stop_with(shards: usize) {
         shards,
         ..RunOptions::default()
     };
-    let report = pipeline::run(
+    let report = earlybird::run(
         &files,
         &opts,
         &ModelRef::default(),

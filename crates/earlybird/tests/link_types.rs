@@ -18,10 +18,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use earlybird::decode::{Skip, TunnelKind};
-use earlybird::pipeline::{collect, ModelRef, RunOptions};
-use earlybird::source::CaptureFile;
-use earlybird::telemetry::summary::Report;
+use earlybird::{collect, CaptureFile, ModelRef, Report, RunOptions, Skip, TunnelKind};
 
 /// Link types that ended the run before (pcap LINKTYPE numbers).
 const FORMERLY_FATAL: [u32; 16] = [
@@ -102,7 +99,7 @@ fn manifest(root: &Path) -> BTreeMap<PathBuf, Row> {
     rows
 }
 
-fn run(path: &Path) -> (Vec<earlybird::pipeline::CollectedFlow>, Report) {
+fn run(path: &Path) -> (Vec<earlybird::CollectedFlow>, Report) {
     let f = CaptureFile::open(path).unwrap_or_else(|e| panic!("{e}"));
     collect(&[f], &RunOptions::default(), &ModelRef::default())
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -227,8 +224,8 @@ fn clean_captures_have_every_packet_in_a_flow() {
             .unwrap_or_else(|| panic!("{file}: no DNS flow"));
         let k = &dns.record.key;
         let ends = [
-            (earlybird::decode::fmt_addr(&k.src), k.sport),
-            (earlybird::decode::fmt_addr(&k.dst), k.dport),
+            (earlybird::testing::fmt_addr(&k.src), k.sport),
+            (earlybird::testing::fmt_addr(&k.dst), k.dport),
         ];
         assert!(
             ends.contains(&("172.17.156.76".to_string(), 61738)),

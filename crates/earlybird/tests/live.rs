@@ -12,14 +12,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use earlybird::config::FlowConfig;
-use earlybird::export::Exporter;
-use earlybird::flow::record::{EndReason, FlowRecord, RecordBatch};
-use earlybird::pipeline::{self, ModelRef, RunControl, RunOptions};
-use earlybird::source::af_packet::LiveConfig;
-use earlybird::source::replay::{replay, ReplayOptions};
-use earlybird::source::CaptureFile;
-use earlybird::time::SECOND;
+use earlybird::{
+    replay, CaptureFile, EndReason, Exporter, FlowConfig, FlowRecord, LiveConfig, ModelRef,
+    RecordBatch, ReplayOptions, RunControl, RunOptions, SECOND,
+};
 
 /// Keeps every record (and when it arrived) in memory.
 struct Keep(Arc<Mutex<Vec<(FlowRecord, Instant)>>>);
@@ -91,13 +87,9 @@ fn capture_replay(
     shards: usize,
     idle_secs: u64,
     then: impl FnOnce(&RunControl),
-) -> (
-    Vec<(FlowRecord, Instant)>,
-    earlybird::telemetry::summary::Report,
-    u64,
-) {
+) -> (Vec<(FlowRecord, Instant)>, earlybird::Report, u64) {
     let input = net
-        .in_capture(|| pipeline::open_live(&LiveConfig::new(capture), shards))
+        .in_capture(|| earlybird::open_live(&LiveConfig::new(capture), shards))
         .expect("open the sockets");
     let send = || {
         let mut sent = 0;
@@ -122,20 +114,16 @@ fn capture_replay(
 /// many, `then` ends the run. Returns the records with their arrival
 /// times, the report and the packets sent.
 fn live_run(
-    input: pipeline::LiveInput,
+    input: earlybird::LiveInput,
     opts: RunOptions,
     send: impl FnOnce() -> u64,
     then: impl FnOnce(&RunControl),
-) -> (
-    Vec<(FlowRecord, Instant)>,
-    earlybird::telemetry::summary::Report,
-    u64,
-) {
+) -> (Vec<(FlowRecord, Instant)>, earlybird::Report, u64) {
     let store = Arc::new(Mutex::new(Vec::new()));
     let ctl = RunControl::default();
     let (report, sent) = std::thread::scope(|s| {
         let run = s.spawn(|| {
-            pipeline::run_live(
+            earlybird::run_live(
                 input,
                 Some(Duration::from_secs(60)),
                 &opts,
@@ -172,7 +160,7 @@ fn stop_after(linger: Duration, stopped: &mut Instant) -> impl FnOnce(&RunContro
 /// of its flows in a file run.
 fn file_totals(name: &str) -> (CaptureFile, HashMap<Endpoints, (u64, u64, usize)>) {
     let file = CaptureFile::open(&common::testdata().join("pcap").join(name)).unwrap();
-    let (flows, _) = pipeline::collect(
+    let (flows, _) = earlybird::collect(
         std::slice::from_ref(&file),
         &options(1, 3600),
         &ModelRef::default(),
@@ -333,7 +321,7 @@ fn loopback_packets_are_counted_once() {
     // socket that sends.
     for capture in ["lo", "any"] {
         let (records, report, _) = net.in_peer(|| {
-            let input = pipeline::open_live(&LiveConfig::new(capture), 1).expect("open");
+            let input = earlybird::open_live(&LiveConfig::new(capture), 1).expect("open");
             let send = || {
                 let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
                 for _ in 0..10 {

@@ -8,13 +8,8 @@ mod common;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use earlybird::classify::Verdict;
-use earlybird::classify::{Classifier, Model};
-use earlybird::decode::{decode, Decoded};
-use earlybird::flow::Key;
-use earlybird::mark::dscp::read_dscp;
-use earlybird::pipeline::{self, ModelRef, RunOptions};
-use earlybird::source::{CaptureFile, PacketRef};
+use earlybird::testing::{decode, read_dscp, Decoded, Key};
+use earlybird::{CaptureFile, Classifier, Model, ModelRef, PacketRef, RunOptions, Verdict};
 
 fn packets(f: &CaptureFile) -> Vec<PacketRef> {
     let mut r = f.reader();
@@ -54,7 +49,7 @@ fn marks_exactly_the_packets_after_the_verdict() {
         mark: Some(map),
         ..RunOptions::default()
     };
-    let (flows, report) = pipeline::collect(&files, &opts, &mref).unwrap();
+    let (flows, report) = earlybird::collect(&files, &opts, &mref).unwrap();
     let m = report.marked.expect("marking counters");
     assert!(m.marked > 50, "{m:?}");
 

@@ -12,9 +12,8 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use earlybird::decode::fmt_addr;
-use earlybird::pipeline::{self, ModelRef, RunOptions};
-use earlybird::source::CaptureFile;
+use earlybird::testing::fmt_addr;
+use earlybird::{CaptureFile, ModelRef, RunOptions};
 
 type FlowId = (u8, String, u16, String, u16); // proto, lower endpoint, higher endpoint
 
@@ -94,7 +93,7 @@ fn flows_match_ndpi() {
             }
         };
         let (recs, _) =
-            pipeline::collect(&[cf], &RunOptions::default(), &ModelRef::default()).unwrap();
+            earlybird::collect(&[cf], &RunOptions::default(), &ModelRef::default()).unwrap();
         let mut got: BTreeMap<FlowId, u64> = BTreeMap::new();
         for r in &recs {
             let k = &r.record.key;

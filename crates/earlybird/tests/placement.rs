@@ -8,17 +8,16 @@ mod common;
 
 use std::sync::Arc;
 
-use earlybird::classify::{Classifier, Model};
-use earlybird::export::{to_writer, ExportOptions, Format};
-use earlybird::gen::{self, GenKind, GenOptions};
-use earlybird::pipeline::{self, ModelRef, Placement, RunControl, RunOptions};
-use earlybird::source::CaptureFile;
+use earlybird::{
+    to_writer, CaptureFile, Classifier, ExportOptions, Format, GenKind, GenOptions, Model,
+    ModelRef, Placement, RunControl, RunOptions,
+};
 
 use common::Shared;
 
 fn inputs() -> Vec<CaptureFile> {
     let mut buf = Vec::new();
-    gen::generate(&GenOptions::new(GenKind::Realistic, 400_000), &mut buf).unwrap();
+    earlybird::generate(&GenOptions::new(GenKind::Realistic, 400_000), &mut buf).unwrap();
     let mut files = vec![CaptureFile::from_bytes("realistic", buf).unwrap()];
     for name in ["pcap/arkime__v6-http.pcap", "pcap/ndpi__vxlan.pcap"] {
         files.push(CaptureFile::open(&common::testdata().join(name)).unwrap());
@@ -43,7 +42,7 @@ fn run(files: &[CaptureFile], placement: Placement, model: &ModelRef) -> (Vec<u8
         channel_batches: 2,
         ..RunOptions::default()
     };
-    let r = pipeline::run(files, &opts, model, exporters, &RunControl::default()).unwrap();
+    let r = earlybird::run(files, &opts, model, exporters, &RunControl::default()).unwrap();
     assert!(r.output_errors.is_empty(), "{:?}", r.output_errors);
     let take = |s: Shared| std::mem::take(&mut *s.0.lock().unwrap());
     (take(csv), take(json))

@@ -8,12 +8,11 @@ mod common;
 
 use std::path::Path;
 
-use earlybird::decode::{decode, Decoded};
-use earlybird::export::{to_writer, ExportOptions, Format};
-use earlybird::flow::record::{FlowRecord, RecordBatch};
-use earlybird::flow::Key;
-use earlybird::pipeline::{collect, open_all, CollectedFlow, ModelRef, RunOptions};
-use earlybird::source::CaptureFile;
+use earlybird::testing::{decode, Decoded, Key};
+use earlybird::{
+    collect, open_all, to_writer, CaptureFile, CollectedFlow, ExportOptions, FlowRecord, Format,
+    ModelRef, RecordBatch, RunOptions,
+};
 
 fn run(path: &Path, opts: &RunOptions) -> Vec<CollectedFlow> {
     let files = open_all(&[path.to_path_buf()]).expect("open capture");
@@ -269,14 +268,14 @@ fn unidirectional_summary_names_service_ports() {
     let mut opts = RunOptions::default();
     opts.flow.bidirectional = false;
     let (flows, uni) = collect(&files, &opts, &ModelRef::default()).unwrap();
-    let ports = |r: &earlybird::telemetry::summary::Report| {
+    let ports = |r: &earlybird::Report| {
         r.summary
             .by_port()
             .collect::<std::collections::BTreeMap<_, _>>()
     };
     let (bi_ports, uni_ports) = (ports(&bi), ports(&uni));
     let https = |m: &std::collections::BTreeMap<(u8, u16), _>| m[&(6, 443)];
-    let (b, u): (earlybird::telemetry::summary::Totals, _) = (https(&bi_ports), https(&uni_ports));
+    let (b, u): (earlybird::Totals, _) = (https(&bi_ports), https(&uni_ports));
     assert_eq!((u.bytes, u.packets), (b.bytes, b.packets));
     assert!(u.flows > b.flows, "both directions are flows");
     // Reply directions exist (their destination is ephemeral) …

@@ -15,9 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::Veth;
-use earlybird::decode::LinkType;
-use earlybird::source::replay::{replay, ReplayOptions, ReplayReport};
-use earlybird::source::{CaptureFile, BATCH};
+use earlybird::{replay, CaptureFile, LinkType, ReplayOptions, ReplayReport, BATCH};
 
 /// The MTU `common::Veth` gives both ends.
 const MTU: usize = 9000;

@@ -6,9 +6,7 @@
 
 mod common;
 
-use earlybird::gen::{self, GenKind, GenOptions};
-use earlybird::pipeline::{self, ModelRef, RunOptions};
-use earlybird::source::CaptureFile;
+use earlybird::{CaptureFile, GenKind, GenOptions, ModelRef, RunOptions};
 
 fn check(files: &[CaptureFile], label: &str, batch: usize) -> usize {
     let run = |shards| {
@@ -17,7 +15,7 @@ fn check(files: &[CaptureFile], label: &str, batch: usize) -> usize {
             batch,
             ..RunOptions::default()
         };
-        pipeline::collect(files, &opts, &ModelRef::default()).unwrap()
+        earlybird::collect(files, &opts, &ModelRef::default()).unwrap()
     };
     let (one, r1) = run(1);
     for n in [2, 3] {
@@ -38,9 +36,8 @@ fn check(files: &[CaptureFile], label: &str, batch: usize) -> usize {
             r1.counters.packets_flowed, rn.counters.packets_flowed,
             "{label}"
         );
-        let warnings = |r: &earlybird::telemetry::summary::Report| {
-            r.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>()
-        };
+        let warnings =
+            |r: &earlybird::Report| r.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>();
         assert_eq!(warnings(&r1), warnings(&rn), "{label}");
         assert_eq!(r1.counters.flows.ended, rn.counters.flows.ended, "{label}");
     }
@@ -51,7 +48,7 @@ fn check(files: &[CaptureFile], label: &str, batch: usize) -> usize {
 fn generated_traffic_same_records_with_any_shard_count() {
     for kind in [GenKind::Worst, GenKind::Realistic] {
         let mut buf = Vec::new();
-        gen::generate(&GenOptions::new(kind, 60_000), &mut buf).unwrap();
+        earlybird::generate(&GenOptions::new(kind, 60_000), &mut buf).unwrap();
         let files = [CaptureFile::from_bytes("gen", buf).unwrap()];
         assert!(check(&files, "generated", 256) > 1000);
         assert!(check(&files, "generated", 61) > 1000);
@@ -79,7 +76,7 @@ fn shift_pcap(buf: &mut [u8], secs: u32) {
 #[test]
 fn time_going_backwards_same_records_with_any_shard_count() {
     let mut buf = Vec::new();
-    gen::generate(&GenOptions::new(GenKind::Realistic, 40_000), &mut buf).unwrap();
+    earlybird::generate(&GenOptions::new(GenKind::Realistic, 40_000), &mut buf).unwrap();
     let mut later = buf.clone();
     shift_pcap(&mut later, 3600);
     let files = [

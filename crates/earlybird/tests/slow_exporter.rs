@@ -5,11 +5,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use earlybird::export::Exporter;
-use earlybird::flow::RecordBatch;
-use earlybird::gen::{self, GenKind, GenOptions};
-use earlybird::pipeline::{self, ExportPolicy, ModelRef, RunControl, RunOptions};
-use earlybird::source::CaptureFile;
+use earlybird::{
+    CaptureFile, ExportPolicy, Exporter, GenKind, GenOptions, ModelRef, RecordBatch, RunControl,
+    RunOptions,
+};
 
 struct Slow(Arc<Mutex<u64>>, u64);
 
@@ -31,7 +30,7 @@ fn run(policy: ExportPolicy, ms_per_batch: u64) -> (u64, u64, u64) {
     let mut buf = Vec::new();
     // ~43,000 connections, most ending (FIN, RST, idle) while packets
     // still flow, so records leave the shard all along the run.
-    gen::generate(&GenOptions::new(GenKind::Realistic, 2_000_000), &mut buf).unwrap();
+    earlybird::generate(&GenOptions::new(GenKind::Realistic, 2_000_000), &mut buf).unwrap();
     let files = [CaptureFile::from_bytes("realistic", buf).unwrap()];
     let written = Arc::new(Mutex::new(0));
     // A one-batch channel, so the queue overflows quickly.
@@ -40,7 +39,7 @@ fn run(policy: ExportPolicy, ms_per_batch: u64) -> (u64, u64, u64) {
         channel_batches: 1,
         ..RunOptions::default()
     };
-    let r = pipeline::run(
+    let r = earlybird::run(
         &files,
         &opts,
         &ModelRef::default(),

@@ -14,12 +14,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use earlybird::export::Exporter;
-use earlybird::flow::RecordBatch;
-use earlybird::pipeline::{self, CollectedFlow, ModelRef, RunControl, RunOptions};
-use earlybird::source::populate::BACKGROUND_FROM;
-use earlybird::source::{CaptureFile, BATCH};
-use earlybird::telemetry::summary::Report;
+use earlybird::testing::BACKGROUND_FROM;
+use earlybird::{
+    CaptureFile, CollectedFlow, Exporter, ModelRef, RecordBatch, Report, RunControl, RunOptions,
+    BATCH,
+};
 
 /// The records of the real capture: (ts µs, captured bytes, original length).
 fn iphone() -> Vec<(u64, Vec<u8>, u32)> {
@@ -125,7 +124,7 @@ fn run_cut_under_map(
         .unwrap()
         .set_len(cut)
         .unwrap();
-    pipeline::collect(&files, &opts(shards), &ModelRef::default()).unwrap()
+    earlybird::collect(&files, &opts(shards), &ModelRef::default()).unwrap()
 }
 
 /// The file shrinks to `cut` after it was mapped: every shard count gives
@@ -136,7 +135,8 @@ fn check_cut(name: &str, bytes: &[u8], cut: u64) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(name);
     let copy = [CaptureFile::from_bytes("copy", bytes[..cut as usize].to_vec()).unwrap()];
-    let (expected, copy_report) = pipeline::collect(&copy, &opts(1), &ModelRef::default()).unwrap();
+    let (expected, copy_report) =
+        earlybird::collect(&copy, &opts(1), &ModelRef::default()).unwrap();
     assert!(expected.len() > 100, "{name}: {} records", expected.len());
     let mut first: Option<Vec<CollectedFlow>> = None;
     for shards in [1, 2] {
@@ -248,7 +248,7 @@ fn cut_mid_run(path: &PathBuf, bytes: &[u8], shards: usize, at: f64, to: f64) {
         })
     };
     let seen = Arc::new(Mutex::new((0, 0)));
-    let report = pipeline::run(
+    let report = earlybird::run(
         &files,
         &opts(shards),
         &ModelRef::default(),

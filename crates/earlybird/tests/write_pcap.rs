@@ -6,8 +6,7 @@
 
 mod common;
 
-use earlybird::pipeline::{self, ModelRef, RunOptions};
-use earlybird::source::CaptureFile;
+use earlybird::{CaptureFile, ModelRef, RunOptions};
 
 /// (timestamp ns, original length, captured bytes) of every packet.
 fn packets(f: &CaptureFile) -> Vec<(u64, u32, Vec<u8>)> {
@@ -33,7 +32,7 @@ fn write_without_mark_copies_every_packet_in_input_order() {
         .iter()
         .map(|n| common::testdata().join("pcap").join(n))
         .collect();
-    let files = pipeline::open_all(&paths).unwrap();
+    let files = earlybird::open_all(&paths).unwrap();
     let want: Vec<_> = files.iter().flat_map(packets).collect();
     assert!(want.len() > 600);
     let tmp = tempfile::Builder::new()
@@ -48,7 +47,7 @@ fn write_without_mark_copies_every_packet_in_input_order() {
             write: Some(out.clone()),
             ..RunOptions::default()
         };
-        let (flows, report) = pipeline::collect(&files, &opts, &ModelRef::default()).unwrap();
+        let (flows, report) = earlybird::collect(&files, &opts, &ModelRef::default()).unwrap();
         assert!(!flows.is_empty());
         assert!(
             report.output_errors.is_empty(),
@@ -79,7 +78,7 @@ fn write_without_mark_copies_every_packet_in_input_order() {
         mark: Some(tmp.path().join("map.toml")),
         ..RunOptions::default()
     };
-    let e = pipeline::collect(&files, &opts, &ModelRef::default())
+    let e = earlybird::collect(&files, &opts, &ModelRef::default())
         .err()
         .unwrap()
         .to_string();

@@ -28,8 +28,6 @@ pub mod ethertype {
     pub const MPLS_UC: u16 = 0x8847;
     /// MPLS multicast.
     pub const MPLS_MC: u16 = 0x8848;
-    /// PPPoE discovery stage.
-    pub const PPPOE_DISCOVERY: u16 = 0x8863;
     /// PPPoE session stage.
     pub const PPPOE_SESSION: u16 = 0x8864;
     /// Transparent Ethernet bridging (GRE payload type).

@@ -135,7 +135,7 @@ impl Fast<'_> {
     }
 
     /// The same packet in the general decoder's form.
-    pub fn to_decoded(&self) -> Decoded {
+    pub fn to_decoded(self) -> Decoded {
         Decoded {
             src: map_v4(self.src()),
             dst: map_v4(self.dst()),

@@ -32,12 +32,8 @@ pub mod ext {
     pub const ROUTING: u8 = 43;
     /// Fragment header.
     pub const FRAGMENT: u8 = 44;
-    /// Encapsulating security payload (ends the chain).
-    pub const ESP: u8 = 50;
     /// Authentication header.
     pub const AH: u8 = 51;
-    /// No next header (ends the chain).
-    pub const NO_NEXT: u8 = 59;
     /// Destination options.
     pub const DEST_OPTS: u8 = 60;
 }

@@ -51,7 +51,7 @@
 //!   flow key. MACs stay those of the outermost Ethernet header. When a
 //!   tunnel carries no IP (ARP in VXLAN, PPP LCP, GRE keepalive, 802.11 in
 //!   GRE) the outer packet itself is the flow. Nesting is bounded
-//!   ([`MAX_TUNNELS`], [`MAX_VLAN_TAGS`], MPLS and IPv6 extension chains):
+//!   ([`walk::MAX_TUNNELS`], [`walk::MAX_VLAN_TAGS`], MPLS and IPv6 extension chains):
 //!   deeper is `Skip::TooDeep`.
 
 pub mod capwap;
@@ -96,7 +96,7 @@ mod testutil;
 mod walk_tests;
 
 pub use link_type::LinkType;
-pub use walk::{decode, MAX_TUNNELS, MAX_VLAN_TAGS};
+pub use walk::decode;
 
 /// IP protocol numbers used by the decoder.
 pub mod ipproto {

@@ -6,13 +6,13 @@
 //! it), then, when the first word announces it, the Flags field: TSFT
 //! (bit 0, 8 bytes aligned to 8 from the header start) comes first, Flags
 //! (bit 1) next. It returns the header length (the 802.11 frame follows,
-//! [`Next::Ieee80211`]) and two flags: the frame ends with a 4-byte FCS
+//! [`super::Next::Ieee80211`]) and two flags: the frame ends with a 4-byte FCS
 //! (0x10), and the 802.11 header is padded to 4 bytes (0x20). Other fields
 //! are not read. A header cut short is [`Skip::Truncated`]; a version other
 //! than 0, a length below 8 or present words running past the length are
 //! [`Skip::Malformed`]. No allocation; pure.
 
-use super::{Next, Skip};
+use super::Skip;
 
 /// Fixed part: version, pad, length, first present word.
 pub const MIN_LEN: usize = 8;
@@ -40,9 +40,6 @@ fn u32_le(d: &[u8], at: usize) -> Option<u32> {
 }
 
 impl Radiotap {
-    /// What follows the header.
-    pub const NEXT: Next = Next::Ieee80211;
-
     /// Parses the radiotap header at the start of `data`.
     #[inline]
     pub fn parse(data: &[u8]) -> Result<Radiotap, Skip> {

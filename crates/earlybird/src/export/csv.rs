@@ -10,8 +10,6 @@
 //! allocation per record (the buffer is allocated when the exporter is
 //! built).
 
-use std::io::Write;
-
 use super::text::csv_field;
 use super::{
     early_of, fields, max_record_len, prefetch_ahead, write_scalars, AppNames, ExportOptions,
@@ -31,11 +29,6 @@ pub struct CsvExporter {
 }
 
 impl CsvExporter {
-    /// A CSV exporter writing to `w`; the header is buffered at once.
-    pub fn new(w: Box<dyn Write + Send>, name: &str, opts: &ExportOptions) -> Self {
-        Self::over(Writer::Other(w), name, opts, true)
-    }
-
     /// A CSV exporter over `w`, with the header buffered or not.
     pub(crate) fn over(w: Writer, name: &str, opts: &ExportOptions, header: bool) -> Self {
         let apps = AppNames::new(&opts.class_names, csv_field);

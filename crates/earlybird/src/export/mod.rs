@@ -49,8 +49,7 @@ pub const CHUNK: usize = 256 * 1024;
 /// A sink for finished flow records.
 ///
 /// ```
-/// use earlybird::export::{to_writer, ExportOptions, Format};
-/// use earlybird::flow::record::{FlowRecord, RecordBatch};
+/// use earlybird::{to_writer, ExportOptions, FlowRecord, Format, RecordBatch};
 ///
 /// let opts = ExportOptions { early_packets: 4, class_names: vec![].into() };
 /// let mut ex = to_writer(Format::Csv, Box::new(std::io::sink()), "csv:sink", &opts);
@@ -268,7 +267,7 @@ pub fn open(format: Format, path: &Path, opts: &ExportOptions) -> Result<Box<dyn
     Ok(over(format, w, &name, opts))
 }
 
-/// Builds an exporter over any writer (tests, Python later).
+/// Builds an exporter over any writer (in memory, a pipe, a socket).
 pub fn to_writer(
     format: Format,
     w: Box<dyn Write + Send>,

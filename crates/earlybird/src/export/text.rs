@@ -409,7 +409,7 @@ impl<const CHECKED: bool> Cursor<'_, CHECKED> {
     #[inline(always)]
     unsafe fn u64_unchecked(&mut self, v: u64) {
         const E8: u64 = 100_000_000;
-        // SAFETY (all arms): at most three 8-byte stores, each starting at
+        // SAFETY: (all arms) at most three 8-byte stores, each starting at
         // most 8 bytes after the previous one.
         unsafe {
             if v < 10 {

@@ -126,14 +126,23 @@ pub struct Extra {
 /// The flow has spilled flag counts in the table's side array.
 pub const SPILLED: u8 = 8;
 
-// SAFETY (all seven): integers, floats, arrays of them, and fieldless enums
-// whose zero discriminant exists (Dir::Fwd, TcpState's u8); zero is valid.
+// The slot types are integers, floats, arrays of them, and fieldless enums
+// whose zero discriminant exists; for each, all-zero bytes are a value.
+// SAFETY: integers, arrays of integers, a `TableKey` (integers) and a
+// `TcpState` (one u8).
 unsafe impl ZeroValid for Entry {}
+// SAFETY: arrays of integers.
 unsafe impl ZeroValid for Tail {}
+// SAFETY: `Moments` (integers and floats) and `FlagLanes` (integers), per
+// direction.
 unsafe impl ZeroValid for Extra {}
+// SAFETY: integers and a `Dir`, whose zero discriminant is `Dir::Fwd`.
 unsafe impl ZeroValid for EarlyPkt {}
+// SAFETY: an array of bytes.
 unsafe impl ZeroValid for Wide {}
+// SAFETY: an array of bytes.
 unsafe impl ZeroValid for IcmpHead {}
+// SAFETY: an array of integers.
 unsafe impl ZeroValid for FlagCounts {}
 
 const _: () = assert!(std::mem::size_of::<Entry>() == 64);

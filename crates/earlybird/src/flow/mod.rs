@@ -9,7 +9,3 @@ pub mod table;
 
 #[cfg(test)]
 mod table_tests;
-
-pub use key::Key;
-pub use record::{EndReason, FlowRecord, RecordBatch};
-pub use table::{FlowTable, Pkt};

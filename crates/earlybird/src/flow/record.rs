@@ -65,7 +65,7 @@ impl EndReason {
 /// The key of a flow as reported (client first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct RecordKey {
-    /// Client address (IPv4 stored IPv4-mapped, see [`crate::decode::Decoded`]).
+    /// Client address (IPv4 stored IPv4-mapped: `::ffff:a.b.c.d`).
     pub src: [u8; 16],
     /// Server address.
     pub dst: [u8; 16],
@@ -107,7 +107,7 @@ pub struct FlowRecord {
     pub size: [Option<Stat>; 2],
     /// Inter-arrival time statistics per direction, nanoseconds (between
     /// consecutive packets of the same direction; extremes exact up to
-    /// [`crate::features::stats::IAT_CAP`]); `None` where not measured:
+    /// 2^48 − 1 ns, about 3.26 days); `None` where not measured:
     /// with `--stats basic`, or in a direction of fewer than two packets.
     pub iat: [Option<Stat>; 2],
     /// TCP flag counts per direction, in the order of [`TCP_FLAG_NAMES`]

@@ -583,9 +583,10 @@ impl FlowTable {
     /// Updates slot `s` with packet `p`.
     #[inline]
     fn update(&mut self, s: usize, p: &Pkt) {
-        // SAFETY (every unchecked access here): `s` comes from the index or
-        // from `insert_at` (module docs); the early array holds `n` entries
-        // per slot.
+        // Every unchecked access here: `s` comes from the index or from
+        // `insert_at` (module docs); the early array holds `n` entries per
+        // slot.
+        // SAFETY: `s` is a slot in use (above).
         let h = unsafe { self.entries.get_unchecked_mut(s) };
         let dir = if p.from_a == (h.state & CLIENT_IS_A != 0) {
             Dir::Fwd
@@ -595,6 +596,7 @@ impl FlowTable {
         let prev = h.last_ts;
         let base = s * self.n;
         early::push(
+            // SAFETY: slot `s`'s `n` early entries start at `s * n` (above).
             unsafe { self.early.slice_unchecked_mut(base, self.n) },
             &mut h.n_early,
             p.size,
@@ -612,6 +614,7 @@ impl FlowTable {
         let (lo, carry) = h.bytes_lo[d].overflowing_add(p.size as u32);
         h.bytes_lo[d] = lo;
         if carry {
+            // SAFETY: `s` is a slot in use (above).
             unsafe { self.tails.get_unchecked_mut(s) }.bytes_hi[d] += 1;
         }
         if p.flags != 0 {
@@ -621,6 +624,7 @@ impl FlowTable {
             }
         }
         if self.full_stats {
+            // SAFETY: `s` is a slot in use (above).
             let x = unsafe { &mut self.extra.get_unchecked_mut(s).dir[d] };
             x.moments.update(p.size, p.ts, first);
             if h.packets[d] % SPILL_EVERY == 0 {
@@ -651,6 +655,7 @@ impl FlowTable {
             // `n_early <= n` entries of the early array.
             let h = unsafe { self.entries.get_unchecked_mut(s) };
             let dport = h.client_server_ports().1;
+            // SAFETY: as above, the slot's first `n_early` early entries.
             let early = unsafe { self.early.slice_unchecked(s * self.n, h.n_early as usize) };
             let v = tree.decide(early, h.key.proto, dport);
             h.app = v.app;

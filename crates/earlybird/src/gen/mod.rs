@@ -214,7 +214,7 @@ impl fmt::Display for GenSummary {
 /// is unnecessary.
 ///
 /// ```
-/// use earlybird::gen::{generate, GenKind, GenOptions};
+/// use earlybird::{generate, GenKind, GenOptions};
 ///
 /// let mut opts = GenOptions::new(GenKind::Worst, 1000);
 /// opts.window = 100; // 100 flows active at once, 5 packets each

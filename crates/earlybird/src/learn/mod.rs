@@ -15,5 +15,5 @@ pub mod train;
 pub mod workflow;
 
 pub use dataset::{LabelOptions, LabelSet};
-pub use evaluate::{evaluate, Report};
+pub use evaluate::evaluate;
 pub use train::{train, Algo, TrainOptions};

@@ -35,7 +35,7 @@ pub mod pcap_out;
 #[cfg(test)]
 mod corpus_tests;
 
-pub use dscp::{parse_phb, rewrite_dscp};
+pub use dscp::parse_phb;
 pub use pcap_out::{MarkCounters, MarkWriter};
 
 use std::path::Path;

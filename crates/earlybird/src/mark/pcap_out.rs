@@ -33,7 +33,8 @@ use crate::time::Nanos;
 /// Snaplen written in the header and largest record written.
 pub const OUT_SNAPLEN: u32 = 262_144;
 
-/// What [`MarkWriter`] did with the packets it was given.
+/// What the `-w` writer did with the packets it was given
+/// ([`crate::RunOptions::write`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MarkCounters {
     /// Written with the requested DSCP.
@@ -45,7 +46,8 @@ pub struct MarkCounters {
     pub unmarkable: u64,
     /// Not written: link type differs from the output file's.
     pub skipped_link: u64,
-    /// Not written: more than [`OUT_SNAPLEN`] captured bytes.
+    /// Not written: more than 262,144 captured bytes (the output's
+    /// snapshot length).
     pub skipped_oversize: u64,
 }
 
@@ -170,11 +172,6 @@ impl<W: Write> MarkWriter<W> {
             (Some(_), false) => self.counters.unmarkable += 1,
         }
         Ok(())
-    }
-
-    /// Counters so far.
-    pub fn counters(&self) -> MarkCounters {
-        self.counters
     }
 
     /// Writes what is buffered, flushes and returns the counters (a second

@@ -344,19 +344,9 @@ impl Ring {
         Ok(ring)
     }
 
-    /// Link type of the frames (`None`: each frame's own, `-i any`).
-    pub fn link(&self) -> Option<LinkType> {
-        self.link
-    }
-
     /// Frames skipped because their link type cannot be decoded (`-i any`).
     pub fn unsupported(&self) -> u64 {
         self.unsupported
-    }
-
-    /// Interface name.
-    pub fn interface(&self) -> &str {
-        &self.interface
     }
 
     /// Frame headers that pointed outside their block (the rest of such a

@@ -66,7 +66,7 @@ enum Format {
 /// A checked capture file (pcap or pcapng) whose bytes are held in memory.
 ///
 /// ```
-/// use earlybird::source::{CaptureFile, BATCH};
+/// use earlybird::{CaptureFile, BATCH};
 ///
 /// // A little-endian pcap (Ethernet) holding one 2-byte record.
 /// let mut bytes = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0];
@@ -171,7 +171,7 @@ impl CaptureFile {
     /// exchange packets all wait for the one preempted.
     /// Does nothing for small files (populated at open), buffers, or when
     /// called again.
-    pub fn map_ahead(&self, spare_core: bool) {
+    pub(crate) fn map_ahead(&self, spare_core: bool) {
         let Storage::Map(map) = &self.storage else {
             return;
         };
@@ -242,7 +242,7 @@ impl CaptureFile {
     /// file's map between them; one that never acts for small files
     /// (populated at open), buffers, or when `on` is false (a helper
     /// populates the map instead).
-    pub fn stride(&self, id: usize, shards: usize, on: bool) -> populate::Stride {
+    pub(crate) fn stride(&self, id: usize, shards: usize, on: bool) -> populate::Stride {
         let map = match &self.storage {
             Storage::Map(m) if on && m.len() >= populate::BACKGROUND_FROM => Some(m),
             _ => None,

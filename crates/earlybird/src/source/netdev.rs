@@ -183,6 +183,6 @@ impl Drop for RingMap {
     }
 }
 
-// The mapping is owned by this value alone (the kernel writes only what the
-// ring's status words hand it), so it may move to another thread.
+// SAFETY: the mapping is owned by this value alone (the kernel writes only
+// what the ring's status words hand it), so it may move to another thread.
 unsafe impl Send for RingMap {}

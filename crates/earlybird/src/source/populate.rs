@@ -201,6 +201,7 @@ mod tests {
         let len = HEAD + CHUNK + 12_345;
         let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
         f.write_all(&bytes).unwrap();
+        // SAFETY: a private temporary file that nothing else changes.
         let map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
         let p = MapPopulator::start(&map).expect("kernel with MADV_POPULATE_READ");
         assert_eq!(&map[..], &bytes[..]);
@@ -216,6 +217,7 @@ mod tests {
         let len = 11 * STRIDE + 4321;
         let bytes: Vec<u8> = (0..len).map(|i| (i % 241) as u8).collect();
         f.write_all(&bytes).unwrap();
+        // SAFETY: a private temporary file that nothing else changes.
         let map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
         let mut a = Stride::new(Some(&map), 0, 2);
         let mut b = Stride::new(Some(&map), 1, 2);

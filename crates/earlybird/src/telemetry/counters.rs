@@ -36,10 +36,10 @@ pub struct Counters {
     /// Live capture: ring frame headers that pointed outside their block.
     pub live_bad_frames: u64,
     /// Flow-table memory in use at the end of input (bytes, see
-    /// [`crate::flow::FlowTable::memory_bytes`]).
+    /// `FlowTable::memory_bytes`).
     pub table_bytes: u64,
     /// Bytes of flow-table memory mapped from the reserved huge-page pool
-    /// (0 = transparent huge pages; see [`crate::flow::arena`]).
+    /// (0 = transparent huge pages; see `flow/arena.rs`).
     pub table_pool_bytes: u64,
     /// Packets stamped earlier than the latest time seen before their
     /// batch (timestamps went backwards inside an input); their flows were

@@ -161,7 +161,7 @@ pub struct Summary {
     /// Empty between calls of [`Summary::add`].
     apps: AppScratch,
     /// The records are of one direction each (`--unidirectional`):
-    /// [`service_port`] finds the service side.
+    /// `service_port` finds the service side.
     pub unidirectional: bool,
 }
 
