@@ -136,7 +136,7 @@ pub enum TunnelKind {
 impl TunnelKind {
     /// Inverse of `kind as u8`; unknown values map to [`TunnelKind::None`].
     #[inline]
-    pub fn from_u8(v: u8) -> TunnelKind {
+    pub(crate) fn from_u8(v: u8) -> TunnelKind {
         match v {
             1 => TunnelKind::Gre,
             2 => TunnelKind::Vxlan,

@@ -119,7 +119,7 @@ impl Renderer {
 
     /// Appends the text of every record of the (materialized) `batch` to
     /// `out`.
-    pub fn render(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) {
+    pub(crate) fn render(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) {
         // Writing to memory cannot fail.
         let _ = self.ex.write_batch(batch);
         let _ = self.ex.finish();

@@ -226,7 +226,7 @@ impl CaptureFile {
     /// one is for a file whose bytes vanished after some reader had walked
     /// them (so packets may be missing there, or have been decoded from
     /// zeros: see the module docs).
-    pub fn vanished(&self) -> Option<Warning> {
+    pub(crate) fn vanished(&self) -> Option<Warning> {
         let at = self.guard.as_ref()?.vanished()?;
         Some(Warning {
             file: self.name.clone(),

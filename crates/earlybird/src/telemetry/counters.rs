@@ -54,7 +54,7 @@ pub struct Counters {
 
 impl Counters {
     /// Adds `o` into `self`.
-    pub fn merge(&mut self, o: &Counters) {
+    pub(crate) fn merge(&mut self, o: &Counters) {
         self.packets_read += o.packets_read;
         self.bytes_read += o.bytes_read;
         self.packets_flowed += o.packets_flowed;

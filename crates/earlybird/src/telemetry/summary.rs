@@ -206,7 +206,7 @@ impl Summary {
     }
 
     /// Merges another summary.
-    pub fn merge(&mut self, o: &Summary) {
+    pub(crate) fn merge(&mut self, o: &Summary) {
         for ((p, port), v) in o.ports.iter() {
             add(self.ports.slot(p, port), v);
         }
