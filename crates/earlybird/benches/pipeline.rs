@@ -31,6 +31,7 @@ fn bench(c: &mut Criterion) {
                         &ExportOptions {
                             early_packets: 4,
                             class_names: Default::default(),
+                            ..Default::default()
                         },
                     );
                     let r = pipeline::run(

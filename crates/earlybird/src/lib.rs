@@ -13,6 +13,7 @@
 //! ```
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+pub mod analyze;
 pub mod bench;
 pub mod classify;
 pub mod config;
@@ -27,6 +28,7 @@ pub mod mark;
 pub mod outpath;
 pub mod pipeline;
 mod prefetch;
+pub mod schema;
 pub mod shard;
 pub mod source;
 pub mod telemetry;

@@ -23,7 +23,7 @@ use crate::config::{FlowConfig, FlowHash};
 use crate::decode::{decode, fast, Decoded, Skip};
 use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
 use crate::flow::record::{RecordBatch, Verdict};
-use crate::flow::table::{is_icmp, FlowTable, Pkt, Side};
+use crate::flow::table::{is_icmp, FlowTable, Payload, Pkt, Side};
 use crate::mark::MarkWriter;
 use crate::source::{LinkType, PacketRef};
 use crate::telemetry::Counters;
@@ -91,6 +91,9 @@ pub struct Parcel {
     /// (other packets point at it), such a packet's `idx` is the place of
     /// its side.
     pub wide: Vec<Side>,
+    /// Where each packet's transport payload is, in input order with
+    /// `pkts` (filled only when an analyzer reads payload).
+    pub spans: Vec<Span>,
     /// Largest timestamp of the whole batch, every shard's packets.
     pub max_ts: u64,
     /// Smallest timestamp of the whole batch.
@@ -103,6 +106,7 @@ impl Parcel {
         Parcel {
             pkts: Vec::with_capacity(n),
             wide: vec![Side::default()],
+            spans: Vec::new(),
             max_ts: 0,
             min_ts: 0,
         }
@@ -114,6 +118,7 @@ impl Parcel {
         Parcel {
             pkts: Vec::new(),
             wide: Vec::new(),
+            spans: Vec::new(),
             max_ts: 0,
             min_ts: 0,
         }
@@ -128,8 +133,46 @@ impl Parcel {
     pub fn clear(&mut self) {
         self.pkts.clear();
         self.wide.truncate(1);
+        self.spans.clear();
         self.max_ts = 0;
         self.min_ts = 0;
+    }
+}
+
+/// Where a packet's transport payload is in the bytes of its batch.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Span {
+    /// Offset of the payload's first byte in the batch's data.
+    pub start: usize,
+    /// Bytes captured (cut by the snaplen, never past the IP length).
+    pub captured: u16,
+    /// Length according to the headers.
+    pub len: u16,
+}
+
+impl Span {
+    /// The span of a packet captured at `r` whose transport payload starts
+    /// `offset` bytes into it and is `len` bytes long per its headers.
+    #[inline]
+    fn of(r: &PacketRef, offset: u16, len: u16) -> Span {
+        let room = (r.caplen as usize).saturating_sub(offset as usize);
+        Span {
+            start: r.offset + offset as usize,
+            captured: room.min(len as usize) as u16,
+            len,
+        }
+    }
+
+    /// The payload in `data` (empty when the span is not inside it).
+    #[inline]
+    fn payload(self, data: &[u8]) -> Payload<'_> {
+        let bytes = data
+            .get(self.start..self.start + self.captured as usize)
+            .unwrap_or(&[]);
+        Payload {
+            bytes,
+            len: self.len,
+        }
     }
 }
 
@@ -149,6 +192,10 @@ pub struct Shard {
     /// What the batch's IPv6 and ICMP packets carry beside them, by index
     /// in the batch.
     wide: Vec<Side>,
+    /// An analyzer reads payload: the first pass keeps each packet's span.
+    payload: bool,
+    /// The payload spans of `pkts` (when `payload`).
+    spans: Vec<Span>,
 }
 
 impl Shard {
@@ -167,12 +214,15 @@ impl Shard {
             sweep_per_batch: cfg.sweep_per_batch.div_ceil(shards),
             ..cfg.clone()
         };
+        let table = FlowTable::new(&cfg, model)?;
         Ok(Shard {
             id,
             shards,
             bidirectional: cfg.bidirectional,
             hash: cfg.hash,
-            table: FlowTable::new(&cfg, model)?,
+            payload: table.wants_payload(),
+            spans: Vec::new(),
+            table,
             counters: Counters::default(),
             marker: None,
             pkts: Vec::with_capacity(crate::source::BATCH),
@@ -197,9 +247,11 @@ impl Shard {
         let (min_ts, max_ts) = self.decode::<SOLO>(data, refs, &mut []);
         let pkts = std::mem::take(&mut self.pkts);
         let wide = std::mem::take(&mut self.wide);
-        self.account(&pkts, &wide, data, refs, (min_ts, max_ts));
+        let spans = std::mem::take(&mut self.spans);
+        self.account(&pkts, &wide, &spans, data, refs, (min_ts, max_ts));
         self.pkts = pkts;
         self.wide = wide;
+        self.spans = spans;
     }
 
     /// Reads a batch for every shard of a run without running any of it:
@@ -218,11 +270,13 @@ impl Shard {
     }
 
     /// Runs the packets a [`Shard::split`] (this shard's or another's) put
-    /// into a parcel for this shard; they were counted there.
-    pub fn run_parcel(&mut self, parcel: &Parcel) {
+    /// into a parcel for this shard; they were counted there. `data` is the
+    /// capture the parcel's batch was read from (its payload spans point
+    /// into it).
+    pub fn run_parcel(&mut self, parcel: &Parcel, data: &[u8]) {
         self.table.drain_verdicts(false);
         let times = (parcel.min_ts, parcel.max_ts);
-        self.account(&parcel.pkts, &parcel.wide, &[], &[], times);
+        self.account(&parcel.pkts, &parcel.wide, &parcel.spans, data, &[], times);
     }
 
     #[inline(always)]
@@ -247,6 +301,7 @@ impl Shard {
         let mut d = Decoded::default();
         let (mut min_ts, mut max_ts) = (u64::MAX, 0);
         self.pkts.clear();
+        self.spans.clear();
         for (idx, r) in refs.iter().enumerate() {
             max_ts = max_ts.max(r.ts);
             min_ts = min_ts.min(r.ts);
@@ -289,6 +344,13 @@ impl Shard {
                     idx: idx as u16,
                     ip_offset: fast::IP_OFFSET,
                 };
+                if self.payload {
+                    self.push_span::<MODE>(
+                        fwd,
+                        owner,
+                        Span::of(r, f.payload_offset, f.payload_len),
+                    );
+                }
                 self.push::<MODE>(fwd, owner, pkt, None);
                 continue;
             }
@@ -321,6 +383,9 @@ impl Shard {
                 wide: [key.a, key.b],
                 icmp: d.icmp,
             });
+            if self.payload {
+                self.push_span::<MODE>(fwd, owner, Span::of(r, d.payload_offset, d.payload_len));
+            }
             self.push::<MODE>(fwd, owner, pkt, side);
         }
         (min_ts, max_ts)
@@ -356,6 +421,16 @@ impl Shard {
         }
     }
 
+    /// Keeps a packet's payload span beside it (an analyzer reads payload).
+    #[inline(always)]
+    fn push_span<const MODE: u8>(&mut self, fwd: &mut [Parcel], owner: usize, span: Span) {
+        if MODE == SOLO {
+            self.spans.push(span);
+        } else {
+            fwd[owner].spans.push(span);
+        }
+    }
+
     /// Second pass: runs `pkts` (sides in `wide` at each packet's `idx`) through the flow table (and the DSCP marker, which writes the
     /// batch `refs` over `data`), then advances the clock to `max_ts` and
     /// sweeps.
@@ -364,6 +439,7 @@ impl Shard {
         &mut self,
         pkts: &[Pkt],
         wide: &[Side],
+        spans: &[Span],
         data: &[u8],
         refs: &[PacketRef],
         (min_ts, max_ts): (u64, u64),
@@ -391,7 +467,12 @@ impl Shard {
                 hints[i % AHEAD] = self.table.prefetch_entry(q.hash);
             }
             let p = &pkts[i];
-            let slot = self.table.packet_hinted(p, &wide[p.idx as usize], hint);
+            let pl = if self.payload {
+                spans.get(i).map_or(Payload::NONE, |s| s.payload(data))
+            } else {
+                Payload::NONE
+            };
+            let slot = self.table.packet_full(p, &wide[p.idx as usize], hint, pl);
             self.counters.ip_bytes_flowed += p.size as u64;
             if let Some(m) = self.marker.as_mut().filter(|m| m.marking) {
                 if let Some(class) = self.table.mark_class(slot) {

@@ -54,6 +54,8 @@
 
 use std::sync::Arc;
 
+use crate::analyze::{Action, Active, PacketView};
+
 use super::arena::{Arena, ZeroValid};
 use super::prefault::{Prefaulter, Region};
 
@@ -96,6 +98,20 @@ pub struct Pkt {
     pub idx: u16,
     /// Offset of the innermost IP header in the packet.
     pub ip_offset: u16,
+}
+
+/// A packet's transport payload, for the analyzers that read it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Payload<'a> {
+    /// The payload as captured (cut by the snaplen).
+    pub bytes: &'a [u8],
+    /// Its length according to the headers.
+    pub len: u16,
+}
+
+impl Payload<'_> {
+    /// No payload (no analyzer reads it).
+    pub const NONE: Payload<'static> = Payload { bytes: &[], len: 0 };
 }
 
 /// What a packet of the general decoding path carries beside its [`Pkt`]
@@ -204,6 +220,10 @@ pub struct FlowTable {
     /// The model runs on the pool (stays true after the pool is detached).
     pooled: bool,
     outstanding: usize,
+    /// The per-flow analyzers turned on.
+    ext: Active,
+    /// At least one analyzer is on.
+    ext_on: bool,
     /// Finished records waiting to be handed to the exporters.
     pub out: RecordBatch,
     /// Counters.
@@ -221,6 +241,8 @@ impl FlowTable {
             .as_ref()
             .map(|m| m.packets_needed().clamp(1, n))
             .unwrap_or(0);
+        let ext = Active::new(&cfg.analyzers)
+            .map_err(|bad| crate::Error::Config(format!("unknown analyzer {bad:?}")))?;
         let reserve = |what: &str, e: std::io::Error| {
             crate::Error::Config(format!(
                 "cannot reserve memory for {capacity} flows ({what}): {e}; lower --max-flows"
@@ -262,6 +284,8 @@ impl FlowTable {
             pool: None,
             pooled: false,
             outstanding: 0,
+            ext_on: ext.any(),
+            ext,
             out: RecordBatch::with_capacity(1024, n),
             counters: FlowCounters::default(),
         })
@@ -416,6 +440,24 @@ impl FlowTable {
     /// callers, and a call per packet cost 3.5 % more instructions.)
     #[inline(always)]
     pub fn packet_hinted(&mut self, p: &Pkt, side: &Side, hint: u32) -> usize {
+        self.packet_full(p, side, hint, Payload::NONE)
+    }
+
+    /// Whether an analyzer turned on reads payload (the caller then passes
+    /// each packet's [`Payload`] to [`Self::packet_full`]).
+    pub fn wants_payload(&self) -> bool {
+        self.ext.wants_payload()
+    }
+
+    /// The record fields the analyzers turned on add, in order.
+    pub fn analyzer_fields(&self) -> Vec<crate::schema::Field> {
+        self.ext.fields()
+    }
+
+    /// [`Self::packet_hinted`] with the packet's transport payload, for the
+    /// analyzers turned on.
+    #[inline(always)]
+    pub fn packet_full(&mut self, p: &Pkt, side: &Side, hint: u32, pl: Payload<'_>) -> usize {
         if p.ts > self.now {
             self.now = p.ts;
         }
@@ -426,7 +468,7 @@ impl FlowTable {
             if unsafe { self.entries.get_unchecked(s) }.state & IN_USE != 0
                 && self.holds(s, p, &side.wide)
             {
-                return self.known(s, p, side);
+                return self.known(s, p, side, pl);
             }
         }
         let tag = tag_of(p.hash);
@@ -446,10 +488,10 @@ impl FlowTable {
             i = (i + 1) & self.mask;
         };
         match slot {
-            Some(s) => self.known(s, p, side),
+            Some(s) => self.known(s, p, side, pl),
             None => {
                 let s = self.insert_at(p, side, i);
-                self.update(s, p);
+                self.update(s, p, pl);
                 s
             }
         }
@@ -467,14 +509,14 @@ impl FlowTable {
     /// Accounts packet `p` of the live flow in slot `s` (which it may end,
     /// starting a new one); returns the slot of its flow.
     #[inline(always)]
-    fn known(&mut self, s: usize, p: &Pkt, side: &Side) -> usize {
+    fn known(&mut self, s: usize, p: &Pkt, side: &Side, pl: Payload<'_>) -> usize {
         let s = if let Some(reason) = self.ends_before(s, p) {
             self.end(s, reason);
             self.insert(p, side)
         } else {
             s
         };
-        self.update(s, p);
+        self.update(s, p, pl);
         s
     }
 
@@ -569,6 +611,9 @@ impl FlowTable {
             self.icmp[s] = side.icmp.map_or([0; 3], |m| [1, m.ty, m.code]);
             self.icmp_used = true;
         }
+        if self.ext_on {
+            self.ext.start(s);
+        }
         self.used += 1;
         self.counters.created += 1;
         if self.used as u64 > self.counters.peak_flows {
@@ -577,9 +622,9 @@ impl FlowTable {
         s
     }
 
-    /// Updates slot `s` with packet `p`.
+    /// Updates slot `s` with packet `p` (whose transport payload is `pl`).
     #[inline]
-    fn update(&mut self, s: usize, p: &Pkt) {
+    fn update(&mut self, s: usize, p: &Pkt, pl: Payload<'_>) {
         // SAFETY (every unchecked access here): `s` comes from the index or
         // from `insert_at` (module docs); the early array holds `n` entries
         // per slot.
@@ -636,6 +681,29 @@ impl FlowTable {
             } else {
                 self.decide(s);
             }
+        }
+        if self.ext_on {
+            self.analyze(s, p, pl);
+        }
+    }
+
+    /// Shows packet `p` of the flow in slot `s` (just accounted) to the
+    /// analyzers turned on; ends the flow when one asks to.
+    #[inline(never)]
+    fn analyze(&mut self, s: usize, p: &Pkt, pl: Payload<'_>) {
+        let h = &self.entries[s];
+        let view = PacketView {
+            ts: p.ts,
+            from_client: p.from_a == (h.state & CLIENT_IS_A != 0),
+            index: h.packets[0] + h.packets[1],
+            size: p.size,
+            tcp_flags: p.flags,
+            proto: h.key.proto,
+            payload_len: pl.len,
+            payload: pl.bytes,
+        };
+        if self.ext.packet(s, &view) == Action::End {
+            self.end(s, EndReason::Active);
         }
     }
 
@@ -780,6 +848,9 @@ impl FlowTable {
         let base = s * self.n;
         let early = &self.early.as_slice()[base..base + self.n];
         self.out.push_raw(h, &self.tails[s], reason, beside, early);
+        if self.ext_on {
+            self.ext.record(s, &mut self.out.analyzed);
+        }
         self.counters.ended[reason as usize] += 1;
     }
 

@@ -593,6 +593,9 @@ pub struct CollectedFlow {
     pub record: crate::flow::record::FlowRecord,
     /// Its early packets.
     pub early: Vec<crate::flow::record::EarlyPkt>,
+    /// The fields the per-flow analyzers of the run added, in order
+    /// ([`crate::analyze::fields_of`] names them); empty when none was on.
+    pub analyzed: Vec<crate::schema::OwnedValue>,
 }
 
 /// Runs the pipeline and returns every record in memory (tests,
@@ -649,10 +652,11 @@ struct Collector(Arc<std::sync::Mutex<Vec<CollectedFlow>>>);
 impl Exporter for Collector {
     fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
         let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        for (r, e) in batch.iter() {
+        for (i, (r, e)) in batch.iter().enumerate() {
             v.push(CollectedFlow {
                 record: *r,
                 early: e.to_vec(),
+                analyzed: batch.analyzed.row(i).map(|c| c.to_owned()).collect(),
             });
         }
         Ok(())
