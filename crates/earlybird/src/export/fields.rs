@@ -477,6 +477,32 @@ pub fn markdown() -> String {
             e.desc
         );
     }
+    s.push_str("\n## Analyzer fields\n\n");
+    s.push_str(
+        "Each per-flow analyzer turned on with `--analyzer NAME` adds its fields \
+         after the early columns (CSV) or the early arrays (JSON lines), in the \
+         order of this list. A value an analyzer did not measure is empty in CSV \
+         and `null` in JSON.\n",
+    );
+    // The unit tests' own analyzers (`test_*`) are not part of the product.
+    for (name, about) in crate::analyze::AVAILABLE
+        .iter()
+        .filter(|(n, _)| !n.starts_with("test_"))
+    {
+        let _ = write!(s, "\n### `--analyzer {name}`\n\n{about}.\n\n");
+        s.push_str("| name | type | unit | description |\n");
+        s.push_str("|------|------|------|-------------|\n");
+        for f in crate::analyze::fields_of(&[name.to_string()]) {
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {} | {} |",
+                f.name,
+                f.ty.name(),
+                f.unit,
+                f.desc.replace('|', "\\|")
+            );
+        }
+    }
     s
 }
 
