@@ -4,8 +4,9 @@
 use super::{Action, Analyzer, PacketView};
 use crate::config::FlowConfig;
 use crate::flow::key::Key;
+use crate::flow::packet::{Payload, Pkt, Side};
 use crate::flow::record::EndReason;
-use crate::flow::table::{FlowTable, Payload, Pkt, Side};
+use crate::flow::table::FlowTable;
 use crate::schema::{Cells, Field, FieldType, Value};
 
 /// Counts the packets it sees and ends the flow at the third.

@@ -375,7 +375,7 @@ fn gather(
 
 /// What the flow table stores of a verdict: the class (or
 /// [`Verdict::UNKNOWN`] under the model's threshold), the confidence in
-/// 1/65535 steps (`conf_u16` of the flow table) and the packet count it was
+/// 1/65535 steps (`conf_u16` of `inline.rs`) and the packet count it was
 /// taken at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EntryVerdict {
@@ -493,7 +493,7 @@ impl FastTree {
             } else {
                 Verdict::UNKNOWN
             };
-            let conf = crate::flow::table::conf_u16(purity);
+            let conf = super::inline::conf_u16(purity);
             let me = (nodes.len() * FAST_BYTES) as u32;
             nodes.push(FastNode {
                 threshold: f32::from_bits(app as u32 | (conf as u32) << 16),
@@ -593,9 +593,9 @@ mod tests {
     use super::super::testutil::{ff, patterns};
     use super::super::tree::{Tree, TreeOptions};
     use super::super::Classifier;
+    use crate::classify::inline::conf_u16;
     use super::*;
     use crate::flow::record::{Dir, EarlyPkt};
-    use crate::flow::table::conf_u16;
 
     fn same(a: (u16, f32), b: (u16, f32)) -> bool {
         a.0 == b.0 && a.1.to_bits() == b.1.to_bits()

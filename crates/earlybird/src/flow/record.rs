@@ -8,8 +8,8 @@
 //! [`crate::export::fields::FIELDS`] by a test.
 
 use super::entry::{Entry, Extra, IcmpHead, Tail, Wide, SPILLED};
+use super::packet::is_icmp;
 use super::snapshot::{build, RawFlow};
-use super::table::is_icmp;
 use crate::decode::icmp::Icmp;
 use crate::decode::TunnelKind;
 use crate::features::tcp::FlagCounts;

@@ -2,8 +2,9 @@
 //! FIN/RST, table full, index deletion.
 
 use super::key::Key;
+use super::packet::{Pkt, Side};
 use super::record::{Dir, EndReason};
-use super::table::{FlowTable, Pkt, Side};
+use super::table::FlowTable;
 use crate::config::FlowConfig;
 use crate::decode::{map_v4, Decoded};
 use crate::features::tcp::{ACK, FIN, RST, SYN};
@@ -522,7 +523,7 @@ fn full_statistics_follow_every_packet() {
 #[test]
 fn confidence_rounding_equals_round() {
     let reference = |c: f32| (c.clamp(0.0, 1.0) * 65535.0).round() as u16;
-    let check = |c: f32| assert_eq!(super::table::conf_u16(c), reference(c), "{c:e}");
+    let check = |c: f32| assert_eq!(crate::classify::inline::conf_u16(c), reference(c), "{c:e}");
     for c in [
         0.0,
         -0.0,
