@@ -6,7 +6,7 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use earlybird::decode::map_v4;
 use earlybird::export::{fields, to_writer, ExportOptions, Format};
@@ -29,7 +29,7 @@ struct Seen {
 
 /// Per (proto, sender, receiver): payload packets, bytes and first bytes of
 /// every TCP/UDP packet of Ethernet captures read whole (caplen = wire).
-fn oracle(path: &PathBuf) -> HashMap<(u8, End, End), Seen> {
+fn oracle(path: &Path) -> HashMap<(u8, End, End), Seen> {
     let f = CaptureFile::open(path).unwrap();
     let mut r = f.reader();
     let data = r.data();
@@ -78,7 +78,7 @@ fn oracle(path: &PathBuf) -> HashMap<(u8, End, End), Seen> {
     out
 }
 
-fn run(path: &PathBuf, shards: usize) -> Vec<CollectedFlow> {
+fn run(path: &Path, shards: usize) -> Vec<CollectedFlow> {
     let files = vec![CaptureFile::open(path).unwrap()];
     let mut opts = RunOptions {
         shards,
