@@ -151,7 +151,7 @@ fn payload_fields_match_an_independent_decoder_on_real_captures() {
             }
             let c2s = (k.proto, (k.src, k.sport), (k.dst, k.dport));
             let s2c = (k.proto, (k.dst, k.dport), (k.src, k.sport));
-            if per_tuple[&c2s] != 1 || per_tuple.get(&s2c).is_some() {
+            if per_tuple[&c2s] != 1 || per_tuple.contains_key(&s2c) {
                 continue;
             }
             let none = Seen::default();
