@@ -193,9 +193,11 @@ pub struct Shard {
     /// What the batch's IPv6 and ICMP packets carry beside them, by index
     /// in the batch.
     wide: Vec<Side>,
-    /// An analyzer reads payload: the first pass keeps each packet's span.
-    payload: bool,
-    /// The payload spans of `pkts` (when `payload`).
+    /// An analyzer is on: the first pass keeps each packet's payload span
+    /// and the second shows the packets to the analyzers (each pass is
+    /// compiled twice, with and without, and picked once per batch).
+    analyze: bool,
+    /// The payload spans of `pkts` (when `analyze`).
     spans: Vec<Span>,
 }
 
@@ -221,7 +223,7 @@ impl Shard {
             shards,
             bidirectional: cfg.bidirectional,
             hash: cfg.hash,
-            payload: table.wants_payload(),
+            analyze: table.analyzing(),
             spans: Vec::new(),
             table,
             counters: Counters::default(),
@@ -244,12 +246,22 @@ impl Shard {
     /// Processes one batch of packets whose bytes are in `data`, all of them
     /// this shard's (a single-shard run).
     pub fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
+        if self.analyze {
+            self.batch_as::<true>(data, refs);
+        } else {
+            self.batch_as::<false>(data, refs);
+        }
+    }
+
+    /// [`Self::batch`] with analyzers (`A`) or without.
+    #[inline(always)]
+    fn batch_as<const A: bool>(&mut self, data: &[u8], refs: &[PacketRef]) {
         self.begin(refs.len());
-        let (min_ts, max_ts) = self.decode::<SOLO>(data, refs, &mut []);
+        let (min_ts, max_ts) = self.decode::<SOLO, A>(data, refs, &mut []);
         let pkts = std::mem::take(&mut self.pkts);
         let wide = std::mem::take(&mut self.wide);
         let spans = std::mem::take(&mut self.spans);
-        self.account(&pkts, &wide, &spans, data, refs, (min_ts, max_ts));
+        self.account::<A>(&pkts, &wide, &spans, data, refs, (min_ts, max_ts));
         self.pkts = pkts;
         self.wide = wide;
         self.spans = spans;
@@ -263,7 +275,11 @@ impl Shard {
     /// batch). Packets that belong to no flow are counted here and go
     /// nowhere.
     pub fn split(&mut self, data: &[u8], refs: &[PacketRef], parcels: &mut [Parcel]) {
-        let (min_ts, max_ts) = self.decode::<SPLIT>(data, refs, parcels);
+        let (min_ts, max_ts) = if self.analyze {
+            self.decode::<SPLIT, true>(data, refs, parcels)
+        } else {
+            self.decode::<SPLIT, false>(data, refs, parcels)
+        };
         for p in parcels.iter_mut() {
             p.max_ts = max_ts;
             p.min_ts = min_ts;
@@ -277,7 +293,12 @@ impl Shard {
     pub fn run_parcel(&mut self, parcel: &Parcel, data: &[u8]) {
         self.table.drain_verdicts(false);
         let times = (parcel.min_ts, parcel.max_ts);
-        self.account(&parcel.pkts, &parcel.wide, &parcel.spans, data, &[], times);
+        let (pkts, wide, spans) = (&parcel.pkts, &parcel.wide, &parcel.spans);
+        if self.analyze {
+            self.account::<true>(pkts, wide, spans, data, &[], times);
+        } else {
+            self.account::<false>(pkts, wide, spans, data, &[], times);
+        }
     }
 
     #[inline(always)]
@@ -293,7 +314,7 @@ impl Shard {
     /// the symmetric shard hash of the raw header fields, taken before the
     /// key is built). Returns the smallest and the largest timestamp.
     #[inline(always)]
-    fn decode<const MODE: u8>(
+    fn decode<const MODE: u8, const A: bool>(
         &mut self,
         data: &[u8],
         refs: &[PacketRef],
@@ -345,7 +366,7 @@ impl Shard {
                     idx: idx as u16,
                     ip_offset: fast::IP_OFFSET,
                 };
-                if self.payload {
+                if A {
                     self.push_span::<MODE>(
                         fwd,
                         owner,
@@ -384,7 +405,7 @@ impl Shard {
                 wide: [key.a, key.b],
                 icmp: d.icmp,
             });
-            if self.payload {
+            if A {
                 self.push_span::<MODE>(fwd, owner, Span::of(r, d.payload_offset, d.payload_len));
             }
             self.push::<MODE>(fwd, owner, pkt, side);
@@ -436,7 +457,7 @@ impl Shard {
     /// batch `refs` over `data`), then advances the clock to `max_ts` and
     /// sweeps.
     #[inline(always)]
-    fn account(
+    fn account<const A: bool>(
         &mut self,
         pkts: &[Pkt],
         wide: &[Side],
@@ -468,12 +489,12 @@ impl Shard {
                 hints[i % AHEAD] = self.table.prefetch_entry(q.hash);
             }
             let p = &pkts[i];
-            let pl = if self.payload {
+            let pl = if A {
                 spans.get(i).map_or(Payload::NONE, |s| s.payload(data))
             } else {
                 Payload::NONE
             };
-            let slot = self.table.packet_full(p, &wide[p.idx as usize], hint, pl);
+            let slot = self.table.packet_at::<A>(p, &wide[p.idx as usize], hint, pl);
             self.counters.ip_bytes_flowed += p.size as u64;
             if let Some(m) = self.marker.as_mut().filter(|m| m.marking) {
                 if let Some(class) = self.table.mark_class(slot) {

@@ -360,10 +360,36 @@ impl FlowTable {
         self.ext.fields()
     }
 
+    /// True when an analyzer is turned on.
+    #[inline]
+    pub fn analyzing(&self) -> bool {
+        self.ext_on
+    }
+
     /// [`Self::packet_hinted`] with the packet's transport payload, for the
     /// analyzers turned on.
-    #[inline(always)]
+    #[inline]
     pub fn packet_full(&mut self, p: &Pkt, side: &Side, hint: u32, pl: Payload<'_>) -> usize {
+        if self.ext_on {
+            self.packet_at::<true>(p, side, hint, pl)
+        } else {
+            self.packet_at::<false>(p, side, hint, pl)
+        }
+    }
+
+    /// [`Self::packet_full`] for a caller that knows whether an analyzer is
+    /// on (`ANALYZE` must equal [`Self::analyzing`]): with `false` the
+    /// per-packet path has no analyzer code at all (the shard picks the
+    /// variant once per batch).
+    #[inline(always)]
+    pub(crate) fn packet_at<const ANALYZE: bool>(
+        &mut self,
+        p: &Pkt,
+        side: &Side,
+        hint: u32,
+        pl: Payload<'_>,
+    ) -> usize {
+        debug_assert_eq!(ANALYZE, self.ext_on);
         if p.ts > self.now {
             self.now = p.ts;
         }
@@ -374,7 +400,7 @@ impl FlowTable {
             if unsafe { self.entries.get_unchecked(s) }.state & IN_USE != 0
                 && self.holds(s, p, &side.wide)
             {
-                return self.known(s, p, side, pl);
+                return self.known::<ANALYZE>(s, p, side, pl);
             }
         }
         let tag = tag_of(p.hash);
@@ -394,10 +420,10 @@ impl FlowTable {
             i = (i + 1) & self.mask;
         };
         match slot {
-            Some(s) => self.known(s, p, side, pl),
+            Some(s) => self.known::<ANALYZE>(s, p, side, pl),
             None => {
                 let s = self.insert_at(p, side, i);
-                self.update(s, p, pl);
+                self.update::<ANALYZE>(s, p, pl);
                 s
             }
         }
@@ -415,14 +441,20 @@ impl FlowTable {
     /// Accounts packet `p` of the live flow in slot `s` (which it may end,
     /// starting a new one); returns the slot of its flow.
     #[inline(always)]
-    fn known(&mut self, s: usize, p: &Pkt, side: &Side, pl: Payload<'_>) -> usize {
+    fn known<const ANALYZE: bool>(
+        &mut self,
+        s: usize,
+        p: &Pkt,
+        side: &Side,
+        pl: Payload<'_>,
+    ) -> usize {
         let s = if let Some(reason) = self.ends_before(s, p) {
             self.end(s, reason);
             self.insert(p, side)
         } else {
             s
         };
-        self.update(s, p, pl);
+        self.update::<ANALYZE>(s, p, pl);
         s
     }
 
@@ -530,7 +562,7 @@ impl FlowTable {
 
     /// Updates slot `s` with packet `p` (whose transport payload is `pl`).
     #[inline]
-    fn update(&mut self, s: usize, p: &Pkt, pl: Payload<'_>) {
+    fn update<const ANALYZE: bool>(&mut self, s: usize, p: &Pkt, pl: Payload<'_>) {
         // SAFETY (every unchecked access here): `s` comes from the index or
         // from `insert_at` (module docs); the early array holds `n` entries
         // per slot.
@@ -586,7 +618,7 @@ impl FlowTable {
                 self.decide(s);
             }
         }
-        if self.ext_on {
+        if ANALYZE {
             self.analyze(s, p, pl);
         }
     }
