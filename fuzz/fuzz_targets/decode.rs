@@ -8,7 +8,7 @@
 #![no_main]
 
 use earlybird::decode::{decode, Decoded, TunnelKind};
-use earlybird::source::LinkType;
+use earlybird::decode::LinkType;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,7 +6,7 @@
 #![no_main]
 
 use earlybird::source::af_packet::{Frames, Walked};
-use earlybird::source::LinkType;
+use earlybird::decode::LinkType;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use earlybird::classify::workflow;
-use earlybird::classify::{Algo, Model, Report};
+use earlybird::classify::Model;
+use earlybird::learn::workflow;
+use earlybird::learn::{Algo, Report};
 
 use crate::cmd_train::{DataArgs, ModelArgs};
 

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use clap::Args;
-use earlybird::gen::replay::{self, ReplayOptions};
+use earlybird::source::replay::{self, ReplayOptions};
 use earlybird::source::CaptureFile;
 
 #[derive(Args)]

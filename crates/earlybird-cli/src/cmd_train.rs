@@ -1,12 +1,13 @@
 //! `earlybird train`: labelled captures → model file (one call to
-//! `classify::workflow::train_captures`). Also holds the data options shared
+//! `learn::workflow::train_captures`). Also holds the data options shared
 //! with `earlybird evaluate`.
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use earlybird::classify::workflow::{self, DataOptions};
-use earlybird::classify::{Algo, LabelLevel, LabelOptions, LabelSet, TrainOptions};
+use earlybird::classify::LabelLevel;
+use earlybird::learn::workflow::{self, DataOptions};
+use earlybird::learn::{Algo, LabelOptions, LabelSet, TrainOptions};
 
 /// Captures, ground truth and how they become data sets.
 #[derive(Args)]

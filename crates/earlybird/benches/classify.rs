@@ -9,8 +9,10 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use earlybird::classify::dataset::{Dataset, Sample, SplitMix64};
-use earlybird::classify::{train, Algo, Classifier, FlowFeatures, Model, ModelKind, TrainOptions};
-use earlybird::flow::record::{Dir, EarlyPkt};
+use earlybird::classify::{Classifier, FlowFeatures, Model, ModelKind};
+use earlybird::features::early::EarlyPkt;
+use earlybird::features::Dir;
+use earlybird::learn::{train, Algo, TrainOptions};
 
 const CLASSES: usize = 8;
 

@@ -4,8 +4,8 @@
 //! Criterion reports the time per packet (`time:` = ns/packet).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use earlybird::decode::LinkType;
 use earlybird::decode::{decode, Decoded};
-use earlybird::source::LinkType;
 
 /// 60-byte frame: Ethernet, IPv4 (total length 40), TCP ACK, 6 bytes padding.
 fn eth_ipv4_tcp() -> Vec<u8> {

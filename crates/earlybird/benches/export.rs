@@ -5,11 +5,13 @@
 //! besides formatting.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use earlybird::classify::Verdict;
 use earlybird::decode::{map_v4, TunnelKind};
 use earlybird::export::{to_writer, ExportOptions, Format};
-use earlybird::flow::record::{
-    Dir, EarlyPkt, EndReason, FlowRecord, RecordBatch, RecordKey, Stat, Verdict,
-};
+use earlybird::features::early::EarlyPkt;
+use earlybird::features::stats::Stat;
+use earlybird::features::Dir;
+use earlybird::flow::record::{EndReason, FlowRecord, RecordBatch, RecordKey};
 use earlybird::telemetry::Summary;
 
 const RECORDS: usize = 4096;

@@ -3,7 +3,7 @@
 //! Contract: plain values with documented defaults; [`FlowConfig::validate`]
 //! rejects impossible combinations with [`crate::Error::Config`].
 
-use crate::flow::record::MAX_EARLY;
+use crate::features::early::MAX_EARLY;
 use crate::time::{Nanos, SECOND};
 use crate::{Error, Result};
 

@@ -24,6 +24,7 @@ pub mod export;
 pub mod features;
 pub mod flow;
 pub mod gen;
+pub mod learn;
 pub mod mark;
 pub mod outpath;
 pub mod pipeline;

@@ -19,14 +19,16 @@
 use std::sync::Arc;
 
 use crate::classify::Classifier;
+use crate::classify::Verdict;
 use crate::config::{FlowConfig, FlowHash};
+use crate::decode::LinkType;
 use crate::decode::{decode, fast, Decoded, Skip};
 use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
 use crate::flow::packet::{is_icmp, Payload, Pkt, Side};
-use crate::flow::record::{RecordBatch, Verdict};
+use crate::flow::record::RecordBatch;
 use crate::flow::table::FlowTable;
 use crate::mark::MarkWriter;
-use crate::source::{LinkType, PacketRef};
+use crate::source::PacketRef;
 use crate::telemetry::Counters;
 
 /// `-w`: every packet read is written, in input order, to a pcap file;
@@ -494,7 +496,9 @@ impl Shard {
             } else {
                 Payload::NONE
             };
-            let slot = self.table.packet_at::<A>(p, &wide[p.idx as usize], hint, pl);
+            let slot = self
+                .table
+                .packet_at::<A>(p, &wide[p.idx as usize], hint, pl);
             self.counters.ip_bytes_flowed += p.size as u64;
             if let Some(m) = self.marker.as_mut().filter(|m| m.marking) {
                 if let Some(class) = self.table.mark_class(slot) {

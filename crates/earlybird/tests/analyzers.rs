@@ -9,11 +9,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use earlybird::decode::map_v4;
+use earlybird::decode::LinkType;
 use earlybird::export::{fields, to_writer, ExportOptions, Format};
 use earlybird::flow::record::RecordBatch;
 use earlybird::pipeline::{self, CollectedFlow, ModelRef, RunOptions};
 use earlybird::schema::OwnedValue;
-use earlybird::source::{CaptureFile, LinkType, PacketRef};
+use earlybird::source::{CaptureFile, PacketRef};
 use etherparse::{NetSlice, SlicedPacket, TransportSlice};
 
 /// One endpoint: address (IPv4-mapped) and port.

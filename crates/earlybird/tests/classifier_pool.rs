@@ -7,9 +7,9 @@ mod common;
 use std::sync::Arc;
 
 use earlybird::classify::dataset::Dataset;
-use earlybird::classify::train::{train, Algo, TrainOptions};
 use earlybird::classify::Classifier;
 use earlybird::gen::{self, GenKind, GenOptions};
+use earlybird::learn::train::{train, Algo, TrainOptions};
 use earlybird::pipeline::{self, ModelRef, RunOptions};
 use earlybird::source::CaptureFile;
 

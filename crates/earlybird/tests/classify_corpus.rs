@@ -24,12 +24,12 @@ use std::sync::Arc;
 
 use earlybird::classify::dataset::SplitMix64;
 use earlybird::classify::tree::{Tree, LEAF};
-use earlybird::classify::workflow::{self, DataOptions};
 use earlybird::classify::{
-    evaluate, train, vector, Algo, Classifier, FlowFeatures, LabelLevel, LabelOptions, Model,
-    ModelKind, TrainOptions,
+    vector, Classifier, FlowFeatures, LabelLevel, Model, ModelKind, Verdict,
 };
-use earlybird::flow::record::{Dir, Verdict};
+use earlybird::features::Dir;
+use earlybird::learn::workflow::{self, DataOptions};
+use earlybird::learn::{evaluate, train, Algo, LabelOptions, TrainOptions};
 use earlybird::pipeline::{self, ModelRef, RunOptions};
 
 fn dev() -> Option<(Vec<PathBuf>, Vec<PathBuf>)> {
@@ -225,7 +225,7 @@ fn real_c45() -> Option<(Model, workflow::Prepared, Vec<PathBuf>)> {
 }
 
 /// `f` with sizes, gaps and directions moved.
-fn perturb(early: &mut [earlybird::flow::record::EarlyPkt], rng: &mut SplitMix64) {
+fn perturb(early: &mut [earlybird::features::early::EarlyPkt], rng: &mut SplitMix64) {
     for e in early {
         e.size = (e.size as i64 + rng.below(41) as i64 - 20).clamp(0, 65535) as u16;
         e.iat_us = (e.iat_us as f64 * (0.5 + rng.unit())) as u32;

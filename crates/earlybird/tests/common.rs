@@ -109,10 +109,7 @@ impl earlybird::classify::Classifier for ClassifyOnly {
     fn packets_needed(&self) -> usize {
         self.0.packets_needed()
     }
-    fn classify(
-        &self,
-        f: &earlybird::classify::FlowFeatures<'_>,
-    ) -> earlybird::flow::record::Verdict {
+    fn classify(&self, f: &earlybird::classify::FlowFeatures<'_>) -> earlybird::classify::Verdict {
         self.0.classify(f)
     }
     fn classes(&self) -> &[String] {

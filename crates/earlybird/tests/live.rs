@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use earlybird::config::FlowConfig;
 use earlybird::export::Exporter;
 use earlybird::flow::record::{EndReason, FlowRecord, RecordBatch};
-use earlybird::gen::replay::{replay, ReplayOptions};
 use earlybird::pipeline::{self, ModelRef, RunControl, RunOptions};
 use earlybird::source::af_packet::LiveConfig;
+use earlybird::source::replay::{replay, ReplayOptions};
 use earlybird::source::CaptureFile;
 use earlybird::time::SECOND;
 

@@ -8,9 +8,9 @@ mod common;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use earlybird::classify::Verdict;
 use earlybird::classify::{Classifier, Model};
 use earlybird::decode::{decode, Decoded};
-use earlybird::flow::record::Verdict;
 use earlybird::flow::Key;
 use earlybird::mark::dscp::read_dscp;
 use earlybird::pipeline::{self, ModelRef, RunOptions};

@@ -15,8 +15,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::Veth;
-use earlybird::gen::replay::{replay, ReplayOptions, ReplayReport};
-use earlybird::source::{CaptureFile, LinkType, BATCH};
+use earlybird::decode::LinkType;
+use earlybird::source::replay::{replay, ReplayOptions, ReplayReport};
+use earlybird::source::{CaptureFile, BATCH};
 
 /// The MTU `common::Veth` gives both ends.
 const MTU: usize = 9000;

@@ -29,7 +29,8 @@ use std::mem::MaybeUninit;
 use super::tree::{Node, LEAF};
 use super::vector::MAX_FEATURES;
 use super::FlowFeatures;
-use crate::flow::record::{EarlyPkt, Verdict, MAX_EARLY};
+use crate::classify::Verdict;
+use crate::features::early::{EarlyPkt, MAX_EARLY};
 
 /// Set in a node reference that names a leaf (index in `leaves`); other
 /// references are byte offsets of splits in `splits`.
@@ -493,7 +494,7 @@ impl FastTree {
             } else {
                 Verdict::UNKNOWN
             };
-            let conf = super::inline::conf_u16(purity);
+            let conf = crate::classify::conf_u16(purity);
             let me = (nodes.len() * FAST_BYTES) as u32;
             nodes.push(FastNode {
                 threshold: f32::from_bits(app as u32 | (conf as u32) << 16),
@@ -593,9 +594,10 @@ mod tests {
     use super::super::testutil::{ff, patterns};
     use super::super::tree::{Tree, TreeOptions};
     use super::super::Classifier;
-    use crate::classify::inline::conf_u16;
     use super::*;
-    use crate::flow::record::{Dir, EarlyPkt};
+    use crate::classify::conf_u16;
+    use crate::features::early::EarlyPkt;
+    use crate::features::Dir;
 
     fn same(a: (u16, f32), b: (u16, f32)) -> bool {
         a.0 == b.0 && a.1.to_bits() == b.1.to_bits()

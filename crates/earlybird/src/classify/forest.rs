@@ -54,7 +54,7 @@ impl Forest {
             })
             .collect();
         Forest {
-            packets: packets.min(crate::flow::record::MAX_EARLY),
+            packets: packets.min(crate::features::early::MAX_EARLY),
             use_ports,
             trees,
         }

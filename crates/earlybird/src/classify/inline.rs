@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use super::compiled_tree::{EntryVerdict, FastTree};
 use super::pool::{Done, Job, PoolLink};
-use super::{Classifier, FlowFeatures};
-use crate::flow::record::{EarlyPkt, MAX_EARLY};
+use super::{conf_u16, Classifier, FlowFeatures};
+use crate::features::early::{EarlyPkt, MAX_EARLY};
 
 /// A flow table's inline classifier (see the module docs).
 pub struct Inline {
@@ -158,13 +158,4 @@ impl Inline {
     pub fn detach_pool(&mut self) {
         self.pool = None;
     }
-}
-
-/// Confidence in 1/65535 steps: `(c.clamp(0, 1) * 65535).round()` (NaN
-/// gives 0) without the `roundf` call: `y + 0.5` is exact in f64 for any
-/// f32 `y` in [0, 65535], and rounding half away from zero is
-/// `floor(y + 0.5)` for `y >= 0`; `as u16` floors (and saturates NaN to 0).
-#[inline]
-pub(crate) fn conf_u16(c: f32) -> u16 {
-    (f64::from(c.clamp(0.0, 1.0) * 65535.0) + 0.5) as u16
 }

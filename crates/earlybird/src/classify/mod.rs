@@ -4,21 +4,20 @@
 //! Contract: a [`Classifier`] maps a [`FlowFeatures`] view (early packets and,
 //! if the model uses them, protocol and ports) to a [`Verdict`]. Classifying
 //! never allocates and never panics; a model that is not sure answers
-//! [`Verdict::UNKNOWN`]. Models are trained offline (`train`) and stored in a
-//! versioned file (`model`).
+//! [`Verdict::UNKNOWN`]. Models are trained offline ([`crate::learn`]) and
+//! stored in a versioned file (`model`).
 //!
 //! Files: `naive_bayes` (per-position size/direction log-likelihood tables),
 //! `tree` (C4.5, flat array), `compiled_tree` (its classification form),
 //! `forest` (bagged trees), `svm` (RBF, one-vs-one),
 //! `ports` (port baseline), `vector` (features shared by tree/forest/SVM),
 //! `model` (the `Model` type and its file format, `docs/MODEL_FORMAT.md`),
-//! `dataset` (ground-truth labels and samples), `train`, `evaluate`,
-//! `workflow` (capture files + label CSVs → data sets, models, reports).
+//! `dataset` (the labelled samples the models are fitted on),
+//! `pool` (worker threads for costly models).
 //! Algorithms and measured costs: `docs/CLASSIFIERS.md`.
 
 pub mod compiled_tree;
 pub mod dataset;
-pub mod evaluate;
 pub mod forest;
 pub mod inline;
 pub mod model;
@@ -28,17 +27,39 @@ pub mod ports;
 pub mod svm;
 #[cfg(test)]
 pub(crate) mod testutil;
-pub mod train;
 pub mod tree;
 pub mod vector;
-pub mod workflow;
 
-pub use dataset::{Dataset, LabelLevel, LabelOptions, LabelSet, Sample};
-pub use evaluate::{evaluate, Report};
+pub use dataset::{Dataset, LabelLevel, Sample};
 pub use model::{Model, ModelInfo, ModelKind};
-pub use train::{train, Algo, TrainOptions};
 
-use crate::flow::record::{EarlyPkt, Verdict};
+use crate::features::early::EarlyPkt;
+
+/// Application verdict attached to a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Verdict {
+    /// Class index into the model's class names; `UNKNOWN` when undecided.
+    pub class: u16,
+    /// Confidence in [0, 1] (posterior probability or leaf purity).
+    pub confidence: f32,
+    /// 1-based packet index at which the verdict was taken (0 = never).
+    pub at_packet: u8,
+}
+
+impl Verdict {
+    /// Class index meaning "unknown" (no model, too few packets or low
+    /// confidence).
+    pub const UNKNOWN: u16 = u16::MAX;
+}
+
+/// Confidence in 1/65535 steps: `(c.clamp(0, 1) * 65535).round()` (NaN
+/// gives 0) without the `roundf` call: `y + 0.5` is exact in f64 for any
+/// f32 `y` in [0, 65535], and rounding half away from zero is
+/// `floor(y + 0.5)` for `y >= 0`; `as u16` floors (and saturates NaN to 0).
+#[inline]
+pub(crate) fn conf_u16(c: f32) -> u16 {
+    (f64::from(c.clamp(0.0, 1.0) * 65535.0) + 0.5) as u16
+}
 
 /// What a classifier sees of a flow.
 #[derive(Debug, Clone, Copy)]

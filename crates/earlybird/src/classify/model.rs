@@ -24,8 +24,9 @@ use super::ports::PortTable;
 use super::svm::Svm;
 use super::tree::Tree;
 use super::{Classifier, FlowFeatures};
+use crate::classify::Verdict;
 use crate::error::{Error, Result};
-use crate::flow::record::{Verdict, MAX_EARLY};
+use crate::features::early::MAX_EARLY;
 
 /// Value of the header's `format` field.
 pub const FORMAT: &str = "earlybird-model";
@@ -395,8 +396,8 @@ impl Classifier for Model {
 #[cfg(test)]
 mod tests {
     use super::super::testutil::patterns;
-    use super::super::train::{train, Algo, TrainOptions};
     use super::*;
+    use crate::learn::train::{train, Algo, TrainOptions};
 
     fn tmp(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("earlybird-model-{}", std::process::id()));
@@ -450,7 +451,8 @@ mod tests {
     #[test]
     fn any_flow_gets_a_verdict_without_panic() {
         use super::super::dataset::SplitMix64;
-        use crate::flow::record::{Dir, EarlyPkt};
+        use crate::features::early::EarlyPkt;
+        use crate::features::Dir;
         let d = patterns(20, 100, 1);
         let mut rng = SplitMix64::new(99);
         let flows: Vec<(Vec<EarlyPkt>, u8, u16, u16)> = (0..300)

@@ -17,7 +17,8 @@
 //! allocates `C × N × BINS` f32.
 
 use super::dataset::Dataset;
-use crate::flow::record::{Dir, EarlyPkt, MAX_EARLY};
+use crate::features::early::{EarlyPkt, MAX_EARLY};
+use crate::features::Dir;
 
 /// Largest size kept per direction; larger sizes are clamped.
 pub const MAX_SIZE: usize = 1500;

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use super::{Classifier, FlowFeatures};
-use crate::flow::record::{EarlyPkt, Verdict, MAX_EARLY};
+use crate::classify::Verdict;
+use crate::features::early::{EarlyPkt, MAX_EARLY};
 
 /// Jobs the shared queue holds.
 pub const JOB_QUEUE: usize = 4096;

@@ -164,7 +164,7 @@ fn smo(k: &[f32], y: &[f64], opt: &SvmOptions) -> (Vec<f64>, f64) {
 impl Svm {
     /// Trains one machine per pair of classes.
     pub fn train(data: &Dataset, packets: usize, use_ports: bool, opt: &SvmOptions) -> Svm {
-        let packets = packets.min(crate::flow::record::MAX_EARLY);
+        let packets = packets.min(crate::features::early::MAX_EARLY);
         let nf = vector::count(packets, use_ports);
         let classes = data.classes.len();
         let mut x = vec![0f32; data.samples.len() * nf];
@@ -279,7 +279,7 @@ impl Svm {
     /// Checks a loaded model's sizes and indices.
     pub fn validate(&self) -> Result<(), String> {
         let nf = self.features();
-        if self.packets > crate::flow::record::MAX_EARLY || self.classes > MAX_CLASSES {
+        if self.packets > crate::features::early::MAX_EARLY || self.classes > MAX_CLASSES {
             return Err("svm: too many packets or classes".into());
         }
         if self.mean.len() != nf || self.scale.len() != nf || self.sv.len() != self.coef.len() * nf
@@ -363,7 +363,8 @@ mod tests {
     #[test]
     fn xor_needs_the_kernel() {
         // Two classes on the diagonals of a square: not linearly separable.
-        use crate::flow::record::{Dir, EarlyPkt};
+        use crate::features::early::EarlyPkt;
+        use crate::features::Dir;
         let mut d = Dataset {
             classes: vec!["x".into(), "y".into()],
             samples: vec![],

@@ -2,7 +2,8 @@
 
 use super::dataset::{Dataset, Sample, SplitMix64};
 use super::FlowFeatures;
-use crate::flow::record::{Dir, EarlyPkt};
+use crate::features::early::EarlyPkt;
+use crate::features::Dir;
 
 /// Three classes with distinct patterns of (size, direction, gap); each size
 /// is moved by a uniform offset in `[-noise, noise]` bytes and each gap by up

@@ -389,7 +389,7 @@ impl Tree {
         rows: Option<&[u32]>,
         seed: u64,
     ) -> Tree {
-        let packets = packets.min(crate::flow::record::MAX_EARLY);
+        let packets = packets.min(crate::features::early::MAX_EARLY);
         let (x, nf) = matrix(data, packets, use_ports);
         let y: Vec<u16> = data.samples.iter().map(|s| s.label).collect();
         let mut idx: Vec<u32> = match rows {
@@ -465,7 +465,7 @@ impl Tree {
                 self.nodes.len()
             ));
         }
-        if self.packets > crate::flow::record::MAX_EARLY {
+        if self.packets > crate::features::early::MAX_EARLY {
             return Err(format!("tree uses {} packets", self.packets));
         }
         for (i, n) in self.nodes.iter().enumerate() {

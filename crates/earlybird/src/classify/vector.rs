@@ -7,7 +7,8 @@
 //! no allocation, never panic (out-of-range indices read as absent).
 
 use super::FlowFeatures;
-use crate::flow::record::{Dir, MAX_EARLY};
+use crate::features::early::MAX_EARLY;
+use crate::features::Dir;
 
 /// Largest number of features any model uses.
 pub const MAX_FEATURES: usize = 2 * MAX_EARLY + 2;
@@ -48,7 +49,7 @@ pub fn fill(f: &FlowFeatures<'_>, packets: usize, out: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::record::EarlyPkt;
+    use crate::features::early::EarlyPkt;
 
     #[test]
     fn layout() {

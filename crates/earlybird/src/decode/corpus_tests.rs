@@ -3,8 +3,8 @@
 //! with the general decoder on every packet it takes.
 
 use super::testutil::{corpus, corpus_pcap, read_pcap};
+use super::LinkType;
 use super::{decode, fmt_addr, Decoded, Skip, TunnelKind};
-use crate::source::LinkType;
 
 /// Decodes every packet of a corpus file: per packet Ok(decoded) or the skip.
 fn decode_file(rel: &str) -> Option<Vec<Result<Decoded, Skip>>> {

@@ -163,7 +163,7 @@ impl Fast<'_> {
 mod tests {
     use super::*;
     use crate::decode::decode;
-    use crate::source::LinkType;
+    use crate::decode::LinkType;
 
     /// Ethernet + IPv4 + TCP SYN 10.0.0.1:49152 → 10.0.0.2:443, 6 payload bytes.
     fn syn() -> Vec<u8> {

@@ -4,8 +4,8 @@
 //! comments), plus mutations of each to check the walk's invariants.
 
 use super::testutil::*;
+use super::LinkType;
 use super::{decode, map_v4, Decoded, Skip, TunnelKind};
-use crate::source::LinkType;
 
 fn v4_tcp() -> Vec<u8> {
     ipv4(6, &tcp(49152, 443, 0x02, b"x"))

@@ -83,6 +83,7 @@ pub mod udp;
 pub mod vlan;
 pub mod vxlan;
 
+mod link_type;
 mod walk;
 
 #[cfg(test)]
@@ -94,6 +95,7 @@ mod testutil;
 #[cfg(test)]
 mod walk_tests;
 
+pub use link_type::LinkType;
 pub use walk::{decode, MAX_TUNNELS, MAX_VLAN_TAGS};
 
 /// IP protocol numbers used by the decoder.

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
+use super::LinkType;
 use super::{decode, Decoded, Skip};
-use crate::source::LinkType;
 
 /// Decodes `p`, which must give a flow.
 pub fn ok(link: LinkType, p: &[u8]) -> Decoded {

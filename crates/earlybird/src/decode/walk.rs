@@ -52,9 +52,9 @@ use super::tcp::Tcp;
 use super::udp::{self, Udp};
 use super::vlan::{self, VlanTag};
 use super::vxlan::{self, Vxlan};
+use super::LinkType;
 use super::{chdlc, frame_relay, llc, ppp, slip, teredo};
 use super::{ipproto, map_v4, null, Decoded, Next, Skip, TunnelKind};
-use crate::source::LinkType;
 
 /// Most nested tunnels followed.
 pub const MAX_TUNNELS: u8 = 4;

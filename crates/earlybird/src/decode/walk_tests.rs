@@ -3,8 +3,8 @@
 
 use super::icmp::Icmp;
 use super::testutil::*;
+use super::LinkType;
 use super::{decode, map_v4, Decoded, Skip, TunnelKind, MAX_TUNNELS};
-use crate::source::LinkType;
 
 fn eth_v4_tcp() -> Vec<u8> {
     eth(0x0800, &ipv4(6, &tcp(49152, 443, 0x18, b"hello")))

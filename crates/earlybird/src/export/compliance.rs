@@ -9,11 +9,13 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use super::{fields, to_writer, ExportOptions, Format};
+use crate::classify::Verdict;
 use crate::decode::icmp::Icmp;
 use crate::decode::{fmt_addr, map_v4, TunnelKind};
-use crate::flow::record::{
-    Dir, EarlyPkt, EndReason, FlowRecord, RecordBatch, RecordKey, Stat, Verdict, TCP_FLAG_NAMES,
-};
+use crate::features::early::EarlyPkt;
+use crate::features::stats::Stat;
+use crate::features::Dir;
+use crate::flow::record::{EndReason, FlowRecord, RecordBatch, RecordKey, TCP_FLAG_NAMES};
 
 /// A writer whose bytes the test can read after the exporter took it.
 #[derive(Clone, Default)]

@@ -20,7 +20,8 @@ use super::{
     Exporter, Output, Renderer, Texts, Writer,
 };
 use crate::error::Result;
-use crate::flow::record::{Dir, RecordBatch};
+use crate::features::Dir;
+use crate::flow::record::RecordBatch;
 
 /// Writes records as JSON lines.
 pub struct JsonLinesExporter {

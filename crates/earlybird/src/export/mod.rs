@@ -37,9 +37,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::classify::Verdict;
 use crate::decode::TunnelKind;
 use crate::error::{Error, Result};
-use crate::flow::record::{EarlyPkt, EndReason, FlowRecord, RecordBatch, Verdict};
+use crate::features::early::EarlyPkt;
+use crate::flow::record::{EndReason, FlowRecord, RecordBatch};
 use text::{Cursor, Snip, TextBuf};
 
 /// Size at which the formatted text is handed to the output.

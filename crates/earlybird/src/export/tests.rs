@@ -268,7 +268,11 @@ fn stdout_path_writes_to_stdout() {
 
 #[test]
 fn widest_possible_records_fit_the_record_bound() {
-    use crate::flow::record::{Dir, EarlyPkt, FlowRecord, Stat, Verdict};
+    use crate::classify::Verdict;
+    use crate::features::early::EarlyPkt;
+    use crate::features::stats::Stat;
+    use crate::features::Dir;
+    use crate::flow::record::FlowRecord;
     let mut r = FlowRecord::default();
     r.key.src = [0xff; 16];
     r.key.dst = [0xfe; 16];
@@ -348,7 +352,8 @@ fn widest_possible_records_fit_the_record_bound() {
 
 #[test]
 fn inconsistent_batch_is_written_without_panicking() {
-    use crate::flow::record::{EarlyPkt, FlowRecord};
+    use crate::features::early::EarlyPkt;
+    use crate::flow::record::FlowRecord;
     let mut b = RecordBatch::with_capacity(2, 4);
     b.push(FlowRecord::default(), &[EarlyPkt::default(); 4]);
     b.push(FlowRecord::default(), &[EarlyPkt::default(); 4]);

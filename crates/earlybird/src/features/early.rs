@@ -5,8 +5,26 @@
 //! entries while fewer than N are kept; afterwards it does nothing. No
 //! allocation: the slice lives in the flow table.
 
-use crate::flow::record::{Dir, EarlyPkt};
+use super::Dir;
 use crate::time::Nanos;
+
+/// Largest number of early packets a flow can keep (`--early-packets`).
+pub const MAX_EARLY: usize = 32;
+
+/// One of the first N packets of a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(C)]
+pub struct EarlyPkt {
+    /// IP length of the packet (header + payload, from the IP header).
+    pub size: u16,
+    /// Direction relative to the flow's first packet.
+    pub dir: Dir,
+    /// TCP flags of the packet (0 for non-TCP).
+    pub flags: u8,
+    /// Time since the previous packet of the flow (either direction) in
+    /// microseconds, saturating at `u32::MAX` (~71 min); 0 for the first.
+    pub iat_us: u32,
+}
 
 /// Records packet number `*len` (if below `slot.len()`).
 #[inline]

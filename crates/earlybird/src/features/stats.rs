@@ -19,8 +19,22 @@
 //! flow's duration); two `u64` extremes do not fit beside the sizes, 48-bit
 //! ones do.
 
-use crate::flow::record::Stat;
 use crate::time::Nanos;
+
+/// Summary statistics of one quantity in one direction (a record holds one
+/// only where the quantity was measured, see
+/// [`crate::flow::record::FlowRecord::size`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Stat {
+    /// Smallest value, exact.
+    pub min: u64,
+    /// Largest value, exact.
+    pub max: u64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Population standard deviation.
+    pub std: f64,
+}
 
 /// Largest inter-arrival kept exactly (ns): 2^48 − 1, about 3.26 days.
 pub const IAT_CAP: u64 = (1 << 48) - 1;

@@ -16,7 +16,7 @@
 
 use super::arena::ZeroValid;
 use super::key::TableKey;
-use super::record::EarlyPkt;
+use crate::features::early::EarlyPkt;
 use crate::features::stats::Moments;
 use crate::features::tcp::{FlagCounts, FlagLanes, TcpState};
 
@@ -30,7 +30,7 @@ pub struct Entry {
     pub state: u8,
     /// Early packets recorded so far.
     pub n_early: u8,
-    /// Verdict class ([`crate::flow::record::Verdict::UNKNOWN`] until decided).
+    /// Verdict class ([`crate::classify::Verdict::UNKNOWN`] until decided).
     pub app: u16,
     /// Low 32 bits of the key hash (home bucket for deletion).
     pub hash: u32,
@@ -114,7 +114,7 @@ pub struct DirExtra {
 }
 
 /// What `--stats full` (the default) adds per flow: one [`DirExtra`] line
-/// per direction, indexed by [`crate::flow::record::Dir`]. 128 bytes. A
+/// per direction, indexed by [`crate::features::Dir`]. 128 bytes. A
 /// flow that has spilled flag counts ([`SPILLED`]) keeps them in a side
 /// array committed only where used.
 #[derive(Debug, Clone, Copy, Default)]

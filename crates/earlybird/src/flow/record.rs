@@ -10,41 +10,14 @@
 use super::entry::{Entry, Extra, IcmpHead, Tail, Wide, SPILLED};
 use super::packet::is_icmp;
 use super::snapshot::{build, RawFlow};
+use crate::classify::Verdict;
 use crate::decode::icmp::Icmp;
 use crate::decode::TunnelKind;
+use crate::features::early::EarlyPkt;
+use crate::features::stats::Stat;
 use crate::features::tcp::FlagCounts;
 use crate::schema::Rows;
 use crate::time::Nanos;
-
-/// Largest number of early packets a flow can keep (`--early-packets`).
-pub const MAX_EARLY: usize = 32;
-
-/// Direction of a packet relative to the flow: the sender of the flow's first
-/// packet is the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[repr(u8)]
-pub enum Dir {
-    /// Client to server (same direction as the first packet).
-    #[default]
-    Fwd = 0,
-    /// Server to client.
-    Bwd = 1,
-}
-
-/// One of the first N packets of a flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[repr(C)]
-pub struct EarlyPkt {
-    /// IP length of the packet (header + payload, from the IP header).
-    pub size: u16,
-    /// Direction relative to the flow's first packet.
-    pub dir: Dir,
-    /// TCP flags of the packet (0 for non-TCP).
-    pub flags: u8,
-    /// Time since the previous packet of the flow (either direction) in
-    /// microseconds, saturating at `u32::MAX` (~71 min); 0 for the first.
-    pub iat_us: u32,
-}
 
 /// Why a flow ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -111,37 +84,6 @@ pub struct RecordKey {
     pub tunnel: TunnelKind,
     /// GRE key / VXLAN VNI.
     pub tunnel_id: u32,
-}
-
-/// Summary statistics of one quantity in one direction (a record holds one
-/// only where the quantity was measured, see [`FlowRecord::size`]).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Stat {
-    /// Smallest value, exact.
-    pub min: u64,
-    /// Largest value, exact.
-    pub max: u64,
-    /// Arithmetic mean.
-    pub mean: f64,
-    /// Population standard deviation.
-    pub std: f64,
-}
-
-/// Application verdict attached to a flow.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Verdict {
-    /// Class index into the model's class names; `UNKNOWN` when undecided.
-    pub class: u16,
-    /// Confidence in [0, 1] (posterior probability or leaf purity).
-    pub confidence: f32,
-    /// 1-based packet index at which the verdict was taken (0 = never).
-    pub at_packet: u8,
-}
-
-impl Verdict {
-    /// Class index meaning "unknown" (no model, too few packets or low
-    /// confidence).
-    pub const UNKNOWN: u16 = u16::MAX;
 }
 
 /// One finished flow.

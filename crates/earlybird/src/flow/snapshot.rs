@@ -19,7 +19,8 @@
 //! work lands where a core is idle.
 
 use super::entry::{Entry, Extra, IcmpHead, Tail, Wide, CLIENT_IS_A, DECIDED};
-use super::record::{EndReason, FlowRecord, RecordKey, Verdict};
+use super::record::{EndReason, FlowRecord, RecordKey};
+use crate::classify::Verdict;
 use crate::decode::icmp::Icmp;
 use crate::features::tcp::{self, FlagCounts};
 

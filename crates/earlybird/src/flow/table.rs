@@ -64,12 +64,14 @@ use super::entry::{
 };
 use super::expiry::close_reason;
 use super::packet::{is_icmp, Payload, Pkt, Side};
-use super::record::{Dir, EarlyPkt, EndReason, RecordBatch, Verdict};
+use super::record::{EndReason, RecordBatch};
 use crate::classify::inline::Inline;
 use crate::classify::Classifier;
+use crate::classify::Verdict;
 use crate::config::FlowConfig;
+use crate::features::early::EarlyPkt;
 use crate::features::tcp::{FlagCounts, SPILL_EVERY};
-use crate::features::{early, tcp};
+use crate::features::{early, tcp, Dir};
 use crate::time::Nanos;
 
 /// Live flows compared when one must be evicted.
@@ -151,7 +153,9 @@ impl FlowTable {
     pub fn new(cfg: &FlowConfig, model: Option<Arc<dyn Classifier>>) -> crate::Result<FlowTable> {
         let capacity = cfg.max_flows.clamp(1, FlowConfig::MAX_FLOWS);
         let buckets = (capacity * 2).next_power_of_two().max(16);
-        let n = cfg.early_packets.clamp(1, super::record::MAX_EARLY);
+        let n = cfg
+            .early_packets
+            .clamp(1, crate::features::early::MAX_EARLY);
         let ext = Active::new(&cfg.analyzers)
             .map_err(|bad| crate::Error::Config(format!("unknown analyzer {bad:?}")))?;
         let reserve = |what: &str, e: std::io::Error| {

@@ -3,11 +3,12 @@
 
 use super::key::Key;
 use super::packet::{Pkt, Side};
-use super::record::{Dir, EndReason};
+use super::record::EndReason;
 use super::table::FlowTable;
 use crate::config::FlowConfig;
 use crate::decode::{map_v4, Decoded};
 use crate::features::tcp::{ACK, FIN, RST, SYN};
+use crate::features::Dir;
 use crate::time::SECOND;
 
 fn pkt(cfg: &FlowConfig, src: u8, sport: u16, dst: u8, dport: u16, ts: u64, flags: u8) -> Pkt {
@@ -523,7 +524,7 @@ fn full_statistics_follow_every_packet() {
 #[test]
 fn confidence_rounding_equals_round() {
     let reference = |c: f32| (c.clamp(0.0, 1.0) * 65535.0).round() as u16;
-    let check = |c: f32| assert_eq!(crate::classify::inline::conf_u16(c), reference(c), "{c:e}");
+    let check = |c: f32| assert_eq!(crate::classify::conf_u16(c), reference(c), "{c:e}");
     for c in [
         0.0,
         -0.0,
@@ -564,7 +565,7 @@ impl crate::classify::Classifier for Generic {
     fn packets_needed(&self) -> usize {
         self.0.packets_needed()
     }
-    fn classify(&self, f: &crate::classify::FlowFeatures<'_>) -> super::record::Verdict {
+    fn classify(&self, f: &crate::classify::FlowFeatures<'_>) -> crate::classify::Verdict {
         self.0.classify(f)
     }
     fn classes(&self) -> &[String] {
@@ -576,7 +577,8 @@ impl crate::classify::Classifier for Generic {
 fn tree_fast_path_stores_the_verdicts_of_classify() {
     use crate::classify::dataset::SplitMix64;
     use crate::classify::testutil::patterns;
-    use crate::classify::{train, Algo, Classifier, TrainOptions};
+    use crate::classify::Classifier;
+    use crate::learn::{train, Algo, TrainOptions};
     use std::sync::Arc;
     // One label in four drawn at random: impure leaves.
     let mut d = patterns(60, 300, 5);
@@ -646,11 +648,15 @@ fn tree_fast_path_stores_the_verdicts_of_classify() {
             records[0].iter().filter(|r| f(r)).count()
         };
         let unknown =
-            v(&|r| r.verdict.class == super::record::Verdict::UNKNOWN && r.verdict.at_packet > 0);
+            v(
+                &|r| {
+                    r.verdict.class == crate::classify::Verdict::UNKNOWN && r.verdict.at_packet > 0
+                },
+            );
         let short = v(&|r| {
             r.verdict.at_packet > 0 && (r.verdict.at_packet as usize) < c.early_packets.min(4)
         });
-        let known = v(&|r| r.verdict.class != super::record::Verdict::UNKNOWN);
+        let known = v(&|r| r.verdict.class != crate::classify::Verdict::UNKNOWN);
         assert!(short > 20, "n {n}: {short} short");
         if threshold < 0.95 {
             assert!(known > 50, "threshold {threshold}: {known} known");

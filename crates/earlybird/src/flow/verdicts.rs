@@ -11,7 +11,7 @@
 
 use super::entry::{DECIDED, IN_USE, PENDING};
 use super::table::FlowTable;
-use crate::classify::inline::conf_u16;
+use crate::classify::conf_u16;
 use crate::classify::pool::PoolLink;
 
 impl FlowTable {

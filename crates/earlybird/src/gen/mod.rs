@@ -33,9 +33,7 @@
 //! of a network interface (`earlybird replay`, AF_PACKET transmit ring).
 
 mod frame;
-pub(crate) mod pcap_writer;
 mod realistic;
-pub mod replay;
 mod worst;
 
 #[cfg(test)]
@@ -43,6 +41,8 @@ mod test_pcap;
 
 use std::fmt;
 use std::io;
+
+use crate::source::pcap_writer::PcapOut;
 
 /// Which traffic model to generate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,7 +226,7 @@ impl fmt::Display for GenSummary {
 /// ```
 pub fn generate<W: io::Write>(opts: &GenOptions, w: W) -> io::Result<GenSummary> {
     opts.validate()?;
-    let out = pcap_writer::PcapOut::new(w, opts.nanos, opts.snaplen)?;
+    let out = PcapOut::new(w, opts.nanos, opts.snaplen)?;
     let mut summary = match opts.kind {
         GenKind::Worst => worst::generate(opts, out)?,
         GenKind::Realistic => realistic::generate(opts, out)?,

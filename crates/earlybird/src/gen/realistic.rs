@@ -46,8 +46,8 @@ use rand_distr::{Distribution, Exp1, StandardNormal, Zipf};
 use rand_pcg::Pcg64Mcg;
 
 use super::frame::{self, Ipv4, Tcp, ACK, ETH_LEN, FIN, L4_OFF, MIN_FRAME, PSH, RST, SYN};
-use super::pcap_writer::PcapOut;
 use super::{mix64, unit_f64, GenOptions, GenSummary, START_NS};
+use crate::source::pcap_writer::PcapOut;
 
 /// Share of the packets that belong to UDP connections (upper bound).
 const UDP_PACKET_SHARE: f64 = 0.15;

@@ -20,8 +20,8 @@
 use std::io::{self, Write};
 
 use super::frame::{self, Ipv4, Tcp, ACK, FIN, L4_OFF, MIN_FRAME, PSH, SYN};
-use super::pcap_writer::PcapOut;
 use super::{GenOptions, GenSummary, START_NS};
+use crate::source::pcap_writer::PcapOut;
 
 /// IP total length of every worst-case packet.
 const IP_TOTAL: u16 = 46;

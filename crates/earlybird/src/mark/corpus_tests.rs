@@ -7,8 +7,9 @@ use std::path::PathBuf;
 
 use super::dscp::{ones_complement_sum, read_dscp};
 use super::pcap_out::{input_linktype, MarkWriter};
+use crate::decode::LinkType;
 use crate::decode::{decode, Decoded};
-use crate::source::{CaptureFile, LinkType, BATCH};
+use crate::source::{CaptureFile, BATCH};
 
 /// Small captures covering Ethernet IPv4/IPv6, IP-in-IP, GRE (pcapng) and
 /// VXLAN.

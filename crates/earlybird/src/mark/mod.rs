@@ -16,7 +16,7 @@
 //!   into a table indexed by the model's class numbers; a class name in the
 //!   file that the model does not have is an error listing the model's
 //!   classes. The key `unknown` is always accepted: it is the DSCP of flows
-//!   whose verdict is [`crate::flow::record::Verdict::UNKNOWN`]
+//!   whose verdict is [`crate::classify::Verdict::UNKNOWN`]
 //!   ([`DscpMap::unknown`]).
 //! - `None` in the table means "leave the packet unchanged" (no `default`
 //!   and the class is not listed).

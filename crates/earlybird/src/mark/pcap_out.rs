@@ -23,10 +23,11 @@ use std::io::Write;
 use std::path::Path;
 
 use super::dscp::rewrite_dscp;
+use crate::decode::LinkType;
 use crate::error::{Error, Result};
-use crate::gen::pcap_writer::PcapOut;
 use crate::source::pcap;
-use crate::source::{CaptureFile, LinkType};
+use crate::source::pcap_writer::PcapOut;
+use crate::source::CaptureFile;
 use crate::time::Nanos;
 
 /// Snaplen written in the header and largest record written.

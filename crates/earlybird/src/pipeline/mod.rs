@@ -565,7 +565,7 @@ fn open_marker(
     };
     let mut refs = Vec::new();
     let link = match first.reader().next_batch(&mut refs, 1) {
-        0 => crate::source::LinkType::Ethernet,
+        0 => crate::decode::LinkType::Ethernet,
         _ => refs[0].link,
     };
     let linktype = crate::mark::pcap_out::input_linktype(first, link);
@@ -592,7 +592,7 @@ pub struct CollectedFlow {
     /// The record.
     pub record: crate::flow::record::FlowRecord,
     /// Its early packets.
-    pub early: Vec<crate::flow::record::EarlyPkt>,
+    pub early: Vec<crate::features::early::EarlyPkt>,
     /// The fields the per-flow analyzers of the run added, in order
     /// ([`crate::analyze::fields_of`] names them); empty when none was on.
     pub analyzed: Vec<crate::schema::OwnedValue>,

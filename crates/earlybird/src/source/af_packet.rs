@@ -42,7 +42,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::fanout::{host_pair_program, Fanout};
 use super::netdev::{bind, hw_type, ifindex, packet_socket, set_opt, RingMap};
-use super::{LinkType, PacketRef};
+use super::PacketRef;
+use crate::decode::LinkType;
 use crate::error::{Error, Result};
 
 /// Options of a live capture.

@@ -45,7 +45,8 @@ use super::pcapng::{self, PcapngReader};
 use super::populate::{self, MapPopulator};
 use super::vanish::{self, Guard};
 use super::walk::Walk;
-use super::{LinkType, PacketRef, Warning};
+use super::{PacketRef, Warning};
+use crate::decode::LinkType;
 use crate::error::{Error, Result};
 
 /// The bytes of a capture: a read-only map of a file or an owned buffer.

@@ -1,6 +1,6 @@
 //! Linux network interfaces as packet sockets see them: the small system
 //! calls and the ring mapping that the live capture ([`super::af_packet`]) and the replay
-//! ([`crate::gen::replay`]) share.
+//! ([`super::replay`]) share.
 //!
 //! Contract: every lookup goes through a socket or a call that belongs to
 //! the calling thread's network namespace (not sysfs, which shows the

@@ -20,7 +20,8 @@
 //!   byte order is resolved once per batch (a monomorphised inner loop).
 
 use super::walk::Walk;
-use super::{LinkType, PacketRef, Warning};
+use super::{PacketRef, Warning};
+use crate::decode::LinkType;
 
 /// Largest captured length accepted in one record (libpcap's own limit,
 /// 256 KiB). A larger value means the file is corrupt.

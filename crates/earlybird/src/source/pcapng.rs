@@ -23,7 +23,8 @@
 
 use super::pcap::{MAX_CAPLEN, MAX_RESERVE};
 use super::walk::Walk;
-use super::{LinkType, PacketRef, Warning};
+use super::{PacketRef, Warning};
+use crate::decode::LinkType;
 
 const SHB: u32 = 0x0a0d_0d0a;
 const IDB: u32 = 1;

@@ -27,9 +27,11 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::Counters;
+use crate::classify::Verdict;
 use crate::decode::Skip;
+use crate::features::early::EarlyPkt;
 use crate::features::tcp::{ACK, SYN};
-use crate::flow::record::{EarlyPkt, EndReason, FlowRecord, RecordBatch, Verdict};
+use crate::flow::record::{EndReason, FlowRecord, RecordBatch};
 use crate::source::Warning;
 
 /// Totals of one group of flows.

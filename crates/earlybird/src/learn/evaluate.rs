@@ -17,12 +17,12 @@
 
 use std::fmt;
 
-use super::dataset::Dataset;
-use super::model::Model;
-use super::{Classifier, FlowFeatures};
+use crate::classify::dataset::Dataset;
+use crate::classify::model::Model;
+use crate::classify::Verdict;
+use crate::classify::{Classifier, FlowFeatures};
 #[cfg(feature = "chart")]
 use crate::error::{Error, Result};
-use crate::flow::record::Verdict;
 
 /// Largest k of the accuracy-versus-packets curve.
 pub const MAX_K: usize = 10;
@@ -353,9 +353,9 @@ impl Report {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::patterns;
     use super::super::train::{train, Algo, TrainOptions};
     use super::*;
+    use crate::classify::testutil::patterns;
 
     #[test]
     fn perfect_model_scores_one() {

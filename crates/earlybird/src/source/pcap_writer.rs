@@ -1,4 +1,5 @@
-//! Classic pcap writer for the generator and the DSCP marker (`mark`).
+//! Classic pcap writer for the DSCP marker (`mark`) and the generators
+//! (`gen`).
 //!
 //! Contract: writes the 24-byte global header (little-endian, v2.4, link
 //! type 1 = Ethernet or the one given to [`PcapOut::with_linktype`], magic
@@ -16,7 +17,7 @@ use std::io::{self, Write};
 const BUF_SIZE: usize = 1 << 20;
 
 /// Length of a pcap record header.
-pub(super) const REC_HDR: usize = 16;
+const REC_HDR: usize = 16;
 
 /// A pcap stream being written to `W`.
 pub(crate) struct PcapOut<W: Write> {

@@ -1,40 +1,24 @@
-//! Replay of capture files onto a Linux network interface (`earlybird
-//! replay`), for benchmarks and tests in network namespaces.
+//! The AF_PACKET transmit ring behind [`super::replay`]: a TPACKET_V2
+//! `PACKET_TX_RING` on a packet socket bound to one interface
+//! (PACKET_QDISC_BYPASS), the frames it accepts, and the bookkeeping that
+//! hands frames to the kernel and takes them back.
 //!
 //! Contract:
-//! - Input: capture files ([`CaptureFile`]), [`ReplayOptions`] (interface
-//!   name, optional rate in packets per second, number of loops) and a stop
-//!   flag.
-//! - Output: the captured bytes (`caplen`) of every Ethernet packet, file
-//!   after file in the order given, `loops` times, sent out of the interface
-//!   through an AF_PACKET socket with a TPACKET_V2 transmit ring
-//!   (PACKET_QDISC_BYPASS: no qdisc in the way), and a [`ReplayReport`].
-//!   Packets that are not sent are counted by reason, every loop:
-//!   another link type (`skipped_not_ethernet`, pcapng interfaces of an
-//!   unsupported link type included), longer than the interface accepts
-//!   (MTU + 14-byte Ethernet header, + 4 when 802.1Q-tagged on an Ethernet
-//!   device) or than a ring frame (`skipped_too_big`), shorter than an
-//!   Ethernet header (`skipped_too_short`), and frames the kernel refused
-//!   anyway (TP_STATUS_WRONG_FORMAT: `rejected`). `packets_sent` counts the
-//!   frames the kernel took from the ring; the device may still drop some
-//!   (see its tx_dropped counter). A cut-off capture is sent up to the cut
-//!   and its [`Warning`] is in the report (once, not per loop).
-//! - Rate: with `pps`, packet k (k counts the packets sent, from 0) leaves no
-//!   earlier than start + k / pps on the monotonic clock; without it, as fast
-//!   as the kernel takes frames. `seconds` is the wall-clock duration from the
-//!   first packet until the ring is empty.
-//! - Stop: raising the flag stops before the next packet; frames already in
-//!   the ring are still sent. Before returning, the ring is drained: every
-//!   frame the kernel took is back to TP_STATUS_AVAILABLE (bounded wait).
-//! - Failures: invalid options are [`Error::Config`]; everything about the
-//!   interface is [`Error::Interface`] naming it (no such interface, not an
-//!   Ethernet interface, no privilege — root or CAP_NET_RAW —, the ring cannot
-//!   be set up, the interface went down, or the kernel took no frame for
-//!   [`STALL`]). Nothing panics on any input.
-//! - Allocation: none per packet. One batch of packet references is reused,
-//!   and the ring (a few MiB) is mapped once per call.
+//! - [`Tx::open`] checks the interface (Ethernet or loopback), sizes the
+//!   ring for its MTU ([`Geometry`]), maps it and binds the socket; every
+//!   failure is [`Error::Interface`] naming the interface.
+//! - [`Limits::fit`] applies the kernel's own length rules (`tpacket_snd`),
+//!   so the kernel refuses a frame only in cases those rules miss; a
+//!   refused frame is taken out of the ring ([`Queue::drop_refused`]) and
+//!   counted, and the frames behind it still leave in order.
+//! - [`Tx::push`] waits for a free ring frame (failing after [`STALL`]
+//!   without progress), [`Tx::kick`] asks the kernel to send without
+//!   waiting, [`Tx::drain`] waits (bounded) until every frame is back.
+//! - The ring's status words are shared with the kernel and only touched
+//!   atomically; a frame's bytes are written only while it is ours and
+//!   published by a release store of its status.
+//! - Allocation: none per packet; the ring (a few MiB) is mapped once.
 
-use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -42,132 +26,8 @@ use std::time::{Duration, Instant};
 
 use libc::c_int;
 
+use super::netdev::{bind, hw_type, ifindex, ioctl_ifreq, packet_socket, set_opt, RingMap};
 use crate::error::{Error, Result};
-use crate::source::netdev::{bind, hw_type, ifindex, ioctl_ifreq, packet_socket, set_opt, RingMap};
-use crate::source::{CaptureFile, LinkType, PacketRef, Warning, BATCH};
-
-/// What to replay onto which interface. Build with [`ReplayOptions::new`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReplayOptions {
-    /// Interface to send on (e.g. `eth0`, `veth1`).
-    pub interface: String,
-    /// Packets per second; `None` sends as fast as possible.
-    pub pps: Option<f64>,
-    /// Times the whole input is sent (at least 1).
-    pub loops: u32,
-}
-
-impl ReplayOptions {
-    /// Send once, as fast as possible, on `interface`.
-    pub fn new(interface: &str) -> Self {
-        ReplayOptions {
-            interface: interface.to_string(),
-            pps: None,
-            loops: 1,
-        }
-    }
-
-    /// Checks the options; the message names the offending one.
-    fn validate(&self) -> Result<()> {
-        if self.loops == 0 {
-            return Err(Error::Config("replay: loops must be at least 1".into()));
-        }
-        if let Some(pps) = self.pps {
-            if !(pps.is_finite() && pps > 0.0) {
-                return Err(Error::Config(format!(
-                    "replay: pps must be a positive number, got {pps}"
-                )));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// What a replay sent and what it left out.
-///
-/// Not `Eq`: `seconds` is a float.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ReplayReport {
-    /// Frames the kernel took from the ring.
-    pub packets_sent: u64,
-    /// Their bytes (Ethernet header included, no FCS).
-    pub bytes_sent: u64,
-    /// Packets of another link type than Ethernet.
-    pub skipped_not_ethernet: u64,
-    /// Frames longer than the interface MTU allows or than a ring frame.
-    pub skipped_too_big: u64,
-    /// Frames shorter than an Ethernet header (14 bytes).
-    pub skipped_too_short: u64,
-    /// Frames the kernel refused (TP_STATUS_WRONG_FORMAT) although they
-    /// passed the checks above.
-    pub rejected: u64,
-    /// Wall-clock seconds from the first packet until the ring was empty.
-    pub seconds: f64,
-    /// Files that ended early (cut off or damaged), once each.
-    pub warnings: Vec<Warning>,
-}
-
-impl fmt::Display for ReplayReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (mpps, gbps) = if self.seconds > 0.0 {
-            (
-                self.packets_sent as f64 / self.seconds / 1e6,
-                self.bytes_sent as f64 * 8.0 / self.seconds / 1e9,
-            )
-        } else {
-            (0.0, 0.0)
-        };
-        write!(
-            f,
-            "{} packets, {} bytes sent in {:.3} s ({:.3} Mpps, {:.3} Gbit/s)",
-            self.packets_sent, self.bytes_sent, self.seconds, mpps, gbps
-        )?;
-        let unsent = [
-            (self.skipped_not_ethernet, "not Ethernet"),
-            (self.skipped_too_big, "too big for the interface"),
-            (self.skipped_too_short, "shorter than an Ethernet header"),
-            (self.rejected, "refused by the kernel"),
-        ];
-        let mut sep = "; not sent: ";
-        for (n, why) in unsent {
-            if n > 0 {
-                write!(f, "{sep}{n} {why}")?;
-                sep = ", ";
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Sends the Ethernet packets of `files` out of `opts.interface`, `loops`
-/// times, at `opts.pps` or as fast as possible, until done or `stop` is
-/// raised. See the module documentation for the counts and errors.
-pub fn replay(
-    files: &[CaptureFile],
-    opts: &ReplayOptions,
-    stop: &AtomicBool,
-) -> Result<ReplayReport> {
-    opts.validate()?;
-    let mut tx = Tx::open(&opts.interface)?;
-    let mut run = Run {
-        tx: &mut tx,
-        pps: opts.pps,
-        stop,
-        start: Instant::now(),
-        next_k: 0,
-        report: ReplayReport::default(),
-    };
-    run.all(files, opts.loops)?;
-    let (start, mut report) = (run.start, run.report);
-    // Whether finished or stopped, the frames already queued are sent and
-    // waited for, so the counts say what left.
-    tx.drain()?;
-    report.seconds = start.elapsed().as_secs_f64();
-    report.packets_sent = tx.queue.packets;
-    report.bytes_sent = tx.queue.bytes;
-    report.rejected = tx.queue.rejected;
-    Ok(report)
-}
 
 /// Ethernet header length (the `hard_header_len` of Ethernet devices).
 const ETH_HLEN: usize = 14;
@@ -189,7 +49,7 @@ const MIN_BLOCK: usize = 64 << 10;
 const KICK_EVERY: usize = 64;
 /// How long the ring may stay full without the kernel freeing a frame
 /// before the replay fails (the link is down, or the device stuck).
-pub const STALL: Duration = Duration::from_secs(10);
+pub(super) const STALL: Duration = Duration::from_secs(10);
 /// How long the final drain may wait for the last frames.
 const DRAIN: Duration = Duration::from_secs(5);
 /// Pause before kicking again when the kernel could not take a frame (the
@@ -262,7 +122,7 @@ impl Geometry {
 
 /// Whether a frame can be sent, and if not why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fit {
+pub(super) enum Fit {
     Send,
     TooShort,
     TooBig,
@@ -273,14 +133,14 @@ enum Fit {
 /// Ethernet header, at most MTU + header, 4 more when the frame is 802.1Q
 /// tagged and the device is Ethernet (not loopback), and within a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Limits {
+pub(super) struct Limits {
     mtu: usize,
     capacity: usize,
     vlan_extra: bool,
 }
 
 impl Limits {
-    fn fit(&self, frame: &[u8]) -> Fit {
+    pub(super) fn fit(&self, frame: &[u8]) -> Fit {
         if frame.len() < ETH_HLEN {
             return Fit::TooShort;
         }
@@ -293,140 +153,6 @@ impl Limits {
             Fit::TooBig
         } else {
             Fit::Send
-        }
-    }
-}
-
-/// Nanoseconds after the start at which packet `k` may leave at `pps`
-/// (saturates for absurd values instead of wrapping).
-fn due_ns(k: u64, pps: f64) -> u64 {
-    (k as f64 * 1e9 / pps) as u64
-}
-
-/// Closer than this to a packet's time, spin; farther, sleep (a sleep can
-/// overshoot by tens of microseconds, so it ends this much early).
-const SPIN_BELOW_NS: u64 = 200_000;
-/// Longest single sleep, so that a raised stop flag is seen quickly.
-const MAX_SLEEP_NS: u64 = 50_000_000;
-
-/// One step of waiting for a packet's time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Wait {
-    Go,
-    Spin,
-    Sleep(Duration),
-}
-
-fn wait_step(now_ns: u64, due_ns: u64) -> Wait {
-    let ahead = due_ns.saturating_sub(now_ns);
-    if ahead == 0 {
-        Wait::Go
-    } else if ahead <= SPIN_BELOW_NS {
-        Wait::Spin
-    } else {
-        Wait::Sleep(Duration::from_nanos(
-            (ahead - SPIN_BELOW_NS / 2).min(MAX_SLEEP_NS),
-        ))
-    }
-}
-
-fn elapsed_ns(start: Instant) -> u64 {
-    u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// One replay in progress: walks the files and feeds the ring.
-struct Run<'a> {
-    tx: &'a mut Tx,
-    pps: Option<f64>,
-    stop: &'a AtomicBool,
-    start: Instant,
-    /// Index of the next packet to send (for pacing).
-    next_k: u64,
-    report: ReplayReport,
-}
-
-impl Run<'_> {
-    /// Sends every file `loops` times; stops early (with `Ok`) on `stop`.
-    fn all(&mut self, files: &[CaptureFile], loops: u32) -> Result<()> {
-        let mut refs = Vec::with_capacity(BATCH);
-        for lap in 0..loops {
-            for file in files {
-                if !self.file(file, &mut refs, lap == 0)? {
-                    return Ok(());
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Sends one file; `false` when stopped.
-    fn file(
-        &mut self,
-        file: &CaptureFile,
-        refs: &mut Vec<PacketRef>,
-        first_lap: bool,
-    ) -> Result<bool> {
-        let mut reader = file.reader();
-        let data = reader.data();
-        while reader.next_batch(refs, BATCH) > 0 {
-            for r in refs.iter() {
-                if self.stop.load(Ordering::Relaxed) {
-                    return Ok(false);
-                }
-                if r.link != LinkType::Ethernet {
-                    self.report.skipped_not_ethernet += 1;
-                } else if !self.packet(r.bytes(data))? {
-                    return Ok(false);
-                }
-            }
-        }
-        self.report.skipped_not_ethernet += reader.skipped_unsupported_link();
-        if first_lap {
-            self.report.warnings.extend(reader.warnings().cloned());
-        }
-        Ok(true)
-    }
-
-    /// Sends one Ethernet frame (or counts why not); `false` when stopped.
-    fn packet(&mut self, frame: &[u8]) -> Result<bool> {
-        match self.tx.limits.fit(frame) {
-            Fit::TooShort => self.report.skipped_too_short += 1,
-            Fit::TooBig => self.report.skipped_too_big += 1,
-            Fit::Send => {
-                if !self.pace()? || !self.tx.push(frame, self.stop)? {
-                    return Ok(false);
-                }
-                self.next_k += 1;
-            }
-        }
-        Ok(true)
-    }
-
-    /// Waits until packet `next_k` may leave; `false` when stopped first.
-    fn pace(&mut self) -> Result<bool> {
-        let Some(pps) = self.pps else {
-            return Ok(true);
-        };
-        let due = due_ns(self.next_k, pps);
-        let mut kicked = false;
-        loop {
-            let step = wait_step(elapsed_ns(self.start), due);
-            if step == Wait::Go {
-                return Ok(true);
-            }
-            // The frames queued so far must leave on their time, not with
-            // the next batch.
-            if !kicked {
-                self.tx.kick()?;
-                kicked = true;
-            }
-            if self.stop.load(Ordering::Relaxed) {
-                return Ok(false);
-            }
-            match step {
-                Wait::Sleep(d) => std::thread::sleep(d),
-                _ => std::hint::spin_loop(),
-            }
         }
     }
 }
@@ -527,14 +253,14 @@ impl Ring {
 /// reclaimed: `inflight` frames end at `next` (the next frame to fill), and
 /// the last `pending` of them the kernel has not taken yet (it stops at a
 /// frame still SEND_REQUEST, or one it refused).
-struct Queue {
+pub(super) struct Queue {
     ring: Ring,
     next: usize,
     inflight: usize,
     pending: usize,
-    packets: u64,
-    bytes: u64,
-    rejected: u64,
+    pub(super) packets: u64,
+    pub(super) bytes: u64,
+    pub(super) rejected: u64,
 }
 
 impl Queue {
@@ -620,20 +346,20 @@ impl Queue {
 }
 
 /// An AF_PACKET socket bound to one interface, with its transmit ring.
-struct Tx {
+pub(super) struct Tx {
     /// Declared before `_map`: the view must not outlive the mapping.
-    queue: Queue,
+    pub(super) queue: Queue,
     /// Kept only to unmap the ring on drop.
     _map: RingMap,
     fd: OwnedFd,
     name: String,
-    limits: Limits,
+    pub(super) limits: Limits,
     /// Frames queued since the last kick.
     unkicked: usize,
 }
 
 impl Tx {
-    fn open(name: &str) -> Result<Tx> {
+    pub(super) fn open(name: &str) -> Result<Tx> {
         let ifindex = ifindex(name)?;
         let fd = packet_socket(name)?;
         let hw_type = hw_type(&fd, name)?;
@@ -674,7 +400,7 @@ impl Tx {
 
     /// Queues one frame, waiting for a free ring frame if needed; `false`
     /// when stopped while waiting.
-    fn push(&mut self, frame: &[u8], stop: &AtomicBool) -> Result<bool> {
+    pub(super) fn push(&mut self, frame: &[u8], stop: &AtomicBool) -> Result<bool> {
         if self.queue.full() && !self.wait_free(stop)? {
             return Ok(false);
         }
@@ -689,7 +415,7 @@ impl Tx {
     /// Asks the kernel to send the queued frames, without waiting for them
     /// to complete. Returns `true` when it could not take them all (device
     /// queue or send buffer full: try again a little later).
-    fn kick(&mut self) -> Result<bool> {
+    pub(super) fn kick(&mut self) -> Result<bool> {
         self.unkicked = 0;
         loop {
             if self.queue.pending == 0 {
@@ -755,7 +481,7 @@ impl Tx {
 
     /// Hands every queued frame over and waits (bounded) until the kernel
     /// has released them all.
-    fn drain(&mut self) -> Result<()> {
+    pub(super) fn drain(&mut self) -> Result<()> {
         let since = Instant::now();
         loop {
             let busy = self.kick()?;
@@ -908,35 +634,6 @@ mod tests {
     }
 
     #[test]
-    fn pacing_times_and_steps() {
-        assert_eq!(due_ns(0, 20_000.0), 0);
-        assert_eq!(due_ns(1, 20_000.0), 50_000);
-        assert_eq!(due_ns(20_000, 20_000.0), 1_000_000_000);
-        assert_eq!(due_ns(3, 0.5), 6_000_000_000);
-        assert_eq!(due_ns(u64::MAX, 1e-300), u64::MAX, "saturates");
-        assert_eq!(wait_step(10, 10), Wait::Go);
-        assert_eq!(wait_step(11, 10), Wait::Go);
-        assert_eq!(wait_step(0, 1), Wait::Spin);
-        assert_eq!(wait_step(0, SPIN_BELOW_NS), Wait::Spin);
-        assert_eq!(
-            wait_step(0, 1_000_000),
-            Wait::Sleep(Duration::from_nanos(1_000_000 - SPIN_BELOW_NS / 2))
-        );
-        assert_eq!(
-            wait_step(5, 10_000_000_000),
-            Wait::Sleep(Duration::from_nanos(MAX_SLEEP_NS)),
-            "long waits are cut so that stop is seen"
-        );
-        // A sleep never reaches the due time: the last stretch is spun.
-        for ahead in [SPIN_BELOW_NS + 1, 300_000, 49_000_000] {
-            let Wait::Sleep(d) = wait_step(0, ahead) else {
-                panic!("{ahead}")
-            };
-            assert!((d.as_nanos() as u64) < ahead);
-        }
-    }
-
-    #[test]
     fn status_bits() {
         assert!(is_free(AVAILABLE));
         assert!(is_free(libc::TP_STATUS_TS_SOFTWARE), "timestamp bits only");
@@ -1056,69 +753,5 @@ mod tests {
         assert!(q.reclaim());
         assert_eq!(q.inflight, 0);
         assert_eq!((q.packets, q.bytes), (4, 40 + 33 + 35));
-    }
-
-    #[test]
-    fn options_are_checked_first() {
-        let stop = AtomicBool::new(false);
-        let mut o = ReplayOptions::new("lo");
-        o.loops = 0;
-        let e = replay(&[], &o, &stop).unwrap_err();
-        assert!(
-            matches!(e, Error::Config(_)) && e.to_string().contains("loops"),
-            "{e}"
-        );
-        for pps in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            let o = ReplayOptions {
-                pps: Some(pps),
-                ..ReplayOptions::new("lo")
-            };
-            let e = replay(&[], &o, &stop).unwrap_err();
-            assert!(e.to_string().contains("pps"), "{e}");
-        }
-    }
-
-    /// Name checks need no privilege, so these run as any user.
-    #[test]
-    fn bad_interface_names_are_named_in_the_error() {
-        let stop = AtomicBool::new(false);
-        for name in [
-            "ebr-no-such0",
-            "",
-            "a-name-far-too-long-for-linux",
-            "nul\0x",
-        ] {
-            let e = replay(&[], &ReplayOptions::new(name), &stop).unwrap_err();
-            let Error::Interface { name: n, reason } = &e else {
-                panic!("{e}");
-            };
-            assert_eq!(n, name);
-            assert!(e.to_string().contains(&format!("interface {name}")), "{e}");
-            if name == "ebr-no-such0" {
-                assert_eq!(reason, "no such interface");
-            }
-        }
-    }
-
-    #[test]
-    fn report_line() {
-        let mut r = ReplayReport {
-            packets_sent: 2_000_000,
-            bytes_sent: 250_000_000,
-            seconds: 2.0,
-            ..Default::default()
-        };
-        assert_eq!(
-            r.to_string(),
-            "2000000 packets, 250000000 bytes sent in 2.000 s (1.000 Mpps, 1.000 Gbit/s)"
-        );
-        r.skipped_not_ethernet = 3;
-        r.rejected = 1;
-        assert!(
-            r.to_string()
-                .ends_with("; not sent: 3 not Ethernet, 1 refused by the kernel"),
-            "{r}"
-        );
-        assert!(ReplayReport::default().to_string().contains("0.000 Mpps"));
     }
 }

@@ -9,15 +9,15 @@
 
 use std::str::FromStr;
 
-use super::dataset::{Dataset, LabelLevel};
-use super::forest::Forest;
-use super::model::{Model, ModelInfo, ModelKind};
-use super::naive_bayes::{NaiveBayes, NbOptions};
-use super::ports::PortTable;
-use super::svm::{Svm, SvmOptions};
-use super::tree::{Tree, TreeOptions};
+use crate::classify::dataset::{Dataset, LabelLevel};
+use crate::classify::forest::Forest;
+use crate::classify::model::{Model, ModelInfo, ModelKind};
+use crate::classify::naive_bayes::{NaiveBayes, NbOptions};
+use crate::classify::ports::PortTable;
+use crate::classify::svm::{Svm, SvmOptions};
+use crate::classify::tree::{Tree, TreeOptions};
 use crate::error::{Error, Result};
-use crate::flow::record::MAX_EARLY;
+use crate::features::early::MAX_EARLY;
 
 /// Learning algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -184,10 +184,10 @@ pub fn train(data: &Dataset, opt: &TrainOptions) -> Result<Model> {
             opt.seed,
         )),
         Algo::Svm => {
-            if data.classes.len() > super::svm::MAX_CLASSES {
+            if data.classes.len() > crate::classify::svm::MAX_CLASSES {
                 return Err(Error::Config(format!(
                     "svm supports at most {} classes",
-                    super::svm::MAX_CLASSES
+                    crate::classify::svm::MAX_CLASSES
                 )));
             }
             ModelKind::Svm(Svm::train(data, packets, opt.use_ports, &opt.svm))
@@ -210,8 +210,8 @@ pub fn train(data: &Dataset, opt: &TrainOptions) -> Result<Model> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::patterns;
     use super::*;
+    use crate::classify::testutil::patterns;
 
     #[test]
     fn algo_names_round_trip() {

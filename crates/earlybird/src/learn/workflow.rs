@@ -24,10 +24,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::dataset::{Dataset, LabelLevel, LabelOptions, LabelSet};
+use super::dataset::{LabelOptions, LabelSet};
 use super::evaluate::{evaluate, Report, MAX_K};
-use super::model::Model;
 use super::train::{train, TrainOptions};
+use crate::classify::dataset::{Dataset, LabelLevel};
+use crate::classify::model::Model;
 use crate::error::{Error, Result};
 use crate::pipeline::{self, ModelRef, RunOptions};
 use crate::source::CaptureFile;

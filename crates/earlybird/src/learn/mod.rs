@@ -1,0 +1,19 @@
+//! Offline learning: ground-truth labels, data sets built from capture
+//! files, training and evaluation. Nothing on the data path imports this
+//! folder; it drives the data path ([`crate::pipeline::collect`]) to turn
+//! captures into labelled samples.
+//!
+//! Files: `dataset` (ground-truth labels and the samples built from flow
+//! records), `train` (options → [`crate::classify::Model`]), `evaluate`
+//! (scores and the accuracy-versus-packets curve), `workflow` (capture files
+//! and label CSVs → data sets, models, reports: `earlybird train` and
+//! `earlybird evaluate`).
+
+pub mod dataset;
+pub mod evaluate;
+pub mod train;
+pub mod workflow;
+
+pub use dataset::{LabelOptions, LabelSet};
+pub use evaluate::{evaluate, Report};
+pub use train::{train, Algo, TrainOptions};
