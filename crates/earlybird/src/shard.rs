@@ -19,7 +19,6 @@
 use std::sync::Arc;
 
 use crate::classify::Classifier;
-use crate::classify::Verdict;
 use crate::config::{FlowConfig, FlowHash};
 use crate::decode::LinkType;
 use crate::decode::{decode, fast, Decoded, Skip};
@@ -27,55 +26,9 @@ use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
 use crate::flow::packet::{is_icmp, Payload, Pkt, Side};
 use crate::flow::record::RecordBatch;
 use crate::flow::table::FlowTable;
-use crate::mark::MarkWriter;
+use crate::mark::Marker;
 use crate::source::PacketRef;
 use crate::telemetry::Counters;
-
-/// `-w`: every packet read is written, in input order, to a pcap file;
-/// with DSCP marking (a single-shard run), packets of a flow after its
-/// verdict get the DSCP of its class.
-pub struct Marker {
-    /// The output file.
-    pub writer: MarkWriter,
-    /// DSCP per class index (None = unchanged).
-    pub by_class: Vec<Option<u8>>,
-    /// DSCP of flows whose verdict is "unknown".
-    pub unknown: Option<u8>,
-    /// The first write error; writing stops there, flows go on.
-    pub error: Option<String>,
-    /// Whether packets are marked (else they are copied as read).
-    marking: bool,
-    marks: Vec<Option<(usize, u8, u8)>>,
-}
-
-impl Marker {
-    /// A marker writing through `writer` with the resolved DSCP table.
-    pub fn new(writer: MarkWriter, by_class: Vec<Option<u8>>, unknown: Option<u8>) -> Marker {
-        Marker {
-            writer,
-            by_class,
-            unknown,
-            error: None,
-            marking: true,
-            marks: Vec::new(),
-        }
-    }
-
-    /// A writer of every packet as read, marking none (`-w` alone; any
-    /// shard count: the shard that reads every batch writes it, see
-    /// [`Shard::copy`]).
-    pub fn copy(writer: MarkWriter) -> Marker {
-        Marker {
-            marking: false,
-            ..Marker::new(writer, Vec::new(), None)
-        }
-    }
-
-    /// Whether packets are DSCP-marked.
-    pub fn marking(&self) -> bool {
-        self.marking
-    }
-}
 
 /// [`Shard::decode`] modes: the only shard keeps every packet; a reader
 /// of several shards puts each packet into its shard's [`Parcel`].
@@ -500,23 +453,14 @@ impl Shard {
                 .table
                 .packet_at::<A>(p, &wide[p.idx as usize], hint, pl);
             self.counters.ip_bytes_flowed += p.size as u64;
-            if let Some(m) = self.marker.as_mut().filter(|m| m.marking) {
+            if let Some(m) = self.marker.as_mut().filter(|m| m.marking()) {
                 if let Some(class) = self.table.mark_class(slot) {
-                    let dscp = if class == Verdict::UNKNOWN {
-                        m.unknown
-                    } else {
-                        m.by_class.get(class as usize).copied().flatten()
-                    };
-                    let ver = if p.key.is_v6() { 6 } else { 4 };
-                    if m.marks.len() < refs.len() {
-                        m.marks.resize(refs.len(), None);
-                    }
-                    m.marks[p.idx as usize] = dscp.map(|d| (p.ip_offset as usize, ver, d));
+                    m.note(p.idx, refs.len(), class, p.ip_offset, p.key.is_v6());
                 }
             }
         }
         if let Some(m) = &mut self.marker {
-            write_marked(m, data, refs);
+            m.write_batch(data, refs);
         }
         self.counters.packets_flowed += pkts.len() as u64;
         if min_ts < floor {
@@ -543,7 +487,7 @@ impl Shard {
     /// this call too, not by [`Shard::run_parcel`]).
     pub fn copy(&mut self, data: &[u8], refs: &[PacketRef]) {
         if let Some(m) = &mut self.marker {
-            write_marked(m, data, refs);
+            m.write_batch(data, refs);
         }
     }
 
@@ -599,21 +543,4 @@ impl Shard {
         }
         self.counters.flows = self.table.counters;
     }
-}
-
-/// Writes every packet of the batch in order, with the marks decided for it.
-fn write_marked(m: &mut Marker, data: &[u8], refs: &[PacketRef]) {
-    if m.error.is_none() {
-        for (i, r) in refs.iter().enumerate() {
-            let bytes = data
-                .get(r.offset..r.offset + r.caplen as usize)
-                .unwrap_or(&[]);
-            let mark = m.marks.get(i).copied().flatten();
-            if let Err(e) = m.writer.write(r.link, r.ts, r.orig_len, bytes, mark) {
-                m.error = Some(e.to_string());
-                break;
-            }
-        }
-    }
-    m.marks.clear();
 }
