@@ -113,6 +113,12 @@ pub struct FlowsArgs {
     /// record fields are empty in CSV, null in JSON lines).
     #[arg(long, value_name = "LEVEL", default_value = "full", value_parser = ["full", "basic"])]
     stats: String,
+    /// Per-flow analyzer to run (repeat, or comma-separate several); each
+    /// adds its fields after the record's own (docs/RECORD_FIELDS.md).
+    /// "payload": transport payload packets and bytes per direction, and
+    /// the first 16 payload bytes of each direction in hex.
+    #[arg(long = "analyzer", value_name = "NAME", value_delimiter = ',')]
+    analyzers: Vec<String>,
     /// Flow hash for the flow-table index: fold (default: the symmetric
     /// multiply-fold hash that also picks the shard, one hash per packet) or
     /// toeplitz (RSS Toeplitz with the symmetric 0x6d5a key). Shards are
@@ -224,6 +230,7 @@ pub fn run(a: FlowsArgs) -> i32 {
             early_packets: a.early_packets,
             max_flows: a.max_flows,
             full_stats: a.stats == "full",
+            analyzers: a.analyzers.clone(),
             hash: if a.hash == "toeplitz" {
                 earlybird::FlowHash::Toeplitz
             } else {
@@ -299,6 +306,7 @@ pub fn run(a: FlowsArgs) -> i32 {
     let eopts = ExportOptions {
         early_packets: opts.flow.early_packets,
         class_names: model.classes.clone(),
+        analyzed: earlybird::analyze::fields_of(&opts.flow.analyzers).into(),
     };
     let live = match live_config(&a) {
         Ok(l) => l,

@@ -358,3 +358,44 @@ fn capture_truncated_while_read_warns_and_exits_0() {
     );
     assert!(err.contains("flows: "), "{err}");
 }
+
+#[test]
+fn an_analyzer_adds_its_fields_to_csv_and_json_lines() {
+    let (_dir, csv_out) = tmp("flows.csv");
+    let json_out = csv_out.with_extension("jsonl");
+    let (code, _, err) = eb(&[
+        "flows",
+        sample().to_str().unwrap(),
+        "--analyzer",
+        "payload",
+        "-o",
+        csv_out.to_str().unwrap(),
+        "-o",
+        json_out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let csv = std::fs::read_to_string(&csv_out).unwrap();
+    let header = csv.lines().next().unwrap();
+    assert!(
+        header.ends_with(
+            ",pkt4_iat_us,fwd_payload_packets,bwd_payload_packets,fwd_payload_bytes,\
+             bwd_payload_bytes,fwd_first_payload,bwd_first_payload"
+        ),
+        "{header}"
+    );
+    let width = header.split(',').count();
+    assert!(csv.lines().all(|l| l.split(',').count() == width));
+    // TLS flows: the client's first payload is a TLS handshake record.
+    let json = std::fs::read_to_string(&json_out).unwrap();
+    assert!(
+        json.lines()
+            .any(|l| l.contains("\"fwd_first_payload\":\"160301")),
+        "no TLS client hello"
+    );
+    let (code, _, err) = eb(&["flows", sample().to_str().unwrap(), "--analyzer", "nope"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("unknown analyzer \"nope\" (known: payload)"),
+        "{err}"
+    );
+}

@@ -146,6 +146,7 @@ fn bench(c: &mut Criterion) {
         let opts = ExportOptions {
             early_packets: n,
             class_names: names.clone().into(),
+            ..Default::default()
         };
         for format in [Format::Csv, Format::JsonLines, Format::Null] {
             let mut ex = to_writer(format, Box::new(std::io::sink()), "bench", &opts);

@@ -30,6 +30,7 @@ fn bench(c: &mut Criterion) {
                         &ExportOptions {
                             early_packets: 4,
                             class_names: Default::default(),
+                            ..Default::default()
                         },
                     );
                     let r = earlybird::run(

@@ -120,6 +120,7 @@ fn one_run(
     let eopts = ExportOptions {
         early_packets: cfg.flow.early_packets,
         class_names: cfg.model.classes.clone(),
+        ..Default::default()
     };
     let t0 = Instant::now();
     let files = match (file, mem) {
@@ -219,6 +220,7 @@ pub fn memory_per_flow(flows: u64, flow: &FlowConfig) -> Result<(u64, u64, Optio
         &ExportOptions {
             early_packets: flow.early_packets,
             class_names: Default::default(),
+            ..Default::default()
         },
     )?;
     let r = pipeline::run(

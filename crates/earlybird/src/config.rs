@@ -34,6 +34,9 @@ pub struct FlowConfig {
     pub full_stats: bool,
     /// Flow hash of the table index and tag. Default [`FlowHash::Fold`].
     pub hash: FlowHash,
+    /// Per-flow analyzers turned on, by name ([`crate::analyze::AVAILABLE`];
+    /// `--analyzer`). Default none.
+    pub analyzers: Vec<String>,
 }
 
 /// Which hash indexes the flow table (shards are picked by
@@ -61,6 +64,7 @@ impl Default for FlowConfig {
             sweep_per_batch: 64,
             full_stats: true,
             hash: FlowHash::Fold,
+            analyzers: Vec::new(),
         }
     }
 }
@@ -86,6 +90,17 @@ impl FlowConfig {
         }
         if self.idle_timeout == 0 || self.active_timeout == 0 {
             return Err(Error::Config("timeouts must be positive".into()));
+        }
+        if let Some(bad) = self
+            .analyzers
+            .iter()
+            .find(|n| !crate::analyze::AVAILABLE.iter().any(|(k, _)| k == n))
+        {
+            let known: Vec<&str> = crate::analyze::AVAILABLE.iter().map(|(k, _)| *k).collect();
+            return Err(Error::Config(format!(
+                "unknown analyzer {bad:?} (known: {})",
+                known.join(", ")
+            )));
         }
         Ok(())
     }

@@ -33,6 +33,9 @@
 //! - **Record types**: [`FlowRecord`] ([`RecordKey`], [`Stat`],
 //!   [`Verdict`], [`EndReason`]), its early packets ([`EarlyPkt`]) and
 //!   [`RecordBatch`].
+//! - **Per-flow analyzers** turned on by name ([`FlowConfig::analyzers`]):
+//!   [`mod@analyze`]; the fields they add to a record are cells ([`Rows`],
+//!   [`OwnedValue`]) described by [`Field`]s.
 //! - **Exporters**: [`Exporter`], opened by [`Format`] on a path
 //!   ([`open_exporter`]) or over any writer ([`to_writer`]); an exporter of
 //!   your own may format on another thread through a [`Renderer`].
@@ -68,7 +71,7 @@
 //!
 //! let csv = ExportOptions {
 //!     early_packets: opts.flow.early_packets,
-//!     class_names: Vec::new().into(),
+//!     ..ExportOptions::default()
 //! };
 //! let stdout = to_writer(Format::Csv, Box::new(std::io::stdout()), "csv:stdout", &csv);
 //! let report = run(&files, &opts, &ModelRef::default(), vec![stdout], &RunControl::default())?;
@@ -83,6 +86,7 @@
 // re-exports for the integration tests and benches) count as used.
 #![cfg_attr(not(test), allow(dead_code))]
 
+pub mod analyze;
 pub mod bench;
 pub(crate) mod classify;
 pub(crate) mod config;
@@ -98,6 +102,7 @@ pub(crate) mod mark;
 pub mod outpath;
 pub(crate) mod pipeline;
 pub(crate) mod prefetch;
+pub(crate) mod schema;
 pub(crate) mod shard;
 pub(crate) mod source;
 pub(crate) mod telemetry;
@@ -124,6 +129,7 @@ pub use pipeline::{
     collect, collect_inputs, open_all, open_live, run, run_inputs, run_live, CollectedFlow,
     ExportPolicy, LiveInput, ModelRef, Placement, RunControl, RunOptions,
 };
+pub use schema::{Cells, Field, FieldType, OwnedValue, Rows, Value};
 pub use source::af_packet::LiveConfig;
 pub use source::fanout::Fanout;
 pub use source::inputs::{InputOrder, Inputs, SkipReason};
@@ -143,8 +149,10 @@ pub mod testing {
     pub use crate::classify::vector;
     pub use crate::decode::fast::ethernet_ipv4;
     pub use crate::decode::{decode, fmt_addr, map_v4, Decoded};
+    pub use crate::export::fields;
     pub use crate::flow::key::{shard_hash_v4, Key};
-    pub use crate::flow::table::{FlowTable, Pkt};
+    pub use crate::flow::packet::Pkt;
+    pub use crate::flow::table::FlowTable;
     pub use crate::mark::dscp::read_dscp;
     pub use crate::source::af_packet::{Frames, Walked};
     pub use crate::source::populate::BACKGROUND_FROM;

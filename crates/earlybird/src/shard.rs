@@ -19,57 +19,16 @@
 use std::sync::Arc;
 
 use crate::classify::Classifier;
-use crate::classify::Verdict;
 use crate::config::{FlowConfig, FlowHash};
 use crate::decode::LinkType;
 use crate::decode::{decode, fast, Decoded, Skip};
 use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
+use crate::flow::packet::{is_icmp, Payload, Pkt, Side};
 use crate::flow::record::RecordBatch;
-use crate::flow::table::{is_icmp, FlowTable, Pkt, Side};
-use crate::mark::MarkWriter;
+use crate::flow::table::FlowTable;
+use crate::mark::Marker;
 use crate::source::PacketRef;
 use crate::telemetry::Counters;
-
-/// `-w`: every packet read is written, in input order, to a pcap file;
-/// with DSCP marking (a single-shard run), packets of a flow after its
-/// verdict get the DSCP of its class.
-pub struct Marker {
-    /// The output file.
-    pub writer: MarkWriter,
-    /// DSCP per class index (None = unchanged).
-    pub by_class: Vec<Option<u8>>,
-    /// DSCP of flows whose verdict is "unknown".
-    pub unknown: Option<u8>,
-    /// The first write error; writing stops there, flows go on.
-    pub error: Option<String>,
-    /// Whether packets are marked (else they are copied as read).
-    marking: bool,
-    marks: Vec<Option<(usize, u8, u8)>>,
-}
-
-impl Marker {
-    /// A marker writing through `writer` with the resolved DSCP table.
-    pub fn new(writer: MarkWriter, by_class: Vec<Option<u8>>, unknown: Option<u8>) -> Marker {
-        Marker {
-            writer,
-            by_class,
-            unknown,
-            error: None,
-            marking: true,
-            marks: Vec::new(),
-        }
-    }
-
-    /// A writer of every packet as read, marking none (`-w` alone; any
-    /// shard count: the shard that reads every batch writes it, see
-    /// [`Shard::copy`]).
-    pub fn copy(writer: MarkWriter) -> Marker {
-        Marker {
-            marking: false,
-            ..Marker::new(writer, Vec::new(), None)
-        }
-    }
-}
 
 /// [`Shard::decode`] modes: the only shard keeps every packet; a reader
 /// of several shards puts each packet into its shard's [`Parcel`].
@@ -88,6 +47,9 @@ pub struct Parcel {
     /// (other packets point at it), such a packet's `idx` is the place of
     /// its side.
     pub wide: Vec<Side>,
+    /// Where each packet's transport payload is, in input order with
+    /// `pkts` (filled only when an analyzer reads payload).
+    pub spans: Vec<Span>,
     /// Largest timestamp of the whole batch, every shard's packets.
     pub max_ts: u64,
     /// Smallest timestamp of the whole batch.
@@ -100,6 +62,7 @@ impl Parcel {
         Parcel {
             pkts: Vec::with_capacity(n),
             wide: vec![Side::default()],
+            spans: Vec::new(),
             max_ts: 0,
             min_ts: 0,
         }
@@ -111,6 +74,7 @@ impl Parcel {
         Parcel {
             pkts: Vec::new(),
             wide: Vec::new(),
+            spans: Vec::new(),
             max_ts: 0,
             min_ts: 0,
         }
@@ -125,8 +89,46 @@ impl Parcel {
     pub fn clear(&mut self) {
         self.pkts.clear();
         self.wide.truncate(1);
+        self.spans.clear();
         self.max_ts = 0;
         self.min_ts = 0;
+    }
+}
+
+/// Where a packet's transport payload is in the bytes of its batch.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Span {
+    /// Offset of the payload's first byte in the batch's data.
+    pub start: usize,
+    /// Bytes captured (cut by the snaplen, never past the IP length).
+    pub captured: u16,
+    /// Length according to the headers.
+    pub len: u16,
+}
+
+impl Span {
+    /// The span of a packet captured at `r` whose transport payload starts
+    /// `offset` bytes into it and is `len` bytes long per its headers.
+    #[inline]
+    fn of(r: &PacketRef, offset: u16, len: u16) -> Span {
+        let room = (r.caplen as usize).saturating_sub(offset as usize);
+        Span {
+            start: r.offset + offset as usize,
+            captured: room.min(len as usize) as u16,
+            len,
+        }
+    }
+
+    /// The payload in `data` (empty when the span is not inside it).
+    #[inline]
+    fn payload(self, data: &[u8]) -> Payload<'_> {
+        let bytes = data
+            .get(self.start..self.start + self.captured as usize)
+            .unwrap_or(&[]);
+        Payload {
+            bytes,
+            len: self.len,
+        }
     }
 }
 
@@ -146,6 +148,12 @@ pub struct Shard {
     /// What the batch's IPv6 and ICMP packets carry beside them, by index
     /// in the batch.
     wide: Vec<Side>,
+    /// An analyzer is on: the first pass keeps each packet's payload span
+    /// and the second shows the packets to the analyzers (each pass is
+    /// compiled twice, with and without, and picked once per batch).
+    analyze: bool,
+    /// The payload spans of `pkts` (when `analyze`).
+    spans: Vec<Span>,
 }
 
 impl Shard {
@@ -164,12 +172,15 @@ impl Shard {
             sweep_per_batch: cfg.sweep_per_batch.div_ceil(shards),
             ..cfg.clone()
         };
+        let table = FlowTable::new(&cfg, model)?;
         Ok(Shard {
             id,
             shards,
             bidirectional: cfg.bidirectional,
             hash: cfg.hash,
-            table: FlowTable::new(&cfg, model)?,
+            analyze: table.analyzing(),
+            spans: Vec::new(),
+            table,
             counters: Counters::default(),
             marker: None,
             pkts: Vec::with_capacity(crate::source::BATCH),
@@ -190,13 +201,25 @@ impl Shard {
     /// Processes one batch of packets whose bytes are in `data`, all of them
     /// this shard's (a single-shard run).
     pub fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
+        if self.analyze {
+            self.batch_as::<true>(data, refs);
+        } else {
+            self.batch_as::<false>(data, refs);
+        }
+    }
+
+    /// [`Self::batch`] with analyzers (`A`) or without.
+    #[inline(always)]
+    fn batch_as<const A: bool>(&mut self, data: &[u8], refs: &[PacketRef]) {
         self.begin(refs.len());
-        let (min_ts, max_ts) = self.decode::<SOLO>(data, refs, &mut []);
+        let (min_ts, max_ts) = self.decode::<SOLO, A>(data, refs, &mut []);
         let pkts = std::mem::take(&mut self.pkts);
         let wide = std::mem::take(&mut self.wide);
-        self.account(&pkts, &wide, data, refs, (min_ts, max_ts));
+        let spans = std::mem::take(&mut self.spans);
+        self.account::<A>(&pkts, &wide, &spans, data, refs, (min_ts, max_ts));
         self.pkts = pkts;
         self.wide = wide;
+        self.spans = spans;
     }
 
     /// Reads a batch for every shard of a run without running any of it:
@@ -207,7 +230,11 @@ impl Shard {
     /// batch). Packets that belong to no flow are counted here and go
     /// nowhere.
     pub fn split(&mut self, data: &[u8], refs: &[PacketRef], parcels: &mut [Parcel]) {
-        let (min_ts, max_ts) = self.decode::<SPLIT>(data, refs, parcels);
+        let (min_ts, max_ts) = if self.analyze {
+            self.decode::<SPLIT, true>(data, refs, parcels)
+        } else {
+            self.decode::<SPLIT, false>(data, refs, parcels)
+        };
         for p in parcels.iter_mut() {
             p.max_ts = max_ts;
             p.min_ts = min_ts;
@@ -215,11 +242,18 @@ impl Shard {
     }
 
     /// Runs the packets a [`Shard::split`] (this shard's or another's) put
-    /// into a parcel for this shard; they were counted there.
-    pub fn run_parcel(&mut self, parcel: &Parcel) {
+    /// into a parcel for this shard; they were counted there. `data` is the
+    /// capture the parcel's batch was read from (its payload spans point
+    /// into it).
+    pub fn run_parcel(&mut self, parcel: &Parcel, data: &[u8]) {
         self.table.drain_verdicts(false);
         let times = (parcel.min_ts, parcel.max_ts);
-        self.account(&parcel.pkts, &parcel.wide, &[], &[], times);
+        let (pkts, wide, spans) = (&parcel.pkts, &parcel.wide, &parcel.spans);
+        if self.analyze {
+            self.account::<true>(pkts, wide, spans, data, &[], times);
+        } else {
+            self.account::<false>(pkts, wide, spans, data, &[], times);
+        }
     }
 
     #[inline(always)]
@@ -235,7 +269,7 @@ impl Shard {
     /// the symmetric shard hash of the raw header fields, taken before the
     /// key is built). Returns the smallest and the largest timestamp.
     #[inline(always)]
-    fn decode<const MODE: u8>(
+    fn decode<const MODE: u8, const A: bool>(
         &mut self,
         data: &[u8],
         refs: &[PacketRef],
@@ -244,6 +278,7 @@ impl Shard {
         let mut d = Decoded::default();
         let (mut min_ts, mut max_ts) = (u64::MAX, 0);
         self.pkts.clear();
+        self.spans.clear();
         for (idx, r) in refs.iter().enumerate() {
             max_ts = max_ts.max(r.ts);
             min_ts = min_ts.min(r.ts);
@@ -286,6 +321,13 @@ impl Shard {
                     idx: idx as u16,
                     ip_offset: fast::IP_OFFSET,
                 };
+                if A {
+                    self.push_span::<MODE>(
+                        fwd,
+                        owner,
+                        Span::of(r, f.payload_offset, f.payload_len),
+                    );
+                }
                 self.push::<MODE>(fwd, owner, pkt, None);
                 continue;
             }
@@ -318,6 +360,9 @@ impl Shard {
                 wide: [key.a, key.b],
                 icmp: d.icmp,
             });
+            if A {
+                self.push_span::<MODE>(fwd, owner, Span::of(r, d.payload_offset, d.payload_len));
+            }
             self.push::<MODE>(fwd, owner, pkt, side);
         }
         (min_ts, max_ts)
@@ -353,14 +398,25 @@ impl Shard {
         }
     }
 
+    /// Keeps a packet's payload span beside it (an analyzer reads payload).
+    #[inline(always)]
+    fn push_span<const MODE: u8>(&mut self, fwd: &mut [Parcel], owner: usize, span: Span) {
+        if MODE == SOLO {
+            self.spans.push(span);
+        } else {
+            fwd[owner].spans.push(span);
+        }
+    }
+
     /// Second pass: runs `pkts` (sides in `wide` at each packet's `idx`) through the flow table (and the DSCP marker, which writes the
     /// batch `refs` over `data`), then advances the clock to `max_ts` and
     /// sweeps.
     #[inline(always)]
-    fn account(
+    fn account<const A: bool>(
         &mut self,
         pkts: &[Pkt],
         wide: &[Side],
+        spans: &[Span],
         data: &[u8],
         refs: &[PacketRef],
         (min_ts, max_ts): (u64, u64),
@@ -388,25 +444,23 @@ impl Shard {
                 hints[i % AHEAD] = self.table.prefetch_entry(q.hash);
             }
             let p = &pkts[i];
-            let slot = self.table.packet_hinted(p, &wide[p.idx as usize], hint);
+            let pl = if A {
+                spans.get(i).map_or(Payload::NONE, |s| s.payload(data))
+            } else {
+                Payload::NONE
+            };
+            let slot = self
+                .table
+                .packet_at::<A>(p, &wide[p.idx as usize], hint, pl);
             self.counters.ip_bytes_flowed += p.size as u64;
-            if let Some(m) = self.marker.as_mut().filter(|m| m.marking) {
+            if let Some(m) = self.marker.as_mut().filter(|m| m.marking()) {
                 if let Some(class) = self.table.mark_class(slot) {
-                    let dscp = if class == Verdict::UNKNOWN {
-                        m.unknown
-                    } else {
-                        m.by_class.get(class as usize).copied().flatten()
-                    };
-                    let ver = if p.key.is_v6() { 6 } else { 4 };
-                    if m.marks.len() < refs.len() {
-                        m.marks.resize(refs.len(), None);
-                    }
-                    m.marks[p.idx as usize] = dscp.map(|d| (p.ip_offset as usize, ver, d));
+                    m.note(p.idx, refs.len(), class, p.ip_offset, p.key.is_v6());
                 }
             }
         }
         if let Some(m) = &mut self.marker {
-            write_marked(m, data, refs);
+            m.write_batch(data, refs);
         }
         self.counters.packets_flowed += pkts.len() as u64;
         if min_ts < floor {
@@ -433,7 +487,7 @@ impl Shard {
     /// this call too, not by [`Shard::run_parcel`]).
     pub fn copy(&mut self, data: &[u8], refs: &[PacketRef]) {
         if let Some(m) = &mut self.marker {
-            write_marked(m, data, refs);
+            m.write_batch(data, refs);
         }
     }
 
@@ -489,21 +543,4 @@ impl Shard {
         }
         self.counters.flows = self.table.counters;
     }
-}
-
-/// Writes every packet of the batch in order, with the marks decided for it.
-fn write_marked(m: &mut Marker, data: &[u8], refs: &[PacketRef]) {
-    if m.error.is_none() {
-        for (i, r) in refs.iter().enumerate() {
-            let bytes = data
-                .get(r.offset..r.offset + r.caplen as usize)
-                .unwrap_or(&[]);
-            let mark = m.marks.get(i).copied().flatten();
-            if let Err(e) = m.writer.write(r.link, r.ts, r.orig_len, bytes, mark) {
-                m.error = Some(e.to_string());
-                break;
-            }
-        }
-    }
-    m.marks.clear();
 }

@@ -56,6 +56,7 @@ fn run(path: &Path, shards: usize) -> (String, Report) {
     let eopts = ExportOptions {
         early_packets: n,
         class_names: Vec::new().into(),
+        ..Default::default()
     };
     let mut ex = to_writer(Format::Csv, Box::new(out.clone()), "csv:memory", &eopts);
     ex.write_batch(&batch).expect("csv write");

@@ -317,6 +317,9 @@ fn scan(raw: &str, module: &[String]) -> Scan {
             while j < b.len() {
                 match b[j] {
                     '{' => d += 1,
+                    // The enclosing block ends first (a test-only entry
+                    // inside a macro's braces): the item ends there too.
+                    '}' if d == 0 => break,
                     '}' => {
                         d -= 1;
                         if d == 0 {

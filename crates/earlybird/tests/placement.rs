@@ -30,6 +30,7 @@ fn run(files: &[CaptureFile], placement: Placement, model: &ModelRef) -> (Vec<u8
     let eo = ExportOptions {
         early_packets: 4,
         class_names: model.classes.clone(),
+        ..Default::default()
     };
     let (csv, json) = (Shared::default(), Shared::default());
     let exporters = vec![

@@ -134,6 +134,7 @@ fn csv_of(flows: &[CollectedFlow], n: usize) -> String {
     let opts = ExportOptions {
         early_packets: n,
         class_names: Vec::new().into(),
+        ..Default::default()
     };
     let mut ex = to_writer(Format::Csv, Box::new(out.clone()), "csv:memory", &opts);
     ex.write_batch(&batch).unwrap();
@@ -152,6 +153,7 @@ fn jsonl_of(flows: &[CollectedFlow], n: usize) -> Vec<serde_json::Value> {
     let opts = ExportOptions {
         early_packets: n,
         class_names: Vec::new().into(),
+        ..Default::default()
     };
     let mut ex = to_writer(Format::JsonLines, Box::new(out.clone()), "jsonl", &opts);
     ex.write_batch(&batch).unwrap();

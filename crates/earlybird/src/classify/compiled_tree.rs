@@ -376,7 +376,7 @@ fn gather(
 
 /// What the flow table stores of a verdict: the class (or
 /// [`Verdict::UNKNOWN`] under the model's threshold), the confidence in
-/// 1/65535 steps (`conf_u16` of the flow table) and the packet count it was
+/// 1/65535 steps (`conf_u16` of `inline.rs`) and the packet count it was
 /// taken at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EntryVerdict {

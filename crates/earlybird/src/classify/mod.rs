@@ -19,6 +19,7 @@
 pub mod compiled_tree;
 pub mod dataset;
 pub mod forest;
+pub mod inline;
 pub mod model;
 pub mod naive_bayes;
 pub mod pool;

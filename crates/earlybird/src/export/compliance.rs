@@ -345,6 +345,7 @@ fn run(format: Format, n: usize, stride: usize, names: &[String]) {
     let opts = ExportOptions {
         early_packets: n,
         class_names: names.to_vec().into(),
+        ..Default::default()
     };
     let mut ex = to_writer(format, Box::new(shared.clone()), "test", &opts);
     for b in &batches {

@@ -4,12 +4,14 @@
 //! ends: the header of [`super::fields::csv_columns`] (written even when no
 //! record follows), then the scalar fields of each record followed by
 //! `N × 3` early columns (`pkt{i}_size, pkt{i}_dir, pkt{i}_iat_us`; empty
-//! for packets the flow did not have). Only class names can need quoting;
-//! they are escaped once when the exporter is built. A non-finite float and a
+//! for packets the flow did not have), then the columns of the analyzers'
+//! fields, if any ([`super::cells`]). Class names are escaped once when the
+//! exporter is built. A non-finite float and a
 //! value not measured (`None` in the record) are an empty field. Fails only when the writer fails (see [`super`]); no
 //! allocation per record (the buffer is allocated when the exporter is
 //! built).
 
+use super::cells::{write_row, CellTexts};
 use super::text::csv_field;
 use super::{
     early_of, fields, max_record_len, prefetch_ahead, write_scalars, AppNames, ExportOptions,
@@ -24,6 +26,7 @@ pub struct CsvExporter {
     out: Output,
     apps: AppNames,
     texts: Texts,
+    cells: CellTexts,
     n: usize,
     opts: ExportOptions,
 }
@@ -33,8 +36,8 @@ impl CsvExporter {
     pub(crate) fn over(w: Writer, name: &str, opts: &ExportOptions, header: bool) -> Self {
         let apps = AppNames::new(&opts.class_names, csv_field);
         let n = opts.early_packets;
-        let head = fields::csv_header(n);
-        let max = max_record_len(n, apps.max_len()).max(head.len());
+        let head = fields::csv_header_with(n, &opts.analyzed);
+        let max = max_record_len(n, apps.max_len(), &opts.analyzed).max(head.len());
         let mut out = Output::new(w, name, max);
         if header {
             out.buf.bytes(head.as_bytes());
@@ -43,6 +46,7 @@ impl CsvExporter {
             out,
             apps,
             texts: Texts::new(false),
+            cells: CellTexts::new(&opts.analyzed, false),
             n,
             opts: opts.clone(),
         }
@@ -79,6 +83,9 @@ impl Exporter for CsvExporter {
             for _ in early.len()..self.n {
                 buf.bytes(b",,,");
             }
+            if !self.cells.is_empty() {
+                write_row::<false, false>(buf, &self.cells, &batch.analyzed, i);
+            }
             buf.byte(b'\n');
             debug_assert!(buf.len() - start <= self.out.max_record);
         }
@@ -111,7 +118,8 @@ impl Exporter for CsvExporter {
     fn reopen(&mut self) -> Result<bool> {
         let fresh = self.out.reopen()?;
         if fresh {
-            self.out.buf.bytes(fields::csv_header(self.n).as_bytes());
+            let head = fields::csv_header_with(self.n, &self.opts.analyzed);
+            self.out.buf.bytes(head.as_bytes());
         }
         Ok(fresh)
     }

@@ -13,55 +13,10 @@
 
 use std::fmt::Write as _;
 
-/// Value type of a field as written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldType {
-    /// Text (CSV: quoted only when needed; JSON: string).
-    Str,
-    /// Unsigned integer of at most 8 bits.
-    U8,
-    /// Unsigned 16-bit integer.
-    U16,
-    /// Unsigned 32-bit integer.
-    U32,
-    /// Unsigned 64-bit integer.
-    U64,
-    /// Signed 8-bit integer.
-    I8,
-    /// Floating point, rounded to at most [`FLOAT_DECIMALS`] decimals.
-    F64,
-}
-
-impl FieldType {
-    /// Name used in the field reference.
-    pub fn name(self) -> &'static str {
-        match self {
-            FieldType::Str => "string",
-            FieldType::U8 => "u8",
-            FieldType::U16 => "u16",
-            FieldType::U32 => "u32",
-            FieldType::U64 => "u64",
-            FieldType::I8 => "i8",
-            FieldType::F64 => "f64",
-        }
-    }
-}
+use crate::schema::{Field, FieldType};
 
 /// Number of decimals floats are rounded to (trailing zeros dropped).
 pub const FLOAT_DECIMALS: usize = 3;
-
-/// One scalar field of a flow record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Field {
-    /// Column name (CSV header) and key (JSON).
-    pub name: &'static str,
-    /// Value type.
-    pub ty: FieldType,
-    /// Unit, empty when the value has none.
-    pub unit: &'static str,
-    /// What the value means.
-    pub desc: &'static str,
-}
 
 /// One early feature: a value per early packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,12 +34,7 @@ pub struct EarlyField {
 }
 
 const fn f(name: &'static str, ty: FieldType, unit: &'static str, desc: &'static str) -> Field {
-    Field {
-        name,
-        ty,
-        unit,
-        desc,
-    }
+    Field::new(name, ty, unit, desc)
 }
 
 use FieldType::*;
@@ -438,7 +388,15 @@ pub fn csv_columns(n: usize) -> Vec<String> {
 
 /// The CSV header line for `n` early packets, with its trailing newline.
 pub fn csv_header(n: usize) -> String {
-    let mut s = csv_columns(n).join(",");
+    csv_header_with(n, &[])
+}
+
+/// The CSV header line for `n` early packets followed by the fields the
+/// analyzers of the run add (`analyzed`), with its trailing newline.
+pub fn csv_header_with(n: usize, analyzed: &[Field]) -> String {
+    let mut cols = csv_columns(n);
+    cols.extend(analyzed.iter().map(|f| f.name.to_string()));
+    let mut s = cols.join(",");
     s.push('\n');
     s
 }
@@ -518,6 +476,32 @@ pub fn markdown() -> String {
             e.unit,
             e.desc
         );
+    }
+    s.push_str("\n## Analyzer fields\n\n");
+    s.push_str(
+        "Each per-flow analyzer turned on with `--analyzer NAME` adds its fields \
+         after the early columns (CSV) or the early arrays (JSON lines), in the \
+         order of this list. A value an analyzer did not measure is empty in CSV \
+         and `null` in JSON.\n",
+    );
+    // The unit tests' own analyzers (`test_*`) are not part of the product.
+    for (name, about) in crate::analyze::AVAILABLE
+        .iter()
+        .filter(|(n, _)| !n.starts_with("test_"))
+    {
+        let _ = write!(s, "\n### `--analyzer {name}`\n\n{about}.\n\n");
+        s.push_str("| name | type | unit | description |\n");
+        s.push_str("|------|------|------|-------------|\n");
+        for f in crate::analyze::fields_of(&[name.to_string()]) {
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {} | {} |",
+                f.name,
+                f.ty.name(),
+                f.unit,
+                f.desc.replace('|', "\\|")
+            );
+        }
     }
     s
 }

@@ -3,7 +3,8 @@
 //! Contract: input is [`RecordBatch`]es; output is one object per record with
 //! the keys of [`super::fields::FIELDS`] in that order, then the arrays
 //! `early_size`, `early_dir` (1 / -1) and `early_iat_us`, each of length
-//! `early_len` (at most N), and `\n`. Strings are JSON-escaped (class names
+//! `early_len` (at most N), then the keys of the analyzers' fields, if any
+//! ([`super::cells`]), and `\n`. Strings are JSON-escaped (class names
 //! once, when the exporter is built; other strings never need it). A
 //! non-finite float and a value not measured (`None` in the record) are
 //! `null`. Fails only when the writer fails (see
@@ -12,6 +13,7 @@
 
 use std::io::Write;
 
+use super::cells::{write_row, CellTexts};
 use super::text::{json_string, Snip};
 use super::{
     early_of, fields, max_record_len, prefetch_ahead, write_scalars, AppNames, ExportOptions,
@@ -29,6 +31,8 @@ pub struct JsonLinesExporter {
     texts: Texts,
     /// `,"early_size":[` and friends.
     early_keys: [Snip; 3],
+    /// Keys of the analyzers' fields.
+    cells: CellTexts,
     n: usize,
     opts: ExportOptions,
 }
@@ -44,12 +48,13 @@ impl JsonLinesExporter {
         let early_keys =
             fields::EARLY_FIELDS.map(|e| Snip::new(format!(",\"{}\":[", e.json).as_bytes()));
         let apps = AppNames::new(&opts.class_names, json_string);
-        let max = max_record_len(opts.early_packets, apps.max_len());
+        let max = max_record_len(opts.early_packets, apps.max_len(), &opts.analyzed);
         JsonLinesExporter {
             out: Output::new(w, name, max),
             apps,
             texts: Texts::new(true),
             early_keys,
+            cells: CellTexts::new(&opts.analyzed, true),
             n: opts.early_packets,
             opts: opts.clone(),
         }
@@ -98,7 +103,11 @@ impl Exporter for JsonLinesExporter {
                 buf.byte(b',');
             }
             buf.unwrite(last);
-            buf.bytes(b"]}\n");
+            buf.byte(b']');
+            if !self.cells.is_empty() {
+                write_row::<true, false>(buf, &self.cells, &batch.analyzed, i);
+            }
+            buf.bytes(b"}\n");
             debug_assert!(buf.len() - start <= self.out.max_record);
         }
         Ok(())

@@ -24,6 +24,7 @@
 //! trusted values; an inconsistent batch (early array shorter than its
 //! stride says) is written with fewer early packets, never a panic.
 
+pub(crate) mod cells;
 pub mod csv;
 pub mod fields;
 pub mod jsonl;
@@ -51,7 +52,7 @@ pub const CHUNK: usize = 256 * 1024;
 /// ```
 /// use earlybird::{to_writer, ExportOptions, FlowRecord, Format, RecordBatch};
 ///
-/// let opts = ExportOptions { early_packets: 4, class_names: vec![].into() };
+/// let opts = ExportOptions { early_packets: 4, ..ExportOptions::default() };
 /// let mut ex = to_writer(Format::Csv, Box::new(std::io::sink()), "csv:sink", &opts);
 /// let mut batch = RecordBatch::with_capacity(1, 4);
 /// batch.push(FlowRecord::default(), &[]);
@@ -244,6 +245,10 @@ pub struct ExportOptions {
     pub early_packets: usize,
     /// `Verdict.class` → name; empty = no model.
     pub class_names: Arc<[String]>,
+    /// The fields the per-flow analyzers of the run add after a record's
+    /// own ([`crate::analyze`]; their values are in
+    /// [`RecordBatch::analyzed`]); empty when none is on.
+    pub analyzed: Arc<[crate::schema::Field]>,
 }
 
 /// Opens the output (`-` = stdout) and returns the exporter; errors name the
@@ -352,12 +357,14 @@ pub(crate) struct Output {
     failed: Option<Ended>,
 }
 
-/// Most bytes one record can take with `n` early packets and class names
-/// of at most `app_max` bytes once escaped.
-pub(crate) fn max_record_len(n: usize, app_max: usize) -> usize {
+/// Most bytes one record can take with `n` early packets, class names of
+/// at most `app_max` bytes once escaped, and the analyzers' `analyzed`
+/// fields.
+pub(crate) fn max_record_len(n: usize, app_max: usize, analyzed: &[crate::schema::Field]) -> usize {
     fields::FIELDS.len() * text::MAX_FIELD
         + app_max
         + n * fields::EARLY_FIELDS.len() * text::MAX_EARLY_VALUE
+        + cells::max_len(analyzed)
         + 128
 }
 
@@ -551,7 +558,7 @@ impl Texts {
                 .enumerate()
                 .map(|(i, f)| {
                     let open = if i == 0 { "{" } else { "," };
-                    let quote = if f.ty == fields::FieldType::Str && f.name != "app" {
+                    let quote = if f.ty == crate::schema::FieldType::Str && f.name != "app" {
                         "\""
                     } else {
                         ""

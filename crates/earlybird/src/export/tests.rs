@@ -14,6 +14,7 @@ fn opts(n: usize) -> ExportOptions {
     ExportOptions {
         early_packets: n,
         class_names: vec!["tls".to_string()].into(),
+        ..Default::default()
     }
 }
 
@@ -318,6 +319,7 @@ fn widest_possible_records_fit_the_record_bound() {
         let opts = ExportOptions {
             early_packets: 32,
             class_names: vec![name.clone()].into(),
+            ..Default::default()
         };
         let shared = Shared::default();
         let mut ex = to_writer(format, Box::new(shared.clone()), "wide", &opts);

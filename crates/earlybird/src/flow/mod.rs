@@ -1,11 +1,14 @@
 //! Flows: keys, the per-shard flow table, and the records it emits.
 pub mod arena;
 pub mod entry;
+mod expiry;
 pub mod key;
+pub mod packet;
 pub mod prefault;
 pub mod record;
 pub mod snapshot;
 pub mod table;
+mod verdicts;
 
 #[cfg(test)]
 mod table_tests;

@@ -8,14 +8,15 @@
 //! [`crate::export::fields::FIELDS`] by a test.
 
 use super::entry::{Entry, Extra, IcmpHead, Tail, Wide, SPILLED};
+use super::packet::is_icmp;
 use super::snapshot::{build, RawFlow};
-use super::table::is_icmp;
 use crate::classify::Verdict;
 use crate::decode::icmp::Icmp;
 use crate::decode::TunnelKind;
 use crate::features::early::EarlyPkt;
 use crate::features::stats::Stat;
 use crate::features::tcp::FlagCounts;
+use crate::schema::Rows;
 use crate::time::Nanos;
 
 /// Why a flow ended.
@@ -155,6 +156,9 @@ pub struct RecordBatch {
     raw_flags_hi: Vec<FlagCounts>,
     /// The ICMP type and code of the ICMP snapshots, in order.
     raw_icmp: Vec<IcmpHead>,
+    /// The fields the per-flow analyzers turned on added: one row per
+    /// record, in record order (no row when none is on).
+    pub analyzed: Rows,
     /// Text of every record already formatted for exporter number `.0`
     /// ([`crate::export::Renderer`]; the pipeline fills it on the shard
     /// when the exporter thread lags).
@@ -194,6 +198,9 @@ impl RecordBatch {
         let mut rec = rec;
         rec.early_len = n as u8;
         self.records.push(rec);
+        if self.analyzed.width() > 0 {
+            self.analyzed.push_null(self.analyzed.width());
+        }
         self.early.extend_from_slice(&early[..n]);
         self.early
             .resize(self.records.len() * self.stride, EarlyPkt::default());
@@ -305,6 +312,7 @@ impl RecordBatch {
         self.raw_wide.clear();
         self.raw_flags_hi.clear();
         self.raw_icmp.clear();
+        self.analyzed.clear();
         self.rendered.clear();
     }
 }

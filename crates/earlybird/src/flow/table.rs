@@ -54,20 +54,21 @@
 
 use std::sync::Arc;
 
+use crate::analyze::{Action, Active, PacketView};
+
 use super::arena::{Arena, ZeroValid};
 use super::prefault::{Prefaulter, Region};
 
 use super::entry::{
     Entry, Extra, IcmpHead, Tail, Wide, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING, SPILLED,
 };
-use super::key::{Key, TableKey};
-use super::record::{Beside, EndReason, RecordBatch};
-use crate::classify::compiled_tree::FastTree;
-use crate::classify::pool::{Job, PoolLink};
-use crate::classify::{conf_u16, Classifier, FlowFeatures, Verdict};
+use super::expiry::close_reason;
+use super::packet::{is_icmp, Payload, Pkt, Side};
+use super::record::{EndReason, RecordBatch};
+use crate::classify::inline::Inline;
+use crate::classify::Classifier;
+use crate::classify::Verdict;
 use crate::config::FlowConfig;
-use crate::decode::icmp::Icmp;
-use crate::decode::ipproto;
 use crate::features::early::EarlyPkt;
 use crate::features::tcp::{FlagCounts, SPILL_EVERY};
 use crate::features::{early, tcp, Dir};
@@ -75,68 +76,6 @@ use crate::time::Nanos;
 
 /// Live flows compared when one must be evicted.
 pub const EVICT_CANDIDATES: usize = 8;
-
-/// One packet as the flow table needs it.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Pkt {
-    /// Flow key (canonical in bidirectional mode).
-    pub key: TableKey,
-    /// Table hash of the flow (the same for every packet of a flow).
-    pub hash: u64,
-    /// Timestamp.
-    pub ts: Nanos,
-    /// IP length.
-    pub size: u16,
-    /// TCP flags (0 when not TCP).
-    pub flags: u8,
-    /// Sent by endpoint `a` of the key.
-    pub from_a: bool,
-    /// Source and destination MAC.
-    pub macs: [[u8; 6]; 2],
-    /// Index of the packet in its batch.
-    pub idx: u16,
-    /// Offset of the innermost IP header in the packet.
-    pub ip_offset: u16,
-}
-
-/// What a packet of the general decoding path carries beside its [`Pkt`]
-/// (read only by IPv6 and ICMP flows; the fast path's IPv4 TCP/UDP packets
-/// need none).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Side {
-    /// The 16-byte addresses of endpoints `a`, `b` of an IPv6 packet.
-    pub wide: Wide,
-    /// Type and code of an ICMP / ICMPv6 packet that has them.
-    pub icmp: Option<Icmp>,
-}
-
-impl Side {
-    /// The side of an IPv6 packet of no ICMP type.
-    pub fn of_wide(wide: Wide) -> Side {
-        Side { wide, icmp: None }
-    }
-}
-
-/// True for the protocols whose flows record an ICMP type and code.
-#[inline(always)]
-pub fn is_icmp(proto: u8) -> bool {
-    proto == ipproto::ICMP || proto == ipproto::ICMPV6
-}
-
-impl Pkt {
-    /// The packet of a full key (`v6`: IPv6 addresses, which then go to
-    /// [`FlowTable::packet_wide`] beside it), hashed with the default table
-    /// hash; the other fields are zero.
-    pub fn from_key(key: &Key, v6: bool, from_a: bool) -> Pkt {
-        let tk = TableKey::from_key(key, v6);
-        Pkt {
-            key: tk,
-            hash: key.shard_hash(),
-            from_a,
-            ..Pkt::default()
-        }
-    }
-}
 
 /// Counters of one table.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -161,50 +100,47 @@ pub struct FlowCounters {
 pub struct FlowTable {
     /// Populates slot pages ahead of use. Declared first: dropped (and its
     /// thread joined) before the arenas it populates are unmapped.
-    prefault: Option<Prefaulter>,
-    bidirectional: bool,
-    idle: Nanos,
-    active: Nanos,
-    close: Nanos,
-    n: usize,
-    sweep_per_batch: usize,
-    index: Arena<u32>,
-    mask: usize,
-    entries: Arena<Entry>,
-    tails: Arena<Tail>,
-    wide: Arena<Wide>,
+    pub(super) prefault: Option<Prefaulter>,
+    pub(super) bidirectional: bool,
+    pub(super) idle: Nanos,
+    pub(super) active: Nanos,
+    pub(super) close: Nanos,
+    pub(super) n: usize,
+    pub(super) sweep_per_batch: usize,
+    pub(super) index: Arena<u32>,
+    pub(super) mask: usize,
+    pub(super) entries: Arena<Entry>,
+    pub(super) tails: Arena<Tail>,
+    pub(super) wide: Arena<Wide>,
     /// An IPv6 flow has used the `wide` array.
-    wide_used: bool,
+    pub(super) wide_used: bool,
     /// The first packet's ICMP type and code of ICMP / ICMPv6 flows
     /// (committed where touched).
-    icmp: Arena<IcmpHead>,
+    pub(super) icmp: Arena<IcmpHead>,
     /// An ICMP flow has used the `icmp` array.
-    icmp_used: bool,
-    extra: Arena<Extra>,
+    pub(super) icmp_used: bool,
+    pub(super) extra: Arena<Extra>,
     /// Flag counts spilled out of [`Extra`]'s 16-bit lanes (flows with
     /// [`SPILLED`] only; committed where touched).
-    flags_hi: Arena<FlagCounts>,
-    full_stats: bool,
-    early: Arena<EarlyPkt>,
+    pub(super) flags_hi: Arena<FlagCounts>,
+    pub(super) full_stats: bool,
+    pub(super) early: Arena<EarlyPkt>,
     /// Slots ever used (slots at or past it are still zero).
-    high: usize,
-    free: Vec<u32>,
-    capacity: usize,
-    used: usize,
-    cursor: usize,
-    flush_cursor: usize,
-    now: Nanos,
+    pub(super) high: usize,
+    pub(super) free: Vec<u32>,
+    pub(super) capacity: usize,
+    pub(super) used: usize,
+    pub(super) cursor: usize,
+    pub(super) flush_cursor: usize,
+    pub(super) now: Nanos,
     /// The clock at the start of the current batch ([`Self::begin_batch`]).
-    floor: Nanos,
-    model: Option<Arc<dyn Classifier>>,
-    /// The model's direct form, when it has one (C4.5): `decide` walks it
-    /// instead of calling `classify` (same verdicts).
-    tree: Option<FastTree>,
-    decide_at: usize,
-    pool: Option<PoolLink>,
-    /// The model runs on the pool (stays true after the pool is detached).
-    pooled: bool,
-    outstanding: usize,
+    pub(super) floor: Nanos,
+    /// The classifier run when a flow has its first packets.
+    pub(super) inline: Inline,
+    /// The per-flow analyzers turned on.
+    pub(super) ext: Active,
+    /// At least one analyzer is on.
+    pub(super) ext_on: bool,
     /// Finished records waiting to be handed to the exporters.
     pub out: RecordBatch,
     /// Counters.
@@ -220,10 +156,8 @@ impl FlowTable {
         let n = cfg
             .early_packets
             .clamp(1, crate::features::early::MAX_EARLY);
-        let decide_at = model
-            .as_ref()
-            .map(|m| m.packets_needed().clamp(1, n))
-            .unwrap_or(0);
+        let ext = Active::new(&cfg.analyzers)
+            .map_err(|bad| crate::Error::Config(format!("unknown analyzer {bad:?}")))?;
         let reserve = |what: &str, e: std::io::Error| {
             crate::Error::Config(format!(
                 "cannot reserve memory for {capacity} flows ({what}): {e}; lower --max-flows"
@@ -259,12 +193,9 @@ impl FlowTable {
             flush_cursor: 0,
             now: 0,
             floor: 0,
-            tree: model.as_ref().and_then(|m| m.fast_tree()),
-            model,
-            decide_at,
-            pool: None,
-            pooled: false,
-            outstanding: 0,
+            inline: Inline::new(model, n),
+            ext_on: ext.any(),
+            ext,
             out: RecordBatch::with_capacity(1024, n),
             counters: FlowCounters::default(),
         })
@@ -419,6 +350,50 @@ impl FlowTable {
     /// callers, and a call per packet cost 3.5 % more instructions.)
     #[inline(always)]
     pub fn packet_hinted(&mut self, p: &Pkt, side: &Side, hint: u32) -> usize {
+        self.packet_full(p, side, hint, Payload::NONE)
+    }
+
+    /// Whether an analyzer turned on reads payload (the caller then passes
+    /// each packet's [`Payload`] to [`Self::packet_full`]).
+    pub fn wants_payload(&self) -> bool {
+        self.ext.wants_payload()
+    }
+
+    /// The record fields the analyzers turned on add, in order.
+    pub fn analyzer_fields(&self) -> Vec<crate::schema::Field> {
+        self.ext.fields()
+    }
+
+    /// True when an analyzer is turned on.
+    #[inline]
+    pub fn analyzing(&self) -> bool {
+        self.ext_on
+    }
+
+    /// [`Self::packet_hinted`] with the packet's transport payload, for the
+    /// analyzers turned on.
+    #[inline]
+    pub fn packet_full(&mut self, p: &Pkt, side: &Side, hint: u32, pl: Payload<'_>) -> usize {
+        if self.ext_on {
+            self.packet_at::<true>(p, side, hint, pl)
+        } else {
+            self.packet_at::<false>(p, side, hint, pl)
+        }
+    }
+
+    /// [`Self::packet_full`] for a caller that knows whether an analyzer is
+    /// on (`ANALYZE` must equal [`Self::analyzing`]): with `false` the
+    /// per-packet path has no analyzer code at all (the shard picks the
+    /// variant once per batch).
+    #[inline(always)]
+    pub(crate) fn packet_at<const ANALYZE: bool>(
+        &mut self,
+        p: &Pkt,
+        side: &Side,
+        hint: u32,
+        pl: Payload<'_>,
+    ) -> usize {
+        debug_assert_eq!(ANALYZE, self.ext_on);
         if p.ts > self.now {
             self.now = p.ts;
         }
@@ -429,7 +404,7 @@ impl FlowTable {
             if unsafe { self.entries.get_unchecked(s) }.state & IN_USE != 0
                 && self.holds(s, p, &side.wide)
             {
-                return self.known(s, p, side);
+                return self.known::<ANALYZE>(s, p, side, pl);
             }
         }
         let tag = tag_of(p.hash);
@@ -449,10 +424,10 @@ impl FlowTable {
             i = (i + 1) & self.mask;
         };
         match slot {
-            Some(s) => self.known(s, p, side),
+            Some(s) => self.known::<ANALYZE>(s, p, side, pl),
             None => {
                 let s = self.insert_at(p, side, i);
-                self.update(s, p);
+                self.update::<ANALYZE>(s, p, pl);
                 s
             }
         }
@@ -470,14 +445,20 @@ impl FlowTable {
     /// Accounts packet `p` of the live flow in slot `s` (which it may end,
     /// starting a new one); returns the slot of its flow.
     #[inline(always)]
-    fn known(&mut self, s: usize, p: &Pkt, side: &Side) -> usize {
+    fn known<const ANALYZE: bool>(
+        &mut self,
+        s: usize,
+        p: &Pkt,
+        side: &Side,
+        pl: Payload<'_>,
+    ) -> usize {
         let s = if let Some(reason) = self.ends_before(s, p) {
             self.end(s, reason);
             self.insert(p, side)
         } else {
             s
         };
-        self.update(s, p);
+        self.update::<ANALYZE>(s, p, pl);
         s
     }
 
@@ -572,6 +553,9 @@ impl FlowTable {
             self.icmp[s] = side.icmp.map_or([0; 3], |m| [1, m.ty, m.code]);
             self.icmp_used = true;
         }
+        if self.ext_on {
+            self.ext.start(s);
+        }
         self.used += 1;
         self.counters.created += 1;
         if self.used as u64 > self.counters.peak_flows {
@@ -580,9 +564,9 @@ impl FlowTable {
         s
     }
 
-    /// Updates slot `s` with packet `p`.
+    /// Updates slot `s` with packet `p` (whose transport payload is `pl`).
     #[inline]
-    fn update(&mut self, s: usize, p: &Pkt) {
+    fn update<const ANALYZE: bool>(&mut self, s: usize, p: &Pkt, pl: Payload<'_>) {
         // Every unchecked access here: `s` comes from the index or from
         // `insert_at` (module docs); the early array holds `n` entries per
         // slot.
@@ -634,358 +618,37 @@ impl FlowTable {
                 tcp::count_flags(&mut x.flags, p.flags);
             }
         }
-        if self.decide_at != 0
-            && h.state & (DECIDED | PENDING) == 0
-            && h.n_early as usize >= self.decide_at
-        {
-            if self.pool.is_some() {
+        let decide_at = self.inline.decide_at();
+        if decide_at != 0 && h.state & (DECIDED | PENDING) == 0 && h.n_early as usize >= decide_at {
+            if self.inline.on_pool() {
                 self.submit(s);
             } else {
                 self.decide(s);
             }
         }
+        if ANALYZE {
+            self.analyze(s, p, pl);
+        }
     }
 
-    /// Runs the classifier on slot `s` with the early packets it has.
-    fn decide(&mut self, s: usize) {
-        if let Some(tree) = &self.tree {
-            // SAFETY: every caller passes a slot below `high <= capacity`
-            // (from the index, `insert_at`, the sweep, eviction or flush
-            // cursors); the slot's early packets are its first
-            // `n_early <= n` entries of the early array.
-            let h = unsafe { self.entries.get_unchecked_mut(s) };
-            let dport = h.client_server_ports().1;
-            // SAFETY: as above, the slot's first `n_early` early entries.
-            let early = unsafe { self.early.slice_unchecked(s * self.n, h.n_early as usize) };
-            let v = tree.decide(early, h.key.proto, dport);
-            h.app = v.app;
-            h.state |= DECIDED;
-            h.conf = v.conf;
-            h.at = v.at;
-            self.counters.classified += 1;
-            return;
-        }
-        let Some(model) = &self.model else { return };
+    /// Shows packet `p` of the flow in slot `s` (just accounted) to the
+    /// analyzers turned on; ends the flow when one asks to.
+    #[inline(never)]
+    fn analyze(&mut self, s: usize, p: &Pkt, pl: Payload<'_>) {
         let h = &self.entries[s];
-        let (sport, dport) = h.client_server_ports();
-        let base = s * self.n;
-        let f = FlowFeatures {
-            early: &self.early.as_slice()[base..base + h.n_early as usize],
+        let view = PacketView {
+            ts: p.ts,
+            from_client: p.from_a == (h.state & CLIENT_IS_A != 0),
+            index: h.packets[0] + h.packets[1],
+            size: p.size,
+            tcp_flags: p.flags,
             proto: h.key.proto,
-            sport,
-            dport,
+            payload_len: pl.len,
+            payload: pl.bytes,
         };
-        let v = model.classify(&f);
-        let h = &mut self.entries[s];
-        h.app = v.class;
-        h.state |= DECIDED;
-        h.conf = conf_u16(v.confidence);
-        h.at = v.at_packet;
-        self.counters.classified += 1;
-    }
-
-    /// Sends the classification of slot `s` to the pool; when the queue is
-    /// full the flow retries at its next packet.
-    fn submit(&mut self, s: usize) {
-        let Some(pool) = &self.pool else { return };
-        let h = &self.entries[s];
-        let (sport, dport) = h.client_server_ports();
-        let n = h.n_early as usize;
-        let base = s * self.n;
-        let mut job = Job {
-            shard: pool.shard,
-            slot: s as u32,
-            ident: (h.first_ts, h.hash),
-            early: [EarlyPkt::default(); crate::features::early::MAX_EARLY],
-            n: n as u8,
-            proto: h.key.proto,
-            sport,
-            dport,
-        };
-        job.early[..n].copy_from_slice(&self.early.as_slice()[base..base + n]);
-        if pool.jobs.try_send(job).is_ok() {
-            self.entries[s].state |= PENDING;
-            self.outstanding += 1;
-        } else {
-            self.counters.classify_queue_full += 1;
+        if self.ext.packet(s, &view) == Action::End {
+            self.end(s, EndReason::Active);
         }
-    }
-
-    /// Connects the table to a classifier pool (costly models).
-    pub fn attach_pool(&mut self, link: PoolLink) {
-        self.pool = Some(link);
-        self.pooled = true;
-    }
-
-    /// Disconnects the pool (after the final drain), so its workers can stop.
-    pub fn detach_pool(&mut self) {
-        self.pool = None;
-    }
-
-    /// Applies the verdicts the pool has returned; with `wait`, until no job
-    /// of this table is outstanding (before the final flush).
-    pub fn drain_verdicts(&mut self, wait: bool) {
-        loop {
-            let Some(pool) = &self.pool else { return };
-            let done = if wait && self.outstanding > 0 {
-                match pool.done.recv() {
-                    Ok(d) => d,
-                    Err(_) => return,
-                }
-            } else {
-                match pool.done.try_recv() {
-                    Ok(d) => d,
-                    Err(_) => return,
-                }
-            };
-            self.outstanding = self.outstanding.saturating_sub(1);
-            let s = done.slot as usize;
-            if s >= self.high {
-                continue;
-            }
-            let h = &mut self.entries[s];
-            let same = h.state & (IN_USE | PENDING) == IN_USE | PENDING
-                && (h.first_ts, h.hash) == done.ident;
-            if same {
-                h.state = (h.state & !PENDING) | DECIDED;
-                h.app = done.verdict.class;
-                h.conf = conf_u16(done.verdict.confidence);
-                h.at = done.verdict.at_packet;
-                self.counters.classified += 1;
-            }
-        }
-    }
-
-    /// Ends slot `s`: appends its record to [`Self::out`] and frees it.
-    fn end(&mut self, s: usize, reason: EndReason) {
-        self.emit(s, reason);
-        self.remove(s);
-    }
-
-    /// Appends the record of slot `s` to [`Self::out`] (the slot stays).
-    fn emit(&mut self, s: usize, reason: EndReason) {
-        let state = self.entries[s].state;
-        if state & PENDING != 0 {
-            self.counters.verdicts_late += 1;
-        } else if self.model.is_some()
-            && state & DECIDED == 0
-            && self.entries[s].n_early > 0
-            && !self.pooled
-        {
-            // A flow shorter than N packets: cheap models decide with what it
-            // had. (With a pooled model it stays unknown: no stall at its end.)
-            self.decide(s);
-        }
-        // A snapshot, not a record: the record is built later, on the
-        // exporter thread unless it lags (flow/snapshot.rs).
-        let h = &self.entries[s];
-        let beside = Beside {
-            extra: self.full_stats.then(|| &self.extra[s]),
-            wide: h.key.is_v6().then(|| &self.wide[s]),
-            flags_hi: (h.state & SPILLED != 0).then(|| &self.flags_hi[s]),
-            icmp: is_icmp(h.key.proto).then(|| &self.icmp[s]),
-        };
-        let base = s * self.n;
-        let early = &self.early.as_slice()[base..base + self.n];
-        self.out.push_raw(h, &self.tails[s], reason, beside, early);
-        self.counters.ended[reason as usize] += 1;
-    }
-
-    /// Removes slot `s` from the index (backward-shift deletion) and frees it.
-    fn remove(&mut self, s: usize) {
-        let want = s as u32 + 1;
-        let mut i = self.entries[s].hash as usize & self.mask;
-        while self.index[i] & 0x00FF_FFFF != want {
-            i = (i + 1) & self.mask;
-        }
-        let mut j = i;
-        loop {
-            j = (j + 1) & self.mask;
-            let e = self.index[j];
-            if e == 0 {
-                break;
-            }
-            let home = self.entries[(e & 0x00FF_FFFF) as usize - 1].hash as usize & self.mask;
-            // Entry at j stays if its home lies cyclically in (i, j].
-            let stays = if i <= j {
-                i < home && home <= j
-            } else {
-                i < home || home <= j
-            };
-            if !stays {
-                self.index[i] = e;
-                i = j;
-            }
-        }
-        self.index[i] = 0;
-        self.entries[s].state = 0;
-        self.free.push(s as u32);
-        self.used -= 1;
-    }
-
-    /// Why slot `s` has expired at time `now`, if it has (reads only its
-    /// entry line).
-    #[inline]
-    fn expired(&self, s: usize, now: Nanos) -> Option<EndReason> {
-        let e = &self.entries[s];
-        if e.state & IN_USE == 0 {
-            return None;
-        }
-        let gap = now.saturating_sub(e.last_ts);
-        if e.state & CLOSED != 0 && gap > self.close {
-            Some(close_reason(e))
-        } else if gap > self.idle {
-            Some(EndReason::Idle)
-        } else if now.saturating_sub(e.first_ts) > self.active {
-            Some(EndReason::Active)
-        } else {
-            None
-        }
-    }
-
-    /// Marks the start of a batch of the input: packets of the batch are
-    /// timed from no earlier than the table clock now (the largest
-    /// timestamp of every batch before, whichever shard its packets went
-    /// to, once [`FlowTable::observe_time`] has been called with it).
-    #[inline]
-    pub fn begin_batch(&mut self) {
-        self.floor = self.now;
-    }
-
-    /// The table clock: the largest timestamp seen so far (or observed).
-    #[inline]
-    pub fn now(&self) -> Nanos {
-        self.now
-    }
-
-    /// Starts a new time domain: the clock goes back to zero, so the next
-    /// packets are timed from their own stamps. Call on an empty table
-    /// (after [`Self::flush`]).
-    pub fn restart_clock(&mut self) {
-        debug_assert!(self.is_empty());
-        self.now = 0;
-        self.floor = 0;
-    }
-
-    /// Advances the table clock to `ts` without a packet of its own (a
-    /// packet of another shard was seen).
-    #[inline]
-    pub fn observe_time(&mut self, ts: Nanos) {
-        if ts > self.now {
-            self.now = ts;
-        }
-    }
-
-    /// Incremental expiry: examines the next `sweep_per_batch` slots and
-    /// ends the flows that have timed out. Call once per batch (it also
-    /// tells the prefault helper how far the slots in use reach).
-    pub fn sweep(&mut self) {
-        if let Some(p) = &mut self.prefault {
-            p.advance(self.high);
-        }
-        self.sweep_n(self.sweep_per_batch);
-    }
-
-    /// Examines the next `n` slots (at most every slot in use once) and ends
-    /// the flows that have timed out; returns how many. For sources whose
-    /// batches do not come at a steady pace (live capture).
-    pub fn sweep_slots(&mut self, n: usize) -> usize {
-        self.sweep_n(n)
-    }
-
-    /// Slots up to the highest ever used (what a full sweep examines).
-    pub fn slots_in_use(&self) -> usize {
-        self.high
-    }
-
-    fn sweep_n(&mut self, n: usize) -> usize {
-        let high = self.high;
-        if high == 0 {
-            return 0;
-        }
-        let mut ended = 0;
-        for _ in 0..n.min(high) {
-            if self.cursor >= high {
-                self.cursor = 0;
-            }
-            let s = self.cursor;
-            self.cursor += 1;
-            if let Some(r) = self.expired(s, self.now) {
-                self.end(s, r);
-                ended += 1;
-            }
-        }
-        ended
-    }
-
-    /// Frees one slot when the table is full (see the module docs).
-    fn make_room(&mut self) {
-        // The per-batch sweep already frees expired flows, so no long scan
-        // here (a 1,024-slot scan per new flow made a full table of live
-        // flows 25x slower): the least recently seen of the next few live
-        // flows goes — with the reason the sweep would give it if it has
-        // expired, else `evicted`.
-        let high = self.high;
-        let mut best: Option<usize> = None;
-        let mut seen = 0;
-        let mut s = self.cursor;
-        while seen < EVICT_CANDIDATES {
-            if s >= high {
-                s = 0;
-            }
-            if self.entries[s].state & IN_USE != 0 {
-                seen += 1;
-                if best.is_none_or(|b| self.entries[s].last_ts < self.entries[b].last_ts) {
-                    best = Some(s);
-                }
-            }
-            s += 1;
-        }
-        self.cursor = s;
-        if let Some(b) = best {
-            let reason = self.expired(b, self.now).unwrap_or(EndReason::Evicted);
-            self.end(b, reason);
-        }
-    }
-
-    /// Ends every live flow (end of input, signal). A flow that has already
-    /// timed out at the last packet time gets the reason the sweep would have
-    /// given it (so the reason never depends on when the sweep ran); a closed
-    /// connection ends `fin`/`rst`; any other flow `end_of_input`.
-    pub fn flush(&mut self) {
-        while !self.flush_some(usize::MAX) {}
-    }
-
-    /// [`Self::flush`] in steps: ends live flows until `max` records have
-    /// been appended to [`Self::out`] or none is left; returns true once the
-    /// table is empty. Lets the caller hand records over between steps, so a
-    /// table of millions of flows never builds one giant batch.
-    pub fn flush_some(&mut self, max: usize) -> bool {
-        let mut emitted = 0;
-        while self.flush_cursor < self.high {
-            if emitted >= max {
-                return false;
-            }
-            let s = self.flush_cursor;
-            self.flush_cursor += 1;
-            if self.entries[s].state & IN_USE != 0 {
-                let r = match self.expired(s, self.now) {
-                    Some(r) => r,
-                    None if self.entries[s].state & CLOSED != 0 => close_reason(&self.entries[s]),
-                    None => EndReason::EndOfInput,
-                };
-                // Every flow goes: no per-flow index deletion, the index is
-                // cleared below in one pass.
-                self.emit(s, r);
-                self.entries[s].state = 0;
-                self.free.push(s as u32);
-                emitted += 1;
-            }
-        }
-        self.index.as_mut_slice().fill(0);
-        self.used = 0;
-        self.flush_cursor = 0;
-        true
     }
 }
 
@@ -1011,14 +674,6 @@ fn region<T: ZeroValid>(a: &Arena<T>, per_slot: usize) -> Region {
     Region {
         base: a.ptr(0).cast(),
         per_slot: per_slot * std::mem::size_of::<T>(),
-    }
-}
-
-fn close_reason(e: &Entry) -> EndReason {
-    if e.tcp.reset() {
-        EndReason::Rst
-    } else {
-        EndReason::Fin
     }
 }
 

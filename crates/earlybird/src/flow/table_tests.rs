@@ -2,8 +2,9 @@
 //! FIN/RST, table full, index deletion.
 
 use super::key::Key;
+use super::packet::{Pkt, Side};
 use super::record::EndReason;
-use super::table::{FlowTable, Pkt, Side};
+use super::table::FlowTable;
 use crate::config::FlowConfig;
 use crate::decode::{map_v4, Decoded};
 use crate::features::tcp::{ACK, FIN, RST, SYN};

@@ -30,12 +30,14 @@
 //!   tunnel outer headers are left as they are.
 
 pub mod dscp;
+pub mod marker;
 pub mod pcap_out;
 
 #[cfg(test)]
 mod corpus_tests;
 
 pub use dscp::parse_phb;
+pub use marker::Marker;
 pub use pcap_out::{MarkCounters, MarkWriter};
 
 use std::path::Path;

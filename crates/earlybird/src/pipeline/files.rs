@@ -248,7 +248,7 @@ pub(super) fn shard_loop_shared(
             }
             match parcel {
                 Some(parcel) => {
-                    shard.run_parcel(&parcel);
+                    shard.run_parcel(&parcel, data);
                     ends.give_back(run % shards, parcel);
                 }
                 None if !stopping => {

@@ -40,26 +40,24 @@
 mod files;
 mod live;
 mod sink;
+mod threads;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::bounded;
-
 use crate::classify::Classifier;
 use crate::config::FlowConfig;
-use crate::export::{Exporter, Renderer};
+use crate::export::Exporter;
 use crate::flow::record::RecordBatch;
-use crate::shard::Shard;
 use crate::source::af_packet::{LiveConfig, Ring};
 use crate::source::inputs::Inputs;
 use crate::source::CaptureFile;
 use crate::telemetry::summary::Report;
 use crate::{Error, Result};
 use files::Files;
-use sink::{export_loop, ExportControl, Sink};
+use threads::run_shards;
 
 /// Records per batch handed to the exporter thread. Each hand-over can wake
 /// the exporter thread (a futex syscall, ~9 µs on this VM): at 512 records
@@ -352,199 +350,14 @@ fn check(opts: &RunOptions) -> Result<()> {
     Ok(())
 }
 
-/// Starts the exporter thread and one shard thread per input, and gathers
-/// their results into the run's report. `flush_every`: see
-/// [`sink::ExportControl`].
-#[allow(clippy::too_many_arguments)]
-fn run_shards(
-    files: Files<'_>,
-    inputs: Vec<Input>,
-    mut marker: Option<crate::shard::Marker>,
-    flush_every: Option<Duration>,
-    opts: &RunOptions,
-    model: &ModelRef,
-    exporters: Vec<Box<dyn Exporter>>,
-    ctl: &RunControl,
-) -> Result<Report> {
-    let started = Instant::now();
-    let (tx, rx) = bounded::<RecordBatch>(opts.channel_batches.max(1));
-    let (pool_tx, pool_rx) = bounded::<RecordBatch>(opts.channel_batches.max(1) * 2);
-    let cores = if opts.pin {
-        core_affinity::get_core_ids().unwrap_or_default()
-    } else {
-        Vec::new()
-    };
-    // Costly models classify on a pool of worker threads (see classify::pool).
-    let costly = model.model.as_ref().filter(|m| m.costly()).cloned();
-    let (mut links, job_rx, done_txs) = match &costly {
-        Some(_) => {
-            let (l, j, d) = crate::classify::pool::channels(opts.shards);
-            (l.into_iter().map(Some).collect(), Some(j), d)
-        }
-        None => (
-            (0..opts.shards).map(|_| None).collect::<Vec<_>>(),
-            None,
-            Vec::new(),
-        ),
-    };
-    // Each shard may format records for the exporters (see `Sink::send`).
-    // Helper threads (populating the file map, clearing table pages ahead)
-    // only run on a core the shards leave idle (see `spare_core`).
-    let spare = spare_core(opts.shards);
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
-    let mut renderers: Vec<Vec<Option<Renderer>>> = (0..opts.shards)
-        .map(|_| exporters.iter().map(|e| e.renderer()).collect())
-        .collect();
-    let export_ctl = ExportControl {
-        flush_every,
-        reopen: ctl.reopen.clone(),
-        // With a -w pcap, every packet is still wanted.
-        halt: marker.is_none().then(|| ctl.halt.clone()),
-        unidirectional: !opts.flow.bidirectional,
-    };
-    let (shard_results, export_result) = std::thread::scope(|scope| {
-        let exporter = std::thread::Builder::new()
-            .name("eb-export".into())
-            .spawn_scoped(scope, move || {
-                export_loop(rx, pool_tx, exporters, export_ctl)
-            })
-            .map_err(|e| Error::Config(format!("cannot start the exporter thread: {e}")))?;
-        if let (Some(m), Some(jobs)) = (&costly, &job_rx) {
-            for _ in 0..opts.classifier_threads.max(1) {
-                let (m, jobs, done) = (m.clone(), jobs.clone(), done_txs.clone());
-                std::thread::Builder::new()
-                    .name("eb-classify".into())
-                    .spawn_scoped(scope, move || crate::classify::pool::worker(m, jobs, done))
-                    .map_err(|e| Error::Config(format!("cannot start a classifier thread: {e}")))?;
-            }
-        }
-        drop(job_rx);
-        drop(done_txs);
-        let mut handles = Vec::new();
-        for (id, input) in inputs.into_iter().enumerate() {
-            let tx = tx.clone();
-            let pool_rx = pool_rx.clone();
-            let core = (!cores.is_empty()).then(|| cores[id % cores.len()]);
-            let model = model.model.clone();
-            let marker = if id == 0 { marker.take() } else { None };
-            let link = links[id].take();
-            let rend = std::mem::take(&mut renderers[id]);
-            let ready = ready_tx.clone();
-            let files = files.clone();
-            let builder = std::thread::Builder::new().name(format!("eb-shard{id}"));
-            let handle = builder.spawn_scoped(scope, move || {
-                if let Some(c) = core {
-                    core_affinity::set_for_current(c);
-                }
-                let mut shard = Shard::new(id, opts.shards, &opts.flow, model)?;
-                if spare {
-                    shard.table.start_prefault();
-                }
-                // Threads are started (and their memory mapped) before the
-                // file's helper runs: a thread start waits for the address
-                // space lock that populating holds (10-60 ms measured).
-                let _ = ready.send(());
-                drop(ready);
-                shard.marker = marker;
-                if let Some(l) = link {
-                    shard.table.attach_pool(l);
-                }
-                let mut sink = Sink::new(
-                    tx,
-                    rend,
-                    opts.placement,
-                    pool_rx,
-                    opts.export_policy,
-                    opts.flow.early_packets,
-                );
-                let warnings = match input {
-                    Input::Files(None) => {
-                        files::shard_loop(&mut shard, &mut sink, &files, opts.batch, ctl, spare)
-                    }
-                    Input::Files(Some(ends)) => files::shard_loop_shared(
-                        &mut shard, &mut sink, &files, opts.batch, ctl, *ends, spare,
-                    ),
-                    Input::Live(mut ring, deadline) => {
-                        let w = live::shard_loop(
-                            &mut shard, &mut sink, &mut ring, opts.batch, ctl, deadline,
-                        );
-                        live::count(&mut shard.counters, &mut ring);
-                        w
-                    }
-                };
-                shard.counters.table_bytes = shard.table.memory_bytes() as u64;
-                shard.counters.table_pool_bytes = shard.table.pool_bytes() as u64;
-                let rss = (id == 0)
-                    .then(crate::telemetry::summary::rss_anon)
-                    .flatten();
-                shard.finish(RECORDS_PER_BATCH, |out| sink.send(out, true));
-                sink.send(&mut shard.table.out, true);
-                shard.counters.export_dropped = sink.dropped;
-                let mark_result = shard.marker.take().map(|mut m| match m.error.take() {
-                    // Errors of the pcap writer name its file.
-                    Some(e) => Err(e),
-                    None => m.writer.finish().map_err(|e| e.to_string()),
-                });
-                Ok::<_, Error>((shard.counters, warnings, rss, mark_result))
-            });
-            handles.push(
-                handle.map_err(|e| Error::Config(format!("cannot start a shard thread: {e}")))?,
-            );
-        }
-        drop(tx);
-        drop(pool_rx);
-        drop(ready_tx);
-        // Every shard has its table (or has failed and dropped its end).
-        for _ in 0..opts.shards {
-            if ready_rx.recv().is_err() {
-                break;
-            }
-        }
-        match &files {
-            Files::Slice(fs) => fs.iter().for_each(|f| f.map_ahead(spare)),
-            Files::Feed(feed) => feed.started.store(true, Ordering::Release),
-        }
-        ctl.started.store(true, Ordering::Relaxed);
-        let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
-        Ok::<_, Error>((results, exporter.join()))
-    })?;
-    let mut report = Report {
-        classes: model.classes.clone(),
-        ..Report::default()
-    };
-    for r in shard_results {
-        let (c, w, rss, mark) =
-            r.map_err(|_| Error::Config("a shard thread panicked".into()))??;
-        match mark {
-            Some(Ok(m)) => report.marked = Some(m),
-            Some(Err(e)) => report.output_errors.push(e),
-            None => {}
-        }
-        report.counters.merge(&c);
-        report.flowed_per_shard.push(c.packets_flowed);
-        report.warnings.extend(w);
-        report.rss_anon_end_of_input = report.rss_anon_end_of_input.or(rss);
-    }
-    // Every socket of a live run reports the same lost interface.
-    report.warnings.dedup();
-    let (summary, errors, closed) =
-        export_result.map_err(|_| Error::Config("the exporter thread panicked".into()))?;
-    report.summary = summary;
-    report.output_errors.extend(errors);
-    report.outputs_closed = closed;
-    report.marking = opts.mark.is_some();
-    report.interrupted = ctl.stop.load(Ordering::Relaxed);
-    report.seconds = started.elapsed().as_secs_f64();
-    Ok(report)
-}
-
-/// Opens the `-w` pcap output, marking per `map` when given.
+/// Opens the `-w` pcap output for the run's first capture, marking per
+/// `map` when given.
 fn open_marker(
     files: &Files<'_>,
     map: Option<&std::path::Path>,
     out: &std::path::Path,
     model: &ModelRef,
-) -> Result<crate::shard::Marker> {
+) -> Result<crate::mark::Marker> {
     let fed;
     let first = match files {
         Files::Slice(fs) => fs.first(),
@@ -556,24 +369,7 @@ fn open_marker(
     let Some(first) = first else {
         return Err(Error::Config("writing packets needs an input".into()));
     };
-    let map = match map {
-        Some(m) => {
-            let map = crate::mark::DscpMap::load(m)?;
-            Some((map.resolve(&model.classes)?, map.unknown()))
-        }
-        None => None,
-    };
-    let mut refs = Vec::new();
-    let link = match first.reader().next_batch(&mut refs, 1) {
-        0 => crate::decode::LinkType::Ethernet,
-        _ => refs[0].link,
-    };
-    let linktype = crate::mark::pcap_out::input_linktype(first, link);
-    let writer = crate::mark::MarkWriter::create(out, linktype)?;
-    Ok(match map {
-        Some((by_class, unknown)) => crate::shard::Marker::new(writer, by_class, unknown),
-        None => crate::shard::Marker::copy(writer),
-    })
+    crate::mark::Marker::open(first, map, out, &model.classes)
 }
 
 /// Whether `shards` shard threads leave a core idle for helper threads.
@@ -593,6 +389,9 @@ pub struct CollectedFlow {
     pub record: crate::flow::record::FlowRecord,
     /// Its early packets.
     pub early: Vec<crate::features::early::EarlyPkt>,
+    /// The fields the per-flow analyzers of the run added, in order
+    /// ([`crate::analyze::fields_of`] names them); empty when none was on.
+    pub analyzed: Vec<crate::schema::OwnedValue>,
 }
 
 /// Runs the pipeline and returns every record in memory (tests,
@@ -649,10 +448,11 @@ struct Collector(Arc<std::sync::Mutex<Vec<CollectedFlow>>>);
 impl Exporter for Collector {
     fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
         let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        for (r, e) in batch.iter() {
+        for (i, (r, e)) in batch.iter().enumerate() {
             v.push(CollectedFlow {
                 record: *r,
                 early: e.to_vec(),
+                analyzed: batch.analyzed.row(i).map(|c| c.to_owned()).collect(),
             });
         }
         Ok(())

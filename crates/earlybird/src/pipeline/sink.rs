@@ -158,6 +158,9 @@ pub(super) struct ExportControl {
 /// errors, and the outputs their reader closed.
 pub(super) type Exported = (Summary, Vec<String>, Vec<String>);
 
+// A batch moves through here once per few thousand records, by value from
+// the channel: boxing it would allocate each time.
+#[allow(clippy::large_enum_variant)]
 enum Next {
     Batch(RecordBatch),
     /// Nothing came within the wait.

@@ -1,0 +1,239 @@
+//! Per-flow analyzers: code that sees every packet of the flows it is
+//! turned on for (payload included), keeps state per flow, and adds fields
+//! to the flow's record or ends the flow.
+//!
+//! Contract:
+//! - An [`Analyzer`] declares its name, its record fields ([`Analyzer::FIELDS`])
+//!   and whether it reads payload, next to its code, in one file of this
+//!   folder; [`registry!`] lists the analyzers a run can turn on (one line
+//!   each). A run turns analyzers on by name (`--analyzer NAME`,
+//!   [`crate::config::FlowConfig::analyzers`]); with none on, the flow table
+//!   pays one predictable branch per packet and nothing else.
+//! - Calls are statically dispatched: [`Active`] holds one optional side
+//!   array of states per registered analyzer, indexed by the flow's slot in
+//!   the table, and the table calls [`Active::packet`] after it has
+//!   accounted each packet (the packet count in [`PacketView::index`]
+//!   includes it). A slot's state is reset to `Default` when a flow starts in
+//!   it, so an analyzer never sees another flow's state.
+//! - Payload: [`PacketView::payload`] is the transport payload as captured
+//!   (cut by the snaplen, never past the IP length), a view into the
+//!   capture's bytes with no copy. It is empty when no analyzer on this run
+//!   reads payload (the shard then does not look it up).
+//! - When a flow ends, [`Active::record`] appends the analyzers' fields to
+//!   the record's row of cells ([`crate::schema::Rows`]), in registry order;
+//!   exporters write them after the flow's own fields.
+//! - [`Action::End`] ends the flow after the packet: its record says
+//!   `active` (as when the active timeout splits a flow) and the flow's next
+//!   packet starts a new flow.
+//!
+//! Early features, full statistics and DSCP marking are not analyzers: see
+//! `docs/ARCHITECTURE.md`, "Per-flow analyzers", for why.
+
+pub mod payload;
+
+use crate::schema::{Cells, Field, Rows};
+use crate::time::Nanos;
+
+/// One packet of a flow, as an analyzer sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct PacketView<'a> {
+    /// Capture timestamp, nanoseconds since the Unix epoch.
+    pub ts: Nanos,
+    /// Sent by the flow's client (the sender of its first packet).
+    pub from_client: bool,
+    /// Number of this packet in its flow, 1 for the first (both directions).
+    pub index: u32,
+    /// IP length (header and payload, from the IP header).
+    pub size: u16,
+    /// TCP flags (0 for other protocols).
+    pub tcp_flags: u8,
+    /// IP protocol number of the flow.
+    pub proto: u8,
+    /// Transport payload length according to the headers (what was on the
+    /// wire, whatever the snaplen kept); 0 when no analyzer on this run
+    /// reads payload.
+    pub payload_len: u16,
+    /// Transport payload as captured (see the module docs).
+    pub payload: &'a [u8],
+}
+
+/// What an analyzer asks of the flow after a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Action {
+    /// Nothing: the flow goes on.
+    #[default]
+    Continue,
+    /// End the flow after this packet (see the module docs).
+    End,
+}
+
+/// A per-flow analyzer (see the module docs; `payload.rs` is an example).
+pub trait Analyzer: Default + Send + 'static {
+    /// Per-flow state, reset to `Default` when a flow starts.
+    type State: Clone + Default + Send;
+    /// Name on the command line (`--analyzer NAME`).
+    const NAME: &'static str;
+    /// One line for `--help` and the field reference.
+    const ABOUT: &'static str;
+    /// The record fields it adds, in order.
+    const FIELDS: &'static [Field];
+    /// Whether it reads [`PacketView::payload`].
+    const PAYLOAD: bool;
+    /// Sees one packet of a flow (after the flow table accounted it).
+    fn packet(&self, state: &mut Self::State, p: &PacketView<'_>) -> Action;
+    /// Writes the fields of a finished flow, [`Self::FIELDS`] in order.
+    fn record(&self, state: &Self::State, out: &mut Cells<'_>);
+}
+
+/// One analyzer's side array of per-flow states.
+struct Slots<A: Analyzer> {
+    analyzer: A,
+    states: Vec<A::State>,
+}
+
+impl<A: Analyzer> Slots<A> {
+    fn new() -> Self {
+        Slots {
+            analyzer: A::default(),
+            states: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn start(&mut self, s: usize) {
+        match self.states.get_mut(s) {
+            Some(st) => *st = A::State::default(),
+            None => self.states.resize(s + 1, A::State::default()),
+        }
+    }
+
+    #[inline]
+    fn packet(&mut self, s: usize, p: &PacketView<'_>) -> Action {
+        match self.states.get_mut(s) {
+            Some(st) => self.analyzer.packet(st, p),
+            None => Action::Continue,
+        }
+    }
+
+    fn record(&self, s: usize, out: &mut Cells<'_>) {
+        let empty = A::State::default();
+        self.analyzer
+            .record(self.states.get(s).unwrap_or(&empty), out);
+    }
+}
+
+/// The record fields of the analyzers `names` turns on, in registry order.
+pub fn fields_of(names: &[String]) -> Vec<Field> {
+    Active::new(names).map(|a| a.fields()).unwrap_or_default()
+}
+
+/// Declares the analyzers a run can turn on: `name: Type` per line.
+macro_rules! registry {
+    ($($(#[$attr:meta])* $name:ident: $ty:ty),* $(,)?) => {
+        /// The state arrays of the registered analyzers (`None`: off).
+        struct Each {
+            $($(#[$attr])* $name: Option<Slots<$ty>>,)*
+        }
+
+        /// The analyzers turned on for one flow table.
+        pub(crate) struct Active {
+            each: Each,
+            payload: bool,
+            width: usize,
+        }
+
+        /// Every analyzer a run can turn on: (name, what it adds).
+        pub const AVAILABLE: &[(&str, &str)] =
+            &[$($(#[$attr])* (<$ty as Analyzer>::NAME, <$ty as Analyzer>::ABOUT),)*];
+
+        impl Active {
+            /// The analyzers named (each known name at most once, any
+            /// order); the unknown name when there is one.
+            pub(crate) fn new(names: &[String]) -> Result<Active, String> {
+                if let Some(bad) = names
+                    .iter()
+                    .find(|n| !AVAILABLE.iter().any(|(known, _)| known == n))
+                {
+                    return Err(bad.clone());
+                }
+                let on = |name: &str| names.iter().any(|n| n == name);
+                let mut a = Active {
+                    each: Each {
+                        $($(#[$attr])* $name: on(<$ty as Analyzer>::NAME).then(Slots::new),)*
+                    },
+                    payload: false,
+                    width: 0,
+                };
+                $($(#[$attr])* if a.each.$name.is_some() {
+                    a.payload |= <$ty as Analyzer>::PAYLOAD;
+                    a.width += <$ty as Analyzer>::FIELDS.len();
+                })*
+                Ok(a)
+            }
+
+            /// True when at least one analyzer is on.
+            pub(crate) fn any(&self) -> bool {
+                let mut any = false;
+                $($(#[$attr])* {
+                    any |= self.each.$name.is_some();
+                })*
+                any
+            }
+
+            /// True when an analyzer on reads payload.
+            pub(crate) fn wants_payload(&self) -> bool {
+                self.payload
+            }
+
+            /// The record fields of the analyzers on, in order.
+            pub(crate) fn fields(&self) -> Vec<Field> {
+                let mut f = Vec::new();
+                $($(#[$attr])* if self.each.$name.is_some() {
+                    f.extend_from_slice(<$ty as Analyzer>::FIELDS);
+                })*
+                f
+            }
+
+            /// A flow starts in slot `s`.
+            #[inline]
+            pub(crate) fn start(&mut self, s: usize) {
+                $($(#[$attr])* if let Some(x) = &mut self.each.$name {
+                    x.start(s);
+                })*
+            }
+
+            /// A packet of the flow in slot `s`.
+            #[inline]
+            pub(crate) fn packet(&mut self, s: usize, p: &PacketView<'_>) -> Action {
+                let mut act = Action::Continue;
+                $($(#[$attr])* if let Some(x) = &mut self.each.$name {
+                    if x.packet(s, p) == Action::End {
+                        act = Action::End;
+                    }
+                })*
+                act
+            }
+
+            /// Appends the fields of the flow in slot `s` as one row.
+            pub(crate) fn record(&self, s: usize, rows: &mut Rows) {
+                rows.push_row(self.width, |c| {
+                    $($(#[$attr])* if let Some(x) = &self.each.$name {
+                        c.section(<$ty as Analyzer>::FIELDS.len(), |c| x.record(s, c));
+                    })*
+                    let _ = (&c, s);
+                });
+            }
+        }
+    };
+}
+
+registry! {
+    payload: payload::PayloadBytes,
+    // Ends flows after a few packets: the unit tests' analyzer for
+    // `Action::End` (in no other build).
+    #[cfg(test)]
+    test_end: tests::EndAfter,
+}
+
+#[cfg(test)]
+mod tests;

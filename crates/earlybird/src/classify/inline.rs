@@ -1,0 +1,161 @@
+//! The classifier a flow table runs inline: which form of the model
+//! decides a flow, and the table's link to the worker pool.
+//!
+//! Contract: [`Inline`] is built from the run's model (or none) and the
+//! number of early packets the table keeps. It says at which early packet a
+//! flow is decided ([`Inline::decide_at`], 0 = never) and decides one flow
+//! from its early packets ([`Inline::decide`]): a C4.5 model through its
+//! compiled [`FastTree`] (no dynamic call), any other model through
+//! [`Classifier::classify`]; the verdict comes back as the table stores it
+//! ([`EntryVerdict`]: class, confidence × 65535, packet count). With a
+//! pool attached ([`Inline::attach_pool`]), flows go to the worker threads
+//! instead ([`Inline::submit`]) and their verdicts come back through
+//! [`Inline::next_done`]. The table keeps the flows; this keeps the model.
+//! Nothing here allocates.
+
+use std::sync::Arc;
+
+use super::compiled_tree::{EntryVerdict, FastTree};
+use super::pool::{Done, Job, PoolLink};
+use super::{conf_u16, Classifier, FlowFeatures};
+use crate::features::early::{EarlyPkt, MAX_EARLY};
+
+/// A flow table's inline classifier (see the module docs).
+pub struct Inline {
+    model: Option<Arc<dyn Classifier>>,
+    /// The model's direct form, when it has one (C4.5): same verdicts as
+    /// `classify`, no dynamic call.
+    tree: Option<FastTree>,
+    decide_at: usize,
+    pool: Option<PoolLink>,
+    /// The model runs on the pool (stays true after the pool is detached).
+    pooled: bool,
+    /// Jobs submitted whose verdict has not come back.
+    outstanding: usize,
+}
+
+impl Inline {
+    /// The classifier of a table keeping `n` early packets per flow.
+    pub fn new(model: Option<Arc<dyn Classifier>>, n: usize) -> Inline {
+        Inline {
+            decide_at: model
+                .as_ref()
+                .map(|m| m.packets_needed().clamp(1, n))
+                .unwrap_or(0),
+            tree: model.as_ref().and_then(|m| m.fast_tree()),
+            model,
+            pool: None,
+            pooled: false,
+            outstanding: 0,
+        }
+    }
+
+    /// The early packet at which a flow is decided; 0 without a model.
+    #[inline(always)]
+    pub fn decide_at(&self) -> usize {
+        self.decide_at
+    }
+
+    /// True when there is a model.
+    #[inline]
+    pub fn has_model(&self) -> bool {
+        self.model.is_some()
+    }
+
+    /// True when the model runs on the pool.
+    #[inline]
+    pub fn pooled(&self) -> bool {
+        self.pooled
+    }
+
+    /// True while a pool is attached: flows are submitted, not decided.
+    #[inline(always)]
+    pub fn on_pool(&self) -> bool {
+        self.pool.is_some()
+    }
+
+    /// The verdict on a flow of protocol `proto` between ports `sport`
+    /// (client) and `dport` from its early packets; `None` without a model.
+    #[inline]
+    pub fn decide(
+        &self,
+        early: &[EarlyPkt],
+        proto: u8,
+        sport: u16,
+        dport: u16,
+    ) -> Option<EntryVerdict> {
+        if let Some(tree) = &self.tree {
+            return Some(tree.decide(early, proto, dport));
+        }
+        let model = self.model.as_ref()?;
+        let v = model.classify(&FlowFeatures {
+            early,
+            proto,
+            sport,
+            dport,
+        });
+        Some(EntryVerdict {
+            app: v.class,
+            conf: conf_u16(v.confidence),
+            at: v.at_packet,
+        })
+    }
+
+    /// Sends a flow to the pool: `slot` and `ident` name it when its verdict
+    /// comes back. False when there is no pool or its queue is full.
+    pub fn submit(
+        &mut self,
+        slot: u32,
+        ident: (u64, u32),
+        early: &[EarlyPkt],
+        proto: u8,
+        sport: u16,
+        dport: u16,
+    ) -> bool {
+        let Some(pool) = &self.pool else {
+            return false;
+        };
+        let n = early.len().min(MAX_EARLY);
+        let mut job = Job {
+            shard: pool.shard,
+            slot,
+            ident,
+            early: [EarlyPkt::default(); MAX_EARLY],
+            n: n as u8,
+            proto,
+            sport,
+            dport,
+        };
+        job.early[..n].copy_from_slice(&early[..n]);
+        if pool.jobs.try_send(job).is_ok() {
+            self.outstanding += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The next verdict the pool has returned; with `wait`, waits for one
+    /// while jobs are outstanding. `None` when there is none (or no pool).
+    pub fn next_done(&mut self, wait: bool) -> Option<Done> {
+        let pool = self.pool.as_ref()?;
+        let done = if wait && self.outstanding > 0 {
+            pool.done.recv().ok()?
+        } else {
+            pool.done.try_recv().ok()?
+        };
+        self.outstanding = self.outstanding.saturating_sub(1);
+        Some(done)
+    }
+
+    /// Connects the pool (costly models).
+    pub fn attach_pool(&mut self, link: PoolLink) {
+        self.pool = Some(link);
+        self.pooled = true;
+    }
+
+    /// Disconnects the pool (after the final drain), so its workers can stop.
+    pub fn detach_pool(&mut self) {
+        self.pool = None;
+    }
+}

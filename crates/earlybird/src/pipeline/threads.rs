@@ -1,0 +1,262 @@
+//! The threads of a run: the exporter thread, the classifier pool's
+//! workers, one shard thread per input, and the report gathered from them.
+//!
+//! Contract: [`run_shards`] starts every thread inside one
+//! `std::thread::scope`, so nothing outlives the run; a thread that cannot
+//! be started is a [`Error::Config`]. Each shard thread ([`shard_thread`])
+//! builds its table (reporting ready before the file helpers start, see
+//! `docs/ARCHITECTURE.md`), runs its input to the end or to a stop, ends
+//! every open flow and hands every record to the exporter; [`gather`]
+//! merges their counters, warnings and the `-w` result into the report. A
+//! panicking thread is an error naming which kind of thread it was.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, Receiver, Sender};
+
+use super::files::{self, Files};
+use super::sink::{export_loop, ExportControl, Exported, Sink};
+use super::{live, spare_core, Input, ModelRef, RunControl, RunOptions, RECORDS_PER_BATCH};
+use crate::classify::pool::PoolLink;
+use crate::classify::Classifier;
+use crate::export::{Exporter, Renderer};
+use crate::flow::record::RecordBatch;
+use crate::mark::{MarkCounters, Marker};
+use crate::shard::Shard;
+use crate::source::Warning;
+use crate::telemetry::counters::Counters;
+use crate::telemetry::summary::Report;
+use crate::{Error, Result};
+
+/// What one shard thread is given.
+struct ShardStart<'f> {
+    id: usize,
+    input: Input,
+    files: Files<'f>,
+    tx: Sender<RecordBatch>,
+    pool_rx: Receiver<RecordBatch>,
+    core: Option<core_affinity::CoreId>,
+    model: Option<std::sync::Arc<dyn Classifier>>,
+    marker: Option<Marker>,
+    link: Option<PoolLink>,
+    renderers: Vec<Option<Renderer>>,
+    ready: mpsc::Sender<()>,
+    spare: bool,
+}
+
+/// What one shard thread returns: its counters, the input warnings, the
+/// process's anonymous memory at end of input (shard 0), and the result of
+/// its `-w` writer.
+type ShardEnd = (
+    Counters,
+    Vec<Warning>,
+    Option<u64>,
+    Option<std::result::Result<MarkCounters, String>>,
+);
+
+/// Starts the exporter thread and one shard thread per input, and gathers
+/// their results into the run's report. `flush_every`: see
+/// [`ExportControl`].
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_shards(
+    files: Files<'_>,
+    inputs: Vec<Input>,
+    mut marker: Option<Marker>,
+    flush_every: Option<Duration>,
+    opts: &RunOptions,
+    model: &ModelRef,
+    exporters: Vec<Box<dyn Exporter>>,
+    ctl: &RunControl,
+) -> Result<Report> {
+    let started = Instant::now();
+    let (tx, rx) = bounded::<RecordBatch>(opts.channel_batches.max(1));
+    let (pool_tx, pool_rx) = bounded::<RecordBatch>(opts.channel_batches.max(1) * 2);
+    let cores = if opts.pin {
+        core_affinity::get_core_ids().unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    // Costly models classify on a pool of worker threads (see classify::pool).
+    let costly = model.model.as_ref().filter(|m| m.costly()).cloned();
+    let (mut links, job_rx, done_txs) = match &costly {
+        Some(_) => {
+            let (l, j, d) = crate::classify::pool::channels(opts.shards);
+            (l.into_iter().map(Some).collect(), Some(j), d)
+        }
+        None => (
+            (0..opts.shards).map(|_| None).collect::<Vec<_>>(),
+            None,
+            Vec::new(),
+        ),
+    };
+    // Each shard may format records for the exporters (see `Sink::send`).
+    // Helper threads (populating the file map, clearing table pages ahead)
+    // only run on a core the shards leave idle (see `spare_core`).
+    let spare = spare_core(opts.shards);
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let mut renderers: Vec<Vec<Option<Renderer>>> = (0..opts.shards)
+        .map(|_| exporters.iter().map(|e| e.renderer()).collect())
+        .collect();
+    let export_ctl = ExportControl {
+        flush_every,
+        reopen: ctl.reopen.clone(),
+        // With a -w pcap, every packet is still wanted.
+        halt: marker.is_none().then(|| ctl.halt.clone()),
+        unidirectional: !opts.flow.bidirectional,
+    };
+    let (shard_results, export_result) = std::thread::scope(|scope| {
+        let exporter = std::thread::Builder::new()
+            .name("eb-export".into())
+            .spawn_scoped(scope, move || {
+                export_loop(rx, pool_tx, exporters, export_ctl)
+            })
+            .map_err(|e| Error::Config(format!("cannot start the exporter thread: {e}")))?;
+        if let (Some(m), Some(jobs)) = (&costly, &job_rx) {
+            for _ in 0..opts.classifier_threads.max(1) {
+                let (m, jobs, done) = (m.clone(), jobs.clone(), done_txs.clone());
+                std::thread::Builder::new()
+                    .name("eb-classify".into())
+                    .spawn_scoped(scope, move || crate::classify::pool::worker(m, jobs, done))
+                    .map_err(|e| Error::Config(format!("cannot start a classifier thread: {e}")))?;
+            }
+        }
+        drop(job_rx);
+        drop(done_txs);
+        let mut handles = Vec::new();
+        for (id, input) in inputs.into_iter().enumerate() {
+            let start = ShardStart {
+                id,
+                input,
+                files: files.clone(),
+                tx: tx.clone(),
+                pool_rx: pool_rx.clone(),
+                core: (!cores.is_empty()).then(|| cores[id % cores.len()]),
+                model: model.model.clone(),
+                marker: if id == 0 { marker.take() } else { None },
+                link: links[id].take(),
+                renderers: std::mem::take(&mut renderers[id]),
+                ready: ready_tx.clone(),
+                spare,
+            };
+            let handle = std::thread::Builder::new()
+                .name(format!("eb-shard{id}"))
+                .spawn_scoped(scope, move || shard_thread(start, opts, ctl));
+            handles.push(
+                handle.map_err(|e| Error::Config(format!("cannot start a shard thread: {e}")))?,
+            );
+        }
+        drop(tx);
+        drop(pool_rx);
+        drop(ready_tx);
+        // Every shard has its table (or has failed and dropped its end).
+        for _ in 0..opts.shards {
+            if ready_rx.recv().is_err() {
+                break;
+            }
+        }
+        match &files {
+            Files::Slice(fs) => fs.iter().for_each(|f| f.map_ahead(spare)),
+            Files::Feed(feed) => feed.started.store(true, Ordering::Release),
+        }
+        ctl.started.store(true, Ordering::Relaxed);
+        let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+        Ok::<_, Error>((results, exporter.join()))
+    })?;
+    let mut report = Report {
+        classes: model.classes.clone(),
+        ..Report::default()
+    };
+    gather(&mut report, shard_results, export_result)?;
+    report.marking = opts.mark.is_some();
+    report.interrupted = ctl.stop.load(Ordering::Relaxed);
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// One shard thread: builds the shard, runs its input, ends every flow and
+/// hands the records over.
+fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Result<ShardEnd> {
+    let id = st.id;
+    if let Some(c) = st.core {
+        core_affinity::set_for_current(c);
+    }
+    let mut shard = Shard::new(id, opts.shards, &opts.flow, st.model)?;
+    if st.spare {
+        shard.table.start_prefault();
+    }
+    // Threads are started (and their memory mapped) before the file's
+    // helper runs: a thread start waits for the address space lock that
+    // populating holds (10-60 ms measured).
+    let _ = st.ready.send(());
+    drop(st.ready);
+    shard.marker = st.marker;
+    if let Some(l) = st.link {
+        shard.table.attach_pool(l);
+    }
+    let mut sink = Sink::new(
+        st.tx,
+        st.renderers,
+        opts.placement,
+        st.pool_rx,
+        opts.export_policy,
+        opts.flow.early_packets,
+    );
+    let (files, batch) = (&st.files, opts.batch);
+    let warnings = match st.input {
+        Input::Files(None) => files::shard_loop(&mut shard, &mut sink, files, batch, ctl, st.spare),
+        Input::Files(Some(ends)) => {
+            files::shard_loop_shared(&mut shard, &mut sink, files, batch, ctl, *ends, st.spare)
+        }
+        Input::Live(mut ring, deadline) => {
+            let w = live::shard_loop(&mut shard, &mut sink, &mut ring, batch, ctl, deadline);
+            live::count(&mut shard.counters, &mut ring);
+            w
+        }
+    };
+    shard.counters.table_bytes = shard.table.memory_bytes() as u64;
+    shard.counters.table_pool_bytes = shard.table.pool_bytes() as u64;
+    let rss = (id == 0)
+        .then(crate::telemetry::summary::rss_anon)
+        .flatten();
+    shard.finish(RECORDS_PER_BATCH, |out| sink.send(out, true));
+    sink.send(&mut shard.table.out, true);
+    shard.counters.export_dropped = sink.dropped;
+    let mark_result = shard.marker.take().map(|mut m| match m.error.take() {
+        // Errors of the pcap writer name its file.
+        Some(e) => Err(e),
+        None => m.writer.finish().map_err(|e| e.to_string()),
+    });
+    Ok((shard.counters, warnings, rss, mark_result))
+}
+
+/// Folds the shard threads' and the exporter thread's results into
+/// `report`.
+fn gather(
+    report: &mut Report,
+    shards: Vec<std::thread::Result<Result<ShardEnd>>>,
+    exported: std::thread::Result<Exported>,
+) -> Result<()> {
+    for r in shards {
+        let (c, w, rss, mark) =
+            r.map_err(|_| Error::Config("a shard thread panicked".into()))??;
+        match mark {
+            Some(Ok(m)) => report.marked = Some(m),
+            Some(Err(e)) => report.output_errors.push(e),
+            None => {}
+        }
+        report.counters.merge(&c);
+        report.flowed_per_shard.push(c.packets_flowed);
+        report.warnings.extend(w);
+        report.rss_anon_end_of_input = report.rss_anon_end_of_input.or(rss);
+    }
+    // Every socket of a live run reports the same lost interface.
+    report.warnings.dedup();
+    let (summary, errors, closed) =
+        exported.map_err(|_| Error::Config("the exporter thread panicked".into()))?;
+    report.summary = summary;
+    report.output_errors.extend(errors);
+    report.outputs_closed = closed;
+    Ok(())
+}

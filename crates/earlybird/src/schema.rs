@@ -1,0 +1,355 @@
+//! Record schemas: the descriptor tables that name, type and describe the
+//! fields of a record kind, and [`Rows`], the cells of records whose fields
+//! are declared at run time (per-flow analyzers, record kinds other than
+//! flows).
+//!
+//! Contract: a record kind is a table of [`Field`]s; every output format
+//! (CSV header and columns, JSON keys, the field reference in `docs/`) is
+//! generated from that table, so a field is declared once. [`Rows`] holds
+//! records of a fixed width as a flat array of cells plus one byte array
+//! for their text: pushing a row allocates only when the arrays grow (they
+//! are reused batch after batch), a row always has exactly the declared
+//! width (missing cells are null, extra cells are dropped) and text is cut
+//! at [`MAX_TEXT`] bytes on a character boundary. Nothing here panics on
+//! any value.
+
+/// Value type of a field as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldType {
+    /// Text (CSV: quoted only when needed; JSON: string).
+    Str,
+    /// Unsigned integer of at most 8 bits.
+    U8,
+    /// Unsigned 16-bit integer.
+    U16,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Unsigned 64-bit integer.
+    U64,
+    /// Signed 8-bit integer.
+    I8,
+    /// Signed 64-bit integer.
+    I64,
+    /// Floating point, rounded to at most 3 decimals by the text formats.
+    F64,
+}
+
+impl FieldType {
+    /// Name used in the field reference.
+    pub fn name(self) -> &'static str {
+        match self {
+            FieldType::Str => "string",
+            FieldType::U8 => "u8",
+            FieldType::U16 => "u16",
+            FieldType::U32 => "u32",
+            FieldType::U64 => "u64",
+            FieldType::I8 => "i8",
+            FieldType::I64 => "i64",
+            FieldType::F64 => "f64",
+        }
+    }
+}
+
+/// One field of a record kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    /// Column name (CSV header) and key (JSON).
+    pub name: &'static str,
+    /// Value type.
+    pub ty: FieldType,
+    /// Unit, empty when the value has none.
+    pub unit: &'static str,
+    /// What the value means.
+    pub desc: &'static str,
+}
+
+impl Field {
+    /// A field (usable in `const` tables).
+    pub const fn new(
+        name: &'static str,
+        ty: FieldType,
+        unit: &'static str,
+        desc: &'static str,
+    ) -> Field {
+        Field {
+            name,
+            ty,
+            unit,
+            desc,
+        }
+    }
+}
+
+/// Longest text a cell keeps, in bytes (longer text is cut on a character
+/// boundary).
+pub const MAX_TEXT: usize = 256;
+
+/// One cell as stored: text refers to the rows' byte array.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Cell {
+    Null,
+    U64(u64),
+    I64(i64),
+    F64(f64),
+    Text { start: u32, len: u32 },
+}
+
+/// One cell as read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value<'a> {
+    /// Not measured (CSV: empty; JSON: `null`).
+    Null,
+    /// An unsigned integer.
+    U64(u64),
+    /// A signed integer.
+    I64(i64),
+    /// A float.
+    F64(f64),
+    /// Text (at most [`MAX_TEXT`] bytes).
+    Text(&'a str),
+}
+
+impl Value<'_> {
+    /// The value with its text copied.
+    pub fn to_owned(self) -> OwnedValue {
+        match self {
+            Value::Null => OwnedValue::Null,
+            Value::U64(v) => OwnedValue::U64(v),
+            Value::I64(v) => OwnedValue::I64(v),
+            Value::F64(v) => OwnedValue::F64(v),
+            Value::Text(t) => OwnedValue::Text(t.to_string()),
+        }
+    }
+}
+
+/// A [`Value`] that owns its text (records collected in memory).
+#[derive(Debug, Clone, PartialEq)]
+pub enum OwnedValue {
+    /// Not measured.
+    Null,
+    /// An unsigned integer.
+    U64(u64),
+    /// A signed integer.
+    I64(i64),
+    /// A float.
+    F64(f64),
+    /// Text.
+    Text(String),
+}
+
+/// Records of one width as cells (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct Rows {
+    width: usize,
+    cells: Vec<Cell>,
+    text: Vec<u8>,
+}
+
+impl Rows {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.cells.len().checked_div(self.width).unwrap_or(0)
+    }
+
+    /// True when there is no row.
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// Cells per row (of the rows pushed last).
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Appends a row of `width` cells written by `fill` (cells it does not
+    /// write are null; cells past `width` are dropped). A width other than
+    /// the rows' so far clears them first.
+    #[inline]
+    pub fn push_row(&mut self, width: usize, fill: impl FnOnce(&mut Cells<'_>)) {
+        if width != self.width {
+            self.clear();
+            self.width = width;
+        }
+        let start = self.cells.len();
+        let mut c = Cells {
+            rows: self,
+            end: start + width,
+        };
+        fill(&mut c);
+        self.cells.resize(start + width, Cell::Null);
+    }
+
+    /// Appends a row of nulls.
+    pub fn push_null(&mut self, width: usize) {
+        self.push_row(width, |_| {});
+    }
+
+    /// Cell `j` of row `i`; `Null` outside the rows.
+    pub fn get(&self, i: usize, j: usize) -> Value<'_> {
+        if j >= self.width {
+            return Value::Null;
+        }
+        match self.cells.get(i * self.width + j) {
+            None | Some(Cell::Null) => Value::Null,
+            Some(Cell::U64(v)) => Value::U64(*v),
+            Some(Cell::I64(v)) => Value::I64(*v),
+            Some(Cell::F64(v)) => Value::F64(*v),
+            Some(Cell::Text { start, len }) => {
+                let (s, l) = (*start as usize, *len as usize);
+                // Text is stored only from `&str` cut at a boundary.
+                Value::Text(
+                    self.text
+                        .get(s..s + l)
+                        .and_then(|b| std::str::from_utf8(b).ok())
+                        .unwrap_or(""),
+                )
+            }
+        }
+    }
+
+    /// The cells of row `i`.
+    pub fn row(&self, i: usize) -> impl Iterator<Item = Value<'_>> + '_ {
+        (0..self.width).map(move |j| self.get(i, j))
+    }
+
+    /// Empties the rows, keeping the arrays.
+    pub fn clear(&mut self) {
+        self.cells.clear();
+        self.text.clear();
+    }
+}
+
+/// Writes the cells of one row, in field order ([`Rows::push_row`]).
+pub struct Cells<'a> {
+    rows: &'a mut Rows,
+    end: usize,
+}
+
+impl Cells<'_> {
+    #[inline]
+    fn put(&mut self, c: Cell) {
+        if self.rows.cells.len() < self.end {
+            self.rows.cells.push(c);
+        }
+    }
+
+    /// Runs `fill` on the next `n` cells of the row: what it leaves
+    /// unwritten is null, what it writes past them is dropped.
+    pub fn section(&mut self, n: usize, fill: impl FnOnce(&mut Cells<'_>)) {
+        let end = (self.rows.cells.len() + n).min(self.end);
+        fill(&mut Cells {
+            rows: self.rows,
+            end,
+        });
+        if self.rows.cells.len() < end {
+            self.rows.cells.resize(end, Cell::Null);
+        }
+    }
+
+    /// An unsigned integer.
+    #[inline]
+    pub fn u64(&mut self, v: u64) {
+        self.put(Cell::U64(v));
+    }
+
+    /// A signed integer.
+    #[inline]
+    pub fn i64(&mut self, v: i64) {
+        self.put(Cell::I64(v));
+    }
+
+    /// A float.
+    #[inline]
+    pub fn f64(&mut self, v: f64) {
+        self.put(Cell::F64(v));
+    }
+
+    /// A value that was not measured.
+    #[inline]
+    pub fn null(&mut self) {
+        self.put(Cell::Null);
+    }
+
+    /// Text, cut at [`MAX_TEXT`] bytes on a character boundary.
+    pub fn text(&mut self, s: &str) {
+        let mut n = s.len().min(MAX_TEXT);
+        while !s.is_char_boundary(n) {
+            n -= 1;
+        }
+        self.text_bytes(&s.as_bytes()[..n]);
+    }
+
+    /// Bytes as lower-case hexadecimal text (at most `MAX_TEXT / 2` bytes).
+    pub fn hex(&mut self, b: &[u8]) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let b = &b[..b.len().min(MAX_TEXT / 2)];
+        let start = self.rows.text.len();
+        for &x in b {
+            self.rows.text.push(HEX[(x >> 4) as usize]);
+            self.rows.text.push(HEX[(x & 15) as usize]);
+        }
+        let len = self.rows.text.len() - start;
+        self.put(Cell::Text {
+            start: start as u32,
+            len: len as u32,
+        });
+    }
+
+    fn text_bytes(&mut self, b: &[u8]) {
+        let start = self.rows.text.len();
+        self.rows.text.extend_from_slice(b);
+        self.put(Cell::Text {
+            start: start as u32,
+            len: b.len() as u32,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_have_their_width_whatever_is_written() {
+        let mut r = Rows::default();
+        r.push_row(3, |c| {
+            c.u64(7);
+            c.text("héllo");
+        });
+        r.push_row(3, |c| {
+            for i in 0..5 {
+                c.i64(-i);
+            }
+        });
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            r.row(0).collect::<Vec<_>>(),
+            [Value::U64(7), Value::Text("héllo"), Value::Null]
+        );
+        assert_eq!(
+            r.row(1).collect::<Vec<_>>(),
+            [Value::I64(0), Value::I64(-1), Value::I64(-2)]
+        );
+        assert_eq!(r.get(5, 0), Value::Null);
+        assert_eq!(r.get(0, 3), Value::Null);
+    }
+
+    #[test]
+    fn text_is_cut_on_a_character_boundary_and_hex_is_lower_case() {
+        let mut r = Rows::default();
+        let long = "é".repeat(MAX_TEXT);
+        r.push_row(2, |c| {
+            c.text(&long);
+            c.hex(&[0x00, 0xab, 0xff]);
+        });
+        match r.get(0, 0) {
+            Value::Text(t) => {
+                assert!(t.len() <= MAX_TEXT && t.len() >= MAX_TEXT - 1);
+                assert!(t.chars().all(|c| c == 'é'));
+            }
+            v => panic!("{v:?}"),
+        }
+        assert_eq!(r.get(0, 1), Value::Text("00abff"));
+        assert_eq!(r.get(0, 1).to_owned(), OwnedValue::Text("00abff".into()));
+    }
+}
