@@ -9,7 +9,7 @@
 //! At most [`max_len`] bytes per row, so the record bound of the exporters
 //! covers it. No allocation per row.
 
-use super::text::{Cursor, Snip, MAX_FIELD};
+use super::text::{json_escaped, Cursor, Snip, MAX_FIELD};
 use crate::schema::{Field, FieldType, Rows, Value, MAX_TEXT};
 
 /// The fixed texts of the run-time fields, for one format.
@@ -116,21 +116,11 @@ fn csv_text<const C: bool>(buf: &mut Cursor<'_, C>, t: &str) {
 }
 
 fn json_text<const C: bool>(buf: &mut Cursor<'_, C>, t: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     buf.byte(b'"');
     for &b in t.as_bytes() {
-        match b {
-            b'"' => buf.bytes(b"\\\""),
-            b'\\' => buf.bytes(b"\\\\"),
-            b'\n' => buf.bytes(b"\\n"),
-            b'\r' => buf.bytes(b"\\r"),
-            b'\t' => buf.bytes(b"\\t"),
-            0..=0x1f => {
-                buf.bytes(b"\\u00");
-                buf.byte(HEX[(b >> 4) as usize]);
-                buf.byte(HEX[(b & 15) as usize]);
-            }
-            _ => buf.byte(b),
+        match json_escaped(b) {
+            Some(e) => buf.bytes(e),
+            None => buf.byte(b),
         }
     }
     buf.byte(b'"');

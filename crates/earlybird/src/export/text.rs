@@ -666,23 +666,40 @@ pub fn csv_field(s: &str) -> Vec<u8> {
     out
 }
 
+/// `\u00XX` for each control byte.
+const JSON_CONTROL: [[u8; 6]; 32] = {
+    let mut t = [[0u8; 6]; 32];
+    let mut b = 0;
+    while b < 32 {
+        t[b] = [b'\\', b'u', b'0', b'0', HEX[b >> 4], HEX[b & 0xf]];
+        b += 1;
+    }
+    t
+};
+
+/// How byte `b` of a string is written inside a JSON string literal:
+/// `None` when it stands as itself.
+#[inline]
+pub(crate) fn json_escaped(b: u8) -> Option<&'static [u8]> {
+    match b {
+        b'"' => Some(b"\\\""),
+        b'\\' => Some(b"\\\\"),
+        b'\n' => Some(b"\\n"),
+        b'\r' => Some(b"\\r"),
+        b'\t' => Some(b"\\t"),
+        0..=0x1f => Some(&JSON_CONTROL[b as usize]),
+        _ => None,
+    }
+}
+
 /// A JSON string literal (with its quotes) holding `s`.
 pub fn json_string(s: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(s.len() + 2);
     out.push(b'"');
     for b in s.bytes() {
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0..=0x1f => {
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[(b >> 4) as usize]);
-                out.push(HEX[(b & 0xf) as usize]);
-            }
-            _ => out.push(b),
+        match json_escaped(b) {
+            Some(e) => out.extend_from_slice(e),
+            None => out.push(b),
         }
     }
     out.push(b'"');

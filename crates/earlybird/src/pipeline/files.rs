@@ -23,7 +23,7 @@ use std::sync::Arc;
 use super::sink::Sink;
 use super::{RunControl, RECORDS_PER_BATCH};
 use crate::shard::Shard;
-use crate::source::inputs::{Feed, FeedItem};
+use crate::source::feed::{Feed, FeedItem};
 use crate::source::{CaptureFile, CaptureReader, PacketRef, Warning};
 
 /// The captures a file run reads: the caller's files, or a [`Feed`].

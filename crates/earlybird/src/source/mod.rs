@@ -15,6 +15,7 @@
 pub mod af_packet;
 mod af_packet_tx;
 pub mod fanout;
+pub(crate) mod feed;
 pub mod file;
 pub mod inputs;
 pub mod netdev;
