@@ -105,7 +105,7 @@ pub enum Value<'a> {
     I64(i64),
     /// A float.
     F64(f64),
-    /// Text (at most [`MAX_TEXT`] bytes).
+    /// Text (at most 256 bytes).
     Text(&'a str),
 }
 
@@ -270,7 +270,7 @@ impl Cells<'_> {
         self.put(Cell::Null);
     }
 
-    /// Text, cut at [`MAX_TEXT`] bytes on a character boundary.
+    /// Text, cut at 256 bytes (`MAX_TEXT`) on a character boundary.
     pub fn text(&mut self, s: &str) {
         let mut n = s.len().min(MAX_TEXT);
         while !s.is_char_boundary(n) {

@@ -5,13 +5,13 @@
 //! Contract:
 //! - An [`Analyzer`] declares its name, its record fields ([`Analyzer::FIELDS`])
 //!   and whether it reads payload, next to its code, in one file of this
-//!   folder; [`registry!`] lists the analyzers a run can turn on (one line
+//!   folder; `registry!` lists the analyzers a run can turn on (one line
 //!   each). A run turns analyzers on by name (`--analyzer NAME`,
 //!   [`crate::config::FlowConfig::analyzers`]); with none on, the flow table
 //!   pays one predictable branch per packet and nothing else.
-//! - Calls are statically dispatched: [`Active`] holds one optional side
+//! - Calls are statically dispatched: `Active` holds one optional side
 //!   array of states per registered analyzer, indexed by the flow's slot in
-//!   the table, and the table calls [`Active::packet`] after it has
+//!   the table, and the table calls `Active::packet` after it has
 //!   accounted each packet (the packet count in [`PacketView::index`]
 //!   includes it). A slot's state is reset to `Default` when a flow starts in
 //!   it, so an analyzer never sees another flow's state.
@@ -19,7 +19,7 @@
 //!   (cut by the snaplen, never past the IP length), a view into the
 //!   capture's bytes with no copy. It is empty when no analyzer on this run
 //!   reads payload (the shard then does not look it up).
-//! - When a flow ends, [`Active::record`] appends the analyzers' fields to
+//! - When a flow ends, `Active::record` appends the analyzers' fields to
 //!   the record's row of cells ([`crate::schema::Rows`]), in registry order;
 //!   exporters write them after the flow's own fields.
 //! - [`Action::End`] ends the flow after the packet: its record says
