@@ -376,7 +376,7 @@ fn open_marker(
 /// Shards that exchange packets run in step, so a helper that preempts one
 /// of them stalls them all: with two shards on two cores the helpers cost
 /// ~15 % of the throughput, while one shard gains ~6 % from them
-/// (BENCHMARKS.md, session 8).
+/// (BENCHMARKS.md, history, 2026-11-24, 4ed4d74).
 fn spare_core(shards: usize) -> bool {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     shards < cores

@@ -49,7 +49,7 @@ pub const STRIDE_AHEAD: usize = 8 * STRIDE;
 /// within [`STRIDE_AHEAD`] bytes of it. Every shard walks the whole file,
 /// so without this each chunk's pages were faulted in 64 KiB at a time by
 /// whichever shard came first, the two often at once on the same page
-/// table lock (measured in BENCHMARKS.md, session 8).
+/// table lock (BENCHMARKS.md, history, 2026-11-24, 4ed4d74).
 #[derive(Debug)]
 pub struct Stride {
     span: Span,
