@@ -345,6 +345,33 @@ pub const FIELDS: &[Field] = &[
     ),
 ];
 
+/// Position of the field named `name` in [`FIELDS`], for `const` items:
+/// a name that is not there fails the build.
+pub(crate) const fn index_of(name: &str) -> usize {
+    let mut i = 0;
+    while i < FIELDS.len() {
+        if same(FIELDS[i].name.as_bytes(), name.as_bytes()) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("no record field of that name")
+}
+
+const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// The early features, one value per early packet.
 pub const EARLY_FIELDS: [EarlyField; 3] = [
     EarlyField {

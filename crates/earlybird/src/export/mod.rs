@@ -619,6 +619,20 @@ pub(crate) fn write_scalars<const JSON: bool, const C: bool>(
     app: &Snip,
     early_len: usize,
 ) {
+    // Field positions by name (resolved when compiling), and the runs the
+    // loops below walk.
+    macro_rules! at {
+        ($name:literal) => {{
+            const I: usize = fields::index_of($name);
+            I
+        }};
+    }
+    const {
+        let s = at!("fwd_size_min");
+        assert!(at!("bwd_size_min") == s + 4 && at!("fwd_iat_min") == s + 8);
+        assert!(at!("bwd_iat_min") == s + 12 && at!("fwd_fin") == s + 16);
+        assert!(at!("end_reason") == s + 32 && at!("bwd_cwr") == s + 31);
+    };
     // Field i starts with its JSON key (string keys include the opening
     // quote) or, in CSV, a comma unless it is the first.
     macro_rules! key {
@@ -659,10 +673,10 @@ pub(crate) fn write_scalars<const JSON: bool, const C: bool>(
         }};
     }
     let k = &r.key;
-    plain!(0, buf.addr(&k.src));
-    plain!(1, buf.addr(&k.dst));
-    uint!(2, k.sport);
-    uint!(3, k.dport);
+    plain!(at!("src"), buf.addr(&k.src));
+    plain!(at!("dst"), buf.addr(&k.dst));
+    uint!(at!("sport"), k.sport);
+    uint!(at!("dport"), k.dport);
     // Not measured: an empty CSV field, JSON null.
     macro_rules! none {
         ($i:expr) => {{
@@ -672,31 +686,31 @@ pub(crate) fn write_scalars<const JSON: bool, const C: bool>(
             }
         }};
     }
-    uint!(4, k.proto);
+    uint!(at!("proto"), k.proto);
     match r.icmp {
         Some(m) => {
-            uint!(5, m.ty);
-            uint!(6, m.code);
+            uint!(at!("icmp_type"), m.ty);
+            uint!(at!("icmp_code"), m.code);
         }
         None => {
-            none!(5);
-            none!(6);
+            none!(at!("icmp_type"));
+            none!(at!("icmp_code"));
         }
     }
-    uint!(7, k.ip_version);
-    uint!(8, k.vlan);
-    plain!(9, texts.tunnel(buf, k.tunnel));
-    uint!(10, k.tunnel_id);
-    plain!(11, buf.mac(&r.src_mac));
-    plain!(12, buf.mac(&r.dst_mac));
-    uint!(13, r.first_ts);
-    uint!(14, r.last_ts);
-    uint!(15, r.last_ts.saturating_sub(r.first_ts));
-    uint!(16, r.packets[0]);
-    uint!(17, r.packets[1]);
-    uint!(18, r.bytes[0]);
-    uint!(19, r.bytes[1]);
-    let mut i = 20;
+    uint!(at!("ip_version"), k.ip_version);
+    uint!(at!("vlan"), k.vlan);
+    plain!(at!("tunnel"), texts.tunnel(buf, k.tunnel));
+    uint!(at!("tunnel_id"), k.tunnel_id);
+    plain!(at!("src_mac"), buf.mac(&r.src_mac));
+    plain!(at!("dst_mac"), buf.mac(&r.dst_mac));
+    uint!(at!("first_ts"), r.first_ts);
+    uint!(at!("last_ts"), r.last_ts);
+    uint!(at!("duration_ns"), r.last_ts.saturating_sub(r.first_ts));
+    uint!(at!("fwd_packets"), r.packets[0]);
+    uint!(at!("bwd_packets"), r.packets[1]);
+    uint!(at!("fwd_bytes"), r.bytes[0]);
+    uint!(at!("bwd_bytes"), r.bytes[1]);
+    let mut i = at!("fwd_size_min");
     for s in [&r.size[0], &r.size[1], &r.iat[0], &r.iat[1]] {
         match s {
             Some(s) => {
@@ -734,14 +748,14 @@ pub(crate) fn write_scalars<const JSON: bool, const C: bool>(
             }
         }
     }
-    debug_assert_eq!(i, 52);
-    plain!(52, texts.end(buf, r.end));
-    key!(53);
+    debug_assert_eq!(i, at!("end_reason"));
+    plain!(at!("end_reason"), texts.end(buf, r.end));
+    key!(at!("app"));
     buf.snip(app);
-    float!(54, f64::from(r.verdict.confidence));
-    uint!(55, r.verdict.at_packet);
-    uint!(56, early_len as u64);
-    debug_assert_eq!(57, fields::FIELDS.len());
+    float!(at!("app_confidence"), f64::from(r.verdict.confidence));
+    uint!(at!("decided_at_packet"), r.verdict.at_packet);
+    uint!(at!("early_len"), early_len as u64);
+    const { assert!(at!("early_len") + 1 == fields::FIELDS.len()) };
 }
 
 #[cfg(test)]
