@@ -38,7 +38,10 @@
 //!   [`OwnedValue`]) described by [`Field`]s.
 //! - **Exporters**: [`Exporter`], opened by [`Format`] on a path
 //!   ([`open_exporter`]) or over any writer ([`to_writer`]); an exporter of
-//!   your own may format on another thread through a [`Renderer`].
+//!   your own may format on another thread through a [`Renderer`]. An
+//!   exporter takes the records of one [`Kind`] ([`Exporter::kind`]): flow
+//!   records in [`RecordBatch`]es, or rows of another kind in
+//!   [`RowBatch`]es.
 //! - **Models**: [`Model`] (load, save, classify), the [`Classifier`] trait
 //!   a model of your own implements.
 //! - **Train and evaluate**: [`train()`] on a [`Dataset`], [`evaluate()`] on
@@ -129,7 +132,7 @@ pub use pipeline::{
     collect, collect_inputs, open_all, open_live, run, run_inputs, run_live, CollectedFlow,
     ExportPolicy, LiveInput, ModelRef, Placement, RunControl, RunOptions,
 };
-pub use schema::{Cells, Field, FieldType, OwnedValue, Rows, Value};
+pub use schema::{Cells, Field, FieldType, Kind, OwnedValue, RowBatch, Rows, Value};
 pub use source::af_packet::LiveConfig;
 pub use source::fanout::Fanout;
 pub use source::inputs::{InputOrder, Inputs, SkipReason};

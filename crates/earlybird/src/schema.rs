@@ -3,15 +3,23 @@
 //! are declared at run time (per-flow analyzers, record kinds other than
 //! flows).
 //!
-//! Contract: a record kind is a table of [`Field`]s; every output format
-//! (CSV header and columns, JSON keys, the field reference in `docs/`) is
-//! generated from that table, so a field is declared once. [`Rows`] holds
-//! records of a fixed width as a flat array of cells plus one byte array
-//! for their text: pushing a row allocates only when the arrays grow (they
-//! are reused batch after batch), a row always has exactly the declared
-//! width (missing cells are null, extra cells are dropped) and text is cut
-//! at [`MAX_TEXT`] bytes on a character boundary. Nothing here panics on
-//! any value.
+//! Contract: a record kind is a [`Kind`]: a name and a table of [`Field`]s,
+//! declared once as a `const` next to the code that fills it; every output
+//! format (CSV header and columns, JSON keys, the field reference in
+//! `docs/`) is generated from that table, so a field is declared once.
+//! Flow records are the kind `crate::export::fields::FLOWS`, written by
+//! their own specialised exporters; records of every other kind travel as a
+//! [`RowBatch`] (the kind and its rows) and are written by the generic
+//! writer `crate::export::rows`. Kind names are unique: outputs and batches
+//! are matched by name.
+//!
+//! [`Rows`] holds records of a fixed width as a flat array of cells plus
+//! one byte array for their text: pushing a row allocates only when the
+//! arrays grow (they are reused batch after batch), a row always has
+//! exactly the declared width (missing cells are null, extra cells are
+//! dropped) and text is cut at [`MAX_TEXT`] bytes on a character boundary.
+//! A cell carries its own value type; the field's [`FieldType`] documents
+//! what its producer writes there. Nothing here panics on any value.
 
 /// Value type of a field as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +85,53 @@ impl Field {
             unit,
             desc,
         }
+    }
+}
+
+/// A record kind: its name and its fields, in output order (see the module
+/// docs). Declared as a `const`:
+///
+/// ```
+/// use earlybird::{Field, FieldType, Kind};
+///
+/// const CALLS: Kind = Kind::new(
+///     "calls",
+///     &[
+///         Field::new("call_id", FieldType::Str, "", "SIP Call-ID"),
+///         Field::new("duration_ms", FieldType::U64, "ms", "Answer to hang-up"),
+///     ],
+/// );
+/// assert_eq!(CALLS.width(), 2);
+/// assert_eq!(CALLS.position("duration_ms"), Some(1));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kind {
+    /// Unique name (outputs and batches are matched by it), e.g. "flows".
+    pub name: &'static str,
+    /// The fields of a record, in output order.
+    pub fields: &'static [Field],
+}
+
+impl Kind {
+    /// A kind (usable in `const` tables).
+    pub const fn new(name: &'static str, fields: &'static [Field]) -> Kind {
+        Kind { name, fields }
+    }
+
+    /// Number of fields: the cells of each row.
+    pub const fn width(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// Index of the field named `name`.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|f| f.name == name)
+    }
+
+    /// True when `other` is the same kind (same name).
+    #[inline]
+    pub fn is(&self, other: &Kind) -> bool {
+        self.name == other.name
     }
 }
 
@@ -219,6 +274,83 @@ impl Rows {
     }
 }
 
+/// Rows of one [`Kind`]: what a producer hands to the exporter path. Every
+/// row has the kind's width.
+///
+/// ```
+/// use earlybird::{Field, FieldType, Kind, RowBatch, Value};
+///
+/// const ALARMS: Kind = Kind::new(
+///     "alarms",
+///     &[
+///         Field::new("ts", FieldType::U64, "ns", "When"),
+///         Field::new("what", FieldType::Str, "", "Text"),
+///     ],
+/// );
+/// let mut b = RowBatch::new(&ALARMS);
+/// b.push(|c| {
+///     c.u64(1_700_000_000_000_000_000);
+///     c.text("link down");
+/// });
+/// assert_eq!(b.len(), 1);
+/// assert_eq!(b.rows().get(0, 1), Value::Text("link down"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct RowBatch {
+    kind: &'static Kind,
+    rows: Rows,
+}
+
+impl RowBatch {
+    /// An empty batch of `kind` (nothing is allocated until a row is
+    /// pushed).
+    pub fn new(kind: &'static Kind) -> RowBatch {
+        RowBatch {
+            kind,
+            rows: Rows::default(),
+        }
+    }
+
+    /// The kind of the rows.
+    pub fn kind(&self) -> &'static Kind {
+        self.kind
+    }
+
+    /// The rows, for writers.
+    pub fn rows(&self) -> &Rows {
+        &self.rows
+    }
+
+    /// Appends a row written by `fill`, in the kind's field order (see
+    /// [`Rows::push_row`]).
+    #[inline]
+    pub fn push(&mut self, fill: impl FnOnce(&mut Cells<'_>)) {
+        self.rows.push_row(self.kind.width(), fill);
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// True when there is no row.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Empties the batch, keeping its arrays.
+    pub fn clear(&mut self) {
+        self.rows.clear();
+    }
+
+    /// Empties the batch and makes it a batch of `kind` (a batch taken
+    /// back for reuse keeps its arrays whatever kind it held).
+    pub fn reset(&mut self, kind: &'static Kind) {
+        self.rows.clear();
+        self.kind = kind;
+    }
+}
+
 /// Writes the cells of one row, in field order ([`Rows::push_row`]).
 pub struct Cells<'a> {
     rows: &'a mut Rows,
@@ -332,6 +464,42 @@ mod tests {
         );
         assert_eq!(r.get(5, 0), Value::Null);
         assert_eq!(r.get(0, 3), Value::Null);
+    }
+
+    #[test]
+    fn a_row_batch_has_its_kinds_width_and_keeps_it_across_resets() {
+        const A: Kind = Kind::new(
+            "test_a",
+            &[
+                Field::new("x", FieldType::U64, "", ""),
+                Field::new("y", FieldType::Str, "", ""),
+            ],
+        );
+        const B: Kind = Kind::new("test_b", &[Field::new("z", FieldType::I64, "", "")]);
+        assert!(A.is(&A) && !A.is(&B));
+        assert_eq!(
+            (A.width(), A.position("y"), A.position("z")),
+            (2, Some(1), None)
+        );
+        let mut b = RowBatch::new(&A);
+        b.push(|c| c.u64(1));
+        b.push(|c| {
+            c.u64(2);
+            c.text("two");
+            c.text("dropped");
+        });
+        assert_eq!((b.len(), b.rows().width()), (2, 2));
+        assert_eq!(
+            b.rows().row(0).collect::<Vec<_>>(),
+            [Value::U64(1), Value::Null]
+        );
+        assert_eq!(b.rows().get(1, 1), Value::Text("two"));
+        b.reset(&B);
+        assert!(b.is_empty() && b.kind().is(&B));
+        b.push(|c| c.i64(-3));
+        assert_eq!(b.rows().row(0).collect::<Vec<_>>(), [Value::I64(-3)]);
+        b.clear();
+        assert!(b.is_empty() && b.kind().is(&B));
     }
 
     #[test]

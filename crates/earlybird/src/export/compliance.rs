@@ -33,7 +33,7 @@ impl Write for Shared {
 
 /// An expected value.
 #[derive(Debug, Clone, PartialEq)]
-enum V {
+pub(super) enum V {
     U(u64),
     I(i64),
     /// None: not finite (CSV empty, JSON null).
@@ -278,11 +278,11 @@ fn expected(r: &FlowRecord, early_len: usize, names: &[String]) -> Vec<(String, 
     out
 }
 
-fn close(got: f64, want: f64) -> bool {
+pub(super) fn close(got: f64, want: f64) -> bool {
     (got - want).abs() <= 0.0005 + want.abs() * 1e-15
 }
 
-fn check_text(ctx: &str, got: &str, want: &V) {
+pub(super) fn check_text(ctx: &str, got: &str, want: &V) {
     let ok = match want {
         V::U(w) => got.parse::<u64>().ok() == Some(*w),
         V::I(w) => got.parse::<i64>().ok() == Some(*w),
@@ -293,7 +293,7 @@ fn check_text(ctx: &str, got: &str, want: &V) {
     assert!(ok, "{ctx}: got {got:?}, want {want:?}");
 }
 
-fn check_json(ctx: &str, got: &serde_json::Value, want: &V) {
+pub(super) fn check_json(ctx: &str, got: &serde_json::Value, want: &V) {
     let ok = match want {
         V::U(w) => got.as_u64() == Some(*w),
         V::I(w) => got.as_i64() == Some(*w),

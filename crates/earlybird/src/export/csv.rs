@@ -36,17 +36,16 @@ impl CsvExporter {
     pub(crate) fn over(w: Writer, name: &str, opts: &ExportOptions, header: bool) -> Self {
         let apps = AppNames::new(&opts.class_names, csv_field);
         let n = opts.early_packets;
-        let head = fields::csv_header_with(n, &opts.analyzed);
-        let max = max_record_len(n, apps.max_len(), &opts.analyzed).max(head.len());
-        let mut out = Output::new(w, name, max);
-        if header {
-            out.buf.bytes(head.as_bytes());
-        }
+        let head = match header {
+            true => fields::csv_header_with(n, &opts.analyzed),
+            false => String::new(),
+        };
+        let max = max_record_len(n, apps.max_len(), &opts.analyzed);
         CsvExporter {
-            out,
+            out: Output::new(w, name, max, head.as_bytes()),
             apps,
             texts: Texts::new(false),
-            cells: CellTexts::new(&opts.analyzed, false),
+            cells: CellTexts::after(&opts.analyzed, false),
             n,
             opts: opts.clone(),
         }
@@ -116,11 +115,6 @@ impl Exporter for CsvExporter {
     }
 
     fn reopen(&mut self) -> Result<bool> {
-        let fresh = self.out.reopen()?;
-        if fresh {
-            let head = fields::csv_header_with(self.n, &self.opts.analyzed);
-            self.out.buf.bytes(head.as_bytes());
-        }
-        Ok(fresh)
+        self.out.reopen()
     }
 }

@@ -5,7 +5,8 @@
 //! (CSV columns and JSON keys alike); [`EARLY_FIELDS`] lists the per-packet
 //! early features, which CSV spreads over `N` numbered column groups
 //! (`pkt1_size, pkt1_dir, pkt1_iat_us, pkt2_size, …`) after the scalar fields
-//! and JSON lines writes as arrays. The CSV header ([`csv_columns`]) and
+//! and JSON lines writes as arrays. [`FLOWS`] is the flow record kind
+//! ([`crate::schema::Kind`]) built on [`FIELDS`]. The CSV header ([`csv_columns`]) and
 //! `docs/RECORD_FIELDS.md` ([`markdown`]) are both generated from these
 //! tables; a test keeps the document equal to the generated text
 //! (`EARLYBIRD_BLESS=1` rewrites it). Nothing here can fail; building the
@@ -13,7 +14,7 @@
 
 use std::fmt::Write as _;
 
-use crate::schema::{Field, FieldType};
+use crate::schema::{Field, FieldType, Kind};
 
 /// Number of decimals floats are rounded to (trailing zeros dropped).
 pub const FLOAT_DECIMALS: usize = 3;
@@ -371,6 +372,12 @@ const fn same(a: &[u8], b: &[u8]) -> bool {
     }
     true
 }
+
+/// The flow record kind: its scalar fields. Flow outputs add the early
+/// columns ([`EARLY_FIELDS`], N per run) and the analyzers' fields after
+/// them, and are written by their own exporters (`csv.rs`, `jsonl.rs`), not
+/// the generic writer of the other kinds.
+pub const FLOWS: Kind = Kind::new("flows", FIELDS);
 
 /// The early features, one value per early packet.
 pub const EARLY_FIELDS: [EarlyField; 3] = [

@@ -50,11 +50,11 @@ impl JsonLinesExporter {
         let apps = AppNames::new(&opts.class_names, json_string);
         let max = max_record_len(opts.early_packets, apps.max_len(), &opts.analyzed);
         JsonLinesExporter {
-            out: Output::new(w, name, max),
+            out: Output::new(w, name, max, b""),
             apps,
             texts: Texts::new(true),
             early_keys,
-            cells: CellTexts::new(&opts.analyzed, true),
+            cells: CellTexts::after(&opts.analyzed, true),
             n: opts.early_packets,
             opts: opts.clone(),
         }

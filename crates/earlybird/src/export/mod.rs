@@ -1,13 +1,20 @@
-//! Exporters: finished flow records out to files or stdout.
+//! Exporters: finished records out to files or stdout.
 //!
-//! Contract: an [`Exporter`] takes [`RecordBatch`]es and writes every record
-//! in its format: CSV (`csv.rs`), JSON lines (`jsonl.rs`) or nothing
-//! (`null.rs`, for benchmarks and dry runs). The fields, their order and
-//! meaning are defined once in [`fields`] and documented in
-//! `docs/RECORD_FIELDS.md`. Records are formatted into one byte buffer
+//! Contract: an [`Exporter`] takes the records of one kind
+//! ([`Exporter::kind`], [`crate::schema::Kind`]) and writes every record in
+//! its format. Flow records ([`fields::FLOWS`], the default) come in
+//! [`RecordBatch`]es and are written by specialised writers: CSV (`csv.rs`),
+//! JSON lines (`jsonl.rs`) or nothing (`null.rs`, for benchmarks and dry
+//! runs); their fields, order and meaning are defined once in [`fields`]
+//! and documented in `docs/RECORD_FIELDS.md`. Records of any other kind come
+//! in [`RowBatch`]es and are written by one generic writer driven by the
+//! kind's field table ([`rows`]: CSV, JSON lines; [`open_rows`],
+//! [`rows_to_writer`]). Records are formatted into one byte buffer
 //! allocated when the exporter is built (no allocation per record) that is
 //! handed to the output in chunks of about [`CHUNK`] bytes, always at record
-//! boundaries, and at [`Exporter::finish`].
+//! boundaries, and at [`Exporter::finish`]; every text exporter of every
+//! kind shares that machinery (`Output`: buffer, header, sticky errors,
+//! flush, reopen).
 //!
 //! [`Exporter::flush`] writes out what is buffered without ending the output
 //! (live runs call it about once a second); [`Exporter::reopen`] opens a
@@ -29,6 +36,7 @@ pub mod csv;
 pub mod fields;
 pub mod jsonl;
 pub mod null;
+pub mod rows;
 pub(crate) mod text;
 
 use std::fs::File;
@@ -42,6 +50,7 @@ use crate::decode::TunnelKind;
 use crate::error::{Error, Result};
 use crate::features::early::EarlyPkt;
 use crate::flow::record::{EndReason, FlowRecord, RecordBatch};
+use crate::schema::{Kind, RowBatch};
 use text::{Cursor, Snip, TextBuf};
 
 /// Size at which the formatted text is handed to the output.
@@ -62,8 +71,31 @@ pub const CHUNK: usize = 256 * 1024;
 /// # Ok::<(), earlybird::Error>(())
 /// ```
 pub trait Exporter: Send {
-    /// Writes every record of the batch.
-    fn write_batch(&mut self, batch: &RecordBatch) -> Result<()>;
+    /// The kind of records this output takes (the pipeline hands it only
+    /// those): flow records unless the exporter says otherwise.
+    fn kind(&self) -> &'static Kind {
+        &fields::FLOWS
+    }
+    /// Writes every flow record of the batch. Default (an output of
+    /// another kind): an error saying so.
+    fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        Err(wrong_kind(
+            self.name(),
+            self.kind(),
+            &fields::FLOWS,
+            batch.len(),
+        ))
+    }
+    /// Writes every row of a batch of the output's kind (not flows).
+    /// Default (a flow output): an error saying so.
+    fn write_rows(&mut self, rows: &RowBatch) -> Result<()> {
+        Err(wrong_kind(
+            self.name(),
+            self.kind(),
+            rows.kind(),
+            rows.len(),
+        ))
+    }
     /// Flushes everything buffered; called once at the end (also after an
     /// error elsewhere).
     fn finish(&mut self) -> Result<()>;
@@ -99,6 +131,17 @@ pub trait Exporter: Send {
     /// file, or the output is not a file: standard output, memory, null).
     fn reopen(&mut self) -> Result<bool> {
         Ok(false)
+    }
+}
+
+/// The error of an output given records of a kind it does not take.
+pub(crate) fn wrong_kind(name: &str, takes: &Kind, given: &Kind, n: usize) -> Error {
+    Error::Output {
+        name: name.to_string(),
+        reason: format!(
+            "takes {} records, not {n} {} records",
+            takes.name, given.name
+        ),
     }
 }
 
@@ -257,7 +300,24 @@ pub fn open(format: Format, path: &Path, opts: &ExportOptions) -> Result<Box<dyn
     if format == Format::Null {
         return Ok(Box::new(null::NullExporter::new()));
     }
-    let (w, name) = if path.as_os_str() == "-" {
+    let (w, name) = open_writer(format, path)?;
+    Ok(over(format, w, &name, opts))
+}
+
+/// Opens the output of records of `kind` (`-` = stdout) and returns its
+/// exporter ([`rows`]); errors name the file. [`Format::Null`] opens
+/// nothing. For flow records use [`open`].
+pub fn open_rows(kind: &'static Kind, format: Format, path: &Path) -> Result<Box<dyn Exporter>> {
+    if format == Format::Null {
+        return Ok(Box::new(null::NullExporter::of(kind)));
+    }
+    let (w, name) = open_writer(format, path)?;
+    Ok(rows_over(kind, format, w, &name))
+}
+
+/// The writer of a text output at `path` (`-` = stdout) and its name.
+fn open_writer(format: Format, path: &Path) -> Result<(Writer, String)> {
+    Ok(if path.as_os_str() == "-" {
         (
             Writer::Other(Box::new(std::io::stdout())),
             format!("{}:stdout", format.name()),
@@ -268,8 +328,7 @@ pub fn open(format: Format, path: &Path, opts: &ExportOptions) -> Result<Box<dyn
             Writer::File(w),
             format!("{}:{}", format.name(), path.display()),
         )
-    };
-    Ok(over(format, w, &name, opts))
+    })
 }
 
 /// Builds an exporter over any writer (in memory, a pipe, a socket).
@@ -280,6 +339,24 @@ pub fn to_writer(
     opts: &ExportOptions,
 ) -> Box<dyn Exporter> {
     over(format, Writer::Other(w), name, opts)
+}
+
+/// Builds an exporter of records of `kind` over any writer ([`rows`]).
+pub fn rows_to_writer(
+    kind: &'static Kind,
+    format: Format,
+    w: Box<dyn Write + Send>,
+    name: &str,
+) -> Box<dyn Exporter> {
+    rows_over(kind, format, Writer::Other(w), name)
+}
+
+fn rows_over(kind: &'static Kind, format: Format, w: Writer, name: &str) -> Box<dyn Exporter> {
+    match format {
+        Format::Csv => Box::new(rows::RowsExporter::over(kind, w, name, false)),
+        Format::JsonLines => Box::new(rows::RowsExporter::over(kind, w, name, true)),
+        Format::Null => Box::new(null::NullExporter::of(kind)),
+    }
 }
 
 fn over(format: Format, w: Writer, name: &str, opts: &ExportOptions) -> Box<dyn Exporter> {
@@ -344,13 +421,16 @@ enum Ended {
     Closed,
 }
 
-/// The formatted-text buffer and the writer it drains into.
+/// The formatted-text buffer and the writer it drains into, with the
+/// header the output starts with (written again when it is reopened).
 pub(crate) struct Output {
     w: Writer,
     /// Formatted text not yet written.
     pub(crate) buf: TextBuf,
     /// Most bytes one record can take.
     max_record: usize,
+    /// Text that starts the output (the CSV header line); may be empty.
+    header: Box<[u8]>,
     name: String,
     /// The first write error (or the reader's close), returned again by
     /// every later call.
@@ -369,15 +449,22 @@ pub(crate) fn max_record_len(n: usize, app_max: usize, analyzed: &[crate::schema
 }
 
 impl Output {
-    /// An output whose records take at most `max_record` bytes.
-    pub(crate) fn new(w: Writer, name: &str, max_record: usize) -> Self {
-        Output {
+    /// An output whose records take at most `max_record` bytes, starting
+    /// with `header` (buffered at once).
+    pub(crate) fn new(w: Writer, name: &str, max_record: usize, header: &[u8]) -> Self {
+        // The header must fit the buffer, which is empty when it is
+        // written.
+        let max_record = max_record.max(header.len());
+        let mut out = Output {
             w,
             buf: TextBuf::new(CHUNK + max_record),
             max_record,
+            header: header.into(),
             name: name.to_string(),
             failed: None,
-        }
+        };
+        out.buf.bytes(header);
+        out
     }
 
     pub(crate) fn name(&self) -> &str {
@@ -437,7 +524,8 @@ impl Output {
     }
 
     /// Opens the file again at its path if the path names another file or
-    /// none (see [`Exporter::reopen`]); true when it did.
+    /// none (see [`Exporter::reopen`]), the header written again; true when
+    /// it did.
     pub(crate) fn reopen(&mut self) -> Result<bool> {
         self.finish()?;
         let Writer::File(f) = &self.w else {
@@ -451,6 +539,8 @@ impl Output {
         match FileOut::create(&f.path) {
             Ok(new) => {
                 self.w = Writer::File(new);
+                // The buffer was drained by `finish`.
+                self.buf.bytes(&self.header);
                 Ok(true)
             }
             Err(e) => Err(self.fail(e)),
@@ -760,5 +850,7 @@ pub(crate) fn write_scalars<const JSON: bool, const C: bool>(
 
 #[cfg(test)]
 mod compliance;
+#[cfg(test)]
+mod compliance_rows;
 #[cfg(test)]
 mod tests;

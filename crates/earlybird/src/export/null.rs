@@ -1,23 +1,37 @@
 //! Null exporter: accepts every batch and writes nothing.
 //!
 //! Contract: for dry runs and for measuring the pipeline without output
-//! cost. It counts the records it was given ([`NullExporter::records`]);
-//! it never fails and never allocates.
+//! cost. It takes the records of one kind (flows unless built with
+//! [`NullExporter::of`]) and counts those it was given
+//! ([`NullExporter::records`]); it never fails and never allocates.
 
-use super::Exporter;
+use super::{fields, Exporter};
 use crate::error::Result;
 use crate::flow::record::RecordBatch;
+use crate::schema::{Kind, RowBatch};
 
 /// Discards records, counting them.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct NullExporter {
     records: u64,
+    kind: &'static Kind,
+}
+
+impl Default for NullExporter {
+    fn default() -> Self {
+        NullExporter::of(&fields::FLOWS)
+    }
 }
 
 impl NullExporter {
-    /// A new null exporter.
+    /// A new null exporter of flow records.
     pub fn new() -> Self {
         NullExporter::default()
+    }
+
+    /// A new null exporter of records of `kind`.
+    pub fn of(kind: &'static Kind) -> Self {
+        NullExporter { records: 0, kind }
     }
 
     /// Records received so far.
@@ -27,8 +41,17 @@ impl NullExporter {
 }
 
 impl Exporter for NullExporter {
+    fn kind(&self) -> &'static Kind {
+        self.kind
+    }
+
     fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
         self.records += batch.len() as u64;
+        Ok(())
+    }
+
+    fn write_rows(&mut self, rows: &RowBatch) -> Result<()> {
+        self.records += rows.len() as u64;
         Ok(())
     }
 
@@ -57,5 +80,6 @@ mod tests {
         ex.finish().unwrap();
         assert_eq!(ex.records(), 4);
         assert_eq!(ex.name(), "null");
+        assert_eq!(ex.kind().name, "flows");
     }
 }

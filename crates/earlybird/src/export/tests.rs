@@ -129,10 +129,10 @@ fn missing_directory_is_an_error_naming_the_path() {
 }
 
 /// Accepts `limit` bytes, then fails every write.
-struct Failing {
-    limit: usize,
-    written: usize,
-    fail_flush: bool,
+pub(super) struct Failing {
+    pub(super) limit: usize,
+    pub(super) written: usize,
+    pub(super) fail_flush: bool,
 }
 
 impl Write for Failing {
@@ -643,17 +643,20 @@ fn flush_writes_records_out_and_reopen_follows_a_rotated_file() {
     assert!(!ex.reopen().unwrap());
 }
 
+/// A pipe whose reader went away: every write fails with EPIPE.
+pub(super) struct Closed;
+
+impl Write for Closed {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        Err(std::io::ErrorKind::BrokenPipe.into())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[test]
 fn a_closed_pipe_is_the_output_ending_not_an_error() {
-    struct Closed;
-    impl Write for Closed {
-        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-            Err(std::io::ErrorKind::BrokenPipe.into())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
     let mut ex = to_writer(
         Format::JsonLines,
         Box::new(Closed),

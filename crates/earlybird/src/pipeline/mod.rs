@@ -14,7 +14,9 @@
 //! out through `pipeline/sink.rs`. Finished records travel to the
 //! exporter thread in batches through a bounded channel (one channel
 //! operation per batch of records, never per packet); emptied batches come
-//! back through a second channel for reuse. On end of input — and when
+//! back through pool channels for reuse. Records of kinds other than flows
+//! (rows of a [`crate::schema::Kind`]) take the same channel to the
+//! outputs of their kind ([`crate::export::Exporter::kind`]). On end of input — and when
 //! [`RunControl::stop`] is raised (SIGINT/SIGTERM in the CLI) — every open
 //! flow is flushed to the outputs. An output that fails is reported in
 //! [`Report::output_errors`] and dropped; the others still receive every

@@ -1,58 +1,130 @@
 //! The shards' side of the exporter channel and the exporter thread.
 //!
 //! Contract: a [`Sink`] hands a shard's finished records to the exporter
-//! thread in batches (one channel operation per batch), building and
-//! formatting them on the shard first when half the channel is waiting
-//! ([`Placement::Auto`]); with [`ExportPolicy::Drop`] it never waits and
-//! counts what overflows its queue. [`export_loop`] writes every batch to
-//! each output still working and returns the summary, the outputs' errors
-//! and the outputs their reader closed (a closed pipe ends that output
-//! quietly; when it was the last one, the run is asked to stop reading).
-//! On request it reopens the file outputs (SIGHUP), and in live runs it
-//! flushes them about once a second when records were written since the
-//! last flush (never per record). Nothing is allocated per packet;
-//! batches are reused.
+//! thread in batches (one channel operation per batch): flow records
+//! ([`Sink::send`]) and rows of any other record kind ([`Sink::send_rows`],
+//! a [`RowBatch`]) travel through the same bounded channel as a [`Batch`].
+//! Flow records are built and formatted on the shard first when half the
+//! channel is waiting ([`Placement::Auto`]); rows are formatted on the
+//! exporter thread. With [`ExportPolicy::Drop`] a sink never waits and
+//! counts the records of every kind that overflow its queue
+//! ([`Sink::dropped`]). Rows of a kind no output takes are discarded on the
+//! shard, uncounted ([`Sink::wants`] lets a producer skip building them).
+//! [`export_loop`] hands every batch to each output still working that
+//! takes its kind ([`Exporter::kind`]: flow batches to the flow outputs,
+//! rows to the outputs of their kind) and returns the summary of the flow
+//! records, the outputs' errors and the outputs their reader closed (a
+//! closed pipe ends that output quietly; when it was the last one, the run
+//! is asked to stop reading); an output that fails gets nothing more and
+//! the others go on. On request it reopens the file outputs (SIGHUP), in
+//! live runs it flushes them about once a second when records of any kind
+//! were written since the last flush (never per record), and at the end it
+//! finishes (flushes) every output still working. Nothing is allocated per
+//! packet: emptied batches go back to the shards through two pools, one of
+//! flow batches and one of row batches (any kind: a row batch is reset to
+//! the kind it carries next).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError};
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError};
 
 use super::{ExportPolicy, Placement, RECORDS_PER_BATCH};
 use crate::export::{Exporter, Renderer};
 use crate::flow::record::RecordBatch;
+use crate::schema::{Kind, RowBatch};
 use crate::telemetry::summary::Summary;
 use crate::{Error, Result};
 
+/// What travels from a shard to the exporter thread.
+pub(super) enum Batch {
+    /// Flow records.
+    Flows(RecordBatch),
+    /// Records of another kind.
+    Rows(RowBatch),
+}
+
+impl Batch {
+    /// Number of records.
+    fn len(&self) -> usize {
+        match self {
+            Batch::Flows(b) => b.len(),
+            Batch::Rows(b) => b.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The shards' ends of the channels to the exporter thread (each shard
+/// takes a clone).
+#[derive(Clone)]
+pub(super) struct ShardEnds {
+    tx: Sender<Batch>,
+    flows_pool: Receiver<RecordBatch>,
+    rows_pool: Receiver<RowBatch>,
+    /// The kind each output takes (by name), in output order.
+    kinds: Arc<[&'static str]>,
+}
+
+/// The exporter thread's ends of the channels.
+pub(super) struct ExportEnds {
+    rx: Receiver<Batch>,
+    flows_pool: Sender<RecordBatch>,
+    rows_pool: Sender<RowBatch>,
+}
+
+/// The channel to the exporter thread, holding `batches` batches, and the
+/// pools that bring emptied batches back (twice as many of each), for the
+/// outputs `exporters`.
+pub(super) fn channels(batches: usize, exporters: &[Box<dyn Exporter>]) -> (ShardEnds, ExportEnds) {
+    let batches = batches.max(1);
+    let (tx, rx) = bounded(batches);
+    let (flows_tx, flows_rx) = bounded(batches * 2);
+    let (rows_tx, rows_rx) = bounded(batches * 2);
+    let shard = ShardEnds {
+        tx,
+        flows_pool: flows_rx,
+        rows_pool: rows_rx,
+        kinds: exporters.iter().map(|e| e.kind().name).collect(),
+    };
+    let export = ExportEnds {
+        rx,
+        flows_pool: flows_tx,
+        rows_pool: rows_tx,
+    };
+    (shard, export)
+}
+
 /// A shard's end of the channel to the exporter thread.
 pub(super) struct Sink {
-    tx: Sender<RecordBatch>,
+    ends: ShardEnds,
     /// One per exporter (`None`: it has no text to render).
     renderers: Vec<Option<Renderer>>,
     placement: Placement,
-    pool: Receiver<RecordBatch>,
     policy: ExportPolicy,
-    pending: VecDeque<RecordBatch>,
+    pending: VecDeque<Batch>,
     stride: usize,
+    /// Records of every kind dropped by [`ExportPolicy::Drop`].
     pub(super) dropped: u64,
 }
 
 impl Sink {
     pub(super) fn new(
-        tx: Sender<RecordBatch>,
+        ends: ShardEnds,
         renderers: Vec<Option<Renderer>>,
         placement: Placement,
-        pool: Receiver<RecordBatch>,
         policy: ExportPolicy,
         stride: usize,
     ) -> Sink {
         Sink {
-            tx,
+            ends,
             renderers,
             placement,
-            pool,
             policy,
             pending: VecDeque::new(),
             stride,
@@ -61,7 +133,7 @@ impl Sink {
     }
 
     fn fresh(&self) -> RecordBatch {
-        match self.pool.try_recv() {
+        match self.ends.flows_pool.try_recv() {
             Ok(mut b) if b.stride == self.stride => {
                 b.clear();
                 b
@@ -70,18 +142,48 @@ impl Sink {
         }
     }
 
+    /// Whether an output of the run takes records of `kind` (a producer
+    /// may skip building rows nobody takes).
+    pub(super) fn wants(&self, kind: &Kind) -> bool {
+        self.ends.kinds.contains(&kind.name)
+    }
+
+    /// Hands the rows of `rows` to the outputs of their kind (replacing
+    /// them with an empty batch of the same kind); rows of a kind no output
+    /// takes are dropped here, uncounted. At the end (`last`), waits for
+    /// everything pending whatever the policy.
+    pub(super) fn send_rows(&mut self, rows: &mut RowBatch, last: bool) {
+        if !self.wants(rows.kind()) {
+            rows.clear();
+        }
+        if rows.is_empty() && self.pending.is_empty() {
+            return;
+        }
+        let fresh = match self.ends.rows_pool.try_recv() {
+            Ok(mut b) => {
+                b.reset(rows.kind());
+                b
+            }
+            Err(_) => RowBatch::new(rows.kind()),
+        };
+        let full = std::mem::replace(rows, fresh);
+        self.dispatch(Batch::Rows(full), last);
+    }
+
     /// Hands `out` to the exporter (replacing it with an empty batch). At the
     /// end (`last`), waits for everything pending whatever the policy.
     pub(super) fn send(&mut self, out: &mut RecordBatch, last: bool) {
         if out.is_empty() && self.pending.is_empty() {
             return;
         }
+        #[cfg(test)]
+        tests::tally(self, out.len(), last);
         let mut full = std::mem::replace(out, self.fresh());
         // Records are built and formatted where a core is idle: on the
         // exporter thread while it keeps up, here once half its channel is
         // waiting (the output is the same either way).
         let here = match self.placement {
-            Placement::Auto => self.tx.len() * 2 >= self.tx.capacity().unwrap_or(1),
+            Placement::Auto => self.ends.tx.len() * 2 >= self.ends.tx.capacity().unwrap_or(1),
             Placement::Shard => true,
             Placement::Exporter => false,
         };
@@ -95,10 +197,16 @@ impl Sink {
                 }
             }
         }
+        self.dispatch(Batch::Flows(full), last);
+    }
+
+    /// Sends `full` as the policy says (see [`Sink::send`]).
+    fn dispatch(&mut self, full: Batch, last: bool) {
+        let tx = &self.ends.tx;
         match self.policy {
             ExportPolicy::Block => {
                 // An Err means the exporter thread is gone; nothing can be written.
-                let _ = self.tx.send(full);
+                let _ = tx.send(full);
             }
             ExportPolicy::Drop { max_pending } => {
                 if !full.is_empty() {
@@ -106,10 +214,10 @@ impl Sink {
                 }
                 while let Some(b) = self.pending.pop_front() {
                     if last {
-                        let _ = self.tx.send(b);
+                        let _ = tx.send(b);
                         continue;
                     }
-                    match self.tx.try_send(b) {
+                    match tx.try_send(b) {
                         Ok(()) => {}
                         Err(TrySendError::Full(b)) => {
                             self.pending.push_front(b);
@@ -154,15 +262,15 @@ pub(super) struct ExportControl {
     pub(super) unidirectional: bool,
 }
 
-/// What [`export_loop`] returns: the summary of every record, the outputs'
-/// errors, and the outputs their reader closed.
+/// What [`export_loop`] returns: the summary of every flow record, the
+/// outputs' errors, and the outputs their reader closed.
 pub(super) type Exported = (Summary, Vec<String>, Vec<String>);
 
 // A batch moves through here once per few thousand records, by value from
 // the channel: boxing it would allocate each time.
 #[allow(clippy::large_enum_variant)]
 enum Next {
-    Batch(RecordBatch),
+    Batch(Batch),
     /// Nothing came within the wait.
     Idle,
     /// Every shard is done.
@@ -175,7 +283,7 @@ enum Next {
 /// (~2.7 % of the worst case's shard time at one send per 2048 records);
 /// after [`EXPORT_POLLS`] empty polls it blocks, for at most `wait`, so an
 /// idle live capture costs next to nothing.
-fn next_export(rx: &Receiver<RecordBatch>, empty: &mut u32, wait: Duration) -> Next {
+fn next_export(rx: &Receiver<Batch>, empty: &mut u32, wait: Duration) -> Next {
     loop {
         match rx.try_recv() {
             Ok(b) => {
@@ -204,6 +312,8 @@ fn next_export(rx: &Receiver<RecordBatch>, empty: &mut u32, wait: Duration) -> N
 /// The outputs of the exporter thread and what became of them.
 struct Outputs {
     exporters: Vec<Box<dyn Exporter>>,
+    /// The kind each output takes.
+    kinds: Vec<&'static Kind>,
     alive: Vec<bool>,
     errors: Vec<String>,
     closed: Vec<String>,
@@ -224,9 +334,19 @@ impl Outputs {
     }
 
     /// Runs `f` on every output still alive, ending those it fails on.
-    fn each(&mut self, mut f: impl FnMut(usize, &mut dyn Exporter) -> Result<()>) {
+    fn each(&mut self, f: impl FnMut(usize, &mut dyn Exporter) -> Result<()>) {
+        self.each_of(None, f)
+    }
+
+    /// Runs `f` on every output still alive that takes `kind` (every one
+    /// when `None`), ending those it fails on.
+    fn each_of(
+        &mut self,
+        kind: Option<&Kind>,
+        mut f: impl FnMut(usize, &mut dyn Exporter) -> Result<()>,
+    ) {
         for i in 0..self.exporters.len() {
-            if self.alive[i] {
+            if self.alive[i] && kind.is_none_or(|k| k.is(self.kinds[i])) {
                 if let Err(e) = f(i, &mut *self.exporters[i]) {
                     self.end(i, e);
                 }
@@ -235,18 +355,20 @@ impl Outputs {
     }
 }
 
-/// The exporter thread: writes each batch to every output still working,
-/// flushes them on `ctl`'s timer and reopens them on request.
+/// The exporter thread: writes each batch to every output still working
+/// that takes its kind, flushes them on `ctl`'s timer and reopens them on
+/// request.
 pub(super) fn export_loop(
-    rx: Receiver<RecordBatch>,
-    pool: Sender<RecordBatch>,
+    ends: ExportEnds,
     exporters: Vec<Box<dyn Exporter>>,
     ctl: ExportControl,
 ) -> Exported {
     let mut summary = Summary::default();
     summary.unidirectional = ctl.unidirectional;
+    let flows = &crate::export::fields::FLOWS;
     let mut out = Outputs {
         alive: vec![true; exporters.len()],
+        kinds: exporters.iter().map(|e| e.kind()).collect(),
         exporters,
         errors: Vec::new(),
         closed: Vec::new(),
@@ -261,17 +383,25 @@ pub(super) fn export_loop(
             Some(every) if dirty => every.saturating_sub(flushed.elapsed()),
             _ => EXPORT_WAKE,
         };
-        match next_export(&rx, &mut empty, wait.min(EXPORT_WAKE)) {
-            Next::Batch(mut batch) => {
+        match next_export(&ends.rx, &mut empty, wait.min(EXPORT_WAKE)) {
+            Next::Batch(Batch::Flows(mut batch)) => {
                 batch.materialize();
                 summary.add(&batch);
-                out.each(|i, ex| match batch.rendered.iter().find(|(j, _)| *j == i) {
-                    Some((_, text)) => ex.write_rendered(text),
-                    None => ex.write_batch(&batch),
+                out.each_of(Some(flows), |i, ex| {
+                    match batch.rendered.iter().find(|(j, _)| *j == i) {
+                        Some((_, text)) => ex.write_rendered(text),
+                        None => ex.write_batch(&batch),
+                    }
                 });
                 dirty |= !batch.is_empty();
                 batch.clear();
-                let _ = pool.try_send(batch);
+                let _ = ends.flows_pool.try_send(batch);
+            }
+            Next::Batch(Batch::Rows(mut rows)) => {
+                out.each_of(Some(rows.kind()), |_, ex| ex.write_rows(&rows));
+                dirty |= !rows.is_empty();
+                rows.clear();
+                let _ = ends.rows_pool.try_send(rows);
             }
             Next::Idle => {}
             Next::Done => break,
@@ -295,3 +425,7 @@ pub(super) fn export_loop(
     out.each(|_, ex| ex.finish());
     (summary, out.errors, out.closed)
 }
+
+#[cfg(test)]
+#[path = "sink_tests.rs"]
+mod tests;

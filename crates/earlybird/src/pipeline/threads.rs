@@ -14,15 +14,12 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Receiver, Sender};
-
 use super::files::{self, Files};
-use super::sink::{export_loop, ExportControl, Exported, Sink};
+use super::sink::{self, export_loop, ExportControl, Exported, ShardEnds, Sink};
 use super::{live, spare_core, Input, ModelRef, RunControl, RunOptions, RECORDS_PER_BATCH};
 use crate::classify::pool::PoolLink;
 use crate::classify::Classifier;
 use crate::export::{Exporter, Renderer};
-use crate::flow::record::RecordBatch;
 use crate::mark::{MarkCounters, Marker};
 use crate::shard::Shard;
 use crate::source::Warning;
@@ -35,8 +32,7 @@ struct ShardStart<'f> {
     id: usize,
     input: Input,
     files: Files<'f>,
-    tx: Sender<RecordBatch>,
-    pool_rx: Receiver<RecordBatch>,
+    ends: ShardEnds,
     core: Option<core_affinity::CoreId>,
     model: Option<std::sync::Arc<dyn Classifier>>,
     marker: Option<Marker>,
@@ -71,8 +67,7 @@ pub(super) fn run_shards(
     ctl: &RunControl,
 ) -> Result<Report> {
     let started = Instant::now();
-    let (tx, rx) = bounded::<RecordBatch>(opts.channel_batches.max(1));
-    let (pool_tx, pool_rx) = bounded::<RecordBatch>(opts.channel_batches.max(1) * 2);
+    let (ends, export_ends) = sink::channels(opts.channel_batches, &exporters);
     let cores = if opts.pin {
         core_affinity::get_core_ids().unwrap_or_default()
     } else {
@@ -110,7 +105,7 @@ pub(super) fn run_shards(
         let exporter = std::thread::Builder::new()
             .name("eb-export".into())
             .spawn_scoped(scope, move || {
-                export_loop(rx, pool_tx, exporters, export_ctl)
+                export_loop(export_ends, exporters, export_ctl)
             })
             .map_err(|e| Error::Config(format!("cannot start the exporter thread: {e}")))?;
         if let (Some(m), Some(jobs)) = (&costly, &job_rx) {
@@ -130,8 +125,7 @@ pub(super) fn run_shards(
                 id,
                 input,
                 files: files.clone(),
-                tx: tx.clone(),
-                pool_rx: pool_rx.clone(),
+                ends: ends.clone(),
                 core: (!cores.is_empty()).then(|| cores[id % cores.len()]),
                 model: model.model.clone(),
                 marker: if id == 0 { marker.take() } else { None },
@@ -147,8 +141,7 @@ pub(super) fn run_shards(
                 handle.map_err(|e| Error::Config(format!("cannot start a shard thread: {e}")))?,
             );
         }
-        drop(tx);
-        drop(pool_rx);
+        drop(ends);
         drop(ready_tx);
         // Every shard has its table (or has failed and dropped its end).
         for _ in 0..opts.shards {
@@ -196,10 +189,9 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
         shard.table.attach_pool(l);
     }
     let mut sink = Sink::new(
-        st.tx,
+        st.ends,
         st.renderers,
         opts.placement,
-        st.pool_rx,
         opts.export_policy,
         opts.flow.early_packets,
     );

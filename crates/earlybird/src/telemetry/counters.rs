@@ -26,7 +26,8 @@ pub struct Counters {
     pub unsupported_link: u64,
     /// Flow table counters.
     pub flows: FlowCounters,
-    /// Records dropped because the exporter queue was full (drop policy).
+    /// Records (of every kind) dropped because the exporter queue was full
+    /// (drop policy).
     pub export_dropped: u64,
     /// Live capture: packets the kernel offered the sockets (dropped ones
     /// included).

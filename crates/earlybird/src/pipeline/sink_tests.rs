@@ -1,0 +1,359 @@
+//! Records of a kind other than flows on the exporter path: a test kind
+//! ([`TALLY`], one row per flow batch a shard hands over, built on the
+//! shard thread by [`tally`]) travels from the shards through the channel
+//! to its file outputs beside the flow records of real captures, nothing
+//! lost, everything flushed at the end of input, on `RunControl::stop` and
+//! when another output fails; the drop policy counts rows as it counts
+//! flow records; emptied row batches come back through their pool.
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use super::*;
+use crate::export::{self, ExportOptions, Format};
+use crate::pipeline::{open_all, run, ModelRef, RunControl, RunOptions};
+use crate::schema::{Field, FieldType};
+use crate::telemetry::summary::Report;
+
+/// A record kind of the tests: one row per flow batch handed over.
+pub(super) const TALLY: Kind = Kind::new(
+    "test_tally",
+    &[
+        Field::new(
+            "thread",
+            FieldType::Str,
+            "",
+            "Thread that handed the batch over",
+        ),
+        Field::new(
+            "records",
+            FieldType::U64,
+            "records",
+            "Flow records in the batch",
+        ),
+        Field::new(
+            "room",
+            FieldType::I64,
+            "records",
+            "Batch size minus records",
+        ),
+        Field::new("fill", FieldType::F64, "", "Records over the batch size"),
+        Field::new(
+            "last",
+            FieldType::U64,
+            "",
+            "1 at the final hand-over, else null",
+        ),
+        Field::new("note", FieldType::Str, "", "Text to quote and escape"),
+    ],
+);
+
+/// The note of every row: needs CSV quoting and JSON escaping.
+const NOTE: &str = "a \"tally\", of\nrecords ✓";
+
+/// Called by [`Sink::send`] (tests only) before it hands over a flow batch
+/// of `records`: hands a [`TALLY`] row describing it to the same sink.
+pub(super) fn tally(sink: &mut Sink, records: usize, last: bool) {
+    if !sink.wants(&TALLY) {
+        return;
+    }
+    let mut rows = RowBatch::new(&TALLY);
+    rows.push(|c| {
+        c.text(std::thread::current().name().unwrap_or(""));
+        c.u64(records as u64);
+        c.i64(RECORDS_PER_BATCH as i64 - records as i64);
+        c.f64(records as f64 / RECORDS_PER_BATCH as f64);
+        match last {
+            true => c.u64(1),
+            false => c.null(),
+        }
+        c.text(NOTE);
+    });
+    sink.send_rows(&mut rows, last);
+}
+
+fn capture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/pcap")
+        .join(name)
+}
+
+const CAPTURES: [&str; 5] = [
+    "arkime__v6-http.pcap",
+    "ndpi__iphone.pcap",
+    "ndpi__vxlan.pcap",
+    "zeek__pcapng-multi-interface.pcapng",
+    "zeek__truncated-header.pcap",
+];
+
+/// Fails every write.
+struct Broken;
+
+impl std::io::Write for Broken {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        Err(std::io::Error::other("disk full"))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One tally row as read back.
+#[derive(Debug, PartialEq)]
+struct Row {
+    thread: String,
+    records: u64,
+    room: i64,
+    fill: f64,
+    last: Option<u64>,
+    note: String,
+}
+
+/// The tally rows of a CSV file, its header checked.
+fn read_csv(path: &std::path::Path) -> Vec<Row> {
+    let mut rd = ::csv::Reader::from_path(path).unwrap();
+    let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    let names: Vec<&str> = TALLY.fields.iter().map(|f| f.name).collect();
+    assert_eq!(header, names);
+    rd.records()
+        .map(|r| {
+            let r = r.unwrap();
+            Row {
+                thread: r[0].to_string(),
+                records: r[1].parse().unwrap(),
+                room: r[2].parse().unwrap(),
+                fill: r[3].parse().unwrap(),
+                last: (!r[4].is_empty()).then(|| r[4].parse().unwrap()),
+                note: r[5].to_string(),
+            }
+        })
+        .collect()
+}
+
+/// The tally rows of a JSON lines file, their keys checked.
+fn read_jsonl(path: &std::path::Path) -> Vec<Row> {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.is_empty() || text.ends_with('\n'));
+    let names: Vec<&str> = TALLY.fields.iter().map(|f| f.name).collect();
+    text.lines()
+        .map(|line| {
+            let o: serde_json::Map<String, serde_json::Value> = serde_json::from_str(line).unwrap();
+            // Every key, in field order.
+            assert_eq!(o.len(), names.len());
+            let mut at = 0;
+            for name in &names {
+                let key = format!("\"{name}\":");
+                at += line[at..].find(&key).expect("keys in field order") + key.len();
+            }
+            Row {
+                thread: o["thread"].as_str().unwrap().to_string(),
+                records: o["records"].as_u64().unwrap(),
+                room: o["room"].as_i64().unwrap(),
+                fill: o["fill"].as_f64().unwrap(),
+                last: o["last"].as_u64(),
+                note: o["note"].as_str().unwrap().to_string(),
+            }
+        })
+        .collect()
+}
+
+/// Flow records in a CSV flow output.
+fn flow_lines(path: &std::path::Path) -> u64 {
+    let mut rd = ::csv::Reader::from_path(path).unwrap();
+    let mut n = 0;
+    for r in rd.records() {
+        r.unwrap();
+        n += 1;
+    }
+    n
+}
+
+/// Runs `paths` with a flow CSV, tally CSV and JSON lines outputs and two
+/// outputs that fail (one of each kind); checks that both kinds arrived
+/// whole; returns the report.
+fn run_with_tally(paths: &[PathBuf], shards: usize, ctl: &RunControl) -> Report {
+    let dir = tempfile::tempdir().unwrap();
+    let flows = dir.path().join("flows.csv");
+    let (tally_csv, tally_jsonl) = (dir.path().join("tally.csv"), dir.path().join("t.jsonl"));
+    let opts = ExportOptions {
+        early_packets: 4,
+        ..ExportOptions::default()
+    };
+    let exporters = vec![
+        export::open(Format::Csv, &flows, &opts).unwrap(),
+        export::rows_to_writer(&TALLY, Format::Csv, Box::new(Broken), "csv:broken-tally"),
+        export::open_rows(&TALLY, Format::Csv, &tally_csv).unwrap(),
+        export::to_writer(Format::JsonLines, Box::new(Broken), "jsonl:broken", &opts),
+        export::open_rows(&TALLY, Format::JsonLines, &tally_jsonl).unwrap(),
+    ];
+    let files = open_all(paths).unwrap();
+    let run_opts = RunOptions {
+        shards,
+        flow: crate::config::FlowConfig {
+            early_packets: 4,
+            ..Default::default()
+        },
+        ..RunOptions::default()
+    };
+    let report = run(&files, &run_opts, &ModelRef::default(), exporters, ctl).unwrap();
+    let ctx = format!("{} inputs, {shards} shards", paths.len());
+    // The failing outputs are reported; the others got everything.
+    let mut errors = report.output_errors.clone();
+    errors.sort();
+    assert_eq!(errors.len(), 2, "{ctx}: {errors:?}");
+    assert!(errors[0].contains("csv:broken-tally") && errors[0].contains("disk full"));
+    assert!(errors[1].contains("jsonl:broken") && errors[1].contains("disk full"));
+    let rows = read_csv(&tally_csv);
+    assert_eq!(
+        rows,
+        read_jsonl(&tally_jsonl),
+        "{ctx}: CSV and JSON lines agree"
+    );
+    let flowed = flow_lines(&flows);
+    assert_eq!(flowed, report.summary.records, "{ctx}");
+    assert_eq!(
+        rows.iter().map(|r| r.records).sum::<u64>(),
+        flowed,
+        "{ctx}: one tally row per flow batch, none lost"
+    );
+    assert!(!rows.is_empty(), "{ctx}");
+    for r in &rows {
+        assert!(r.thread.starts_with("eb-shard"), "{ctx}: built on {r:?}");
+        assert_eq!(r.room, RECORDS_PER_BATCH as i64 - r.records as i64);
+        assert!((r.fill - r.records as f64 / RECORDS_PER_BATCH as f64).abs() <= 0.0005);
+        assert!(matches!(r.last, None | Some(1)));
+        assert_eq!(r.note, NOTE);
+    }
+    report
+}
+
+#[test]
+fn rows_of_another_kind_travel_beside_the_flows_of_real_captures() {
+    let paths: Vec<PathBuf> = CAPTURES.iter().map(|c| capture(c)).collect();
+    for shards in [1, 2] {
+        for p in &paths {
+            let report = run_with_tally(std::slice::from_ref(p), shards, &RunControl::default());
+            assert!(report.summary.records > 0, "{}", p.display());
+        }
+        run_with_tally(&paths, shards, &RunControl::default());
+    }
+}
+
+#[test]
+fn rows_are_flushed_when_the_run_is_stopped() {
+    // Copies of a real capture (each a time domain of its own), stopped
+    // once a tenth of them is read.
+    let copies = 400;
+    let paths = vec![capture("ndpi__iphone.pcap"); copies];
+    let total = std::fs::metadata(&paths[0]).unwrap().len() * copies as u64;
+    let one = run(
+        &open_all(&paths[..1]).unwrap(),
+        &RunOptions::default(),
+        &ModelRef::default(),
+        vec![Box::new(export::null::NullExporter::new())],
+        &RunControl::default(),
+    )
+    .unwrap();
+    for shards in [1, 2] {
+        let ctl = RunControl::default();
+        let report = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while ctl.progress.load(Ordering::Relaxed) < total / 10 {
+                    std::thread::yield_now();
+                }
+                ctl.stop.store(true, Ordering::Relaxed);
+            });
+            run_with_tally(&paths, shards, &ctl)
+        });
+        assert!(report.interrupted);
+        assert!(
+            report.counters.packets_read < one.counters.packets_read * copies as u64,
+            "the run stopped early ({shards} shards)"
+        );
+    }
+}
+
+/// A sink over fresh channels for `exporters` (nothing runs the exporter
+/// thread), with the policy given, and the exporter thread's ends.
+fn sink(
+    exporters: &[Box<dyn Exporter>],
+    policy: ExportPolicy,
+    batches: usize,
+) -> (Sink, ExportEnds, ShardEnds) {
+    let (ends, export) = channels(batches, exporters);
+    let renderers = exporters.iter().map(|_| None).collect();
+    let s = Sink::new(ends.clone(), renderers, Placement::Exporter, policy, 4);
+    (s, export, ends)
+}
+
+fn tally_rows(n: usize) -> RowBatch {
+    let mut rows = RowBatch::new(&TALLY);
+    for i in 0..n {
+        rows.push(|c| c.text(&format!("row {i}")));
+    }
+    rows
+}
+
+#[test]
+fn the_drop_policy_counts_rows_and_rows_nobody_takes_are_not_sent() {
+    let exporters: Vec<Box<dyn Exporter>> = vec![Box::new(export::null::NullExporter::of(&TALLY))];
+    let policy = ExportPolicy::Drop { max_pending: 1 };
+    let (mut s, export, _) = sink(&exporters, policy, 1);
+    // One batch in the channel, one pending, then the oldest pending are
+    // dropped.
+    for _ in 0..4 {
+        let mut rows = tally_rows(5);
+        s.send_rows(&mut rows, false);
+        assert!(rows.is_empty() && rows.kind().is(&TALLY));
+    }
+    assert_eq!(s.dropped, 10);
+    assert_eq!(export.rx.len(), 1);
+    // A kind without an output: emptied here, neither sent nor counted.
+    const OTHER: Kind = Kind::new("test_other", &[]);
+    assert!(!s.wants(&OTHER) && s.wants(&TALLY));
+    let mut other = RowBatch::new(&OTHER);
+    other.push(|_| {});
+    s.send_rows(&mut other, false);
+    assert!(other.is_empty());
+    assert_eq!((s.dropped, s.pending.len(), export.rx.len()), (10, 1, 1));
+    // The end waits for everything pending.
+    let rx = export.rx.clone();
+    let drain = std::thread::spawn(move || rx.iter().map(|b| b.len()).sum::<usize>());
+    s.send_rows(&mut RowBatch::new(&TALLY), true);
+    drop(s);
+    drop(export);
+    assert_eq!(drain.join().unwrap(), 10);
+}
+
+#[test]
+fn row_batches_come_back_through_their_pool_and_outputs_get_only_their_kind() {
+    let sink_of = || Box::new(std::io::sink());
+    let exporters: Vec<Box<dyn Exporter>> = vec![
+        export::to_writer(Format::Csv, sink_of(), "flows", &ExportOptions::default()),
+        export::rows_to_writer(&TALLY, Format::JsonLines, sink_of(), "tally"),
+    ];
+    let (mut s, export, ends) = sink(&exporters, ExportPolicy::Block, 4);
+    let mut rows = tally_rows(3);
+    s.send_rows(&mut rows, false);
+    let mut flows = RecordBatch::with_capacity(2, 4);
+    flows.push(crate::flow::record::FlowRecord::default(), &[]);
+    s.send(&mut flows, true);
+    drop(s);
+    // The exporter thread ends once every sender is gone.
+    let (flows_pool, rows_pool) = (ends.flows_pool.clone(), ends.rows_pool.clone());
+    drop(ends);
+    let ctl = ExportControl {
+        flush_every: None,
+        reopen: Default::default(),
+        halt: None,
+        unidirectional: false,
+    };
+    let (summary, errors, closed) = export_loop(export, exporters, ctl);
+    assert_eq!(summary.records, 1);
+    // A flow output given rows (or a rows output given flows) fails with
+    // an error naming both kinds.
+    assert!(errors.is_empty() && closed.is_empty(), "{errors:?}");
+    let back = rows_pool.try_recv().unwrap();
+    assert!(back.is_empty() && back.kind().is(&TALLY));
+    assert!(flows_pool.try_recv().unwrap().is_empty());
+}
