@@ -14,10 +14,11 @@
 use std::io::Write;
 
 use super::cells::{write_row, CellTexts};
+use super::output::{max_record_len, Output, Writer};
 use super::text::{json_string, Snip};
 use super::{
-    early_of, fields, max_record_len, prefetch_ahead, write_scalars, AppNames, ExportOptions,
-    Exporter, Output, Renderer, Texts, Writer,
+    early_of, fields, prefetch_ahead, write_scalars, AppNames, ExportOptions, Exporter, Renderer,
+    Texts,
 };
 use crate::error::Result;
 use crate::features::Dir;

@@ -15,8 +15,9 @@
 //! kinds; nothing is written for it. No allocation per row.
 
 use super::cells::{write_row, CellTexts};
+use super::output::{Output, Writer};
 use super::text::csv_field;
-use super::{cells, wrong_kind, Exporter, Output, Writer};
+use super::{cells, wrong_kind, Exporter};
 use crate::error::Result;
 use crate::schema::{Kind, RowBatch};
 
