@@ -284,3 +284,26 @@ impl Drop for Veth {
         self.remove_namespaces();
     }
 }
+
+/// An exporter that counts the records and their packets (records,
+/// packets), for tests that check nothing is lost.
+pub struct Count(pub Arc<Mutex<(u64, u64)>>);
+
+impl earlybird::Exporter for Count {
+    fn write_batch(&mut self, b: &earlybird::RecordBatch) -> earlybird::Result<()> {
+        let mut c = self.0.lock().unwrap();
+        c.0 += b.len() as u64;
+        c.1 += b
+            .records
+            .iter()
+            .map(|r| r.packets[0] + r.packets[1])
+            .sum::<u64>();
+        Ok(())
+    }
+    fn finish(&mut self) -> earlybird::Result<()> {
+        Ok(())
+    }
+    fn name(&self) -> &str {
+        "count"
+    }
+}

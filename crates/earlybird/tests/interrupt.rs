@@ -2,33 +2,12 @@
 //! reading early, and every flow seen so far is still flushed to the outputs:
 //! the records hold exactly the packets that were read.
 
+mod common;
+
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use earlybird::{
-    CaptureFile, Exporter, GenKind, GenOptions, ModelRef, RecordBatch, RunControl, RunOptions,
-};
-
-struct Count(Arc<Mutex<(u64, u64)>>);
-
-impl Exporter for Count {
-    fn write_batch(&mut self, b: &RecordBatch) -> earlybird::Result<()> {
-        let mut c = self.0.lock().unwrap();
-        c.0 += b.len() as u64;
-        c.1 += b
-            .records
-            .iter()
-            .map(|r| r.packets[0] + r.packets[1])
-            .sum::<u64>();
-        Ok(())
-    }
-    fn finish(&mut self) -> earlybird::Result<()> {
-        Ok(())
-    }
-    fn name(&self) -> &str {
-        "count"
-    }
-}
+use earlybird::{CaptureFile, GenKind, GenOptions, ModelRef, RunControl, RunOptions};
 
 #[test]
 fn stop_flushes_every_flow_seen() {
@@ -62,7 +41,7 @@ fn stop_with(shards: usize) {
         &files,
         &opts,
         &ModelRef::default(),
-        vec![Box::new(Count(seen.clone()))],
+        vec![Box::new(common::Count(seen.clone()))],
         &ctl,
     )
     .unwrap();

@@ -15,10 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use earlybird::testing::BACKGROUND_FROM;
-use earlybird::{
-    CaptureFile, CollectedFlow, Exporter, ModelRef, RecordBatch, Report, RunControl, RunOptions,
-    BATCH,
-};
+use earlybird::{CaptureFile, CollectedFlow, ModelRef, Report, RunControl, RunOptions, BATCH};
 
 /// The records of the real capture: (ts µs, captured bytes, original length).
 fn iphone() -> Vec<(u64, Vec<u8>, u32)> {
@@ -199,28 +196,6 @@ fn large_pcap_cut_after_mapping() {
     check_cut("large.pcap", &bytes, bytes.len() as u64 * 2 / 5 + 7);
 }
 
-/// Counts the records and their packets.
-struct Count(Arc<Mutex<(u64, u64)>>);
-
-impl Exporter for Count {
-    fn write_batch(&mut self, b: &RecordBatch) -> earlybird::Result<()> {
-        let mut c = self.0.lock().unwrap();
-        c.0 += b.len() as u64;
-        c.1 += b
-            .records
-            .iter()
-            .map(|r| r.packets[0] + r.packets[1])
-            .sum::<u64>();
-        Ok(())
-    }
-    fn finish(&mut self) -> earlybird::Result<()> {
-        Ok(())
-    }
-    fn name(&self) -> &str {
-        "count"
-    }
-}
-
 /// Truncated by another thread while the shards read: once the readers
 /// are `at` of the way through, to `to` of its length (ahead of them, or
 /// behind them). The run ends normally with every flow flushed, a warning
@@ -252,7 +227,7 @@ fn cut_mid_run(path: &PathBuf, bytes: &[u8], shards: usize, at: f64, to: f64) {
         &files,
         &opts(shards),
         &ModelRef::default(),
-        vec![Box::new(Count(seen.clone()))],
+        vec![Box::new(common::Count(seen.clone()))],
         &ctl,
     )
     .unwrap();
