@@ -125,7 +125,8 @@ fn statistics_equal_the_packets_exactly() {
     );
 }
 
-fn csv_of(flows: &[CollectedFlow], n: usize) -> String {
+/// The records of `flows` as written by the exporter of `format`.
+fn text_of(flows: &[CollectedFlow], n: usize, format: Format) -> String {
     let mut batch = RecordBatch::with_capacity(flows.len(), n);
     for f in flows {
         batch.push(f.record, &f.early);
@@ -136,7 +137,7 @@ fn csv_of(flows: &[CollectedFlow], n: usize) -> String {
         class_names: Vec::new().into(),
         ..Default::default()
     };
-    let mut ex = to_writer(Format::Csv, Box::new(out.clone()), "csv:memory", &opts);
+    let mut ex = to_writer(format, Box::new(out.clone()), "memory", &opts);
     ex.write_batch(&batch).unwrap();
     ex.finish().unwrap();
     drop(ex);
@@ -144,24 +145,12 @@ fn csv_of(flows: &[CollectedFlow], n: usize) -> String {
     String::from_utf8(bytes).unwrap()
 }
 
+fn csv_of(flows: &[CollectedFlow], n: usize) -> String {
+    text_of(flows, n, Format::Csv)
+}
+
 fn jsonl_of(flows: &[CollectedFlow], n: usize) -> Vec<serde_json::Value> {
-    let mut batch = RecordBatch::with_capacity(flows.len(), n);
-    for f in flows {
-        batch.push(f.record, &f.early);
-    }
-    let out = common::Shared::default();
-    let opts = ExportOptions {
-        early_packets: n,
-        class_names: Vec::new().into(),
-        ..Default::default()
-    };
-    let mut ex = to_writer(Format::JsonLines, Box::new(out.clone()), "jsonl", &opts);
-    ex.write_batch(&batch).unwrap();
-    ex.finish().unwrap();
-    drop(ex);
-    let bytes = out.0.lock().unwrap().clone();
-    String::from_utf8(bytes)
-        .unwrap()
+    text_of(flows, n, Format::JsonLines)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
