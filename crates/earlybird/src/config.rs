@@ -91,17 +91,7 @@ impl FlowConfig {
         if self.idle_timeout == 0 || self.active_timeout == 0 {
             return Err(Error::Config("timeouts must be positive".into()));
         }
-        if let Some(bad) = self
-            .analyzers
-            .iter()
-            .find(|n| !crate::analyze::AVAILABLE.iter().any(|(k, _)| k == n))
-        {
-            let known: Vec<&str> = crate::analyze::AVAILABLE.iter().map(|(k, _)| *k).collect();
-            return Err(Error::Config(format!(
-                "unknown analyzer {bad:?} (known: {})",
-                known.join(", ")
-            )));
-        }
+        crate::analyze::check_names(&self.analyzers).map_err(Error::Config)?;
         Ok(())
     }
 }

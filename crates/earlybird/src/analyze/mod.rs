@@ -122,6 +122,24 @@ impl<A: Analyzer> Slots<A> {
     }
 }
 
+/// `Ok` when every name is an analyzer a run can turn on; else a message
+/// naming the first unknown one and the known ones.
+pub fn check_names(names: &[String]) -> Result<(), String> {
+    match names
+        .iter()
+        .find(|n| !AVAILABLE.iter().any(|(known, _)| known == n))
+    {
+        None => Ok(()),
+        Some(bad) => {
+            let known: Vec<&str> = AVAILABLE.iter().map(|(k, _)| *k).collect();
+            Err(format!(
+                "unknown analyzer {bad:?} (known: {})",
+                known.join(", ")
+            ))
+        }
+    }
+}
+
 /// The record fields of the analyzers `names` turns on, in registry order.
 pub fn fields_of(names: &[String]) -> Vec<Field> {
     Active::new(names).map(|a| a.fields()).unwrap_or_default()
@@ -148,14 +166,9 @@ macro_rules! registry {
 
         impl Active {
             /// The analyzers named (each known name at most once, any
-            /// order); the unknown name when there is one.
+            /// order); [`check_names`]'s message when one is unknown.
             pub(crate) fn new(names: &[String]) -> Result<Active, String> {
-                if let Some(bad) = names
-                    .iter()
-                    .find(|n| !AVAILABLE.iter().any(|(known, _)| known == n))
-                {
-                    return Err(bad.clone());
-                }
+                check_names(names)?;
                 let on = |name: &str| names.iter().any(|n| n == name);
                 let mut a = Active {
                     each: Each {
