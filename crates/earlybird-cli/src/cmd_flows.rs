@@ -80,6 +80,13 @@ pub struct FlowsArgs {
     /// live runs flush them about once a second.
     #[arg(short, long = "output", value_name = "OUT", default_value = "-")]
     outputs: Vec<PathBuf>,
+    /// Early-verdict events: besides each flow's final record, write one
+    /// record the moment its flow is classified (key, verdict, confidence,
+    /// the early packet it was taken at, and the packet time it took) to
+    /// this file ("-" = standard output; the extension names the format as
+    /// for -o). Needs a model.
+    #[arg(long, value_name = "OUT", conflicts_with = "no_model")]
+    events: Option<PathBuf>,
     /// Record format: csv, jsonl or null (discard; for measuring the engine
     /// alone, with no -o file). Standard output is CSV unless this says
     /// otherwise; a file's extension must agree with it.
@@ -286,6 +293,7 @@ pub fn run(a: FlowsArgs) -> i32 {
     // No output may be an input: checked before any output is created.
     let outputs: Vec<&Path> = (a.outputs.iter().map(PathBuf::as_path))
         .chain(a.write.as_deref())
+        .chain(a.events.as_deref())
         .collect();
     let planned: Vec<&Path> = inputs.iter().flat_map(|i| i.paths()).collect();
     let read: Vec<&Path> = (a.files.iter().map(PathBuf::as_path))
@@ -303,6 +311,11 @@ pub fn run(a: FlowsArgs) -> i32 {
             Err(e) => return crate::out_args::usage(e),
         }
     }
+    let events_format = match a.events.as_deref().map(|p| Format::for_output(p, None)) {
+        Some(Err(e)) => return crate::out_args::usage(e),
+        Some(Ok(f)) => Some(f),
+        None => None,
+    };
     let eopts = ExportOptions {
         early_packets: opts.flow.early_packets,
         class_names: model.classes.clone(),
@@ -315,6 +328,12 @@ pub fn run(a: FlowsArgs) -> i32 {
     let mut exporters = Vec::new();
     for (out, fmt) in a.outputs.iter().zip(formats) {
         match earlybird::open_exporter(fmt, out, &eopts) {
+            Ok(e) => exporters.push(e),
+            Err(e) => return crate::fail(e),
+        }
+    }
+    if let (Some(path), Some(fmt)) = (&a.events, events_format) {
+        match earlybird::open_row_exporter(&earlybird::VERDICTS, fmt, path) {
             Ok(e) => exporters.push(e),
             Err(e) => return crate::fail(e),
         }

@@ -399,3 +399,53 @@ fn an_analyzer_adds_its_fields_to_csv_and_json_lines() {
         "{err}"
     );
 }
+
+#[test]
+fn early_verdict_events_go_to_their_own_output() {
+    let (dir, out) = tmp("flows.csv");
+    let events = dir.path().join("events.jsonl");
+    let (code, _, err) = eb(&[
+        "flows",
+        sample().to_str().unwrap(),
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+        "--events",
+        events.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let csv = std::fs::read_to_string(&out).unwrap();
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let at = head.iter().position(|h| *h == "decided_at_packet").unwrap();
+    let decided = csv
+        .lines()
+        .skip(1)
+        .filter(|l| l.split(',').nth(at) != Some("0"))
+        .count();
+    let ev = std::fs::read_to_string(&events).unwrap();
+    assert!(decided > 40, "{decided} flows decided");
+    assert_eq!(ev.lines().count(), decided, "one event per decided flow");
+    assert!(ev.lines().all(|l| l.starts_with("{\"src\":")), "{ev}");
+    // Without a model there is nothing to send: a usage error.
+    let (code, _, err) = eb(&[
+        "flows",
+        sample().to_str().unwrap(),
+        "--no-model",
+        "-f",
+        "null",
+        "--events",
+        events.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    // The events' name says their format as -o's does.
+    let (code, _, err) = eb(&[
+        "flows",
+        sample().to_str().unwrap(),
+        "-f",
+        "null",
+        "--events",
+        dir.path().join("e.json").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("JSON lines"), "{err}");
+}

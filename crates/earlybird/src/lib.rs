@@ -118,10 +118,14 @@ pub use config::{FlowConfig, FlowHash};
 pub use decode::icmp::Icmp;
 pub use decode::{LinkType, Skip, TunnelKind};
 pub use error::{Error, Result};
-pub use export::{open as open_exporter, to_writer, ExportOptions, Exporter, Format, Renderer};
+pub use export::{
+    open as open_exporter, open_rows as open_row_exporter, rows_to_writer, to_writer,
+    ExportOptions, Exporter, Format, Renderer,
+};
 pub use features::early::EarlyPkt;
 pub use features::stats::Stat;
 pub use features::Dir;
+pub use flow::events::VERDICTS;
 pub use flow::record::{EndReason, FlowRecord, RecordBatch, RecordKey, TCP_FLAG_NAMES};
 pub use gen::{generate, GenKind, GenOptions, GenSummary};
 pub use learn::evaluate::{ClassStats, Report as EvalReport};

@@ -62,6 +62,16 @@ impl Inline {
         self.model.is_some()
     }
 
+    /// The name of class `c` of the model (`None`: no model, or no such
+    /// class).
+    pub fn class_name(&self, c: u16) -> Option<&str> {
+        self.model
+            .as_ref()?
+            .classes()
+            .get(c as usize)
+            .map(String::as_str)
+    }
+
     /// True when the model runs on the pool.
     #[inline]
     pub fn pooled(&self) -> bool {

@@ -537,8 +537,45 @@ pub fn markdown() -> String {
             );
         }
     }
+    s.push_str("\n## Other record kinds\n\n");
+    s.push_str(
+        "Records of these kinds go to outputs of their own, in any record \
+         format (the option says which file); each has one header line in CSV \
+         and one object per record in JSON lines, with these fields in this \
+         order.\n",
+    );
+    for (kind, option, about) in OTHER_KINDS {
+        let _ = write!(s, "\n### `{}` ({option})\n\n{about}\n\n", kind.name);
+        s.push_str("| # | name | type | unit | description |\n");
+        s.push_str("|---|------|------|------|-------------|\n");
+        for (i, f) in kind.fields.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "| {} | `{}` | {} | {} | {} |",
+                i + 1,
+                f.name,
+                f.ty.name(),
+                f.unit,
+                f.desc.replace('|', "\\|")
+            );
+        }
+    }
     s
 }
+
+/// The record kinds besides flows that the product writes: the kind, the
+/// option that asks for them, and what they are (for the reference).
+const OTHER_KINDS: [(&crate::schema::Kind, &str, &str); 1] = [(
+    &crate::flow::events::VERDICTS,
+    "`--events OUT`",
+    "Early-verdict events: one record the moment a flow is classified, \
+     besides its final record (which carries the same verdict). \
+     `decided_ts` is the packet time at which the verdict was known: the \
+     flow's packet that completed its early packets, or, for a model run on \
+     the classifier pool, the flow's latest packet when the verdict came \
+     back; a flow that ends with fewer early packets than the model needs \
+     is decided at its end. Needs a model.",
+)];
 
 #[cfg(test)]
 mod tests {

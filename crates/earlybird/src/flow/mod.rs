@@ -1,6 +1,7 @@
 //! Flows: keys, the per-shard flow table, and the records it emits.
 pub mod arena;
 pub mod entry;
+pub mod events;
 mod expiry;
 pub mod key;
 pub mod packet;

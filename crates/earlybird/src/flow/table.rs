@@ -143,6 +143,9 @@ pub struct FlowTable {
     pub(super) ext_on: bool,
     /// Finished records waiting to be handed to the exporters.
     pub out: RecordBatch,
+    /// Early-verdict events waiting to be handed to the exporters (`None`:
+    /// not asked for; see `flow/events.rs`).
+    pub events: Option<crate::schema::RowBatch>,
     /// Counters.
     pub counters: FlowCounters,
 }
@@ -196,6 +199,7 @@ impl FlowTable {
             ext_on: ext.any(),
             ext,
             out: RecordBatch::with_capacity(1024, n),
+            events: None,
             counters: FlowCounters::default(),
         })
     }

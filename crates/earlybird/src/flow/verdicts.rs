@@ -31,6 +31,9 @@ impl FlowTable {
             h.conf = v.conf;
             h.at = v.at;
             self.counters.classified += 1;
+            if self.events.is_some() {
+                self.note_verdict(s);
+            }
         }
     }
 
@@ -79,6 +82,9 @@ impl FlowTable {
                 h.conf = conf_u16(done.verdict.confidence);
                 h.at = done.verdict.at_packet;
                 self.counters.classified += 1;
+                if self.events.is_some() {
+                    self.note_verdict(s);
+                }
             }
         }
     }

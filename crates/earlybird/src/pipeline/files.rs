@@ -304,12 +304,20 @@ fn time_domain(
     }
 }
 
-/// After each batch run: hands a full batch of records to the exporter,
-/// and shard 0 reports how far the input is read.
+/// After each batch run: hands a full batch of records (or of early-verdict
+/// events) to the exporter, and shard 0 reports how far the input is read.
 #[inline(always)]
 fn after_batch(shard: &mut Shard, sink: &mut Sink, ctl: &RunControl, position: u64) {
     if shard.table.out.len() >= RECORDS_PER_BATCH {
         sink.send(&mut shard.table.out, false);
+    }
+    if let Some(ev) = shard
+        .table
+        .events
+        .as_mut()
+        .filter(|e| e.len() >= RECORDS_PER_BATCH)
+    {
+        sink.send_rows(ev, false);
     }
     if shard.id() == 0 {
         ctl.progress.store(position, Ordering::Relaxed);

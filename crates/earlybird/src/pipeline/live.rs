@@ -10,7 +10,7 @@
 //! follows the system clock (the clock those timestamps come from), held
 //! back by [`IDLE_LAG`] so a packet still in the kernel's open block is
 //! never older than it, and so idle flows still expire. Every [`TICK`] a
-//! sixteenth of the table's slots (at least [`MIN_SWEEP`]) is swept and the records waiting on the
+//! sixteenth of the table's slots (at least [`MIN_SWEEP`]) is swept and the records (and early-verdict events) waiting on the
 //! shard are handed to the exporter, so at low rates records still leave
 //! within a second or two. Nothing is allocated per packet.
 
@@ -70,6 +70,9 @@ pub(super) fn shard_loop(
             shard.sweep(slots);
             if !shard.table.out.is_empty() {
                 sink.send(&mut shard.table.out, false);
+            }
+            if let Some(ev) = shard.table.events.as_mut().filter(|e| !e.is_empty()) {
+                sink.send_rows(ev, false);
             }
         }
     }

@@ -195,6 +195,10 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
         opts.export_policy,
         opts.flow.early_packets,
     );
+    // Early-verdict events are built only when an output takes them.
+    if sink.wants(&crate::flow::events::VERDICTS) {
+        shard.table.emit_verdict_events();
+    }
     let (files, batch) = (&st.files, opts.batch);
     let warnings = match st.input {
         Input::Files(None) => files::shard_loop(&mut shard, &mut sink, files, batch, ctl, st.spare),
@@ -214,6 +218,9 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
         .flatten();
     shard.finish(RECORDS_PER_BATCH, |out| sink.send(out, true));
     sink.send(&mut shard.table.out, true);
+    if let Some(ev) = shard.table.events.as_mut() {
+        sink.send_rows(ev, true);
+    }
     shard.counters.export_dropped = sink.dropped;
     let mark_result = shard.marker.take().map(|mut m| match m.error.take() {
         // Errors of the pcap writer name its file.
