@@ -87,6 +87,26 @@ pub struct FlowsArgs {
     /// for -o). Needs a model.
     #[arg(long, value_name = "OUT", conflicts_with = "no_model")]
     events: Option<PathBuf>,
+    /// Per-second statistics: one row per second of packet time (packets,
+    /// bytes, skipped by reason, flows new/ended by reason/open,
+    /// verdicts), the shards' figures merged, to this file ("-" = standard
+    /// output; the extension names the format as for -o). A file gives the
+    /// same rows at any speed; a live capture writes each second once
+    /// every shard has passed it.
+    #[arg(long, value_name = "OUT")]
+    stats_out: Option<PathBuf>,
+    /// Per-second statistics per application (the verdicts given, and the
+    /// flows that ended with their packets and bytes) and per transport
+    /// (tcp, udp, icmp, other): one row per second and name with anything
+    /// counted, to this file. A flow's packets and bytes count in the
+    /// second it ends.
+    #[arg(long, value_name = "OUT")]
+    app_stats_out: Option<PathBuf>,
+    /// Serve the per-second statistics as Prometheus metrics on
+    /// http://ADDR/metrics while the run lasts: PORT or :PORT listens on
+    /// 127.0.0.1 only; HOST:PORT (e.g. 0.0.0.0:9464) as given.
+    #[arg(long, value_name = "ADDR", value_parser = earlybird::metrics_address)]
+    metrics_listen: Option<std::net::SocketAddr>,
     /// Record format: csv, jsonl or null (discard; for measuring the engine
     /// alone, with no -o file). Standard output is CSV unless this says
     /// otherwise; a file's extension must agree with it.
@@ -291,9 +311,14 @@ pub fn run(a: FlowsArgs) -> i32 {
         }
     };
     // No output may be an input: checked before any output is created.
+    // (Standard output given to -f null is written nothing.)
+    let discarded = |p: &&Path| forced == Some(Format::Null) && p.as_os_str() == "-";
     let outputs: Vec<&Path> = (a.outputs.iter().map(PathBuf::as_path))
+        .filter(|p| !discarded(p))
         .chain(a.write.as_deref())
         .chain(a.events.as_deref())
+        .chain(a.stats_out.as_deref())
+        .chain(a.app_stats_out.as_deref())
         .collect();
     let planned: Vec<&Path> = inputs.iter().flat_map(|i| i.paths()).collect();
     let read: Vec<&Path> = (a.files.iter().map(PathBuf::as_path))
@@ -311,11 +336,20 @@ pub fn run(a: FlowsArgs) -> i32 {
             Err(e) => return crate::out_args::usage(e),
         }
     }
-    let events_format = match a.events.as_deref().map(|p| Format::for_output(p, None)) {
-        Some(Err(e)) => return crate::out_args::usage(e),
-        Some(Ok(f)) => Some(f),
-        None => None,
-    };
+    // Outputs of the other record kinds: (kind, path, format).
+    let mut row_outputs = Vec::new();
+    for (kind, path) in [
+        (&earlybird::VERDICTS, &a.events),
+        (&earlybird::STATS, &a.stats_out),
+        (&earlybird::APP_STATS, &a.app_stats_out),
+    ] {
+        if let Some(p) = path {
+            match Format::for_output(p, None) {
+                Ok(f) => row_outputs.push((kind, p, f)),
+                Err(e) => return crate::out_args::usage(e),
+            }
+        }
+    }
     let eopts = ExportOptions {
         early_packets: opts.flow.early_packets,
         class_names: model.classes.clone(),
@@ -332,12 +366,34 @@ pub fn run(a: FlowsArgs) -> i32 {
             Err(e) => return crate::fail(e),
         }
     }
-    if let (Some(path), Some(fmt)) = (&a.events, events_format) {
-        match earlybird::open_row_exporter(&earlybird::VERDICTS, fmt, path) {
+    for (kind, path, fmt) in row_outputs {
+        match earlybird::open_row_exporter(kind, fmt, path) {
             Ok(e) => exporters.push(e),
             Err(e) => return crate::fail(e),
         }
     }
+    // The metrics endpoint, serving from before the first packet to the
+    // end of the run.
+    let mut opts = opts;
+    let _server = match a.metrics_listen {
+        Some(addr) => {
+            let metrics = std::sync::Arc::new(earlybird::Metrics::new());
+            opts.metrics = Some(metrics.clone());
+            match earlybird::MetricsServer::start(addr, metrics) {
+                Ok(s) => {
+                    if !a.quiet {
+                        crate::say(&format!(
+                            "earlybird: metrics on http://{}/metrics",
+                            s.addr()
+                        ));
+                    }
+                    Some(s)
+                }
+                Err(e) => return crate::fail(e),
+            }
+        }
+        None => None,
+    };
     let ctl = RunControl::default();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&ctl.stop)) {

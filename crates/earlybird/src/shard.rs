@@ -26,8 +26,10 @@ use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
 use crate::flow::packet::{is_icmp, Payload, Pkt, Side};
 use crate::flow::record::RecordBatch;
 use crate::flow::table::FlowTable;
+use crate::flow::tally::Tally;
 use crate::mark::Marker;
 use crate::source::PacketRef;
+use crate::telemetry::second::{Part, Seconds, ShardSecond};
 use crate::telemetry::Counters;
 
 /// [`Shard::decode`] modes: the only shard keeps every packet; a reader
@@ -144,6 +146,11 @@ pub struct Shard {
     pub counters: Counters,
     /// DSCP marking (single-shard runs with `--mark`).
     pub marker: Option<Marker>,
+    /// Per-second statistics (`None` unless the run keeps them): batches
+    /// are cut where a second of packet time ends.
+    seconds: Option<[Seconds; 2]>,
+    /// Seconds closed and not yet handed to the exporter thread.
+    pub closed: Vec<ShardSecond>,
     pkts: Vec<Pkt>,
     /// What the batch's IPv6 and ICMP packets carry beside them, by index
     /// in the batch.
@@ -183,6 +190,8 @@ impl Shard {
             table,
             counters: Counters::default(),
             marker: None,
+            seconds: None,
+            closed: Vec::new(),
             pkts: Vec::with_capacity(crate::source::BATCH),
             wide: Vec::new(),
         })
@@ -201,6 +210,65 @@ impl Shard {
     /// Processes one batch of packets whose bytes are in `data`, all of them
     /// this shard's (a single-shard run).
     pub fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
+        if self.seconds.is_some() {
+            self.batch_by_second(data, refs);
+        } else {
+            self.batch_whole(data, refs);
+        }
+    }
+
+    /// Keeps per-second statistics from now on (a model of `classes`
+    /// classes; 0 without one): see `telemetry/second.rs`.
+    pub fn keep_seconds(&mut self, classes: usize) {
+        self.seconds = Some([
+            Seconds::new(self.id, Part::Read),
+            Seconds::new(self.id, Part::Run),
+        ]);
+        self.table.tally = Some(crate::flow::tally::Tally::new(classes));
+    }
+
+    /// Clock `part` of the shard is about to count packets of time `ts`:
+    /// closes its current second into [`Shard::closed`] when `ts` is past
+    /// it.
+    #[inline]
+    fn tick(&mut self, part: Part, ts: u64) {
+        if let Some(s) = self.seconds.as_mut() {
+            let (counters, table) = (&self.counters, &mut self.table);
+            let clock = &mut s[part as usize];
+            if let Some(c) = clock.tick(ts, || second_figures(counters, table, part)) {
+                self.closed.push(c);
+            }
+        }
+    }
+
+    /// Where the current second of clock `part` ends (`u64::MAX` without
+    /// statistics or before the first packet).
+    #[inline]
+    fn second_end(&self, part: Part) -> u64 {
+        self.seconds
+            .as_ref()
+            .map_or(u64::MAX, |s| s[part as usize].end())
+    }
+
+    /// [`Shard::batch`] keeping per-second statistics: the batch is run in
+    /// parts that each lie within one second of packet time.
+    #[inline(never)]
+    fn batch_by_second(&mut self, data: &[u8], refs: &[PacketRef]) {
+        let mut rest = refs;
+        while let Some(first) = rest.first() {
+            self.tick(Part::Read, first.ts);
+            self.tick(Part::Run, first.ts);
+            let end = self.second_end(Part::Run);
+            let n = rest.iter().position(|r| r.ts >= end);
+            let (part, tail) = rest.split_at(n.unwrap_or(rest.len()).max(1));
+            self.batch_whole(data, part);
+            rest = tail;
+        }
+    }
+
+    /// [`Shard::batch`] in one part.
+    #[inline(always)]
+    fn batch_whole(&mut self, data: &[u8], refs: &[PacketRef]) {
         if self.analyze {
             self.batch_as::<true>(data, refs);
         } else {
@@ -230,10 +298,23 @@ impl Shard {
     /// batch). Packets that belong to no flow are counted here and go
     /// nowhere.
     pub fn split(&mut self, data: &[u8], refs: &[PacketRef], parcels: &mut [Parcel]) {
-        let (min_ts, max_ts) = if self.analyze {
-            self.decode::<SPLIT, true>(data, refs, parcels)
+        let (min_ts, max_ts) = if self.seconds.is_some() {
+            // Per-second statistics: what this reader counts is cut where
+            // a second ends, as in `batch_by_second`.
+            let (mut min_ts, mut max_ts) = (u64::MAX, 0);
+            let mut rest = refs;
+            while let Some(first) = rest.first() {
+                self.tick(Part::Read, first.ts);
+                let end = self.second_end(Part::Read);
+                let n = rest.iter().position(|r| r.ts >= end);
+                let (part, tail) = rest.split_at(n.unwrap_or(rest.len()).max(1));
+                let (lo, hi) = self.split_whole(data, part, parcels);
+                (min_ts, max_ts) = (min_ts.min(lo), max_ts.max(hi));
+                rest = tail;
+            }
+            (min_ts, max_ts)
         } else {
-            self.decode::<SPLIT, false>(data, refs, parcels)
+            self.split_whole(data, refs, parcels)
         };
         for p in parcels.iter_mut() {
             p.max_ts = max_ts;
@@ -247,12 +328,72 @@ impl Shard {
     /// into it).
     pub fn run_parcel(&mut self, parcel: &Parcel, data: &[u8]) {
         self.table.drain_verdicts(false);
+        if self.seconds.is_some() {
+            self.run_parcel_by_second(parcel, data);
+            return;
+        }
         let times = (parcel.min_ts, parcel.max_ts);
-        let (pkts, wide, spans) = (&parcel.pkts, &parcel.wide, &parcel.spans);
+        self.run_part(&parcel.pkts, parcel, &parcel.spans, data, times);
+    }
+
+    /// Runs `pkts` (of `parcel`, their payload spans `spans`) through the
+    /// table.
+    #[inline(always)]
+    fn run_part(
+        &mut self,
+        pkts: &[Pkt],
+        parcel: &Parcel,
+        spans: &[Span],
+        data: &[u8],
+        times: (u64, u64),
+    ) {
         if self.analyze {
-            self.account::<true>(pkts, wide, spans, data, &[], times);
+            self.account::<true>(pkts, &parcel.wide, spans, data, &[], times);
         } else {
-            self.account::<false>(pkts, wide, spans, data, &[], times);
+            self.account::<false>(pkts, &parcel.wide, spans, data, &[], times);
+        }
+    }
+
+    /// [`Shard::run_parcel`] keeping per-second statistics: the parcel is
+    /// run in parts that each lie within one second of packet time.
+    #[inline(never)]
+    fn run_parcel_by_second(&mut self, parcel: &Parcel, data: &[u8]) {
+        let pkts = &parcel.pkts;
+        self.tick(Part::Run, parcel.min_ts);
+        if pkts.is_empty() {
+            self.run_part(pkts, parcel, &[], data, (parcel.min_ts, parcel.max_ts));
+            return;
+        }
+        let mut i = 0;
+        while i < pkts.len() {
+            self.tick(Part::Run, pkts[i].ts);
+            let end = self.second_end(Part::Run);
+            let n = pkts[i..].iter().position(|p| p.ts >= end);
+            let j = i + n.unwrap_or(pkts.len() - i).max(1);
+            let max_ts = if j == pkts.len() {
+                parcel.max_ts
+            } else {
+                pkts[i..j].iter().map(|p| p.ts).max().unwrap_or(0)
+            };
+            let spans = parcel.spans.get(i..j).unwrap_or(&[]);
+            self.run_part(&pkts[i..j], parcel, spans, data, (parcel.min_ts, max_ts));
+            i = j;
+        }
+    }
+
+    /// [`Shard::split`] of `refs` in one part; returns its smallest and
+    /// largest timestamp.
+    #[inline(always)]
+    fn split_whole(
+        &mut self,
+        data: &[u8],
+        refs: &[PacketRef],
+        parcels: &mut [Parcel],
+    ) -> (u64, u64) {
+        if self.analyze {
+            self.decode::<SPLIT, true>(data, refs, parcels)
+        } else {
+            self.decode::<SPLIT, false>(data, refs, parcels)
         }
     }
 
@@ -494,6 +635,8 @@ impl Shard {
     /// A live source saw no packet for a while: advances the clock to `now`
     /// (never back), so the next sweep ends the flows idle since.
     pub fn idle(&mut self, now: crate::time::Nanos) {
+        self.tick(Part::Read, now);
+        self.tick(Part::Run, now);
         self.table.observe_time(now);
     }
 
@@ -542,5 +685,25 @@ impl Shard {
             hand_over(&mut self.table.out);
         }
         self.counters.flows = self.table.counters;
+        if let Some(s) = self.seconds.as_mut() {
+            let (counters, table) = (&self.counters, &mut self.table);
+            for (clock, part) in s.iter_mut().zip([Part::Read, Part::Run]) {
+                self.closed
+                    .push(clock.close(|| second_figures(counters, table, part)));
+            }
+        }
     }
+}
+
+/// What a second of a shard's clock `part` closes with: its counters (the
+/// table's flow counters in them) and (running clock) its table's tally,
+/// taken.
+fn second_figures(counters: &Counters, table: &mut FlowTable, part: Part) -> (Counters, Tally) {
+    let mut c = *counters;
+    c.flows = table.counters;
+    let tally = match part {
+        Part::Run => table.tally.as_mut().map(Tally::take).unwrap_or_default(),
+        Part::Read => Tally::default(),
+    };
+    (c, tally)
 }

@@ -48,6 +48,21 @@ impl FlowTable {
         let base = s * self.n;
         let early = &self.early.as_slice()[base..base + self.n];
         self.out.push_raw(h, &self.tails[s], reason, beside, early);
+        if let Some(t) = self.tally.as_mut() {
+            let app = if h.state & DECIDED != 0 {
+                h.app
+            } else {
+                crate::classify::Verdict::UNKNOWN
+            };
+            let tail = &self.tails[s];
+            let packets = u64::from(h.packets[0]) + u64::from(h.packets[1]);
+            t.ended(
+                app,
+                h.key.proto,
+                packets,
+                h.bytes(tail, 0) + h.bytes(tail, 1),
+            );
+        }
         if self.ext_on {
             self.ext.record(s, &mut self.out.analyzed);
         }

@@ -9,6 +9,7 @@ pub mod prefault;
 pub mod record;
 pub mod snapshot;
 pub mod table;
+pub mod tally;
 mod verdicts;
 
 #[cfg(test)]

@@ -146,6 +146,9 @@ pub struct FlowTable {
     /// Early-verdict events waiting to be handed to the exporters (`None`:
     /// not asked for; see `flow/events.rs`).
     pub events: Option<crate::schema::RowBatch>,
+    /// Per-second sums of verdicts and ended flows (`None` unless the run
+    /// keeps per-second statistics; see `flow/tally.rs`).
+    pub tally: Option<super::tally::Tally>,
     /// Counters.
     pub counters: FlowCounters,
 }
@@ -200,6 +203,7 @@ impl FlowTable {
             ext,
             out: RecordBatch::with_capacity(1024, n),
             events: None,
+            tally: None,
             counters: FlowCounters::default(),
         })
     }

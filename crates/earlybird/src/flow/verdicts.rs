@@ -31,6 +31,9 @@ impl FlowTable {
             h.conf = v.conf;
             h.at = v.at;
             self.counters.classified += 1;
+            if let Some(t) = self.tally.as_mut() {
+                t.classified(v.app);
+            }
             if self.events.is_some() {
                 self.note_verdict(s);
             }
@@ -82,6 +85,9 @@ impl FlowTable {
                 h.conf = conf_u16(done.verdict.confidence);
                 h.at = done.verdict.at_packet;
                 self.counters.classified += 1;
+                if let Some(t) = self.tally.as_mut() {
+                    t.classified(done.verdict.class);
+                }
                 if self.events.is_some() {
                     self.note_verdict(s);
                 }

@@ -305,7 +305,7 @@ fn time_domain(
 }
 
 /// After each batch run: hands a full batch of records (or of early-verdict
-/// events) to the exporter, and shard 0 reports how far the input is read.
+/// events) and the seconds closed to the exporter, and shard 0 reports how far the input is read.
 #[inline(always)]
 fn after_batch(shard: &mut Shard, sink: &mut Sink, ctl: &RunControl, position: u64) {
     if shard.table.out.len() >= RECORDS_PER_BATCH {

@@ -74,6 +74,9 @@ pub(super) fn shard_loop(
             if let Some(ev) = shard.table.events.as_mut().filter(|e| !e.is_empty()) {
                 sink.send_rows(ev, false);
             }
+            if !shard.closed.is_empty() {
+                sink.send_seconds(&mut shard.closed, false);
+            }
         }
     }
 }

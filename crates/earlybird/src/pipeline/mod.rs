@@ -40,6 +40,7 @@
 //! ([`Placement::Auto`]). The bytes written are the same either way.
 
 mod files;
+pub mod kinds;
 mod live;
 mod sink;
 mod threads;
@@ -107,6 +108,11 @@ pub struct RunOptions {
     pub channel_batches: usize,
     /// Where finished flows become records and text (see [`Placement`]).
     pub placement: Placement,
+    /// Prometheus metrics the run adds its per-second statistics to
+    /// (served by a [`crate::MetricsServer`]). Per-second statistics are
+    /// kept when this is set or an output takes their records
+    /// ([`crate::STATS`], [`crate::APP_STATS`]).
+    pub metrics: Option<Arc<crate::telemetry::metrics::Metrics>>,
 }
 
 /// Which thread builds records from a table's snapshots and formats them
@@ -138,6 +144,7 @@ impl Default for RunOptions {
             classifier_threads: 1,
             channel_batches: CHANNEL_BATCHES,
             placement: Placement::Auto,
+            metrics: None,
         }
     }
 }

@@ -35,6 +35,9 @@ use super::{ExportPolicy, Placement, RECORDS_PER_BATCH};
 use crate::export::{Exporter, Renderer};
 use crate::flow::record::RecordBatch;
 use crate::schema::{Kind, RowBatch};
+use crate::telemetry::metrics::Metrics;
+use crate::telemetry::second::ShardSecond;
+use crate::telemetry::series::{self, Figures, Merger, APP_STATS, STATS};
 use crate::telemetry::summary::Summary;
 use crate::{Error, Result};
 
@@ -44,6 +47,8 @@ pub(super) enum Batch {
     Flows(RecordBatch),
     /// Records of another kind.
     Rows(RowBatch),
+    /// A second of a shard's per-second statistics.
+    Second(Box<ShardSecond>),
 }
 
 impl Batch {
@@ -52,6 +57,7 @@ impl Batch {
         match self {
             Batch::Flows(b) => b.len(),
             Batch::Rows(b) => b.len(),
+            Batch::Second(_) => 1,
         }
     }
 
@@ -170,6 +176,15 @@ impl Sink {
         self.dispatch(Batch::Rows(full), last);
     }
 
+    /// Hands the seconds the shard has closed to the exporter thread (for
+    /// the per-second statistics); at the end (`last`), waits whatever the
+    /// policy.
+    pub(super) fn send_seconds(&mut self, closed: &mut Vec<ShardSecond>, last: bool) {
+        for s in closed.drain(..) {
+            self.dispatch(Batch::Second(Box::new(s)), last);
+        }
+    }
+
     /// Hands `out` to the exporter (replacing it with an empty batch). At the
     /// end (`last`), waits for everything pending whatever the policy.
     pub(super) fn send(&mut self, out: &mut RecordBatch, last: bool) {
@@ -260,6 +275,43 @@ pub(super) struct ExportControl {
     pub(super) halt: Option<Arc<AtomicBool>>,
     /// One direction per record (the summary picks service ports so).
     pub(super) unidirectional: bool,
+    /// Per-second statistics (`None`: the run keeps none).
+    pub(super) series: Option<SeriesOut>,
+}
+
+/// Where the exporter thread sends the per-second statistics: the merged
+/// seconds as rows of [`STATS`] and [`APP_STATS`] to the outputs of those
+/// kinds, and into the metrics.
+pub(super) struct SeriesOut {
+    pub(super) merger: Merger,
+    pub(super) classes: Arc<[String]>,
+    pub(super) metrics: Option<Arc<Metrics>>,
+}
+
+impl SeriesOut {
+    /// Adds a shard's second (`None`: the end of the run); returns the
+    /// rows of every second complete now, the metrics updated.
+    fn take(&mut self, second: Option<ShardSecond>) -> [RowBatch; 2] {
+        let mut stats = RowBatch::new(&STATS);
+        let mut apps = RowBatch::new(&APP_STATS);
+        let SeriesOut {
+            merger,
+            classes,
+            metrics,
+        } = self;
+        let mut out = |sec: u64, f: &Figures| {
+            series::stats_row(&mut stats, sec, f);
+            series::app_rows(&mut apps, sec, f, classes);
+            if let Some(m) = metrics {
+                m.observe(sec, f, |i| series::app_name(classes, i));
+            }
+        };
+        match second {
+            Some(s) => merger.add(s, &mut out),
+            None => merger.finish(&mut out),
+        }
+        [stats, apps]
+    }
 }
 
 /// What [`export_loop`] returns: the summary of every flow record, the
@@ -365,6 +417,7 @@ pub(super) fn export_loop(
 ) -> Exported {
     let mut summary = Summary::default();
     summary.unidirectional = ctl.unidirectional;
+    let mut series = ctl.series;
     let flows = &crate::export::fields::FLOWS;
     let mut out = Outputs {
         alive: vec![true; exporters.len()],
@@ -397,6 +450,14 @@ pub(super) fn export_loop(
                 batch.clear();
                 let _ = ends.flows_pool.try_send(batch);
             }
+            Next::Batch(Batch::Second(s)) => {
+                if let Some(series) = series.as_mut() {
+                    for rows in series.take(Some(*s)) {
+                        out.each_of(Some(rows.kind()), |_, ex| ex.write_rows(&rows));
+                        dirty |= !rows.is_empty();
+                    }
+                }
+            }
             Next::Batch(Batch::Rows(mut rows)) => {
                 out.each_of(Some(rows.kind()), |_, ex| ex.write_rows(&rows));
                 dirty |= !rows.is_empty();
@@ -420,6 +481,11 @@ pub(super) fn export_loop(
             if !out.closed.is_empty() && !out.alive.contains(&true) {
                 halt.store(true, Ordering::Relaxed);
             }
+        }
+    }
+    if let Some(series) = series.as_mut() {
+        for rows in series.take(None) {
+            out.each_of(Some(rows.kind()), |_, ex| ex.write_rows(&rows));
         }
     }
     out.each(|_, ex| ex.finish());

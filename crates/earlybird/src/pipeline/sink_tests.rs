@@ -347,6 +347,7 @@ fn row_batches_come_back_through_their_pool_and_outputs_get_only_their_kind() {
         reopen: Default::default(),
         halt: None,
         unidirectional: false,
+        series: None,
     };
     let (summary, errors, closed) = export_loop(export, exporters, ctl);
     assert_eq!(summary.records, 1);

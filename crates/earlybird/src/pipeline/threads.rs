@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::files::{self, Files};
-use super::sink::{self, export_loop, ExportControl, Exported, ShardEnds, Sink};
+use super::sink::{self, export_loop, ExportControl, Exported, SeriesOut, ShardEnds, Sink};
 use super::{live, spare_core, Input, ModelRef, RunControl, RunOptions, RECORDS_PER_BATCH};
 use crate::classify::pool::PoolLink;
 use crate::classify::Classifier;
@@ -24,6 +24,7 @@ use crate::mark::{MarkCounters, Marker};
 use crate::shard::Shard;
 use crate::source::Warning;
 use crate::telemetry::counters::Counters;
+use crate::telemetry::series;
 use crate::telemetry::summary::Report;
 use crate::{Error, Result};
 
@@ -40,6 +41,8 @@ struct ShardStart<'f> {
     renderers: Vec<Option<Renderer>>,
     ready: mpsc::Sender<()>,
     spare: bool,
+    /// Keep per-second statistics, for a model of this many classes.
+    per_second: Option<usize>,
 }
 
 /// What one shard thread returns: its counters, the input warnings, the
@@ -94,12 +97,22 @@ pub(super) fn run_shards(
     let mut renderers: Vec<Vec<Option<Renderer>>> = (0..opts.shards)
         .map(|_| exporters.iter().map(|e| e.renderer()).collect())
         .collect();
+    // Per-second statistics, when the metrics or an output want them.
+    let per_second = opts.metrics.is_some()
+        || exporters
+            .iter()
+            .any(|e| e.kind().is(&series::STATS) || e.kind().is(&series::APP_STATS));
     let export_ctl = ExportControl {
         flush_every,
         reopen: ctl.reopen.clone(),
         // With a -w pcap, every packet is still wanted.
         halt: marker.is_none().then(|| ctl.halt.clone()),
         unidirectional: !opts.flow.bidirectional,
+        series: per_second.then(|| SeriesOut {
+            merger: series::Merger::new(opts.shards, model.classes.clone()),
+            classes: model.classes.clone(),
+            metrics: opts.metrics.clone(),
+        }),
     };
     let (shard_results, export_result) = std::thread::scope(|scope| {
         let exporter = std::thread::Builder::new()
@@ -133,6 +146,7 @@ pub(super) fn run_shards(
                 renderers: std::mem::take(&mut renderers[id]),
                 ready: ready_tx.clone(),
                 spare,
+                per_second: per_second.then_some(model.classes.len()),
             };
             let handle = std::thread::Builder::new()
                 .name(format!("eb-shard{id}"))
@@ -176,6 +190,9 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
         core_affinity::set_for_current(c);
     }
     let mut shard = Shard::new(id, opts.shards, &opts.flow, st.model)?;
+    if let Some(classes) = st.per_second {
+        shard.keep_seconds(classes);
+    }
     if st.spare {
         shard.table.start_prefault();
     }
@@ -221,6 +238,7 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
     if let Some(ev) = shard.table.events.as_mut() {
         sink.send_rows(ev, true);
     }
+    sink.send_seconds(&mut shard.closed, true);
     shard.counters.export_dropped = sink.dropped;
     let mark_result = shard.marker.take().map(|mut m| match m.error.take() {
         // Errors of the pcap writer name its file.

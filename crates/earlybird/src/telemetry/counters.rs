@@ -83,6 +83,32 @@ impl Counters {
         self.time_domains += o.time_domains;
     }
 
+    /// What grew since `base` (an earlier copy of the same counters): the
+    /// packet, byte, skip and flow counts; the figures that are not sums
+    /// over time (peaks, memory, the largest step back) are left 0.
+    pub(crate) fn since(&self, base: &Counters) -> Counters {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        let mut c = Counters {
+            packets_read: d(self.packets_read, base.packets_read),
+            bytes_read: d(self.bytes_read, base.bytes_read),
+            packets_flowed: d(self.packets_flowed, base.packets_flowed),
+            ip_bytes_flowed: d(self.ip_bytes_flowed, base.ip_bytes_flowed),
+            unsupported_link: d(self.unsupported_link, base.unsupported_link),
+            export_dropped: d(self.export_dropped, base.export_dropped),
+            ts_backwards: d(self.ts_backwards, base.ts_backwards),
+            ..Counters::default()
+        };
+        for i in 0..Skip::COUNT {
+            c.skipped[i] = d(self.skipped[i], base.skipped[i]);
+        }
+        c.flows.created = d(self.flows.created, base.flows.created);
+        for i in 0..EndReason::COUNT {
+            c.flows.ended[i] = d(self.flows.ended[i], base.flows.ended[i]);
+        }
+        c.flows.classified = d(self.flows.classified, base.flows.classified);
+        c
+    }
+
     /// Total packets skipped for any reason.
     pub fn skipped_total(&self) -> u64 {
         self.skipped.iter().sum::<u64>() + self.unsupported_link

@@ -1,5 +1,8 @@
-//! Counters and the end-of-run summary.
+//! Counters, the per-second statistics and the end-of-run summary.
 pub mod counters;
+pub mod metrics;
+pub mod second;
+pub mod series;
 pub mod summary;
 
 pub use counters::Counters;

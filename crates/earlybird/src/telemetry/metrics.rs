@@ -1,0 +1,428 @@
+//! The per-second statistics as Prometheus metrics, and the HTTP endpoint
+//! that serves them (`--metrics-listen`).
+//!
+//! Contract: [`Metrics`] holds one registry of counters and gauges (the
+//! `prometheus` crate); the exporter thread adds each complete second of
+//! the run to it ([`Metrics::observe`]), so every counter is the sum of
+//! the seconds merged so far, in packet time, and `earlybird_packet_time_seconds`
+//! says which second that is. [`MetricsServer::start`] binds the address
+//! (a bare port, or `:PORT`, means the loopback address 127.0.0.1: the
+//! endpoint is not offered to the network unless an address says so) and
+//! answers `GET /metrics` with the Prometheus text format (0.0.4) from a
+//! thread of its own, until it is dropped; any other path is a 404. A
+//! failure to bind is an error naming the address. Scrapes never touch
+//! the shards: they read the registry the exporter thread writes.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use prometheus::{Encoder, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+
+use super::series::Figures;
+use crate::decode::Skip;
+use crate::flow::record::EndReason;
+use crate::flow::tally::TRANSPORTS;
+use crate::{Error, Result};
+
+/// The metrics of a run (see the module docs).
+pub struct Metrics {
+    registry: Registry,
+    packets: IntCounter,
+    bytes: IntCounter,
+    packets_flowed: IntCounter,
+    bytes_flowed: IntCounter,
+    skipped: IntCounterVec,
+    flows_created: IntCounter,
+    flows_ended: IntCounterVec,
+    flows_active: IntGauge,
+    classified: IntCounter,
+    app_classified: IntCounterVec,
+    app_ended: IntCounterVec,
+    app_packets: IntCounterVec,
+    app_bytes: IntCounterVec,
+    transport_ended: IntCounterVec,
+    transport_packets: IntCounterVec,
+    transport_bytes: IntCounterVec,
+    packet_time: IntGauge,
+    seconds: IntCounter,
+    alarms: IntCounterVec,
+    alarm_active: prometheus::IntGaugeVec,
+}
+
+/// Registers one metric, whose name and help are fixed here (never fails
+/// for them).
+fn reg<M: prometheus::core::Collector + Clone + 'static>(r: &Registry, m: M) -> M {
+    r.register(Box::new(m.clone()))
+        .expect("metric names are unique and valid");
+    m
+}
+
+fn counter(r: &Registry, name: &str, help: &str) -> IntCounter {
+    reg(r, IntCounter::new(name, help).expect("valid metric"))
+}
+
+fn counters(r: &Registry, name: &str, help: &str, label: &str) -> IntCounterVec {
+    reg(
+        r,
+        IntCounterVec::new(Opts::new(name, help), &[label]).expect("valid metric"),
+    )
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// The metrics, all zero.
+    pub fn new() -> Metrics {
+        let r = Registry::new();
+        let m = Metrics {
+            packets: counter(&r, "earlybird_packets_total", "Packets read."),
+            bytes: counter(
+                &r,
+                "earlybird_bytes_total",
+                "Bytes of the packets read, as on the wire.",
+            ),
+            packets_flowed: counter(
+                &r,
+                "earlybird_flowed_packets_total",
+                "Packets accounted to flows.",
+            ),
+            bytes_flowed: counter(
+                &r,
+                "earlybird_flowed_ip_bytes_total",
+                "IP bytes accounted to flows.",
+            ),
+            skipped: counters(
+                &r,
+                "earlybird_skipped_packets_total",
+                "Packets that belong to no flow, by reason.",
+                "reason",
+            ),
+            flows_created: counter(&r, "earlybird_flows_created_total", "Flows started."),
+            flows_ended: counters(
+                &r,
+                "earlybird_flows_ended_total",
+                "Flows ended, by reason.",
+                "reason",
+            ),
+            flows_active: reg(
+                &r,
+                IntGauge::new(
+                    "earlybird_flows_active",
+                    "Flows open at the end of the latest complete second.",
+                )
+                .expect("valid metric"),
+            ),
+            classified: counter(&r, "earlybird_flows_classified_total", "Verdicts given."),
+            app_classified: counters(
+                &r,
+                "earlybird_app_flows_classified_total",
+                "Flows that got this verdict.",
+                "app",
+            ),
+            app_ended: counters(
+                &r,
+                "earlybird_app_flows_ended_total",
+                "Flows with this verdict that ended.",
+                "app",
+            ),
+            app_packets: counters(
+                &r,
+                "earlybird_app_packets_total",
+                "Packets of the ended flows with this verdict.",
+                "app",
+            ),
+            app_bytes: counters(
+                &r,
+                "earlybird_app_ip_bytes_total",
+                "IP bytes of the ended flows with this verdict.",
+                "app",
+            ),
+            transport_ended: counters(
+                &r,
+                "earlybird_transport_flows_ended_total",
+                "Flows of this transport that ended.",
+                "transport",
+            ),
+            transport_packets: counters(
+                &r,
+                "earlybird_transport_packets_total",
+                "Packets of the ended flows of this transport.",
+                "transport",
+            ),
+            transport_bytes: counters(
+                &r,
+                "earlybird_transport_ip_bytes_total",
+                "IP bytes of the ended flows of this transport.",
+                "transport",
+            ),
+            packet_time: reg(
+                &r,
+                IntGauge::new(
+                    "earlybird_packet_time_seconds",
+                    "The latest complete second of packet time (Unix time).",
+                )
+                .expect("valid metric"),
+            ),
+            seconds: counter(
+                &r,
+                "earlybird_seconds_total",
+                "Complete seconds of packet time merged.",
+            ),
+            alarms: counters(
+                &r,
+                "earlybird_alarms_total",
+                "Alarms raised, by series.",
+                "series",
+            ),
+            alarm_active: reg(
+                &r,
+                prometheus::IntGaugeVec::new(
+                    Opts::new(
+                        "earlybird_alarm_active",
+                        "1 while the series is in alarm, else 0.",
+                    ),
+                    &["series"],
+                )
+                .expect("valid metric"),
+            ),
+            registry: r,
+        };
+        // Every reason and transport is shown from the start, at 0.
+        for s in Skip::ALL {
+            m.skipped.with_label_values(&[s.name()]);
+        }
+        for e in EndReason::ALL {
+            m.flows_ended.with_label_values(&[e.name()]);
+        }
+        for t in TRANSPORTS {
+            m.transport_ended.with_label_values(&[t]);
+        }
+        m
+    }
+
+    /// Adds complete second `sec` (figures of all shards); `app` names the
+    /// application of a tally index.
+    pub fn observe<'a>(&self, sec: u64, f: &Figures, app: impl Fn(usize) -> &'a str) {
+        let c = &f.counters;
+        self.packets.inc_by(c.packets_read);
+        self.bytes.inc_by(c.bytes_read);
+        self.packets_flowed.inc_by(c.packets_flowed);
+        self.bytes_flowed.inc_by(c.ip_bytes_flowed);
+        for s in Skip::ALL {
+            self.skipped
+                .with_label_values(&[s.name()])
+                .inc_by(c.skipped[s as usize]);
+        }
+        self.flows_created.inc_by(c.flows.created);
+        for e in EndReason::ALL {
+            self.flows_ended
+                .with_label_values(&[e.name()])
+                .inc_by(c.flows.ended[e as usize]);
+        }
+        self.flows_active.set(f.active as i64);
+        self.classified.inc_by(c.flows.classified);
+        for (i, s) in f
+            .tally
+            .apps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.is_zero())
+        {
+            let l = [app(i)];
+            self.app_classified
+                .with_label_values(&l)
+                .inc_by(s.classified);
+            self.app_ended.with_label_values(&l).inc_by(s.ended);
+            self.app_packets.with_label_values(&l).inc_by(s.packets);
+            self.app_bytes.with_label_values(&l).inc_by(s.bytes);
+        }
+        for (s, t) in f.tally.transports.iter().zip(TRANSPORTS) {
+            self.transport_ended.with_label_values(&[t]).inc_by(s.ended);
+            self.transport_packets
+                .with_label_values(&[t])
+                .inc_by(s.packets);
+            self.transport_bytes.with_label_values(&[t]).inc_by(s.bytes);
+        }
+        self.packet_time.set(sec as i64);
+        self.seconds.inc();
+    }
+
+    /// An alarm on `series` was raised (`active`) or cleared.
+    pub fn alarm(&self, series: &str, active: bool) {
+        if active {
+            self.alarms.with_label_values(&[series]).inc();
+        }
+        self.alarm_active
+            .with_label_values(&[series])
+            .set(i64::from(active));
+    }
+
+    /// The metrics in the Prometheus text format.
+    pub fn render(&self) -> String {
+        let mut buf = Vec::new();
+        // Encoding into memory cannot fail.
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+}
+
+/// The HTTP endpoint serving [`Metrics`] (see the module docs); stops
+/// when dropped.
+pub struct MetricsServer {
+    server: Arc<tiny_http::Server>,
+    addr: SocketAddr,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The address `--metrics-listen` names: `PORT` and `:PORT` are the
+/// loopback address 127.0.0.1; `HOST:PORT` and `[V6]:PORT` as given.
+pub fn listen_address(s: &str) -> std::result::Result<SocketAddr, String> {
+    let t = s.trim();
+    let full = if t.parse::<u16>().is_ok() {
+        format!("127.0.0.1:{t}")
+    } else if let Some(port) = t.strip_prefix(':') {
+        format!("127.0.0.1:{port}")
+    } else {
+        t.to_string()
+    };
+    full.to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| format!("{s:?} is not an address to listen on (PORT, :PORT or HOST:PORT)"))
+}
+
+impl MetricsServer {
+    /// Serves `metrics` on `addr` (port 0: any free port, see
+    /// [`MetricsServer::addr`]).
+    pub fn start(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<MetricsServer> {
+        let server = tiny_http::Server::http(addr)
+            .map_err(|e| Error::Config(format!("cannot listen on {addr} for metrics: {e}")))?;
+        let bound = server
+            .server_addr()
+            .to_ip()
+            .ok_or_else(|| Error::Config(format!("{addr}: not an IP address")))?;
+        let server = Arc::new(server);
+        let s = server.clone();
+        let thread = std::thread::Builder::new()
+            .name("eb-metrics".into())
+            .spawn(move || serve(&s, &metrics))
+            .map_err(|e| Error::Config(format!("cannot start the metrics thread: {e}")))?;
+        Ok(MetricsServer {
+            server,
+            addr: bound,
+            thread: Some(thread),
+        })
+    }
+
+    /// The address the endpoint listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Answers requests until the server is unblocked.
+fn serve(server: &tiny_http::Server, metrics: &Metrics) {
+    let text_format = tiny_http::Header::from_bytes(
+        &b"Content-Type"[..],
+        &b"text/plain; version=0.0.4; charset=utf-8"[..],
+    )
+    .expect("a valid header");
+    for req in server.incoming_requests() {
+        let path = req.url().split('?').next().unwrap_or("");
+        // A client that went away is no error of the run.
+        let _ = if path == "/metrics" && *req.method() == tiny_http::Method::Get {
+            let body = metrics.render();
+            req.respond(tiny_http::Response::from_string(body).with_header(text_format.clone()))
+        } else {
+            req.respond(tiny_http::Response::from_string("not found\n").with_status_code(404))
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::tally::Tally;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn seconds_add_up_and_are_served() {
+        let m = Arc::new(Metrics::new());
+        let mut f = Figures {
+            tally: Tally::new(1),
+            ..Figures::default()
+        };
+        f.counters.packets_read = 5;
+        f.counters.flows.ended[EndReason::Fin as usize] = 2;
+        f.tally.ended(0, 6, 3, 300);
+        m.observe(1000, &f, |i| ["web", "unknown"][i]);
+        m.observe(1001, &f, |i| ["web", "unknown"][i]);
+        let text = m.render();
+        assert!(text.contains("earlybird_packets_total 10\n"), "{text}");
+        assert!(
+            text.contains("earlybird_flows_ended_total{reason=\"fin\"} 4\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("earlybird_app_ip_bytes_total{app=\"web\"} 600\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("earlybird_packet_time_seconds 1001\n"),
+            "{text}"
+        );
+        let server = MetricsServer::start(listen_address(":0").unwrap(), m).unwrap();
+        assert!(server.addr().ip().is_loopback());
+        let get = |path: &str| {
+            let mut s = std::net::TcpStream::connect(server.addr()).unwrap();
+            write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+            let mut r = String::new();
+            s.read_to_string(&mut r).unwrap();
+            r
+        };
+        let r = get("/metrics");
+        assert!(
+            r.starts_with("HTTP/1.1 200") || r.starts_with("HTTP/1.0 200"),
+            "{r}"
+        );
+        assert!(r.contains("earlybird_packets_total 10"), "{r}");
+        assert!(get("/other").contains(" 404 "));
+    }
+
+    #[test]
+    fn listen_addresses_default_to_loopback() {
+        assert_eq!(
+            listen_address("9464").unwrap(),
+            "127.0.0.1:9464".parse().unwrap()
+        );
+        assert_eq!(
+            listen_address(":9464").unwrap(),
+            "127.0.0.1:9464".parse().unwrap()
+        );
+        assert_eq!(
+            listen_address("[::1]:9464").unwrap(),
+            "[::1]:9464".parse().unwrap()
+        );
+        assert!(listen_address("nonsense").is_err());
+    }
+}

@@ -1,0 +1,402 @@
+//! Per-second statistics of a run: the shards' seconds merged into one
+//! time series.
+//!
+//! Contract: a [`Merger`] takes every [`ShardSecond`] of a run (on the
+//! exporter thread, off the shards' path) and adds up the figures of each
+//! second over the shards. A second is complete once every clock of every
+//! shard has passed it ([`ShardSecond::next`]); complete seconds come out in
+//! time order, once each, through [`Merger::add`]'s callback, and the ones
+//! still open at the end through [`Merger::finish`]. A second in which no
+//! shard counted anything, between two that did, comes out with zeros
+//! (open flows carried over), at most [`MAX_GAP`] of them in a row; a
+//! longer gap (a capture with a pause of hours, a clock jump) is skipped
+//! and counted in [`Merger::gaps_skipped`]. Figures of a second that
+//! arrive after it came out (possible only when a shard's clock went back
+//! across inputs) are added to the shards' totals but to no row. The rows
+//! are records of the kinds [`STATS`] (one per second) and [`APP_STATS`]
+//! (one per application and transport class with anything counted, per
+//! second), written to any record output.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::counters::Counters;
+#[cfg(test)]
+use super::second::Part;
+use super::second::ShardSecond;
+use crate::decode::Skip;
+use crate::flow::record::EndReason;
+use crate::flow::tally::{Sums, Tally, TRANSPORTS};
+use crate::schema::{Field, FieldType, Kind, RowBatch};
+
+use FieldType::{Str, U64};
+
+/// Longest run of empty seconds written as zero rows.
+pub const MAX_GAP: u64 = 3600;
+
+/// One row per second of packet time (`--stats-out`).
+pub const STATS: Kind = Kind::new(
+    "stats",
+    &[
+        Field::new("time", U64, "s", "The second (Unix time of packet time)"),
+        Field::new("packets", U64, "packets", "Packets read"),
+        Field::new(
+            "bytes",
+            U64,
+            "bytes",
+            "Bytes of the packets read, as on the wire",
+        ),
+        Field::new(
+            "packets_flowed",
+            U64,
+            "packets",
+            "Packets accounted to flows",
+        ),
+        Field::new(
+            "ip_bytes_flowed",
+            U64,
+            "bytes",
+            "IP bytes accounted to flows",
+        ),
+        Field::new(
+            "skipped",
+            U64,
+            "packets",
+            "Packets that belong to no flow, any reason",
+        ),
+        Field::new("skipped_truncated", U64, "packets", "Skipped: cut short"),
+        Field::new(
+            "skipped_malformed",
+            U64,
+            "packets",
+            "Skipped: a header field invalid",
+        ),
+        Field::new("skipped_not_ip", U64, "packets", "Skipped: not IPv4/IPv6"),
+        Field::new(
+            "skipped_fragment_non_first",
+            U64,
+            "packets",
+            "Skipped: a non-first IP fragment",
+        ),
+        Field::new(
+            "skipped_too_deep",
+            U64,
+            "packets",
+            "Skipped: nested too deep",
+        ),
+        Field::new(
+            "skipped_encrypted",
+            U64,
+            "packets",
+            "Skipped: link layer encrypted",
+        ),
+        Field::new("flows_new", U64, "flows", "Flows started"),
+        Field::new("flows_ended", U64, "flows", "Flows ended, any reason"),
+        Field::new("ended_idle", U64, "flows", "Flows ended: idle timeout"),
+        Field::new("ended_active", U64, "flows", "Flows ended: active timeout"),
+        Field::new("ended_fin", U64, "flows", "Flows ended: FIN both ways"),
+        Field::new("ended_rst", U64, "flows", "Flows ended: RST"),
+        Field::new(
+            "ended_end_of_input",
+            U64,
+            "flows",
+            "Flows ended: end of input",
+        ),
+        Field::new("ended_evicted", U64, "flows", "Flows ended: table full"),
+        Field::new(
+            "flows_active",
+            U64,
+            "flows",
+            "Flows open when the second ended",
+        ),
+        Field::new("flows_classified", U64, "flows", "Verdicts given"),
+    ],
+);
+
+/// Per second, per application and transport class with anything counted
+/// (`--app-stats-out`).
+pub const APP_STATS: Kind = Kind::new(
+    "app_stats",
+    &[
+        Field::new("time", U64, "s", "The second (Unix time of packet time)"),
+        Field::new(
+            "of",
+            Str,
+            "",
+            "\"app\" (a class of the model, or unknown) or \"transport\"",
+        ),
+        Field::new(
+            "name",
+            Str,
+            "",
+            "The application or transport (tcp, udp, icmp, other)",
+        ),
+        Field::new(
+            "flows_classified",
+            U64,
+            "flows",
+            "Flows that got this verdict",
+        ),
+        Field::new("flows_ended", U64, "flows", "Flows that ended"),
+        Field::new("packets", U64, "packets", "Packets of the flows that ended"),
+        Field::new("bytes", U64, "bytes", "IP bytes of the flows that ended"),
+    ],
+);
+
+/// The figures of one second (or of the whole run so far), all shards.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Figures {
+    /// Counters' increase.
+    pub counters: Counters,
+    /// Flows open at the end of the second (started and not ended, all
+    /// seconds so far; not kept in the run's totals).
+    pub active: u64,
+    /// Verdicts and ended flows per application and transport.
+    pub tally: Tally,
+}
+
+impl Figures {
+    fn new(classes: usize) -> Figures {
+        Figures {
+            tally: Tally::new(classes),
+            ..Figures::default()
+        }
+    }
+
+    fn add(&mut self, s: &ShardSecond) {
+        self.counters.merge(&s.counters);
+        self.tally.add(&s.tally);
+    }
+}
+
+/// Merges the shards' seconds (see the module docs).
+pub struct Merger {
+    classes: Arc<[String]>,
+    /// Per shard and clock (`2 × shard + part`), the second it is in (0:
+    /// not heard from yet).
+    next: Vec<u64>,
+    open: BTreeMap<u64, Figures>,
+    /// The last second that came out.
+    last: Option<u64>,
+    /// Open flows of the last second out (carried into empty seconds).
+    active: u64,
+    /// Every figure received, all seconds.
+    pub totals: Figures,
+    /// Empty seconds not written (gaps longer than [`MAX_GAP`]).
+    pub gaps_skipped: u64,
+}
+
+impl Merger {
+    /// A merger for `shards` shards and a model of `classes` (empty: none).
+    pub fn new(shards: usize, classes: Arc<[String]>) -> Merger {
+        Merger {
+            next: vec![0; 2 * shards.max(1)],
+            open: BTreeMap::new(),
+            last: None,
+            active: 0,
+            totals: Figures::new(classes.len()),
+            gaps_skipped: 0,
+            classes,
+        }
+    }
+
+    /// Adds a shard's second; `out` gets every second that is complete now.
+    pub fn add(&mut self, s: ShardSecond, out: &mut impl FnMut(u64, &Figures)) {
+        if let Some(n) = self.next.get_mut(2 * s.shard + s.part as usize) {
+            *n = (*n).max(s.next);
+        }
+        self.totals.add(&s);
+        if let Some(sec) = s.second {
+            if self.last.is_none_or(|l| sec > l) {
+                let classes = self.classes.len();
+                self.open
+                    .entry(sec)
+                    .or_insert_with(|| Figures::new(classes))
+                    .add(&s);
+            }
+        }
+        let watermark = self.next.iter().copied().min().unwrap_or(0);
+        self.emit_before(watermark, out);
+    }
+
+    /// Every second still open comes out (end of the run).
+    pub fn finish(&mut self, out: &mut impl FnMut(u64, &Figures)) {
+        self.emit_before(u64::MAX, out);
+    }
+
+    fn emit_before(&mut self, watermark: u64, out: &mut impl FnMut(u64, &Figures)) {
+        while let Some(entry) = self.open.first_entry() {
+            let sec = *entry.key();
+            if sec >= watermark {
+                break;
+            }
+            let mut figures = entry.remove();
+            // Open flows: every flow started and not ended so far.
+            let c = &figures.counters;
+            figures.active = (self.active + c.flows.created).saturating_sub(c.flows_ended());
+            if let Some(last) = self.last {
+                let gap = sec - last - 1;
+                if gap > MAX_GAP {
+                    self.gaps_skipped += gap;
+                } else {
+                    let empty = Figures {
+                        active: self.active,
+                        ..Figures::new(self.classes.len())
+                    };
+                    for s in last + 1..sec {
+                        out(s, &empty);
+                    }
+                }
+            }
+            out(sec, &figures);
+            self.last = Some(sec);
+            self.active = figures.active;
+        }
+    }
+}
+
+/// The name of tally index `i` of a model of `classes`: its class, or
+/// "unknown" (the index past the classes).
+pub fn app_name(classes: &[String], i: usize) -> &str {
+    classes.get(i).map_or("unknown", String::as_str)
+}
+
+/// Appends the [`STATS`] row of second `sec` to `rows`.
+pub fn stats_row(rows: &mut RowBatch, sec: u64, f: &Figures) {
+    let c = &f.counters;
+    rows.push(|r| {
+        r.u64(sec);
+        r.u64(c.packets_read);
+        r.u64(c.bytes_read);
+        r.u64(c.packets_flowed);
+        r.u64(c.ip_bytes_flowed);
+        r.u64(c.skipped_total());
+        for s in Skip::ALL {
+            r.u64(c.skipped[s as usize]);
+        }
+        r.u64(c.flows.created);
+        r.u64(c.flows_ended());
+        for e in EndReason::ALL {
+            r.u64(c.flows.ended[e as usize]);
+        }
+        r.u64(f.active);
+        r.u64(c.flows.classified);
+    });
+}
+
+/// Appends the [`APP_STATS`] rows of second `sec` to `rows`: one per
+/// application and transport class with anything counted.
+pub fn app_rows(rows: &mut RowBatch, sec: u64, f: &Figures, classes: &[String]) {
+    let apps = (f.tally.apps.iter().enumerate()).map(|(i, s)| ("app", app_name(classes, i), s));
+    let transports = (f.tally.transports.iter())
+        .zip(TRANSPORTS)
+        .map(|(s, n)| ("transport", n, s));
+    for (of, name, s) in apps.chain(transports).filter(|(_, _, s)| !s.is_zero()) {
+        let s: &Sums = s;
+        rows.push(|r| {
+            r.u64(sec);
+            r.text(of);
+            r.text(name);
+            r.u64(s.classified);
+            r.u64(s.ended);
+            r.u64(s.packets);
+            r.u64(s.bytes);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn second(shard: usize, sec: u64, next: u64, packets: u64) -> ShardSecond {
+        ShardSecond {
+            shard,
+            part: Part::Read,
+            second: Some(sec),
+            next,
+            counters: Counters {
+                packets_read: packets,
+                ..Counters::default()
+            },
+            tally: Tally::new(1),
+        }
+    }
+
+    #[test]
+    fn a_second_comes_out_once_every_shard_has_passed_it() {
+        // One clock per shard here: the running clocks are done.
+        let mut m = Merger::new(2, vec!["web".to_string()].into());
+        for shard in 0..2 {
+            let done = ShardSecond {
+                part: Part::Run,
+                second: None,
+                next: u64::MAX,
+                ..second(shard, 0, 0, 0)
+            };
+            m.add(done, &mut |_, _| panic!("nothing is complete yet"));
+        }
+        let mut got = Vec::new();
+        let mut out = |s: u64, f: &Figures| got.push((s, f.counters.packets_read, f.active));
+        m.add(second(0, 100, 101, 5), &mut out);
+        m.add(second(0, 101, 104, 6), &mut out);
+        // Shard 1 has not been heard from: nothing is complete.
+        m.add(second(1, 100, 102, 1), &mut out);
+        // Shard 1 is in 102 now: 100 and 101 are complete.
+        m.add(second(1, 102, 104, 2), &mut out);
+        m.add(second(0, 104, u64::MAX, 1), &mut out);
+        m.add(
+            ShardSecond {
+                second: None,
+                next: u64::MAX,
+                ..second(1, 0, 0, 0)
+            },
+            &mut out,
+        );
+        m.finish(&mut out);
+        assert_eq!(
+            got,
+            vec![
+                (100, 6, 0),
+                (101, 6, 0),
+                (102, 2, 0),
+                (103, 0, 0),
+                (104, 1, 0)
+            ]
+        );
+        assert_eq!(m.totals.counters.packets_read, 15);
+    }
+
+    #[test]
+    fn long_gaps_are_skipped_and_counted() {
+        let mut m = Merger::new(1, Arc::from(Vec::new()));
+        let mut got = Vec::new();
+        let mut out = |s: u64, _: &Figures| got.push(s);
+        let run = ShardSecond {
+            part: Part::Run,
+            next: u64::MAX,
+            ..second(0, 10, 0, 0)
+        };
+        m.add(run, &mut out);
+        m.add(second(0, 10, 20, 1), &mut out);
+        m.add(second(0, 20, 20 + MAX_GAP + 5, 1), &mut out);
+        m.add(second(0, 20 + MAX_GAP + 5, u64::MAX, 1), &mut out);
+        assert_eq!(got.len(), 10 + 2);
+        assert_eq!(m.gaps_skipped, MAX_GAP + 4);
+    }
+
+    #[test]
+    fn the_field_names_follow_the_counters() {
+        for s in Skip::ALL {
+            let name = format!("skipped_{}", s.name());
+            assert!(STATS.position(&name).is_some(), "{name}");
+        }
+        for e in EndReason::ALL {
+            let name = format!("ended_{}", e.name());
+            assert!(STATS.position(&name).is_some(), "{name}");
+        }
+        let mut rows = RowBatch::new(&STATS);
+        stats_row(&mut rows, 7, &Figures::default());
+        assert_eq!(rows.len(), 1);
+    }
+}
