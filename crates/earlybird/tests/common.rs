@@ -224,6 +224,15 @@ impl Veth {
         (a, b)
     }
 
+    /// Brings up the loopback interface of the capture namespace.
+    pub fn capture_loopback_up(&self) {
+        assert!(
+            ip(&["-n", &self.ns_a, "link", "set", "lo", "up"]),
+            "lo up in {}",
+            self.ns_a
+        );
+    }
+
     /// Brings up the loopback interface of the peer namespace.
     pub fn peer_loopback_up(&self) {
         assert!(
@@ -306,4 +315,23 @@ impl earlybird::Exporter for Count {
     fn name(&self) -> &str {
         "count"
     }
+}
+
+/// The path of tool `name` if it is installed. Under CI (`CI` set) a
+/// missing tool fails the test, since `.ci/run` installs it; elsewhere the
+/// test is skipped, and says so.
+pub fn tool(name: &str, package: &str) -> Option<std::path::PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} is missing (Debian package {package}; .ci/run installs it)"
+        );
+        eprintln!("SKIPPED: {name} is not installed (apt-get install {package})");
+    }
+    found
 }

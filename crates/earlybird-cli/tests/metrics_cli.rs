@@ -1,0 +1,168 @@
+//! `--metrics-listen` as an operator uses it: a live capture in a network
+//! namespace serves Prometheus metrics that `promtool check metrics`
+//! accepts and whose counters move as a real capture is replayed into the
+//! interface; and `--stats-out` of a capture file. The live part needs root
+//! and promtool (Debian package prometheus; skipped otherwise, and says so,
+//! except under CI where .ci/run installs them).
+
+#[path = "../../earlybird/tests/common.rs"]
+mod lib_common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `GET /metrics` on `port` of the loopback of the capture namespace.
+fn scrape(net: &lib_common::Veth, port: u16) -> Option<String> {
+    net.in_capture(|| {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        write!(s, "GET /metrics HTTP/1.0\r\nHost: probe\r\n\r\n").ok()?;
+        let mut r = String::new();
+        s.read_to_string(&mut r).ok()?;
+        let (head, body) = r.split_once("\r\n\r\n")?;
+        let status = head.split(' ').nth(1);
+        (status == Some("200")).then(|| body.to_string())
+    })
+}
+
+/// The value of the sample `name` (labels included, as written).
+fn value(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.parse().ok())
+}
+
+/// `promtool check metrics` on `text`: (success, what it said).
+fn promtool(promtool: &std::path::Path, text: &str) -> (bool, String) {
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
+
+#[test]
+fn a_live_capture_serves_metrics_that_move() {
+    let Some(net) = lib_common::Veth::create("ebp") else {
+        return;
+    };
+    let Some(promtool_bin) = lib_common::tool("promtool", "prometheus") else {
+        return;
+    };
+    net.capture_loopback_up();
+    let bin = env!("CARGO_BIN_EXE_earlybird");
+    let pcap = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
+    let dir = tempfile::tempdir().unwrap();
+    let port = 19_464;
+    let mut cap = Command::new("ip")
+        .args(["netns", "exec", &net.ns_a, bin])
+        .args(["flows", "--no-model", "--idle-timeout", "1", "-i", &net.a])
+        .args(["--duration", "120", "-o"])
+        .arg(dir.path().join("out.csv"))
+        .args(["--metrics-listen", &port.to_string()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(cap.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("capturing on") {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        said.push_str(&line);
+    }
+    assert!(
+        said.contains(&format!("metrics on http://127.0.0.1:{port}/metrics")),
+        "{said}"
+    );
+    let before = scrape(&net, port).expect("the endpoint answers");
+    let (ok, why) = promtool(&promtool_bin, &before);
+    assert!(ok, "promtool check metrics: {why}\n{before}");
+    assert_eq!(value(&before, "earlybird_packets_total"), Some(0.0));
+
+    let sent = Command::new("ip")
+        .args(["netns", "exec", &net.ns, bin, "replay", "-i", &net.b])
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    assert!(sent.status.success());
+    // The capture's 500 packets are counted once the seconds they arrived
+    // in are complete (the shards' clocks follow the system clock while the
+    // interface is idle).
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut now = String::new();
+    while Instant::now() < until {
+        now = scrape(&net, port).unwrap_or_default();
+        if value(&now, "earlybird_packets_total") >= Some(500.0) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(value(&now, "earlybird_packets_total"), Some(500.0), "{now}");
+    assert!(
+        value(&now, "earlybird_flows_created_total") > Some(40.0),
+        "{now}"
+    );
+    assert!(
+        value(&now, "earlybird_skipped_packets_total{reason=\"not_ip\"}") > Some(0.0),
+        "{now}"
+    );
+    assert!(
+        value(&now, "earlybird_packet_time_seconds") > Some(1.7e9),
+        "{now}"
+    );
+    let (ok, why) = promtool(&promtool_bin, &now);
+    assert!(ok, "promtool check metrics: {why}\n{now}");
+
+    // SAFETY: signals the child process started above.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
+    assert_eq!(cap.wait().unwrap().code(), Some(130));
+}
+
+#[test]
+fn a_capture_file_gives_one_row_per_second() {
+    let bin = env!("CARGO_BIN_EXE_earlybird");
+    let pcap = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
+    let out = Command::new(bin)
+        .args(["flows", "-q", "-f", "null", "--stats-out", "-"])
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(head[..3], ["time", "packets", "bytes"]);
+    let rows: Vec<Vec<u64>> = lines
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    assert!(
+        rows.windows(2).all(|w| w[1][0] == w[0][0] + 1),
+        "contiguous"
+    );
+    assert_eq!(rows.iter().map(|r| r[1]).sum::<u64>(), 500);
+    // Standard output given twice is refused.
+    let out = Command::new(bin)
+        .args(["flows", "-q", "--stats-out", "-"])
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
