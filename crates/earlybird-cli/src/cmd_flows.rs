@@ -102,6 +102,24 @@ pub struct FlowsArgs {
     /// second it ends.
     #[arg(long, value_name = "OUT")]
     app_stats_out: Option<PathBuf>,
+    /// Watch a per-second series for sudden changes: SERIES[:METHOD], where
+    /// SERIES is a field of --stats-out (packets, bytes, flows_new,
+    /// skipped_not_ip, ...) and METHOD ewma (default: 6 standard deviations
+    /// above the exponentially weighted mean), cusum (small lasting rises)
+    /// or seasonal (against the same 5-minute slot of earlier days).
+    /// Repeat for several. Raised and cleared alarms go to --alarms-out and
+    /// the metrics.
+    #[arg(long = "alarm", value_name = "SPEC", value_parser = earlybird::AlarmSpec::parse_short)]
+    alarm: Vec<earlybird::AlarmSpec>,
+    /// Alarms from a TOML file: [[alarm]] tables with series, method,
+    /// direction (up, down, both), alpha, threshold, min_change, warmup,
+    /// drift, period, bucket (docs/OPERATIONS.md).
+    #[arg(long, value_name = "FILE.toml")]
+    alarms: Option<PathBuf>,
+    /// Alarm records (raised and cleared) to this file ("-" = standard
+    /// output; the extension names the format as for -o).
+    #[arg(long, value_name = "OUT")]
+    alarms_out: Option<PathBuf>,
     /// Serve the per-second statistics as Prometheus metrics on
     /// http://ADDR/metrics while the run lasts: PORT or :PORT listens on
     /// 127.0.0.1 only; HOST:PORT (e.g. 0.0.0.0:9464) as given.
@@ -319,12 +337,14 @@ pub fn run(a: FlowsArgs) -> i32 {
         .chain(a.events.as_deref())
         .chain(a.stats_out.as_deref())
         .chain(a.app_stats_out.as_deref())
+        .chain(a.alarms_out.as_deref())
         .collect();
     let planned: Vec<&Path> = inputs.iter().flat_map(|i| i.paths()).collect();
     let read: Vec<&Path> = (a.files.iter().map(PathBuf::as_path))
         .chain(planned)
         .chain(a.model.as_deref())
         .chain(a.mark.as_deref())
+        .chain(a.alarms.as_deref())
         .collect();
     if let Some(code) = crate::out_args::refuse(&outputs, &read) {
         return code;
@@ -342,6 +362,7 @@ pub fn run(a: FlowsArgs) -> i32 {
         (&earlybird::VERDICTS, &a.events),
         (&earlybird::STATS, &a.stats_out),
         (&earlybird::APP_STATS, &a.app_stats_out),
+        (&earlybird::ALARMS, &a.alarms_out),
     ] {
         if let Some(p) = path {
             match Format::for_output(p, None) {
@@ -372,9 +393,22 @@ pub fn run(a: FlowsArgs) -> i32 {
             Err(e) => return crate::fail(e),
         }
     }
+    let mut opts = opts;
+    opts.alarms = a.alarm.clone();
+    if let Some(path) = &a.alarms {
+        let read = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| earlybird::AlarmSpec::parse_file(&t));
+        match read {
+            Ok(specs) => opts.alarms.extend(specs),
+            Err(e) => return crate::fail(format!("{}: {e}", path.display())),
+        }
+    }
+    if let Some(e) = opts.alarms.iter().find_map(|s| s.check().err()) {
+        return crate::out_args::usage(e);
+    }
     // The metrics endpoint, serving from before the first packet to the
     // end of the run.
-    let mut opts = opts;
     let _server = match a.metrics_listen {
         Some(addr) => {
             let metrics = std::sync::Arc::new(earlybird::Metrics::new());

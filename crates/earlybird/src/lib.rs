@@ -142,6 +142,9 @@ pub use source::fanout::Fanout;
 pub use source::inputs::{InputOrder, Inputs, SkipReason};
 pub use source::replay::{replay, ReplayOptions, ReplayReport};
 pub use source::{CaptureFile, CaptureReader, PacketRef, Warning, BATCH};
+pub use telemetry::alarms::{
+    AlarmSpec, Direction as AlarmDirection, Method as AlarmMethod, ALARMS,
+};
 pub use telemetry::metrics::{listen_address as metrics_address, Metrics, MetricsServer};
 pub use telemetry::series::{APP_STATS, STATS};
 pub use telemetry::summary::{Report, Totals};

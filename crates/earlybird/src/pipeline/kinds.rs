@@ -10,7 +10,7 @@ use crate::schema::Kind;
 
 /// The record kinds besides flows: the kind, the option that asks for
 /// it, what it is.
-pub const OTHER_KINDS: [(&Kind, &str, &str); 3] = [
+pub const OTHER_KINDS: [(&Kind, &str, &str); 4] = [
     (
         &crate::flow::events::VERDICTS,
         "`--events OUT`",
@@ -46,6 +46,14 @@ pub const OTHER_KINDS: [(&Kind, &str, &str); 3] = [
          that ended in the second, with all their packets and bytes (a \
          flow's traffic is reported when it ends, not spread over its \
          lifetime).",
+    ),
+    (
+        &crate::telemetry::alarms::ALARMS,
+        "`--alarms-out OUT`",
+        "Alarms on the per-second statistics (`--alarm`, `--alarms`): one \
+         record when an alarm is raised and one when it clears, in the \
+         second that decided it. The detectors (ewma, cusum, seasonal) are \
+         described in `docs/OPERATIONS.md`.",
     ),
 ];
 

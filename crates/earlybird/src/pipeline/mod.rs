@@ -113,6 +113,10 @@ pub struct RunOptions {
     /// kept when this is set or an output takes their records
     /// ([`crate::STATS`], [`crate::APP_STATS`]).
     pub metrics: Option<Arc<crate::telemetry::metrics::Metrics>>,
+    /// Alarms on the per-second statistics (their records go to the
+    /// outputs of kind [`crate::ALARMS`]; raised and cleared alarms are in
+    /// the metrics too).
+    pub alarms: Vec<crate::telemetry::alarms::AlarmSpec>,
 }
 
 /// Which thread builds records from a table's snapshots and formats them
@@ -145,6 +149,7 @@ impl Default for RunOptions {
             channel_batches: CHANNEL_BATCHES,
             placement: Placement::Auto,
             metrics: None,
+            alarms: Vec::new(),
         }
     }
 }

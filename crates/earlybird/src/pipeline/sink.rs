@@ -34,7 +34,9 @@ use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TryRecvErro
 use super::{ExportPolicy, Placement, RECORDS_PER_BATCH};
 use crate::export::{Exporter, Renderer};
 use crate::flow::record::RecordBatch;
+use crate::schema::Value;
 use crate::schema::{Kind, RowBatch};
+use crate::telemetry::alarms::{Alarms, ALARMS};
 use crate::telemetry::metrics::Metrics;
 use crate::telemetry::second::ShardSecond;
 use crate::telemetry::series::{self, Figures, Merger, APP_STATS, STATS};
@@ -281,23 +283,28 @@ pub(super) struct ExportControl {
 
 /// Where the exporter thread sends the per-second statistics: the merged
 /// seconds as rows of [`STATS`] and [`APP_STATS`] to the outputs of those
-/// kinds, and into the metrics.
+/// kinds and into the metrics, and through the alarms, whose raises and
+/// clears are rows of [`ALARMS`] (and metrics too).
 pub(super) struct SeriesOut {
     pub(super) merger: Merger,
     pub(super) classes: Arc<[String]>,
     pub(super) metrics: Option<Arc<Metrics>>,
+    pub(super) alarms: Option<Alarms>,
 }
 
 impl SeriesOut {
     /// Adds a shard's second (`None`: the end of the run); returns the
-    /// rows of every second complete now, the metrics updated.
-    fn take(&mut self, second: Option<ShardSecond>) -> [RowBatch; 2] {
+    /// rows of every second complete now and of the alarms they raised or
+    /// cleared, the metrics updated.
+    fn take(&mut self, second: Option<ShardSecond>) -> [RowBatch; 3] {
         let mut stats = RowBatch::new(&STATS);
         let mut apps = RowBatch::new(&APP_STATS);
+        let mut alarm_rows = RowBatch::new(&ALARMS);
         let SeriesOut {
             merger,
             classes,
             metrics,
+            alarms,
         } = self;
         let mut out = |sec: u64, f: &Figures| {
             series::stats_row(&mut stats, sec, f);
@@ -305,12 +312,36 @@ impl SeriesOut {
             if let Some(m) = metrics {
                 m.observe(sec, f, |i| series::app_name(classes, i));
             }
+            if let Some(a) = alarms.as_mut() {
+                let (rows, last) = (stats.rows(), stats.len() - 1);
+                let value = |j| match rows.get(last, j) {
+                    Value::U64(v) => v as f64,
+                    _ => 0.0,
+                };
+                for e in a.observe(sec, value) {
+                    let spec = a.spec(e.alarm);
+                    if let Some(m) = metrics {
+                        m.alarm(&spec.label(), e.raised);
+                    }
+                    alarm_rows.push(|r| {
+                        r.u64(e.time);
+                        r.text(&spec.series);
+                        r.text(spec.method.name());
+                        r.text(if e.raised { "raised" } else { "cleared" });
+                        r.f64(e.value);
+                        r.f64(e.baseline);
+                        r.f64(e.sigma);
+                        r.f64(e.score);
+                        r.text("");
+                    });
+                }
+            }
         };
         match second {
             Some(s) => merger.add(s, &mut out),
             None => merger.finish(&mut out),
         }
-        [stats, apps]
+        [stats, apps, alarm_rows]
     }
 }
 

@@ -23,6 +23,7 @@ use crate::export::{Exporter, Renderer};
 use crate::mark::{MarkCounters, Marker};
 use crate::shard::Shard;
 use crate::source::Warning;
+use crate::telemetry::alarms::Alarms;
 use crate::telemetry::counters::Counters;
 use crate::telemetry::series;
 use crate::telemetry::summary::Report;
@@ -99,9 +100,14 @@ pub(super) fn run_shards(
         .collect();
     // Per-second statistics, when the metrics or an output want them.
     let per_second = opts.metrics.is_some()
+        || !opts.alarms.is_empty()
         || exporters
             .iter()
             .any(|e| e.kind().is(&series::STATS) || e.kind().is(&series::APP_STATS));
+    let alarms = (!opts.alarms.is_empty())
+        .then(|| Alarms::new(&opts.alarms))
+        .transpose()
+        .map_err(Error::Config)?;
     let export_ctl = ExportControl {
         flush_every,
         reopen: ctl.reopen.clone(),
@@ -112,6 +118,7 @@ pub(super) fn run_shards(
             merger: series::Merger::new(opts.shards, model.classes.clone()),
             classes: model.classes.clone(),
             metrics: opts.metrics.clone(),
+            alarms,
         }),
     };
     let (shard_results, export_result) = std::thread::scope(|scope| {

@@ -1,4 +1,5 @@
 //! Counters, the per-second statistics and the end-of-run summary.
+pub mod alarms;
 pub mod counters;
 pub mod metrics;
 pub mod second;
