@@ -22,6 +22,7 @@ use crate::classify::Classifier;
 use crate::config::{FlowConfig, FlowHash};
 use crate::decode::LinkType;
 use crate::decode::{decode, fast, Decoded, Skip};
+use crate::dump::Taps;
 use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
 use crate::flow::packet::{is_icmp, Payload, Pkt, Side};
 use crate::flow::record::RecordBatch;
@@ -54,6 +55,9 @@ pub struct Parcel {
     pub max_ts: u64,
     /// Smallest timestamp of the whole batch.
     pub min_ts: u64,
+    /// Where each packet is in the batch, in input order with `pkts`
+    /// (filled only when the shards have packet taps: `crate::dump`).
+    pub frames: Vec<PacketRef>,
 }
 
 impl Parcel {
@@ -65,6 +69,7 @@ impl Parcel {
             spans: Vec::new(),
             max_ts: 0,
             min_ts: 0,
+            frames: Vec::new(),
         }
     }
 
@@ -77,6 +82,7 @@ impl Parcel {
             spans: Vec::new(),
             max_ts: 0,
             min_ts: 0,
+            frames: Vec::new(),
         }
     }
 
@@ -90,6 +96,7 @@ impl Parcel {
         self.pkts.clear();
         self.wide.truncate(1);
         self.spans.clear();
+        self.frames.clear();
         self.max_ts = 0;
         self.min_ts = 0;
     }
@@ -154,6 +161,10 @@ pub struct Shard {
     analyze: bool,
     /// The payload spans of `pkts` (when `analyze`).
     spans: Vec<Span>,
+    /// Packet taps (the dumper, the packet ring; `crate::dump`): `None`
+    /// runs batches without any tap code (each pass is compiled with and
+    /// without, and picked once per batch).
+    pub taps: Option<Box<Taps>>,
 }
 
 impl Shard {
@@ -183,6 +194,7 @@ impl Shard {
             table,
             counters: Counters::default(),
             marker: None,
+            taps: None,
             pkts: Vec::with_capacity(crate::source::BATCH),
             wide: Vec::new(),
         })
@@ -201,22 +213,29 @@ impl Shard {
     /// Processes one batch of packets whose bytes are in `data`, all of them
     /// this shard's (a single-shard run).
     pub fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
-        if self.analyze {
-            self.batch_as::<true>(data, refs);
-        } else {
-            self.batch_as::<false>(data, refs);
+        match (self.analyze, self.taps.is_some()) {
+            (false, false) => self.batch_as::<false, false>(data, refs),
+            (true, false) => self.batch_as::<true, false>(data, refs),
+            (false, true) => self.batch_as::<false, true>(data, refs),
+            (true, true) => self.batch_as::<true, true>(data, refs),
         }
     }
 
-    /// [`Self::batch`] with analyzers (`A`) or without.
+    /// [`Self::batch`] with analyzers (`A`) or without, with packet taps
+    /// (`D`) or without.
     #[inline(always)]
-    fn batch_as<const A: bool>(&mut self, data: &[u8], refs: &[PacketRef]) {
+    fn batch_as<const A: bool, const D: bool>(&mut self, data: &[u8], refs: &[PacketRef]) {
         self.begin(refs.len());
-        let (min_ts, max_ts) = self.decode::<SOLO, A>(data, refs, &mut []);
+        let (min_ts, max_ts) = self.decode::<SOLO, A, false>(data, refs, &mut []);
         let pkts = std::mem::take(&mut self.pkts);
         let wide = std::mem::take(&mut self.wide);
         let spans = std::mem::take(&mut self.spans);
-        self.account::<A>(&pkts, &wide, &spans, data, refs, (min_ts, max_ts));
+        self.account::<A, D>(&pkts, &wide, &spans, data, refs, &[], (min_ts, max_ts));
+        if D {
+            if let Some(t) = self.taps.as_deref_mut() {
+                t.whole_batch(data, refs);
+            }
+        }
         self.pkts = pkts;
         self.wide = wide;
         self.spans = spans;
@@ -230,10 +249,11 @@ impl Shard {
     /// batch). Packets that belong to no flow are counted here and go
     /// nowhere.
     pub fn split(&mut self, data: &[u8], refs: &[PacketRef], parcels: &mut [Parcel]) {
-        let (min_ts, max_ts) = if self.analyze {
-            self.decode::<SPLIT, true>(data, refs, parcels)
-        } else {
-            self.decode::<SPLIT, false>(data, refs, parcels)
+        let (min_ts, max_ts) = match (self.analyze, self.taps.is_some()) {
+            (false, false) => self.decode::<SPLIT, false, false>(data, refs, parcels),
+            (true, false) => self.decode::<SPLIT, true, false>(data, refs, parcels),
+            (false, true) => self.decode::<SPLIT, false, true>(data, refs, parcels),
+            (true, true) => self.decode::<SPLIT, true, true>(data, refs, parcels),
         };
         for p in parcels.iter_mut() {
             p.max_ts = max_ts;
@@ -249,10 +269,16 @@ impl Shard {
         self.table.drain_verdicts(false);
         let times = (parcel.min_ts, parcel.max_ts);
         let (pkts, wide, spans) = (&parcel.pkts, &parcel.wide, &parcel.spans);
-        if self.analyze {
-            self.account::<true>(pkts, wide, spans, data, &[], times);
-        } else {
-            self.account::<false>(pkts, wide, spans, data, &[], times);
+        let frames = &parcel.frames;
+        match (self.analyze, self.taps.is_some()) {
+            (false, false) => {
+                self.account::<false, false>(pkts, wide, spans, data, &[], &[], times)
+            }
+            (true, false) => self.account::<true, false>(pkts, wide, spans, data, &[], &[], times),
+            (false, true) => {
+                self.account::<false, true>(pkts, wide, spans, data, &[], frames, times)
+            }
+            (true, true) => self.account::<true, true>(pkts, wide, spans, data, &[], frames, times),
         }
     }
 
@@ -267,9 +293,12 @@ impl Shard {
     /// First pass: decodes, counts and hashes the batch, into `self.pkts`
     /// ([`SOLO`]) or into the parcel of each packet's shard ([`SPLIT`], from
     /// the symmetric shard hash of the raw header fields, taken before the
-    /// key is built). Returns the smallest and the largest timestamp.
+    /// key is built). Returns the smallest and the largest timestamp. With
+    /// taps (`D`, [`SPLIT`] only) each packet's place in the batch goes
+    /// into its parcel beside it, and a packet that belongs to no flow goes
+    /// to this shard's taps ([`Taps::stray`]).
     #[inline(always)]
-    fn decode<const MODE: u8, const A: bool>(
+    fn decode<const MODE: u8, const A: bool, const D: bool>(
         &mut self,
         data: &[u8],
         refs: &[PacketRef],
@@ -328,11 +357,19 @@ impl Shard {
                         Span::of(r, f.payload_offset, f.payload_len),
                     );
                 }
+                if MODE == SPLIT && D {
+                    fwd[owner].frames.push(*r);
+                }
                 self.push::<MODE>(fwd, owner, pkt, None);
                 continue;
             }
             if let Err(skip) = decode(r.link, bytes, &mut d) {
                 self.counters.skipped[skip as usize] += 1;
+                if MODE == SPLIT && D {
+                    if let Some(t) = self.taps.as_deref_mut() {
+                        t.stray(data, r);
+                    }
+                }
                 continue;
             }
             let (key, from_a) = Key::from_decoded(&d, self.bidirectional);
@@ -362,6 +399,9 @@ impl Shard {
             });
             if A {
                 self.push_span::<MODE>(fwd, owner, Span::of(r, d.payload_offset, d.payload_len));
+            }
+            if MODE == SPLIT && D {
+                fwd[owner].frames.push(*r);
             }
             self.push::<MODE>(fwd, owner, pkt, side);
         }
@@ -410,17 +450,24 @@ impl Shard {
 
     /// Second pass: runs `pkts` (sides in `wide` at each packet's `idx`) through the flow table (and the DSCP marker, which writes the
     /// batch `refs` over `data`), then advances the clock to `max_ts` and
-    /// sweeps.
+    /// sweeps. With taps (`D`), each packet goes to them after its flow
+    /// is updated: one shard finds it in `refs` at its `idx` (and only a
+    /// filtered dumper takes it here, the rest take the whole batch after),
+    /// a parcel's packets are in `frames` (the taps take all of them).
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn account<const A: bool>(
+    fn account<const A: bool, const D: bool>(
         &mut self,
         pkts: &[Pkt],
         wide: &[Side],
         spans: &[Span],
         data: &[u8],
         refs: &[PacketRef],
+        frames: &[PacketRef],
         (min_ts, max_ts): (u64, u64),
     ) {
+        let solo = !refs.is_empty();
+        let tap_each = D && (!solo || self.taps.as_deref().is_some_and(Taps::filtering));
         let floor = self.table.now();
         self.table.begin_batch();
         // Second pass, software-pipelined: while packet i updates its flow,
@@ -453,6 +500,17 @@ impl Shard {
                 .table
                 .packet_at::<A>(p, &wide[p.idx as usize], hint, pl);
             self.counters.ip_bytes_flowed += p.size as u64;
+            if D && tap_each {
+                let r = if solo {
+                    refs.get(p.idx as usize)
+                } else {
+                    frames.get(i)
+                };
+                if let (Some(t), Some(r)) = (self.taps.as_deref_mut(), r) {
+                    let table = &self.table;
+                    t.flow_packet(data, r, &p.key, || table.mark_class(slot), !solo);
+                }
+            }
             if let Some(m) = self.marker.as_mut().filter(|m| m.marking()) {
                 if let Some(class) = self.table.mark_class(slot) {
                     m.note(p.idx, refs.len(), class, p.ip_offset, p.key.is_v6());
