@@ -289,4 +289,77 @@ mod tests {
         let e = DumpFilter::resolve(&cfg, &[]).unwrap_err().to_string();
         assert!(e.contains("no model"), "{e}");
     }
+
+    /// Every packet of a capture, read back from where it went.
+    fn read(path: &std::path::Path) -> Vec<(u64, u32, Vec<u8>)> {
+        let file = crate::source::CaptureFile::open(path).unwrap();
+        let mut r = file.reader();
+        let mut batch = Vec::new();
+        let mut all = Vec::new();
+        while r.next_batch(&mut batch, 64) > 0 {
+            for p in &batch {
+                all.push((p.ts, p.orig_len, p.bytes(r.data()).to_vec()));
+            }
+        }
+        all
+    }
+
+    fn ring_taps() -> Option<Box<Taps>> {
+        Some(Box::new(Taps {
+            dumper: None,
+            ring: Some(PacketRing::new(u64::MAX / 4, 8 << 20)),
+        }))
+    }
+
+    #[test]
+    fn the_ring_gets_every_packet_through_one_shard_or_the_parcels_of_two() {
+        let input = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata/pcap/ndpi__iphone.pcap");
+        let want = read(&input);
+        let file = crate::source::CaptureFile::open(&input).unwrap();
+        let cfg = crate::config::FlowConfig::default();
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("w.pcap");
+
+        let mut one = crate::shard::Shard::new(0, 1, &cfg, None).unwrap();
+        one.taps = ring_taps();
+        let mut r = file.reader();
+        let mut refs = Vec::new();
+        while r.next_batch(&mut refs, 64) > 0 {
+            one.batch(r.data(), &refs);
+        }
+        let ring = one.taps.as_ref().unwrap().ring.as_ref().unwrap();
+        ring.write_window(&out, 0, u64::MAX).unwrap();
+        assert!(read(&out) == want, "one shard");
+
+        let mut shards: Vec<_> = (0..2)
+            .map(|id| crate::shard::Shard::new(id, 2, &cfg, None).unwrap())
+            .collect();
+        for s in &mut shards {
+            s.taps = ring_taps();
+        }
+        let mut parcels: Vec<_> = (0..2)
+            .map(|_| crate::shard::Parcel::with_capacity(64))
+            .collect();
+        let mut r = file.reader();
+        let mut turn = 0;
+        while r.next_batch(&mut refs, 64) > 0 {
+            parcels.iter_mut().for_each(|p| p.clear());
+            shards[turn % 2].split(r.data(), &refs, &mut parcels);
+            for (s, p) in shards.iter_mut().zip(&parcels) {
+                s.run_parcel(p, r.data());
+            }
+            turn += 1;
+        }
+        let mut got = Vec::new();
+        for s in &shards {
+            let ring = s.taps.as_ref().unwrap().ring.as_ref().unwrap();
+            ring.write_window(&out, 0, u64::MAX).unwrap();
+            got.extend(read(&out));
+        }
+        got.sort();
+        let mut want = want;
+        want.sort();
+        assert!(got == want, "two shards: {} of {}", got.len(), want.len());
+    }
 }
