@@ -238,7 +238,7 @@ fn rotation_by_time_and_size_loses_and_repeats_nothing() {
 
 #[test]
 fn port_filter_dumps_exactly_the_packets_of_the_flows_on_that_port() {
-    let Some(input) = corpus_file("reddit.pcap") else {
+    let Some(input) = corpus_file("teams.pcap") else {
         return;
     };
     let want = input_packets(&input);
@@ -277,7 +277,7 @@ fn port_filter_dumps_exactly_the_packets_of_the_flows_on_that_port() {
 
 #[test]
 fn app_filter_dumps_the_packets_after_the_verdict_of_flows_with_that_app() {
-    let Some(input) = corpus_file("reddit.pcap") else {
+    let Some(input) = corpus_file("teams.pcap") else {
         return;
     };
     // The app most flows of the capture get from the default model.

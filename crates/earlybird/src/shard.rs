@@ -31,6 +31,9 @@ use crate::mark::Marker;
 use crate::source::PacketRef;
 use crate::telemetry::Counters;
 
+/// No parcel frames (one shard, or no taps).
+const NO_FRAMES: (&[PacketRef], &[(u32, PacketRef)]) = (&[], &[]);
+
 /// [`Shard::decode`] modes: the only shard keeps every packet; a reader
 /// of several shards puts each packet into its shard's [`Parcel`].
 const SOLO: u8 = 0;
@@ -58,6 +61,10 @@ pub struct Parcel {
     /// Where each packet is in the batch, in input order with `pkts`
     /// (filled only when the shards have packet taps: `crate::dump`).
     pub frames: Vec<PacketRef>,
+    /// With taps, in the reader's own parcel: the packets of the batch that
+    /// belong to no flow, each after the number of `pkts` that came before
+    /// it (so the reader's taps get them in input order).
+    pub strays: Vec<(u32, PacketRef)>,
 }
 
 impl Parcel {
@@ -70,6 +77,7 @@ impl Parcel {
             max_ts: 0,
             min_ts: 0,
             frames: Vec::new(),
+            strays: Vec::new(),
         }
     }
 
@@ -83,6 +91,7 @@ impl Parcel {
             max_ts: 0,
             min_ts: 0,
             frames: Vec::new(),
+            strays: Vec::new(),
         }
     }
 
@@ -97,6 +106,7 @@ impl Parcel {
         self.wide.truncate(1);
         self.spans.clear();
         self.frames.clear();
+        self.strays.clear();
         self.max_ts = 0;
         self.min_ts = 0;
     }
@@ -230,7 +240,15 @@ impl Shard {
         let pkts = std::mem::take(&mut self.pkts);
         let wide = std::mem::take(&mut self.wide);
         let spans = std::mem::take(&mut self.spans);
-        self.account::<A, D>(&pkts, &wide, &spans, data, refs, &[], (min_ts, max_ts));
+        self.account::<A, D>(
+            &pkts,
+            &wide,
+            &spans,
+            data,
+            refs,
+            NO_FRAMES,
+            (min_ts, max_ts),
+        );
         if D {
             if let Some(t) = self.taps.as_deref_mut() {
                 t.whole_batch(data, refs);
@@ -269,12 +287,14 @@ impl Shard {
         self.table.drain_verdicts(false);
         let times = (parcel.min_ts, parcel.max_ts);
         let (pkts, wide, spans) = (&parcel.pkts, &parcel.wide, &parcel.spans);
-        let frames = &parcel.frames;
+        let frames = (&parcel.frames[..], &parcel.strays[..]);
         match (self.analyze, self.taps.is_some()) {
             (false, false) => {
-                self.account::<false, false>(pkts, wide, spans, data, &[], &[], times)
+                self.account::<false, false>(pkts, wide, spans, data, &[], NO_FRAMES, times)
             }
-            (true, false) => self.account::<true, false>(pkts, wide, spans, data, &[], &[], times),
+            (true, false) => {
+                self.account::<true, false>(pkts, wide, spans, data, &[], NO_FRAMES, times)
+            }
             (false, true) => {
                 self.account::<false, true>(pkts, wide, spans, data, &[], frames, times)
             }
@@ -295,8 +315,8 @@ impl Shard {
     /// the symmetric shard hash of the raw header fields, taken before the
     /// key is built). Returns the smallest and the largest timestamp. With
     /// taps (`D`, [`SPLIT`] only) each packet's place in the batch goes
-    /// into its parcel beside it, and a packet that belongs to no flow goes
-    /// to this shard's taps ([`Taps::stray`]).
+    /// into its parcel beside it, and a packet that belongs to no flow into
+    /// this shard's own parcel's `strays` (for [`Taps::stray`]).
     #[inline(always)]
     fn decode<const MODE: u8, const A: bool, const D: bool>(
         &mut self,
@@ -366,9 +386,8 @@ impl Shard {
             if let Err(skip) = decode(r.link, bytes, &mut d) {
                 self.counters.skipped[skip as usize] += 1;
                 if MODE == SPLIT && D {
-                    if let Some(t) = self.taps.as_deref_mut() {
-                        t.stray(data, r);
-                    }
+                    let own = &mut fwd[self.id];
+                    own.strays.push((own.pkts.len() as u32, *r));
                 }
                 continue;
             }
@@ -453,7 +472,8 @@ impl Shard {
     /// sweeps. With taps (`D`), each packet goes to them after its flow
     /// is updated: one shard finds it in `refs` at its `idx` (and only a
     /// filtered dumper takes it here, the rest take the whole batch after),
-    /// a parcel's packets are in `frames` (the taps take all of them).
+    /// a parcel's packets are in `frames.0` (the taps take all of them, and
+    /// the packets of no flow in `frames.1` each at its place).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn account<const A: bool, const D: bool>(
@@ -463,9 +483,10 @@ impl Shard {
         spans: &[Span],
         data: &[u8],
         refs: &[PacketRef],
-        frames: &[PacketRef],
+        (frames, strays): (&[PacketRef], &[(u32, PacketRef)]),
         (min_ts, max_ts): (u64, u64),
     ) {
+        let mut stray = 0;
         let solo = !refs.is_empty();
         let tap_each = D && (!solo || self.taps.as_deref().is_some_and(Taps::filtering));
         let floor = self.table.now();
@@ -489,6 +510,9 @@ impl Shard {
             let hint = std::mem::take(&mut hints[i % AHEAD]);
             if let Some(q) = pkts.get(i + AHEAD) {
                 hints[i % AHEAD] = self.table.prefetch_entry(q.hash);
+            }
+            if D && strays.get(stray).is_some_and(|&(at, _)| at as usize <= i) {
+                stray = self.strays_before(i, strays, stray, data);
             }
             let p = &pkts[i];
             let pl = if A {
@@ -517,6 +541,9 @@ impl Shard {
                 }
             }
         }
+        if D && stray < strays.len() {
+            self.strays_before(usize::MAX, strays, stray, data);
+        }
         if let Some(m) = &mut self.marker {
             m.write_batch(data, refs);
         }
@@ -526,6 +553,26 @@ impl Shard {
         }
         self.table.observe_time(max_ts);
         self.table.sweep();
+    }
+
+    /// Hands the taps the packets of no flow from `strays[k..]` that came
+    /// before the parcel's packet `i`; returns where the next one is.
+    #[cold]
+    #[inline(never)]
+    fn strays_before(
+        &mut self,
+        i: usize,
+        strays: &[(u32, PacketRef)],
+        mut k: usize,
+        data: &[u8],
+    ) -> usize {
+        while let Some((_, r)) = strays.get(k).filter(|(at, _)| (*at as usize) <= i) {
+            if let Some(t) = self.taps.as_deref_mut() {
+                t.stray(data, r);
+            }
+            k += 1;
+        }
+        k
     }
 
     /// Counts the packets of a batch stamped before the clock at its start

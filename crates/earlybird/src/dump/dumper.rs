@@ -152,6 +152,11 @@ impl Dumper {
             let full = c.bytes + need > self.max_bytes && c.bytes > FILE_HDR;
             if c.link != link || full {
                 self.close();
+                if self.broken {
+                    // Closing it failed.
+                    self.counters.lost += 1;
+                    return;
+                }
             }
         }
         if self.cur.is_none() {
