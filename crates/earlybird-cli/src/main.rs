@@ -34,7 +34,7 @@ struct Cli {
 enum Command {
     /// Turn capture files (pcap/pcapng) into flow records.
     #[command(after_help = FLOWS_AFTER_HELP)]
-    Flows(cmd_flows::FlowsArgs),
+    Flows(Box<cmd_flows::FlowsArgs>),
     /// Write a synthetic capture (HPTRAC worst case or a CAIDA-like mix).
     Gen(cmd_gen::GenArgs),
     /// Measure end-to-end throughput (Mpps, Gbit/s) and memory per flow.
@@ -64,7 +64,7 @@ others are complete); 130 interrupted.";
 fn main() {
     let cli = Cli::parse();
     let code = match cli.cmd {
-        Command::Flows(a) => cmd_flows::run(a),
+        Command::Flows(a) => cmd_flows::run(*a),
         Command::Gen(a) => cmd_gen::run(a),
         Command::Bench(a) => cmd_bench::run(a),
         Command::Train(a) => cmd_train::run(a),

@@ -200,6 +200,7 @@ mod tests {
         }
         // Kept: stamped no more than 3 s before the last (9.9 s): 6.9 s on.
         assert_eq!(ring.len(), 31);
+        assert!(!ring.is_empty() && PacketRing::new(S, 100).is_empty());
         let path = dir.path().join("w.pcap");
         let w = ring.write_window(&path, 8 * S, 9 * S).unwrap();
         assert_eq!(
