@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use clap::Args;
 use earlybird::{
-    ExportOptions, ExportPolicy, Fanout, FlowConfig, Format, InputOrder, Inputs, LiveConfig,
-    RunControl, RunOptions, SECOND,
+    DumpConfig, ExportOptions, ExportPolicy, Fanout, FlowConfig, Format, InputOrder, Inputs,
+    LiveConfig, RunControl, RunOptions, SECOND,
 };
 
 use crate::progress::Progress;
@@ -200,6 +200,41 @@ pub struct FlowsArgs {
     /// DSCP-marked per --mark. Capture files only.
     #[arg(short = 'w', long = "write", value_name = "OUT.pcap", value_parser = crate::out_args::pcap_path, conflicts_with = "interface")]
     write: Option<PathBuf>,
+    /// Dump packets to rotating classic pcap files (nanosecond stamps) in
+    /// this directory, created if missing; files and live. Each shard
+    /// writes the packets it runs to its own files, named
+    /// eb-SECONDS.NANOS-sSHARD-SEQ.pcap after their first packet (names
+    /// sort by time; merge shards with mergecap). A write failure (disk
+    /// full) is counted and reported; the flows go on.
+    #[arg(long, value_name = "DIR")]
+    dump_dir: Option<PathBuf>,
+    /// Start a new dump file before one would exceed this size.
+    #[arg(long, value_name = "MIB", requires = "dump_dir")]
+    dump_max_mib: Option<f64>,
+    /// Start a new dump file at each multiple of this many seconds of
+    /// packet time.
+    #[arg(long, value_name = "SECONDS", requires = "dump_dir")]
+    dump_seconds: Option<f64>,
+    /// Dump only the packets of flows whose verdict is one of these
+    /// classes (as the model names them; "unknown" = flows the model could
+    /// not label), from the packet after the verdict on: earlier packets
+    /// are not in the dump.
+    #[arg(
+        long,
+        value_name = "NAME,...",
+        value_delimiter = ',',
+        requires = "dump_dir"
+    )]
+    dump_app: Vec<String>,
+    /// Dump only the packets of flows with one of these ports (either
+    /// side). With --dump-app too, a flow must match both.
+    #[arg(
+        long,
+        value_name = "N,...",
+        value_delimiter = ',',
+        requires = "dump_dir"
+    )]
+    dump_port: Vec<u16>,
     /// Do not print the summary on stderr.
     #[arg(short, long)]
     quiet: bool,
@@ -227,6 +262,29 @@ fn secs(s: f64, what: &str) -> Result<u64, String> {
 const LIVE_PENDING: usize = 64;
 
 /// The live capture options, when an interface was given.
+/// The packet dumper's options (`--dump-*`).
+fn dump_config(a: &FlowsArgs) -> Result<Option<DumpConfig>, String> {
+    let Some(dir) = &a.dump_dir else {
+        return Ok(None);
+    };
+    let max_bytes = match a.dump_max_mib {
+        Some(m) if m > 0.0 && m.is_finite() => Some((m * 1_048_576.0) as u64),
+        Some(_) => return Err("--dump-max-mib must be a positive number".into()),
+        None => None,
+    };
+    let period = match a.dump_seconds {
+        Some(s) => Some(secs(s, "dump-seconds")?),
+        None => None,
+    };
+    Ok(Some(DumpConfig {
+        dir: dir.clone(),
+        max_bytes,
+        period,
+        ports: a.dump_port.clone(),
+        apps: a.dump_app.clone(),
+    }))
+}
+
 fn live_config(a: &FlowsArgs) -> Result<Option<(LiveConfig, Option<Duration>)>, String> {
     let Some(iface) = &a.interface else {
         return Ok(None);
@@ -300,6 +358,10 @@ pub fn run(a: FlowsArgs) -> i32 {
         },
         write: a.write.clone(),
         mark: a.mark.clone(),
+        dump: match dump_config(&a) {
+            Ok(d) => d,
+            Err(e) => return crate::fail(e),
+        },
         ..RunOptions::default()
     };
     if let Err(e) = opts.flow.validate() {
@@ -477,6 +539,9 @@ pub fn run(a: FlowsArgs) -> i32 {
         }
         for e in &report.output_errors {
             crate::say(&format!("earlybird: output error: {e}"));
+        }
+        for e in &report.dump_errors {
+            crate::say(&format!("earlybird: dump error: {e}"));
         }
     }
     if ctl.stop.load(Ordering::Relaxed) {

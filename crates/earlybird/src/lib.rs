@@ -94,6 +94,7 @@ pub mod bench;
 pub(crate) mod classify;
 pub(crate) mod config;
 pub(crate) mod decode;
+pub(crate) mod dump;
 pub(crate) mod error;
 pub(crate) mod exchange;
 pub(crate) mod export;
@@ -117,6 +118,7 @@ pub use classify::{
 pub use config::{FlowConfig, FlowHash};
 pub use decode::icmp::Icmp;
 pub use decode::{LinkType, Skip, TunnelKind};
+pub use dump::{DumpConfig, DumpCounters};
 pub use error::{Error, Result};
 pub use export::{
     open as open_exporter, open_rows as open_row_exporter, rows_to_writer, to_writer,

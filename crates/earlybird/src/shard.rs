@@ -22,15 +22,19 @@ use crate::classify::Classifier;
 use crate::config::{FlowConfig, FlowHash};
 use crate::decode::LinkType;
 use crate::decode::{decode, fast, Decoded, Skip};
+use crate::dump::Taps;
 use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
 use crate::flow::packet::{is_icmp, Payload, Pkt, Side};
 use crate::flow::record::RecordBatch;
 use crate::flow::table::FlowTable;
-use crate::flow::tally::Tally;
 use crate::mark::Marker;
 use crate::source::PacketRef;
+use crate::flow::tally::Tally;
 use crate::telemetry::second::{Part, Seconds, ShardSecond};
 use crate::telemetry::Counters;
+
+/// No parcel frames (one shard, or no taps).
+const NO_FRAMES: (&[PacketRef], &[(u32, PacketRef)]) = (&[], &[]);
 
 /// [`Shard::decode`] modes: the only shard keeps every packet; a reader
 /// of several shards puts each packet into its shard's [`Parcel`].
@@ -56,6 +60,13 @@ pub struct Parcel {
     pub max_ts: u64,
     /// Smallest timestamp of the whole batch.
     pub min_ts: u64,
+    /// Where each packet is in the batch, in input order with `pkts`
+    /// (filled only when the shards have packet taps: `crate::dump`).
+    pub frames: Vec<PacketRef>,
+    /// With taps, in the reader's own parcel: the packets of the batch that
+    /// belong to no flow, each after the number of `pkts` that came before
+    /// it (so the reader's taps get them in input order).
+    pub strays: Vec<(u32, PacketRef)>,
 }
 
 impl Parcel {
@@ -67,6 +78,8 @@ impl Parcel {
             spans: Vec::new(),
             max_ts: 0,
             min_ts: 0,
+            frames: Vec::new(),
+            strays: Vec::new(),
         }
     }
 
@@ -79,6 +92,8 @@ impl Parcel {
             spans: Vec::new(),
             max_ts: 0,
             min_ts: 0,
+            frames: Vec::new(),
+            strays: Vec::new(),
         }
     }
 
@@ -92,6 +107,8 @@ impl Parcel {
         self.pkts.clear();
         self.wide.truncate(1);
         self.spans.clear();
+        self.frames.clear();
+        self.strays.clear();
         self.max_ts = 0;
         self.min_ts = 0;
     }
@@ -146,11 +163,6 @@ pub struct Shard {
     pub counters: Counters,
     /// DSCP marking (single-shard runs with `--mark`).
     pub marker: Option<Marker>,
-    /// Per-second statistics (`None` unless the run keeps them): batches
-    /// are cut where a second of packet time ends.
-    seconds: Option<[Seconds; 2]>,
-    /// Seconds closed and not yet handed to the exporter thread.
-    pub closed: Vec<ShardSecond>,
     pkts: Vec<Pkt>,
     /// What the batch's IPv6 and ICMP packets carry beside them, by index
     /// in the batch.
@@ -161,6 +173,17 @@ pub struct Shard {
     analyze: bool,
     /// The payload spans of `pkts` (when `analyze`).
     spans: Vec<Span>,
+    /// Packet taps (the dumper, the packet ring; `crate::dump`): `None`
+    /// runs batches without any tap code (each pass is compiled with and
+    /// without, and picked once per batch).
+    pub taps: Option<Box<Taps>>,
+    /// Per-second statistics (`None` unless the run keeps them): batches
+    /// are cut where a second of packet time ends.
+    seconds: Option<[Seconds; 2]>,
+    /// Seconds closed and not yet handed to the exporter thread.
+    pub closed: Vec<ShardSecond>,
+    /// The packets of no flow of one part of a parcel (kept for reuse).
+    stray_buf: Vec<(u32, PacketRef)>,
 }
 
 impl Shard {
@@ -190,8 +213,10 @@ impl Shard {
             table,
             counters: Counters::default(),
             marker: None,
+            taps: None,
             seconds: None,
             closed: Vec::new(),
+            stray_buf: Vec::new(),
             pkts: Vec::with_capacity(crate::source::BATCH),
             wide: Vec::new(),
         })
@@ -269,22 +294,37 @@ impl Shard {
     /// [`Shard::batch`] in one part.
     #[inline(always)]
     fn batch_whole(&mut self, data: &[u8], refs: &[PacketRef]) {
-        if self.analyze {
-            self.batch_as::<true>(data, refs);
-        } else {
-            self.batch_as::<false>(data, refs);
+        match (self.analyze, self.taps.is_some()) {
+            (false, false) => self.batch_as::<false, false>(data, refs),
+            (true, false) => self.batch_as::<true, false>(data, refs),
+            (false, true) => self.batch_as::<false, true>(data, refs),
+            (true, true) => self.batch_as::<true, true>(data, refs),
         }
     }
 
-    /// [`Self::batch`] with analyzers (`A`) or without.
+    /// [`Self::batch`] with analyzers (`A`) or without, with packet taps
+    /// (`D`) or without.
     #[inline(always)]
-    fn batch_as<const A: bool>(&mut self, data: &[u8], refs: &[PacketRef]) {
+    fn batch_as<const A: bool, const D: bool>(&mut self, data: &[u8], refs: &[PacketRef]) {
         self.begin(refs.len());
-        let (min_ts, max_ts) = self.decode::<SOLO, A>(data, refs, &mut []);
+        let (min_ts, max_ts) = self.decode::<SOLO, A, false>(data, refs, &mut []);
         let pkts = std::mem::take(&mut self.pkts);
         let wide = std::mem::take(&mut self.wide);
         let spans = std::mem::take(&mut self.spans);
-        self.account::<A>(&pkts, &wide, &spans, data, refs, (min_ts, max_ts));
+        self.account::<A, D>(
+            &pkts,
+            &wide,
+            &spans,
+            data,
+            refs,
+            NO_FRAMES,
+            (min_ts, max_ts),
+        );
+        if D {
+            if let Some(t) = self.taps.as_deref_mut() {
+                t.whole_batch(data, refs);
+            }
+        }
         self.pkts = pkts;
         self.wide = wide;
         self.spans = spans;
@@ -333,52 +373,8 @@ impl Shard {
             return;
         }
         let times = (parcel.min_ts, parcel.max_ts);
-        self.run_part(&parcel.pkts, parcel, &parcel.spans, data, times);
-    }
-
-    /// Runs `pkts` (of `parcel`, their payload spans `spans`) through the
-    /// table.
-    #[inline(always)]
-    fn run_part(
-        &mut self,
-        pkts: &[Pkt],
-        parcel: &Parcel,
-        spans: &[Span],
-        data: &[u8],
-        times: (u64, u64),
-    ) {
-        if self.analyze {
-            self.account::<true>(pkts, &parcel.wide, spans, data, &[], times);
-        } else {
-            self.account::<false>(pkts, &parcel.wide, spans, data, &[], times);
-        }
-    }
-
-    /// [`Shard::run_parcel`] keeping per-second statistics: the parcel is
-    /// run in parts that each lie within one second of packet time.
-    #[inline(never)]
-    fn run_parcel_by_second(&mut self, parcel: &Parcel, data: &[u8]) {
-        let pkts = &parcel.pkts;
-        self.tick(Part::Run, parcel.min_ts);
-        if pkts.is_empty() {
-            self.run_part(pkts, parcel, &[], data, (parcel.min_ts, parcel.max_ts));
-            return;
-        }
-        let mut i = 0;
-        while i < pkts.len() {
-            self.tick(Part::Run, pkts[i].ts);
-            let end = self.second_end(Part::Run);
-            let n = pkts[i..].iter().position(|p| p.ts >= end);
-            let j = i + n.unwrap_or(pkts.len() - i).max(1);
-            let max_ts = if j == pkts.len() {
-                parcel.max_ts
-            } else {
-                pkts[i..j].iter().map(|p| p.ts).max().unwrap_or(0)
-            };
-            let spans = parcel.spans.get(i..j).unwrap_or(&[]);
-            self.run_part(&pkts[i..j], parcel, spans, data, (parcel.min_ts, max_ts));
-            i = j;
-        }
+        let frames = (&parcel.frames[..], &parcel.strays[..]);
+        self.run_part(&parcel.pkts, parcel, &parcel.spans, frames, data, times);
     }
 
     /// [`Shard::split`] of `refs` in one part; returns its smallest and
@@ -390,10 +386,81 @@ impl Shard {
         refs: &[PacketRef],
         parcels: &mut [Parcel],
     ) -> (u64, u64) {
-        if self.analyze {
-            self.decode::<SPLIT, true>(data, refs, parcels)
-        } else {
-            self.decode::<SPLIT, false>(data, refs, parcels)
+        match (self.analyze, self.taps.is_some()) {
+            (false, false) => self.decode::<SPLIT, false, false>(data, refs, parcels),
+            (true, false) => self.decode::<SPLIT, true, false>(data, refs, parcels),
+            (false, true) => self.decode::<SPLIT, false, true>(data, refs, parcels),
+            (true, true) => self.decode::<SPLIT, true, true>(data, refs, parcels),
+        }
+    }
+
+    /// [`Shard::run_parcel`] keeping per-second statistics: the parcel is
+    /// run in parts that each lie within one second of packet time (the
+    /// packets of no flow go with the part they came in).
+    #[inline(never)]
+    fn run_parcel_by_second(&mut self, parcel: &Parcel, data: &[u8]) {
+        let pkts = &parcel.pkts;
+        self.tick(Part::Run, parcel.min_ts);
+        if pkts.is_empty() {
+            let frames = (&[][..], &parcel.strays[..]);
+            let times = (parcel.min_ts, parcel.max_ts);
+            self.run_part(pkts, parcel, &[], frames, data, times);
+            return;
+        }
+        let mut strays = std::mem::take(&mut self.stray_buf);
+        let mut i = 0;
+        while i < pkts.len() {
+            self.tick(Part::Run, pkts[i].ts);
+            let end = self.second_end(Part::Run);
+            let n = pkts[i..].iter().position(|p| p.ts >= end);
+            let j = i + n.unwrap_or(pkts.len() - i).max(1);
+            let last = j == pkts.len();
+            let max_ts = if last {
+                parcel.max_ts
+            } else {
+                pkts[i..j].iter().map(|p| p.ts).max().unwrap_or(0)
+            };
+            let spans = parcel.spans.get(i..j).unwrap_or(&[]);
+            // The packets of no flow before packet j (after the last one
+            // too, in the last part), placed from packet i.
+            strays.clear();
+            strays.extend(
+                (parcel.strays.iter())
+                    .filter(|(at, _)| (*at as usize) >= i && ((*at as usize) < j || last))
+                    .map(|&(at, r)| (at - i as u32, r)),
+            );
+            let frames = (parcel.frames.get(i..j).unwrap_or(&[]), &strays[..]);
+            let times = (parcel.min_ts, max_ts);
+            self.run_part(&pkts[i..j], parcel, spans, frames, data, times);
+            i = j;
+        }
+        self.stray_buf = strays;
+    }
+
+    /// Runs `pkts` of `parcel` (their payload spans `spans`, their frames
+    /// and the packets of no flow among them `frames`) through the table.
+    #[inline(always)]
+    fn run_part(
+        &mut self,
+        pkts: &[Pkt],
+        parcel: &Parcel,
+        spans: &[Span],
+        frames: (&[PacketRef], &[(u32, PacketRef)]),
+        data: &[u8],
+        times: (u64, u64),
+    ) {
+        let wide = &parcel.wide;
+        match (self.analyze, self.taps.is_some()) {
+            (false, false) => {
+                self.account::<false, false>(pkts, wide, spans, data, &[], NO_FRAMES, times)
+            }
+            (true, false) => {
+                self.account::<true, false>(pkts, wide, spans, data, &[], NO_FRAMES, times)
+            }
+            (false, true) => {
+                self.account::<false, true>(pkts, wide, spans, data, &[], frames, times)
+            }
+            (true, true) => self.account::<true, true>(pkts, wide, spans, data, &[], frames, times),
         }
     }
 
@@ -408,9 +475,12 @@ impl Shard {
     /// First pass: decodes, counts and hashes the batch, into `self.pkts`
     /// ([`SOLO`]) or into the parcel of each packet's shard ([`SPLIT`], from
     /// the symmetric shard hash of the raw header fields, taken before the
-    /// key is built). Returns the smallest and the largest timestamp.
+    /// key is built). Returns the smallest and the largest timestamp. With
+    /// taps (`D`, [`SPLIT`] only) each packet's place in the batch goes
+    /// into its parcel beside it, and a packet that belongs to no flow into
+    /// this shard's own parcel's `strays` (for [`Taps::stray`]).
     #[inline(always)]
-    fn decode<const MODE: u8, const A: bool>(
+    fn decode<const MODE: u8, const A: bool, const D: bool>(
         &mut self,
         data: &[u8],
         refs: &[PacketRef],
@@ -469,11 +539,18 @@ impl Shard {
                         Span::of(r, f.payload_offset, f.payload_len),
                     );
                 }
+                if MODE == SPLIT && D {
+                    fwd[owner].frames.push(*r);
+                }
                 self.push::<MODE>(fwd, owner, pkt, None);
                 continue;
             }
             if let Err(skip) = decode(r.link, bytes, &mut d) {
                 self.counters.skipped[skip as usize] += 1;
+                if MODE == SPLIT && D {
+                    let own = &mut fwd[self.id];
+                    own.strays.push((own.pkts.len() as u32, *r));
+                }
                 continue;
             }
             let (key, from_a) = Key::from_decoded(&d, self.bidirectional);
@@ -503,6 +580,9 @@ impl Shard {
             });
             if A {
                 self.push_span::<MODE>(fwd, owner, Span::of(r, d.payload_offset, d.payload_len));
+            }
+            if MODE == SPLIT && D {
+                fwd[owner].frames.push(*r);
             }
             self.push::<MODE>(fwd, owner, pkt, side);
         }
@@ -551,17 +631,26 @@ impl Shard {
 
     /// Second pass: runs `pkts` (sides in `wide` at each packet's `idx`) through the flow table (and the DSCP marker, which writes the
     /// batch `refs` over `data`), then advances the clock to `max_ts` and
-    /// sweeps.
+    /// sweeps. With taps (`D`), each packet goes to them after its flow
+    /// is updated: one shard finds it in `refs` at its `idx` (and only a
+    /// filtered dumper takes it here, the rest take the whole batch after),
+    /// a parcel's packets are in `frames.0` (the taps take all of them, and
+    /// the packets of no flow in `frames.1` each at its place).
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn account<const A: bool>(
+    fn account<const A: bool, const D: bool>(
         &mut self,
         pkts: &[Pkt],
         wide: &[Side],
         spans: &[Span],
         data: &[u8],
         refs: &[PacketRef],
+        (frames, strays): (&[PacketRef], &[(u32, PacketRef)]),
         (min_ts, max_ts): (u64, u64),
     ) {
+        let mut stray = 0;
+        let solo = !refs.is_empty();
+        let tap_each = D && (!solo || self.taps.as_deref().is_some_and(Taps::filtering));
         let floor = self.table.now();
         self.table.begin_batch();
         // Second pass, software-pipelined: while packet i updates its flow,
@@ -584,6 +673,9 @@ impl Shard {
             if let Some(q) = pkts.get(i + AHEAD) {
                 hints[i % AHEAD] = self.table.prefetch_entry(q.hash);
             }
+            if D && strays.get(stray).is_some_and(|&(at, _)| at as usize <= i) {
+                stray = self.strays_before(i, strays, stray, data);
+            }
             let p = &pkts[i];
             let pl = if A {
                 spans.get(i).map_or(Payload::NONE, |s| s.payload(data))
@@ -594,11 +686,25 @@ impl Shard {
                 .table
                 .packet_at::<A>(p, &wide[p.idx as usize], hint, pl);
             self.counters.ip_bytes_flowed += p.size as u64;
+            if D && tap_each {
+                let r = if solo {
+                    refs.get(p.idx as usize)
+                } else {
+                    frames.get(i)
+                };
+                if let (Some(t), Some(r)) = (self.taps.as_deref_mut(), r) {
+                    let table = &self.table;
+                    t.flow_packet(data, r, &p.key, || table.mark_class(slot), !solo);
+                }
+            }
             if let Some(m) = self.marker.as_mut().filter(|m| m.marking()) {
                 if let Some(class) = self.table.mark_class(slot) {
                     m.note(p.idx, refs.len(), class, p.ip_offset, p.key.is_v6());
                 }
             }
+        }
+        if D && stray < strays.len() {
+            self.strays_before(usize::MAX, strays, stray, data);
         }
         if let Some(m) = &mut self.marker {
             m.write_batch(data, refs);
@@ -609,6 +715,26 @@ impl Shard {
         }
         self.table.observe_time(max_ts);
         self.table.sweep();
+    }
+
+    /// Hands the taps the packets of no flow from `strays[k..]` that came
+    /// before the parcel's packet `i`; returns where the next one is.
+    #[cold]
+    #[inline(never)]
+    fn strays_before(
+        &mut self,
+        i: usize,
+        strays: &[(u32, PacketRef)],
+        mut k: usize,
+        data: &[u8],
+    ) -> usize {
+        while let Some((_, r)) = strays.get(k).filter(|(at, _)| (*at as usize) <= i) {
+            if let Some(t) = self.taps.as_deref_mut() {
+                t.stray(data, r);
+            }
+            k += 1;
+        }
+        k
     }
 
     /// Counts the packets of a batch stamped before the clock at its start
@@ -698,7 +824,11 @@ impl Shard {
 /// What a second of a shard's clock `part` closes with: its counters (the
 /// table's flow counters in them) and (running clock) its table's tally,
 /// taken.
-fn second_figures(counters: &Counters, table: &mut FlowTable, part: Part) -> (Counters, Tally) {
+fn second_figures(
+    counters: &Counters,
+    table: &mut FlowTable,
+    part: Part,
+) -> (Counters, Tally) {
     let mut c = *counters;
     c.flows = table.counters;
     let tally = match part {

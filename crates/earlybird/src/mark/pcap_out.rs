@@ -26,12 +26,12 @@ use super::dscp::rewrite_dscp;
 use crate::decode::LinkType;
 use crate::error::{Error, Result};
 use crate::source::pcap;
-use crate::source::pcap_writer::PcapOut;
+use crate::source::pcap_writer::{linktype_number, PcapOut};
 use crate::source::CaptureFile;
 use crate::time::Nanos;
 
 /// Snaplen written in the header and largest record written.
-pub const OUT_SNAPLEN: u32 = 262_144;
+pub const OUT_SNAPLEN: u32 = crate::source::pcap_writer::MAX_SNAPLEN;
 
 /// What the `-w` writer did with the packets it was given
 /// ([`crate::RunOptions::write`]).
@@ -55,30 +55,6 @@ impl MarkCounters {
     /// Packets written to the file.
     pub fn written(&self) -> u64 {
         self.marked + self.unchanged + self.unmarkable
-    }
-}
-
-/// The LINKTYPE_* number of a link type (canonical one for folded aliases:
-/// Null → 0, Raw → 101).
-pub fn linktype_number(link: LinkType) -> u32 {
-    match link {
-        LinkType::Ethernet => 1,
-        LinkType::Null => 0,
-        LinkType::Raw => 101,
-        LinkType::Ipv4 => 228,
-        LinkType::Ipv6 => 229,
-        LinkType::LinuxSll => 113,
-        LinkType::LinuxSll2 => 276,
-        LinkType::CHdlc => 104,
-        LinkType::Ppp => 9,
-        LinkType::PppHdlc => 50,
-        LinkType::FrameRelay => 107,
-        LinkType::Ieee80211 => 105,
-        LinkType::Radiotap => 127,
-        LinkType::Ppi => 192,
-        LinkType::Nflog => 239,
-        LinkType::Slip => 8,
-        LinkType::AtmLlc => 100,
     }
 }
 

@@ -117,6 +117,9 @@ pub struct RunOptions {
     /// outputs of kind [`crate::ALARMS`]; raised and cleared alarms are in
     /// the metrics too).
     pub alarms: Vec<crate::telemetry::alarms::AlarmSpec>,
+    /// Dump packets to rotating pcap files (`--dump-dir`; files and live):
+    /// each shard writes the packets it runs to its own files.
+    pub dump: Option<crate::dump::DumpConfig>,
 }
 
 /// Which thread builds records from a table's snapshots and formats them
@@ -150,6 +153,7 @@ impl Default for RunOptions {
             placement: Placement::Auto,
             metrics: None,
             alarms: Vec::new(),
+            dump: None,
         }
     }
 }
@@ -339,6 +343,34 @@ enum Input {
     Files(Option<Box<crate::exchange::Ends>>),
     /// This shard's socket, and when to stop.
     Live(Box<Ring>, Option<Instant>),
+}
+
+/// The packet taps of each of `shards` shards: a dumper each when
+/// `dump` asks for one (its directory created, its filter resolved
+/// against the model's classes); `None` otherwise.
+fn open_taps(
+    dump: Option<&crate::dump::DumpConfig>,
+    shards: usize,
+    model: &ModelRef,
+) -> Result<Vec<Option<Box<crate::dump::Taps>>>> {
+    let Some(cfg) = dump else {
+        return Ok((0..shards).map(|_| None).collect());
+    };
+    let filter = crate::dump::DumpFilter::resolve(cfg, &model.classes)?;
+    std::fs::create_dir_all(&cfg.dir).map_err(|e| Error::Output {
+        name: format!("dump directory {}", cfg.dir.display()),
+        reason: format!("cannot create: {e}"),
+    })?;
+    Ok((0..shards)
+        .map(|id| {
+            let d =
+                crate::dump::Dumper::new(&cfg.dir, id, cfg.max_bytes, cfg.period, filter.clone());
+            Some(Box::new(crate::dump::Taps {
+                dumper: Some(d),
+                ring: None,
+            }))
+        })
+        .collect())
 }
 
 /// Checks the options every run shares.

@@ -19,6 +19,7 @@ use super::sink::{self, export_loop, ExportControl, Exported, SeriesOut, ShardEn
 use super::{live, spare_core, Input, ModelRef, RunControl, RunOptions, RECORDS_PER_BATCH};
 use crate::classify::pool::PoolLink;
 use crate::classify::Classifier;
+use crate::dump::DumpCounters;
 use crate::export::{Exporter, Renderer};
 use crate::mark::{MarkCounters, Marker};
 use crate::shard::Shard;
@@ -38,6 +39,7 @@ struct ShardStart<'f> {
     core: Option<core_affinity::CoreId>,
     model: Option<std::sync::Arc<dyn Classifier>>,
     marker: Option<Marker>,
+    taps: Option<Box<crate::dump::Taps>>,
     link: Option<PoolLink>,
     renderers: Vec<Option<Renderer>>,
     ready: mpsc::Sender<()>,
@@ -47,13 +49,14 @@ struct ShardStart<'f> {
 }
 
 /// What one shard thread returns: its counters, the input warnings, the
-/// process's anonymous memory at end of input (shard 0), and the result of
-/// its `-w` writer.
+/// process's anonymous memory at end of input (shard 0), the result of
+/// its `-w` writer and what its dumper did (and its first failure).
 type ShardEnd = (
     Counters,
     Vec<Warning>,
     Option<u64>,
     Option<std::result::Result<MarkCounters, String>>,
+    Option<(DumpCounters, Option<String>)>,
 );
 
 /// Starts the exporter thread and one shard thread per input, and gathers
@@ -94,6 +97,7 @@ pub(super) fn run_shards(
     // Helper threads (populating the file map, clearing table pages ahead)
     // only run on a core the shards leave idle (see `spare_core`).
     let spare = spare_core(opts.shards);
+    let mut taps = super::open_taps(opts.dump.as_ref(), opts.shards, model)?;
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
     let mut renderers: Vec<Vec<Option<Renderer>>> = (0..opts.shards)
         .map(|_| exporters.iter().map(|e| e.renderer()).collect())
@@ -111,8 +115,8 @@ pub(super) fn run_shards(
     let export_ctl = ExportControl {
         flush_every,
         reopen: ctl.reopen.clone(),
-        // With a -w pcap, every packet is still wanted.
-        halt: marker.is_none().then(|| ctl.halt.clone()),
+        // With a -w pcap or a dump, every packet is still wanted.
+        halt: (marker.is_none() && opts.dump.is_none()).then(|| ctl.halt.clone()),
         unidirectional: !opts.flow.bidirectional,
         series: per_second.then(|| SeriesOut {
             merger: series::Merger::new(opts.shards, model.classes.clone()),
@@ -149,6 +153,7 @@ pub(super) fn run_shards(
                 core: (!cores.is_empty()).then(|| cores[id % cores.len()]),
                 model: model.model.clone(),
                 marker: if id == 0 { marker.take() } else { None },
+                taps: taps.get_mut(id).and_then(Option::take),
                 link: links[id].take(),
                 renderers: std::mem::take(&mut renderers[id]),
                 ready: ready_tx.clone(),
@@ -209,6 +214,7 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
     let _ = st.ready.send(());
     drop(st.ready);
     shard.marker = st.marker;
+    shard.taps = st.taps;
     if let Some(l) = st.link {
         shard.table.attach_pool(l);
     }
@@ -252,7 +258,12 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
         Some(e) => Err(e),
         None => m.writer.finish().map_err(|e| e.to_string()),
     });
-    Ok((shard.counters, warnings, rss, mark_result))
+    let dumped = shard
+        .taps
+        .as_mut()
+        .and_then(|t| t.dumper.as_mut())
+        .map(|d| (d.finish(), d.error.take()));
+    Ok((shard.counters, warnings, rss, mark_result, dumped))
 }
 
 /// Folds the shard threads' and the exporter thread's results into
@@ -263,8 +274,15 @@ fn gather(
     exported: std::thread::Result<Exported>,
 ) -> Result<()> {
     for r in shards {
-        let (c, w, rss, mark) =
+        let (c, w, rss, mark, dumped) =
             r.map_err(|_| Error::Config("a shard thread panicked".into()))??;
+        if let Some((d, e)) = dumped {
+            report
+                .dump
+                .get_or_insert_with(DumpCounters::default)
+                .merge(&d);
+            report.dump_errors.extend(e);
+        }
         match mark {
             Some(Ok(m)) => report.marked = Some(m),
             Some(Err(e)) => report.output_errors.push(e),

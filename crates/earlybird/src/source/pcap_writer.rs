@@ -13,11 +13,41 @@
 
 use std::io::{self, Write};
 
+use crate::decode::LinkType;
+
 /// Size of the output buffer; a record is at most 16 + 262,144 bytes.
 const BUF_SIZE: usize = 1 << 20;
 
+/// The largest snaplen libpcap readers accept (262,144), the snaplen of
+/// the files the `-w` copy and the dumper write.
+pub(crate) const MAX_SNAPLEN: u32 = 262_144;
+
 /// Length of a pcap record header.
 const REC_HDR: usize = 16;
+
+/// The LINKTYPE_* number of a link type (canonical one for folded aliases:
+/// Null → 0, Raw → 101).
+pub(crate) fn linktype_number(link: LinkType) -> u32 {
+    match link {
+        LinkType::Ethernet => 1,
+        LinkType::Null => 0,
+        LinkType::Raw => 101,
+        LinkType::Ipv4 => 228,
+        LinkType::Ipv6 => 229,
+        LinkType::LinuxSll => 113,
+        LinkType::LinuxSll2 => 276,
+        LinkType::CHdlc => 104,
+        LinkType::Ppp => 9,
+        LinkType::PppHdlc => 50,
+        LinkType::FrameRelay => 107,
+        LinkType::Ieee80211 => 105,
+        LinkType::Radiotap => 127,
+        LinkType::Ppi => 192,
+        LinkType::Nflog => 239,
+        LinkType::Slip => 8,
+        LinkType::AtmLlc => 100,
+    }
+}
 
 /// A pcap stream being written to `W`.
 pub(crate) struct PcapOut<W: Write> {
@@ -93,6 +123,13 @@ impl<W: Write> PcapOut<W> {
     #[inline]
     pub(crate) fn record(&mut self, ts_ns: u64, orig_len: u32, data: &[u8]) -> io::Result<()> {
         self.record_with(ts_ns, orig_len, data.len(), |dst| dst.copy_from_slice(data))
+    }
+
+    /// Bytes assembled and not yet handed to the sink (the rotating
+    /// dumper learns from it which records reached the sink).
+    #[inline]
+    pub(crate) fn buffered(&self) -> usize {
+        self.pos
     }
 
     fn flush_buf(&mut self) -> io::Result<()> {

@@ -273,6 +273,11 @@ pub struct Report {
     pub inputs_read: u64,
     /// Inputs skipped, by reason.
     pub inputs_skipped: Vec<(crate::source::inputs::SkipReason, u64)>,
+    /// What the packet dumper did (`--dump-dir`), all shards.
+    pub dump: Option<crate::dump::DumpCounters>,
+    /// The dumper's first failure on each shard that had one (its packets
+    /// not written are in `dump`; the run went on).
+    pub dump_errors: Vec<String>,
 }
 
 /// The process's anonymous resident memory (Linux), in bytes.
@@ -499,6 +504,22 @@ impl fmt::Display for Report {
                 m.unmarkable,
                 m.skipped_link + m.skipped_oversize
             )?;
+        }
+        if let Some(d) = &self.dump {
+            writeln!(
+                f,
+                "packets dumped: {} in {} file{} ({}), {} not written (write failures: {}), {} too long",
+                d.written,
+                d.files,
+                if d.files == 1 { "" } else { "s" },
+                human(d.bytes),
+                d.lost,
+                d.failures,
+                d.oversize
+            )?;
+        }
+        for e in &self.dump_errors {
+            writeln!(f, "dump error: {e}")?;
         }
         if self.interrupted {
             writeln!(f, "interrupted: every open flow was flushed")?;

@@ -1,0 +1,438 @@
+//! `earlybird flows --dump-dir` as a user runs it: the dump files, read
+//! back by an independent pcap reader (the `pcap-parser` crate), hold
+//! exactly the input packets (all of them, or those of the flows the
+//! filters select), rotation splits them without loss or repetition, and
+//! a full disk (a tiny tmpfs, as root) is counted and reported while the
+//! flow records stay complete.
+
+#[path = "../../earlybird/tests/common.rs"]
+mod lib_common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One packet: timestamp (ns), original length, captured bytes.
+type Packet = (u64, u32, Vec<u8>);
+
+/// The packets of a capture as earlybird's reader yields them.
+fn input_packets(path: &Path) -> Vec<Packet> {
+    let file = earlybird::CaptureFile::open(path).unwrap();
+    let mut r = file.reader();
+    let mut batch = Vec::new();
+    let mut all = Vec::new();
+    while r.next_batch(&mut batch, earlybird::BATCH) > 0 {
+        for p in &batch {
+            all.push((p.ts, p.orig_len, p.bytes(r.data()).to_vec()));
+        }
+    }
+    all
+}
+
+/// A dump file read with pcap-parser: nanosecond classic pcap, every byte
+/// used.
+fn read_dump(path: &Path) -> Vec<Packet> {
+    let bytes = std::fs::read(path).unwrap();
+    let (rest, cap) = pcap_parser::pcap::parse_pcap(&bytes)
+        .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+    assert!(
+        rest.is_empty(),
+        "{}: {} bytes left",
+        path.display(),
+        rest.len()
+    );
+    assert!(cap.header.is_nanosecond_precision(), "{}", path.display());
+    cap.blocks
+        .iter()
+        .map(|b| {
+            assert_eq!(b.caplen as usize, b.data.len());
+            (
+                b.ts_sec as u64 * 1_000_000_000 + b.ts_usec as u64,
+                b.origlen,
+                b.data.to_vec(),
+            )
+        })
+        .collect()
+}
+
+/// The dump files of `dir` with their shard and sequence numbers (parsed
+/// from `eb-SECONDS.NANOS-sKK-QQQQQQ.pcap`), sorted by shard, sequence.
+fn dump_files(dir: &Path) -> Vec<(usize, u64, PathBuf)> {
+    let mut v: Vec<(usize, u64, PathBuf)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_str().unwrap().to_string();
+            let parts: Vec<&str> = name.trim_end_matches(".pcap").split('-').collect();
+            assert_eq!(parts.len(), 4, "{name}");
+            assert_eq!(parts[0], "eb");
+            let (s, n) = parts[1].split_once('.').unwrap();
+            assert_eq!((s.len(), n.len()), (10, 9), "{name}");
+            let shard = parts[2].trim_start_matches('s').parse().unwrap();
+            (shard, parts[3].parse().unwrap(), p)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every packet dumped into `dir`, per shard in file order.
+fn dumped(dir: &Path) -> HashMap<usize, Vec<Packet>> {
+    let mut by_shard: HashMap<usize, Vec<Packet>> = HashMap::new();
+    for (shard, _, p) in dump_files(dir) {
+        by_shard.entry(shard).or_default().extend(read_dump(&p));
+    }
+    by_shard
+}
+
+fn run(args: &[&str], input: &[&Path]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_earlybird"))
+        .arg("flows")
+        .args(args)
+        .args(input)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Whether `part` is a subsequence of `whole`.
+fn subsequence(part: &[Packet], whole: &[Packet]) -> bool {
+    let mut it = whole.iter();
+    part.iter().all(|p| it.any(|w| w == p))
+}
+
+fn sorted(mut v: Vec<Packet>) -> Vec<Packet> {
+    v.sort();
+    v
+}
+
+#[test]
+fn every_packet_of_the_sample_captures_is_dumped_once_in_order() {
+    let mut inputs = lib_common::captures(&lib_common::testdata().join("pcap"));
+    if let Some(c) = lib_common::corpus() {
+        inputs.extend(lib_common::captures(&c.join("classify/dev/ndpi/pcap")));
+    }
+    let mut total = 0;
+    for input in &inputs {
+        let want = input_packets(input);
+        for shards in ["1", "2"] {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path().join("dump");
+            let (code, err) = run(
+                &["--no-model", "-q", "-f", "null", "-s", shards, "--dump-dir"],
+                &[&d, input],
+            );
+            assert_eq!(code, 0, "{}: {err}", input.display());
+            let got = dumped(&d);
+            if shards == "1" {
+                let one = got.get(&0).cloned().unwrap_or_default();
+                assert!(
+                    one == want,
+                    "{}: {} packets dumped, {} read",
+                    input.display(),
+                    one.len(),
+                    want.len()
+                );
+            } else {
+                // Each shard's packets in input order; together, every
+                // packet once.
+                for part in got.values() {
+                    assert!(subsequence(part, &want), "{}", input.display());
+                }
+                let all: Vec<Packet> = got.into_values().flatten().collect();
+                assert!(
+                    sorted(all) == sorted(want.clone()),
+                    "{}: two shards",
+                    input.display()
+                );
+            }
+        }
+        total += want.len();
+    }
+    assert!(total > 1000, "{total} packets");
+}
+
+/// A capture of the shared corpus (`None`, and says so, without it).
+fn corpus_file(name: &str) -> Option<PathBuf> {
+    let p = lib_common::corpus()?
+        .join("classify/dev/ndpi/pcap")
+        .join(name);
+    assert!(p.is_file(), "{}", p.display());
+    Some(p)
+}
+
+/// (header, rows) of a CSV file.
+fn csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header = lib_common::split_csv(lines.next().unwrap());
+    (header, lines.map(lib_common::split_csv).collect())
+}
+
+fn col(header: &[String], name: &str) -> usize {
+    header.iter().position(|h| h == name).unwrap()
+}
+
+#[test]
+fn rotation_by_time_and_size_loses_and_repeats_nothing() {
+    let input = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
+    let want = input_packets(&input);
+    let second = 1_000_000_000u64;
+    // By time: one file per 2-second period that has packets.
+    let mut periods: Vec<u64> = want.iter().map(|p| p.0 / (2 * second)).collect();
+    periods.dedup();
+    assert!(
+        periods.windows(2).all(|w| w[0] < w[1]),
+        "capture in time order"
+    );
+    // By size (64 KiB): files filled greedily, never past the bound.
+    let bound = 65_536u64;
+    let mut by_size = 1;
+    let mut size = 24u64;
+    for p in &want {
+        let need = 16 + p.2.len() as u64;
+        if size + need > bound && size > 24 {
+            by_size += 1;
+            size = 24;
+        }
+        size += need;
+    }
+    assert!(by_size > 3 && periods.len() > 3);
+    for (args, expected) in [
+        (vec!["--dump-seconds", "2"], periods.len()),
+        (vec!["--dump-max-mib", "0.0625"], by_size),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("dump");
+        let mut all = vec!["--no-model", "-q", "-f", "null", "--dump-dir"];
+        all.push(d.to_str().unwrap());
+        all.extend(args.iter().copied());
+        let (code, err) = run(&all, &[&input]);
+        assert_eq!(code, 0, "{err}");
+        let files = dump_files(&d);
+        assert_eq!(files.len(), expected, "{args:?}");
+        let mut got = Vec::new();
+        let mut names: Vec<String> = Vec::new();
+        for (_, _, p) in &files {
+            let pkts = read_dump(p);
+            assert!(!pkts.is_empty());
+            if args[0] == "--dump-seconds" {
+                let first = pkts[0].0 / (2 * second);
+                assert!(pkts.iter().all(|q| q.0 / (2 * second) == first));
+            } else {
+                assert!(std::fs::metadata(p).unwrap().len() <= bound);
+            }
+            got.extend(pkts);
+            names.push(p.file_name().unwrap().to_str().unwrap().into());
+        }
+        assert!(got == want, "{args:?}: {} of {}", got.len(), want.len());
+        // Names sort by time: the sequence order is the name order.
+        let mut by_name = names.clone();
+        by_name.sort();
+        assert_eq!(by_name, names);
+    }
+}
+
+#[test]
+fn port_filter_dumps_exactly_the_packets_of_the_flows_on_that_port() {
+    let Some(input) = corpus_file("teams.pcap") else {
+        return;
+    };
+    let want = input_packets(&input);
+    for shards in ["1", "2"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (d, out) = (dir.path().join("dump"), dir.path().join("f.csv"));
+        let (code, err) = run(
+            &["--no-model", "-q", "-s", shards, "--dump-port", "443", "-o"],
+            &[&out, Path::new("--dump-dir"), &d, &input],
+        );
+        assert_eq!(code, 0, "{err}");
+        let (h, rows) = csv(&out);
+        let (sp, dp, fp, bp) = (
+            col(&h, "sport"),
+            col(&h, "dport"),
+            col(&h, "fwd_packets"),
+            col(&h, "bwd_packets"),
+        );
+        let on_443: u64 = rows
+            .iter()
+            .filter(|r| r[sp] == "443" || r[dp] == "443")
+            .map(|r| r[fp].parse::<u64>().unwrap() + r[bp].parse::<u64>().unwrap())
+            .sum();
+        let got: Vec<Packet> = dumped(&d).into_values().flatten().collect();
+        assert!(on_443 > 100 && (on_443 as usize) < want.len());
+        assert_eq!(got.len() as u64, on_443, "{shards} shards");
+        let mut rest = sorted(want.clone());
+        for p in sorted(got) {
+            let i = rest
+                .binary_search(&p)
+                .expect("a dumped packet is an input packet");
+            rest.remove(i);
+        }
+    }
+}
+
+#[test]
+fn app_filter_dumps_the_packets_after_the_verdict_of_flows_with_that_app() {
+    let Some(input) = corpus_file("teams.pcap") else {
+        return;
+    };
+    // The app most flows of the capture get from the default model.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("all.csv");
+    let (code, err) = run(&["-q", "-o"], &[&out, &input]);
+    assert_eq!(code, 0, "{err}");
+    let (h, rows) = csv(&out);
+    let (app, at, fp, bp) = (
+        col(&h, "app"),
+        col(&h, "decided_at_packet"),
+        col(&h, "fwd_packets"),
+        col(&h, "bwd_packets"),
+    );
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for r in rows.iter().filter(|r| r[app] != "unknown") {
+        *counts.entry(&r[app]).or_default() += 1;
+    }
+    let (name, _) = counts
+        .iter()
+        .max_by_key(|(n, c)| (**c, *n))
+        .expect("some flow is labelled");
+    let after: u64 = rows
+        .iter()
+        .filter(|r| r[app] == *name)
+        .map(|r| {
+            let n = r[fp].parse::<u64>().unwrap() + r[bp].parse::<u64>().unwrap();
+            n - r[at].parse::<u64>().unwrap()
+        })
+        .sum();
+    let want = input_packets(&input);
+    for shards in ["1", "2"] {
+        let d = dir.path().join(format!("dump{shards}"));
+        let (code, err) = run(
+            &["-q", "-f", "null", "-s", shards, "--dump-app", name],
+            &[Path::new("--dump-dir"), &d, &input],
+        );
+        assert_eq!(code, 0, "{err}");
+        let got: Vec<Packet> = dumped(&d).into_values().flatten().collect();
+        assert!(after > 0);
+        assert_eq!(got.len() as u64, after, "{name}, {shards} shards");
+        for part in dumped(&d).values() {
+            assert!(subsequence(part, &want));
+        }
+    }
+    let (code, err) = run(
+        &["-q", "-f", "null", "--dump-app", "NoSuchApp"],
+        &[Path::new("--dump-dir"), &dir.path().join("x"), &input],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("NoSuchApp") && err.contains("available classes"),
+        "{err}"
+    );
+}
+
+/// A tmpfs mounted for the test, unmounted (and its mount point removed)
+/// on drop.
+struct TinyFs(PathBuf);
+
+impl TinyFs {
+    /// Mounts `size` of tmpfs at a new directory; `None` (skipped, and
+    /// says so) when not root outside CI; fails under CI.
+    fn mount(size: &str) -> Option<(tempfile::TempDir, TinyFs)> {
+        // SAFETY: plain libc call.
+        if unsafe { libc::geteuid() } != 0 {
+            assert!(
+                std::env::var("CI").map_or(true, |v| v != "true"),
+                "the disk-full test needs root (mount) under CI"
+            );
+            eprintln!("SKIPPED: the disk-full test needs root to mount a tmpfs");
+            return None;
+        }
+        let base = tempfile::tempdir().unwrap();
+        let at = base.path().join("tiny");
+        std::fs::create_dir(&at).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&at)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mount -t tmpfs at {}", at.display());
+        Some((base, TinyFs(at)))
+    }
+}
+
+impl Drop for TinyFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_is_counted_and_reported_and_the_flows_go_on() {
+    let Some(input) = corpus_file("reddit.pcap") else {
+        return;
+    };
+    let want = input_packets(&input);
+    let bytes: u64 = want.iter().map(|p| 16 + p.2.len() as u64).sum();
+    assert!(bytes > 512 << 10, "the capture must not fit in 256 KiB");
+    let Some((base, fs)) = TinyFs::mount("256k") else {
+        return;
+    };
+    let (full, clean) = (base.path().join("full.csv"), base.path().join("clean.csv"));
+    let (code, _) = run(&["--no-model", "-q", "-o"], &[&clean, &input]);
+    assert_eq!(code, 0);
+    // Small files, so several are written before the disk is full.
+    let (code, err) = run(
+        &["--no-model", "-o"],
+        &[
+            &full,
+            Path::new("--dump-dir"),
+            &fs.0,
+            Path::new("--dump-max-mib"),
+            Path::new("0.05"),
+            &input,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&full).unwrap(),
+        std::fs::read_to_string(&clean).unwrap(),
+        "flow records complete"
+    );
+    assert!(
+        err.contains("dump error: ") && err.contains("No space left"),
+        "{err}"
+    );
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("packets dumped: "))
+        .unwrap_or_else(|| panic!("{err}"));
+    let num = |after: &str| -> u64 {
+        let i = line.find(after).unwrap() + after.len();
+        line[i..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let (written, lost) = (num("packets dumped: "), num("), "));
+    assert!(written > 0 && lost > 0, "{line}");
+    assert_eq!(written + lost, want.len() as u64, "{line}");
+    // What is on disk is whole files of the first packets, in order.
+    let on_disk: Vec<Packet> = dumped(&fs.0).remove(&0).unwrap_or_default();
+    assert_eq!(on_disk.len() as u64, written);
+    assert!(on_disk[..] == want[..on_disk.len()]);
+    // -q: the failure is still said on stderr.
+    let (code, err) = run(
+        &["--no-model", "-q", "-f", "null", "--dump-dir"],
+        &[&fs.0, &input],
+    );
+    assert_eq!(code, 0);
+    assert!(err.contains("earlybird: dump error: "), "{err}");
+    drop(fs);
+}

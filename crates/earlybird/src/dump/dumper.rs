@@ -1,0 +1,382 @@
+//! One shard's rotating packet dumper (`--dump-dir`).
+//!
+//! Contract:
+//! - Files are classic pcap (little-endian, v2.4, nanosecond magic
+//!   0xa1b23c4d, snaplen 262,144), written through
+//!   [`crate::source::pcap_writer::PcapOut`] (one copy of each packet into
+//!   its 1 MiB buffer; nothing allocated per packet). The link type is the
+//!   LINKTYPE_* number of the packet's [`LinkType`]
+//!   ([`crate::source::pcap_writer::linktype_number`]); a packet of another link
+//!   type than the open file's starts a new file. Packets longer than the
+//!   snaplen are counted ([`DumpCounters::oversize`]) and not written.
+//! - A file is created at its first packet and named
+//!   `eb-SSSSSSSSSS.NNNNNNNNN-sKK-QQQQQQ.pcap`: the first packet's time
+//!   (seconds and nanoseconds since the epoch, fixed width, so names sort by
+//!   time), the shard `KK` and the shard's file sequence number `QQQQQQ`
+//!   (from 1).
+//! - Rotation: with a period, a new file starts at the first packet at or
+//!   past the next multiple of the period (packet time; a packet stamped
+//!   earlier than its file's start stays in that file); with a size bound,
+//!   before a record that would take the file past it (a file holds at
+//!   least one packet).
+//! - Failures (cannot create, a write fails, disk full): the packets handed
+//!   over and not on disk are counted in [`DumpCounters::lost`], the file is
+//!   cut back to its last complete record (removed when none is), the first
+//!   message is kept ([`Dumper::error`]) and the number of failures counted.
+//!   The dumper then writes nothing (counting each packet as lost) until the
+//!   next period starts, where it tries a new file; without a period, for
+//!   the rest of the run. Nothing panics; the flows are unaffected.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use super::DumpFilter;
+use crate::decode::LinkType;
+use crate::source::pcap_writer::{linktype_number, PcapOut, MAX_SNAPLEN as OUT_SNAPLEN};
+use crate::time::Nanos;
+
+/// Bytes of the pcap global header and of a record header.
+const FILE_HDR: u64 = 24;
+const REC_HDR: u64 = 16;
+
+/// What a dumper did (summed over the shards in the run report).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DumpCounters {
+    /// Packets written (on disk).
+    pub written: u64,
+    /// Bytes of the files written (headers included).
+    pub bytes: u64,
+    /// Files created.
+    pub files: u64,
+    /// Packets to dump that are not on disk because a write failed (or
+    /// the dumper was waiting to start again after one).
+    pub lost: u64,
+    /// Write failures (each one stopped a file).
+    pub failures: u64,
+    /// Packets not written: longer than the snaplen (262,144 bytes).
+    pub oversize: u64,
+}
+
+impl DumpCounters {
+    /// Adds `o` into `self`.
+    pub fn merge(&mut self, o: &DumpCounters) {
+        self.written += o.written;
+        self.bytes += o.bytes;
+        self.files += o.files;
+        self.lost += o.lost;
+        self.failures += o.failures;
+        self.oversize += o.oversize;
+    }
+}
+
+/// The file being written.
+struct Open {
+    out: PcapOut<File>,
+    path: PathBuf,
+    link: LinkType,
+    /// Bytes handed to the file (buffered or written).
+    bytes: u64,
+    /// Bytes of complete records known to be on disk.
+    synced: u64,
+    /// Packets handed over and not yet known to be on disk.
+    pending: u64,
+    /// Packets on disk.
+    packets: u64,
+}
+
+/// One shard's dumper (see the module docs).
+pub struct Dumper {
+    dir: PathBuf,
+    shard: usize,
+    seq: u64,
+    max_bytes: u64,
+    period: u64,
+    /// Packets at or past this time start a new file (with a period).
+    period_end: Nanos,
+    /// A write failed: nothing is written before the next period.
+    broken: bool,
+    cur: Option<Open>,
+    /// Which flows' packets are dumped.
+    pub filter: DumpFilter,
+    /// What was done so far.
+    pub counters: DumpCounters,
+    /// The first failure (names the file).
+    pub error: Option<String>,
+}
+
+impl Dumper {
+    /// A dumper for shard `shard` writing into `dir` (which must exist),
+    /// files of at most `max_bytes` (`None`: any size) starting at each
+    /// multiple of `period` ns of packet time (`None`: never).
+    pub fn new(
+        dir: &Path,
+        shard: usize,
+        max_bytes: Option<u64>,
+        period: Option<u64>,
+        filter: DumpFilter,
+    ) -> Dumper {
+        Dumper {
+            dir: dir.to_path_buf(),
+            shard,
+            seq: 0,
+            max_bytes: max_bytes.unwrap_or(u64::MAX),
+            period: period.unwrap_or(0),
+            period_end: 0,
+            broken: false,
+            cur: None,
+            filter,
+            counters: DumpCounters::default(),
+            error: None,
+        }
+    }
+
+    /// Dumps one packet: captured `bytes` of link type `link`, stamped
+    /// `ts`, `orig_len` bytes on the wire.
+    #[inline]
+    pub fn write(&mut self, ts: Nanos, orig_len: u32, link: LinkType, bytes: &[u8]) {
+        if bytes.len() > OUT_SNAPLEN as usize {
+            self.counters.oversize += 1;
+            return;
+        }
+        if self.period > 0 && ts >= self.period_end {
+            self.close();
+            self.period_end = (ts / self.period + 1).saturating_mul(self.period);
+            self.broken = false;
+        }
+        if self.broken {
+            self.counters.lost += 1;
+            return;
+        }
+        let need = REC_HDR + bytes.len() as u64;
+        if let Some(c) = &self.cur {
+            let full = c.bytes + need > self.max_bytes && c.bytes > FILE_HDR;
+            if c.link != link || full {
+                self.close();
+                if self.broken {
+                    // Closing it failed.
+                    self.counters.lost += 1;
+                    return;
+                }
+            }
+        }
+        if self.cur.is_none() {
+            if let Err(e) = self.open(ts, link) {
+                self.failed(e, 1);
+                return;
+            }
+        }
+        let Some(c) = self.cur.as_mut() else {
+            return;
+        };
+        let before = c.bytes;
+        match c.out.record(ts, orig_len, bytes) {
+            Ok(()) => {
+                c.bytes += need;
+                if c.out.buffered() as u64 == need {
+                    // The buffer was written out before this record.
+                    c.synced = before;
+                    c.packets += c.pending;
+                    self.counters.written += c.pending;
+                    c.pending = 0;
+                }
+                c.pending += 1;
+            }
+            Err(e) => {
+                let lost = c.pending + 1;
+                let msg = format!("{}: {e}", c.path.display());
+                self.failed(msg, lost);
+            }
+        }
+    }
+
+    /// Creates the next file, named for its first packet at `ts`.
+    fn open(&mut self, ts: Nanos, link: LinkType) -> Result<(), String> {
+        self.seq += 1;
+        let name = format!(
+            "eb-{:010}.{:09}-s{:02}-{:06}.pcap",
+            ts / 1_000_000_000,
+            ts % 1_000_000_000,
+            self.shard,
+            self.seq
+        );
+        let path = self.dir.join(name);
+        let file = File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let out = PcapOut::with_linktype(file, true, OUT_SNAPLEN, linktype_number(link))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        self.counters.files += 1;
+        self.cur = Some(Open {
+            out,
+            path,
+            link,
+            bytes: FILE_HDR,
+            synced: 0,
+            pending: 0,
+            packets: 0,
+        });
+        Ok(())
+    }
+
+    /// Finishes the open file, if any.
+    fn close(&mut self) {
+        let Some(c) = self.cur.take() else {
+            return;
+        };
+        let (path, pending, bytes, synced) = (c.path, c.pending, c.bytes, c.synced);
+        match c.out.finish() {
+            Ok(_) => {
+                self.counters.written += pending;
+                self.counters.bytes += bytes;
+            }
+            Err(e) => {
+                let msg = format!("{}: {e}", path.display());
+                cut_back(&path, synced);
+                self.counters.bytes += synced;
+                self.note_failure(msg, pending);
+            }
+        }
+    }
+
+    /// A failure with the file open (or while opening): `lost` packets are
+    /// not on disk; the file is cut back to its last complete record.
+    #[cold]
+    fn failed(&mut self, msg: String, lost: u64) {
+        if let Some(c) = self.cur.take() {
+            let (path, synced) = (c.path.clone(), c.synced);
+            // Whatever the buffer still holds is dropped with it.
+            drop(c);
+            cut_back(&path, synced);
+            self.counters.bytes += synced;
+        }
+        self.note_failure(msg, lost);
+    }
+
+    #[cold]
+    fn note_failure(&mut self, msg: String, lost: u64) {
+        self.counters.lost += lost;
+        self.counters.failures += 1;
+        self.broken = true;
+        if self.error.is_none() {
+            self.error = Some(msg);
+        }
+    }
+
+    /// Writes what is buffered and closes the file; returns the counters.
+    pub fn finish(&mut self) -> DumpCounters {
+        self.close();
+        self.counters
+    }
+}
+
+/// Cuts `path` back to `len` bytes (its complete records), or removes it
+/// when it holds none; best effort (the failure is already reported).
+fn cut_back(path: &Path, len: u64) {
+    if len <= FILE_HDR {
+        let _ = std::fs::remove_file(path);
+    } else if let Ok(f) = std::fs::OpenOptions::new().write(true).open(path) {
+        let _ = f.set_len(len);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{CaptureFile, BATCH};
+
+    fn read(path: &Path) -> Vec<(u64, u32, LinkType, Vec<u8>)> {
+        let file = CaptureFile::open(path).unwrap();
+        let mut r = file.reader();
+        let mut batch = Vec::new();
+        let mut all = Vec::new();
+        while r.next_batch(&mut batch, BATCH) > 0 {
+            for p in &batch {
+                all.push((p.ts, p.orig_len, p.link, p.bytes(r.data()).to_vec()));
+            }
+        }
+        assert!(r.warning().is_none(), "{path:?}: {:?}", r.warning());
+        all
+    }
+
+    fn files(dir: &Path) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn pkt(i: u64, len: usize) -> Vec<u8> {
+        (0..len).map(|j| (i as usize + j) as u8).collect()
+    }
+
+    #[test]
+    fn rotates_by_period_and_size_without_losing_or_repeating_packets() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = Dumper::new(
+            dir.path(),
+            3,
+            Some(24 + 3 * (16 + 100)),
+            Some(10_000_000_000),
+            DumpFilter::default(),
+        );
+        // 20 packets one second apart from t = 5 s: periods [0,10), [10,20),
+        // [20,30) hold 5, 10 and 5 packets; at most 3 per file.
+        let sent: Vec<_> = (0..20u64)
+            .map(|i| ((5 + i) * 1_000_000_000 + 7, pkt(i, 100)))
+            .collect();
+        for (ts, b) in &sent {
+            d.write(*ts, 1500, LinkType::Ethernet, b);
+        }
+        let c = d.finish();
+        let names = files(dir.path());
+        // 5 → 3+2, 10 → 3+3+3+1, 5 → 3+2.
+        assert_eq!(names.len(), 8, "{names:?}");
+        assert_eq!(c.files, 8);
+        assert_eq!((c.written, c.lost, c.failures), (20, 0, 0));
+        let name = names[0].file_name().unwrap().to_str().unwrap().to_string();
+        assert_eq!(name, "eb-0000000005.000000007-s03-000001.pcap");
+        let back: Vec<_> = names.iter().flat_map(|p| read(p)).collect();
+        assert_eq!(back.len(), 20);
+        for ((ts, b), (rts, orig, link, rb)) in sent.iter().zip(&back) {
+            assert_eq!((ts, 1500, LinkType::Ethernet, b), (rts, *orig, *link, rb));
+        }
+        let on_disk: u64 = names
+            .iter()
+            .map(|p| std::fs::metadata(p).unwrap().len())
+            .sum();
+        assert_eq!(c.bytes, on_disk);
+    }
+
+    #[test]
+    fn link_type_changes_start_a_file_and_oversize_packets_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = Dumper::new(dir.path(), 0, None, None, DumpFilter::default());
+        d.write(1, 60, LinkType::Ethernet, &pkt(0, 60));
+        d.write(2, 40, LinkType::Raw, &pkt(1, 40));
+        d.write(3, 300_000, LinkType::Raw, &vec![0; 300_000]);
+        let c = d.finish();
+        assert_eq!((c.files, c.written, c.oversize), (2, 2, 1));
+        let names = files(dir.path());
+        assert_eq!(read(&names[0])[0].2, LinkType::Ethernet);
+        assert_eq!(read(&names[1])[0].2, LinkType::Raw);
+    }
+
+    #[test]
+    fn a_missing_directory_is_counted_and_named_and_the_next_period_retries() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join("gone");
+        let mut d = Dumper::new(&gone, 0, None, Some(1_000), DumpFilter::default());
+        d.write(10, 60, LinkType::Ethernet, &pkt(0, 60));
+        d.write(20, 60, LinkType::Ethernet, &pkt(1, 60));
+        std::fs::create_dir(&gone).unwrap();
+        d.write(1_500, 60, LinkType::Ethernet, &pkt(2, 60));
+        let c = d.finish();
+        assert_eq!((c.lost, c.failures, c.written, c.files), (2, 1, 1, 1));
+        let e = d.error.clone().unwrap();
+        assert!(
+            e.contains("gone/eb-0000000000.000000010-s00-000001.pcap"),
+            "{e}"
+        );
+        assert_eq!(read(&files(&gone)[0]).len(), 1);
+    }
+}

@@ -1,0 +1,365 @@
+//! Packet taps beside the flow table: the rotating packet dumper
+//! (`--dump-dir`) and the bounded packet ring kept for forensic pcaps.
+//!
+//! Contract:
+//! - A shard holds its taps in [`crate::shard::Shard::taps`] (`None`: off;
+//!   the shard's batch code is then compiled without any tap code and
+//!   picked once per batch, as for analyzers). With taps on, the shard
+//!   hands them the packets of the batch it runs, bytes borrowed from the
+//!   batch (no copy before the write itself):
+//!   - one shard ([`Taps::whole_batch`] after the batch, in input order):
+//!     every packet of the batch, flow or not, to the ring and to an
+//!     unfiltered dumper; a filtered dumper gets the packets of matching
+//!     flows one by one as the flow table runs them ([`Taps::flow_packet`]);
+//!   - several shards: each shard hands its taps the packets of its own
+//!     flows as it runs its parcels ([`Taps::flow_packet`]), and the shard
+//!     that read a batch hands its taps the packets that belong to no flow
+//!     ([`Taps::stray`]); every packet thus reaches exactly one shard's
+//!     taps, and each shard writes its own files (no lock).
+//! - [`DumpFilter`]: with no filter every packet is dumped. With
+//!   `--dump-port` a packet is dumped when its flow has one of the ports
+//!   (either side); with `--dump-app` when its flow's verdict is one of the
+//!   classes and the packet comes after the packet the verdict was taken
+//!   at (the packets before the verdict are not kept, so they are not in
+//!   the dump). `unknown` names flows the classifier decided it could not
+//!   label; flows still undecided match no class. Both given: a packet must
+//!   match both.
+//! - Writing, rotation, file names and failures: [`dumper`]. The ring:
+//!   [`ring`].
+
+pub mod dumper;
+pub mod ring;
+
+pub use dumper::{DumpCounters, Dumper};
+pub use ring::PacketRing;
+
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+use crate::flow::key::TableKey;
+use crate::source::PacketRef;
+
+/// The name records give flows without a class (as `--mark` maps do).
+const UNKNOWN: &str = "unknown";
+
+/// What `--dump-*` asks for (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DumpConfig {
+    /// Directory the files are written to (created if missing).
+    pub dir: PathBuf,
+    /// Start a new file before one would grow past this many bytes
+    /// (`None`: no size limit).
+    pub max_bytes: Option<u64>,
+    /// Start a new file at each multiple of this many nanoseconds of
+    /// packet time (`None`: no time limit).
+    pub period: Option<u64>,
+    /// Dump only the packets of flows with one of these ports (either
+    /// side); empty: any port.
+    pub ports: Vec<u16>,
+    /// Dump only the packets of flows whose verdict is one of these class
+    /// names (`unknown` allowed), after the verdict; empty: any flow.
+    pub apps: Vec<String>,
+}
+
+/// Which flows' packets a dumper writes, resolved against the model.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DumpFilter {
+    /// Ports, either side (empty: any).
+    ports: Vec<u16>,
+    /// Classes by index (empty vector and `!unknown`: any flow).
+    classes: Vec<bool>,
+    /// `unknown` was named.
+    unknown: bool,
+    /// An application filter is on.
+    by_app: bool,
+}
+
+impl DumpFilter {
+    /// The filter of `cfg` for a model whose classes are `class_names`;
+    /// fails naming a class the model does not have (and listing those
+    /// it has).
+    pub fn resolve(cfg: &DumpConfig, class_names: &[String]) -> Result<DumpFilter> {
+        let mut f = DumpFilter {
+            ports: cfg.ports.clone(),
+            classes: vec![false; class_names.len()],
+            unknown: false,
+            by_app: !cfg.apps.is_empty(),
+        };
+        for name in &cfg.apps {
+            if name == UNKNOWN {
+                f.unknown = true;
+                continue;
+            }
+            match class_names.iter().position(|c| c == name) {
+                Some(i) => f.classes[i] = true,
+                None if class_names.is_empty() => {
+                    return Err(Error::Config(format!(
+                        "--dump-app {name}: the run has no model, so no flow gets a verdict"
+                    )))
+                }
+                None => {
+                    return Err(Error::Config(format!(
+                        "--dump-app {name}: not a class of the model; available classes: {}, \
+                         unknown",
+                        class_names.join(", ")
+                    )))
+                }
+            }
+        }
+        Ok(f)
+    }
+
+    /// Whether every packet is dumped.
+    pub fn is_all(&self) -> bool {
+        self.ports.is_empty() && !self.by_app
+    }
+
+    /// Whether a packet of the flow keyed `key` is dumped; `class` gives
+    /// the flow's verdict once the packet comes after it (asked only when
+    /// an application filter is on).
+    #[inline]
+    pub fn matches(&self, key: &TableKey, class: impl FnOnce() -> Option<u16>) -> bool {
+        if !self.ports.is_empty() && !self.ports.iter().any(|&p| p == key.pa || p == key.pb) {
+            return false;
+        }
+        if !self.by_app {
+            return true;
+        }
+        match class() {
+            Some(crate::classify::Verdict::UNKNOWN) => self.unknown,
+            Some(c) => self.classes.get(c as usize).copied().unwrap_or(false),
+            None => false,
+        }
+    }
+}
+
+/// A shard's taps (see the module docs): the dumper, the ring, or both.
+pub struct Taps {
+    /// The rotating dumper (`--dump-dir`).
+    pub dumper: Option<Dumper>,
+    /// The bounded ring of recent packets (for alarms).
+    pub ring: Option<PacketRing>,
+}
+
+impl Taps {
+    /// Whether the dumper writes only the packets of some flows.
+    #[inline]
+    pub fn filtering(&self) -> bool {
+        self.dumper.as_ref().is_some_and(|d| !d.filter.is_all())
+    }
+
+    /// One shard, after a batch: every packet of `refs` (bytes in `data`)
+    /// to the ring and, when it has no filter, to the dumper.
+    pub fn whole_batch(&mut self, data: &[u8], refs: &[PacketRef]) {
+        let dump_all = !self.filtering();
+        for r in refs {
+            let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
+                continue;
+            };
+            if let Some(ring) = self.ring.as_mut() {
+                ring.push(r.ts, bytes, r.orig_len, r.link);
+            }
+            if dump_all {
+                if let Some(d) = self.dumper.as_mut() {
+                    d.write(r.ts, r.orig_len, r.link, bytes);
+                }
+            }
+        }
+    }
+
+    /// A packet of a flow (key `key`, verdict per `class` as in
+    /// [`DumpFilter::matches`]): to a filtered dumper if it matches, and
+    /// with `all` (several shards: nothing else hands it over) to the ring
+    /// and to an unfiltered dumper.
+    #[inline]
+    pub fn flow_packet(
+        &mut self,
+        data: &[u8],
+        r: &PacketRef,
+        key: &TableKey,
+        class: impl FnOnce() -> Option<u16>,
+        all: bool,
+    ) {
+        let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
+            return;
+        };
+        if all {
+            if let Some(ring) = self.ring.as_mut() {
+                ring.push(r.ts, bytes, r.orig_len, r.link);
+            }
+        }
+        if let Some(d) = self.dumper.as_mut() {
+            let dump = if d.filter.is_all() {
+                all
+            } else {
+                d.filter.matches(key, class)
+            };
+            if dump {
+                d.write(r.ts, r.orig_len, r.link, bytes);
+            }
+        }
+    }
+
+    /// Several shards: a packet that belongs to no flow, read by this
+    /// shard: to the ring and to an unfiltered dumper.
+    #[cold]
+    pub fn stray(&mut self, data: &[u8], r: &PacketRef) {
+        let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
+            return;
+        };
+        if let Some(ring) = self.ring.as_mut() {
+            ring.push(r.ts, bytes, r.orig_len, r.link);
+        }
+        if let Some(d) = self.dumper.as_mut().filter(|d| d.filter.is_all()) {
+            d.write(r.ts, r.orig_len, r.link, bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(pa: u16, pb: u16) -> TableKey {
+        TableKey {
+            a: 1,
+            b: 2,
+            pa,
+            pb,
+            proto: 6,
+            kind: 0,
+            vlan: 0,
+            tunnel_id: 0,
+        }
+    }
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn ports_match_either_side_and_apps_after_the_verdict() {
+        let cfg = DumpConfig {
+            ports: vec![443, 53],
+            ..DumpConfig::default()
+        };
+        let f = DumpFilter::resolve(&cfg, &[]).unwrap();
+        assert!(!f.is_all());
+        assert!(f.matches(&key(443, 50000), || None));
+        assert!(f.matches(&key(50000, 53), || None));
+        assert!(!f.matches(&key(80, 50000), || None));
+
+        let cfg = DumpConfig {
+            apps: names(&["DNS", "unknown"]),
+            ..DumpConfig::default()
+        };
+        let f = DumpFilter::resolve(&cfg, &names(&["HTTP", "DNS"])).unwrap();
+        assert!(f.matches(&key(1, 2), || Some(1)));
+        assert!(!f.matches(&key(1, 2), || Some(0)));
+        assert!(f.matches(&key(1, 2), || Some(crate::classify::Verdict::UNKNOWN)));
+        assert!(!f.matches(&key(1, 2), || None), "before the verdict");
+
+        let both = DumpConfig {
+            apps: names(&["DNS"]),
+            ports: vec![53],
+            ..DumpConfig::default()
+        };
+        let f = DumpFilter::resolve(&both, &names(&["HTTP", "DNS"])).unwrap();
+        assert!(f.matches(&key(53, 9), || Some(1)));
+        assert!(!f.matches(&key(54, 9), || Some(1)));
+        assert!(!f.matches(&key(53, 9), || Some(0)));
+        assert!(DumpFilter::resolve(&DumpConfig::default(), &[])
+            .unwrap()
+            .is_all());
+    }
+
+    #[test]
+    fn unknown_class_names_are_errors_listing_the_model_classes() {
+        let cfg = DumpConfig {
+            apps: names(&["Zoom"]),
+            ..DumpConfig::default()
+        };
+        let e = DumpFilter::resolve(&cfg, &names(&["HTTP", "DNS"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--dump-app Zoom") && e.contains("HTTP, DNS"),
+            "{e}"
+        );
+        let e = DumpFilter::resolve(&cfg, &[]).unwrap_err().to_string();
+        assert!(e.contains("no model"), "{e}");
+    }
+
+    /// Every packet of a capture, read back from where it went.
+    fn read(path: &std::path::Path) -> Vec<(u64, u32, Vec<u8>)> {
+        let file = crate::source::CaptureFile::open(path).unwrap();
+        let mut r = file.reader();
+        let mut batch = Vec::new();
+        let mut all = Vec::new();
+        while r.next_batch(&mut batch, 64) > 0 {
+            for p in &batch {
+                all.push((p.ts, p.orig_len, p.bytes(r.data()).to_vec()));
+            }
+        }
+        all
+    }
+
+    fn ring_taps() -> Option<Box<Taps>> {
+        Some(Box::new(Taps {
+            dumper: None,
+            ring: Some(PacketRing::new(u64::MAX / 4, 8 << 20)),
+        }))
+    }
+
+    #[test]
+    fn the_ring_gets_every_packet_through_one_shard_or_the_parcels_of_two() {
+        let input = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata/pcap/ndpi__iphone.pcap");
+        let want = read(&input);
+        let file = crate::source::CaptureFile::open(&input).unwrap();
+        let cfg = crate::config::FlowConfig::default();
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("w.pcap");
+
+        let mut one = crate::shard::Shard::new(0, 1, &cfg, None).unwrap();
+        one.taps = ring_taps();
+        let mut r = file.reader();
+        let mut refs = Vec::new();
+        while r.next_batch(&mut refs, 64) > 0 {
+            one.batch(r.data(), &refs);
+        }
+        let ring = one.taps.as_ref().unwrap().ring.as_ref().unwrap();
+        ring.write_window(&out, 0, u64::MAX).unwrap();
+        assert!(read(&out) == want, "one shard");
+
+        let mut shards: Vec<_> = (0..2)
+            .map(|id| crate::shard::Shard::new(id, 2, &cfg, None).unwrap())
+            .collect();
+        for s in &mut shards {
+            s.taps = ring_taps();
+        }
+        let mut parcels: Vec<_> = (0..2)
+            .map(|_| crate::shard::Parcel::with_capacity(64))
+            .collect();
+        let mut r = file.reader();
+        let mut turn = 0;
+        while r.next_batch(&mut refs, 64) > 0 {
+            parcels.iter_mut().for_each(|p| p.clear());
+            shards[turn % 2].split(r.data(), &refs, &mut parcels);
+            for (s, p) in shards.iter_mut().zip(&parcels) {
+                s.run_parcel(p, r.data());
+            }
+            turn += 1;
+        }
+        let mut got = Vec::new();
+        for s in &shards {
+            let ring = s.taps.as_ref().unwrap().ring.as_ref().unwrap();
+            ring.write_window(&out, 0, u64::MAX).unwrap();
+            got.extend(read(&out));
+        }
+        got.sort();
+        let mut want = want;
+        want.sort();
+        assert!(got == want, "two shards: {} of {}", got.len(), want.len());
+    }
+}
