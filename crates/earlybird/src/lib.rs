@@ -118,6 +118,8 @@ pub use config::{FlowConfig, FlowHash};
 pub use decode::icmp::Icmp;
 pub use decode::{LinkType, Skip, TunnelKind};
 pub use error::{Error, Result};
+/// IPFIX export (RFC 7011): options, collector names, the exporter.
+pub use export::ipfix;
 pub use export::{open as open_exporter, to_writer, ExportOptions, Exporter, Format, Renderer};
 pub use features::early::EarlyPkt;
 pub use features::stats::Stat;

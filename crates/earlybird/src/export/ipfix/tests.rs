@@ -1,0 +1,1 @@
+//! Tests of the IPFIX exporter's transports (loopback only).
