@@ -106,13 +106,15 @@ pub fn is_network(out: &Path) -> bool {
 }
 
 /// Opens the IPFIX output `out`: a collector (`ipfix+udp://HOST:PORT`,
-/// `ipfix+tcp://HOST:PORT`) or a file (any other name). Errors name the
+/// `ipfix+tcp://HOST:PORT`) or a file (any other name; `-` is standard
+/// output). Errors name the
 /// output: a file that cannot be created, a name that does not resolve,
 /// options that leave no room for a record.
 pub fn open(out: &Path, opts: &ExportOptions, ipfix: &IpfixOptions) -> Result<Box<dyn Exporter>> {
     let (name, max) = match destination(out) {
         Some(Destination::Udp(hp)) => (format!("{UDP_PREFIX}{hp}"), ipfix.mtu),
         Some(Destination::Tcp(hp)) => (format!("{TCP_PREFIX}{hp}"), MAX_MESSAGE),
+        None if out.as_os_str() == "-" => ("ipfix:stdout".to_string(), MAX_MESSAGE),
         None => (format!("ipfix:{}", out.display()), MAX_MESSAGE),
     };
     let plan = Plan::new(&name, max, opts, ipfix)?;
@@ -141,6 +143,11 @@ pub fn open(out: &Path, opts: &ExportOptions, ipfix: &IpfixOptions) -> Result<Bo
             net,
             &name,
         )?),
+        None if out.as_os_str() == "-" => Box::new(FileTransport::over(
+            Box::new(std::io::stdout()),
+            plan.template_msgs.clone(),
+            &name,
+        )),
         None => Box::new(FileTransport::create(
             out,
             plan.template_msgs.clone(),
