@@ -75,6 +75,7 @@ impl Tally {
     }
 
     /// Data records not delivered so far.
+    #[cfg(test)]
     pub(crate) fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
