@@ -171,7 +171,7 @@ pub struct FlowsArgs {
     #[arg(long)]
     no_model: bool,
     #[command(flatten)]
-    ipfix: crate::ipfix_args::IpfixArgs,
+    ipfix: Box<crate::ipfix_args::IpfixArgs>,
 }
 
 fn secs(s: f64, what: &str) -> Result<u64, String> {

@@ -3,7 +3,7 @@
 //! Contract: [`ELEMENTS`] is the one list of the fields of a data record,
 //! in template order, each with its element id, enterprise number, length
 //! on the wire, abstract data type (RFC 7012), where its value comes from
-//! ([`Src`]) and which templates carry it ([`When`]); [`LIST_MEMBERS`] are
+//! ([`Source`]) and which templates carry it ([`When`]); [`LIST_MEMBERS`] are
 //! the enterprise elements inside the basicLists (RFC 6313) of early
 //! packets. The templates ([`templates`]) are built from these tables, the
 //! record encoder (`record.rs`) walks them, and `docs/IPFIX.md` holds the
@@ -34,7 +34,7 @@ pub(crate) const ORDERED: u8 = 0x04;
 
 /// Where a field's value comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Src {
+pub(crate) enum Source {
     StartNs,
     EndNs,
     StartMs,
@@ -89,19 +89,21 @@ pub(crate) struct Element {
     pub len: u16,
     /// Abstract data type (RFC 7012 §3.1).
     pub ty: &'static str,
-    pub src: Src,
+    pub src: Source,
     pub when: When,
     /// What it holds, for `docs/IPFIX.md`.
     pub meaning: &'static str,
 }
 
+// One row of the table: the fields in the order the table shows them.
+#[allow(clippy::too_many_arguments)]
 const fn e(
     name: &'static str,
     id: u16,
     pen: u32,
     len: u16,
     ty: &'static str,
-    src: Src,
+    src: Source,
     when: When,
     meaning: &'static str,
 ) -> Element {
@@ -117,7 +119,7 @@ const fn e(
     }
 }
 
-use Src as S;
+use Source as S;
 use When as W;
 
 /// The fields of a data record, in template order.
@@ -187,7 +189,7 @@ pub(crate) const ELEMENTS: &[Element] = &[
 ];
 
 /// The elements inside the early-packet basicLists, in the order of
-/// [`Src::Early`].
+/// [`Source::Early`].
 #[rustfmt::skip]
 pub(crate) const LIST_MEMBERS: [Element; 3] = [
     e("earlybirdEarlyPacketSize", 4, PEN_EARLYBIRD, 2, "unsigned16", S::Early(0), W::Always,

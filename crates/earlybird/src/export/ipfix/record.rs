@@ -7,7 +7,7 @@
 //! bounds what it appends. It never fails and never allocates once `out`
 //! has room.
 
-use super::elements::{Src, Template, LIST_MEMBERS, ORDERED, VARLEN};
+use super::elements::{Source, Template, LIST_MEMBERS, ORDERED, VARLEN};
 use crate::features::early::EarlyPkt;
 use crate::features::Dir;
 use crate::flow::record::{EndReason, FlowRecord};
@@ -82,7 +82,7 @@ pub(crate) fn max_len(t: &Template, name_len: usize, early: usize) -> usize {
             .iter()
             .filter(|f| f.len == VARLEN)
             .map(|f| match f.src {
-                Src::Early(i) => 3 + list_len(i, early),
+                Source::Early(i) => 3 + list_len(i, early),
                 _ => 3 + name_len,
             })
             .sum::<usize>()
@@ -101,35 +101,35 @@ pub(crate) fn encode(
     let k = &r.key;
     for f in &t.fields {
         match f.src {
-            Src::StartNs => out.extend_from_slice(&ntp(r.first_ts).to_be_bytes()),
-            Src::EndNs => out.extend_from_slice(&ntp(r.last_ts).to_be_bytes()),
-            Src::StartMs => out.extend_from_slice(&(r.first_ts / 1_000_000).to_be_bytes()),
-            Src::EndMs => out.extend_from_slice(&(r.last_ts / 1_000_000).to_be_bytes()),
-            Src::SrcV4 => out.extend_from_slice(&k.src[12..16]),
-            Src::DstV4 => out.extend_from_slice(&k.dst[12..16]),
-            Src::SrcV6 => out.extend_from_slice(&k.src),
-            Src::DstV6 => out.extend_from_slice(&k.dst),
-            Src::SrcPort => out.extend_from_slice(&k.sport.to_be_bytes()),
-            Src::DstPort => out.extend_from_slice(&k.dport.to_be_bytes()),
-            Src::Proto => out.push(k.proto),
-            Src::IcmpTypeCode => {
+            Source::StartNs => out.extend_from_slice(&ntp(r.first_ts).to_be_bytes()),
+            Source::EndNs => out.extend_from_slice(&ntp(r.last_ts).to_be_bytes()),
+            Source::StartMs => out.extend_from_slice(&(r.first_ts / 1_000_000).to_be_bytes()),
+            Source::EndMs => out.extend_from_slice(&(r.last_ts / 1_000_000).to_be_bytes()),
+            Source::SrcV4 => out.extend_from_slice(&k.src[12..16]),
+            Source::DstV4 => out.extend_from_slice(&k.dst[12..16]),
+            Source::SrcV6 => out.extend_from_slice(&k.src),
+            Source::DstV6 => out.extend_from_slice(&k.dst),
+            Source::SrcPort => out.extend_from_slice(&k.sport.to_be_bytes()),
+            Source::DstPort => out.extend_from_slice(&k.dport.to_be_bytes()),
+            Source::Proto => out.push(k.proto),
+            Source::IcmpTypeCode => {
                 let (ty, code) = r.icmp.map_or((0, 0), |m| (m.ty, m.code));
                 out.extend_from_slice(&[ty, code]);
             }
-            Src::Octets(d) => out.extend_from_slice(&r.bytes[d].to_be_bytes()),
-            Src::Packets(d) => out.extend_from_slice(&r.packets[d].to_be_bytes()),
-            Src::TcpFlags(d) => out.extend_from_slice(&flags(r, d).to_be_bytes()),
-            Src::Vlan => out.extend_from_slice(&k.vlan.to_be_bytes()),
-            Src::EndReason => out.push(end_reason(r.end)),
-            Src::SrcMac => out.extend_from_slice(&r.src_mac),
-            Src::DstMac => out.extend_from_slice(&r.dst_mac),
-            Src::App => {
+            Source::Octets(d) => out.extend_from_slice(&r.bytes[d].to_be_bytes()),
+            Source::Packets(d) => out.extend_from_slice(&r.packets[d].to_be_bytes()),
+            Source::TcpFlags(d) => out.extend_from_slice(&flags(r, d).to_be_bytes()),
+            Source::Vlan => out.extend_from_slice(&k.vlan.to_be_bytes()),
+            Source::EndReason => out.push(end_reason(r.end)),
+            Source::SrcMac => out.extend_from_slice(&r.src_mac),
+            Source::DstMac => out.extend_from_slice(&r.dst_mac),
+            Source::App => {
                 varlen(out, app.len());
                 out.extend_from_slice(app);
             }
-            Src::Confidence => out.extend_from_slice(&r.verdict.confidence.to_be_bytes()),
-            Src::AtPacket => out.push(r.verdict.at_packet),
-            Src::Early(i) => {
+            Source::Confidence => out.extend_from_slice(&r.verdict.confidence.to_be_bytes()),
+            Source::AtPacket => out.push(r.verdict.at_packet),
+            Source::Early(i) => {
                 let m = &LIST_MEMBERS[i];
                 varlen(out, list_len(i, early.len()));
                 out.push(ORDERED);

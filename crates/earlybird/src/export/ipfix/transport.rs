@@ -243,7 +243,7 @@ impl Transport for FileTransport {
         let Sink::File { path, id, .. } = &self.sink else {
             return Ok(false);
         };
-        let same_file = std::fs::metadata(&*path).is_ok_and(|m| (m.dev(), m.ino()) == *id);
+        let same_file = std::fs::metadata(path.as_path()).is_ok_and(|m| (m.dev(), m.ino()) == *id);
         if same_file {
             return Ok(false);
         }
