@@ -75,7 +75,9 @@ pub struct FlowsArgs {
     /// or .ndjson (JSON lines: one object per line; .json is refused, it
     /// would not be one JSON document). Any other extension is an error; a
     /// name without one needs --format (a device or FIFO such as /dev/null
-    /// takes CSV). An output may not be an input (same file, even through a
+    /// takes CSV). IPFIX: FILE.ipfix, or a collector as
+    /// ipfix+udp://HOST:PORT or ipfix+tcp://HOST:PORT (docs/IPFIX.md). An
+    /// output may not be an input (same file, even through a
     /// link) nor be named twice. SIGHUP reopens the files (log rotation);
     /// live runs flush them about once a second.
     #[arg(short, long = "output", value_name = "OUT", default_value = "-")]
@@ -125,7 +127,7 @@ pub struct FlowsArgs {
     /// 127.0.0.1 only; HOST:PORT (e.g. 0.0.0.0:9464) as given.
     #[arg(long, value_name = "ADDR", value_parser = earlybird::metrics_address)]
     metrics_listen: Option<std::net::SocketAddr>,
-    /// Record format: csv, jsonl or null (discard; for measuring the engine
+    /// Record format: csv, jsonl, ipfix or null (discard; for measuring the engine
     /// alone, with no -o file). Standard output is CSV unless this says
     /// otherwise; a file's extension must agree with it.
     #[arg(short, long, value_name = "FORMAT")]
@@ -248,6 +250,8 @@ pub struct FlowsArgs {
     /// Do not label flows (no classifier runs).
     #[arg(long)]
     no_model: bool,
+    #[command(flatten)]
+    ipfix: Box<crate::ipfix_args::IpfixArgs>,
 }
 
 fn secs(s: f64, what: &str) -> Result<u64, String> {
@@ -371,7 +375,9 @@ pub fn run(a: FlowsArgs) -> i32 {
     // error, before any work.
     let forced = match a.format.as_deref().map(|f| (f, Format::parse(f))) {
         Some((f, None)) => {
-            return crate::out_args::usage(format!("unknown format {f:?} (csv, jsonl, null)"))
+            return crate::out_args::usage(format!(
+                "unknown format {f:?} (csv, jsonl, ipfix, null)"
+            ))
         }
         Some((_, Some(f))) => Some(f),
         None => None,
@@ -395,6 +401,7 @@ pub fn run(a: FlowsArgs) -> i32 {
     let discarded = |p: &&Path| forced == Some(Format::Null) && p.as_os_str() == "-";
     let outputs: Vec<&Path> = (a.outputs.iter().map(PathBuf::as_path))
         .filter(|p| !discarded(p))
+        .filter(|o| !earlybird::ipfix::is_network(o))
         .chain(a.write.as_deref())
         .chain(a.events.as_deref())
         .chain(a.stats_out.as_deref())
@@ -442,9 +449,18 @@ pub fn run(a: FlowsArgs) -> i32 {
         Ok(l) => l,
         Err(e) => return crate::fail(e),
     };
+    let ipfix = match a.ipfix.options(!a.unidirectional) {
+        Ok(o) => o,
+        Err(e) => return crate::out_args::usage(e),
+    };
     let mut exporters = Vec::new();
     for (out, fmt) in a.outputs.iter().zip(formats) {
-        match earlybird::open_exporter(fmt, out, &eopts) {
+        let opened = if fmt == Format::Ipfix {
+            earlybird::ipfix::open(out, &eopts, &ipfix)
+        } else {
+            earlybird::open_exporter(fmt, out, &eopts)
+        };
+        match opened {
             Ok(e) => exporters.push(e),
             Err(e) => return crate::fail(e),
         }

@@ -15,6 +15,7 @@ mod cmd_flows;
 mod cmd_gen;
 mod cmd_replay;
 mod cmd_train;
+mod ipfix_args;
 mod model_arg;
 mod out_args;
 mod progress;

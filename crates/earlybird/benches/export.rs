@@ -148,7 +148,8 @@ fn bench(c: &mut Criterion) {
             class_names: names.clone().into(),
             ..Default::default()
         };
-        for format in [Format::Csv, Format::JsonLines, Format::Null] {
+        // IPFIX: messages of up to 64 KiB, as to a file or TCP.
+        for format in [Format::Csv, Format::JsonLines, Format::Null, Format::Ipfix] {
             let mut ex = to_writer(format, Box::new(std::io::sink()), "bench", &opts);
             g.bench_function(format!("{}/N={n}", format.name()), |bench| {
                 bench.iter(|| ex.write_batch(black_box(&b)).unwrap())

@@ -178,6 +178,7 @@ pub fn run(cfg: &BenchConfig, mut row: impl FnMut(&BenchRow)) -> Result<Vec<Benc
                             Format::Csv => "csv",
                             Format::JsonLines => "jsonl",
                             Format::Null => "null",
+                            Format::Ipfix => "ipfix",
                         },
                         packets,
                         flows,

@@ -120,6 +120,8 @@ pub use decode::icmp::Icmp;
 pub use decode::{LinkType, Skip, TunnelKind};
 pub use dump::{DumpConfig, DumpCounters};
 pub use error::{Error, Result};
+/// IPFIX export (RFC 7011): options, collector names, the exporter.
+pub use export::ipfix;
 pub use export::{
     open as open_exporter, open_rows as open_row_exporter, rows_to_writer, to_writer,
     ExportOptions, Exporter, Format, Renderer,

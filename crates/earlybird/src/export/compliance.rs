@@ -2,7 +2,7 @@
 //! IPv6, tunnels, unknown and named apps, NaN statistics, fewer and more
 //! early packets than N, N = 4 and N = 32, a batch larger than one output
 //! chunk) are written by each format, parsed back with an independent parser
-//! (`csv`, `serde_json`) and compared field by field with values computed
+//! (`csv`, `serde_json`, the IPFIX decoder of `compliance_ipfix.rs`) and compared field by field with values computed
 //! here from the records, independently of the exporters' formatting code.
 
 use std::io::Write;
@@ -363,6 +363,7 @@ fn run(format: Format, n: usize, stride: usize, names: &[String]) {
         Format::Null => assert!(bytes.is_empty(), "{ctx}: null wrote output"),
         Format::Csv => check_csv(&ctx, &bytes, &all, n, names),
         Format::JsonLines => check_jsonl(&ctx, &bytes, &all, n, names),
+        Format::Ipfix => super::compliance_ipfix::check(&ctx, &bytes, &all, n, names, true, 65535),
     }
 }
 
@@ -452,7 +453,7 @@ fn check_jsonl(
 #[test]
 fn every_exporter_round_trips_every_field() {
     let names: Vec<String> = vec!["tls".into(), "we,ird \"name\"\n\\x".into(), "dns".into()];
-    for format in [Format::Csv, Format::JsonLines, Format::Null] {
+    for format in [Format::Csv, Format::JsonLines, Format::Null, Format::Ipfix] {
         for (n, stride) in [(4, 4), (32, 32), (4, 32), (32, 8), (0, 4)] {
             run(format, n, stride, &names);
         }

@@ -190,7 +190,37 @@ fn run(format: Format) {
         Format::Null => assert!(bytes.is_empty(), "{ctx}: null wrote output"),
         Format::Csv => check_csv(&ctx, &bytes, &want),
         Format::JsonLines => check_jsonl(&ctx, &bytes, &want),
+        Format::Ipfix => panic!("{ctx}: IPFIX takes flow records only (ipfix_refuses_other_kinds)"),
     }
+}
+
+/// IPFIX carries flow records only: opening it for another kind fails,
+/// and rows given to it are refused, naming the output and both kinds.
+#[test]
+fn ipfix_refuses_other_kinds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.ipfix");
+    let err = open_rows(&EVENTS, Format::Ipfix, &path).err().unwrap();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("events.ipfix") && msg.contains("flow records only"),
+        "{msg}"
+    );
+    assert!(msg.contains(EVENTS.name), "{msg}");
+    assert!(!path.exists(), "nothing is created");
+    let mut ex = rows_to_writer(
+        &EVENTS,
+        Format::Ipfix,
+        Box::new(Shared::default()),
+        "ipfix:t",
+    );
+    assert_eq!(ex.kind().name, "flows");
+    let (batches, _) = batches();
+    let msg = ex.write_rows(&batches[0]).unwrap_err().to_string();
+    assert!(
+        msg.contains("ipfix:t") && msg.contains(EVENTS.name),
+        "{msg}"
+    );
 }
 
 fn check_csv(ctx: &str, bytes: &[u8], want: &[Vec<V>]) {

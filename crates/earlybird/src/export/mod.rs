@@ -34,6 +34,7 @@
 pub(crate) mod cells;
 pub mod csv;
 pub mod fields;
+pub mod ipfix;
 pub mod jsonl;
 pub mod null;
 pub(crate) mod output;
@@ -195,6 +196,9 @@ pub enum Format {
     JsonLines,
     /// Discards records.
     Null,
+    /// IPFIX messages ([`ipfix`]): a `.ipfix` file, or a collector named
+    /// `ipfix+udp://HOST:PORT` or `ipfix+tcp://HOST:PORT`.
+    Ipfix,
 }
 
 impl Format {
@@ -206,6 +210,7 @@ impl Format {
         match ext.to_ascii_lowercase().as_str() {
             "csv" => Some(Format::Csv),
             "jsonl" | "ndjson" => Some(Format::JsonLines),
+            "ipfix" => Some(Format::Ipfix),
             _ => None,
         }
     }
@@ -223,8 +228,18 @@ impl Format {
     /// - no extension: `forced`, or CSV for what is not a regular file
     ///   (`/dev/null`, a FIFO), else refused.
     pub fn for_output(path: &Path, forced: Option<Format>) -> std::result::Result<Format, String> {
-        const KNOWN: &str = "known: .csv, .jsonl or .ndjson, or \"-\" (standard output) with -f";
+        const KNOWN: &str = "known: .csv, .jsonl or .ndjson, .ipfix, ipfix+udp://HOST:PORT, \
+                             ipfix+tcp://HOST:PORT, or \"-\" (standard output) with -f";
         let shown = path.display();
+        if ipfix::is_network(path) {
+            return match forced {
+                None | Some(Format::Ipfix) => Ok(Format::Ipfix),
+                Some(f) => Err(format!(
+                    "{shown}: an IPFIX collector, but -f says {} (drop -f)",
+                    f.name()
+                )),
+            };
+        }
         if path.as_os_str() == "-" {
             return Ok(forced.unwrap_or(Format::Csv));
         }
@@ -267,6 +282,7 @@ impl Format {
             "csv" => Some(Format::Csv),
             "jsonl" | "json" | "ndjson" | "jsonlines" | "json-lines" => Some(Format::JsonLines),
             "null" | "none" => Some(Format::Null),
+            "ipfix" => Some(Format::Ipfix),
             _ => None,
         }
     }
@@ -277,6 +293,7 @@ impl Format {
             Format::Csv => "csv",
             Format::JsonLines => "jsonl",
             Format::Null => "null",
+            Format::Ipfix => "ipfix",
         }
     }
 }
@@ -300,6 +317,9 @@ pub fn open(format: Format, path: &Path, opts: &ExportOptions) -> Result<Box<dyn
     if format == Format::Null {
         return Ok(Box::new(null::NullExporter::new()));
     }
+    if format == Format::Ipfix && path.as_os_str() != "-" {
+        return ipfix::open(path, opts, &ipfix::IpfixOptions::default());
+    }
     let (w, name) = open_writer(format, path)?;
     Ok(over(format, w, &name, opts))
 }
@@ -310,6 +330,12 @@ pub fn open(format: Format, path: &Path, opts: &ExportOptions) -> Result<Box<dyn
 pub fn open_rows(kind: &'static Kind, format: Format, path: &Path) -> Result<Box<dyn Exporter>> {
     if format == Format::Null {
         return Ok(Box::new(null::NullExporter::of(kind)));
+    }
+    if format == Format::Ipfix {
+        return Err(Error::Output {
+            name: format!("ipfix:{}", path.display()),
+            reason: format!("IPFIX takes flow records only, not {} records", kind.name),
+        });
     }
     let (w, name) = open_writer(format, path)?;
     Ok(rows_over(kind, format, w, &name))
@@ -356,6 +382,9 @@ fn rows_over(kind: &'static Kind, format: Format, w: Writer, name: &str) -> Box<
         Format::Csv => Box::new(rows::RowsExporter::over(kind, w, name, false)),
         Format::JsonLines => Box::new(rows::RowsExporter::over(kind, w, name, true)),
         Format::Null => Box::new(null::NullExporter::of(kind)),
+        // IPFIX takes flow records only: rows given to it are refused
+        // (`Exporter::write_rows`' default error).
+        Format::Ipfix => ipfix_over(w, name, &ExportOptions::default()),
     }
 }
 
@@ -364,7 +393,13 @@ fn over(format: Format, w: Writer, name: &str, opts: &ExportOptions) -> Box<dyn 
         Format::Csv => Box::new(csv::CsvExporter::over(w, name, opts, true)),
         Format::JsonLines => Box::new(jsonl::JsonLinesExporter::over(w, name, opts)),
         Format::Null => Box::new(null::NullExporter::new()),
+        Format::Ipfix => ipfix_over(w, name, opts),
     }
+}
+
+/// IPFIX messages written to `w` with the default IPFIX options.
+fn ipfix_over(w: Writer, name: &str, opts: &ExportOptions) -> Box<dyn Exporter> {
+    ipfix::to_writer(Box::new(w), name, opts, &ipfix::IpfixOptions::default())
 }
 
 /// The early packets of record `i`, at most `n`; empty when the batch is
@@ -656,6 +691,8 @@ pub(crate) fn write_scalars<const JSON: bool, const C: bool>(
 
 #[cfg(test)]
 mod compliance;
+#[cfg(test)]
+mod compliance_ipfix;
 #[cfg(test)]
 mod compliance_rows;
 #[cfg(test)]

@@ -1,0 +1,332 @@
+//! The information elements earlybird exports over IPFIX, and its templates.
+//!
+//! Contract: [`ELEMENTS`] is the one list of the fields of a data record,
+//! in template order, each with its element id, enterprise number, length
+//! on the wire, abstract data type (RFC 7012), where its value comes from
+//! ([`Source`]) and which templates carry it ([`When`]); [`LIST_MEMBERS`] are
+//! the enterprise elements inside the basicLists (RFC 6313) of early
+//! packets. The templates ([`templates`]) are built from these tables, the
+//! record encoder (`record.rs`) walks them, and `docs/IPFIX.md` holds the
+//! table [`markdown`] generates (a test keeps the two equal). Nothing here
+//! fails or allocates per record.
+
+use std::fmt::Write as _;
+
+/// The private enterprise number of earlybird's own elements: 32473, the
+/// number IANA reserves for documentation (RFC 5612), since earlybird has
+/// no number of its own. Collectors that do not know it skip the elements
+/// (their length is in the template).
+pub const PEN_EARLYBIRD: u32 = 32473;
+
+/// The enterprise number of reverse elements (RFC 5103): the element of
+/// the same id for the reverse direction of a biflow.
+pub const PEN_REVERSE: u32 = 29305;
+
+/// Length of a variable-length element in a template (RFC 7011 §7).
+pub(crate) const VARLEN: u16 = 0xFFFF;
+
+/// IANA element id of basicList (RFC 6313).
+pub(crate) const BASIC_LIST: u16 = 291;
+
+/// Semantic of the early-packet lists: "ordered" (RFC 6313 §4.5.5), the
+/// i-th value is the i-th packet's.
+pub(crate) const ORDERED: u8 = 0x04;
+
+/// Where a field's value comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    StartNs,
+    EndNs,
+    StartMs,
+    EndMs,
+    SrcV4,
+    DstV4,
+    SrcV6,
+    DstV6,
+    SrcPort,
+    DstPort,
+    Proto,
+    IcmpTypeCode,
+    /// Octets of direction 0 (client → server) or 1.
+    Octets(usize),
+    Packets(usize),
+    /// Union of the TCP flags seen in direction 0 or 1.
+    TcpFlags(usize),
+    Vlan,
+    EndReason,
+    SrcMac,
+    DstMac,
+    App,
+    Confidence,
+    AtPacket,
+    /// The basicList of [`LIST_MEMBERS`]`[i]`.
+    Early(usize),
+}
+
+/// Which templates carry a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum When {
+    Always,
+    V4,
+    V6,
+    /// IPv4 flows of ICMP (protocol 1) whose first packet had a type.
+    IcmpV4,
+    /// IPv6 flows of ICMPv6 (protocol 58) whose first packet had a type.
+    IcmpV6,
+    /// Biflow runs only (reverse elements).
+    Biflow,
+}
+
+/// One field of a data record.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Element {
+    /// Element name (IANA's, or earlybird's for its own).
+    pub name: &'static str,
+    pub id: u16,
+    /// Enterprise number; 0 for IANA elements.
+    pub pen: u32,
+    /// Length on the wire; [`VARLEN`] for variable length.
+    pub len: u16,
+    /// Abstract data type (RFC 7012 §3.1).
+    pub ty: &'static str,
+    pub src: Source,
+    pub when: When,
+    /// What it holds, for `docs/IPFIX.md`.
+    pub meaning: &'static str,
+}
+
+// One row of the table: the fields in the order the table shows them.
+#[allow(clippy::too_many_arguments)]
+const fn e(
+    name: &'static str,
+    id: u16,
+    pen: u32,
+    len: u16,
+    ty: &'static str,
+    src: Source,
+    when: When,
+    meaning: &'static str,
+) -> Element {
+    Element {
+        name,
+        id,
+        pen,
+        len,
+        ty,
+        src,
+        when,
+        meaning,
+    }
+}
+
+use Source as S;
+use When as W;
+
+/// The fields of a data record, in template order.
+#[rustfmt::skip]
+pub(crate) const ELEMENTS: &[Element] = &[
+    e("flowStartNanoseconds", 156, 0, 8, "dateTimeNanoseconds", S::StartNs, W::Always,
+      "Timestamp of the flow's first packet (NTP format: seconds since 1900 and a binary fraction)."),
+    e("flowEndNanoseconds", 157, 0, 8, "dateTimeNanoseconds", S::EndNs, W::Always,
+      "Timestamp of the flow's last packet."),
+    e("flowStartMilliseconds", 152, 0, 8, "dateTimeMilliseconds", S::StartMs, W::Always,
+      "First packet in milliseconds since 1970 (truncated): for collectors without the nanosecond elements (nfdump 1.7)."),
+    e("flowEndMilliseconds", 153, 0, 8, "dateTimeMilliseconds", S::EndMs, W::Always,
+      "Last packet in milliseconds since 1970 (truncated)."),
+    e("sourceIPv4Address", 8, 0, 4, "ipv4Address", S::SrcV4, W::V4,
+      "Client address (the side that sent the flow's first packet)."),
+    e("destinationIPv4Address", 12, 0, 4, "ipv4Address", S::DstV4, W::V4,
+      "Server address."),
+    e("sourceIPv6Address", 27, 0, 16, "ipv6Address", S::SrcV6, W::V6,
+      "Client address."),
+    e("destinationIPv6Address", 28, 0, 16, "ipv6Address", S::DstV6, W::V6,
+      "Server address."),
+    e("sourceTransportPort", 7, 0, 2, "unsigned16", S::SrcPort, W::Always,
+      "Client port (0 for protocols without ports)."),
+    e("destinationTransportPort", 11, 0, 2, "unsigned16", S::DstPort, W::Always,
+      "Server port."),
+    e("protocolIdentifier", 4, 0, 1, "unsigned8", S::Proto, W::Always,
+      "IP protocol number."),
+    e("icmpTypeCodeIPv4", 32, 0, 2, "unsigned16", S::IcmpTypeCode, W::IcmpV4,
+      "ICMP type × 256 + code of the flow's first packet (ICMP flows only)."),
+    e("icmpTypeCodeIPv6", 139, 0, 2, "unsigned16", S::IcmpTypeCode, W::IcmpV6,
+      "ICMPv6 type × 256 + code of the flow's first packet (ICMPv6 flows only)."),
+    e("octetDeltaCount", 1, 0, 8, "unsigned64", S::Octets(0), W::Always,
+      "Bytes (sum of IP lengths) client → server."),
+    e("packetDeltaCount", 2, 0, 8, "unsigned64", S::Packets(0), W::Always,
+      "Packets client → server."),
+    e("reverseOctetDeltaCount", 1, PEN_REVERSE, 8, "unsigned64", S::Octets(1), W::Biflow,
+      "Bytes server → client (RFC 5103)."),
+    e("reversePacketDeltaCount", 2, PEN_REVERSE, 8, "unsigned64", S::Packets(1), W::Biflow,
+      "Packets server → client (RFC 5103)."),
+    // Before tcpControlBits on purpose: nfdump 1.7 maps a reverse element
+    // it has no reverse slot for onto the forward one, and the later field
+    // of a record wins there.
+    e("reverseTcpControlBits", 6, PEN_REVERSE, 2, "unsigned16", S::TcpFlags(1), W::Biflow,
+      "TCP flags seen server → client (FIN 0x01 … CWR 0x80; 0 for other protocols and with --stats basic)."),
+    e("tcpControlBits", 6, 0, 2, "unsigned16", S::TcpFlags(0), W::Always,
+      "TCP flags seen client → server (bit per flag seen in any packet)."),
+    e("vlanId", 58, 0, 2, "unsigned16", S::Vlan, W::Always,
+      "802.1Q VLAN id, 0 when untagged."),
+    e("flowEndReason", 136, 0, 1, "unsigned8", S::EndReason, W::Always,
+      "1 idle timeout, 2 active timeout, 3 end of flow detected (TCP FIN both ways or RST), 4 forced end (end of input, stop), 5 lack of resources (evicted from a full table)."),
+    e("sourceMacAddress", 56, 0, 6, "macAddress", S::SrcMac, W::Always,
+      "Source MAC of the flow's first packet."),
+    e("destinationMacAddress", 80, 0, 6, "macAddress", S::DstMac, W::Always,
+      "Destination MAC of the flow's first packet."),
+    e("earlybirdApplication", 1, PEN_EARLYBIRD, VARLEN, "string", S::App, W::Always,
+      "Verdict: the model's class name (UTF-8), \"unknown\" when undecided or without a model."),
+    e("earlybirdConfidence", 2, PEN_EARLYBIRD, 4, "float32", S::Confidence, W::Always,
+      "Confidence of the verdict, 0 to 1."),
+    e("earlybirdDecidedAtPacket", 3, PEN_EARLYBIRD, 1, "unsigned8", S::AtPacket, W::Always,
+      "1-based packet of the flow at which the verdict was taken; 0 = never."),
+    e("basicList", BASIC_LIST, 0, VARLEN, "basicList", S::Early(0), W::Always,
+      "Ordered list of earlybirdEarlyPacketSize, one per early packet (up to -n of them)."),
+    e("basicList", BASIC_LIST, 0, VARLEN, "basicList", S::Early(1), W::Always,
+      "Ordered list of earlybirdEarlyPacketDirection."),
+    e("basicList", BASIC_LIST, 0, VARLEN, "basicList", S::Early(2), W::Always,
+      "Ordered list of earlybirdEarlyPacketGapMicroseconds."),
+];
+
+/// The elements inside the early-packet basicLists, in the order of
+/// [`Source::Early`].
+#[rustfmt::skip]
+pub(crate) const LIST_MEMBERS: [Element; 3] = [
+    e("earlybirdEarlyPacketSize", 4, PEN_EARLYBIRD, 2, "unsigned16", S::Early(0), W::Always,
+      "IP length of an early packet (CSV pkt*i*_size)."),
+    e("earlybirdEarlyPacketDirection", 5, PEN_EARLYBIRD, 1, "signed8", S::Early(1), W::Always,
+      "Direction of an early packet: 1 client → server, -1 server → client (CSV pkt*i*_dir)."),
+    e("earlybirdEarlyPacketGapMicroseconds", 6, PEN_EARLYBIRD, 4, "unsigned32", S::Early(2), W::Always,
+      "Microseconds since the flow's previous packet (either direction), 0 for the first (CSV pkt*i*_iat_us)."),
+];
+
+/// First template id (ids below 256 are set ids).
+pub(crate) const FIRST_TEMPLATE: u16 = 256;
+
+/// One template: its id and fields.
+#[derive(Debug, Clone)]
+pub(crate) struct Template {
+    pub id: u16,
+    pub fields: Vec<&'static Element>,
+    /// Bytes of the fixed-length fields of a record.
+    pub fixed_len: usize,
+}
+
+/// The template a record of `ipv6` (with an ICMP type when `icmp`) uses:
+/// its index in [`templates`]' list.
+#[inline]
+pub(crate) fn template_index(ipv6: bool, icmp: bool) -> usize {
+    usize::from(ipv6) | (usize::from(icmp) << 1)
+}
+
+/// The four templates of a run: IPv4, IPv6, and each with the ICMP
+/// type/code; ids 256 to 259 in [`template_index`] order. Biflow runs
+/// carry the reverse elements, unidirectional ones do not.
+pub(crate) fn templates(biflow: bool) -> Vec<Template> {
+    (0..4)
+        .map(|i| {
+            let (v6, icmp) = (i & 1 == 1, i & 2 == 2);
+            let fields: Vec<&'static Element> = ELEMENTS
+                .iter()
+                .filter(|el| match el.when {
+                    W::Always => true,
+                    W::V4 => !v6,
+                    W::V6 => v6,
+                    W::IcmpV4 => icmp && !v6,
+                    W::IcmpV6 => icmp && v6,
+                    W::Biflow => biflow,
+                })
+                .collect();
+            let fixed_len = fields
+                .iter()
+                .filter(|f| f.len != VARLEN)
+                .map(|f| usize::from(f.len))
+                .sum();
+            Template {
+                id: FIRST_TEMPLATE + i as u16,
+                fields,
+                fixed_len,
+            }
+        })
+        .collect()
+}
+
+/// The Markdown table of every element, for `docs/IPFIX.md`.
+pub(crate) fn markdown() -> String {
+    let mut s = String::from(
+        "| Element | Id | PEN | Length | Type | Templates | Meaning |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    let row = |s: &mut String, el: &Element, templates: &str| {
+        let len = if el.len == VARLEN {
+            "variable".to_string()
+        } else {
+            el.len.to_string()
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            el.name, el.id, el.pen, len, el.ty, templates, el.meaning
+        );
+    };
+    for el in ELEMENTS {
+        let t = match el.when {
+            W::Always => "all",
+            W::V4 => "IPv4",
+            W::V6 => "IPv6",
+            W::IcmpV4 => "IPv4 ICMP",
+            W::IcmpV6 => "IPv6 ICMPv6",
+            W::Biflow => "biflow runs",
+        };
+        row(&mut s, el, t);
+    }
+    for el in &LIST_MEMBERS {
+        row(&mut s, el, "in a basicList");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `docs/IPFIX.md` holds the table the code exports
+    /// (`EARLYBIRD_BLESS=1` rewrites it).
+    #[test]
+    fn doc_table_matches_the_elements() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/IPFIX.md");
+        let doc = std::fs::read_to_string(path).expect("docs/IPFIX.md");
+        let (begin, end) = ("<!-- elements:begin -->\n", "<!-- elements:end -->");
+        let a = doc.find(begin).expect("begin marker") + begin.len();
+        let b = doc.find(end).expect("end marker");
+        let table = markdown();
+        if doc[a..b] != table && std::env::var_os("EARLYBIRD_BLESS").is_some() {
+            let new = format!("{}{table}{}", &doc[..a], &doc[b..]);
+            std::fs::write(path, new).unwrap();
+            return;
+        }
+        assert_eq!(
+            doc[a..b],
+            table,
+            "docs/IPFIX.md: element table differs (EARLYBIRD_BLESS=1 rewrites it)"
+        );
+    }
+
+    #[test]
+    fn templates_differ_in_addresses_icmp_and_reverse_elements() {
+        let bi = templates(true);
+        let uni = templates(false);
+        for (i, t) in bi.iter().enumerate() {
+            assert_eq!(t.id, 256 + i as u16);
+            let has = |name: &str| t.fields.iter().any(|f| f.name == name);
+            assert_eq!(has("sourceIPv6Address"), i & 1 == 1);
+            assert_eq!(has("sourceIPv4Address"), i & 1 == 0);
+            assert_eq!(has("icmpTypeCodeIPv4"), i == 2);
+            assert_eq!(has("icmpTypeCodeIPv6"), i == 3);
+            assert!(has("reverseOctetDeltaCount"));
+            assert_eq!(uni[i].fields.len() + 3, t.fields.len());
+            assert!(uni[i].fields.iter().all(|f| f.pen != PEN_REVERSE));
+        }
+        assert_eq!(template_index(true, true), 3);
+    }
+}

@@ -1,0 +1,321 @@
+//! IPFIX exporter (RFC 7011/7012): flow records to a collector over UDP or
+//! TCP, or to a file of concatenated messages (RFC 5655).
+//!
+//! Contract: [`IpfixExporter`] writes every flow record as one data record
+//! of one of four templates (IPv4, IPv6, each with or without the ICMP
+//! type/code; `elements.rs`), biflows per RFC 5103 (reverse elements with
+//! enterprise number 29305; unidirectional runs have none), verdict and
+//! early packets as enterprise elements of [`PEN_EARLYBIRD`] — every
+//! element is listed in `docs/IPFIX.md`. Records are packed into messages
+//! of at most [`IpfixOptions::mtu`] bytes (UDP) or 65535 (TCP, file),
+//! whose sequence number counts the data records handed to the output
+//! before them (records a network output then drops included, so a
+//! collector sees the gap); the export time is packet time (the latest
+//! flow end in the message), so a file run writes the same bytes each
+//! time. A message leaves when the next record does not fit, on
+//! [`Exporter::flush`] (the live run's 1 s flush) and at
+//! [`Exporter::finish`]. Where messages go and when templates are sent,
+//! and how network failures are counted without ever blocking or ending
+//! the output: `transport.rs`. Outputs are named `ipfix:PATH`,
+//! `ipfix+udp://HOST:PORT` and `ipfix+tcp://HOST:PORT`. Records of kinds
+//! other than flows are refused with an error (the trait's default). One
+//! message buffer and one record buffer are allocated when the exporter is
+//! built; nothing per record.
+
+pub(crate) mod elements;
+pub(crate) mod message;
+pub(crate) mod record;
+pub(crate) mod transport;
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use super::{early_of, ExportOptions, Exporter};
+use crate::classify::Verdict;
+use crate::error::{Error, Result};
+use crate::flow::record::RecordBatch;
+use elements::Template;
+use message::{Message, HEADER, MAX_MESSAGE, SET_HEADER};
+use transport::{FileTransport, NetConfig, TcpTransport, Transport, UdpTransport};
+
+pub use elements::{PEN_EARLYBIRD, PEN_REVERSE};
+
+/// Prefix of a UDP collector output: `ipfix+udp://HOST:PORT`.
+pub const UDP_PREFIX: &str = "ipfix+udp://";
+/// Prefix of a TCP collector output: `ipfix+tcp://HOST:PORT`.
+pub const TCP_PREFIX: &str = "ipfix+tcp://";
+
+/// Settings of IPFIX outputs.
+#[derive(Debug, Clone)]
+pub struct IpfixOptions {
+    /// Biflow records (RFC 5103 reverse elements); false for a
+    /// unidirectional run, whose records have one direction.
+    pub biflow: bool,
+    /// UDP: largest message, bytes of UDP payload.
+    pub mtu: usize,
+    /// Observation domain id of every message.
+    pub domain: u32,
+    /// UDP: templates are sent again after this long…
+    pub template_refresh: Duration,
+    /// …or after this many data messages, whichever comes first.
+    pub template_refresh_messages: u32,
+    /// TCP: messages waiting for the connection at most; more are dropped.
+    pub tcp_queue: usize,
+    /// TCP: how long the end of the run waits for queued messages.
+    pub tcp_linger: Duration,
+}
+
+impl Default for IpfixOptions {
+    fn default() -> Self {
+        IpfixOptions {
+            biflow: true,
+            mtu: 1400,
+            domain: 0,
+            template_refresh: Duration::from_secs(60),
+            template_refresh_messages: 100,
+            tcp_queue: 256,
+            tcp_linger: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Where an IPFIX output named on the command line goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination<'a> {
+    /// `ipfix+udp://HOST:PORT`
+    Udp(&'a str),
+    /// `ipfix+tcp://HOST:PORT`
+    Tcp(&'a str),
+}
+
+/// The collector an output name gives (`ipfix+udp://…`, `ipfix+tcp://…`),
+/// `None` for a file name.
+pub fn destination(out: &Path) -> Option<Destination<'_>> {
+    let s = out.to_str()?;
+    if let Some(rest) = s.strip_prefix(UDP_PREFIX) {
+        Some(Destination::Udp(rest))
+    } else {
+        s.strip_prefix(TCP_PREFIX).map(Destination::Tcp)
+    }
+}
+
+/// Whether the output name is a collector, not a file.
+pub fn is_network(out: &Path) -> bool {
+    destination(out).is_some()
+}
+
+/// Opens the IPFIX output `out`: a collector (`ipfix+udp://HOST:PORT`,
+/// `ipfix+tcp://HOST:PORT`) or a file (any other name; `-` is standard
+/// output). Errors name the
+/// output: a file that cannot be created, a name that does not resolve,
+/// options that leave no room for a record.
+pub fn open(out: &Path, opts: &ExportOptions, ipfix: &IpfixOptions) -> Result<Box<dyn Exporter>> {
+    let (name, max) = match destination(out) {
+        Some(Destination::Udp(hp)) => (format!("{UDP_PREFIX}{hp}"), ipfix.mtu),
+        Some(Destination::Tcp(hp)) => (format!("{TCP_PREFIX}{hp}"), MAX_MESSAGE),
+        None if out.as_os_str() == "-" => ("ipfix:stdout".to_string(), MAX_MESSAGE),
+        None => (format!("ipfix:{}", out.display()), MAX_MESSAGE),
+    };
+    let plan = Plan::new(&name, max, opts, ipfix)?;
+    let net = NetConfig {
+        refresh: ipfix.template_refresh,
+        refresh_messages: ipfix.template_refresh_messages.max(1),
+        queue: ipfix.tcp_queue,
+        linger: ipfix.tcp_linger,
+    };
+    let addr = |hp: &str| {
+        transport::resolve(hp).map_err(|e| Error::Output {
+            name: name.clone(),
+            reason: format!("collector address: {e}"),
+        })
+    };
+    let t: Box<dyn Transport> = match destination(out) {
+        Some(Destination::Udp(hp)) => Box::new(UdpTransport::connect(
+            addr(hp)?,
+            plan.template_msgs.clone(),
+            net,
+            &name,
+        )?),
+        Some(Destination::Tcp(hp)) => Box::new(TcpTransport::start(
+            addr(hp)?,
+            plan.template_msgs.clone(),
+            net,
+            &name,
+        )?),
+        None if out.as_os_str() == "-" => Box::new(FileTransport::over(
+            Box::new(std::io::stdout()),
+            plan.template_msgs.clone(),
+            &name,
+        )),
+        None => Box::new(FileTransport::create(
+            out,
+            plan.template_msgs.clone(),
+            &name,
+        )?),
+    };
+    Ok(Box::new(IpfixExporter::new(plan, t, name)))
+}
+
+/// An IPFIX exporter writing messages to `w` (a file's bytes: templates
+/// first), for tests and other writers. Panics only if `opts` asks for
+/// more early packets than a message can carry (N ≤ 32 always fits).
+pub fn to_writer(
+    w: Box<dyn Write + Send>,
+    name: &str,
+    opts: &ExportOptions,
+    ipfix: &IpfixOptions,
+) -> Box<dyn Exporter> {
+    let plan = Plan::new(name, MAX_MESSAGE, opts, ipfix).expect("records fit in 64 KiB");
+    let t = FileTransport::over(w, plan.template_msgs.clone(), name);
+    Box::new(IpfixExporter::new(plan, Box::new(t), name.to_string()))
+}
+
+/// What an exporter is built from: templates, their messages, class names.
+struct Plan {
+    templates: Vec<Template>,
+    template_msgs: Vec<Vec<u8>>,
+    max: usize,
+    domain: u32,
+    names: Vec<Vec<u8>>,
+    early: usize,
+    record_max: usize,
+}
+
+impl Plan {
+    fn new(name: &str, max: usize, opts: &ExportOptions, ipfix: &IpfixOptions) -> Result<Plan> {
+        let err = |reason: String| Error::Output {
+            name: name.to_string(),
+            reason,
+        };
+        if max > MAX_MESSAGE {
+            return Err(err(format!(
+                "messages may not exceed {MAX_MESSAGE} bytes (asked for {max})"
+            )));
+        }
+        let templates = elements::templates(ipfix.biflow);
+        let names: Vec<Vec<u8>> = opts.class_names.iter().map(|s| clamp(s).to_vec()).collect();
+        let name_max = names.iter().map(Vec::len).max().unwrap_or(0).max(7);
+        let early = opts.early_packets;
+        let record_max = templates
+            .iter()
+            .map(|t| record::max_len(t, name_max, early))
+            .max()
+            .unwrap_or(0);
+        if HEADER + SET_HEADER + record_max > max {
+            return Err(err(format!(
+                "a message of {max} bytes cannot hold a record ({} bytes with its headers)",
+                HEADER + SET_HEADER + record_max
+            )));
+        }
+        let template_msgs = message::template_messages(&templates, max, ipfix.domain)
+            .ok_or_else(|| err(format!("a message of {max} bytes cannot hold a template")))?;
+        Ok(Plan {
+            templates,
+            template_msgs,
+            max,
+            domain: ipfix.domain,
+            names,
+            early,
+            record_max,
+        })
+    }
+}
+
+/// A class name as at most 65535 bytes, cut at a character boundary.
+fn clamp(s: &str) -> &[u8] {
+    let mut end = s.len().min(usize::from(u16::MAX));
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s.as_bytes()[..end]
+}
+
+/// Flow records as IPFIX messages (see the module docs).
+pub struct IpfixExporter {
+    name: String,
+    templates: Vec<Template>,
+    names: Vec<Vec<u8>>,
+    early: usize,
+    msg: Message,
+    record: Vec<u8>,
+    /// Data records handed to the transport so far (mod 2³²).
+    seq: u32,
+    transport: Box<dyn Transport>,
+}
+
+impl IpfixExporter {
+    fn new(plan: Plan, transport: Box<dyn Transport>, name: String) -> Self {
+        IpfixExporter {
+            name,
+            templates: plan.templates,
+            names: plan.names,
+            early: plan.early,
+            msg: Message::new(plan.max, plan.domain),
+            record: Vec::with_capacity(plan.record_max),
+            seq: 0,
+            transport,
+        }
+    }
+
+    /// Hands the message to the transport, if it holds any record.
+    fn send(&mut self) -> Result<()> {
+        let n = self.msg.records();
+        if n == 0 {
+            return Ok(());
+        }
+        let bytes = self.msg.seal(self.seq);
+        let r = self.transport.send(bytes, n);
+        self.msg.clear();
+        self.seq = self.seq.wrapping_add(n);
+        r
+    }
+}
+
+impl Exporter for IpfixExporter {
+    fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        const UNKNOWN: &[u8] = b"unknown";
+        for (i, r) in batch.records.iter().enumerate() {
+            let t = &self.templates[record::template_of(r)];
+            let app = match r.verdict.class {
+                Verdict::UNKNOWN => UNKNOWN,
+                c => self
+                    .names
+                    .get(usize::from(c))
+                    .map_or(UNKNOWN, Vec::as_slice),
+            };
+            self.record.clear();
+            record::encode(&mut self.record, t, r, app, early_of(batch, i, self.early));
+            let id = t.id;
+            if !self.msg.fits(id, self.record.len()) {
+                self.send()?;
+            }
+            let end_secs = (r.last_ts / 1_000_000_000).min(u64::from(u32::MAX)) as u32;
+            self.msg.push(id, &self.record, end_secs);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.send()?;
+        self.transport.flush()
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        let sent = self.send();
+        let done = self.transport.finish();
+        sent.and(done)
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn reopen(&mut self) -> Result<bool> {
+        self.send()?;
+        self.transport.reopen()
+    }
+}
+
+#[cfg(test)]
+mod tests;
