@@ -122,6 +122,30 @@ pub struct FlowsArgs {
     /// output; the extension names the format as for -o).
     #[arg(long, value_name = "OUT")]
     alarms_out: Option<PathBuf>,
+    /// When an alarm is raised, write the packets of the seconds before it
+    /// (--alarm-window) to a pcap in this directory
+    /// (alarm-SECOND-SERIES.pcap; one file per shard with several). Each
+    /// shard keeps its recent packets in a ring of bounded size.
+    #[arg(long, value_name = "DIR")]
+    alarm_pcap_dir: Option<PathBuf>,
+    /// Seconds of packets an alarm's pcap holds, up to and including the
+    /// second of the alarm.
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 10,
+        requires = "alarm_pcap_dir"
+    )]
+    alarm_window: u64,
+    /// MiB of recent packets the rings keep for the alarms' pcaps, all
+    /// shards together (what does not fit is not in the pcap).
+    #[arg(
+        long,
+        value_name = "MIB",
+        default_value_t = 256,
+        requires = "alarm_pcap_dir"
+    )]
+    alarm_ring_mib: usize,
     /// Serve the per-second statistics as Prometheus metrics on
     /// http://ADDR/metrics while the run lasts: PORT or :PORT listens on
     /// 127.0.0.1 only; HOST:PORT (e.g. 0.0.0.0:9464) as given.
@@ -484,6 +508,23 @@ pub fn run(a: FlowsArgs) -> i32 {
     }
     if let Some(e) = opts.alarms.iter().find_map(|s| s.check().err()) {
         return crate::out_args::usage(e);
+    }
+    if let Some(dir) = &a.alarm_pcap_dir {
+        if opts.alarms.is_empty() {
+            return crate::out_args::usage("--alarm-pcap-dir needs an alarm (--alarm or --alarms)");
+        }
+        if a.alarm_window == 0 || a.alarm_ring_mib == 0 {
+            return crate::out_args::usage(
+                "--alarm-window and --alarm-ring-mib must be at least 1",
+            );
+        }
+        opts.forensics = Some(earlybird::ForensicConfig {
+            dir: dir.clone(),
+            window: a.alarm_window.saturating_mul(SECOND),
+            // The shards run ahead of the merged seconds the alarms see.
+            margin: 60 * SECOND,
+            max_bytes: a.alarm_ring_mib.saturating_mul(1 << 20),
+        });
     }
     // The metrics endpoint, serving from before the first packet to the
     // end of the run.

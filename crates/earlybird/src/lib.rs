@@ -118,6 +118,7 @@ pub use classify::{
 pub use config::{FlowConfig, FlowHash};
 pub use decode::icmp::Icmp;
 pub use decode::{LinkType, Skip, TunnelKind};
+pub use dump::ForensicConfig;
 pub use dump::{DumpConfig, DumpCounters};
 pub use error::{Error, Result};
 /// IPFIX export (RFC 7011): options, collector names, the exporter.

@@ -27,9 +27,9 @@ use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
 use crate::flow::packet::{is_icmp, Payload, Pkt, Side};
 use crate::flow::record::RecordBatch;
 use crate::flow::table::FlowTable;
+use crate::flow::tally::Tally;
 use crate::mark::Marker;
 use crate::source::PacketRef;
-use crate::flow::tally::Tally;
 use crate::telemetry::second::{Part, Seconds, ShardSecond};
 use crate::telemetry::Counters;
 
@@ -824,11 +824,7 @@ impl Shard {
 /// What a second of a shard's clock `part` closes with: its counters (the
 /// table's flow counters in them) and (running clock) its table's tally,
 /// taken.
-fn second_figures(
-    counters: &Counters,
-    table: &mut FlowTable,
-    part: Part,
-) -> (Counters, Tally) {
+fn second_figures(counters: &Counters, table: &mut FlowTable, part: Part) -> (Counters, Tally) {
     let mut c = *counters;
     c.flows = table.counters;
     let tally = match part {

@@ -1,6 +1,7 @@
 //! Alarms on the per-second statistics: a flood mixed into steady traffic
 //! raises the alarm in the second the flood starts (the cumulative sum in
-//! its second or third) and clears it after; the steady traffic alone, with
+//! its second or third) and clears it after, and its pcap holds exactly
+//! the packets of the seconds before it; the steady traffic alone, with
 //! its natural bursts, raises none.
 
 mod common;
@@ -9,8 +10,8 @@ use std::sync::Arc;
 
 use common::Shared;
 use earlybird::{
-    AlarmSpec, CaptureFile, Format, GenKind, GenOptions, Metrics, ModelRef, RunControl, RunOptions,
-    ALARMS,
+    AlarmSpec, CaptureFile, ForensicConfig, Format, GenKind, GenOptions, Metrics, ModelRef,
+    RunControl, RunOptions, ALARMS, SECOND,
 };
 use serde_json::Value;
 
@@ -27,6 +28,22 @@ fn records(pcap: &[u8]) -> Vec<Rec> {
         let us = u(0) as u64 * 1_000_000 + u(4) as u64;
         let end = at + 16 + u(8) as usize;
         out.push((us, pcap[at..end].to_vec()));
+        at = end;
+    }
+    out
+}
+
+/// The records of a little-endian nanosecond classic pcap: (time ns, the
+/// record's bytes without its header).
+fn read_ns(pcap: &[u8]) -> Vec<(u64, Vec<u8>)> {
+    assert_eq!(&pcap[..4], &0xa1b2_3c4d_u32.to_le_bytes());
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at + 16 <= pcap.len() {
+        let u = |o: usize| u32::from_le_bytes(pcap[at + o..at + o + 4].try_into().unwrap());
+        let ns = u(0) as u64 * 1_000_000_000 + u(4) as u64;
+        let end = at + 16 + u(8) as usize;
+        out.push((ns, pcap[at + 16..end].to_vec()));
         at = end;
     }
     out
@@ -69,8 +86,14 @@ fn captures(at: u64) -> (Vec<u8>, Vec<u8>, u64) {
     (steady, mixed, start)
 }
 
-/// Runs `bytes` with `alarms`; the alarm records (JSON) and the metrics.
-fn run(bytes: Vec<u8>, alarms: &[AlarmSpec], shards: usize) -> (Vec<Value>, String) {
+/// Runs `bytes` with `alarms` (their pcaps into `pcaps`); the alarm
+/// records (JSON) and the metrics.
+fn run(
+    bytes: Vec<u8>,
+    alarms: &[AlarmSpec],
+    shards: usize,
+    pcaps: Option<&std::path::Path>,
+) -> (Vec<Value>, String) {
     let files = [CaptureFile::from_bytes("mixed", bytes).unwrap()];
     let out = Shared::default();
     let metrics = Arc::new(Metrics::new());
@@ -78,6 +101,12 @@ fn run(bytes: Vec<u8>, alarms: &[AlarmSpec], shards: usize) -> (Vec<Value>, Stri
         shards,
         alarms: alarms.to_vec(),
         metrics: Some(metrics.clone()),
+        forensics: pcaps.map(|dir| ForensicConfig {
+            dir: dir.to_path_buf(),
+            window: 2 * SECOND,
+            margin: 60 * SECOND,
+            max_bytes: 64 << 20,
+        }),
         ..RunOptions::default()
     };
     let ex = vec![earlybird::rows_to_writer(
@@ -117,8 +146,17 @@ fn specs() -> Vec<AlarmSpec> {
 #[test]
 fn a_flood_raises_the_alarm_in_its_second() {
     let (steady, mixed, second) = captures(45);
+    // The packets of the flood's second and the one before (the pcaps'
+    // two-second window), as (time µs, bytes without the record header).
+    let window: Vec<(u64, Vec<u8>)> = records(&mixed)
+        .into_iter()
+        .filter(|(us, _)| (second - 1..=second).contains(&(us / 1_000_000)))
+        .map(|(us, r)| (us, r[16..].to_vec()))
+        .collect();
+    assert!(window.len() > 10_000);
     for shards in [1, 2] {
-        let (rows, metrics) = run(mixed.clone(), &specs(), shards);
+        let dir = tempfile::tempdir().unwrap();
+        let (rows, metrics) = run(mixed.clone(), &specs(), shards, Some(dir.path()));
         let raised = |series: &str, method: &str| {
             rows.iter()
                 .find(|r| r["series"] == series && r["method"] == method && r["state"] == "raised")
@@ -152,7 +190,27 @@ fn a_flood_raises_the_alarm_in_its_second() {
             rows.iter().all(|r| r["time"].as_u64() >= Some(second)),
             "{rows:?}"
         );
+        // The packet-count alarm's pcap(s) hold exactly the window's
+        // packets.
+        let files: Vec<&str> = packets["pcap"].as_str().unwrap().split(',').collect();
+        assert_eq!(files.len(), shards, "{packets}");
+        let mut got = Vec::new();
+        for f in &files {
+            let bytes = std::fs::read(f).unwrap_or_else(|e| panic!("{f}: {e}"));
+            got.extend(read_ns(&bytes));
+        }
+        got.sort();
+        let mut want: Vec<(u64, Vec<u8>)> = window
+            .iter()
+            .map(|(us, b)| (us * 1000, b.clone()))
+            .collect();
+        want.sort();
+        assert_eq!(got.len(), want.len());
+        assert!(
+            got == want,
+            "the pcap holds other packets than the window's"
+        );
     }
-    let (quiet, _) = run(steady, &specs(), 1);
+    let (quiet, _) = run(steady, &specs(), 1, None);
     assert!(quiet.is_empty(), "steady traffic raised {quiet:?}");
 }

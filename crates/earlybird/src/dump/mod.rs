@@ -28,9 +28,11 @@
 //!   [`ring`].
 
 pub mod dumper;
+pub mod forensic;
 pub mod ring;
 
 pub use dumper::{DumpCounters, Dumper};
+pub use forensic::{ForensicConfig, Forensics};
 pub use ring::PacketRing;
 
 use std::path::PathBuf;

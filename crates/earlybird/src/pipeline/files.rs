@@ -319,6 +319,10 @@ fn after_batch(shard: &mut Shard, sink: &mut Sink, ctl: &RunControl, position: u
     {
         sink.send_rows(ev, false);
     }
+    if !shard.closed.is_empty() {
+        sink.send_seconds(&mut shard.closed, false);
+    }
+    sink.serve_forensics(shard);
     if shard.id() == 0 {
         ctl.progress.store(position, Ordering::Relaxed);
     }

@@ -77,6 +77,7 @@ pub(super) fn shard_loop(
             if !shard.closed.is_empty() {
                 sink.send_seconds(&mut shard.closed, false);
             }
+            sink.serve_forensics(shard);
         }
     }
 }

@@ -120,6 +120,10 @@ pub struct RunOptions {
     /// Dump packets to rotating pcap files (`--dump-dir`; files and live):
     /// each shard writes the packets it runs to its own files.
     pub dump: Option<crate::dump::DumpConfig>,
+    /// Forensic pcaps of the alarms (`--alarm-pcap-dir`): each shard keeps
+    /// a ring of recent packets, and each raised alarm writes the window
+    /// before it. Needs [`RunOptions::alarms`].
+    pub forensics: Option<crate::dump::ForensicConfig>,
 }
 
 /// Which thread builds records from a table's snapshots and formats them
@@ -154,6 +158,7 @@ impl Default for RunOptions {
             metrics: None,
             alarms: Vec::new(),
             dump: None,
+            forensics: None,
         }
     }
 }
@@ -350,11 +355,22 @@ enum Input {
 /// against the model's classes); `None` otherwise.
 fn open_taps(
     dump: Option<&crate::dump::DumpConfig>,
+    forensics: Option<&crate::dump::Forensics>,
     shards: usize,
     model: &ModelRef,
 ) -> Result<Vec<Option<Box<crate::dump::Taps>>>> {
+    let ring = || forensics.map(|f| f.ring());
     let Some(cfg) = dump else {
-        return Ok((0..shards).map(|_| None).collect());
+        return Ok((0..shards)
+            .map(|_| {
+                ring().map(|r| {
+                    Box::new(crate::dump::Taps {
+                        dumper: None,
+                        ring: Some(r),
+                    })
+                })
+            })
+            .collect());
     };
     let filter = crate::dump::DumpFilter::resolve(cfg, &model.classes)?;
     std::fs::create_dir_all(&cfg.dir).map_err(|e| Error::Output {
@@ -367,7 +383,7 @@ fn open_taps(
                 crate::dump::Dumper::new(&cfg.dir, id, cfg.max_bytes, cfg.period, filter.clone());
             Some(Box::new(crate::dump::Taps {
                 dumper: Some(d),
-                ring: None,
+                ring: ring(),
             }))
         })
         .collect())
@@ -379,6 +395,11 @@ fn check(opts: &RunOptions) -> Result<()> {
     if opts.shards == 0 || opts.batch == 0 || opts.batch > u16::MAX as usize {
         return Err(Error::Config(
             "shards must be ≥ 1 and the batch 1..=65535".into(),
+        ));
+    }
+    if opts.forensics.is_some() && opts.alarms.is_empty() {
+        return Err(Error::Config(
+            "forensic pcaps are written when an alarm is raised: give an alarm".into(),
         ));
     }
     if opts.mark.is_some() && opts.write.is_none() {

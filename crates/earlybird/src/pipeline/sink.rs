@@ -32,10 +32,12 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError};
 
 use super::{ExportPolicy, Placement, RECORDS_PER_BATCH};
+use crate::dump::Forensics;
 use crate::export::{Exporter, Renderer};
 use crate::flow::record::RecordBatch;
 use crate::schema::Value;
 use crate::schema::{Kind, RowBatch};
+use crate::shard::Shard;
 use crate::telemetry::alarms::{Alarms, ALARMS};
 use crate::telemetry::metrics::Metrics;
 use crate::telemetry::second::ShardSecond;
@@ -119,6 +121,11 @@ pub(super) struct Sink {
     stride: usize,
     /// Records of every kind dropped by [`ExportPolicy::Drop`].
     pub(super) dropped: u64,
+    /// The alarms' forensic pcaps this shard serves from its ring, and how
+    /// many requests it has served.
+    pub(super) forensics: Option<(Arc<Forensics>, usize)>,
+    /// Forensic pcaps this shard failed to write.
+    pub(super) forensic_errors: Vec<String>,
 }
 
 impl Sink {
@@ -137,6 +144,25 @@ impl Sink {
             pending: VecDeque::new(),
             stride,
             dropped: 0,
+            forensics: None,
+            forensic_errors: Vec::new(),
+        }
+    }
+
+    /// Writes the forensic pcaps asked for since the last call from the
+    /// shard's ring (nothing to do costs one atomic load).
+    #[inline]
+    pub(super) fn serve_forensics(&mut self, shard: &Shard) {
+        let Some((f, done)) = self.forensics.as_mut() else {
+            return;
+        };
+        let Some(ring) = shard.taps.as_ref().and_then(|t| t.ring.as_ref()) else {
+            return;
+        };
+        for r in f.serve(shard.id(), ring, done) {
+            if let Err(e) = r {
+                self.forensic_errors.push(e);
+            }
         }
     }
 
@@ -290,6 +316,8 @@ pub(super) struct SeriesOut {
     pub(super) classes: Arc<[String]>,
     pub(super) metrics: Option<Arc<Metrics>>,
     pub(super) alarms: Option<Alarms>,
+    /// Forensic pcaps of raised alarms.
+    pub(super) forensics: Option<Arc<Forensics>>,
 }
 
 impl SeriesOut {
@@ -305,6 +333,7 @@ impl SeriesOut {
             classes,
             metrics,
             alarms,
+            forensics,
         } = self;
         let mut out = |sec: u64, f: &Figures| {
             series::stats_row(&mut stats, sec, f);
@@ -323,6 +352,12 @@ impl SeriesOut {
                     if let Some(m) = metrics {
                         m.alarm(&spec.label(), e.raised);
                     }
+                    let pcaps: Vec<String> = match forensics {
+                        Some(f) if e.raised => (f.ask(e.time, &spec.label()).iter())
+                            .map(|p| p.display().to_string())
+                            .collect(),
+                        _ => Vec::new(),
+                    };
                     alarm_rows.push(|r| {
                         r.u64(e.time);
                         r.text(&spec.series);
@@ -332,7 +367,7 @@ impl SeriesOut {
                         r.f64(e.baseline);
                         r.f64(e.sigma);
                         r.f64(e.score);
-                        r.text("");
+                        r.text(&pcaps.join(","));
                     });
                 }
             }
@@ -517,6 +552,12 @@ pub(super) fn export_loop(
     if let Some(series) = series.as_mut() {
         for rows in series.take(None) {
             out.each_of(Some(rows.kind()), |_, ex| ex.write_rows(&rows));
+        }
+        // The alarms of the last seconds: their pcaps from the rings the
+        // shards handed over.
+        if let Some(f) = &series.forensics {
+            out.errors
+                .extend(f.serve_rest().into_iter().filter_map(|r| r.err()));
         }
     }
     out.each(|_, ex| ex.finish());

@@ -46,17 +46,21 @@ struct ShardStart<'f> {
     spare: bool,
     /// Keep per-second statistics, for a model of this many classes.
     per_second: Option<usize>,
+    /// The alarms' forensic pcaps, served from this shard's ring.
+    forensics: Option<std::sync::Arc<crate::dump::Forensics>>,
 }
 
 /// What one shard thread returns: its counters, the input warnings, the
 /// process's anonymous memory at end of input (shard 0), the result of
-/// its `-w` writer and what its dumper did (and its first failure).
+/// its `-w` writer, what its dumper did (and its first failure), and the
+/// failures writing forensic pcaps.
 type ShardEnd = (
     Counters,
     Vec<Warning>,
     Option<u64>,
     Option<std::result::Result<MarkCounters, String>>,
     Option<(DumpCounters, Option<String>)>,
+    Vec<String>,
 );
 
 /// Starts the exporter thread and one shard thread per input, and gathers
@@ -97,7 +101,14 @@ pub(super) fn run_shards(
     // Helper threads (populating the file map, clearing table pages ahead)
     // only run on a core the shards leave idle (see `spare_core`).
     let spare = spare_core(opts.shards);
-    let mut taps = super::open_taps(opts.dump.as_ref(), opts.shards, model)?;
+    let forensics = match &opts.forensics {
+        Some(cfg) => Some(std::sync::Arc::new(crate::dump::Forensics::new(
+            cfg.clone(),
+            opts.shards,
+        )?)),
+        None => None,
+    };
+    let mut taps = super::open_taps(opts.dump.as_ref(), forensics.as_deref(), opts.shards, model)?;
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
     let mut renderers: Vec<Vec<Option<Renderer>>> = (0..opts.shards)
         .map(|_| exporters.iter().map(|e| e.renderer()).collect())
@@ -123,6 +134,7 @@ pub(super) fn run_shards(
             classes: model.classes.clone(),
             metrics: opts.metrics.clone(),
             alarms,
+            forensics: forensics.clone(),
         }),
     };
     let (shard_results, export_result) = std::thread::scope(|scope| {
@@ -159,6 +171,7 @@ pub(super) fn run_shards(
                 ready: ready_tx.clone(),
                 spare,
                 per_second: per_second.then_some(model.classes.len()),
+                forensics: forensics.clone(),
             };
             let handle = std::thread::Builder::new()
                 .name(format!("eb-shard{id}"))
@@ -225,6 +238,7 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
         opts.export_policy,
         opts.flow.early_packets,
     );
+    sink.forensics = st.forensics.map(|f| (f, 0));
     // Early-verdict events are built only when an output takes them.
     if sink.wants(&crate::flow::events::VERDICTS) {
         shard.table.emit_verdict_events();
@@ -253,6 +267,16 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
     }
     sink.send_seconds(&mut shard.closed, true);
     shard.counters.export_dropped = sink.dropped;
+    // The alarms of the last seconds are decided after this: the ring goes
+    // to the exporter thread.
+    sink.serve_forensics(&shard);
+    if let (Some((f, done)), Some(ring)) = (
+        sink.forensics.take(),
+        shard.taps.as_mut().and_then(|t| t.ring.take()),
+    ) {
+        f.hand_over(id, ring, done);
+    }
+    let forensic_errors = std::mem::take(&mut sink.forensic_errors);
     let mark_result = shard.marker.take().map(|mut m| match m.error.take() {
         // Errors of the pcap writer name its file.
         Some(e) => Err(e),
@@ -263,7 +287,14 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
         .as_mut()
         .and_then(|t| t.dumper.as_mut())
         .map(|d| (d.finish(), d.error.take()));
-    Ok((shard.counters, warnings, rss, mark_result, dumped))
+    Ok((
+        shard.counters,
+        warnings,
+        rss,
+        mark_result,
+        dumped,
+        forensic_errors,
+    ))
 }
 
 /// Folds the shard threads' and the exporter thread's results into
@@ -274,8 +305,9 @@ fn gather(
     exported: std::thread::Result<Exported>,
 ) -> Result<()> {
     for r in shards {
-        let (c, w, rss, mark, dumped) =
+        let (c, w, rss, mark, dumped, forensic) =
             r.map_err(|_| Error::Config("a shard thread panicked".into()))??;
+        report.output_errors.extend(forensic);
         if let Some((d, e)) = dumped {
             report
                 .dump
