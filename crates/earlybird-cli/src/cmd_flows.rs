@@ -19,6 +19,20 @@ use crate::progress::Progress;
 
 #[derive(Args)]
 pub struct FlowsArgs {
+    /// Read options from this TOML file before the command line's (which
+    /// add to lists and override single values): each key is a long
+    /// option (idle-timeout = 30, quiet = true, analyzer = ["payload"]), a
+    /// table groups options by their first word ([dump] dir = "/srv/dump"
+    /// is --dump-dir), "inputs" lists capture files, [[alarm]] tables are
+    /// alarms as in --alarms. See docs/OPERATIONS.md.
+    #[arg(long, value_name = "FILE.toml")]
+    config: Option<PathBuf>,
+    /// Check the options (from --config and the command line) and exit:
+    /// 0 and "configuration OK" when a run would start with them (the
+    /// model and alarm files are read and capture files looked up; no
+    /// interface, output or directory is opened).
+    #[arg(long)]
+    check_config: bool,
     /// Capture files (pcap or pcapng; gzip, zstd or xz compressed too),
     /// directories of them (searched recursively), "-" for standard input
     /// or a FIFO (read as the packets arrive). Several inputs are read as
@@ -123,7 +137,7 @@ pub struct FlowsArgs {
     #[arg(long, value_name = "OUT")]
     alarms_out: Option<PathBuf>,
     /// When an alarm is raised, write the packets of the seconds before it
-    /// (--alarm-window) to a pcap in this directory
+    /// (--alarm-pcap-window) to a pcap in this directory
     /// (alarm-SECOND-SERIES.pcap; one file per shard with several). Each
     /// shard keeps its recent packets in a ring of bounded size.
     #[arg(long, value_name = "DIR")]
@@ -136,7 +150,7 @@ pub struct FlowsArgs {
         default_value_t = 10,
         requires = "alarm_pcap_dir"
     )]
-    alarm_window: u64,
+    alarm_pcap_window: u64,
     /// MiB of recent packets the rings keep for the alarms' pcaps, all
     /// shards together (what does not fit is not in the pcap).
     #[arg(
@@ -145,7 +159,7 @@ pub struct FlowsArgs {
         default_value_t = 256,
         requires = "alarm_pcap_dir"
     )]
-    alarm_ring_mib: usize,
+    alarm_pcap_ring_mib: usize,
     /// Serve the per-second statistics as Prometheus metrics on
     /// http://ADDR/metrics while the run lasts: PORT or :PORT listens on
     /// 127.0.0.1 only; HOST:PORT (e.g. 0.0.0.0:9464) as given.
@@ -439,8 +453,10 @@ pub fn run(a: FlowsArgs) -> i32 {
         .chain(a.mark.as_deref())
         .chain(a.alarms.as_deref())
         .collect();
-    if let Some(code) = crate::out_args::refuse(&outputs, &read) {
-        return code;
+    if !a.check_config {
+        if let Some(code) = crate::out_args::refuse(&outputs, &read) {
+            return code;
+        }
     }
     let mut formats = Vec::new();
     for out in &a.outputs {
@@ -477,24 +493,6 @@ pub fn run(a: FlowsArgs) -> i32 {
         Ok(o) => o,
         Err(e) => return crate::out_args::usage(e),
     };
-    let mut exporters = Vec::new();
-    for (out, fmt) in a.outputs.iter().zip(formats) {
-        let opened = if fmt == Format::Ipfix {
-            earlybird::ipfix::open(out, &eopts, &ipfix)
-        } else {
-            earlybird::open_exporter(fmt, out, &eopts)
-        };
-        match opened {
-            Ok(e) => exporters.push(e),
-            Err(e) => return crate::fail(e),
-        }
-    }
-    for (kind, path, fmt) in row_outputs {
-        match earlybird::open_row_exporter(kind, fmt, path) {
-            Ok(e) => exporters.push(e),
-            Err(e) => return crate::fail(e),
-        }
-    }
     let mut opts = opts;
     opts.alarms = a.alarm.clone();
     if let Some(path) = &a.alarms {
@@ -513,18 +511,40 @@ pub fn run(a: FlowsArgs) -> i32 {
         if opts.alarms.is_empty() {
             return crate::out_args::usage("--alarm-pcap-dir needs an alarm (--alarm or --alarms)");
         }
-        if a.alarm_window == 0 || a.alarm_ring_mib == 0 {
+        if a.alarm_pcap_window == 0 || a.alarm_pcap_ring_mib == 0 {
             return crate::out_args::usage(
-                "--alarm-window and --alarm-ring-mib must be at least 1",
+                "--alarm-pcap-window and --alarm-pcap-ring-mib must be at least 1",
             );
         }
         opts.forensics = Some(earlybird::ForensicConfig {
             dir: dir.clone(),
-            window: a.alarm_window.saturating_mul(SECOND),
+            window: a.alarm_pcap_window.saturating_mul(SECOND),
             // The shards run ahead of the merged seconds the alarms see.
             margin: 60 * SECOND,
-            max_bytes: a.alarm_ring_mib.saturating_mul(1 << 20),
+            max_bytes: a.alarm_pcap_ring_mib.saturating_mul(1 << 20),
         });
+    }
+    if a.check_config {
+        crate::say("earlybird: configuration OK");
+        return 0;
+    }
+    let mut exporters = Vec::new();
+    for (out, fmt) in a.outputs.iter().zip(formats) {
+        let opened = if fmt == Format::Ipfix {
+            earlybird::ipfix::open(out, &eopts, &ipfix)
+        } else {
+            earlybird::open_exporter(fmt, out, &eopts)
+        };
+        match opened {
+            Ok(e) => exporters.push(e),
+            Err(e) => return crate::fail(e),
+        }
+    }
+    for (kind, path, fmt) in row_outputs {
+        match earlybird::open_row_exporter(kind, fmt, path) {
+            Ok(e) => exporters.push(e),
+            Err(e) => return crate::fail(e),
+        }
     }
     // The metrics endpoint, serving from before the first packet to the
     // end of the run.

@@ -15,6 +15,7 @@ mod cmd_flows;
 mod cmd_gen;
 mod cmd_replay;
 mod cmd_train;
+mod config_file;
 mod ipfix_args;
 mod model_arg;
 mod out_args;
@@ -34,7 +35,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Turn capture files (pcap/pcapng) into flow records.
-    #[command(after_help = FLOWS_AFTER_HELP)]
+    #[command(after_help = FLOWS_AFTER_HELP, args_override_self = true)]
     Flows(Box<cmd_flows::FlowsArgs>),
     /// Write a synthetic capture (HPTRAC worst case or a CAIDA-like mix).
     Gen(cmd_gen::GenArgs),
@@ -63,7 +64,11 @@ directory, in a missing directory); 2 usage (options, output names); 3 an output
 others are complete); 130 interrupted.";
 
 fn main() {
-    let cli = Cli::parse();
+    let args = match config_file::expand(std::env::args_os().collect()) {
+        Ok(a) => a,
+        Err(e) => std::process::exit(crate::out_args::usage(e)),
+    };
+    let cli = Cli::parse_from(args);
     let code = match cli.cmd {
         Command::Flows(a) => cmd_flows::run(*a),
         Command::Gen(a) => cmd_gen::run(a),

@@ -141,9 +141,9 @@ impl Default for AlarmSpec {
     }
 }
 
-/// The alarms file: `[[alarm]]` tables.
+/// The alarms file: `[[alarm]]` tables (other keys are left to their
+/// readers: the file may be a probe's whole configuration).
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct AlarmsFile {
     #[serde(default)]
     alarm: Vec<AlarmSpec>,
@@ -542,6 +542,12 @@ mod tests {
         assert_eq!(specs[1].direction, Direction::Both);
         assert!(specs.iter().all(|s| s.check().is_ok()));
         assert!(parse_file("[[alarm]]\nseries = \"bytes\"\ncolour = 1\n").is_err());
+        assert_eq!(
+            parse_file("quiet = true\n[[alarm]]\nseries = \"bytes\"\n")
+                .unwrap()
+                .len(),
+            1
+        );
         assert!(parse_file("").is_err());
     }
 }
