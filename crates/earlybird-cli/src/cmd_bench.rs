@@ -49,6 +49,14 @@ pub struct BenchArgs {
     /// experiment; the worst-case files need one slot per flow).
     #[arg(long, default_value_t = 1_000_000)]
     max_flows: usize,
+    /// Keep per-second statistics in every run, as a probe does (rows to
+    /// /dev/null, Prometheus metrics updated but not served).
+    #[arg(long)]
+    per_second: bool,
+    /// Dump every packet of every run into rotating pcap files in this
+    /// directory (as flows --dump-dir; e.g. a tmpfs such as /dev/shm/eb).
+    #[arg(long, value_name = "DIR")]
+    dump_dir: Option<PathBuf>,
     /// Flow statistics level for the runs: full or basic.
     #[arg(long, default_value = "full", value_parser = ["full", "basic"])]
     stats: String,
@@ -101,6 +109,11 @@ pub fn run(a: BenchArgs) -> i32 {
         memory: !a.no_memory,
         model,
         flow: flow.clone(),
+        per_second: a.per_second,
+        dump: a.dump_dir.as_ref().map(|d| earlybird::DumpConfig {
+            dir: d.clone(),
+            ..earlybird::DumpConfig::default()
+        }),
     };
     println!(
         "{:<10} {:<6} {:>6} {:<6} {:>11} {:>9} {:>8} {:>8} {:>9} {:>9} {:>11} {:<5}",

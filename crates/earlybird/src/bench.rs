@@ -83,6 +83,11 @@ pub struct BenchConfig {
     pub model: ModelRef,
     /// Flow options.
     pub flow: FlowConfig,
+    /// Keep per-second statistics in every run (their rows written to
+    /// /dev/null, the metrics updated), as a probe does.
+    pub per_second: bool,
+    /// Dump every packet into this directory in every run (`--dump-dir`).
+    pub dump: Option<crate::dump::DumpConfig>,
 }
 
 fn kind_name(k: GenKind) -> &'static str {
@@ -115,6 +120,10 @@ fn one_run(
     let opts = RunOptions {
         flow: cfg.flow.clone(),
         shards,
+        dump: cfg.dump.clone(),
+        metrics: cfg
+            .per_second
+            .then(|| std::sync::Arc::new(crate::telemetry::metrics::Metrics::new())),
         ..RunOptions::default()
     };
     let eopts = ExportOptions {
@@ -130,8 +139,12 @@ fn one_run(
     };
     // The in-memory copy is made before the clock starts.
     let t0 = if mem.is_some() { Instant::now() } else { t0 };
-    let ex = export::open(output, Path::new("/dev/null"), &eopts)?;
-    let r = pipeline::run(&files, &opts, &cfg.model, vec![ex], &RunControl::default())?;
+    let mut ex = vec![export::open(output, Path::new("/dev/null"), &eopts)?];
+    if cfg.per_second {
+        let stats = &crate::telemetry::series::STATS;
+        ex.push(export::open_rows(stats, Format::Csv, Path::new("/dev/null"))?);
+    }
+    let r = pipeline::run(&files, &opts, &cfg.model, ex, &RunControl::default())?;
     let secs = t0.elapsed().as_secs_f64();
     Ok((
         secs,
