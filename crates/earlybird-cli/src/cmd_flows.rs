@@ -73,15 +73,17 @@ pub struct FlowsArgs {
     /// Output file for the flow records ("-" = standard output). Repeat to
     /// write several outputs. The extension names the format: .csv, .jsonl
     /// or .ndjson (JSON lines: one object per line; .json is refused, it
-    /// would not be one JSON document). Any other extension is an error; a
+    /// would not be one JSON document), .parquet (typed columns, zstd; the
+    /// file is readable once the run ends, or once rotated with SIGHUP after
+    /// being moved). Any other extension is an error; a
     /// name without one needs --format (a device or FIFO such as /dev/null
     /// takes CSV). An output may not be an input (same file, even through a
     /// link) nor be named twice. SIGHUP reopens the files (log rotation);
     /// live runs flush them about once a second.
     #[arg(short, long = "output", value_name = "OUT", default_value = "-")]
     outputs: Vec<PathBuf>,
-    /// Record format: csv, jsonl or null (discard; for measuring the engine
-    /// alone, with no -o file). Standard output is CSV unless this says
+    /// Record format: csv, jsonl, parquet or null (discard; for measuring
+    /// the engine alone, with no -o file). Standard output is CSV unless this says
     /// otherwise; a file's extension must agree with it.
     #[arg(short, long, value_name = "FORMAT")]
     format: Option<String>,
@@ -264,7 +266,11 @@ pub fn run(a: FlowsArgs) -> i32 {
     // error, before any work.
     let forced = match a.format.as_deref().map(|f| (f, Format::parse(f))) {
         Some((f, None)) => {
-            return crate::out_args::usage(format!("unknown format {f:?} (csv, jsonl, null)"))
+            let known = match cfg!(feature = "parquet") {
+                true => "csv, jsonl, parquet, null",
+                false => "csv, jsonl, null",
+            };
+            return crate::out_args::usage(format!("unknown format {f:?} ({known})"));
         }
         Some((_, Some(f))) => Some(f),
         None => None,

@@ -37,6 +37,8 @@ pub mod fields;
 pub mod jsonl;
 pub mod null;
 pub(crate) mod output;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod rows;
 pub(crate) mod text;
 
@@ -195,6 +197,9 @@ pub enum Format {
     JsonLines,
     /// Discards records.
     Null,
+    /// Apache Parquet, typed columns (cargo feature `parquet`; [`parquet`]).
+    #[cfg(feature = "parquet")]
+    Parquet,
 }
 
 impl Format {
@@ -206,6 +211,8 @@ impl Format {
         match ext.to_ascii_lowercase().as_str() {
             "csv" => Some(Format::Csv),
             "jsonl" | "ndjson" => Some(Format::JsonLines),
+            #[cfg(feature = "parquet")]
+            "parquet" => Some(Format::Parquet),
             _ => None,
         }
     }
@@ -223,7 +230,11 @@ impl Format {
     /// - no extension: `forced`, or CSV for what is not a regular file
     ///   (`/dev/null`, a FIFO), else refused.
     pub fn for_output(path: &Path, forced: Option<Format>) -> std::result::Result<Format, String> {
+        #[cfg(not(feature = "parquet"))]
         const KNOWN: &str = "known: .csv, .jsonl or .ndjson, or \"-\" (standard output) with -f";
+        #[cfg(feature = "parquet")]
+        const KNOWN: &str =
+            "known: .csv, .jsonl or .ndjson, .parquet, or \"-\" (standard output) with -f";
         let shown = path.display();
         if path.as_os_str() == "-" {
             return Ok(forced.unwrap_or(Format::Csv));
@@ -267,6 +278,8 @@ impl Format {
             "csv" => Some(Format::Csv),
             "jsonl" | "json" | "ndjson" | "jsonlines" | "json-lines" => Some(Format::JsonLines),
             "null" | "none" => Some(Format::Null),
+            #[cfg(feature = "parquet")]
+            "parquet" => Some(Format::Parquet),
             _ => None,
         }
     }
@@ -277,6 +290,8 @@ impl Format {
             Format::Csv => "csv",
             Format::JsonLines => "jsonl",
             Format::Null => "null",
+            #[cfg(feature = "parquet")]
+            Format::Parquet => "parquet",
         }
     }
 }
@@ -300,6 +315,13 @@ pub fn open(format: Format, path: &Path, opts: &ExportOptions) -> Result<Box<dyn
     if format == Format::Null {
         return Ok(Box::new(null::NullExporter::new()));
     }
+    #[cfg(feature = "parquet")]
+    if format == Format::Parquet && path.as_os_str() != "-" {
+        let p = parquet::ParquetOptions::default();
+        return Ok(Box::new(parquet::ParquetExporter::create_flows(
+            path, opts, &p,
+        )?));
+    }
     let (w, name) = open_writer(format, path)?;
     Ok(over(format, w, &name, opts))
 }
@@ -310,6 +332,13 @@ pub fn open(format: Format, path: &Path, opts: &ExportOptions) -> Result<Box<dyn
 pub fn open_rows(kind: &'static Kind, format: Format, path: &Path) -> Result<Box<dyn Exporter>> {
     if format == Format::Null {
         return Ok(Box::new(null::NullExporter::of(kind)));
+    }
+    #[cfg(feature = "parquet")]
+    if format == Format::Parquet && path.as_os_str() != "-" {
+        let p = parquet::ParquetOptions::default();
+        return Ok(Box::new(parquet::ParquetExporter::create_rows(
+            kind, path, &p,
+        )?));
     }
     let (w, name) = open_writer(format, path)?;
     Ok(rows_over(kind, format, w, &name))
@@ -356,6 +385,17 @@ fn rows_over(kind: &'static Kind, format: Format, w: Writer, name: &str) -> Box<
         Format::Csv => Box::new(rows::RowsExporter::over(kind, w, name, false)),
         Format::JsonLines => Box::new(rows::RowsExporter::over(kind, w, name, true)),
         Format::Null => Box::new(null::NullExporter::of(kind)),
+        #[cfg(feature = "parquet")]
+        Format::Parquet => parquet::boxed(
+            parquet::ParquetExporter::rows_to_writer(
+                kind,
+                Box::new(w),
+                name,
+                &parquet::ParquetOptions::default(),
+            ),
+            name,
+            kind,
+        ),
     }
 }
 
@@ -364,6 +404,17 @@ fn over(format: Format, w: Writer, name: &str, opts: &ExportOptions) -> Box<dyn 
         Format::Csv => Box::new(csv::CsvExporter::over(w, name, opts, true)),
         Format::JsonLines => Box::new(jsonl::JsonLinesExporter::over(w, name, opts)),
         Format::Null => Box::new(null::NullExporter::new()),
+        #[cfg(feature = "parquet")]
+        Format::Parquet => parquet::boxed(
+            parquet::ParquetExporter::flows_to_writer(
+                Box::new(w),
+                name,
+                opts,
+                &parquet::ParquetOptions::default(),
+            ),
+            name,
+            &fields::FLOWS,
+        ),
     }
 }
 
