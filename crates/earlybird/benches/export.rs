@@ -148,7 +148,12 @@ fn bench(c: &mut Criterion) {
             class_names: names.clone().into(),
             ..Default::default()
         };
-        for format in [Format::Csv, Format::JsonLines, Format::Null] {
+        let formats = [Format::Csv, Format::JsonLines, Format::Null];
+        // Parquet: typed columns, zstd, row groups of 65,536 rows written
+        // out as they fill (the sink takes them).
+        #[cfg(feature = "parquet")]
+        let formats = [formats.as_slice(), &[Format::Parquet]].concat();
+        for format in formats {
             let mut ex = to_writer(format, Box::new(std::io::sink()), "bench", &opts);
             g.bench_function(format!("{}/N={n}", format.name()), |bench| {
                 bench.iter(|| ex.write_batch(black_box(&b)).unwrap())

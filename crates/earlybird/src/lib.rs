@@ -118,6 +118,8 @@ pub use config::{FlowConfig, FlowHash};
 pub use decode::icmp::Icmp;
 pub use decode::{LinkType, Skip, TunnelKind};
 pub use error::{Error, Result};
+#[cfg(feature = "parquet")]
+pub use export::parquet::{ParquetExporter, ParquetOptions};
 pub use export::{open as open_exporter, to_writer, ExportOptions, Exporter, Format, Renderer};
 pub use features::early::EarlyPkt;
 pub use features::stats::Stat;

@@ -5,7 +5,9 @@
 //! its format. Flow records ([`fields::FLOWS`], the default) come in
 //! [`RecordBatch`]es and are written by specialised writers: CSV (`csv.rs`),
 //! JSON lines (`jsonl.rs`) or nothing (`null.rs`, for benchmarks and dry
-//! runs); their fields, order and meaning are defined once in [`fields`]
+//! runs), or as typed Parquet columns (`parquet.rs`, cargo feature
+//! `parquet`, which writes records of every kind and has its own buffering:
+//! row groups, readable once finished); their fields, order and meaning are defined once in [`fields`]
 //! and documented in `docs/RECORD_FIELDS.md`. Records of any other kind come
 //! in [`RowBatch`]es and are written by one generic writer driven by the
 //! kind's field table ([`rows`]: CSV, JSON lines; [`open_rows`],
