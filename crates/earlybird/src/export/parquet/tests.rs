@@ -308,3 +308,51 @@ fn columns_carry_units_and_descriptions() {
         .iter()
         .all(|c| matches!(c.compression(), Compression::ZSTD(_))));
 }
+
+/// The column types the field reference names (`FieldType::parquet_name`)
+/// are the ones written.
+#[test]
+fn written_types_are_the_documented_ones() {
+    const ALL: Kind = Kind::new(
+        "test_all",
+        &[
+            Field::new("s", FieldType::Str, "", ""),
+            Field::new("u8", FieldType::U8, "", ""),
+            Field::new("u16", FieldType::U16, "", ""),
+            Field::new("u32", FieldType::U32, "", ""),
+            Field::new("u64", FieldType::U64, "", ""),
+            Field::new("i8", FieldType::I8, "", ""),
+            Field::new("i64", FieldType::I64, "", ""),
+            Field::new("f64", FieldType::F64, "", ""),
+        ],
+    );
+    assert_eq!(ALL.fields.len(), FieldType::ALL.len());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("all.parquet");
+    let mut ex = open_rows(&ALL, Format::Parquet, &path).unwrap();
+    ex.finish().unwrap();
+    let rd = SerializedFileReader::new(File::open(&path).unwrap()).unwrap();
+    let schema = rd.metadata().file_metadata().schema_descr_ptr();
+    for (i, f) in ALL.fields.iter().enumerate() {
+        let c = schema.column(i);
+        let physical = format!("{:?}", c.physical_type());
+        let logical = match c.logical_type() {
+            Some(parquet::basic::LogicalType::Integer {
+                bit_width,
+                is_signed,
+            }) => {
+                let sign = if is_signed { "signed" } else { "unsigned" };
+                format!("{physical}, INT({bit_width}, {sign})")
+            }
+            Some(parquet::basic::LogicalType::String) => format!("{physical}, STRING"),
+            None => physical,
+            Some(l) => panic!("{}: {l:?}", f.name),
+        };
+        let want = f.ty.parquet_name();
+        assert!(
+            want.ends_with(&format!("({logical})")),
+            "{}: {logical} vs {want}",
+            f.name
+        );
+    }
+}
