@@ -79,7 +79,7 @@ impl FieldType {
             FieldType::U32 => "uint32 (INT32, INT(32, unsigned))",
             FieldType::U64 => "uint64 (INT64, INT(64, unsigned))",
             FieldType::I8 => "int8 (INT32, INT(8, signed))",
-            FieldType::I64 => "int64 (INT64, INT(64, signed))",
+            FieldType::I64 => "int64 (INT64)",
             FieldType::F64 => "double (DOUBLE)",
         }
     }

@@ -336,13 +336,10 @@ fn written_types_are_the_documented_ones() {
     for (i, f) in ALL.fields.iter().enumerate() {
         let c = schema.column(i);
         let physical = format!("{:?}", c.physical_type());
-        let logical = match c.logical_type() {
-            Some(parquet::basic::LogicalType::Integer {
-                bit_width,
-                is_signed,
-            }) => {
-                let sign = if is_signed { "signed" } else { "unsigned" };
-                format!("{physical}, INT({bit_width}, {sign})")
+        let logical = match c.logical_type_ref() {
+            Some(parquet::basic::LogicalType::Integer(t)) => {
+                let sign = if t.is_signed { "signed" } else { "unsigned" };
+                format!("{physical}, INT({}, {sign})", t.bit_width)
             }
             Some(parquet::basic::LogicalType::String) => format!("{physical}, STRING"),
             None => physical,
