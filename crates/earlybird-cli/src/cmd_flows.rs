@@ -87,7 +87,9 @@ pub struct FlowsArgs {
     /// Output file for the flow records ("-" = standard output). Repeat to
     /// write several outputs. The extension names the format: .csv, .jsonl
     /// or .ndjson (JSON lines: one object per line; .json is refused, it
-    /// would not be one JSON document). Any other extension is an error; a
+    /// would not be one JSON document), .parquet (typed columns, zstd; the
+    /// file is readable once the run ends, or once rotated with SIGHUP after
+    /// being moved). Any other extension is an error; a
     /// name without one needs --format (a device or FIFO such as /dev/null
     /// takes CSV). IPFIX: FILE.ipfix, or a collector as
     /// ipfix+udp://HOST:PORT or ipfix+tcp://HOST:PORT (docs/IPFIX.md). An
@@ -413,9 +415,11 @@ pub fn run(a: FlowsArgs) -> i32 {
     // error, before any work.
     let forced = match a.format.as_deref().map(|f| (f, Format::parse(f))) {
         Some((f, None)) => {
-            return crate::out_args::usage(format!(
-                "unknown format {f:?} (csv, jsonl, ipfix, null)"
-            ))
+            let known = match cfg!(feature = "parquet") {
+                true => "csv, jsonl, ipfix, parquet, null",
+                false => "csv, jsonl, ipfix, null",
+            };
+            return crate::out_args::usage(format!("unknown format {f:?} ({known})"));
         }
         Some((_, Some(f))) => Some(f),
         None => None,

@@ -159,9 +159,9 @@ fn output_names_that_do_not_say_their_format_are_usage_errors() {
     let (dir, _) = tmp("unused");
     for (out, format, want) in [
         (
-            "x.parquet",
+            "x.xlsx",
             None,
-            "unknown extension .parquet (known: .csv, .jsonl or .ndjson",
+            "unknown extension .xlsx (known: .csv, .jsonl or .ndjson",
         ),
         ("x.json", None, "name the file .jsonl or .ndjson"),
         (

@@ -149,7 +149,12 @@ fn bench(c: &mut Criterion) {
             ..Default::default()
         };
         // IPFIX: messages of up to 64 KiB, as to a file or TCP.
-        for format in [Format::Csv, Format::JsonLines, Format::Null, Format::Ipfix] {
+        let formats = [Format::Csv, Format::JsonLines, Format::Null, Format::Ipfix];
+        // Parquet: typed columns, zstd, row groups of 65,536 rows written
+        // out as they fill (the sink takes them).
+        #[cfg(feature = "parquet")]
+        let formats = [formats.as_slice(), &[Format::Parquet]].concat();
+        for format in formats {
             let mut ex = to_writer(format, Box::new(std::io::sink()), "bench", &opts);
             g.bench_function(format!("{}/N={n}", format.name()), |bench| {
                 bench.iter(|| ex.write_batch(black_box(&b)).unwrap())

@@ -187,12 +187,7 @@ pub fn run(cfg: &BenchConfig, mut row: impl FnMut(&BenchRow)) -> Result<Vec<Benc
                         traffic: kind_name(kind).into(),
                         source,
                         shards,
-                        output: match output {
-                            Format::Csv => "csv",
-                            Format::JsonLines => "jsonl",
-                            Format::Null => "null",
-                            Format::Ipfix => "ipfix",
-                        },
+                        output: output.name(),
                         packets,
                         flows,
                         seconds,

@@ -127,6 +127,8 @@ pub use export::{
     open as open_exporter, open_rows as open_row_exporter, rows_to_writer, to_writer,
     ExportOptions, Exporter, Format, Renderer,
 };
+#[cfg(feature = "parquet")]
+pub use export::parquet::{ParquetExporter, ParquetOptions};
 pub use features::early::EarlyPkt;
 pub use features::stats::Stat;
 pub use features::Dir;

@@ -56,6 +56,33 @@ impl FieldType {
             FieldType::F64 => "f64",
         }
     }
+
+    /// Every type, in declaration order.
+    pub const ALL: [FieldType; 8] = [
+        FieldType::Str,
+        FieldType::U8,
+        FieldType::U16,
+        FieldType::U32,
+        FieldType::U64,
+        FieldType::I8,
+        FieldType::I64,
+        FieldType::F64,
+    ];
+
+    /// The column type of the Parquet output: the Arrow type (as pyarrow
+    /// names it) and the Parquet physical and logical type it is stored as.
+    pub fn parquet_name(self) -> &'static str {
+        match self {
+            FieldType::Str => "string (BYTE_ARRAY, STRING)",
+            FieldType::U8 => "uint8 (INT32, INT(8, unsigned))",
+            FieldType::U16 => "uint16 (INT32, INT(16, unsigned))",
+            FieldType::U32 => "uint32 (INT32, INT(32, unsigned))",
+            FieldType::U64 => "uint64 (INT64, INT(64, unsigned))",
+            FieldType::I8 => "int8 (INT32, INT(8, signed))",
+            FieldType::I64 => "int64 (INT64)",
+            FieldType::F64 => "double (DOUBLE)",
+        }
+    }
 }
 
 /// One field of a record kind.

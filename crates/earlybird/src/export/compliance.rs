@@ -2,8 +2,10 @@
 //! IPv6, tunnels, unknown and named apps, NaN statistics, fewer and more
 //! early packets than N, N = 4 and N = 32, a batch larger than one output
 //! chunk) are written by each format, parsed back with an independent parser
-//! (`csv`, `serde_json`, the IPFIX decoder of `compliance_ipfix.rs`) and compared field by field with values computed
-//! here from the records, independently of the exporters' formatting code.
+//! (`csv`, `serde_json`, the IPFIX decoder of `compliance_ipfix.rs`, the
+//! `parquet` crate's Arrow reader) and compared field by field with values
+//! computed here from the records, independently of the exporters'
+//! formatting code.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -364,6 +366,8 @@ fn run(format: Format, n: usize, stride: usize, names: &[String]) {
         Format::Csv => check_csv(&ctx, &bytes, &all, n, names),
         Format::JsonLines => check_jsonl(&ctx, &bytes, &all, n, names),
         Format::Ipfix => super::compliance_ipfix::check(&ctx, &bytes, &all, n, names, true, 65535),
+        #[cfg(feature = "parquet")]
+        Format::Parquet => check_parquet(&ctx, &bytes, &all, n, names),
     }
 }
 
@@ -453,11 +457,123 @@ fn check_jsonl(
 #[test]
 fn every_exporter_round_trips_every_field() {
     let names: Vec<String> = vec!["tls".into(), "we,ird \"name\"\n\\x".into(), "dns".into()];
-    for format in [Format::Csv, Format::JsonLines, Format::Null, Format::Ipfix] {
+    let formats = [Format::Csv, Format::JsonLines, Format::Null, Format::Ipfix];
+    #[cfg(feature = "parquet")]
+    let formats = [formats.as_slice(), &[Format::Parquet]].concat();
+    for format in formats {
         for (n, stride) in [(4, 4), (32, 32), (4, 32), (32, 8), (0, 4)] {
             run(format, n, stride, &names);
         }
         // No model: every app is "unknown".
         run(format, 8, 8, &[]);
+    }
+}
+
+/// The columns of a Parquet file read with the `parquet` crate's Arrow
+/// reader: (name, Arrow type) per column, and every cell as a [`V`] (null:
+/// [`V::Null`]; floats as `V::F(Some)`, exact).
+#[cfg(feature = "parquet")]
+pub(super) fn parquet_cells(
+    ctx: &str,
+    bytes: &[u8],
+) -> (Vec<(String, arrow_schema::DataType)>, Vec<Vec<V>>) {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_array::{Array, RecordBatchReader};
+    use arrow_schema::DataType as T;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+    let mut f = tempfile::tempfile().unwrap();
+    f.write_all(bytes).unwrap();
+    let rd = ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap_or_else(|e| panic!("{ctx}: not a Parquet file: {e}"))
+        .with_batch_size(1000)
+        .build()
+        .unwrap();
+    let schema = rd.schema();
+    let cols: Vec<(String, T)> = schema
+        .fields()
+        .iter()
+        .map(|f| (f.name().clone(), f.data_type().clone()))
+        .collect();
+    let mut rows = Vec::new();
+    for b in rd {
+        let b = b.unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        for i in 0..b.num_rows() {
+            let row = b
+                .columns()
+                .iter()
+                .map(|a| {
+                    if a.is_null(i) {
+                        return V::Null;
+                    }
+                    match a.data_type() {
+                        T::UInt8 => V::U(a.as_primitive::<UInt8Type>().value(i).into()),
+                        T::UInt16 => V::U(a.as_primitive::<UInt16Type>().value(i).into()),
+                        T::UInt32 => V::U(a.as_primitive::<UInt32Type>().value(i).into()),
+                        T::UInt64 => V::U(a.as_primitive::<UInt64Type>().value(i)),
+                        T::Int8 => V::I(a.as_primitive::<Int8Type>().value(i).into()),
+                        T::Int64 => V::I(a.as_primitive::<Int64Type>().value(i)),
+                        T::Float64 => V::F(Some(a.as_primitive::<Float64Type>().value(i))),
+                        T::Utf8 => V::S(a.as_string::<i32>().value(i).to_string()),
+                        t => panic!("{ctx}: unexpected column type {t}"),
+                    }
+                })
+                .collect();
+            rows.push(row);
+        }
+    }
+    (cols, rows)
+}
+
+/// A Parquet cell against its expected value: the same variant and value
+/// (floats exact: Parquet keeps the `f64`); not measured and not finite
+/// are null.
+#[cfg(feature = "parquet")]
+pub(super) fn check_cell(ctx: &str, got: &V, want: &V) {
+    let ok = match (want, got) {
+        (V::F(None) | V::Null, g) => *g == V::Null,
+        (V::F(Some(w)), V::F(Some(g))) => g.to_bits() == w.to_bits(),
+        (w, g) => w == g,
+    };
+    assert!(ok, "{ctx}: got {got:?}, want {want:?}");
+}
+
+#[cfg(feature = "parquet")]
+fn check_parquet(
+    ctx: &str,
+    bytes: &[u8],
+    all: &[(FlowRecord, Vec<EarlyPkt>)],
+    n: usize,
+    names: &[String],
+) {
+    use crate::export::parquet::arrow_type;
+    let (cols, rows) = parquet_cells(ctx, bytes);
+    let header: Vec<String> = cols.iter().map(|c| c.0.clone()).collect();
+    assert_eq!(header, fields::csv_columns(n), "{ctx}: the CSV's columns");
+    for (f, (name, ty)) in fields::FIELDS.iter().zip(&cols) {
+        assert_eq!(*ty, arrow_type(f.ty), "{ctx}: type of {name}");
+    }
+    for (k, (name, ty)) in cols[fields::FIELDS.len()..].iter().enumerate() {
+        let e = &fields::EARLY_FIELDS[k % fields::EARLY_FIELDS.len()];
+        assert_eq!(*ty, arrow_type(e.ty), "{ctx}: type of {name}");
+    }
+    assert_eq!(rows.len(), all.len(), "{ctx}: record count");
+    for (row_i, (row, (r, e))) in rows.iter().zip(all).enumerate() {
+        let col = |name: &str| &row[header.iter().position(|h| h == name).unwrap()];
+        let len = e.len().min(n);
+        for (name, want) in expected(r, len, names) {
+            check_cell(&format!("{ctx} row {row_i} {name}"), col(&name), &want);
+        }
+        for i in 0..n {
+            let p = e.get(i).filter(|_| i < len);
+            let (s, d, t) = p.map_or((V::Null, V::Null, V::Null), |p| {
+                (V::U(p.size.into()), V::I(dir(p)), V::U(p.iat_us.into()))
+            });
+            let c = format!("{ctx} row {row_i} pkt{}", i + 1);
+            check_cell(&c, col(&format!("pkt{}_size", i + 1)), &s);
+            check_cell(&c, col(&format!("pkt{}_dir", i + 1)), &d);
+            check_cell(&c, col(&format!("pkt{}_iat_us", i + 1)), &t);
+        }
     }
 }

@@ -191,6 +191,27 @@ fn run(format: Format) {
         Format::Csv => check_csv(&ctx, &bytes, &want),
         Format::JsonLines => check_jsonl(&ctx, &bytes, &want),
         Format::Ipfix => panic!("{ctx}: IPFIX takes flow records only (ipfix_refuses_other_kinds)"),
+        #[cfg(feature = "parquet")]
+        Format::Parquet => check_parquet(&ctx, &bytes, &want),
+    }
+}
+
+#[cfg(feature = "parquet")]
+fn check_parquet(ctx: &str, bytes: &[u8], want: &[Vec<V>]) {
+    use super::compliance::{check_cell, parquet_cells};
+    use super::parquet::arrow_type;
+    let (cols, rows) = parquet_cells(ctx, bytes);
+    let header: Vec<&str> = cols.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(header, names(), "{ctx}: columns");
+    for (f, (_, ty)) in EVENTS.fields.iter().zip(&cols) {
+        assert_eq!(*ty, arrow_type(f.ty), "{ctx}: type of {}", f.name);
+    }
+    assert_eq!(rows.len(), want.len(), "{ctx}: row count");
+    for (i, (row, w)) in rows.iter().zip(want).enumerate() {
+        for (j, v) in w.iter().enumerate() {
+            let c = format!("{ctx} row {i} {}", EVENTS.fields[j].name);
+            check_cell(&c, &row[j], v);
+        }
     }
 }
 
@@ -266,7 +287,10 @@ fn check_jsonl(ctx: &str, bytes: &[u8], want: &[Vec<V>]) {
 
 #[test]
 fn every_format_round_trips_every_value_of_another_kind() {
-    for format in [Format::Csv, Format::JsonLines, Format::Null] {
+    let formats = [Format::Csv, Format::JsonLines, Format::Null];
+    #[cfg(feature = "parquet")]
+    let formats = [formats.as_slice(), &[Format::Parquet]].concat();
+    for format in formats {
         run(format);
     }
 }

@@ -539,6 +539,27 @@ pub fn markdown(other: &[(&Kind, &str, &str)]) -> String {
             );
         }
     }
+    s.push_str("\n## Parquet columns\n\n");
+    s.push_str(
+        "`-o FILE.parquet` (cargo feature `parquet`, on in the CLI) writes the \
+         CSV's columns, with the same names in the same order (`pkt{i}_size`, \
+         `pkt{i}_dir`, `pkt{i}_iat_us` for i = 1..=N, then the analyzer \
+         fields), one typed Parquet column each, zstd-compressed, in row \
+         groups of 65,536 rows by default. Every column is nullable: a value \
+         is null exactly where the CSV field is empty because it was not \
+         measured or is not finite (text the CSV writes empty, such as the \
+         tunnel of a flow without one, is the empty string). Floats keep their \
+         full `f64` value, not the CSV's three decimals. Each column's Arrow \
+         field metadata holds its `unit` and `description`. The file is \
+         readable once its footer is written: at the end of the run (also \
+         after SIGINT/SIGTERM), or when it is rotated (SIGHUP after the file \
+         was moved); a live run's once-a-second flush ends no row group.\n\n",
+    );
+    s.push_str("| type above | Parquet column: Arrow type (physical, logical) |\n");
+    s.push_str("|------------|------------------------------------------------|\n");
+    for t in crate::schema::FieldType::ALL {
+        let _ = writeln!(s, "| {} | {} |", t.name(), t.parquet_name());
+    }
     s.push_str("\n## Other record kinds\n\n");
     s.push_str(
         "Records of these kinds go to outputs of their own, in any record \

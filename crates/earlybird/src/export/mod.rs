@@ -5,7 +5,9 @@
 //! its format. Flow records ([`fields::FLOWS`], the default) come in
 //! [`RecordBatch`]es and are written by specialised writers: CSV (`csv.rs`),
 //! JSON lines (`jsonl.rs`) or nothing (`null.rs`, for benchmarks and dry
-//! runs); their fields, order and meaning are defined once in [`fields`]
+//! runs), or as typed Parquet columns (`parquet.rs`, cargo feature
+//! `parquet`, which writes records of every kind and has its own buffering:
+//! row groups, readable once finished); their fields, order and meaning are defined once in [`fields`]
 //! and documented in `docs/RECORD_FIELDS.md`. Records of any other kind come
 //! in [`RowBatch`]es and are written by one generic writer driven by the
 //! kind's field table ([`rows`]: CSV, JSON lines; [`open_rows`],
@@ -38,6 +40,8 @@ pub mod ipfix;
 pub mod jsonl;
 pub mod null;
 pub(crate) mod output;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod rows;
 pub(crate) mod text;
 
@@ -199,6 +203,9 @@ pub enum Format {
     /// IPFIX messages ([`ipfix`]): a `.ipfix` file, or a collector named
     /// `ipfix+udp://HOST:PORT` or `ipfix+tcp://HOST:PORT`.
     Ipfix,
+    /// Apache Parquet, typed columns (cargo feature `parquet`; [`parquet`]).
+    #[cfg(feature = "parquet")]
+    Parquet,
 }
 
 impl Format {
@@ -211,6 +218,8 @@ impl Format {
             "csv" => Some(Format::Csv),
             "jsonl" | "ndjson" => Some(Format::JsonLines),
             "ipfix" => Some(Format::Ipfix),
+            #[cfg(feature = "parquet")]
+            "parquet" => Some(Format::Parquet),
             _ => None,
         }
     }
@@ -228,8 +237,13 @@ impl Format {
     /// - no extension: `forced`, or CSV for what is not a regular file
     ///   (`/dev/null`, a FIFO), else refused.
     pub fn for_output(path: &Path, forced: Option<Format>) -> std::result::Result<Format, String> {
+        #[cfg(not(feature = "parquet"))]
         const KNOWN: &str = "known: .csv, .jsonl or .ndjson, .ipfix, ipfix+udp://HOST:PORT, \
                              ipfix+tcp://HOST:PORT, or \"-\" (standard output) with -f";
+        #[cfg(feature = "parquet")]
+        const KNOWN: &str = "known: .csv, .jsonl or .ndjson, .parquet, .ipfix, \
+                             ipfix+udp://HOST:PORT, ipfix+tcp://HOST:PORT, or \"-\" (standard \
+                             output) with -f";
         let shown = path.display();
         if ipfix::is_network(path) {
             return match forced {
@@ -283,6 +297,8 @@ impl Format {
             "jsonl" | "json" | "ndjson" | "jsonlines" | "json-lines" => Some(Format::JsonLines),
             "null" | "none" => Some(Format::Null),
             "ipfix" => Some(Format::Ipfix),
+            #[cfg(feature = "parquet")]
+            "parquet" => Some(Format::Parquet),
             _ => None,
         }
     }
@@ -294,6 +310,8 @@ impl Format {
             Format::JsonLines => "jsonl",
             Format::Null => "null",
             Format::Ipfix => "ipfix",
+            #[cfg(feature = "parquet")]
+            Format::Parquet => "parquet",
         }
     }
 }
@@ -320,6 +338,13 @@ pub fn open(format: Format, path: &Path, opts: &ExportOptions) -> Result<Box<dyn
     if format == Format::Ipfix && path.as_os_str() != "-" {
         return ipfix::open(path, opts, &ipfix::IpfixOptions::default());
     }
+    #[cfg(feature = "parquet")]
+    if format == Format::Parquet && path.as_os_str() != "-" {
+        let p = parquet::ParquetOptions::default();
+        return Ok(Box::new(parquet::ParquetExporter::create_flows(
+            path, opts, &p,
+        )?));
+    }
     let (w, name) = open_writer(format, path)?;
     Ok(over(format, w, &name, opts))
 }
@@ -336,6 +361,13 @@ pub fn open_rows(kind: &'static Kind, format: Format, path: &Path) -> Result<Box
             name: format!("ipfix:{}", path.display()),
             reason: format!("IPFIX takes flow records only, not {} records", kind.name),
         });
+    }
+    #[cfg(feature = "parquet")]
+    if format == Format::Parquet && path.as_os_str() != "-" {
+        let p = parquet::ParquetOptions::default();
+        return Ok(Box::new(parquet::ParquetExporter::create_rows(
+            kind, path, &p,
+        )?));
     }
     let (w, name) = open_writer(format, path)?;
     Ok(rows_over(kind, format, w, &name))
@@ -385,6 +417,17 @@ fn rows_over(kind: &'static Kind, format: Format, w: Writer, name: &str) -> Box<
         // IPFIX takes flow records only: rows given to it are refused
         // (`Exporter::write_rows`' default error).
         Format::Ipfix => ipfix_over(w, name, &ExportOptions::default()),
+        #[cfg(feature = "parquet")]
+        Format::Parquet => parquet::boxed(
+            parquet::ParquetExporter::rows_to_writer(
+                kind,
+                Box::new(w),
+                name,
+                &parquet::ParquetOptions::default(),
+            ),
+            name,
+            kind,
+        ),
     }
 }
 
@@ -394,6 +437,17 @@ fn over(format: Format, w: Writer, name: &str, opts: &ExportOptions) -> Box<dyn 
         Format::JsonLines => Box::new(jsonl::JsonLinesExporter::over(w, name, opts)),
         Format::Null => Box::new(null::NullExporter::new()),
         Format::Ipfix => ipfix_over(w, name, opts),
+        #[cfg(feature = "parquet")]
+        Format::Parquet => parquet::boxed(
+            parquet::ParquetExporter::flows_to_writer(
+                Box::new(w),
+                name,
+                opts,
+                &parquet::ParquetOptions::default(),
+            ),
+            name,
+            &fields::FLOWS,
+        ),
     }
 }
 

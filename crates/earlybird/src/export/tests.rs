@@ -36,6 +36,10 @@ fn formats_from_names_and_paths() {
         assert_eq!(Format::parse(s), Some(Format::JsonLines), "{s}");
     }
     assert_eq!(Format::parse("null"), Some(Format::Null));
+    assert_eq!(Format::parse("xlsx"), None);
+    #[cfg(feature = "parquet")]
+    assert_eq!(Format::parse("Parquet"), Some(Format::Parquet));
+    #[cfg(not(feature = "parquet"))]
     assert_eq!(Format::parse("parquet"), None);
     let p = |s: &str| Format::from_path(Path::new(s));
     assert_eq!(p("/tmp/out.csv"), Some(Format::Csv));
@@ -46,6 +50,8 @@ fn formats_from_names_and_paths() {
     assert_eq!(p("/dev/null"), None);
     assert_eq!(p("-"), None);
     assert_eq!(p("out.txt"), None);
+    #[cfg(feature = "parquet")]
+    assert_eq!(p("a/b.parquet"), Some(Format::Parquet));
 }
 
 #[test]
@@ -71,11 +77,23 @@ fn output_names_must_say_their_format() {
         assert!(e.starts_with(s) && e.contains(want), "{s}: {e}");
     };
     err(
-        "x.parquet",
+        "x.xlsx",
         None,
-        "unknown extension .parquet (known: .csv, .jsonl",
+        "unknown extension .xlsx (known: .csv, .jsonl",
     );
-    err("x.parquet", Some(Format::Csv), "unknown extension .parquet");
+    err("x.xlsx", Some(Format::Csv), "unknown extension .xlsx");
+    #[cfg(feature = "parquet")]
+    {
+        assert_eq!(f("a/out.PARQUET", None), Ok(Format::Parquet));
+        assert_eq!(f("-", Some(Format::Parquet)), Ok(Format::Parquet));
+        err(
+            "x.parquet",
+            Some(Format::Csv),
+            "the name says parquet but -f says csv",
+        );
+    }
+    #[cfg(not(feature = "parquet"))]
+    err("x.parquet", None, "unknown extension .parquet");
     err("x.json", None, "name the file .jsonl or .ndjson");
     err(
         "x.csv",
