@@ -142,7 +142,11 @@ fn one_run(
     let mut ex = vec![export::open(output, Path::new("/dev/null"), &eopts)?];
     if cfg.per_second {
         let stats = &crate::telemetry::series::STATS;
-        ex.push(export::open_rows(stats, Format::Csv, Path::new("/dev/null"))?);
+        ex.push(export::open_rows(
+            stats,
+            Format::Csv,
+            Path::new("/dev/null"),
+        )?);
     }
     let r = pipeline::run(&files, &opts, &cfg.model, ex, &RunControl::default())?;
     let secs = t0.elapsed().as_secs_f64();

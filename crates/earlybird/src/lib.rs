@@ -123,12 +123,12 @@ pub use dump::{DumpConfig, DumpCounters};
 pub use error::{Error, Result};
 /// IPFIX export (RFC 7011): options, collector names, the exporter.
 pub use export::ipfix;
+#[cfg(feature = "parquet")]
+pub use export::parquet::{ParquetExporter, ParquetOptions};
 pub use export::{
     open as open_exporter, open_rows as open_row_exporter, rows_to_writer, to_writer,
     ExportOptions, Exporter, Format, Renderer,
 };
-#[cfg(feature = "parquet")]
-pub use export::parquet::{ParquetExporter, ParquetOptions};
 pub use features::early::EarlyPkt;
 pub use features::stats::Stat;
 pub use features::Dir;
