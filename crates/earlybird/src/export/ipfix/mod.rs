@@ -16,7 +16,10 @@
 //! [`Exporter::flush`] (the live run's 1 s flush) and at
 //! [`Exporter::finish`]. Where messages go and when templates are sent,
 //! and how network failures are counted without ever blocking or ending
-//! the output: `transport.rs`. Outputs are named `ipfix:PATH`,
+//! the output: `transport.rs`. While the exporter thread lags, the shards
+//! encode the data records ([`Exporter::renderer`]) and the exporter only
+//! packs them into its messages: the bytes are the same either way.
+//! Outputs are named `ipfix:PATH`,
 //! `ipfix+udp://HOST:PORT` and `ipfix+tcp://HOST:PORT`. Records of kinds
 //! other than flows are refused with an error (the trait's default). One
 //! message buffer and one record buffer are allocated when the exporter is
