@@ -1,7 +1,8 @@
 //! `--metrics-listen` as an operator uses it: a live capture in a network
 //! namespace serves Prometheus metrics that `promtool check metrics`
 //! accepts and whose counters move as a real capture is replayed into the
-//! interface; and `--stats-out` of a capture file. The live part needs root
+//! interface, and SIGINT leaves its per-second files complete; and
+//! `--stats-out` of a capture file. The live part needs root
 //! and promtool (Debian package prometheus; skipped otherwise, and says so,
 //! except under CI where .ci/run installs them).
 
@@ -76,6 +77,10 @@ fn a_live_capture_serves_metrics_that_move() {
         .args(["--duration", "120", "-o"])
         .arg(dir.path().join("out.csv"))
         .args(["--metrics-listen", &port.to_string()])
+        .arg("--stats-out")
+        .arg(dir.path().join("stats.csv"))
+        .arg("--app-stats-out")
+        .arg(dir.path().join("apps.jsonl"))
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -134,6 +139,31 @@ fn a_live_capture_serves_metrics_that_move() {
     // SAFETY: signals the child process started above.
     unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
     assert_eq!(cap.wait().unwrap().code(), Some(130));
+    // SIGINT ended every flow and flushed the statistics: every packet is
+    // in a second, and every flow ended in one.
+    let stats = std::fs::read_to_string(dir.path().join("stats.csv")).unwrap();
+    let head: Vec<&str> = stats.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let sum = |name: &str| -> u64 {
+        let c = col(name);
+        stats
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(c).unwrap().parse::<u64>().unwrap())
+            .sum()
+    };
+    assert_eq!(sum("packets"), 500, "{stats}");
+    assert_eq!(sum("flows_new"), sum("flows_ended"), "{stats}");
+    let apps = std::fs::read_to_string(dir.path().join("apps.jsonl")).unwrap();
+    let ended: u64 = apps
+        .lines()
+        .filter(|l| l.contains("\"of\":\"transport\""))
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["flows_ended"].as_u64().unwrap()
+        })
+        .sum();
+    assert_eq!(ended, sum("flows_ended"), "{apps}");
 }
 
 #[test]
