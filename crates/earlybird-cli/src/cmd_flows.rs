@@ -443,12 +443,12 @@ pub fn run(a: FlowsArgs) -> i32 {
     let discarded = |p: &&Path| forced == Some(Format::Null) && p.as_os_str() == "-";
     let outputs: Vec<&Path> = (a.outputs.iter().map(PathBuf::as_path))
         .filter(|p| !discarded(p))
-        .filter(|o| !earlybird::ipfix::is_network(o))
         .chain(a.write.as_deref())
         .chain(a.events.as_deref())
         .chain(a.stats_out.as_deref())
         .chain(a.app_stats_out.as_deref())
         .chain(a.alarms_out.as_deref())
+        .filter(|o| !earlybird::ipfix::is_network(o))
         .collect();
     let planned: Vec<&Path> = inputs.iter().flat_map(|i| i.paths()).collect();
     let read: Vec<&Path> = (a.files.iter().map(PathBuf::as_path))
@@ -545,7 +545,13 @@ pub fn run(a: FlowsArgs) -> i32 {
         }
     }
     for (kind, path, fmt) in row_outputs {
-        match earlybird::open_row_exporter(kind, fmt, path) {
+        let opened = match fmt {
+            Format::Ipfix if kind.is(&earlybird::VERDICTS) => {
+                earlybird::ipfix::open_events(path, &ipfix)
+            }
+            _ => earlybird::open_row_exporter(kind, fmt, path),
+        };
+        match opened {
             Ok(e) => exporters.push(e),
             Err(e) => return crate::fail(e),
         }

@@ -623,7 +623,7 @@ fn an_absent_or_stalled_tcp_collector_never_blocks_the_run() {
         assert_eq!(code, 3, "{what}: {err}");
         assert!(
             err.contains(&format!("ipfix+tcp://127.0.0.1:{port}"))
-                && err.contains("flow records not delivered"),
+                && err.contains("records not delivered"),
             "{what}: {err}"
         );
         // The other output has every record.
@@ -650,4 +650,52 @@ fn udp_to_a_closed_port_counts_the_refused_sends() {
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("ICMP port unreachable"), "{err}");
     assert!(csv_rows(&csv).len() > 100);
+}
+
+/// `--events FILE.ipfix`: one data record per verdict, as many as the
+/// flow records say were decided, in templates 260/261 after the flows'
+/// four (the events file holds only the event templates).
+#[test]
+fn early_verdict_events_go_to_ipfix_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = samples()
+        .into_iter()
+        .find(|p| p.ends_with("ndpi__iphone.pcap"))
+        .unwrap();
+    let (csv, events) = (tmp.path().join("out.csv"), tmp.path().join("ev.ipfix"));
+    let (code, _, err) = eb(&[
+        "flows",
+        input.to_str().unwrap(),
+        "-q",
+        "-o",
+        csv.to_str().unwrap(),
+        "--events",
+        events.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let decided = csv_rows(&csv)
+        .iter()
+        .filter(|r| r["decided_at_packet"] != "0")
+        .count() as u64;
+    assert!(decided > 40, "{decided}");
+    let bytes = std::fs::read(&events).unwrap();
+    assert_eq!(count_records(&bytes), decided);
+    // The first message holds the templates: set 2, templates 260 and 261.
+    assert_eq!(be(&bytes[16..18]), 2);
+    assert_eq!(be(&bytes[20..22]), 260);
+    // Per-second statistics are not IPFIX records: refused before any work.
+    let (code, _, err) = eb(&[
+        "flows",
+        input.to_str().unwrap(),
+        "-q",
+        "-f",
+        "null",
+        "--stats-out",
+        tmp.path().join("s.ipfix").to_str().unwrap(),
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("early-verdict events, not stats records"),
+        "{err}"
+    );
 }

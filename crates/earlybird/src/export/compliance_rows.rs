@@ -215,8 +215,9 @@ fn check_parquet(ctx: &str, bytes: &[u8], want: &[Vec<V>]) {
     }
 }
 
-/// IPFIX carries flow records only: opening it for another kind fails,
-/// and rows given to it are refused, naming the output and both kinds.
+/// IPFIX carries flow records and early-verdict events only: opening it
+/// for another kind fails, and rows given to it are refused, naming the
+/// output and both kinds.
 #[test]
 fn ipfix_refuses_other_kinds() {
     let dir = tempfile::tempdir().unwrap();
@@ -224,7 +225,7 @@ fn ipfix_refuses_other_kinds() {
     let err = open_rows(&EVENTS, Format::Ipfix, &path).err().unwrap();
     let msg = err.to_string();
     assert!(
-        msg.contains("events.ipfix") && msg.contains("flow records only"),
+        msg.contains("events.ipfix") && msg.contains("flow records and early-verdict events"),
         "{msg}"
     );
     assert!(msg.contains(EVENTS.name), "{msg}");

@@ -356,10 +356,16 @@ pub fn open_rows(kind: &'static Kind, format: Format, path: &Path) -> Result<Box
     if format == Format::Null {
         return Ok(Box::new(null::NullExporter::of(kind)));
     }
+    if format == Format::Ipfix && kind.is(&crate::flow::events::VERDICTS) {
+        return ipfix::open_events(path, &ipfix::IpfixOptions::default());
+    }
     if format == Format::Ipfix {
         return Err(Error::Output {
             name: format!("ipfix:{}", path.display()),
-            reason: format!("IPFIX takes flow records only, not {} records", kind.name),
+            reason: format!(
+                "IPFIX takes flow records and early-verdict events, not {} records",
+                kind.name
+            ),
         });
     }
     #[cfg(feature = "parquet")]
@@ -414,8 +420,11 @@ fn rows_over(kind: &'static Kind, format: Format, w: Writer, name: &str) -> Box<
         Format::Csv => Box::new(rows::RowsExporter::over(kind, w, name, false)),
         Format::JsonLines => Box::new(rows::RowsExporter::over(kind, w, name, true)),
         Format::Null => Box::new(null::NullExporter::of(kind)),
-        // IPFIX takes flow records only: rows given to it are refused
-        // (`Exporter::write_rows`' default error).
+        // IPFIX takes early-verdict events; rows of other kinds given to a
+        // flow exporter are refused (`Exporter::write_rows`).
+        Format::Ipfix if kind.is(&crate::flow::events::VERDICTS) => {
+            ipfix::events_to_writer(Box::new(w), name, &ipfix::IpfixOptions::default())
+        }
         Format::Ipfix => ipfix_over(w, name, &ExportOptions::default()),
         #[cfg(feature = "parquet")]
         Format::Parquet => parquet::boxed(

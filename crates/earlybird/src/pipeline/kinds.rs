@@ -20,7 +20,8 @@ pub const OTHER_KINDS: [(&Kind, &str, &str); 4] = [
          flow's packet that completed its early packets, or, for a model run \
          on the classifier pool, the flow's latest packet when the verdict \
          came back; a flow that ends with fewer early packets than the model \
-         needs is decided at its end. Needs a model.",
+         needs is decided at its end. Needs a model. Also to an IPFIX \
+         collector or file (`--events ipfix+udp://HOST:PORT`; docs/IPFIX.md).",
     ),
     (
         &crate::telemetry::series::STATS,

@@ -61,6 +61,9 @@ pub(crate) enum Source {
     AtPacket,
     /// The basicList of [`LIST_MEMBERS`]`[i]`.
     Early(usize),
+    /// Field `i` of an early-verdict event ([`crate::flow::events::VERDICTS`];
+    /// the elements of [`EVENT_ELEMENTS`] only).
+    Cell(usize),
 }
 
 /// Which templates carry a field.
@@ -188,6 +191,70 @@ pub(crate) const ELEMENTS: &[Element] = &[
       "Ordered list of earlybirdEarlyPacketGapMicroseconds."),
 ];
 
+/// The fields of an early-verdict event's data record (`--events`), in
+/// template order; `Source::Cell` names the event field each comes from.
+#[rustfmt::skip]
+pub(crate) const EVENT_ELEMENTS: &[Element] = &[
+    e("sourceIPv4Address", 8, 0, 4, "ipv4Address", S::Cell(0), W::V4,
+      "Client address, as in the flow's record."),
+    e("destinationIPv4Address", 12, 0, 4, "ipv4Address", S::Cell(1), W::V4,
+      "Server address."),
+    e("sourceIPv6Address", 27, 0, 16, "ipv6Address", S::Cell(0), W::V6,
+      "Client address."),
+    e("destinationIPv6Address", 28, 0, 16, "ipv6Address", S::Cell(1), W::V6,
+      "Server address."),
+    e("sourceTransportPort", 7, 0, 2, "unsigned16", S::Cell(2), W::Always,
+      "Client port."),
+    e("destinationTransportPort", 11, 0, 2, "unsigned16", S::Cell(3), W::Always,
+      "Server port."),
+    e("protocolIdentifier", 4, 0, 1, "unsigned8", S::Cell(4), W::Always,
+      "IP protocol number."),
+    e("vlanId", 58, 0, 2, "unsigned16", S::Cell(5), W::Always,
+      "802.1Q VLAN id, 0 when untagged."),
+    e("flowStartNanoseconds", 156, 0, 8, "dateTimeNanoseconds", S::Cell(8), W::Always,
+      "Timestamp of the flow's first packet."),
+    e("observationTimeNanoseconds", 325, 0, 8, "dateTimeNanoseconds", S::Cell(9), W::Always,
+      "Packet time at which the verdict was known (the event's decided_ts)."),
+    e("earlybirdApplication", 1, PEN_EARLYBIRD, VARLEN, "string", S::Cell(11), W::Always,
+      "The verdict: the model's class name, \"unknown\" below its threshold."),
+    e("earlybirdConfidence", 2, PEN_EARLYBIRD, 4, "float32", S::Cell(12), W::Always,
+      "Confidence of the verdict, 0 to 1."),
+    e("earlybirdDecidedAtPacket", 3, PEN_EARLYBIRD, 1, "unsigned8", S::Cell(13), W::Always,
+      "The early packet (1-based) the verdict was taken at."),
+    e("earlybirdTimeToDecisionNanoseconds", 7, PEN_EARLYBIRD, 8, "unsigned64", S::Cell(10), W::Always,
+      "Nanoseconds of packet time from the flow's first packet to the verdict."),
+];
+
+/// Template id of early-verdict events of IPv4 flows (IPv6: the next).
+pub(crate) const FIRST_EVENT_TEMPLATE: u16 = 260;
+
+/// The two templates of early-verdict events: IPv4 (260) and IPv6 (261).
+pub(crate) fn event_templates() -> Vec<Template> {
+    (0..2)
+        .map(|i| {
+            let v6 = i == 1;
+            let fields: Vec<&'static Element> = EVENT_ELEMENTS
+                .iter()
+                .filter(|el| match el.when {
+                    W::V4 => !v6,
+                    W::V6 => v6,
+                    _ => true,
+                })
+                .collect();
+            let fixed_len = fields
+                .iter()
+                .filter(|f| f.len != VARLEN)
+                .map(|f| usize::from(f.len))
+                .sum();
+            Template {
+                id: FIRST_EVENT_TEMPLATE + i,
+                fields,
+                fixed_len,
+            }
+        })
+        .collect()
+}
+
 /// The elements inside the early-packet basicLists, in the order of
 /// [`Source::Early`].
 #[rustfmt::skip]
@@ -286,6 +353,33 @@ pub(crate) fn markdown() -> String {
     s
 }
 
+/// The Markdown table of the early-verdict event elements, for
+/// `docs/IPFIX.md`.
+pub(crate) fn event_markdown() -> String {
+    let mut s = String::from(
+        "| Element | Id | PEN | Length | Type | Templates | Meaning |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    for el in EVENT_ELEMENTS {
+        let len = if el.len == VARLEN {
+            "variable".to_string()
+        } else {
+            el.len.to_string()
+        };
+        let t = match el.when {
+            W::V4 => "260 (IPv4)",
+            W::V6 => "261 (IPv6)",
+            _ => "260, 261",
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            el.name, el.id, el.pen, len, el.ty, t, el.meaning
+        );
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,12 +388,20 @@ mod tests {
     /// (`EARLYBIRD_BLESS=1` rewrites it).
     #[test]
     fn doc_table_matches_the_elements() {
+        doc_table("elements", markdown());
+        doc_table("events", event_markdown());
+    }
+
+    /// The table between `<!-- NAME:begin -->` and `<!-- NAME:end -->`.
+    fn doc_table(name: &str, table: String) {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/IPFIX.md");
         let doc = std::fs::read_to_string(path).expect("docs/IPFIX.md");
-        let (begin, end) = ("<!-- elements:begin -->\n", "<!-- elements:end -->");
-        let a = doc.find(begin).expect("begin marker") + begin.len();
-        let b = doc.find(end).expect("end marker");
-        let table = markdown();
+        let (begin, end) = (
+            format!("<!-- {name}:begin -->\n"),
+            format!("<!-- {name}:end -->"),
+        );
+        let a = doc.find(&begin).expect("begin marker") + begin.len();
+        let b = doc.find(&end).expect("end marker");
         if doc[a..b] != table && std::env::var_os("EARLYBIRD_BLESS").is_some() {
             let new = format!("{}{table}{}", &doc[..a], &doc[b..]);
             std::fs::write(path, new).unwrap();

@@ -20,12 +20,15 @@
 //! encode the data records ([`Exporter::renderer`]) and the exporter only
 //! packs them into its messages: the bytes are the same either way.
 //! Outputs are named `ipfix:PATH`,
-//! `ipfix+udp://HOST:PORT` and `ipfix+tcp://HOST:PORT`. Records of kinds
-//! other than flows are refused with an error (the trait's default). One
+//! `ipfix+udp://HOST:PORT` and `ipfix+tcp://HOST:PORT`. An output of
+//! early-verdict events ([`open_events`]) writes each event as a data
+//! record of template 260 or 261 (`events.rs`) through the same messages
+//! and transports. Records of other kinds are refused with an error. One
 //! message buffer and one record buffer are allocated when the exporter is
 //! built; nothing per record.
 
 pub(crate) mod elements;
+pub(crate) mod events;
 pub(crate) mod message;
 pub(crate) mod record;
 pub(crate) mod transport;
@@ -34,10 +37,12 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{early_of, ExportOptions, Exporter};
+use super::{early_of, fields, ExportOptions, Exporter, Renderer};
 use crate::classify::Verdict;
 use crate::error::{Error, Result};
+use crate::flow::events::VERDICTS;
 use crate::flow::record::RecordBatch;
+use crate::schema::{Kind, RowBatch};
 use elements::Template;
 use message::{Message, HEADER, MAX_MESSAGE, SET_HEADER};
 use transport::{FileTransport, NetConfig, TcpTransport, Transport, UdpTransport};
@@ -114,13 +119,30 @@ pub fn is_network(out: &Path) -> bool {
 /// output: a file that cannot be created, a name that does not resolve,
 /// options that leave no room for a record.
 pub fn open(out: &Path, opts: &ExportOptions, ipfix: &IpfixOptions) -> Result<Box<dyn Exporter>> {
+    open_kind(out, &fields::FLOWS, opts, ipfix)
+}
+
+/// Opens an IPFIX output of early-verdict events
+/// ([`crate::flow::events::VERDICTS`], `--events`) at `out`, as [`open`]
+/// does for flows: templates 260 and 261 (`docs/IPFIX.md`).
+pub fn open_events(out: &Path, ipfix: &IpfixOptions) -> Result<Box<dyn Exporter>> {
+    open_kind(out, &VERDICTS, &ExportOptions::default(), ipfix)
+}
+
+/// [`open`] for records of `kind` (flows or early-verdict events).
+fn open_kind(
+    out: &Path,
+    kind: &'static Kind,
+    opts: &ExportOptions,
+    ipfix: &IpfixOptions,
+) -> Result<Box<dyn Exporter>> {
     let (name, max) = match destination(out) {
         Some(Destination::Udp(hp)) => (format!("{UDP_PREFIX}{hp}"), ipfix.mtu),
         Some(Destination::Tcp(hp)) => (format!("{TCP_PREFIX}{hp}"), MAX_MESSAGE),
         None if out.as_os_str() == "-" => ("ipfix:stdout".to_string(), MAX_MESSAGE),
         None => (format!("ipfix:{}", out.display()), MAX_MESSAGE),
     };
-    let plan = Plan::new(&name, max, opts, ipfix)?;
+    let plan = Plan::new(&name, max, kind, opts, ipfix)?;
     let net = NetConfig {
         refresh: ipfix.template_refresh,
         refresh_messages: ipfix.template_refresh_messages.max(1),
@@ -169,13 +191,33 @@ pub fn to_writer(
     opts: &ExportOptions,
     ipfix: &IpfixOptions,
 ) -> Box<dyn Exporter> {
-    let plan = Plan::new(name, MAX_MESSAGE, opts, ipfix).expect("records fit in 64 KiB");
+    let plan =
+        Plan::new(name, MAX_MESSAGE, &fields::FLOWS, opts, ipfix).expect("records fit in 64 KiB");
+    let t = FileTransport::over(w, plan.template_msgs.clone(), name);
+    Box::new(IpfixExporter::new(plan, Box::new(t), name.to_string()))
+}
+
+/// An IPFIX exporter of early-verdict events writing messages to `w`.
+pub fn events_to_writer(
+    w: Box<dyn Write + Send>,
+    name: &str,
+    ipfix: &IpfixOptions,
+) -> Box<dyn Exporter> {
+    let plan = Plan::new(
+        name,
+        MAX_MESSAGE,
+        &VERDICTS,
+        &ExportOptions::default(),
+        ipfix,
+    )
+    .expect("events fit in 64 KiB");
     let t = FileTransport::over(w, plan.template_msgs.clone(), name);
     Box::new(IpfixExporter::new(plan, Box::new(t), name.to_string()))
 }
 
 /// What an exporter is built from: templates, their messages, class names.
 struct Plan {
+    kind: &'static Kind,
     templates: Vec<Template>,
     template_msgs: Vec<Vec<u8>>,
     max: usize,
@@ -186,7 +228,13 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(name: &str, max: usize, opts: &ExportOptions, ipfix: &IpfixOptions) -> Result<Plan> {
+    fn new(
+        name: &str,
+        max: usize,
+        kind: &'static Kind,
+        opts: &ExportOptions,
+        ipfix: &IpfixOptions,
+    ) -> Result<Plan> {
         let err = |reason: String| Error::Output {
             name: name.to_string(),
             reason,
@@ -196,15 +244,33 @@ impl Plan {
                 "messages may not exceed {MAX_MESSAGE} bytes (asked for {max})"
             )));
         }
-        let templates = elements::templates(ipfix.biflow);
+        let events = kind.is(&VERDICTS);
+        if !events && !kind.is(&fields::FLOWS) {
+            return Err(err(format!(
+                "IPFIX takes flow records and early-verdict events, not {} records",
+                kind.name
+            )));
+        }
+        let templates = match events {
+            true => elements::event_templates(),
+            false => elements::templates(ipfix.biflow),
+        };
         let names: Vec<Vec<u8>> = opts.class_names.iter().map(|s| clamp(s).to_vec()).collect();
         let name_max = names.iter().map(Vec::len).max().unwrap_or(0).max(7);
         let early = opts.early_packets;
-        let record_max = templates
-            .iter()
-            .map(|t| record::max_len(t, name_max, early))
-            .max()
-            .unwrap_or(0);
+        let record_max = match events {
+            // The application name: one length byte and at most 254 bytes.
+            true => templates
+                .iter()
+                .map(|t| t.fixed_len + 255)
+                .max()
+                .unwrap_or(0),
+            false => templates
+                .iter()
+                .map(|t| record::max_len(t, name_max, early))
+                .max()
+                .unwrap_or(0),
+        };
         if HEADER + SET_HEADER + record_max > max {
             return Err(err(format!(
                 "a message of {max} bytes cannot hold a record ({} bytes with its headers)",
@@ -214,6 +280,7 @@ impl Plan {
         let template_msgs = message::template_messages(&templates, max, ipfix.domain)
             .ok_or_else(|| err(format!("a message of {max} bytes cannot hold a template")))?;
         Ok(Plan {
+            kind,
             templates,
             template_msgs,
             max,
@@ -237,6 +304,8 @@ fn clamp(s: &str) -> &[u8] {
 /// Flow records as IPFIX messages (see the module docs).
 pub struct IpfixExporter {
     name: String,
+    /// Flows, or early-verdict events.
+    kind: &'static Kind,
     templates: Vec<Template>,
     names: Vec<Vec<u8>>,
     early: usize,
@@ -251,6 +320,7 @@ impl IpfixExporter {
     fn new(plan: Plan, transport: Box<dyn Transport>, name: String) -> Self {
         IpfixExporter {
             name,
+            kind: plan.kind,
             templates: plan.templates,
             names: plan.names,
             early: plan.early,
@@ -275,26 +345,168 @@ impl IpfixExporter {
     }
 }
 
-impl Exporter for IpfixExporter {
+/// Encodes record `i` of `batch` into `out` (cleared first); returns its
+/// template id and its export time (the flow's end, Unix seconds).
+fn encode_one(
+    out: &mut Vec<u8>,
+    templates: &[Template],
+    names: &[Vec<u8>],
+    early: usize,
+    batch: &RecordBatch,
+    i: usize,
+) -> (u16, u32) {
+    const UNKNOWN: &[u8] = b"unknown";
+    let r = &batch.records[i];
+    let t = &templates[record::template_of(r)];
+    let app = match r.verdict.class {
+        Verdict::UNKNOWN => UNKNOWN,
+        c => names.get(usize::from(c)).map_or(UNKNOWN, Vec::as_slice),
+    };
+    out.clear();
+    record::encode(out, t, r, app, early_of(batch, i, early));
+    let end_secs = (r.last_ts / 1_000_000_000).min(u64::from(u32::MAX)) as u32;
+    (t.id, end_secs)
+}
+
+/// Bytes before each record in rendered text: template id (2), record
+/// length (2), export time (4), little-endian.
+const FRAME: usize = 8;
+
+/// The encoding half of [`IpfixExporter`] for flow records, run by a
+/// [`Renderer`] on another thread (the shard, while the exporter thread
+/// lags): each record as a frame (template id, length, export time) and
+/// its data record, which the exporter packs into its messages
+/// ([`Exporter::write_rendered`]); sequence numbers and message bounds
+/// stay the exporter's.
+struct IpfixRecords {
+    templates: Vec<Template>,
+    names: Vec<Vec<u8>>,
+    early: usize,
+    record: Vec<u8>,
+    out: Box<dyn Write + Send>,
+}
+
+impl Exporter for IpfixRecords {
     fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
-        const UNKNOWN: &[u8] = b"unknown";
-        for (i, r) in batch.records.iter().enumerate() {
-            let t = &self.templates[record::template_of(r)];
-            let app = match r.verdict.class {
-                Verdict::UNKNOWN => UNKNOWN,
-                c => self
-                    .names
-                    .get(usize::from(c))
-                    .map_or(UNKNOWN, Vec::as_slice),
-            };
-            self.record.clear();
-            record::encode(&mut self.record, t, r, app, early_of(batch, i, self.early));
-            let id = t.id;
+        let mut text = Vec::with_capacity(batch.len() * (FRAME + 128));
+        for i in 0..batch.len() {
+            let (id, time) = encode_one(
+                &mut self.record,
+                &self.templates,
+                &self.names,
+                self.early,
+                batch,
+                i,
+            );
+            text.extend_from_slice(&id.to_le_bytes());
+            text.extend_from_slice(&(self.record.len() as u16).to_le_bytes());
+            text.extend_from_slice(&time.to_le_bytes());
+            text.extend_from_slice(&self.record);
+        }
+        // The writer is memory (`Renderer`): it cannot fail.
+        let _ = self.out.write_all(&text);
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn name(&self) -> &str {
+        "ipfix:render"
+    }
+}
+
+impl Exporter for IpfixExporter {
+    fn kind(&self) -> &'static Kind {
+        self.kind
+    }
+
+    fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        if !self.kind.is(&fields::FLOWS) {
+            return Err(super::wrong_kind(
+                &self.name,
+                self.kind,
+                &fields::FLOWS,
+                batch.len(),
+            ));
+        }
+        for i in 0..batch.len() {
+            let (id, end_secs) = encode_one(
+                &mut self.record,
+                &self.templates,
+                &self.names,
+                self.early,
+                batch,
+                i,
+            );
             if !self.msg.fits(id, self.record.len()) {
                 self.send()?;
             }
-            let end_secs = (r.last_ts / 1_000_000_000).min(u64::from(u32::MAX)) as u32;
             self.msg.push(id, &self.record, end_secs);
+        }
+        Ok(())
+    }
+
+    fn write_rows(&mut self, rows: &RowBatch) -> Result<()> {
+        if !self.kind.is(&VERDICTS) || !rows.kind().is(&VERDICTS) {
+            return Err(super::wrong_kind(
+                &self.name,
+                self.kind,
+                rows.kind(),
+                rows.len(),
+            ));
+        }
+        for i in 0..rows.len() {
+            let Some((id, time)) =
+                events::encode(&mut self.record, &self.templates, rows.rows(), i)
+            else {
+                continue;
+            };
+            if !self.msg.fits(id, self.record.len()) {
+                self.send()?;
+            }
+            self.msg.push(id, &self.record, time);
+        }
+        Ok(())
+    }
+
+    fn renderer(&self) -> Option<Renderer> {
+        if !self.kind.is(&fields::FLOWS) {
+            return None;
+        }
+        let (templates, names, early) = (self.templates.clone(), self.names.clone(), self.early);
+        Some(Renderer::new(move |out| {
+            Box::new(IpfixRecords {
+                templates,
+                names,
+                early,
+                record: Vec::new(),
+                out,
+            })
+        }))
+    }
+
+    fn write_rendered(&mut self, text: &[u8]) -> Result<()> {
+        let mut at = 0;
+        while at + FRAME <= text.len() {
+            let id = u16::from_le_bytes([text[at], text[at + 1]]);
+            let len = usize::from(u16::from_le_bytes([text[at + 2], text[at + 3]]));
+            let time = u32::from_le_bytes([text[at + 4], text[at + 5], text[at + 6], text[at + 7]]);
+            let Some(record) = text.get(at + FRAME..at + FRAME + len) else {
+                break;
+            };
+            if !self.msg.fits(id, len) {
+                self.send()?;
+            }
+            self.msg.push(id, record, time);
+            at += FRAME + len;
+        }
+        if at != text.len() {
+            return Err(Error::Output {
+                name: self.name.clone(),
+                reason: format!("rendered records cut short at byte {at} of {}", text.len()),
+            });
         }
         Ok(())
     }

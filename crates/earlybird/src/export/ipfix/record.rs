@@ -129,6 +129,8 @@ pub(crate) fn encode(
             }
             Source::Confidence => out.extend_from_slice(&r.verdict.confidence.to_be_bytes()),
             Source::AtPacket => out.push(r.verdict.at_packet),
+            // Not in the flow templates (`elements::templates`).
+            Source::Cell(_) => {}
             Source::Early(i) => {
                 let m = &LIST_MEMBERS[i];
                 varlen(out, list_len(i, early.len()));

@@ -129,8 +129,102 @@ fn a_stalled_tcp_collector_fills_the_queue_and_sends_never_wait() {
     assert!(t.dropped() > 0);
     let err = t.finish().unwrap_err().to_string();
     assert!(
-        err.contains("ipfix+tcp://stalled") && err.contains("of 20000 flow records not delivered"),
+        err.contains("ipfix+tcp://stalled") && err.contains("of 20000 records not delivered"),
         "{err}"
     );
     drop(listener);
+}
+
+/// Early-verdict events: each row one data record of template 260 (IPv4)
+/// or 261 (IPv6), read back by the independent decoder field by field.
+#[test]
+fn events_are_data_records_of_their_own_templates() {
+    use crate::flow::events::VERDICTS;
+    use crate::schema::RowBatch;
+    let mut rows = RowBatch::new(&VERDICTS);
+    let events: [(&str, &str, u64, u64, &str); 3] = [
+        (
+            "10.0.0.1",
+            "192.0.2.7",
+            1_600_000_000_000_000_000,
+            1_600_000_000_250_000_000,
+            "TLS",
+        ),
+        (
+            "2001:db8::1",
+            "2001:db8::2",
+            1_600_000_001_000_000_000,
+            1_600_000_001_000_004_000,
+            "DNS",
+        ),
+        (
+            "10.0.0.9",
+            "2001:db8::2",
+            1,
+            2,
+            "mixed families: not encoded",
+        ),
+    ];
+    for (src, dst, first, at, app) in events {
+        rows.push(|c| {
+            c.text(src);
+            c.text(dst);
+            c.u64(40_000);
+            c.u64(443);
+            c.u64(6);
+            c.u64(7);
+            c.text("");
+            c.u64(0);
+            c.u64(first);
+            c.u64(at);
+            c.u64(at - first);
+            c.text(app);
+            c.f64(0.75);
+            c.u64(4);
+        });
+    }
+    let out = Shared::default();
+    let mut ex = events_to_writer(
+        Box::new(out.clone()),
+        "ipfix:events",
+        &IpfixOptions::default(),
+    );
+    assert!(ex.kind().is(&VERDICTS));
+    ex.write_rows(&rows).unwrap();
+    ex.finish().unwrap();
+    // A flow batch is refused by an events output.
+    assert!(ex.write_batch(&batch(1)).is_err());
+    let bytes = out.0.lock().unwrap().clone();
+    let recs = compliance_ipfix::decode("events", &bytes, 65535);
+    assert_eq!(recs.len(), 2, "the mixed-family row is left out");
+    let field = |r: &compliance_ipfix::Rec, pen: u32, id: u16| -> Vec<u8> {
+        r.iter()
+            .find(|(p, i, _)| *p == pen && *i == id)
+            .map(|(_, _, v)| v.clone())
+            .unwrap_or_else(|| panic!("no element {pen}/{id}"))
+    };
+    let be = |b: Vec<u8>| b.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x));
+    let (t4, r4) = &recs[0];
+    assert_eq!(*t4, 260);
+    assert_eq!(field(r4, 0, 8), vec![10, 0, 0, 1]);
+    assert_eq!(field(r4, 0, 12), vec![192, 0, 2, 7]);
+    assert_eq!(be(field(r4, 0, 7)), 40_000);
+    assert_eq!(be(field(r4, 0, 11)), 443);
+    assert_eq!(be(field(r4, 0, 4)), 6);
+    assert_eq!(be(field(r4, 0, 58)), 7);
+    assert_eq!(field(r4, PEN_EARLYBIRD, 1), b"TLS");
+    assert_eq!(field(r4, PEN_EARLYBIRD, 2), 0.75f32.to_be_bytes());
+    assert_eq!(be(field(r4, PEN_EARLYBIRD, 3)), 4);
+    assert_eq!(be(field(r4, PEN_EARLYBIRD, 7)), 250_000_000);
+    // Times: NTP seconds since 1900 and a binary fraction.
+    let ntp = be(field(r4, 0, 325));
+    assert_eq!((ntp >> 32) - 2_208_988_800, 1_600_000_000);
+    let frac_ns = ((ntp & 0xffff_ffff) * 1_000_000_000) >> 32;
+    assert!((249_999_999..=250_000_000).contains(&frac_ns), "{frac_ns}");
+    let (t6, r6) = &recs[1];
+    assert_eq!(*t6, 261);
+    let v6: std::net::Ipv6Addr = "2001:db8::1".parse().unwrap();
+    assert_eq!(field(r6, 0, 27), v6.octets().to_vec());
+    assert_eq!(field(r6, PEN_EARLYBIRD, 1), b"DNS");
+    assert_eq!(be(field(r6, PEN_EARLYBIRD, 7)), 4_000);
 }

@@ -93,7 +93,7 @@ impl Tally {
         Err(Error::Output {
             name: name.to_string(),
             reason: format!(
-                "{dropped} of {records} flow records not delivered; {failures} failure{} (last: {})",
+                "{dropped} of {records} records not delivered; {failures} failure{} (last: {})",
                 if failures == 1 { "" } else { "s" },
                 last.as_deref().unwrap_or("queue full")
             ),
