@@ -7,7 +7,9 @@
 //! JSON lines (`jsonl.rs`) or nothing (`null.rs`, for benchmarks and dry
 //! runs), or as typed Parquet columns (`parquet.rs`, cargo feature
 //! `parquet`, which writes records of every kind and has its own buffering:
-//! row groups, readable once finished); their fields, order and meaning are defined once in [`fields`]
+//! row groups, readable once finished), or as IPFIX messages to a
+//! collector or a file (`ipfix/`, which also takes early-verdict events);
+//! their fields, order and meaning are defined once in [`fields`]
 //! and documented in `docs/RECORD_FIELDS.md`. Records of any other kind come
 //! in [`RowBatch`]es and are written by one generic writer driven by the
 //! kind's field table ([`rows`]: CSV, JSON lines; [`open_rows`],
@@ -350,7 +352,8 @@ pub fn open(format: Format, path: &Path, opts: &ExportOptions) -> Result<Box<dyn
 }
 
 /// Opens the output of records of `kind` (`-` = stdout) and returns its
-/// exporter ([`rows`]); errors name the file. [`Format::Null`] opens
+/// exporter (CSV or JSON lines from the kind's field table, Parquet,
+/// IPFIX for early-verdict events); errors name the file. [`Format::Null`] opens
 /// nothing. For flow records use [`open`].
 pub fn open_rows(kind: &'static Kind, format: Format, path: &Path) -> Result<Box<dyn Exporter>> {
     if format == Format::Null {
@@ -405,7 +408,8 @@ pub fn to_writer(
     over(format, Writer::Other(w), name, opts)
 }
 
-/// Builds an exporter of records of `kind` over any writer ([`rows`]).
+/// Builds an exporter of records of `kind` over any writer (as
+/// [`open_rows`] does for files).
 pub fn rows_to_writer(
     kind: &'static Kind,
     format: Format,

@@ -156,7 +156,8 @@ impl AlarmSpec {
         parse_file(text)
     }
 
-    /// `SERIES[:METHOD]` (see [`parse_short`]).
+    /// `SERIES[:METHOD]` (`--alarm`): that series, watched upwards with
+    /// the method's defaults.
     pub fn parse_short(s: &str) -> Result<AlarmSpec, String> {
         parse_short(s)
     }
