@@ -436,3 +436,65 @@ fn a_full_disk_is_counted_and_reported_and_the_flows_go_on() {
     assert!(err.contains("earlybird: dump error: "), "{err}");
     drop(fs);
 }
+
+/// A live capture (two shards in a fanout group, a veth pair in network
+/// namespaces, as root) dumps every packet replayed into it, once: the
+/// dump files together hold the capture's packets (their first 256 bytes,
+/// the live snaplen), stamped by the kernel.
+#[test]
+fn a_live_capture_dumps_every_packet() {
+    let Some(net) = lib_common::Veth::create("ebd") else {
+        return;
+    };
+    let bin = env!("CARGO_BIN_EXE_earlybird");
+    let pcap = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("dump");
+    let mut cap = Command::new("ip")
+        .args(["netns", "exec", &net.ns_a, bin])
+        .args([
+            "flows",
+            "--no-model",
+            "--no-progress",
+            "-s",
+            "2",
+            "-f",
+            "null",
+        ])
+        .args(["-i", &net.a, "--duration", "120", "--dump-dir"])
+        .arg(&dump)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The sockets capture from the moment the run says so.
+    let mut err = std::io::BufReader::new(cap.stderr.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut err, &mut first).unwrap();
+    assert!(first.contains("capturing on"), "{first}");
+    let sent = Command::new("ip")
+        .args(["netns", "exec", &net.ns, bin, "replay", "-i", &net.b])
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    assert!(sent.status.success());
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: signals the child process started above.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert_eq!(cap.wait().unwrap().code(), Some(130), "{rest}");
+    assert!(rest.contains("packets dumped"), "{rest}");
+    let cut = |(_, len, b): Packet| (len, b[..b.len().min(256)].to_vec());
+    let want = sorted_bytes(input_packets(&pcap).into_iter().map(cut).collect());
+    let got = sorted_bytes(dumped(&dump).into_values().flatten().map(cut).collect());
+    assert_eq!(got.len(), want.len(), "packets dumped");
+    assert!(
+        got == want,
+        "the dump holds other packets than the capture's"
+    );
+}
+
+fn sorted_bytes(mut v: Vec<(u32, Vec<u8>)>) -> Vec<(u32, Vec<u8>)> {
+    v.sort();
+    v
+}
