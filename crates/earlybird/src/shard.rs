@@ -284,8 +284,7 @@ impl Shard {
             self.tick(Part::Read, first.ts);
             self.tick(Part::Run, first.ts);
             let end = self.second_end(Part::Run);
-            let n = rest.iter().position(|r| r.ts >= end);
-            let (part, tail) = rest.split_at(n.unwrap_or(rest.len()).max(1));
+            let (part, tail) = rest.split_at(in_second(rest.iter().map(|r| r.ts), end));
             self.batch_whole(data, part);
             rest = tail;
         }
@@ -346,8 +345,7 @@ impl Shard {
             while let Some(first) = rest.first() {
                 self.tick(Part::Read, first.ts);
                 let end = self.second_end(Part::Read);
-                let n = rest.iter().position(|r| r.ts >= end);
-                let (part, tail) = rest.split_at(n.unwrap_or(rest.len()).max(1));
+                let (part, tail) = rest.split_at(in_second(rest.iter().map(|r| r.ts), end));
                 let (lo, hi) = self.split_whole(data, part, parcels);
                 (min_ts, max_ts) = (min_ts.min(lo), max_ts.max(hi));
                 rest = tail;
@@ -412,8 +410,7 @@ impl Shard {
         while i < pkts.len() {
             self.tick(Part::Run, pkts[i].ts);
             let end = self.second_end(Part::Run);
-            let n = pkts[i..].iter().position(|p| p.ts >= end);
-            let j = i + n.unwrap_or(pkts.len() - i).max(1);
+            let j = i + in_second(pkts[i..].iter().map(|p| p.ts), end);
             let last = j == pkts.len();
             let max_ts = if last {
                 parcel.max_ts
@@ -832,4 +829,13 @@ fn second_figures(counters: &Counters, table: &mut FlowTable, part: Part) -> (Co
         Part::Read => Tally::default(),
     };
     (c, tally)
+}
+
+/// How many of the timestamps `ts` (one at least, if there are any) come
+/// before the first at or past `end`: the part of a batch that lies in the
+/// current second (the first is in it: the clock just moved to it).
+#[inline]
+fn in_second(mut ts: impl ExactSizeIterator<Item = u64>, end: u64) -> usize {
+    let n = ts.len();
+    ts.position(|t| t >= end).unwrap_or(n).max(1)
 }

@@ -233,26 +233,28 @@ pub(crate) fn event_templates() -> Vec<Template> {
     (0..2)
         .map(|i| {
             let v6 = i == 1;
-            let fields: Vec<&'static Element> = EVENT_ELEMENTS
-                .iter()
-                .filter(|el| match el.when {
-                    W::V4 => !v6,
-                    W::V6 => v6,
-                    _ => true,
-                })
-                .collect();
-            let fixed_len = fields
-                .iter()
-                .filter(|f| f.len != VARLEN)
-                .map(|f| usize::from(f.len))
-                .sum();
-            Template {
-                id: FIRST_EVENT_TEMPLATE + i,
-                fields,
-                fixed_len,
-            }
+            let fields = EVENT_ELEMENTS.iter().filter(|el| match el.when {
+                W::V4 => !v6,
+                W::V6 => v6,
+                _ => true,
+            });
+            template(FIRST_EVENT_TEMPLATE + i, fields.collect())
         })
         .collect()
+}
+
+/// Template `id` of `fields`, with the bytes of its fixed-length fields.
+fn template(id: u16, fields: Vec<&'static Element>) -> Template {
+    let fixed_len = fields
+        .iter()
+        .filter(|f| f.len != VARLEN)
+        .map(|f| usize::from(f.len))
+        .sum();
+    Template {
+        id,
+        fields,
+        fixed_len,
+    }
 }
 
 /// The elements inside the early-packet basicLists, in the order of
@@ -293,49 +295,22 @@ pub(crate) fn templates(biflow: bool) -> Vec<Template> {
     (0..4)
         .map(|i| {
             let (v6, icmp) = (i & 1 == 1, i & 2 == 2);
-            let fields: Vec<&'static Element> = ELEMENTS
-                .iter()
-                .filter(|el| match el.when {
-                    W::Always => true,
-                    W::V4 => !v6,
-                    W::V6 => v6,
-                    W::IcmpV4 => icmp && !v6,
-                    W::IcmpV6 => icmp && v6,
-                    W::Biflow => biflow,
-                })
-                .collect();
-            let fixed_len = fields
-                .iter()
-                .filter(|f| f.len != VARLEN)
-                .map(|f| usize::from(f.len))
-                .sum();
-            Template {
-                id: FIRST_TEMPLATE + i as u16,
-                fields,
-                fixed_len,
-            }
+            let fields = ELEMENTS.iter().filter(|el| match el.when {
+                W::Always => true,
+                W::V4 => !v6,
+                W::V6 => v6,
+                W::IcmpV4 => icmp && !v6,
+                W::IcmpV6 => icmp && v6,
+                W::Biflow => biflow,
+            });
+            template(FIRST_TEMPLATE + i as u16, fields.collect())
         })
         .collect()
 }
 
 /// The Markdown table of every element, for `docs/IPFIX.md`.
 pub(crate) fn markdown() -> String {
-    let mut s = String::from(
-        "| Element | Id | PEN | Length | Type | Templates | Meaning |\n\
-         |---|---|---|---|---|---|---|\n",
-    );
-    let row = |s: &mut String, el: &Element, templates: &str| {
-        let len = if el.len == VARLEN {
-            "variable".to_string()
-        } else {
-            el.len.to_string()
-        };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            el.name, el.id, el.pen, len, el.ty, templates, el.meaning
-        );
-    };
+    let mut s = String::from(TABLE_HEAD);
     for el in ELEMENTS {
         let t = match el.when {
             W::Always => "all",
@@ -356,28 +331,34 @@ pub(crate) fn markdown() -> String {
 /// The Markdown table of the early-verdict event elements, for
 /// `docs/IPFIX.md`.
 pub(crate) fn event_markdown() -> String {
-    let mut s = String::from(
-        "| Element | Id | PEN | Length | Type | Templates | Meaning |\n\
-         |---|---|---|---|---|---|---|\n",
-    );
+    let mut s = String::from(TABLE_HEAD);
     for el in EVENT_ELEMENTS {
-        let len = if el.len == VARLEN {
-            "variable".to_string()
-        } else {
-            el.len.to_string()
-        };
         let t = match el.when {
             W::V4 => "260 (IPv4)",
             W::V6 => "261 (IPv6)",
             _ => "260, 261",
         };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            el.name, el.id, el.pen, len, el.ty, t, el.meaning
-        );
+        row(&mut s, el, t);
     }
     s
+}
+
+/// The head of an element table in `docs/IPFIX.md`.
+const TABLE_HEAD: &str = "| Element | Id | PEN | Length | Type | Templates | Meaning |\n\
+                          |---|---|---|---|---|---|---|\n";
+
+/// One element's row of a table, carried by `templates`.
+fn row(s: &mut String, el: &Element, templates: &str) {
+    let len = if el.len == VARLEN {
+        "variable".to_string()
+    } else {
+        el.len.to_string()
+    };
+    let _ = writeln!(
+        s,
+        "| {} | {} | {} | {} | {} | {} | {} |",
+        el.name, el.id, el.pen, len, el.ty, templates, el.meaning
+    );
 }
 
 #[cfg(test)]
