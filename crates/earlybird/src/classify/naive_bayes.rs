@@ -10,7 +10,10 @@
 //! same estimate over all classes at that position (weight n / (n + m) for
 //! the class's n packets, m = `background`, so a position a class never
 //! reached gets the all-classes distribution) and mixed with a uniform floor
-//! of weight `floor` so that no entry is `-inf`. Classification sums the prior and one
+//! of weight `floor` so that no entry is `-inf`, and multiplied by the
+//! Laplace-smoothed share of the class's flows that reach position `i`
+//! (`(n_i + 1) / (n + 2)`), so that a packet at a position the class's flows
+//! seldom reach counts against the class. Classification sums the prior and one
 //! lookup per available packet (only the first `min(len, N)` packets are
 //! used), takes the argmax and reports the softmax posterior of the winner as
 //! confidence. Classifying does not allocate and cannot panic; training
@@ -173,9 +176,15 @@ impl NaiveBayes {
                     .filter_map(|s| s.early.get(i));
                 let n = density(mine, opt.bandwidth as f64, &mut scratch, &mut own) as f64;
                 let w = if n + m > 0.0 { n / (n + m) } else { 0.0 };
+                // P(a flow of class c reaches position i), Laplace-smoothed:
+                // without it a class whose flows end early would be scored
+                // on a long flow's later packets by the all-classes
+                // distribution alone, which favours it more the longer
+                // the flow (Naive Bayes got worse with N).
+                let reach = ((n + 1.0) / (counts[c] as f64 + 2.0)).ln();
                 for (b, (&p, &g)) in own.iter().zip(&global).enumerate() {
                     let p = (1.0 - floor) * (w * p + (1.0 - w) * g) + floor / BINS as f64;
-                    table[(i * BINS + b) * c_n + c] = p.ln() as f32;
+                    table[(i * BINS + b) * c_n + c] = (p.ln() + reach) as f32;
                 }
             }
         }
@@ -260,6 +269,7 @@ impl NaiveBayes {
 
 #[cfg(test)]
 mod tests {
+    use super::super::dataset::Sample;
     use super::super::testutil::*;
     use super::*;
 
@@ -280,6 +290,8 @@ mod tests {
 
     #[test]
     fn tables_are_normalised_and_finite() {
+        // 20 flows per class, all of 4 packets: each table sums to the
+        // smoothed share of flows reaching the position, 21/22.
         let d = patterns(20, 0, 1);
         let m = NaiveBayes::train(&d, 4, &NbOptions::default());
         m.validate().unwrap();
@@ -288,9 +300,51 @@ mod tests {
                 let s: f64 = (0..BINS)
                     .map(|b| (m.table[(i * BINS + b) * 3 + c] as f64).exp())
                     .sum();
-                assert!((s - 1.0).abs() < 1e-3, "class {c} position {i}: sum {s}");
+                assert!((s - 21.0 / 22.0).abs() < 1e-3, "class {c} position {i}: sum {s}");
             }
         }
+    }
+
+    #[test]
+    fn a_class_of_short_flows_does_not_win_long_flows() {
+        // "short": 60 flows of 2 packets; "long": 6 flows of 8 packets
+        // whose first two packets look like the short ones. A long flow
+        // must be scored as long: the short class never reached its later
+        // packets (before the reach factor, the short class took them at
+        // the all-classes density, tied there, and won on its prior).
+        let pkt = |size, dir| EarlyPkt {
+            size,
+            dir,
+            flags: 0,
+            iat_us: 100,
+        };
+        let head = [pkt(100, Dir::Fwd), pkt(200, Dir::Bwd)];
+        let long: Vec<EarlyPkt> = head
+            .iter()
+            .copied()
+            .chain((0..6).map(|j| pkt(300 + 150 * j, Dir::Bwd)))
+            .collect();
+        let sample = |early: Vec<EarlyPkt>, label, k: usize| Sample {
+            early,
+            proto: 6,
+            sport: 40000 + k as u16,
+            dport: 443,
+            label,
+            group: format!("g{k}"),
+        };
+        let mut d = Dataset {
+            classes: vec!["short".into(), "long".into()],
+            samples: Vec::new(),
+        };
+        for k in 0..60 {
+            d.samples.push(sample(head.to_vec(), 0, k));
+        }
+        for k in 0..6 {
+            d.samples.push(sample(long.clone(), 1, 100 + k));
+        }
+        let m = NaiveBayes::train(&d, 8, &NbOptions::default());
+        assert_eq!(m.predict(&long).unwrap().0, 1);
+        assert_eq!(m.predict(&head).unwrap().0, 0);
     }
 
     #[test]
