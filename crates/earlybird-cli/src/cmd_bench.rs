@@ -90,11 +90,7 @@ pub fn run(a: BenchArgs) -> i32 {
     };
     let model = match a.model.as_deref() {
         None => ModelRef::default(),
-        Some("default") => match crate::model_arg::model_ref(None, false) {
-            Ok(m) => m,
-            Err(e) => return crate::fail(e),
-        },
-        Some(p) => match crate::model_arg::model_ref(Some(std::path::Path::new(p)), false) {
+        Some(p) => match crate::model_arg::model_ref(Some(std::path::Path::new(p)), false, None) {
             Ok(m) => m,
             Err(e) => return crate::fail(e),
         },

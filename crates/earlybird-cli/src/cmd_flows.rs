@@ -284,9 +284,13 @@ pub struct FlowsArgs {
     #[arg(long)]
     no_progress: bool,
     /// Label flows with this model file instead of the built-in default
-    /// model (see `earlybird train`).
+    /// model (see `earlybird train`); `default` names the built-in model.
     #[arg(long, value_name = "MODEL", conflicts_with = "no_model")]
     model: Option<PathBuf>,
+    /// Verdicts with a lower confidence are reported as unknown (0 to 1;
+    /// replaces the threshold stored in the model, see `earlybird model info`).
+    #[arg(long, value_name = "CONFIDENCE", conflicts_with = "no_model")]
+    threshold: Option<f32>,
     /// Do not label flows (no classifier runs).
     #[arg(long)]
     no_model: bool,
@@ -424,7 +428,7 @@ pub fn run(a: FlowsArgs) -> i32 {
         Some((_, Some(f))) => Some(f),
         None => None,
     };
-    let model = match crate::model_arg::model_ref(a.model.as_deref(), a.no_model) {
+    let model = match crate::model_arg::model_ref(a.model.as_deref(), a.no_model, a.threshold) {
         Ok(m) => m,
         Err(e) => return crate::fail(e),
     };
@@ -453,7 +457,11 @@ pub fn run(a: FlowsArgs) -> i32 {
     let planned: Vec<&Path> = inputs.iter().flat_map(|i| i.paths()).collect();
     let read: Vec<&Path> = (a.files.iter().map(PathBuf::as_path))
         .chain(planned)
-        .chain(a.model.as_deref())
+        .chain(
+            a.model
+                .as_deref()
+                .filter(|m| m.as_os_str() != crate::model_arg::DEFAULT_NAME),
+        )
         .chain(a.mark.as_deref())
         .chain(a.alarms.as_deref())
         .collect();

@@ -1,10 +1,12 @@
 //! The model `earlybird flows` runs: the default model built into the binary
-//! (`models/default.ebm`, trained by `models/train_default.sh`), another
-//! model file (`--model PATH`) or none (`--no-model`).
+//! (`models/default.ebm`, trained by `models/train_default.sh`; also named
+//! `--model default`), another model file (`--model PATH`) or none
+//! (`--no-model`), with its threshold replaced by `--threshold`.
 //!
 //! Contract: [`model_ref`] returns the `ModelRef` for the pipeline (class
 //! names included, to be used as `ExportOptions::class_names`); a model file
-//! that cannot be read or is not a valid model is an error naming the file.
+//! that cannot be read or is not a valid model is an error naming the file;
+//! a threshold outside [0, 1] is an error.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,13 +21,35 @@ pub fn default_model() -> Result<Model, String> {
     Model::from_bytes(DEFAULT_MODEL).map_err(|e| format!("built-in default model: {e}"))
 }
 
-/// Model for a run: `path` if given, nothing with `none`, else the default.
-pub fn model_ref(path: Option<&Path>, none: bool) -> Result<ModelRef, String> {
-    let model = match (path, none) {
-        (_, true) => return Ok(ModelRef::default()),
-        (Some(p), false) => Model::load(p).map_err(|e| e.to_string())?,
-        (None, false) => default_model()?,
-    };
+/// The name `--model` gives the built-in model (a file of that name is
+/// `./default`).
+pub const DEFAULT_NAME: &str = "default";
+
+/// The model `--model` names: the built-in one for `None` or `default`.
+pub fn load(path: Option<&Path>) -> Result<Model, String> {
+    match path {
+        Some(p) if p.as_os_str() != DEFAULT_NAME => Model::load(p).map_err(|e| e.to_string()),
+        _ => default_model(),
+    }
+}
+
+/// Model for a run: `path` if given (`default`: the built-in model),
+/// nothing with `none`, else the default; `threshold` replaces the model's.
+pub fn model_ref(
+    path: Option<&Path>,
+    none: bool,
+    threshold: Option<f32>,
+) -> Result<ModelRef, String> {
+    if none {
+        return Ok(ModelRef::default());
+    }
+    let mut model = load(path)?;
+    if let Some(t) = threshold {
+        if !(0.0..=1.0).contains(&t) {
+            return Err(format!("--threshold {t} is outside [0, 1]"));
+        }
+        model.info.threshold = t;
+    }
     let classes: Arc<[String]> = model.info.classes.clone().into();
     Ok(ModelRef {
         model: Some(Arc::new(model)),
@@ -41,12 +65,17 @@ mod tests {
     fn default_model_loads() {
         let m = default_model().unwrap();
         assert!(!m.info.classes.is_empty());
-        let r = model_ref(None, false).unwrap();
+        let r = model_ref(None, false, None).unwrap();
         assert_eq!(r.classes.len(), m.info.classes.len());
-        assert!(model_ref(None, true).unwrap().model.is_none());
-        let Err(e) = model_ref(Some(Path::new("/nonexistent/m.ebm")), false) else {
+        assert!(model_ref(None, true, None).unwrap().model.is_none());
+        let Err(e) = model_ref(Some(Path::new("/nonexistent/m.ebm")), false, None) else {
             panic!("a missing model file must be an error");
         };
         assert!(e.contains("/nonexistent/m.ebm"), "{e}");
+        let named = model_ref(Some(Path::new("default")), false, Some(0.75)).unwrap();
+        let named = named.model.unwrap();
+        assert_eq!(named.info.classes, m.info.classes);
+        assert_eq!(named.info.threshold, 0.75);
+        assert!(model_ref(None, false, Some(1.5)).is_err());
     }
 }

@@ -785,6 +785,7 @@ mod tests {
                 level: None,
                 trained_on: String::new(),
                 threshold,
+                ..ModelInfo::default()
             },
             kind: ModelKind::Tree(t),
         }

@@ -13,6 +13,7 @@
 //! `ports` (port baseline), `vector` (features shared by tree/forest/SVM),
 //! `model` (the `Model` type and its file format, `docs/MODEL_FORMAT.md`),
 //! `dataset` (the labelled samples the models are fitted on),
+//! `provenance` (the files a model was trained on, its held-out scores),
 //! `pool` (worker threads for costly models).
 //! Algorithms and measured costs: `docs/CLASSIFIERS.md`.
 
@@ -24,6 +25,7 @@ pub mod model;
 pub mod naive_bayes;
 pub mod pool;
 pub mod ports;
+pub mod provenance;
 pub mod svm;
 #[cfg(test)]
 pub(crate) mod testutil;

@@ -21,6 +21,7 @@ use super::dataset::LabelLevel;
 use super::forest::Forest;
 use super::naive_bayes::NaiveBayes;
 use super::ports::PortTable;
+use super::provenance::{FileDigest, HeldOut};
 use super::svm::Svm;
 use super::tree::Tree;
 use super::{Classifier, FlowFeatures};
@@ -34,7 +35,7 @@ pub const FORMAT: &str = "earlybird-model";
 pub const VERSION: u32 = 1;
 
 /// What every model carries besides its algorithm.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelInfo {
     /// Class names, indexed by [`Verdict::class`].
     pub classes: Vec<String>,
@@ -46,6 +47,13 @@ pub struct ModelInfo {
     pub trained_on: String,
     /// Verdicts with a lower confidence become unknown.
     pub threshold: f32,
+    /// The capture files of the training side, by content (empty when not
+    /// recorded, as in models trained from data sets in memory).
+    pub captures: Vec<FileDigest>,
+    /// The ground-truth files the labels came from.
+    pub labels: Vec<FileDigest>,
+    /// Scores on held-out captures measured when the model was trained.
+    pub held_out: Option<HeldOut>,
 }
 
 /// The algorithm-specific part.
@@ -95,6 +103,12 @@ struct Header {
     level: Option<LabelLevel>,
     trained_on: String,
     threshold: f32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    captures: Vec<FileDigest>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    labels: Vec<FileDigest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    held_out: Option<HeldOut>,
     body_bytes: usize,
     body_fnv1a64: String,
 }
@@ -189,6 +203,9 @@ impl Model {
             level: self.info.level,
             trained_on: self.info.trained_on.clone(),
             threshold: self.info.threshold,
+            captures: self.info.captures.clone(),
+            labels: self.info.labels.clone(),
+            held_out: self.info.held_out.clone(),
             body_bytes: body.len(),
             body_fnv1a64: format!("{:016x}", fnv1a64(&body)),
         };
@@ -281,6 +298,9 @@ impl Model {
                 level: h.level,
                 trained_on: h.trained_on,
                 threshold: h.threshold,
+                captures: h.captures,
+                labels: h.labels,
+                held_out: h.held_out,
             },
             kind,
         };

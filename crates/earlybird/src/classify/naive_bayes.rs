@@ -300,7 +300,10 @@ mod tests {
                 let s: f64 = (0..BINS)
                     .map(|b| (m.table[(i * BINS + b) * 3 + c] as f64).exp())
                     .sum();
-                assert!((s - 21.0 / 22.0).abs() < 1e-3, "class {c} position {i}: sum {s}");
+                assert!(
+                    (s - 21.0 / 22.0).abs() < 1e-3,
+                    "class {c} position {i}: sum {s}"
+                );
             }
         }
     }

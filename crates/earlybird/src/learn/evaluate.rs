@@ -11,9 +11,15 @@
 //! so for k ≥ N the curve stays at the k = N value. Classes are matched by
 //! name, so a model may be evaluated on a data set with other classes (the
 //! report's class list is the test set's classes followed by the model's
-//! extra ones). Pure; allocates the report. [`Report::write_png`] (feature
-//! `chart`) draws the k curve; it fails with [`Error::Output`] when the file
-//! cannot be written.
+//! extra ones). At the model's threshold it also gives precision where the
+//! model answers and coverage (the share it answers), overall and per
+//! class; from the confidences before the threshold, a reliability table
+//! (per confidence decile: flows, mean confidence, share right) and
+//! precision and coverage at other thresholds ([`threshold_for_precision`]
+//! picks the lowest threshold that reaches a precision). Pure; allocates
+//! the report. [`Report::write_png`] (feature `chart`) draws the k curve,
+//! [`Report::write_reliability_png`] the reliability diagram; they fail
+//! with [`Error::Output`] when the file cannot be written.
 
 use std::fmt;
 
@@ -40,7 +46,37 @@ pub struct ClassStats {
     pub f1: f64,
     /// Samples of the class in the test set.
     pub support: usize,
+    /// Share of the class's samples the model answered (not unknown).
+    pub coverage: f64,
 }
+
+/// Flows whose confidence (before the threshold) fell in one decile.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReliabilityBin {
+    /// Lower bound of the bin (the bin is `[lo, lo + 0.1)`, the last one
+    /// includes 1).
+    pub lo: f64,
+    /// Flows in the bin.
+    pub flows: usize,
+    /// Their mean confidence.
+    pub confidence: f64,
+    /// Share of them the model's class was right.
+    pub accuracy: f64,
+}
+
+/// Precision and coverage at one threshold.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThresholdPoint {
+    /// The threshold.
+    pub threshold: f32,
+    /// Share of the flows answered.
+    pub coverage: f64,
+    /// Share of the answered flows answered right.
+    pub precision: f64,
+}
+
+/// Thresholds shown in [`Report::by_threshold`].
+pub const THRESHOLDS: [f32; 12] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99];
 
 /// Result of an evaluation.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,6 +95,12 @@ pub struct Report {
     pub unknown: usize,
     /// correct / total.
     pub accuracy: f64,
+    /// correct / answered (answered = total − unknown; 0 when none).
+    pub precision: f64,
+    /// answered / total.
+    pub coverage: f64,
+    /// Threshold the model ran at.
+    pub threshold: f32,
     /// Samples whose true class is one of the model's classes.
     pub seen: usize,
     /// Accuracy over those samples only (the others cannot be right).
@@ -71,6 +113,37 @@ pub struct Report {
     pub confusion: Vec<Vec<u64>>,
     /// `(k, accuracy with the first k packets)` for k = 1..=10.
     pub accuracy_by_k: Vec<(usize, f64)>,
+    /// Confidence deciles (before the threshold), 10 bins.
+    pub reliability: Vec<ReliabilityBin>,
+    /// Precision and coverage at each of [`THRESHOLDS`].
+    pub by_threshold: Vec<ThresholdPoint>,
+    /// `(confidence, right)` of every flow the algorithm answered before
+    /// the threshold, by decreasing confidence (for
+    /// [`threshold_for_precision`]).
+    pub scored: Vec<(f32, bool)>,
+}
+
+/// Lowest threshold at which the precision over the flows answered is at
+/// least `target`, from a report's `scored` flows; `None` when no
+/// threshold reaches it. Precision is measured over all flows with
+/// confidence ≥ the threshold, so the answer is one of their confidences.
+pub fn threshold_for_precision(scored: &[(f32, bool)], target: f64) -> Option<f32> {
+    let mut best = None;
+    let (mut n, mut right) = (0usize, 0usize);
+    let mut i = 0;
+    while i < scored.len() {
+        // All flows of equal confidence come in together.
+        let c = scored[i].0;
+        while i < scored.len() && scored[i].0 == c {
+            n += 1;
+            right += scored[i].1 as usize;
+            i += 1;
+        }
+        if right as f64 >= target * n as f64 {
+            best = Some(c);
+        }
+    }
+    best
 }
 
 /// Evaluates `model` on `data`.
@@ -98,6 +171,7 @@ pub fn evaluate(model: &Model, data: &Dataset) -> Report {
     };
     let mut confusion = vec![vec![0u64; nc + 1]; nc];
     let mut by_k = [0usize; MAX_K];
+    let mut scored: Vec<(f32, bool)> = Vec::with_capacity(data.samples.len());
     for s in &data.samples {
         let f = FlowFeatures {
             early: &s.early,
@@ -107,6 +181,16 @@ pub fn evaluate(model: &Model, data: &Dataset) -> Report {
         };
         let truth = s.label as usize;
         confusion[truth][pred_of(model.classify(&f))] += 1;
+        if !s.early.is_empty() {
+            if let Some((class, conf)) = model.raw_predict(&f) {
+                let raw = Verdict {
+                    class,
+                    confidence: conf,
+                    at_packet: 1,
+                };
+                scored.push((conf, pred_of(raw) == truth));
+            }
+        }
         for (k, hits) in by_k.iter_mut().enumerate() {
             let cut = FlowFeatures {
                 early: &s.early[..s.early.len().min(k + 1)],
@@ -140,12 +224,18 @@ pub fn evaluate(model: &Model, data: &Dataset) -> Report {
         } else {
             0.0
         };
+        let coverage = if support > 0 {
+            (support - confusion[i][nc]) as f64 / support as f64
+        } else {
+            0.0
+        };
         per_class.push(ClassStats {
             name: name.clone(),
             precision,
             recall,
             f1,
             support: support as usize,
+            coverage,
         });
     }
     let with_support: Vec<&ClassStats> = per_class.iter().filter(|c| c.support > 0).collect();
@@ -171,6 +261,40 @@ pub fn evaluate(model: &Model, data: &Dataset) -> Report {
     } else {
         0.0
     };
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    let answered = total - unknown as usize;
+    let mut reliability: Vec<ReliabilityBin> = (0..10)
+        .map(|i| ReliabilityBin {
+            lo: i as f64 / 10.0,
+            flows: 0,
+            confidence: 0.0,
+            accuracy: 0.0,
+        })
+        .collect();
+    for &(c, right) in &scored {
+        let b = &mut reliability[((c as f64 * 10.0) as usize).min(9)];
+        b.flows += 1;
+        b.confidence += c as f64;
+        b.accuracy += right as u8 as f64;
+    }
+    for b in &mut reliability {
+        if b.flows > 0 {
+            b.confidence /= b.flows as f64;
+            b.accuracy /= b.flows as f64;
+        }
+    }
+    let by_threshold = THRESHOLDS
+        .iter()
+        .map(|&t| {
+            let above = scored.iter().take_while(|s| s.0 >= t);
+            let (n, right) = above.fold((0usize, 0usize), |(n, r), s| (n + 1, r + s.1 as usize));
+            ThresholdPoint {
+                threshold: t,
+                coverage: ratio(n),
+                precision: if n > 0 { right as f64 / n as f64 } else { 0.0 },
+            }
+        })
+        .collect();
     Report {
         algo: model.kind.algo().to_string(),
         packets: model.info.packets,
@@ -179,6 +303,13 @@ pub fn evaluate(model: &Model, data: &Dataset) -> Report {
         correct: correct as usize,
         unknown: unknown as usize,
         accuracy: ratio(correct as usize),
+        precision: if answered > 0 {
+            correct as f64 / answered as f64
+        } else {
+            0.0
+        },
+        coverage: ratio(answered),
+        threshold: model.info.threshold,
         seen: seen as usize,
         seen_accuracy,
         macro_f1,
@@ -189,6 +320,9 @@ pub fn evaluate(model: &Model, data: &Dataset) -> Report {
             .enumerate()
             .map(|(k, &n)| (k + 1, ratio(n)))
             .collect(),
+        reliability,
+        by_threshold,
+        scored,
     }
 }
 
@@ -207,6 +341,13 @@ impl fmt::Display for Report {
             self.macro_f1,
             self.unknown
         )?;
+        writeln!(
+            f,
+            "at threshold {}: precision {:.2} % where it answers, coverage {:.2} %",
+            self.threshold,
+            100.0 * self.precision,
+            100.0 * self.coverage
+        )?;
         if self.seen < self.total {
             writeln!(
                 f,
@@ -224,14 +365,46 @@ impl fmt::Display for Report {
             .unwrap_or(5)
             .clamp(5, 40);
         writeln!(f)?;
-        writeln!(f, "{:<w$}  precision  recall     f1  support", "class")?;
+        writeln!(
+            f,
+            "{:<w$}  precision  recall     f1  support  coverage",
+            "class"
+        )?;
         let mut order: Vec<&ClassStats> = self.per_class.iter().filter(|c| c.support > 0).collect();
         order.sort_by(|a, b| b.support.cmp(&a.support).then(a.name.cmp(&b.name)));
         for c in order {
             writeln!(
                 f,
-                "{:<w$}  {:>9.3}  {:>6.3}  {:>5.3}  {:>7}",
-                c.name, c.precision, c.recall, c.f1, c.support
+                "{:<w$}  {:>9.3}  {:>6.3}  {:>5.3}  {:>7}  {:>8.3}",
+                c.name, c.precision, c.recall, c.f1, c.support, c.coverage
+            )?;
+        }
+        writeln!(f)?;
+        writeln!(
+            f,
+            "reliability (confidence before the threshold; right = share answered right):"
+        )?;
+        for b in self.reliability.iter().filter(|b| b.flows > 0) {
+            writeln!(
+                f,
+                "  [{:.1}, {:.1}{}  {:>7} flows  mean confidence {:.3}  right {:>6.2} %",
+                b.lo,
+                b.lo + 0.1,
+                if b.lo >= 0.9 { "]" } else { ")" },
+                b.flows,
+                b.confidence,
+                100.0 * b.accuracy
+            )?;
+        }
+        writeln!(f)?;
+        writeln!(f, "threshold  precision  coverage")?;
+        for t in &self.by_threshold {
+            writeln!(
+                f,
+                "  {:>7.2}  {:>8.2} %  {:>6.2} %",
+                t.threshold,
+                100.0 * t.precision,
+                100.0 * t.coverage
             )?;
         }
         writeln!(f)?;
@@ -297,11 +470,7 @@ impl Report {
             name: path.display().to_string(),
             reason: e,
         };
-        static REGISTER: std::sync::Once = std::sync::Once::new();
-        REGISTER.call_once(|| {
-            // Cannot fail on the embedded font; a failure would only lose text.
-            let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
-        });
+        register_font();
         let root = BitMapBackend::new(path, (800, 500)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
         let mut chart = ChartBuilder::on(&root)
@@ -349,6 +518,73 @@ impl Report {
         root.present().map_err(|e| err(e.to_string()))?;
         Ok(())
     }
+}
+
+impl Report {
+    /// Draws the reliability diagram as a PNG (600 × 600): the share of
+    /// right answers against the mean confidence of each decile that has
+    /// flows, beside the diagonal of a calibrated model.
+    #[cfg(feature = "chart")]
+    pub fn write_reliability_png(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        use plotters::prelude::*;
+        let path = path.as_ref();
+        let err = |e: String| Error::Output {
+            name: path.display().to_string(),
+            reason: e,
+        };
+        register_font();
+        let root = BitMapBackend::new(path, (600, 600)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("Reliability: {} (N = {})", self.algo, self.packets),
+                ("sans-serif", 22),
+            )
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(55)
+            .build_cartesian_2d(0f64..1f64, 0f64..1f64)
+            .map_err(|e| err(e.to_string()))?;
+        chart
+            .configure_mesh()
+            .x_desc("confidence")
+            .y_desc("share right")
+            .light_line_style(WHITE)
+            .label_style(("sans-serif", 14))
+            .draw()
+            .map_err(|e| err(e.to_string()))?;
+        chart
+            .draw_series(LineSeries::new(
+                vec![(0.0, 0.0), (1.0, 1.0)],
+                BLACK.mix(0.4),
+            ))
+            .map_err(|e| err(e.to_string()))?;
+        let pts: Vec<(f64, f64)> = self
+            .reliability
+            .iter()
+            .filter(|b| b.flows > 0)
+            .map(|b| (b.confidence, b.accuracy))
+            .collect();
+        let color = Palette99::pick(0).to_rgba();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+            .map_err(|e| err(e.to_string()))?;
+        chart
+            .draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))
+            .map_err(|e| err(e.to_string()))?;
+        root.present().map_err(|e| err(e.to_string()))?;
+        Ok(())
+    }
+}
+
+#[cfg(feature = "chart")]
+fn register_font() {
+    static REGISTER: std::sync::Once = std::sync::Once::new();
+    REGISTER.call_once(|| {
+        // Cannot fail on the embedded font; a failure would only lose text.
+        let _ =
+            plotters::style::register_font("sans-serif", plotters::style::FontStyle::Normal, FONT);
+    });
 }
 
 #[cfg(test)]
@@ -410,6 +646,68 @@ mod tests {
         );
     }
 
+    #[test]
+    fn precision_coverage_and_thresholds() {
+        let d = patterns(20, 0, 1);
+        let mut noisy = patterns(30, 300, 2);
+        let mut m = train(&d, &TrainOptions::default()).unwrap();
+        noisy.samples.iter_mut().for_each(|s| s.early.truncate(1));
+        m.info.threshold = 0.6;
+        let r = evaluate(&m, &noisy);
+        let answered = r.total - r.unknown;
+        assert!(r.unknown > 0 && answered > 0, "{r}");
+        assert!((r.coverage - answered as f64 / r.total as f64).abs() < 1e-12);
+        assert!((r.precision - r.correct as f64 / answered as f64).abs() < 1e-12);
+        // Per class, coverage is the share of its flows not left unknown.
+        for (i, c) in r.per_class.iter().enumerate() {
+            let unknown = r.confusion[i][r.classes.len()] as f64;
+            assert!((c.coverage - (1.0 - unknown / c.support as f64)).abs() < 1e-12);
+        }
+        // Every flow with packets was scored; the deciles hold them all.
+        assert_eq!(r.scored.len(), r.total);
+        assert_eq!(
+            r.reliability.iter().map(|b| b.flows).sum::<usize>(),
+            r.total
+        );
+        // At the model's own threshold the sweep agrees with the verdicts.
+        let at = |t: f32| {
+            let n = r.scored.iter().filter(|s| s.0 >= t).count();
+            let right = r.scored.iter().filter(|s| s.0 >= t && s.1).count();
+            (n, right)
+        };
+        let (n, right) = at(0.6);
+        assert_eq!((n, right), (answered, r.correct));
+        let p6 = r.by_threshold.iter().find(|p| p.threshold == 0.6).unwrap();
+        assert!((p6.coverage - r.coverage).abs() < 1e-12);
+        assert_eq!(r.by_threshold[0].coverage, 1.0);
+        // The chosen threshold reaches the target, and any lower distinct
+        // confidence does not.
+        let base = r.by_threshold[0].precision;
+        let target = (base + 0.05).min(0.99);
+        if let Some(t) = threshold_for_precision(&r.scored, target) {
+            let (n, right) = at(t);
+            assert!(right as f64 >= target * n as f64);
+            for &(c, _) in r.scored.iter().filter(|s| s.0 < t) {
+                let (n, right) = at(c);
+                assert!(
+                    (right as f64) < target * n as f64,
+                    "{c} also reaches {target}"
+                );
+            }
+        }
+        assert_eq!(
+            threshold_for_precision(&[(0.9, false), (0.5, false)], 0.5),
+            None
+        );
+        assert_eq!(
+            threshold_for_precision(&[(0.9, true), (0.8, false), (0.7, true), (0.2, false)], 0.6),
+            Some(0.7)
+        );
+        let text = r.to_string();
+        assert!(text.contains("at threshold 0.6: precision"), "{text}");
+        assert!(text.contains("reliability"), "{text}");
+    }
+
     #[cfg(feature = "chart")]
     #[test]
     fn png_is_written() {
@@ -426,5 +724,12 @@ mod tests {
         }
         let bad = r.write_png("/nonexistent-dir/x.png").unwrap_err();
         assert!(bad.to_string().contains("/nonexistent-dir/x.png"), "{bad}");
+        r.write_reliability_png(&p).unwrap();
+        let b = std::fs::read(&p).unwrap();
+        assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n");
+        let bad = r
+            .write_reliability_png("/nonexistent-dir/r.png")
+            .unwrap_err();
+        assert!(bad.to_string().contains("/nonexistent-dir/r.png"), "{bad}");
     }
 }

@@ -201,6 +201,7 @@ pub fn train(data: &Dataset, opt: &TrainOptions) -> Result<Model> {
             level: opt.level,
             trained_on: opt.trained_on.clone(),
             threshold: opt.threshold,
+            ..ModelInfo::default()
         },
         kind,
     };
