@@ -1,17 +1,25 @@
 //! Port-based baseline: the class a (protocol, port) pair had most often in
 //! training.
 //!
-//! Contract: training counts labels per `(proto, server port)`. A flow is
-//! looked up by `(proto, dport)`, then `(proto, min(sport, dport))` (the lower
-//! port is usually the service when the client/server roles were guessed
-//! wrong), then by the majority class of its protocol; when the protocol was
-//! never seen the answer is `None` (unknown). Confidence is the share of the
-//! training flows of the matching key that had the majority class. Lookup is
-//! a binary search in sorted arrays: no allocation, no panic.
+//! Contract: training counts labels per `(proto, server port)` for server
+//! ports below [`EPHEMERAL`] (a flow whose "server" port is in the
+//! ephemeral range says nothing about the next flow on that port: it
+//! counts for its protocol only). A flow is looked up by `(proto, dport)`,
+//! then `(proto, min(sport, dport))` (the lower port is usually the service
+//! when the client/server roles were guessed wrong), then by the majority
+//! class of its protocol; when the protocol was never seen the answer is
+//! `None` (unknown). Confidence is the majority's count over the key's
+//! training flows plus one (`n / (total + 1)`), so a port seen once is
+//! not certain and a threshold can ask for evidence. Lookup is a binary
+//! search in sorted arrays: no allocation, no panic.
 
 use std::collections::BTreeMap;
 
 use super::dataset::Dataset;
+
+/// Lowest ephemeral port (Linux's default range starts here; IANA's at
+/// 49152): server ports at or above it are not learnt.
+pub const EPHEMERAL: u16 = 32768;
 
 /// A (key, class, confidence) entry.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -20,7 +28,7 @@ pub struct Entry {
     pub key: u32,
     /// Majority class.
     pub class: u16,
-    /// Share of the key's training flows in that class.
+    /// The class's training flows of the key over all of them plus one.
     pub share: f32,
 }
 
@@ -45,7 +53,7 @@ fn majority(map: BTreeMap<u32, BTreeMap<u16, usize>>) -> Vec<Entry> {
             Entry {
                 key,
                 class,
-                share: n as f32 / total.max(1) as f32,
+                share: n as f32 / (total + 1) as f32,
             }
         })
         .collect()
@@ -61,8 +69,10 @@ impl PortTable {
         let mut ports: BTreeMap<u32, BTreeMap<u16, usize>> = BTreeMap::new();
         let mut protos: BTreeMap<u32, BTreeMap<u16, usize>> = BTreeMap::new();
         for s in &data.samples {
-            let key = (s.proto as u32) << 16 | s.dport as u32;
-            *ports.entry(key).or_default().entry(s.label).or_default() += 1;
+            if s.dport < EPHEMERAL {
+                let key = (s.proto as u32) << 16 | s.dport as u32;
+                *ports.entry(key).or_default().entry(s.label).or_default() += 1;
+            }
             *protos
                 .entry(s.proto as u32)
                 .or_default()
@@ -110,8 +120,12 @@ mod tests {
         let d = patterns(20, 0, 1);
         let t = PortTable::train(&d);
         t.validate(3).unwrap();
+        // 20 flows per port, all of one class: confidence 20/21.
         for s in &d.samples {
-            assert_eq!(t.predict(s.proto, s.sport, s.dport), Some((s.label, 1.0)));
+            assert_eq!(
+                t.predict(s.proto, s.sport, s.dport),
+                Some((s.label, 20.0 / 21.0))
+            );
         }
     }
 
@@ -137,12 +151,19 @@ mod tests {
         add(6, 80, 1);
         add(6, 8080, 1);
         add(6, 22, 2);
+        // Ephemeral "server" ports count for the protocol only.
+        add(17, 50001, 2);
+        add(17, 50001, 2);
         let t = PortTable::train(&d);
         let (c, share) = t.predict(17, 40000, 53).unwrap();
         assert_eq!(c, 0);
-        assert!((share - 2.0 / 3.0).abs() < 1e-6);
+        assert!((share - 2.0 / 4.0).abs() < 1e-6);
         // Reversed roles: the lower port is the service.
-        assert_eq!(t.predict(6, 80, 61000), Some((1, 1.0)));
+        assert_eq!(t.predict(6, 80, 61000), Some((1, 0.5)));
+        assert!(t.ports.iter().all(|e| (e.key & 0xffff) < EPHEMERAL as u32));
+        let (c, share) = t.predict(17, 40000, 50001).unwrap();
+        assert_eq!(c, 2, "protocol majority: 3 of the 5 UDP flows");
+        assert!((share - 3.0 / 6.0).abs() < 1e-6);
         // Unseen port: protocol majority.
         assert_eq!(t.predict(6, 60000, 61000).unwrap().0, 1);
         // Unseen protocol: unknown.

@@ -61,6 +61,9 @@ pub struct LabelSet {
     pub guessed_rows: usize,
     /// Rows whose 5-tuple was already labelled in the same capture (first kept).
     pub duplicate_rows: usize,
+    /// The files the labels were read from ([`LabelSet::load_with`]), in
+    /// merge order.
+    pub files: Vec<std::path::PathBuf>,
 }
 
 /// Protocol number from the CSV's `proto` column (name or number).
@@ -125,8 +128,10 @@ impl LabelSet {
     ) -> Result<LabelSet> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        Self::parse(&text, level, opt)
-            .map_err(|reason| Error::Config(format!("label file {}: {reason}", path.display())))
+        let mut set = Self::parse(&text, level, opt)
+            .map_err(|reason| Error::Config(format!("label file {}: {reason}", path.display())))?;
+        set.files.push(path.to_path_buf());
+        Ok(set)
     }
 
     /// Parses CSV text (see [`LabelSet::load`]).
@@ -263,6 +268,7 @@ impl LabelSet {
         self.unknown_rows += other.unknown_rows;
         self.guessed_rows += other.guessed_rows;
         self.duplicate_rows += other.duplicate_rows;
+        self.files.extend(other.files);
     }
 
     /// Number of labelled flows.

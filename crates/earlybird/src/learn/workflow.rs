@@ -18,6 +18,15 @@
 //!   on it. The same files, labels and options always give the same split,
 //!   so a model trained with `test_fraction = f, seed = s` can be evaluated
 //!   on exactly its held-out files.
+//! - Provenance: [`train_captures`] records in the model the training
+//!   side's capture files and the label files by content
+//!   ([`FileDigest`]), and its scores on the held-out files. With a target
+//!   precision it first chooses the threshold on validation captures cut
+//!   from the training side (a quarter of its flows, by file), so the
+//!   held-out scores are measured at a threshold they did not choose.
+//!   [`evaluate_captures`] refuses to score a model on captures whose
+//!   contents it was trained on, unless [`DataOptions::allow_overlap`];
+//!   then the overlap is listed in [`DataSummary::overlap`].
 //!
 //! Runs offline and allocates freely (every flow's early packets are kept
 //! in memory); never panics on input.
@@ -25,10 +34,11 @@
 use std::path::{Path, PathBuf};
 
 use super::dataset::{LabelOptions, LabelSet};
-use super::evaluate::{evaluate, Report, MAX_K};
+use super::evaluate::{evaluate, threshold_for_precision, Report, MAX_K};
 use super::train::{train, TrainOptions};
 use crate::classify::dataset::{Dataset, LabelLevel};
 use crate::classify::model::Model;
+use crate::classify::provenance::{overlap, FileDigest, HeldOut};
 use crate::error::{Error, Result};
 use crate::pipeline::{self, ModelRef, RunOptions};
 use crate::source::CaptureFile;
@@ -81,6 +91,9 @@ pub struct DataOptions {
     pub test_fraction: f64,
     /// Seed of the cap and the split.
     pub seed: u64,
+    /// Evaluation only: score a model on captures it was trained on
+    /// (listed in [`DataSummary::overlap`]) instead of refusing.
+    pub allow_overlap: bool,
 }
 
 impl Default for DataOptions {
@@ -91,6 +104,7 @@ impl Default for DataOptions {
             min_support: 1,
             test_fraction: 0.0,
             seed: 1,
+            allow_overlap: false,
         }
     }
 }
@@ -124,6 +138,12 @@ pub struct DataSummary {
     /// Share of the evaluated flows in their most frequent class: the
     /// accuracy of always answering that class.
     pub majority_rate: f64,
+    /// Evaluated captures the model was trained on, as (name, name in the
+    /// model file) (only with [`DataOptions::allow_overlap`]).
+    pub overlap: Vec<(String, String)>,
+    /// The threshold chosen for a target precision: (target, threshold,
+    /// validation flows, validation captures).
+    pub chosen_threshold: Option<(f64, f32, usize, usize)>,
 }
 
 impl std::fmt::Display for DataSummary {
@@ -138,7 +158,23 @@ impl std::fmt::Display for DataSummary {
             self.test_flows,
             self.test_files,
             100.0 * self.majority_rate
-        )
+        )?;
+        if let Some((target, t, flows, files)) = self.chosen_threshold {
+            write!(
+                f,
+                "\nthreshold {t} chosen for precision {:.1} % on {flows} validation flows of {files} training captures",
+                100.0 * target
+            )?;
+        }
+        if !self.overlap.is_empty() {
+            write!(
+                f,
+                "\nWARNING: {} of the {} evaluated captures were used to train this model; these scores are not a measure of accuracy on new traffic",
+                self.overlap.len(),
+                self.test_files
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -313,18 +349,46 @@ impl Prepared {
             test_flows: eval.samples.len(),
             test_files: groups(eval),
             majority_rate: majority_rate(eval),
+            overlap: Vec::new(),
+            chosen_threshold: None,
         }
+    }
+}
+
+/// The capture files whose names are groups of `d`, by content.
+fn digests(files: &[PathBuf], d: &Dataset) -> Result<Vec<FileDigest>> {
+    let names: std::collections::HashSet<&str> =
+        d.samples.iter().map(|s| s.group.as_str()).collect();
+    files
+        .iter()
+        .filter(|p| names.contains(file_name(p).as_str()))
+        .map(|p| FileDigest::of(p))
+        .collect()
+}
+
+fn held_out(r: &Report, d: &Dataset) -> HeldOut {
+    HeldOut {
+        flows: r.total,
+        captures: groups(d),
+        threshold: r.threshold,
+        coverage: r.coverage,
+        precision: r.precision,
+        accuracy: r.accuracy,
+        majority: majority_rate(d),
     }
 }
 
 /// Trains a model on the captures (on the training side when
 /// `data.test_fraction > 0`, and then also evaluates it on the held-out
-/// files). `opts.trained_on` is filled in when empty.
+/// files). `opts.trained_on` is filled in when empty. With
+/// `target_precision`, the threshold is the lowest that reaches it on
+/// validation captures of the training side (see the module docs).
 pub fn train_captures(
     files: &[PathBuf],
     labels: &LabelSet,
     data: &DataOptions,
     opts: &TrainOptions,
+    target_precision: Option<f64>,
 ) -> Result<(Model, DataSummary, Option<Report>)> {
     let p = prepare(files, labels, data, opts.packets)?;
     let mut opts = opts.clone();
@@ -335,9 +399,44 @@ pub fn train_captures(
             groups(&p.train)
         );
     }
-    let model = train(&p.train, &opts)?;
+    let mut chosen = None;
+    if let Some(target) = target_precision {
+        if !(0.0..=1.0).contains(&target) {
+            return Err(Error::Config(format!(
+                "target precision {target} outside [0, 1]"
+            )));
+        }
+        let (fit, val) = p.train.split_by_group(0.25, data.seed.wrapping_add(1));
+        if val.samples.is_empty() || fit.samples.is_empty() {
+            return Err(Error::Config(
+                "too few training captures to set validation captures apart for the threshold"
+                    .into(),
+            ));
+        }
+        let r = evaluate(&train(&fit, &opts)?, &val);
+        let Some(t) = threshold_for_precision(&r.scored, target) else {
+            return Err(Error::Config(format!(
+                "no threshold reaches precision {:.1} % on the {} validation flows (at threshold 0: {:.1} %)",
+                100.0 * target,
+                val.samples.len(),
+                100.0 * r.by_threshold[0].precision
+            )));
+        };
+        opts.threshold = t;
+        chosen = Some((target, t, val.samples.len(), groups(&val)));
+    }
+    let mut model = train(&p.train, &opts)?;
+    model.info.captures = digests(files, &p.train)?;
+    model.info.labels = labels
+        .files
+        .iter()
+        .map(|p| FileDigest::of(p))
+        .collect::<Result<_>>()?;
     let report = (!p.test.samples.is_empty()).then(|| evaluate(&model, &p.test));
-    Ok((model, p.summary(&p.test), report))
+    model.info.held_out = report.as_ref().map(|r| held_out(r, &p.test));
+    let mut summary = p.summary(&p.test);
+    summary.chosen_threshold = chosen;
+    Ok((model, summary, report))
 }
 
 /// Evaluates a model on the captures (only on the held-out files when
@@ -359,7 +458,30 @@ pub fn evaluate_captures(
             "nothing to evaluate: the split left no capture on the test side".into(),
         ));
     }
-    Ok((evaluate(model, eval), p.summary(eval)))
+    let mut summary = p.summary(eval);
+    if !model.info.captures.is_empty() {
+        let evaluated = digests(files, eval)?;
+        summary.overlap = overlap(&model.info.captures, &evaluated)
+            .into_iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+    }
+    if !summary.overlap.is_empty() && !data.allow_overlap {
+        let names: Vec<&str> = summary
+            .overlap
+            .iter()
+            .take(5)
+            .map(|o| o.0.as_str())
+            .collect();
+        return Err(Error::Config(format!(
+            "{} of the {} evaluation captures were used to train this model ({}{}): scores on them say nothing about new traffic; evaluate on other captures (or the model's held-out split), or allow the overlap knowingly",
+            summary.overlap.len(),
+            summary.test_files,
+            names.join(", "),
+            if summary.overlap.len() > names.len() { ", …" } else { "" }
+        )));
+    }
+    Ok((evaluate(model, eval), summary))
 }
 
 /// Reads the captures once, splits them by file, trains one model per
