@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use earlybird::{workflow, Algo, EvalReport, Model};
+use earlybird::{workflow, Algo, EvalReport};
 
 use crate::cmd_train::{DataArgs, ModelArgs};
 
@@ -34,6 +34,10 @@ pub struct EvaluateArgs {
     /// directory it goes to, before the evaluation starts).
     #[arg(long, value_name = "CHART.png", value_parser = crate::out_args::png_path)]
     png: Option<PathBuf>,
+    /// --model: also draw the reliability diagram (share right against
+    /// confidence, per decile) as a PNG.
+    #[arg(long, value_name = "CHART.png", value_parser = crate::out_args::png_path, requires = "model")]
+    reliability_png: Option<PathBuf>,
 }
 
 fn chart(path: &PathBuf, reports: &[(String, &EvalReport)]) -> Result<(), earlybird::Error> {
@@ -42,10 +46,12 @@ fn chart(path: &PathBuf, reports: &[(String, &EvalReport)]) -> Result<(), earlyb
 }
 
 pub fn run(a: EvaluateArgs) -> i32 {
-    let outputs: Vec<&Path> = a.png.as_deref().into_iter().collect();
+    let outputs: Vec<&Path> = (a.png.as_deref().into_iter())
+        .chain(a.reliability_png.as_deref())
+        .collect();
     match &a.model {
         Some(path) => {
-            let model = match Model::load(path) {
+            let model = match crate::model_arg::load(Some(path)) {
                 Ok(m) => m,
                 Err(e) => return crate::fail(e),
             };
@@ -58,7 +64,9 @@ pub fn run(a: EvaluateArgs) -> i32 {
                 Err(e) => return crate::fail(e),
             };
             let mut inputs = a.data.inputs(&files);
-            inputs.push(path);
+            if path.as_os_str() != crate::model_arg::DEFAULT_NAME {
+                inputs.push(path);
+            }
             if let Some(code) = crate::out_args::refuse(&outputs, &inputs) {
                 return code;
             }
@@ -70,10 +78,21 @@ pub fn run(a: EvaluateArgs) -> i32 {
             for s in &summary.captures.skipped {
                 eprintln!("earlybird: warning: skipped {s}");
             }
+            if model.info.captures.is_empty() {
+                eprintln!("earlybird: warning: the model does not record its training captures; overlap with them was not checked");
+            }
+            for (name, trained) in &summary.overlap {
+                eprintln!("earlybird: WARNING: {name} was used to train this model (as {trained})");
+            }
             println!(
                 "{model}\nlabels at level {}\n{summary}\n\n{report}",
                 level.name()
             );
+            if let Some(p) = &a.reliability_png {
+                if let Err(e) = report.write_reliability_png(p) {
+                    return crate::fail(e);
+                }
+            }
             if let Some(p) = &a.png {
                 if let Err(e) = chart(p, &[(report.algo.clone(), &report)]) {
                     return crate::fail(e);

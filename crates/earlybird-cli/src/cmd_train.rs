@@ -39,6 +39,10 @@ pub struct DataArgs {
     /// Seed of the split, the per-capture cap and the forest.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// evaluate: score the model even on captures it was trained on (the
+    /// model file lists them by content); refused otherwise.
+    #[arg(long)]
+    pub allow_overlap: bool,
 }
 
 impl DataArgs {
@@ -68,6 +72,7 @@ impl DataArgs {
             min_support: self.min_support,
             test_fraction: self.split,
             seed: self.seed,
+            allow_overlap: self.allow_overlap,
             ..DataOptions::default()
         };
         Ok((files, labels, data))
@@ -89,8 +94,18 @@ pub struct ModelArgs {
     #[arg(long)]
     pub use_ports: bool,
     /// Verdicts with a lower confidence are reported as unknown (0..1).
-    #[arg(long, value_name = "T", default_value_t = 0.0)]
+    #[arg(
+        long,
+        value_name = "T",
+        default_value_t = 0.0,
+        conflicts_with = "target_precision"
+    )]
     pub threshold: f32,
+    /// train: choose the threshold as the lowest whose precision (share
+    /// right where the model answers) reaches this on validation captures
+    /// set apart from the training side (0..1, e.g. 0.9).
+    #[arg(long, value_name = "P")]
+    pub target_precision: Option<f64>,
     /// forest: number of trees.
     #[arg(long, value_name = "TREES", default_value_t = 20)]
     pub trees: usize,
@@ -135,11 +150,17 @@ pub struct TrainArgs {
     /// file; the name must end in .png).
     #[arg(long, value_name = "CHART.png", value_parser = crate::out_args::png_path)]
     png: Option<PathBuf>,
+    /// With --split: also draw the held-out reliability diagram (share
+    /// right against confidence) as a PNG.
+    #[arg(long, value_name = "CHART.png", value_parser = crate::out_args::png_path)]
+    reliability_png: Option<PathBuf>,
 }
 
 pub fn run(a: TrainArgs) -> i32 {
-    if a.png.is_some() && a.data.split <= 0.0 {
-        return crate::fail("--png needs --split (a held-out part to evaluate)");
+    if (a.png.is_some() || a.reliability_png.is_some()) && a.data.split <= 0.0 {
+        return crate::fail(
+            "--png and --reliability-png need --split (a held-out part to evaluate)",
+        );
     }
     let algo: Algo = match a.algo.parse() {
         Ok(x) => x,
@@ -154,15 +175,17 @@ pub fn run(a: TrainArgs) -> i32 {
     let outputs: Vec<&Path> = [a.output.as_path()]
         .into_iter()
         .chain(a.png.as_deref())
+        .chain(a.reliability_png.as_deref())
         .collect();
     if let Some(code) = crate::out_args::refuse(&outputs, &a.data.inputs(&files)) {
         return code;
     }
     let opts = a.model.options(algo, a.data.seed);
-    let (model, summary, report) = match workflow::train_captures(&files, &labels, &data, &opts) {
-        Ok(x) => x,
-        Err(e) => return crate::fail(e),
-    };
+    let (model, summary, report) =
+        match workflow::train_captures(&files, &labels, &data, &opts, a.model.target_precision) {
+            Ok(x) => x,
+            Err(e) => return crate::fail(e),
+        };
     for s in &summary.captures.skipped {
         eprintln!("earlybird: warning: skipped {s}");
     }
@@ -175,6 +198,11 @@ pub fn run(a: TrainArgs) -> i32 {
         println!("\nheld-out captures:\n{r}");
         if let Some(p) = &a.png {
             if let Err(e) = r.write_png(p) {
+                return crate::fail(e);
+            }
+        }
+        if let Some(p) = &a.reliability_png {
+            if let Err(e) = r.write_reliability_png(p) {
                 return crate::fail(e);
             }
         }

@@ -13,6 +13,7 @@ mod cmd_bench;
 mod cmd_evaluate;
 mod cmd_flows;
 mod cmd_gen;
+mod cmd_model;
 mod cmd_replay;
 mod cmd_train;
 mod config_file;
@@ -49,6 +50,9 @@ enum Command {
     /// Send the packets of capture files out of a network interface
     /// (AF_PACKET TX ring), at full speed or a given rate.
     Replay(cmd_replay::ReplayArgs),
+    /// What a model file holds: classes, threshold, training captures and
+    /// its measured precision and coverage on held-out captures.
+    Model(cmd_model::ModelArgs),
 }
 
 /// Signals and exit codes, under `earlybird flows --help`.
@@ -76,6 +80,7 @@ fn main() {
         Command::Train(a) => cmd_train::run(a),
         Command::Evaluate(a) => cmd_evaluate::run(a),
         Command::Replay(a) => cmd_replay::run(a),
+        Command::Model(a) => cmd_model::run(a),
     };
     std::process::exit(code);
 }

@@ -43,12 +43,49 @@ fn train_then_evaluate() {
     let (code, out, err) = eb(&args);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("c45 model"), "{out}");
+    // The model lists its training captures by content: evaluating it on
+    // them is refused, naming them (even under another name)...
+    let renamed = dir.join("renamed.pcap");
+    std::fs::copy(&files[3], &renamed).unwrap();
+    let renamed = renamed.display().to_string();
+    let mut args = vec!["evaluate", "--model", &model, "--labels", &truth];
+    args.extend(files.iter().map(|s| s.as_str()));
+    let (code, _, err) = eb(&args);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("4 of the 4 evaluation captures were used to train this model")
+            && err.contains("alexa-app.pcapng"),
+        "{err}"
+    );
+    let (code, out, err) = eb(&["model", "info", &model, "--captures"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("training captures: 4 files") && out.contains("443-curl.pcap"),
+        "{out}"
+    );
+    // ... and allowed knowingly, with a warning on both streams.
     let mut args = vec![
-        "evaluate", "--model", &model, "--labels", &truth, "--png", &png,
+        "evaluate",
+        "--model",
+        &model,
+        "--labels",
+        &truth,
+        "--png",
+        &png,
+        "--allow-overlap",
     ];
     args.extend(files.iter().map(|s| s.as_str()));
+    args.push(&renamed);
     let (code, out, err) = eb(&args);
     assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("WARNING: 4 of the 4 evaluated captures were used to train"),
+        "{out}"
+    );
+    assert!(
+        err.contains("WARNING: 443-curl.pcap was used to train"),
+        "{err}"
+    );
     for want in [
         "accuracy",
         "macro F1",
@@ -60,6 +97,27 @@ fn train_then_evaluate() {
         assert!(out.contains(want), "missing {want:?} in\n{out}");
     }
     assert!(std::fs::metadata(&png).unwrap().len() > 1000);
+    // Trained with a split, evaluated on the same split: no overlap, and
+    // the held-out scores are in the model file.
+    let mut args = vec!["train", "--algo", "ports", "--split", "0.5", "--seed", "3"];
+    args.extend(["--labels", &truth, "-o", &model]);
+    args.extend(files.iter().map(|s| s.as_str()));
+    let (code, out, err) = eb(&args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let mut args = vec![
+        "evaluate", "--model", &model, "--split", "0.5", "--seed", "3",
+    ];
+    args.extend(["--labels", &truth]);
+    args.extend(files.iter().map(|s| s.as_str()));
+    let (code, out, err) = eb(&args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!out.contains("WARNING"), "{out}");
+    let (code, info, err) = eb(&["model", "info", &model]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        info.contains("measured on ") && info.contains("held-out flows"),
+        "{info}"
+    );
     // Compare several algorithms on a split by capture file.
     let mut args = vec!["evaluate", "--algos", "nb,c45,ports", "--split", "0.5"];
     args.extend(["--labels", &truth]);
@@ -104,6 +162,20 @@ fn flows_labels_with_the_built_in_model() {
     let (code, out, err) = eb(&["flows", "-q", "--no-progress", "--no-model", &cap]);
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains(",TLS,"), "{out}");
+    // `default` names the built-in model; --threshold replaces its own:
+    // no confidence reaches 1, so every flow is unknown.
+    let (code, named, err) = eb(&["flows", "-q", "--no-progress", "--model", "default", &cap]);
+    assert_eq!(code, 0, "{err}");
+    let (code, strict, err) = eb(&["flows", "-q", "--no-progress", "--threshold", "1", &cap]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        named.contains(",TLS,") && !strict.contains(",TLS,"),
+        "{strict}"
+    );
+    assert_eq!(named.lines().count(), strict.lines().count());
+    let (code, _, err) = eb(&["flows", "-q", "--threshold", "1.5", &cap]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--threshold 1.5"), "{err}");
 }
 
 #[test]

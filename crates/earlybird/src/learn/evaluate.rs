@@ -105,6 +105,9 @@ pub struct Report {
     pub seen: usize,
     /// Accuracy over those samples only (the others cannot be right).
     pub seen_accuracy: f64,
+    /// Samples of classes the model does not know that it answered
+    /// unknown (the right answer for them); the others were mislabelled.
+    pub unseen_unknown: usize,
     /// Mean F1 over classes with support.
     pub macro_f1: f64,
     /// Per class, in the order of `classes`.
@@ -256,6 +259,10 @@ pub fn evaluate(model: &Model, data: &Dataset) -> Report {
         .filter(|&i| known[i])
         .map(|i| confusion[i].iter().sum::<u64>())
         .sum();
+    let unseen_unknown: u64 = (0..nc)
+        .filter(|&i| !known[i])
+        .map(|i| confusion[i][nc])
+        .sum();
     let seen_accuracy = if seen > 0 {
         correct as f64 / seen as f64
     } else {
@@ -312,6 +319,7 @@ pub fn evaluate(model: &Model, data: &Dataset) -> Report {
         threshold: model.info.threshold,
         seen: seen as usize,
         seen_accuracy,
+        unseen_unknown: unseen_unknown as usize,
         macro_f1,
         per_class,
         confusion,
@@ -351,8 +359,10 @@ impl fmt::Display for Report {
         if self.seen < self.total {
             writeln!(
                 f,
-                "{} flows are of classes the model does not know; accuracy on the other {}: {:.2} %",
+                "{} flows are of classes the model does not know ({} answered unknown, {} mislabelled); accuracy on the other {}: {:.2} %",
                 self.total - self.seen,
+                self.unseen_unknown,
+                self.total - self.seen - self.unseen_unknown,
                 self.seen,
                 100.0 * self.seen_accuracy
             )?;
@@ -629,9 +639,10 @@ mod tests {
         assert_eq!(r.confusion[2][3], 20);
         assert_eq!(r.per_class[2].recall, 0.0);
         assert_eq!((r.seen, r.seen_accuracy), (40, 1.0));
-        assert!(r
-            .to_string()
-            .contains("20 flows are of classes the model does not know"));
+        assert!(r.to_string().contains(
+            "20 flows are of classes the model does not know (0 answered unknown, 20 mislabelled)"
+        ));
+        assert_eq!(r.unseen_unknown, 0);
         assert!((r.macro_f1 - 2.0 / 3.0).abs() < 1e-9);
         let mut noisy = patterns(20, 300, 2);
         let mut m = train(&noisy, &TrainOptions::default()).unwrap();

@@ -474,7 +474,7 @@ pub fn evaluate_captures(
             .map(|o| o.0.as_str())
             .collect();
         return Err(Error::Config(format!(
-            "{} of the {} evaluation captures were used to train this model ({}{}): scores on them say nothing about new traffic; evaluate on other captures (or the model's held-out split), or allow the overlap knowingly",
+            "{} of the {} evaluation captures were used to train this model ({}{}): scores on them say nothing about new traffic; evaluate on other captures (or the model's held-out split), or allow the overlap knowingly (--allow-overlap)",
             summary.overlap.len(),
             summary.test_files,
             names.join(", "),
