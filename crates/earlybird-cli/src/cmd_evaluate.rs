@@ -38,6 +38,16 @@ pub struct EvaluateArgs {
     /// confidence, per decile) as a PNG.
     #[arg(long, value_name = "CHART.png", value_parser = crate::out_args::png_path, requires = "model")]
     reliability_png: Option<PathBuf>,
+    /// --algos: also write the training and held-out flows' feature
+    /// vectors (as the engine's trees see them) to DIR/train.csv and
+    /// DIR/test.csv, to train other tools on the same features
+    /// (scripts/sklearn_compare.py).
+    #[arg(long, value_name = "DIR", requires = "algos")]
+    features_out: Option<PathBuf>,
+    /// --model: also write the full confusion matrix (every class): a PNG
+    /// heat map when the name ends in .png, else a text table.
+    #[arg(long, value_name = "FILE", requires = "model")]
+    confusion: Option<PathBuf>,
 }
 
 fn chart(path: &PathBuf, reports: &[(String, &EvalReport)]) -> Result<(), earlybird::Error> {
@@ -48,6 +58,7 @@ fn chart(path: &PathBuf, reports: &[(String, &EvalReport)]) -> Result<(), earlyb
 pub fn run(a: EvaluateArgs) -> i32 {
     let outputs: Vec<&Path> = (a.png.as_deref().into_iter())
         .chain(a.reliability_png.as_deref())
+        .chain(a.confusion.as_deref())
         .collect();
     match &a.model {
         Some(path) => {
@@ -93,6 +104,21 @@ pub fn run(a: EvaluateArgs) -> i32 {
                     return crate::fail(e);
                 }
             }
+            if let Some(p) = &a.confusion {
+                let written = if p.extension().is_some_and(|e| e == "png") {
+                    report.write_confusion_png(p)
+                } else {
+                    std::fs::write(p, report.confusion_table()).map_err(|e| {
+                        earlybird::Error::Output {
+                            name: p.display().to_string(),
+                            reason: e.to_string(),
+                        }
+                    })
+                };
+                if let Err(e) = written {
+                    return crate::fail(e);
+                }
+            }
             if let Some(p) = &a.png {
                 if let Err(e) = chart(p, &[(report.algo.clone(), &report)]) {
                     return crate::fail(e);
@@ -114,8 +140,18 @@ pub fn run(a: EvaluateArgs) -> i32 {
             if let Some(code) = crate::out_args::refuse(&outputs, &a.data.inputs(&files)) {
                 return code;
             }
-            let (reports, summary) = match workflow::compare_captures(&files, &labels, &data, &opts)
-            {
+            if let Some(dir) = &a.features_out {
+                if let Err(e) = std::fs::create_dir_all(dir) {
+                    return crate::fail(format!("{}: {e}", dir.display()));
+                }
+            }
+            let (reports, summary) = match workflow::compare_captures(
+                &files,
+                &labels,
+                &data,
+                &opts,
+                a.features_out.as_deref(),
+            ) {
                 Ok(x) => x,
                 Err(e) => return crate::fail(e),
             };

@@ -587,6 +587,162 @@ impl Report {
     }
 }
 
+impl Report {
+    /// Classes with a flow in their row or column of the confusion matrix,
+    /// by index.
+    fn present(&self) -> Vec<usize> {
+        let nc = self.classes.len();
+        (0..nc)
+            .filter(|&i| {
+                self.confusion[i].iter().any(|&v| v > 0) || self.confusion.iter().any(|r| r[i] > 0)
+            })
+            .collect()
+    }
+
+    /// The full confusion matrix as text: one row per true class and one
+    /// column per predicted class (every class with a flow in its row or
+    /// column, numbered as in the rows), then unknown.
+    pub fn confusion_table(&self) -> String {
+        use std::fmt::Write as _;
+        let nc = self.classes.len();
+        let idx = self.present();
+        let w = idx
+            .iter()
+            .map(|&i| self.classes[i].len())
+            .max()
+            .unwrap_or(5)
+            .max(5)
+            + 7;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "confusion matrix, {} (N = {}), {} flows: rows = truth, columns = prediction",
+            self.algo, self.packets, self.total
+        );
+        let _ = write!(out, "{:<w$}", "");
+        for &j in &idx {
+            let _ = write!(out, " {:>5}", format!("[{j}]"));
+        }
+        let _ = writeln!(out, " {:>7}", "unknown");
+        for &i in &idx {
+            let _ = write!(out, "{:<w$}", format!("[{i}] {}", self.classes[i]));
+            for &j in &idx {
+                let _ = write!(out, " {:>5}", self.confusion[i][j]);
+            }
+            let _ = writeln!(out, " {:>7}", self.confusion[i][nc]);
+        }
+        out
+    }
+
+    /// Draws the confusion matrix as a heat map PNG: every class with a
+    /// flow (as in [`Report::confusion_table`]) plus an unknown column,
+    /// each cell shaded by its share of the row (green on the diagonal,
+    /// red elsewhere).
+    #[cfg(feature = "chart")]
+    pub fn write_confusion_png(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        use plotters::prelude::*;
+        let path = path.as_ref();
+        let err = |e: String| Error::Output {
+            name: path.display().to_string(),
+            reason: e,
+        };
+        register_font();
+        let nc = self.classes.len();
+        let idx = self.present();
+        let n = idx.len().max(1);
+        let small = n > 60;
+        let cell: u32 = if small { 8 } else { 16 };
+        let longest = idx
+            .iter()
+            .map(|&i| self.classes[i].len())
+            .max()
+            .unwrap_or(7)
+            .max(7) as u32;
+        let label = longest * if small { 5 } else { 7 } + 10;
+        let side = (n as u32 + 1) * cell;
+        let root =
+            BitMapBackend::new(path, (side + label + 30, side + label + 60)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+        let font = if small { 9 } else { 12 };
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!(
+                    "Confusion: {} (N = {}), rows = truth",
+                    self.algo, self.packets
+                ),
+                ("sans-serif", 18),
+            )
+            .margin(10)
+            .x_label_area_size(label)
+            .y_label_area_size(label)
+            .build_cartesian_2d(
+                (0i32..n as i32 + 1).into_segmented(),
+                (0i32..n as i32).into_segmented(),
+            )
+            .map_err(|e| err(e.to_string()))?;
+        let names: Vec<String> = idx
+            .iter()
+            .map(|&i| self.classes[i].clone())
+            .chain(std::iter::once("unknown".to_string()))
+            .collect();
+        // Rows from the top: the first class is drawn at y = n - 1.
+        let name = |v: &SegmentValue<i32>, flip: bool| match v {
+            SegmentValue::CenterOf(i) => {
+                let i = if flip { n as i32 - 1 - i } else { *i };
+                names.get(i as usize).cloned().unwrap_or_default()
+            }
+            _ => String::new(),
+        };
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_labels(n + 1)
+            .y_labels(n)
+            .x_label_formatter(&|x| name(x, false))
+            .y_label_formatter(&|y| name(y, true))
+            .x_label_style(
+                ("sans-serif", font)
+                    .into_font()
+                    .transform(FontTransform::Rotate90),
+            )
+            .y_label_style(("sans-serif", font))
+            .draw()
+            .map_err(|e| err(e.to_string()))?;
+        let mut cells = Vec::new();
+        for (r, &i) in idx.iter().enumerate() {
+            let row_total: u64 = self.confusion[i].iter().sum();
+            let cols = idx.iter().copied().chain(std::iter::once(nc));
+            for (c, j) in cols.enumerate() {
+                let v = self.confusion[i][j];
+                if v == 0 || row_total == 0 {
+                    continue;
+                }
+                let share = v as f64 / row_total as f64;
+                let shade = 255 - (share * 225.0) as u8;
+                let color = if r == c {
+                    RGBColor(shade, 255 - (255 - shade) / 3, shade)
+                } else {
+                    RGBColor(255, shade, shade)
+                };
+                let y = n as i32 - 1 - r as i32;
+                cells.push(Rectangle::new(
+                    [
+                        (SegmentValue::Exact(c as i32), SegmentValue::Exact(y)),
+                        (
+                            SegmentValue::Exact(c as i32 + 1),
+                            SegmentValue::Exact(y + 1),
+                        ),
+                    ],
+                    color.filled(),
+                ));
+            }
+        }
+        chart.draw_series(cells).map_err(|e| err(e.to_string()))?;
+        root.present().map_err(|e| err(e.to_string()))?;
+        Ok(())
+    }
+}
+
 #[cfg(feature = "chart")]
 fn register_font() {
     static REGISTER: std::sync::Once = std::sync::Once::new();
@@ -742,5 +898,23 @@ mod tests {
             .write_reliability_png("/nonexistent-dir/r.png")
             .unwrap_err();
         assert!(bad.to_string().contains("/nonexistent-dir/r.png"), "{bad}");
+        r.write_confusion_png(&p).unwrap();
+        let b = std::fs::read(&p).unwrap();
+        assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n");
+        if let Ok(keep) = std::env::var("EARLYBIRD_KEEP_CONFUSION_PNG") {
+            r.write_confusion_png(keep).unwrap();
+        }
+        let t = r.confusion_table();
+        // One line per class with flows, after the title and column heads.
+        assert_eq!(t.lines().count(), 2 + 3, "{t}");
+        let first: Vec<u64> = t
+            .lines()
+            .nth(2)
+            .unwrap()
+            .split_whitespace()
+            .skip(2)
+            .map(|v| v.parse().unwrap())
+            .collect();
+        assert_eq!(first, r.confusion[0], "{t}");
     }
 }

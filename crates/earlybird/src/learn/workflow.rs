@@ -484,14 +484,63 @@ pub fn evaluate_captures(
     Ok((evaluate(model, eval), summary))
 }
 
+/// Writes a data set's feature vectors as CSV, as the tree, forest and
+/// SVM models see them (`classify::vector`): columns `capture`, `label`,
+/// then per packet `i` = 1..=`packets` `size_i` (signed: + client to
+/// server, − back, 0 absent) and `gap_us_i` (−1 absent), then `proto`
+/// and `server_port`. Other tools (scikit-learn) can then be trained on
+/// exactly the engine's features. An unwritable file is
+/// [`Error::Output`] naming it.
+pub fn write_features(d: &Dataset, packets: usize, path: &Path) -> Result<()> {
+    use crate::classify::{vector, FlowFeatures};
+    use std::fmt::Write as _;
+    let mut out = String::from("capture,label");
+    for i in 1..=packets {
+        let _ = write!(out, ",size_{i},gap_us_{i}");
+    }
+    out.push_str(",proto,server_port\n");
+    let n = vector::count(packets, true);
+    let mut v = vec![0f32; n];
+    for s in &d.samples {
+        let f = FlowFeatures {
+            early: &s.early,
+            proto: s.proto,
+            sport: s.sport,
+            dport: s.dport,
+        };
+        vector::fill(&f, packets, &mut v);
+        let quote = |x: &str| {
+            if x.contains([',', '"', '\n']) {
+                format!("\"{}\"", x.replace('"', "\"\""))
+            } else {
+                x.to_string()
+            }
+        };
+        out.push_str(&quote(&s.group));
+        out.push(',');
+        out.push_str(&quote(&d.classes[s.label as usize]));
+        for x in &v {
+            let _ = write!(out, ",{x}");
+        }
+        out.push('\n');
+    }
+    std::fs::write(path, out).map_err(|e| Error::Output {
+        name: path.display().to_string(),
+        reason: e.to_string(),
+    })
+}
+
 /// Reads the captures once, splits them by file, trains one model per
 /// option set on the training side and evaluates each on the held-out
-/// files. Reports come in the order of `algos`.
+/// files. Reports come in the order of `algos`. With `features_out`, the
+/// two sides' feature vectors are also written there as `train.csv` and
+/// `test.csv` ([`write_features`], N = the largest of `algos`).
 pub fn compare_captures(
     files: &[PathBuf],
     labels: &LabelSet,
     data: &DataOptions,
     algos: &[TrainOptions],
+    features_out: Option<&Path>,
 ) -> Result<(Vec<Report>, DataSummary)> {
     if data.test_fraction <= 0.0 {
         return Err(Error::Config(
@@ -504,6 +553,10 @@ pub fn compare_captures(
         return Err(Error::Config(
             "the split left no capture on the test side (too few captures per class)".into(),
         ));
+    }
+    if let Some(dir) = features_out {
+        write_features(&p.train, packets, &dir.join("train.csv"))?;
+        write_features(&p.test, packets, &dir.join("test.csv"))?;
     }
     let mut reports = Vec::with_capacity(algos.len());
     for a in algos {
