@@ -238,3 +238,87 @@ fn outputs_are_checked_before_training_or_evaluating() {
     let (code, _, err) = eb(&["evaluate", "--model", m, "--labels", l, "--png", m, c]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// Whether Python has scikit-learn; under CI its absence fails the test.
+fn sklearn() -> bool {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import sklearn"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "scikit-learn is missing (pip install scikit-learn; .ci/run installs it)"
+        );
+        eprintln!("SKIPPED: scikit-learn is not installed");
+    }
+    ok
+}
+
+#[test]
+fn features_go_to_scikit_learn_unchanged() {
+    let Some(c) = corpus() else { return };
+    let dev = c.join("classify/dev");
+    let truth = dev.join("ndpi_truth.csv").display().to_string();
+    let pcaps = dev.join("ndpi/pcap");
+    let files: Vec<String> = [
+        "alexa-app.pcapng",
+        "dns_ambiguous_names.pcap",
+        "6in4tunnel.pcap",
+        "443-curl.pcap",
+        "google_ssl.pcap",
+        "dnscrypt-v2-doh.pcap",
+    ]
+    .iter()
+    .map(|n| pcaps.join(n).display().to_string())
+    .collect();
+    let tmp = tempfile::Builder::new()
+        .prefix("eb-cli-features-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path().join("feat");
+    let dir_s = dir.display().to_string();
+    let mut args = vec!["evaluate", "--algos", "c45", "-n", "3", "--split", "0.4"];
+    args.extend(["--labels", &truth, "--features-out", &dir_s]);
+    args.extend(files.iter().map(|s| s.as_str()));
+    let (code, out, err) = eb(&args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    // The summary's flow counts are the files' rows; the columns are the
+    // engine's feature layout.
+    let rows = |name: &str| {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let mut lines = text.lines();
+        let head = lines.next().unwrap().to_string();
+        (head, lines.count())
+    };
+    let (head, train) = rows("train.csv");
+    assert_eq!(
+        head,
+        "capture,label,size_1,gap_us_1,size_2,gap_us_2,size_3,gap_us_3,proto,server_port"
+    );
+    let (_, test) = rows("test.csv");
+    assert!(
+        out.contains(&format!("training {train} flows"))
+            && out.contains(&format!("evaluation {test} flows")),
+        "{train}/{test}\n{out}"
+    );
+    if !sklearn() {
+        return;
+    }
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/sklearn_compare.py");
+    let o = std::process::Command::new("python3")
+        .arg(&script)
+        .args([&dir_s, "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    // Three models at k = 1, 2, 3, each scored on every held-out flow.
+    assert_eq!(text.lines().count(), 9, "{text}");
+    for l in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert_eq!(v["flows"].as_u64(), Some(test as u64), "{l}");
+        let acc = v["accuracy"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&acc), "{l}");
+    }
+}
