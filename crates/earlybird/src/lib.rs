@@ -111,6 +111,7 @@ pub(crate) mod shard;
 pub(crate) mod source;
 pub(crate) mod telemetry;
 pub(crate) mod time;
+pub mod voip;
 
 pub use classify::{
     Classifier, Dataset, FlowFeatures, LabelLevel, Model, ModelInfo, ModelKind, Sample, Verdict,

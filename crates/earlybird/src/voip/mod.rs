@@ -1,0 +1,13 @@
+//! VoIP: the wire formats of calls, one file per protocol.
+//!
+//! Contract: `sip` (SIP messages over datagrams and streams), `sdp` (the
+//! media an offer or answer announces) and `rtp` (RTP, RTCP report blocks,
+//! RFC 4733 events) are pure parsers over captured bytes: views or small
+//! owned results, every length checked, errors that name the offset, no
+//! panic on any input (each has a fuzz target in `fuzz/`). They know
+//! nothing of flows or calls; the call tracking built on them reads the
+//! payloads the shards give and keeps its own state.
+
+pub mod rtp;
+pub mod sdp;
+pub mod sip;
