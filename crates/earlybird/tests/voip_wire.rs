@@ -160,3 +160,126 @@ fn udp_calls_match_tshark() {
     }
     assert_eq!(checked, 31, "calls over UDP in the reference");
 }
+
+/// A UDP packet of a capture: arrival (ns), endpoints, payload.
+struct Datagram {
+    ts: u64,
+    src: String,
+    sport: u16,
+    dst: String,
+    dport: u16,
+    payload: Vec<u8>,
+}
+
+fn datagrams(path: &std::path::Path) -> Vec<Datagram> {
+    let f = CaptureFile::open(path).unwrap();
+    let mut r = f.reader();
+    let data = r.data();
+    let mut refs = Vec::new();
+    let mut d = Decoded::default();
+    let mut out = Vec::new();
+    while r.next_batch(&mut refs, 256) > 0 {
+        for p in &refs {
+            let frame = &data[p.offset..p.offset + p.caplen as usize];
+            if decode(p.link, frame, &mut d).is_err() || d.proto != 17 {
+                continue;
+            }
+            let start = d.payload_offset as usize;
+            let end = (start + d.payload_len as usize).min(frame.len());
+            let Some(payload) = frame.get(start..end) else {
+                continue;
+            };
+            out.push(Datagram {
+                ts: p.ts,
+                src: earlybird::testing::fmt_addr(&d.src),
+                sport: d.sport,
+                dst: earlybird::testing::fmt_addr(&d.dst),
+                dport: d.dport,
+                payload: payload.to_vec(),
+            });
+        }
+    }
+    out
+}
+
+#[test]
+fn rtp_streams_match_tshark() {
+    use earlybird::voip::rtp::Rtp;
+    use earlybird::voip::rtp_stats::StreamStats;
+    let Some(c) = corpus() else { return };
+    let reference: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(c.join("voip/voip_reference.json")).unwrap())
+            .unwrap();
+    let mut checked = 0;
+    let mut report = String::new();
+    for (file, v) in reference.as_object().unwrap() {
+        let Some(streams) = v["rtp_streams_heuristic"].as_array() else {
+            continue;
+        };
+        if streams.is_empty() {
+            continue;
+        }
+        let path = if file.contains('/') {
+            c.join(file)
+        } else {
+            c.join("voip").join(file)
+        };
+        let all = datagrams(&path);
+        for s in streams {
+            let ssrc =
+                u32::from_str_radix(s["ssrc"].as_str().unwrap().trim_start_matches("0x"), 16)
+                    .unwrap();
+            let mut stats: Option<StreamStats> = None;
+            for d in all.iter().filter(|d| {
+                d.src == s["src"].as_str().unwrap()
+                    && d.dst == s["dst"].as_str().unwrap()
+                    && d.sport as u64 == s["sport"].as_u64().unwrap()
+                    && d.dport as u64 == s["dport"].as_u64().unwrap()
+            }) {
+                let Ok(r) = Rtp::parse(&d.payload) else {
+                    continue;
+                };
+                if r.ssrc != ssrc {
+                    continue;
+                }
+                // The static payload types' rates; a dynamic type has no
+                // SDP here (tshark's heuristic streams): rate unknown.
+                let st = stats.get_or_insert_with(|| {
+                    StreamStats::new(static_codec(r.pt).map_or(0, |(_, clock)| clock))
+                });
+                st.packet(d.ts, r.seq, r.ts, r.payload_len);
+            }
+            let st = stats.unwrap_or_else(|| panic!("{file}: stream {s} not found"));
+            let want = |k: &str| s[k].as_f64().unwrap();
+            report.push_str(&format!(
+                "{file} {:#x}: packets {} / {}, lost {} / {}, mean jitter {:.3} / {:.3}, max {:.3} / {:.3}\n",
+                ssrc,
+                st.packets,
+                want("packets"),
+                st.lost(),
+                want("lost"),
+                st.mean_jitter_ms().unwrap_or(f64::NAN),
+                want("mean_jitter_ms"),
+                st.max_jitter_ms().unwrap_or(f64::NAN),
+                want("max_jitter_ms")
+            ));
+            assert_eq!(st.packets as f64, want("packets"), "{file} {s}");
+            assert_eq!(st.lost() as f64, want("lost"), "{file} {s}");
+            match (st.mean_jitter_ms(), st.max_jitter_ms()) {
+                (Some(mean), Some(max)) => {
+                    assert!((mean - want("mean_jitter_ms")).abs() <= 0.1, "{report}");
+                    assert!((max - want("max_jitter_ms")).abs() <= 0.1, "{report}");
+                }
+                // Without the rate tshark reports 0 and we report none.
+                _ => assert_eq!(
+                    (want("mean_jitter_ms"), want("max_jitter_ms")),
+                    (0.0, 0.0),
+                    "{report}"
+                ),
+            }
+            checked += 1;
+        }
+    }
+    eprintln!("{report}");
+    assert_eq!(checked, 27, "streams in the reference");
+}

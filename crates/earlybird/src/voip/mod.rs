@@ -4,10 +4,13 @@
 //! media an offer or answer announces) and `rtp` (RTP, RTCP report blocks,
 //! RFC 4733 events) are pure parsers over captured bytes: views or small
 //! owned results, every length checked, errors that name the offset, no
-//! panic on any input (each has a fuzz target in `fuzz/`). They know
+//! panic on any input (each has a fuzz target in `fuzz/`). `rtp_stats`
+//! keeps one RTP stream's loss, duplicates, reordering and RFC 3550
+//! jitter from the packets' capture times. They know
 //! nothing of flows or calls; the call tracking built on them reads the
 //! payloads the shards give and keeps its own state.
 
 pub mod rtp;
+pub mod rtp_stats;
 pub mod sdp;
 pub mod sip;
