@@ -82,7 +82,17 @@ SERVICES = {
              ["mosquitto", "mosquitto_pub", "mosquitto_sub"], 6),
     "iperf": ("iPerf.iperf3", "iPerf", "iperf3", "Network", ["tcp", "udp"], 5201,
               ["iperf3"], 2),
+    "ftp": ("FTP_CONTROL.vsftpd", "FTP_CONTROL", "vsftpd", "Download", ["tcp"], 21,
+            ["vsftpd", "curl"], 4),
+    # Passive-mode data connections of "ftp": a range of FTP_DATA_PORTS ports
+    # starting at the seed-chosen port; never scheduled on their own.
+    "ftp_data": ("FTP_DATA.vsftpd", "FTP_DATA", "vsftpd", "Download", ["tcp"], 30000,
+                 [], 0),
+    "vpn": ("OpenVPN.udp", "OpenVPN", "udp", "VPN", ["udp"], 1194,
+            ["openvpn", "curl"], 2),
 }
+FTP_DATA_PORTS = 50
+VPN_SERVER_TUN = "10.19.0.1"
 
 TRUTH_COLUMNS = [
     "pcap", "proto", "src", "sport", "dst", "dport", "app_label",
@@ -210,6 +220,8 @@ class Lab:
                  mac[self.tap_s], "dev", self.tap_c, "nud", "permanent"])
         self.sh(["ip", "-n", self.ns_s, "neigh", "replace", CLIENT_IP, "lladdr",
                  mac[self.tap_c], "dev", self.tap_s, "nud", "permanent"])
+        # nginx may listen on the VPN tunnel's address before the tunnel is up.
+        self.sh(self.ns("s", ["sysctl", "-qw", "net.ipv4.ip_nonlocal_bind=1"]))
         # No IPv6 (router solicitations etc. would add unlabelled noise).
         for n, tap in ((self.ns_c, self.tap_c), (self.ns_s, self.tap_s)):
             self.sh(["ip", "netns", "exec", n, "sysctl", "-qw",
@@ -219,7 +231,7 @@ class Lab:
     def start_servers(self, services, ports, rng):
         w = self.work
         if any(s in services for s in ("http1", "h2c", "tls12_h1", "tls12_h2",
-                                       "tls13_h1", "tls13_h2")):
+                                       "tls13_h1", "tls13_h2", "ftp", "vpn")):
             self.start_nginx(services, ports, rng)
         if "dns" in services:
             self.start_dnsmasq(ports["dns"], rng)
@@ -240,6 +252,10 @@ class Lab:
                 f.write(f"listener {ports['mqtt']} {SERVER_IP}\nallow_anonymous true\n"
                         "persistence false\nuser root\n")
             self.spawn("mosquitto", self.ns("s", [find_prog("mosquitto"), "-c", conf]))
+        if "ftp" in services:
+            self.start_vsftpd(ports["ftp"], ports["ftp_data"])
+        if "vpn" in services:
+            self.start_openvpn(ports["vpn"])
         if "iperf" in services:
             self.spawn("iperf3", self.ns("s", [find_prog("iperf3"), "-s", "-p",
                                                str(ports["iperf"]), "-B", SERVER_IP]))
@@ -248,10 +264,10 @@ class Lab:
         w = self.work
         root = os.path.join(w, "www")
         os.makedirs(root)
-        # Objects of log-uniform sizes, 64 B .. 2 MB, seeded content.
+        # Objects of log-uniform sizes, 63 B .. 500 kB, seeded content.
         self.objects = []
         for i in range(48):
-            size = int(10 ** rng.uniform(1.8, 6.3))
+            size = int(10 ** rng.uniform(1.8, 5.7))
             with open(os.path.join(root, f"o{i}.bin"), "wb") as f:
                 f.write(rng.randbytes(size))
             self.objects.append(f"o{i}.bin")
@@ -263,6 +279,8 @@ class Lab:
                "tls13_h1": ("TLSv1.3", ""), "tls13_h2": ("TLSv1.3", " http2")}
         if "http1" in services:
             blocks.append(f"server {{ listen {SERVER_IP}:{ports['http1']}; root {root}; }}")
+        if "vpn" in services:
+            blocks.append(f"server {{ listen {VPN_SERVER_TUN}:80; root {root}; }}")
         if "h2c" in services:
             blocks.append(f"server {{ listen {SERVER_IP}:{ports['h2c']} http2; root {root}; }}")
         for s, (ver, h2) in tls.items():
@@ -283,6 +301,52 @@ class Lab:
                 " keepalive_timeout 10; default_type application/octet-stream;\n"
                 + "\n".join(blocks) + "\n}\n")
         self.spawn("nginx", self.ns("s", [find_prog("nginx"), "-c", conf, "-p", w]))
+
+    def start_vsftpd(self, port, data_port):
+        w = self.work
+        root = os.path.join(w, "www")  # the web objects, read-only, anonymous
+        os.makedirs("/var/run/vsftpd/empty", exist_ok=True)
+        conf = os.path.join(w, "vsftpd.conf")
+        with open(conf, "w") as f:
+            f.write(f"listen=YES\nlisten_address={SERVER_IP}\nlisten_port={port}\n"
+                    f"anonymous_enable=YES\nno_anon_password=YES\nanon_root={root}\n"
+                    "local_enable=NO\nwrite_enable=NO\npasv_enable=YES\n"
+                    f"pasv_min_port={data_port}\n"
+                    f"pasv_max_port={data_port + FTP_DATA_PORTS - 1}\n"
+                    f"pasv_address={SERVER_IP}\nseccomp_sandbox=NO\nbackground=NO\n"
+                    "max_clients=500\nmax_per_ip=500\nuse_localtime=NO\n"
+                    "secure_chroot_dir=/var/run/vsftpd/empty\nxferlog_enable=NO\n")
+        self.spawn("vsftpd", self.ns("s", [find_prog("vsftpd"), conf]))
+
+    def start_openvpn(self, port):
+        """OpenVPN in TLS server mode over UDP, a throwaway CA made here."""
+        w = self.work
+        pki = os.path.join(w, "pki")
+        os.makedirs(pki)
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+        self.sh(["openssl", "req", "-x509", *ec, "-days", "2", "-subj", "/CN=lab-ca",
+                 "-keyout", f"{pki}/ca.key", "-out", f"{pki}/ca.crt"])
+        for name, ext in (("server", "serverAuth"), ("client", "clientAuth")):
+            self.sh(["openssl", "req", *ec, "-subj", f"/CN={name}", "-keyout",
+                     f"{pki}/{name}.key", "-out", f"{pki}/{name}.csr"])
+            with open(f"{pki}/{name}.ext", "w") as f:
+                f.write(f"extendedKeyUsage={ext}\nkeyUsage=digitalSignature\n")
+            self.sh(["openssl", "x509", "-req", "-in", f"{pki}/{name}.csr", "-CA",
+                     f"{pki}/ca.crt", "-CAkey", f"{pki}/ca.key", "-CAcreateserial",
+                     "-days", "2", "-extfile", f"{pki}/{name}.ext", "-out",
+                     f"{pki}/{name}.crt"])
+        common = f"ca {pki}/ca.crt\ndev tun\nproto udp\nverb 1\n"
+        with open(f"{w}/vpn-server.conf", "w") as f:
+            f.write(common + f"cert {pki}/server.crt\nkey {pki}/server.key\ndh none\n"
+                    f"local {SERVER_IP}\nport {port}\ntopology subnet\n"
+                    "server 10.19.0.0 255.255.255.0\nduplicate-cn\nkeepalive 5 20\n"
+                    "max-clients 200\n")
+        with open(f"{w}/vpn-client.conf", "w") as f:
+            f.write(common + f"client\ncert {pki}/client.crt\nkey {pki}/client.key\n"
+                    f"remote {SERVER_IP} {port}\nnobind\nremote-cert-tls server\n"
+                    "connect-retry-max 1\nroute-nopull\n")
+        self.spawn("openvpn", self.ns("s", [find_prog("openvpn"), "--config",
+                                            f"{w}/vpn-server.conf"]))
 
     def start_dnsmasq(self, port, rng):
         w = self.work
@@ -345,7 +409,7 @@ class Lab:
         """Wait until every TCP service accepts a connection (from the client)."""
         deadline = time.time() + timeout
         for s in services:
-            if "tcp" not in SERVICES[s][4]:
+            if "tcp" not in SERVICES[s][4] or s == "ftp_data":
                 continue
             while True:
                 r = subprocess.run(self.ns("s", ["bash", "-c",
@@ -366,10 +430,11 @@ def choose_ports(rng, services):
     ports, used = {}, set()
     for s in sorted(services):
         std = SERVICES[s][5]
-        p = std if rng.random() < 0.5 and std not in used else None
-        while p is None or p in used:
-            p = rng.randint(1024, 49151)
-        used.add(p)
+        width = FTP_DATA_PORTS if s == "ftp_data" else 1
+        p = std if rng.random() < 0.5 else None
+        while p is None or used & set(range(p, p + width)):
+            p = rng.randint(1024, 49151 - width)
+        used |= set(range(p, p + width))
         ports[s] = p
     return ports
 
@@ -383,10 +448,11 @@ class Workload:
         self.ports = ports
         self.seed = seed
         self.workers = workers
-        self.stats = {s: {"ok": 0, "failed": 0} for s in services}
+        self.stats = {s: {"ok": 0, "failed": 0} for s in services if SERVICES[s][7]}
         self.first_error = {}
         self.lock = threading.Lock()
         self.iperf_lock = threading.Lock()  # iperf3 serves one test at a time
+        self.vpn_lock = threading.Lock()  # one tunnel at a time (one route)
         self.mqtt_topics = [f"lab/{i}" for i in range(8)]
 
     def session(self, s, rng):
@@ -436,7 +502,7 @@ class Workload:
             else:
                 f = os.path.join(w, "sshfiles", f"up{rng.randint(0, 1 << 30)}")
                 with open(f, "wb") as fh:
-                    fh.write(rng.randbytes(int(10 ** rng.uniform(2, 5.7))))
+                    fh.write(rng.randbytes(int(10 ** rng.uniform(2, 5.5))))
                 cmd = ["scp", "-q", "-P", port] + base + [f, f"root@{ip}:/dev/null"]
             return cmd
         if s == "smtp":
@@ -478,13 +544,58 @@ class Workload:
                         rng.randbytes(rng.randint(1, 2000)).hex()]
             return ["mosquitto_sub", "-h", ip, "-p", port, "-t", t, "-W",
                     str(rng.randint(1, 3)), "-C", "1"]
+        if s == "ftp":
+            if rng.random() < 0.15:
+                return ["curl", "-s", "-o", "/dev/null", "--max-time", "20",
+                        f"ftp://{ip}:{port}/"]
+            return ["curl", "-s", "-o", "/dev/null", "--max-time", "20"] + [
+                f"ftp://{ip}:{port}/{rng.choice(objs)}"
+                for _ in range(rng.choice([1, 1, 2, 3]))]
+        if s == "vpn":
+            return ("vpn", [f"http://{VPN_SERVER_TUN}/{rng.choice(objs)}"
+                            for _ in range(rng.choice([1, 2, 4, 8]))])
         if s == "iperf":
             if rng.random() < 0.7:
                 return ["iperf3", "-c", ip, "-p", port, "-n",
-                        str(int(10 ** rng.uniform(4.5, 6.5))), "--connect-timeout", "5000"]
+                        str(int(10 ** rng.uniform(4.0, 6.0))), "--connect-timeout", "5000"]
             return ["iperf3", "-c", ip, "-p", port, "-u", "-b",
                     f"{rng.randint(1, 4)}M", "-t", "1", "-l", str(rng.randint(200, 1400))]
         raise ValueError(s)
+
+    def vpn_session(self, urls):
+        """One OpenVPN client session: connect, fetch `urls` through it, stop."""
+        w = self.lab.work
+        p = subprocess.Popen(self.lab.ns("c", [find_prog("openvpn"), "--config",
+                                               f"{w}/vpn-client.conf"]),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, start_new_session=True, text=True,
+                             errors="replace")
+        try:
+            up = threading.Event()
+            lines = []
+
+            def watch():
+                for line in p.stdout:
+                    lines.append(line.strip())
+                    if "Initialization Sequence Completed" in line:
+                        up.set()
+            threading.Thread(target=watch, daemon=True).start()
+            if not up.wait(20):
+                return False, "openvpn: no tunnel in 20 s: " + " | ".join(lines[-3:])
+            r = subprocess.run(self.lab.ns("c", ["curl", "-s", "-o", "/dev/null",
+                                                 "--max-time", "20"] + urls),
+                               capture_output=True, text=True, errors="replace",
+                               timeout=30)
+            return r.returncode == 0, f"curl over the tunnel: exit {r.returncode}"
+        except subprocess.TimeoutExpired:
+            return False, "curl over the tunnel: timeout"
+        finally:
+            os.killpg(p.pid, signal.SIGTERM)
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
 
     def worker(self, idx, deadline):
         rng = random.Random(self.seed * 1000 + idx)
@@ -494,12 +605,25 @@ class Workload:
             s = rng.choices(names, weights)[0]
             cmd = self.session(s, rng)
             stdin = None
+            if s == "vpn":
+                if not self.vpn_lock.acquire(blocking=False):
+                    continue
+                try:
+                    ok, err = self.vpn_session(cmd[1])
+                finally:
+                    self.vpn_lock.release()
+                with self.lock:
+                    self.stats[s]["ok" if ok else "failed"] += 1
+                    if not ok and s not in self.first_error:
+                        self.first_error[s] = err
+                continue
             if isinstance(cmd, tuple):
                 cmd, stdin = cmd
             if s == "iperf" and not self.iperf_lock.acquire(blocking=False):
                 continue
             try:
                 r = subprocess.run(self.lab.ns("c", cmd), input=stdin, text=True,
+                                   errors="replace",
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                    timeout=30)
                 ok = r.returncode == 0
@@ -577,8 +701,10 @@ def write_truth(pcap, truth, services, ports):
     """Label every flow by its server endpoint; return rows per label."""
     by_endpoint = {}
     for s in services:
+        width = FTP_DATA_PORTS if s == "ftp_data" else 1
         for t in SERVICES[s][4]:
-            by_endpoint[(6 if t == "tcp" else 17, SERVER_IP, ports[s])] = s
+            for port in range(ports[s], ports[s] + width):
+                by_endpoint[(6 if t == "tcp" else 17, SERVER_IP, port)] = s
     flows = read_pcap_flows(pcap)
     rows, unlabelled, counts = [], 0, {}
     seen = set()
@@ -627,6 +753,8 @@ def main():
     for s in services:
         if s not in SERVICES:
             sys.exit(f"lab: unknown service {s!r} (known: {', '.join(SERVICES)})")
+    if "ftp" in services and "ftp_data" not in services:
+        services.append("ftp_data")
     missing = sorted({prog for s in services for prog in SERVICES[s][6]
                       if not find_prog(prog)} | {t for t in ("ip", "tcpdump", "openssl")
                                                   if not find_prog(t)})
