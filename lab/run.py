@@ -777,8 +777,8 @@ def main():
     lab.start_servers(services, ports, rng)
     lab.wait_ready(services, ports)
     tcpdump = lab.spawn("tcpdump", lab.ns("c", [
-        find_prog("tcpdump"), "-i", lab.tap_c, "-w", pcap, "-U", "-n", "-Z", "root",
-        "-s", "0", "--immediate-mode", "-B", "16384", f"host {SERVER_IP}"]))
+        find_prog("tcpdump"), "-i", lab.tap_c, "-w", pcap, "-n", "-Z", "root",
+        "-s", "0", "-B", "65536", f"host {SERVER_IP}"]))
     # tcpdump says "listening on" once it captures.
     t0 = time.time()
     while time.time() - t0 < 10:
