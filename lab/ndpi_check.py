@@ -25,7 +25,8 @@ import sys
 
 LINE = re.compile(
     r"^\s*\d+\s+(TCP|UDP)\s+([0-9.]+):(\d+)\s+<->\s+([0-9.]+):(\d+)\s+"
-    r"\[proto: [0-9.]+/([^\]]+)\].*?(?:\[Confidence: ([^\]]+)\])?")
+    r"\[proto: [0-9.]+/([^\]]+)\]")
+CONFIDENCE = re.compile(r"\[Confidence: ([^\]]+)\]")
 
 
 def ndpi_flows(pcap, reader):
@@ -37,7 +38,9 @@ def ndpi_flows(pcap, reader):
         m = LINE.match(line)
         if not m:
             continue
-        proto, a, ap, b, bp, name, conf = m.groups()
+        proto, a, ap, b, bp, name = m.groups()
+        c = CONFIDENCE.search(line)
+        conf = c.group(1) if c else None
         flows[(proto, a, int(ap), b, int(bp))] = (name, conf or "")
     if not flows:
         sys.exit(f"ndpi_check: {reader} printed no flow for {pcap}")
