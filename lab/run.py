@@ -645,7 +645,9 @@ class Workload:
 
     def run(self, duration):
         deadline = time.time() + duration
-        threads = [threading.Thread(target=self.worker, args=(i, deadline))
+        # Daemon threads: on Ctrl-C the main thread exits at once and the
+        # exit handler stops the servers and removes the namespaces.
+        threads = [threading.Thread(target=self.worker, args=(i, deadline), daemon=True)
                    for i in range(self.workers)]
         for t in threads:
             t.start()

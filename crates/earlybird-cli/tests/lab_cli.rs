@@ -254,5 +254,7 @@ fn lab_captures_are_labelled_flow_by_flow_and_train_a_classifier() {
     );
 }
 
-/// Measured floor for the short runs above (docs/LAB.md).
-const FLOOR: f64 = 0.5;
+/// Floor in % for the short runs above: measured 97.5 % (2026-11-25, on
+/// the shared build machine under load; 95.5-98.7 % for 60 s runs, see
+/// docs/LAB.md), less a margin for the timing-dependent schedule.
+const FLOOR: f64 = 85.0;
