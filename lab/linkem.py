@@ -26,7 +26,8 @@ Each direction is emulated independently, as a one-way link:
 
 Timing uses ``time.monotonic``; the loop sleeps in ``select`` until the next
 frame is due or a frame arrives. On SIGTERM/SIGINT it prints per-direction
-counters (frames forwarded, lost at random, dropped by the queue) to stderr
+counters (frames forwarded, lost at random, dropped because the queue was
+full or the device refused the write) to stderr
 and exits. It needs root (or CAP_NET_ADMIN) for /dev/net/tun.
 """
 
