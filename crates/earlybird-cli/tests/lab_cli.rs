@@ -1,10 +1,12 @@
 //! The labelled traffic lab (`lab/run.py`, docs/LAB.md) end to end: two
 //! short lab captures (different seeds and link conditions) of real
 //! servers and clients between network namespaces; every flow of the truth
-//! CSV is a flow `earlybird flows` finds (same 5-tuple), every service's
-//! label is present, nDPI (`lab/ndpi_check.py`) agrees with the labels of
-//! the protocols it has a dissector for, and a C4.5 tree trained without
-//! ports on one capture classifies the other above a measured floor.
+//! CSV is a flow `earlybird flows` finds (same 5-tuple) and every TCP or
+//! UDP flow it finds is in the truth CSV, every service's label is
+//! present, nDPI (`lab/ndpi_check.py`) agrees with the labels of the
+//! protocols it dissects whatever the port, and a C4.5 tree trained
+//! without ports on one capture classifies the other above a measured
+//! floor.
 //!
 //! Needs root and the lab's programs (Debian packages installed by
 //! `.ci/run`); without them the test says SKIPPED, and fails under CI.
@@ -171,6 +173,18 @@ fn lab_captures_are_labelled_flow_by_flow_and_train_a_classifier() {
                         .unwrap_or_else(|| panic!("unexpected label {}", r[tl])),
                 )
                 .or_default() += 1;
+        }
+        // And the converse: every TCP/UDP flow earlybird finds is labelled.
+        let labelled: HashSet<Tuple> = trows
+            .iter()
+            .map(|r| key(&r[tp], &r[ts], &r[tsp], &r[td], &r[tdp]))
+            .collect();
+        for k in &found {
+            assert!(
+                !(k.0 == "6" || k.0 == "17") || labelled.contains(k),
+                "earlybird flow {k:?} has no label in {}",
+                s(truth)
+            );
         }
         // The rarest sessions (OpenVPN, iperf3: one at a time) may miss a
         // short run; each run has nearly all, the two together all.
