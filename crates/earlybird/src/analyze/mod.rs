@@ -40,9 +40,19 @@
 
 #[cfg(feature = "ndpi")]
 pub mod ndpi;
+mod ndpi_fields;
 #[cfg(feature = "ndpi")]
 mod ndpi_lib;
 pub mod payload;
+
+/// Analyzers built only with a cargo feature: (name, feature, what it
+/// adds, its fields), in every build, for the field reference.
+pub const OPTIONAL: &[(&str, &str, &str, &[Field])] = &[(
+    ndpi_fields::NAME,
+    ndpi_fields::FEATURE,
+    ndpi_fields::ABOUT,
+    ndpi_fields::FIELDS,
+)];
 
 use crate::schema::{Cells, Field, Rows};
 use crate::time::Nanos;

@@ -21,7 +21,7 @@
 use super::ndpi_lib::{Flow, Module, Verdict, FAILED, LIVE};
 use super::{Action, Analyzer, PacketView};
 use crate::decode::ipproto;
-use crate::schema::{Cells, Field, FieldType};
+use crate::schema::{Cells, Field};
 use std::cell::OnceCell;
 use std::sync::atomic::Ordering;
 
@@ -67,49 +67,11 @@ impl Ndpi {
 
 impl Analyzer for Ndpi {
     type State = State;
-    const NAME: &'static str = "ndpi";
-    const ABOUT: &'static str =
-        "nDPI's application, category and confidence per flow (libndpi, feature \"ndpi\")";
+    const NAME: &'static str = super::ndpi_fields::NAME;
+    const ABOUT: &'static str = super::ndpi_fields::ABOUT;
     const PAYLOAD: bool = true;
     const IP: bool = true;
-    const FIELDS: &'static [Field] = &[
-        Field::new(
-            "ndpi_app_label",
-            FieldType::Str,
-            "",
-            "nDPI's verdict as ndpiReader prints it: MASTER.APP (e.g. TLS.Google) or one protocol (DNS); Unknown when nDPI found nothing",
-        ),
-        Field::new(
-            "ndpi_master_proto",
-            FieldType::Str,
-            "",
-            "nDPI's master protocol (e.g. TLS; the application itself when there is no master)",
-        ),
-        Field::new(
-            "ndpi_app_proto",
-            FieldType::Str,
-            "",
-            "nDPI's application protocol (e.g. Google; the master when nDPI named only that)",
-        ),
-        Field::new(
-            "ndpi_category",
-            FieldType::Str,
-            "",
-            "nDPI's category of the application (e.g. Web, Media)",
-        ),
-        Field::new(
-            "ndpi_confidence",
-            FieldType::Str,
-            "",
-            "How nDPI decided: DPI, DPI (cache), Match by port, Match by IP, Unknown, …",
-        ),
-        Field::new(
-            "ndpi_packets",
-            FieldType::U64,
-            "packets",
-            "Packets of the flow shown to nDPI",
-        ),
-    ];
+    const FIELDS: &'static [Field] = super::ndpi_fields::FIELDS;
 
     fn packet(&self, st: &mut State, p: &PacketView<'_>) -> Action {
         if st.done || p.ip.is_empty() {
