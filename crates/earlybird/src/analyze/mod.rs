@@ -165,6 +165,11 @@ pub fn check_names(names: &[String]) -> Result<(), String> {
     {
         None => Ok(()),
         Some(bad) => {
+            if let Some((_, feature, _, _)) = OPTIONAL.iter().find(|o| o.0 == bad) {
+                return Err(format!(
+                    "analyzer {bad:?} is not in this build: build earlybird with `--features {feature}`"
+                ));
+            }
             let known: Vec<&str> = AVAILABLE.iter().map(|(k, _)| *k).collect();
             Err(format!(
                 "unknown analyzer {bad:?} (known: {})",
