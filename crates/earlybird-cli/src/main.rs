@@ -13,6 +13,7 @@ mod cmd_bench;
 mod cmd_evaluate;
 mod cmd_flows;
 mod cmd_gen;
+mod cmd_label;
 mod cmd_model;
 mod cmd_replay;
 mod cmd_train;
@@ -42,6 +43,9 @@ enum Command {
     Gen(cmd_gen::GenArgs),
     /// Measure end-to-end throughput (Mpps, Gbit/s) and memory per flow.
     Bench(cmd_bench::BenchArgs),
+    /// Label the flows of captures with nDPI (deep packet inspection) and
+    /// write a truth CSV for `train --labels` (needs the `ndpi` feature).
+    Label(cmd_label::LabelArgs),
     /// Train a classifier on labelled captures and write the model file.
     Train(cmd_train::TrainArgs),
     /// Score a model (or compare algorithms) on labelled captures: accuracy,
@@ -77,6 +81,7 @@ fn main() {
         Command::Flows(a) => cmd_flows::run(*a),
         Command::Gen(a) => cmd_gen::run(a),
         Command::Bench(a) => cmd_bench::run(a),
+        Command::Label(a) => cmd_label::run(a),
         Command::Train(a) => cmd_train::run(a),
         Command::Evaluate(a) => cmd_evaluate::run(a),
         Command::Replay(a) => cmd_replay::run(a),

@@ -137,6 +137,7 @@ pub use flow::events::VERDICTS;
 pub use flow::record::{EndReason, FlowRecord, RecordBatch, RecordKey, TCP_FLAG_NAMES};
 pub use gen::{generate, GenKind, GenOptions, GenSummary};
 pub use learn::evaluate::{ClassStats, Report as EvalReport};
+pub use learn::label;
 pub use learn::workflow;
 pub use learn::{evaluate, train, Algo, LabelOptions, LabelSet, TrainOptions};
 pub use mark::MarkCounters;

@@ -123,30 +123,47 @@ pub struct Span {
     pub captured: u16,
     /// Length according to the headers.
     pub len: u16,
+    /// Bytes of the (innermost) IP and transport headers before the
+    /// payload; 0 when the headers were not all captured.
+    pub head: u16,
 }
 
 impl Span {
-    /// The span of a packet captured at `r` whose transport payload starts
+    /// The span of a packet captured at `r` whose innermost IP header
+    /// starts `ip_offset` bytes into it and whose transport payload starts
     /// `offset` bytes into it and is `len` bytes long per its headers.
     #[inline]
-    fn of(r: &PacketRef, offset: u16, len: u16) -> Span {
+    fn of(r: &PacketRef, ip_offset: u16, offset: u16, len: u16) -> Span {
         let room = (r.caplen as usize).saturating_sub(offset as usize);
+        let head = if offset as usize <= r.caplen as usize {
+            offset.saturating_sub(ip_offset)
+        } else {
+            0
+        };
         Span {
             start: r.offset + offset as usize,
             captured: room.min(len as usize) as u16,
             len,
+            head,
         }
     }
 
-    /// The payload in `data` (empty when the span is not inside it).
+    /// The payload in `data` (empty when the span is not inside it), with
+    /// the IP packet it ends when `ip` (an analyzer on reads it).
     #[inline]
-    fn payload(self, data: &[u8]) -> Payload<'_> {
-        let bytes = data
-            .get(self.start..self.start + self.captured as usize)
-            .unwrap_or(&[]);
+    fn payload(self, data: &[u8], ip: bool) -> Payload<'_> {
+        let end = self.start + self.captured as usize;
+        let bytes = data.get(self.start..end).unwrap_or(&[]);
+        let ip = if ip && self.head != 0 {
+            data.get(self.start - self.head as usize..end)
+                .unwrap_or(&[])
+        } else {
+            &[]
+        };
         Payload {
             bytes,
             len: self.len,
+            ip,
         }
     }
 }
@@ -533,7 +550,7 @@ impl Shard {
                     self.push_span::<MODE>(
                         fwd,
                         owner,
-                        Span::of(r, f.payload_offset, f.payload_len),
+                        Span::of(r, fast::IP_OFFSET, f.payload_offset, f.payload_len),
                     );
                 }
                 if MODE == SPLIT && D {
@@ -576,7 +593,11 @@ impl Shard {
                 icmp: d.icmp,
             });
             if A {
-                self.push_span::<MODE>(fwd, owner, Span::of(r, d.payload_offset, d.payload_len));
+                self.push_span::<MODE>(
+                    fwd,
+                    owner,
+                    Span::of(r, d.ip_offset, d.payload_offset, d.payload_len),
+                );
             }
             if MODE == SPLIT && D {
                 fwd[owner].frames.push(*r);
@@ -649,6 +670,8 @@ impl Shard {
         let solo = !refs.is_empty();
         let tap_each = D && (!solo || self.taps.as_deref().is_some_and(Taps::filtering));
         let floor = self.table.now();
+        // An analyzer on reads the IP packet (the span then cuts it too).
+        let ip_view = A && self.table.wants_ip();
         self.table.begin_batch();
         // Second pass, software-pipelined: while packet i updates its flow,
         // the index bucket of packet i + 2·AHEAD and the entry lines of
@@ -675,7 +698,9 @@ impl Shard {
             }
             let p = &pkts[i];
             let pl = if A {
-                spans.get(i).map_or(Payload::NONE, |s| s.payload(data))
+                spans
+                    .get(i)
+                    .map_or(Payload::NONE, |s| s.payload(data, ip_view))
             } else {
                 Payload::NONE
             };

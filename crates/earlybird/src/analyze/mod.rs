@@ -19,6 +19,15 @@
 //!   (cut by the snaplen, never past the IP length), a view into the
 //!   capture's bytes with no copy. It is empty when no analyzer on this run
 //!   reads payload (the shard then does not look it up).
+//! - IP packet: [`PacketView::ip`] is the packet from its (innermost) IP
+//!   header on, as captured (cut by the snaplen, never past the IP length),
+//!   a view into the same bytes with no copy, for analyzers that declare
+//!   [`Analyzer::IP`] (DPI libraries want it). It is empty when none on
+//!   this run does, or when the packet's headers were not all captured.
+//! - Flow end: the table calls [`Analyzer::finish`] (with the state
+//!   mutable: an analyzer frees what it holds there) and then
+//!   [`Analyzer::record`]. A state still held when a slot is reused or the
+//!   table is dropped is dropped with it.
 //! - When a flow ends, `Active::record` appends the analyzers' fields to
 //!   the record's row of cells ([`crate::schema::Rows`]), in registry order;
 //!   exporters write them after the flow's own fields.
@@ -29,7 +38,21 @@
 //! Early features, full statistics and DSCP marking are not analyzers: see
 //! `docs/ARCHITECTURE.md`, "Per-flow analyzers", for why.
 
+#[cfg(feature = "ndpi")]
+pub mod ndpi;
+mod ndpi_fields;
+#[cfg(feature = "ndpi")]
+mod ndpi_lib;
 pub mod payload;
+
+/// Analyzers built only with a cargo feature: (name, feature, what it
+/// adds, its fields), in every build, for the field reference.
+pub const OPTIONAL: &[(&str, &str, &str, &[Field])] = &[(
+    ndpi_fields::NAME,
+    ndpi_fields::FEATURE,
+    ndpi_fields::ABOUT,
+    ndpi_fields::FIELDS,
+)];
 
 use crate::schema::{Cells, Field, Rows};
 use crate::time::Nanos;
@@ -55,6 +78,9 @@ pub struct PacketView<'a> {
     pub payload_len: u16,
     /// Transport payload as captured (see the module docs).
     pub payload: &'a [u8],
+    /// The IP packet as captured (see the module docs; empty unless an
+    /// analyzer on declares [`Analyzer::IP`]).
+    pub ip: &'a [u8],
 }
 
 /// What an analyzer asks of the flow after a packet.
@@ -70,7 +96,7 @@ pub enum Action {
 /// A per-flow analyzer (see the module docs; `payload.rs` is an example).
 pub trait Analyzer: Default + Send + 'static {
     /// Per-flow state, reset to `Default` when a flow starts.
-    type State: Clone + Default + Send;
+    type State: Default + Send;
     /// Name on the command line (`--analyzer NAME`).
     const NAME: &'static str;
     /// One line for `--help` and the field reference.
@@ -79,8 +105,12 @@ pub trait Analyzer: Default + Send + 'static {
     const FIELDS: &'static [Field];
     /// Whether it reads [`PacketView::payload`].
     const PAYLOAD: bool;
+    /// Whether it reads [`PacketView::ip`] (implies the payload lookup).
+    const IP: bool = false;
     /// Sees one packet of a flow (after the flow table accounted it).
     fn packet(&self, state: &mut Self::State, p: &PacketView<'_>) -> Action;
+    /// The flow ended (called once, just before [`Self::record`]).
+    fn finish(&self, _state: &mut Self::State) {}
     /// Writes the fields of a finished flow, [`Self::FIELDS`] in order.
     fn record(&self, state: &Self::State, out: &mut Cells<'_>);
 }
@@ -103,7 +133,7 @@ impl<A: Analyzer> Slots<A> {
     fn start(&mut self, s: usize) {
         match self.states.get_mut(s) {
             Some(st) => *st = A::State::default(),
-            None => self.states.resize(s + 1, A::State::default()),
+            None => self.states.resize_with(s + 1, A::State::default),
         }
     }
 
@@ -115,10 +145,14 @@ impl<A: Analyzer> Slots<A> {
         }
     }
 
-    fn record(&self, s: usize, out: &mut Cells<'_>) {
-        let empty = A::State::default();
-        self.analyzer
-            .record(self.states.get(s).unwrap_or(&empty), out);
+    fn record(&mut self, s: usize, out: &mut Cells<'_>) {
+        match self.states.get_mut(s) {
+            Some(st) => {
+                self.analyzer.finish(st);
+                self.analyzer.record(st, out);
+            }
+            None => self.analyzer.record(&A::State::default(), out),
+        }
     }
 }
 
@@ -131,6 +165,11 @@ pub fn check_names(names: &[String]) -> Result<(), String> {
     {
         None => Ok(()),
         Some(bad) => {
+            if let Some((_, feature, _, _)) = OPTIONAL.iter().find(|o| o.0 == bad) {
+                return Err(format!(
+                    "analyzer {bad:?} is not in this build: build earlybird with `--features {feature}`"
+                ));
+            }
             let known: Vec<&str> = AVAILABLE.iter().map(|(k, _)| *k).collect();
             Err(format!(
                 "unknown analyzer {bad:?} (known: {})",
@@ -157,6 +196,7 @@ macro_rules! registry {
         pub(crate) struct Active {
             each: Each,
             payload: bool,
+            ip: bool,
             width: usize,
         }
 
@@ -175,10 +215,12 @@ macro_rules! registry {
                         $($(#[$attr])* $name: on(<$ty as Analyzer>::NAME).then(Slots::new),)*
                     },
                     payload: false,
+                    ip: false,
                     width: 0,
                 };
                 $($(#[$attr])* if a.each.$name.is_some() {
-                    a.payload |= <$ty as Analyzer>::PAYLOAD;
+                    a.payload |= <$ty as Analyzer>::PAYLOAD || <$ty as Analyzer>::IP;
+                    a.ip |= <$ty as Analyzer>::IP;
                     a.width += <$ty as Analyzer>::FIELDS.len();
                 })*
                 Ok(a)
@@ -196,6 +238,11 @@ macro_rules! registry {
             /// True when an analyzer on reads payload.
             pub(crate) fn wants_payload(&self) -> bool {
                 self.payload
+            }
+
+            /// True when an analyzer on reads the IP packet.
+            pub(crate) fn wants_ip(&self) -> bool {
+                self.ip
             }
 
             /// The record fields of the analyzers on, in order.
@@ -228,9 +275,9 @@ macro_rules! registry {
             }
 
             /// Appends the fields of the flow in slot `s` as one row.
-            pub(crate) fn record(&self, s: usize, rows: &mut Rows) {
+            pub(crate) fn record(&mut self, s: usize, rows: &mut Rows) {
                 rows.push_row(self.width, |c| {
-                    $($(#[$attr])* if let Some(x) = &self.each.$name {
+                    $($(#[$attr])* if let Some(x) = &mut self.each.$name {
                         c.section(<$ty as Analyzer>::FIELDS.len(), |c| x.record(s, c));
                     })*
                     let _ = (&c, s);
@@ -242,6 +289,9 @@ macro_rules! registry {
 
 registry! {
     payload: payload::PayloadBytes,
+    // nDPI's verdict per flow (libndpi; feature "ndpi").
+    #[cfg(feature = "ndpi")]
+    ndpi: ndpi::Ndpi,
     // Ends flows after a few packets: the unit tests' analyzer for
     // `Action::End` (in no other build).
     #[cfg(test)]
@@ -250,3 +300,6 @@ registry! {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(all(test, feature = "ndpi"))]
+mod ndpi_tests;

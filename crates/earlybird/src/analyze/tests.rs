@@ -97,6 +97,7 @@ fn payload_reaches_the_analyzer_and_its_fields_follow_in_registry_order() {
     let hello = Payload {
         bytes: b"GET / HTTP/1.1\r\nHost",
         len: 300,
+        ip: &[],
     };
     t.packet_full(&pkt(1, true), &Side::default(), 0, Payload::NONE);
     t.packet_full(&pkt(2, true), &Side::default(), 0, hello);

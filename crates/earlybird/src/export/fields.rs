@@ -521,14 +521,32 @@ pub fn markdown(other: &[(&Kind, &str, &str)]) -> String {
          and `null` in JSON.\n",
     );
     // The unit tests' own analyzers (`test_*`) are not part of the product.
-    for (name, about) in crate::analyze::AVAILABLE
+    // Analyzers behind a cargo feature are listed from `OPTIONAL`, so the
+    // reference is the same whichever features the build has.
+    let optional = |n: &str| crate::analyze::OPTIONAL.iter().any(|o| o.0 == n);
+    let mut sections: Vec<(String, String, Vec<crate::schema::Field>)> = crate::analyze::AVAILABLE
         .iter()
-        .filter(|(n, _)| !n.starts_with("test_"))
-    {
+        .filter(|(n, _)| !n.starts_with("test_") && !optional(n))
+        .map(|(n, a)| {
+            (
+                n.to_string(),
+                a.to_string(),
+                crate::analyze::fields_of(&[n.to_string()]),
+            )
+        })
+        .collect();
+    sections.extend(crate::analyze::OPTIONAL.iter().map(|(n, feature, a, f)| {
+        (
+            n.to_string(),
+            format!("{a} (built with the cargo feature `{feature}`)"),
+            f.to_vec(),
+        )
+    }));
+    for (name, about, fields) in &sections {
         let _ = write!(s, "\n### `--analyzer {name}`\n\n{about}.\n\n");
         s.push_str("| name | type | unit | description |\n");
         s.push_str("|------|------|------|-------------|\n");
-        for f in crate::analyze::fields_of(&[name.to_string()]) {
+        for f in fields {
             let _ = writeln!(
                 s,
                 "| `{}` | {} | {} | {} |",

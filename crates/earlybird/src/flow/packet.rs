@@ -42,11 +42,18 @@ pub struct Payload<'a> {
     pub bytes: &'a [u8],
     /// Its length according to the headers.
     pub len: u16,
+    /// The (innermost) IP packet it ends, from the IP header, as captured
+    /// (empty unless an analyzer on reads it).
+    pub ip: &'a [u8],
 }
 
 impl Payload<'_> {
     /// No payload (no analyzer reads it).
-    pub const NONE: Payload<'static> = Payload { bytes: &[], len: 0 };
+    pub const NONE: Payload<'static> = Payload {
+        bytes: &[],
+        len: 0,
+        ip: &[],
+    };
 }
 
 /// What a packet of the general decoding path carries beside its [`Pkt`]

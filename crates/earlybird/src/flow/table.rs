@@ -366,6 +366,11 @@ impl FlowTable {
         self.ext.wants_payload()
     }
 
+    /// True when an analyzer on reads the IP packet ([`PacketView::ip`]).
+    pub fn wants_ip(&self) -> bool {
+        self.ext.wants_ip()
+    }
+
     /// The record fields the analyzers turned on add, in order.
     pub fn analyzer_fields(&self) -> Vec<crate::schema::Field> {
         self.ext.fields()
@@ -652,6 +657,7 @@ impl FlowTable {
             proto: h.key.proto,
             payload_len: pl.len,
             payload: pl.bytes,
+            ip: pl.ip,
         };
         if self.ext.packet(s, &view) == Action::End {
             self.end(s, EndReason::Active);

@@ -11,6 +11,7 @@
 
 pub mod dataset;
 pub mod evaluate;
+pub mod label;
 pub mod train;
 pub mod workflow;
 
