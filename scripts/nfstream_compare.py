@@ -40,20 +40,24 @@ which held-out truth rows it found as one flow, as several (a 5-tuple split
 by a timeout) or not at all, and NFStream's wall clock time and flows per
 second (one NFStreamer per capture, started and stopped, included). The
 flow definitions differ by default: NFStream's idle timeout is 120 s,
-earlybird's 15 s (and earlybird ends a TCP flow 2 s after FIN/RST), so
+earlybird's 15 s (earlybird also ends a TCP flow 2 s after FIN/RST and keeps
+GTP tunnel ids in the flow key, NFStream does not), so
 earlybird cuts periodic UDP exchanges (SIP, LAN discovery) into more
 flows; --idle-timeout 15 gives NFStream earlybird's idle timeout.
 
 Install (in a virtual environment, not the system Python):
     python3 -m venv /tmp/nfs-venv
     /tmp/nfs-venv/bin/pip install nfstream==6.6.0 scikit-learn==1.9.1
+Give it the captures given to earlybird (the report counts the split's
+captures not given, whose flows then count as earlybird's only).
 Run:
     earlybird evaluate --algos c45,forest --packets 8 --split 0.3 \\
         --max-per-capture 20 --seed 1 --level proto --labels T1 --labels T2 \\
         CAPTURES... --features-out feat/
     /tmp/nfs-venv/bin/python scripts/nfstream_compare.py feat/ \\
         --labels T1 --labels T2 --packets 8 --max-per-capture 20 --seed 1 \\
-        --level proto CAPTURES... [--use-ports] [--json]
+        --level proto CAPTURES... [--idle-timeout 15] [--use-ports] \\
+        [--differences] [--json]
 """
 
 import argparse
@@ -268,6 +272,7 @@ def main():
     files = capture_files(a.captures)
     in_split = [f for f in files if os.path.basename(f) in train_caps | test_caps]
     outside = len(files) - len(in_split)
+    absent = len((train_caps | test_caps) - {os.path.basename(f) for f in in_split})
     flows, nstats, seen, failed = run_nfstream(in_split, truth, a.level, a.packets,
                                                 a.idle_timeout, a.active_timeout)
     for msg in failed:
@@ -305,7 +310,7 @@ def main():
         "level": a.level, "packets": a.packets, "use_ports": a.use_ports, "seed": a.seed,
         "nfstream": nfstream.__version__,
         "captures_train": len(train_caps), "captures_test": len(test_caps),
-        "captures_outside_split": outside, "captures_failed": len(failed),
+        "captures_outside_split": outside, "split_captures_not_given": absent, "captures_failed": len(failed),
         "nfstream_flows": nstats["flows"], "nfstream_labelled": len(flows),
         "nfstream_seconds": round(nstats["seconds"], 3),
         "nfstream_flows_per_s": round(nstats["flows"] / nstats["seconds"], 1)
@@ -338,7 +343,8 @@ def main():
               f"{' + ports' if a.use_ports else ''}, seed {a.seed}, NFStream {nfstream.__version__} "
               f"(idle timeout {a.idle_timeout} s, active {a.active_timeout} s)")
         print(f"captures: {len(train_caps)} training, {len(test_caps)} held out "
-              f"(earlybird's split); {outside} given but outside it; {len(failed)} failed")
+              f"(earlybird's split); {outside} given but outside it; {absent} of it not given; "
+              f"{len(failed)} failed")
         print(f"NFStream: {nstats['flows']} flows in {nstats['seconds']:.2f} s "
               f"({summary['nfstream_flows_per_s']} flows/s), {len(flows)} labelled")
         print(f"flows (training / held out): earlybird {len(eb_train)} / {len(eb_test)}, "
