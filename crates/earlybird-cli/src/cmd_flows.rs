@@ -326,15 +326,10 @@ fn secs(s: f64, what: &str) -> Result<u64, String> {
 const LIVE_PENDING: usize = 64;
 
 /// The live capture options, when an interface was given.
-/// Whether `fmt` is Parquet (never without the `parquet` feature).
+/// Whether `fmt` is Parquet (never without the `parquet` feature, which
+/// has the variant).
 fn is_parquet(fmt: Format) -> bool {
-    #[cfg(feature = "parquet")]
-    return fmt == Format::Parquet;
-    #[cfg(not(feature = "parquet"))]
-    {
-        let _ = fmt;
-        false
-    }
+    fmt.name() == "parquet"
 }
 
 /// A Parquet output of flow records (`kind` `None`) or of records of

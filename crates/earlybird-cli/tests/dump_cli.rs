@@ -574,7 +574,7 @@ fn pcapng_dumps_hold_the_packets_of_the_pcap_dump_for_earlybird_and_tshark() {
     let mut want = input_packets(&eth);
     want.extend(raw_ip_copy(&eth, &raw, 100_000_000_000));
     let run_dump = |format: &str, extra: &[&str]| -> PathBuf {
-        let d = dir.path().join(format!("{format}{}", extra.len()));
+        let d = dir.path().join(format!("{format}{}", extra.join("")));
         let mut args = vec!["--no-model", "-q", "-f", "null", "--dump-format", format];
         args.extend(extra);
         args.push("--dump-dir");
@@ -605,9 +605,7 @@ fn pcapng_dumps_hold_the_packets_of_the_pcap_dump_for_earlybird_and_tshark() {
                 .all(|p| std::fs::metadata(p).unwrap().len() <= 65_536));
         }
     }
-    // tshark and capinfos: a pcapng of two interfaces with nanosecond
-    // stamps; each interface rewritten by tshark as a nanosecond pcap is
-    // the pcap dump's file of that link type, packet for packet.
+    // capinfos: a pcapng of two interfaces with nanosecond stamps.
     if !have("tshark", "-v") || !have("capinfos", "-h") {
         return;
     }
@@ -622,24 +620,40 @@ fn pcapng_dumps_hold_the_packets_of_the_pcap_dump_for_earlybird_and_tshark() {
     ] {
         assert!(info.contains(want_line), "{want_line:?} in\n{info}");
     }
-    for (iface, pcap_file) in pcap.iter().enumerate() {
-        let out = dir.path().join(format!("tshark{iface}.pcap"));
-        let status = Command::new("tshark")
-            .arg("-r")
-            .arg(&ng[0])
-            .args(["-Y", &format!("frame.interface_id == {iface}")])
-            .args(["-F", "nsecpcap", "-w"])
-            .arg(&out)
-            .stderr(std::process::Stdio::null())
-            .status()
+    // tshark: every packet with its interface, timestamp, length and bytes.
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(&ng[0])
+        .args(["-T", "json", "-x", "-j", "frame"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let shown: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let mut by_iface: Vec<Vec<Packet>> = vec![Vec::new(); 2];
+    for p in &shown {
+        let layers = &p["_source"]["layers"];
+        let field = |k: &str| layers["frame"][k].as_str().unwrap().to_string();
+        let (sec, ns) = field("frame.time_epoch")
+            .split_once('.')
+            .map(|(s, n)| (s.parse::<u64>().unwrap(), n.parse::<u64>().unwrap()))
             .unwrap();
-        assert!(status.success());
-        let by_tshark = read_dump(&out);
-        assert!(!by_tshark.is_empty());
+        let hex = layers["frame_raw"][0].as_str().unwrap();
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
+        let iface: usize = field("frame.interface_id").parse().unwrap();
+        let orig: u32 = field("frame.len").parse().unwrap();
+        by_iface[iface].push((sec * 1_000_000_000 + ns, orig, bytes));
+    }
+    // Interface 0 is the Ethernet capture, 1 the raw IP copy: each equals
+    // the pcap dump's file of that link type.
+    for (iface, pcap_file) in pcap.iter().enumerate() {
         assert!(
-            by_tshark == read_dump(pcap_file),
+            by_iface[iface] == read_dump(pcap_file),
             "interface {iface}: {} packets",
-            by_tshark.len()
+            by_iface[iface].len()
         );
     }
 }

@@ -277,11 +277,14 @@ fn parquet_row_group_sets_the_rows_of_every_row_group() {
     }
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("realistic.pcap");
+    // 10 Mbit/s: some 25 seconds of packet time.
     let (code, _, err) = eb(&[
         "gen",
         "realistic",
         "-n",
         "20000",
+        "--gbps",
+        "0.01",
         "-o",
         cap.to_str().unwrap(),
     ]);
