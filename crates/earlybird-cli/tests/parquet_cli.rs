@@ -264,7 +264,7 @@ fn row_groups(path: &Path) -> Vec<usize> {
 /// `want` rows in groups of `size`, the last one holding the rest.
 fn groups_of(want: usize, size: usize) -> Vec<usize> {
     let mut v = vec![size; want / size];
-    if want % size > 0 {
+    if !want.is_multiple_of(size) {
         v.push(want % size);
     }
     v
