@@ -98,6 +98,13 @@ pub struct FlowsArgs {
     /// live runs flush them about once a second.
     #[arg(short, long = "output", value_name = "OUT", default_value = "-")]
     outputs: Vec<PathBuf>,
+    /// Rows per row group of every Parquet output (-o and the other record
+    /// outputs): a row group is written out when it holds this many rows,
+    /// and the last one at the end. Smaller groups let readers skip more
+    /// and, in a live run, reach the disk sooner; larger ones compress
+    /// better. Default 65536.
+    #[arg(long, value_name = "ROWS", value_parser = clap::value_parser!(u64).range(1..))]
+    parquet_row_group: Option<u64>,
     /// Early-verdict events: besides each flow's final record, write one
     /// record the moment its flow is classified (key, verdict, confidence,
     /// the early packet it was taken at, and the packet time it took) to
@@ -114,8 +121,11 @@ pub struct FlowsArgs {
     #[arg(long, value_name = "OUT")]
     stats_out: Option<PathBuf>,
     /// Per-second statistics per application (the verdicts given, and the
-    /// flows that ended with their packets and bytes) and per transport
-    /// (tcp, udp, icmp, other): one row per second and name with anything
+    /// flows that ended with their packets and bytes), per transport
+    /// (tcp, udp, icmp, other) and per port class of TCP and UDP flows
+    /// (tcp/443, udp/53, ... for listed services, else tcp/system,
+    /// tcp/registered, tcp/ephemeral by the server port; see
+    /// docs/OPERATIONS.md): one row per second and name with anything
     /// counted, to this file. A flow's packets and bytes count in the
     /// second it ends.
     #[arg(long, value_name = "OUT")]
@@ -242,14 +252,20 @@ pub struct FlowsArgs {
     /// DSCP-marked per --mark. Capture files only.
     #[arg(short = 'w', long = "write", value_name = "OUT.pcap", value_parser = crate::out_args::pcap_path, conflicts_with = "interface")]
     write: Option<PathBuf>,
-    /// Dump packets to rotating classic pcap files (nanosecond stamps) in
-    /// this directory, created if missing; files and live. Each shard
-    /// writes the packets it runs to its own files, named
-    /// eb-SECONDS.NANOS-sSHARD-SEQ.pcap after their first packet (names
-    /// sort by time; merge shards with mergecap). A write failure (disk
-    /// full) is counted and reported; the flows go on.
+    /// Dump packets to rotating classic pcap files (nanosecond stamps; or
+    /// pcapng, see --dump-format) in this directory, created if missing;
+    /// files and live. Each shard writes the packets it runs to its own
+    /// files, named eb-SECONDS.NANOS-sSHARD-SEQ.pcap (.pcapng) after their
+    /// first packet (names sort by time; merge shards with mergecap). A
+    /// write failure (disk full) is counted and reported; the flows go on.
     #[arg(long, value_name = "DIR")]
     dump_dir: Option<PathBuf>,
+    /// Format of the dump files: pcap (classic pcap; a packet of another
+    /// link type than the file's starts a new file) or pcapng (one
+    /// interface per link type in the same file, nanosecond timestamps).
+    /// Default pcap.
+    #[arg(long, value_name = "FORMAT", value_parser = earlybird::DumpFormat::parse, requires = "dump_dir")]
+    dump_format: Option<earlybird::DumpFormat>,
     /// Start a new dump file before one would exceed this size.
     #[arg(long, value_name = "MIB", requires = "dump_dir")]
     dump_max_mib: Option<f64>,
@@ -310,6 +326,48 @@ fn secs(s: f64, what: &str) -> Result<u64, String> {
 const LIVE_PENDING: usize = 64;
 
 /// The live capture options, when an interface was given.
+/// Whether `fmt` is Parquet (never without the `parquet` feature, which
+/// has the variant).
+fn is_parquet(fmt: Format) -> bool {
+    fmt.name() == "parquet"
+}
+
+/// A Parquet output of flow records (`kind` `None`) or of records of
+/// `kind` at `path` ("-" = standard output) with `rows` rows per row group
+/// (`--parquet-row-group`); otherwise as `open_exporter` opens it.
+#[cfg(feature = "parquet")]
+fn open_parquet(
+    kind: Option<&'static earlybird::Kind>,
+    path: &Path,
+    eopts: &ExportOptions,
+    rows: u64,
+) -> earlybird::Result<Box<dyn earlybird::Exporter>> {
+    use earlybird::{ParquetExporter as P, ParquetOptions};
+    let popts = ParquetOptions {
+        row_group_rows: usize::try_from(rows).unwrap_or(usize::MAX),
+        ..ParquetOptions::default()
+    };
+    let stdout = || Box::new(std::io::stdout()) as Box<dyn std::io::Write + Send>;
+    let name = "parquet:stdout";
+    let ex = match (kind, path.as_os_str() == "-") {
+        (None, false) => P::create_flows(path, eopts, &popts),
+        (None, true) => P::flows_to_writer(stdout(), name, eopts, &popts),
+        (Some(k), false) => P::create_rows(k, path, &popts),
+        (Some(k), true) => P::rows_to_writer(k, stdout(), name, &popts),
+    }?;
+    Ok(Box::new(ex))
+}
+
+#[cfg(not(feature = "parquet"))]
+fn open_parquet(
+    _: Option<&'static earlybird::Kind>,
+    _: &Path,
+    _: &ExportOptions,
+    _: u64,
+) -> earlybird::Result<Box<dyn earlybird::Exporter>> {
+    unreachable!("no Parquet format without the parquet feature")
+}
+
 /// The packet dumper's options (`--dump-*`).
 fn dump_config(a: &FlowsArgs) -> Result<Option<DumpConfig>, String> {
     let Some(dir) = &a.dump_dir else {
@@ -326,6 +384,7 @@ fn dump_config(a: &FlowsArgs) -> Result<Option<DumpConfig>, String> {
     };
     Ok(Some(DumpConfig {
         dir: dir.clone(),
+        format: a.dump_format.unwrap_or_default(),
         max_bytes,
         period,
         ports: a.dump_port.clone(),
@@ -544,6 +603,8 @@ pub fn run(a: FlowsArgs) -> i32 {
     for (out, fmt) in a.outputs.iter().zip(formats) {
         let opened = if fmt == Format::Ipfix {
             earlybird::ipfix::open(out, &eopts, &ipfix)
+        } else if let Some(rows) = a.parquet_row_group.filter(|_| is_parquet(fmt)) {
+            open_parquet(None, out, &eopts, rows)
         } else {
             earlybird::open_exporter(fmt, out, &eopts)
         };
@@ -557,7 +618,10 @@ pub fn run(a: FlowsArgs) -> i32 {
             Format::Ipfix if kind.is(&earlybird::VERDICTS) => {
                 earlybird::ipfix::open_events(path, &ipfix)
             }
-            _ => earlybird::open_row_exporter(kind, fmt, path),
+            _ => match a.parquet_row_group.filter(|_| is_parquet(fmt)) {
+                Some(rows) => open_parquet(Some(kind), path, &eopts, rows),
+                None => earlybird::open_row_exporter(kind, fmt, path),
+            },
         };
         match opened {
             Ok(e) => exporters.push(e),

@@ -3,7 +3,10 @@
 //! exactly the input packets (all of them, or those of the flows the
 //! filters select), rotation splits them without loss or repetition, and
 //! a full disk (a tiny tmpfs, as root) is counted and reported while the
-//! flow records stay complete.
+//! flow records stay complete. `--dump-format pcapng` files hold the
+//! same packets, read back by earlybird's reader and by tshark (which
+//! must be installed: `.ci/run` does; without it that test says SKIPPED,
+//! and fails under CI).
 
 #[path = "../../earlybird/tests/common.rs"]
 mod lib_common;
@@ -497,4 +500,160 @@ fn a_live_capture_dumps_every_packet() {
 fn sorted_bytes(mut v: Vec<(u32, Vec<u8>)>) -> Vec<(u32, Vec<u8>)> {
     v.sort();
     v
+}
+
+/// Whether `tool` runs; under CI a missing tool fails the test.
+fn have(tool: &str, arg: &str) -> bool {
+    let ok = Command::new(tool)
+        .arg(arg)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{tool} is not installed (.ci/run installs it)");
+        }
+        eprintln!("SKIPPED: {tool} is not installed");
+    }
+    ok
+}
+
+/// The Ethernet packets of `from` that carry IPv4 or IPv6, as a
+/// nanosecond classic pcap of link type 101 (raw IP), `shift` ns later.
+fn raw_ip_copy(from: &Path, to: &Path, shift: u64) -> Vec<Packet> {
+    // Magic (nanoseconds), version 2.4, zone, sigfigs, snaplen, link type.
+    let mut out = Vec::new();
+    out.extend_from_slice(&0xa1b2_3c4du32.to_le_bytes());
+    out.extend_from_slice(&[2, 0, 4, 0]);
+    for v in [0u32, 0, 262_144, 101] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    let mut kept = Vec::new();
+    for (ts, orig, b) in input_packets(from) {
+        if b.len() <= 14 || !matches!((b[12], b[13]), (0x08, 0x00) | (0x86, 0xdd)) {
+            continue;
+        }
+        let ts = ts + shift;
+        for v in [
+            (ts / 1_000_000_000) as u32,
+            (ts % 1_000_000_000) as u32,
+            (b.len() - 14) as u32,
+            orig - 14,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&b[14..]);
+        kept.push((ts, orig - 14, b[14..].to_vec()));
+    }
+    std::fs::write(to, out).unwrap();
+    assert_eq!(input_packets(to), kept);
+    kept
+}
+
+/// The dump files of `dir` ending in `ext`, in shard and sequence order.
+fn files_ending(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort_by_key(|p| {
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        assert!(name.ends_with(ext), "{name}");
+        let parts: Vec<&str> = name.trim_end_matches(ext).split('-').collect();
+        (parts[2].to_string(), parts[3].parse::<u64>().unwrap())
+    });
+    v
+}
+
+#[test]
+fn pcapng_dumps_hold_the_packets_of_the_pcap_dump_for_earlybird_and_tshark() {
+    let dir = tempfile::tempdir().unwrap();
+    let eth = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
+    let raw = dir.path().join("raw.pcap");
+    let mut want = input_packets(&eth);
+    want.extend(raw_ip_copy(&eth, &raw, 100_000_000_000));
+    let run_dump = |format: &str, extra: &[&str]| -> PathBuf {
+        let d = dir.path().join(format!("{format}{}", extra.join("")));
+        let mut args = vec!["--no-model", "-q", "-f", "null", "--dump-format", format];
+        args.extend(extra);
+        args.push("--dump-dir");
+        let (code, err) = run(&args, &[&d, &eth, &raw]);
+        assert_eq!(code, 0, "{err}");
+        d
+    };
+    // Classic pcap: one file per link type.
+    let pcap = files_ending(&run_dump("pcap", &[]), ".pcap");
+    assert_eq!(pcap.len(), 2, "{pcap:?}");
+    let from_pcap: Vec<Packet> = pcap.iter().flat_map(|p| read_dump(p)).collect();
+    assert!(from_pcap == want, "{} of {}", from_pcap.len(), want.len());
+    // pcapng: both link types in one file, the same packets.
+    let ng = files_ending(&run_dump("pcapng", &[]), ".pcapng");
+    assert_eq!(ng.len(), 1, "{ng:?}");
+    let from_ng = input_packets(&ng[0]);
+    assert!(from_ng == want, "{} of {}", from_ng.len(), want.len());
+    // Rotated by time (2 s periods) and by size (64 KiB): the same packets,
+    // no file past the bound.
+    for extra in [&["--dump-seconds", "2"][..], &["--dump-max-mib", "0.0625"]] {
+        let files = files_ending(&run_dump("pcapng", extra), ".pcapng");
+        assert!(files.len() > 3, "{extra:?}: {files:?}");
+        let back: Vec<Packet> = files.iter().flat_map(|p| input_packets(p)).collect();
+        assert!(back == want, "{extra:?}: {} of {}", back.len(), want.len());
+        if extra[0] == "--dump-max-mib" {
+            assert!(files
+                .iter()
+                .all(|p| std::fs::metadata(p).unwrap().len() <= 65_536));
+        }
+    }
+    // capinfos: a pcapng of two interfaces with nanosecond stamps.
+    if !have("tshark", "-v") || !have("capinfos", "-h") {
+        return;
+    }
+    let info = Command::new("capinfos").arg(&ng[0]).output().unwrap();
+    let info = String::from_utf8_lossy(&info.stdout).into_owned();
+    for want_line in [
+        "pcapng",
+        &format!("Number of packets:   {}", want.len()),
+        "Number of interfaces in file: 2",
+        "Ethernet (1 - ether)",
+        "Time precision = nanoseconds (9)",
+    ] {
+        assert!(info.contains(want_line), "{want_line:?} in\n{info}");
+    }
+    // tshark: every packet with its interface, timestamp, length and bytes.
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(&ng[0])
+        .args(["-T", "json", "-x", "-j", "frame"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let shown: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let mut by_iface: Vec<Vec<Packet>> = vec![Vec::new(); 2];
+    for p in &shown {
+        let layers = &p["_source"]["layers"];
+        let field = |k: &str| layers["frame"][k].as_str().unwrap().to_string();
+        let (sec, ns) = field("frame.time_epoch")
+            .split_once('.')
+            .map(|(s, n)| (s.parse::<u64>().unwrap(), n.parse::<u64>().unwrap()))
+            .unwrap();
+        let hex = layers["frame_raw"][0].as_str().unwrap();
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
+        let iface: usize = field("frame.interface_id").parse().unwrap();
+        let orig: u32 = field("frame.len").parse().unwrap();
+        by_iface[iface].push((sec * 1_000_000_000 + ns, orig, bytes));
+    }
+    // Interface 0 is the Ethernet capture, 1 the raw IP copy: each equals
+    // the pcap dump's file of that link type.
+    for (iface, pcap_file) in pcap.iter().enumerate() {
+        assert!(
+            by_iface[iface] == read_dump(pcap_file),
+            "interface {iface}: {} packets",
+            by_iface[iface].len()
+        );
+    }
 }

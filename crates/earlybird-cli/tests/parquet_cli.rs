@@ -236,3 +236,94 @@ fn parquet_names_and_formats() {
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("parquet:/dev/full"), "{err}");
 }
+
+/// The rows of each row group of a Parquet file, as pyarrow reports them.
+fn row_groups(path: &Path) -> Vec<usize> {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, pyarrow.parquet as pq\n\
+             m = pq.ParquetFile(sys.argv[1]).metadata\n\
+             print(' '.join(str(m.row_group(i).num_rows) for i in range(m.num_row_groups)))",
+        ])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect()
+}
+
+/// `want` rows in groups of `size`, the last one holding the rest.
+fn groups_of(want: usize, size: usize) -> Vec<usize> {
+    let mut v = vec![size; want / size];
+    if !want.is_multiple_of(size) {
+        v.push(want % size);
+    }
+    v
+}
+
+#[test]
+fn parquet_row_group_sets_the_rows_of_every_row_group() {
+    if !readers_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("realistic.pcap");
+    // 10 Mbit/s: some 25 seconds of packet time.
+    let (code, _, err) = eb(&[
+        "gen",
+        "realistic",
+        "-n",
+        "20000",
+        "--gbps",
+        "0.01",
+        "-o",
+        cap.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // Flow records, with the CSV of the same run; the per-second
+    // statistics too.
+    let rows = run_both(dir.path(), "g", &cap, &["--parquet-row-group", "37"]);
+    assert!(rows > 5 * 37, "{rows} flows");
+    assert_eq!(
+        row_groups(&dir.path().join("g.parquet")),
+        groups_of(rows, 37)
+    );
+    let stats = dir.path().join("stats.parquet");
+    let (code, _, err) = eb(&[
+        "flows",
+        cap.to_str().unwrap(),
+        "-q",
+        "-f",
+        "null",
+        "--parquet-row-group",
+        "3",
+        "--stats-out",
+        stats.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let seconds: usize = row_groups(&stats).iter().sum();
+    assert!(seconds > 3, "{seconds} seconds");
+    assert_eq!(row_groups(&stats), groups_of(seconds, 3));
+    // Without the option: one group of the default 65,536 rows at most.
+    let (code, _, err) = eb(&[
+        "flows",
+        cap.to_str().unwrap(),
+        "-q",
+        "-o",
+        dir.path().join("d.parquet").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(row_groups(&dir.path().join("d.parquet")), [rows]);
+    // Zero rows is a usage error.
+    let (code, _, err) = eb(&["flows", cap.to_str().unwrap(), "--parquet-row-group", "0"]);
+    assert_eq!(code, 2, "{err}");
+}

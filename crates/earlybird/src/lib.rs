@@ -120,7 +120,7 @@ pub use config::{FlowConfig, FlowHash};
 pub use decode::icmp::Icmp;
 pub use decode::{LinkType, Skip, TunnelKind};
 pub use dump::ForensicConfig;
-pub use dump::{DumpConfig, DumpCounters};
+pub use dump::{DumpConfig, DumpCounters, DumpFormat};
 pub use error::{Error, Result};
 /// IPFIX export (RFC 7011): options, collector names, the exporter.
 pub use export::ipfix;

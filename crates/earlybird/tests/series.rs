@@ -119,6 +119,34 @@ fn metric(text: &str, name: &str) -> u64 {
         .unwrap()
 }
 
+/// The port class of a flow record, by the rule docs/OPERATIONS.md
+/// states: TCP and UDP only; the server port when it is a listed service,
+/// else the client port when that is listed, else the server port's range.
+fn port_class_of(f: &Value) -> Option<String> {
+    let (tcp, udp): (&[u64], &[u64]) = (
+        &[22, 25, 53, 80, 443, 445, 993, 3306, 3389, 5432, 8080],
+        &[53, 67, 123, 137, 443, 1900, 5060, 5353],
+    );
+    let (t, listed) = match f["proto"].as_u64().unwrap() {
+        6 => ("tcp", tcp),
+        17 => ("udp", udp),
+        _ => return None,
+    };
+    let (sport, dport) = (f["sport"].as_u64().unwrap(), f["dport"].as_u64().unwrap());
+    let class = if listed.contains(&dport) {
+        dport.to_string()
+    } else if listed.contains(&sport) {
+        sport.to_string()
+    } else if dport < 1024 {
+        "system".to_string()
+    } else if dport < 32768 {
+        "registered".to_string()
+    } else {
+        "ephemeral".to_string()
+    };
+    Some(format!("{t}/{class}"))
+}
+
 fn check(file: &[CaptureFile]) {
     let bytes = file[0].bytes();
     let mref = default_model();
@@ -177,6 +205,30 @@ fn check(file: &[CaptureFile]) {
         .map(|r| r["bytes"].as_u64().unwrap())
         .sum();
     assert_eq!(transports, c.ip_bytes_flowed);
+    // Per port class: the flow records' TCP and UDP flows, each in the
+    // class of its server port (docs/OPERATIONS.md).
+    let mut by_port: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
+    for f in &one.flows {
+        let Some(class) = port_class_of(f) else {
+            continue;
+        };
+        let e = by_port.entry(class).or_default();
+        e.0 += 1;
+        e.1 += f["fwd_packets"].as_u64().unwrap() + f["bwd_packets"].as_u64().unwrap();
+        e.2 += f["fwd_bytes"].as_u64().unwrap() + f["bwd_bytes"].as_u64().unwrap();
+    }
+    let mut port_rows: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
+    for r in one.apps.iter().filter(|r| r["of"] == "port") {
+        assert_eq!(r["flows_classified"], 0, "{r}");
+        let e = port_rows
+            .entry(r["name"].as_str().unwrap().to_string())
+            .or_default();
+        e.0 += r["flows_ended"].as_u64().unwrap();
+        e.1 += r["packets"].as_u64().unwrap();
+        e.2 += r["bytes"].as_u64().unwrap();
+    }
+    assert!(by_port.len() >= 3, "{by_port:?}");
+    assert_eq!(port_rows, by_port);
     // The metrics say the same.
     let text = one.metrics.render();
     assert_eq!(metric(&text, "earlybird_packets_total"), c.packets_read);
@@ -185,6 +237,12 @@ fn check(file: &[CaptureFile]) {
         c.flows.created
     );
     assert_eq!(metric(&text, "earlybird_seconds_total"), rows.len() as u64);
+    for (class, (flows, packets, bytes)) in &by_port {
+        let m = |name: &str| metric(&text, &format!("{name}{{port=\"{class}\"}}"));
+        assert_eq!(m("earlybird_port_flows_ended_total"), *flows, "{class}");
+        assert_eq!(m("earlybird_port_packets_total"), *packets, "{class}");
+        assert_eq!(m("earlybird_port_ip_bytes_total"), *bytes, "{class}");
+    }
     // Several shards: the same packets in the same seconds. When a flow
     // ends (and a short flow is decided) depends on when the incremental
     // expiry of its shard reaches it, so those figures may move by a

@@ -1,16 +1,20 @@
 //! One shard's rotating packet dumper (`--dump-dir`).
 //!
 //! Contract:
-//! - Files are classic pcap (little-endian, v2.4, nanosecond magic
-//!   0xa1b23c4d, snaplen 262,144), written through
-//!   [`crate::source::pcap_writer::PcapOut`] (one copy of each packet into
-//!   its 1 MiB buffer; nothing allocated per packet). The link type is the
-//!   LINKTYPE_* number of the packet's [`LinkType`]
-//!   ([`crate::source::pcap_writer::linktype_number`]); a packet of another link
-//!   type than the open file's starts a new file. Packets longer than the
-//!   snaplen are counted ([`DumpCounters::oversize`]) and not written.
+//! - Files are classic pcap ([`DumpFormat::Pcap`]: little-endian, v2.4,
+//!   nanosecond magic 0xa1b23c4d, snaplen 262,144), written through
+//!   [`crate::source::pcap_writer::PcapOut`], or pcapng
+//!   ([`DumpFormat::Pcapng`]: one section, one interface per link type with
+//!   nanosecond timestamps, Enhanced Packet Blocks), written through
+//!   [`crate::source::pcapng_writer::PcapngOut`]; either copies each packet
+//!   once into its 1 MiB buffer and allocates nothing per packet. The link
+//!   type is the LINKTYPE_* number of the packet's [`LinkType`]
+//!   ([`crate::source::pcap_writer::linktype_number`]); in a classic pcap
+//!   a packet of another link type than the open file's starts a new file,
+//!   in a pcapng it adds an interface to the open file. Packets longer than
+//!   the snaplen are counted ([`DumpCounters::oversize`]) and not written.
 //! - A file is created at its first packet and named
-//!   `eb-SSSSSSSSSS.NNNNNNNNN-sKK-QQQQQQ.pcap`: the first packet's time
+//!   `eb-SSSSSSSSSS.NNNNNNNNN-sKK-QQQQQQ.pcap` (`.pcapng`): the first packet's time
 //!   (seconds and nanoseconds since the epoch, fixed width, so names sort by
 //!   time), the shard `KK` and the shard's file sequence number `QQQQQQ`
 //!   (from 1).
@@ -30,14 +34,82 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use super::DumpFilter;
+use super::{DumpFilter, DumpFormat};
 use crate::decode::LinkType;
 use crate::source::pcap_writer::{linktype_number, PcapOut, MAX_SNAPLEN as OUT_SNAPLEN};
+use crate::source::pcapng_writer::{PcapngOut, SHB_LEN};
 use crate::time::Nanos;
 
 /// Bytes of the pcap global header and of a record header.
 const FILE_HDR: u64 = 24;
 const REC_HDR: u64 = 16;
+
+/// The writer of an open file, in its format.
+enum Out {
+    Pcap(PcapOut<File>),
+    Pcapng(PcapngOut<File>),
+}
+
+impl Out {
+    /// Starts a file of `format` whose first packet has link type `link`.
+    fn new(format: DumpFormat, file: File, link: LinkType) -> std::io::Result<Out> {
+        Ok(match format {
+            DumpFormat::Pcap => Out::Pcap(PcapOut::with_linktype(
+                file,
+                true,
+                OUT_SNAPLEN,
+                linktype_number(link),
+            )?),
+            DumpFormat::Pcapng => Out::Pcapng(PcapngOut::new(file, OUT_SNAPLEN)),
+        })
+    }
+
+    /// Bytes of the file's header.
+    fn header(format: DumpFormat) -> u64 {
+        match format {
+            DumpFormat::Pcap => FILE_HDR,
+            DumpFormat::Pcapng => SHB_LEN as u64,
+        }
+    }
+
+    /// Bytes a packet of `caplen` bytes of link type `link` adds.
+    #[inline]
+    fn record_len(&self, link: LinkType, caplen: usize) -> u64 {
+        match self {
+            Out::Pcap(_) => REC_HDR + caplen as u64,
+            Out::Pcapng(o) => o.record_len(link, caplen) as u64,
+        }
+    }
+
+    #[inline]
+    fn record(
+        &mut self,
+        ts: Nanos,
+        orig_len: u32,
+        link: LinkType,
+        bytes: &[u8],
+    ) -> std::io::Result<()> {
+        match self {
+            Out::Pcap(o) => o.record(ts, orig_len, bytes),
+            Out::Pcapng(o) => o.record(ts, orig_len, link, bytes),
+        }
+    }
+
+    #[inline]
+    fn buffered(&self) -> usize {
+        match self {
+            Out::Pcap(o) => o.buffered(),
+            Out::Pcapng(o) => o.buffered(),
+        }
+    }
+
+    fn finish(self) -> std::io::Result<File> {
+        match self {
+            Out::Pcap(o) => o.finish(),
+            Out::Pcapng(o) => o.finish(),
+        }
+    }
+}
 
 /// What a dumper did (summed over the shards in the run report).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -71,9 +143,12 @@ impl DumpCounters {
 
 /// The file being written.
 struct Open {
-    out: PcapOut<File>,
+    out: Out,
     path: PathBuf,
-    link: LinkType,
+    /// The link type of a classic pcap (a pcapng takes any).
+    link: Option<LinkType>,
+    /// Bytes of the file's header.
+    header: u64,
     /// Bytes handed to the file (buffered or written).
     bytes: u64,
     /// Bytes of complete records known to be on disk.
@@ -87,6 +162,7 @@ struct Open {
 /// One shard's dumper (see the module docs).
 pub struct Dumper {
     dir: PathBuf,
+    format: DumpFormat,
     shard: usize,
     seq: u64,
     max_bytes: u64,
@@ -106,10 +182,12 @@ pub struct Dumper {
 
 impl Dumper {
     /// A dumper for shard `shard` writing into `dir` (which must exist),
-    /// files of at most `max_bytes` (`None`: any size) starting at each
-    /// multiple of `period` ns of packet time (`None`: never).
+    /// files of `format` of at most `max_bytes` (`None`: any size)
+    /// starting at each multiple of `period` ns of packet time (`None`:
+    /// never).
     pub fn new(
         dir: &Path,
+        format: DumpFormat,
         shard: usize,
         max_bytes: Option<u64>,
         period: Option<u64>,
@@ -117,6 +195,7 @@ impl Dumper {
     ) -> Dumper {
         Dumper {
             dir: dir.to_path_buf(),
+            format,
             shard,
             seq: 0,
             max_bytes: max_bytes.unwrap_or(u64::MAX),
@@ -147,10 +226,10 @@ impl Dumper {
             self.counters.lost += 1;
             return;
         }
-        let need = REC_HDR + bytes.len() as u64;
         if let Some(c) = &self.cur {
-            let full = c.bytes + need > self.max_bytes && c.bytes > FILE_HDR;
-            if c.link != link || full {
+            let need = c.out.record_len(link, bytes.len());
+            let full = c.bytes + need > self.max_bytes && c.bytes > c.header;
+            if c.link.is_some_and(|l| l != link) || full {
                 self.close();
                 if self.broken {
                     // Closing it failed.
@@ -169,7 +248,8 @@ impl Dumper {
             return;
         };
         let before = c.bytes;
-        match c.out.record(ts, orig_len, bytes) {
+        let need = c.out.record_len(link, bytes.len());
+        match c.out.record(ts, orig_len, link, bytes) {
             Ok(()) => {
                 c.bytes += need;
                 if c.out.buffered() as u64 == need {
@@ -193,22 +273,25 @@ impl Dumper {
     fn open(&mut self, ts: Nanos, link: LinkType) -> Result<(), String> {
         self.seq += 1;
         let name = format!(
-            "eb-{:010}.{:09}-s{:02}-{:06}.pcap",
+            "eb-{:010}.{:09}-s{:02}-{:06}.{}",
             ts / 1_000_000_000,
             ts % 1_000_000_000,
             self.shard,
-            self.seq
+            self.seq,
+            self.format.extension()
         );
         let path = self.dir.join(name);
         let file = File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let out = PcapOut::with_linktype(file, true, OUT_SNAPLEN, linktype_number(link))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let out =
+            Out::new(self.format, file, link).map_err(|e| format!("{}: {e}", path.display()))?;
+        let header = Out::header(self.format);
         self.counters.files += 1;
         self.cur = Some(Open {
             out,
             path,
-            link,
-            bytes: FILE_HDR,
+            link: (self.format == DumpFormat::Pcap).then_some(link),
+            header,
+            bytes: header,
             synced: 0,
             pending: 0,
             packets: 0,
@@ -229,7 +312,7 @@ impl Dumper {
             }
             Err(e) => {
                 let msg = format!("{}: {e}", path.display());
-                cut_back(&path, synced);
+                cut_back(&path, synced, c.header);
                 self.counters.bytes += synced;
                 self.note_failure(msg, pending);
             }
@@ -241,10 +324,10 @@ impl Dumper {
     #[cold]
     fn failed(&mut self, msg: String, lost: u64) {
         if let Some(c) = self.cur.take() {
-            let (path, synced) = (c.path.clone(), c.synced);
+            let (path, synced, header) = (c.path.clone(), c.synced, c.header);
             // Whatever the buffer still holds is dropped with it.
             drop(c);
-            cut_back(&path, synced);
+            cut_back(&path, synced, header);
             self.counters.bytes += synced;
         }
         self.note_failure(msg, lost);
@@ -268,9 +351,10 @@ impl Dumper {
 }
 
 /// Cuts `path` back to `len` bytes (its complete records), or removes it
-/// when it holds none; best effort (the failure is already reported).
-fn cut_back(path: &Path, len: u64) {
-    if len <= FILE_HDR {
+/// when it holds none (`len` at most its `header` bytes); best effort (the
+/// failure is already reported).
+fn cut_back(path: &Path, len: u64, header: u64) {
+    if len <= header {
         let _ = std::fs::remove_file(path);
     } else if let Ok(f) = std::fs::OpenOptions::new().write(true).open(path) {
         let _ = f.set_len(len);
@@ -314,6 +398,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut d = Dumper::new(
             dir.path(),
+            DumpFormat::Pcap,
             3,
             Some(24 + 3 * (16 + 100)),
             Some(10_000_000_000),
@@ -350,7 +435,14 @@ mod tests {
     #[test]
     fn link_type_changes_start_a_file_and_oversize_packets_are_counted() {
         let dir = tempfile::tempdir().unwrap();
-        let mut d = Dumper::new(dir.path(), 0, None, None, DumpFilter::default());
+        let mut d = Dumper::new(
+            dir.path(),
+            DumpFormat::Pcap,
+            0,
+            None,
+            None,
+            DumpFilter::default(),
+        );
         d.write(1, 60, LinkType::Ethernet, &pkt(0, 60));
         d.write(2, 40, LinkType::Raw, &pkt(1, 40));
         d.write(3, 300_000, LinkType::Raw, &vec![0; 300_000]);
@@ -365,7 +457,14 @@ mod tests {
     fn a_missing_directory_is_counted_and_named_and_the_next_period_retries() {
         let dir = tempfile::tempdir().unwrap();
         let gone = dir.path().join("gone");
-        let mut d = Dumper::new(&gone, 0, None, Some(1_000), DumpFilter::default());
+        let mut d = Dumper::new(
+            &gone,
+            DumpFormat::Pcap,
+            0,
+            None,
+            Some(1_000),
+            DumpFilter::default(),
+        );
         d.write(10, 60, LinkType::Ethernet, &pkt(0, 60));
         d.write(20, 60, LinkType::Ethernet, &pkt(1, 60));
         std::fs::create_dir(&gone).unwrap();
@@ -378,5 +477,53 @@ mod tests {
             "{e}"
         );
         assert_eq!(read(&files(&gone)[0]).len(), 1);
+    }
+
+    #[test]
+    fn pcapng_files_rotate_alike_and_keep_every_link_type_in_one_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // Header, two IDBs, and three EPBs of 100 bytes: the second file
+        // starts at the fourth packet.
+        let epb = 32 + 100;
+        let idb = crate::source::pcapng_writer::IDB_LEN as u64;
+        let max = SHB_LEN as u64 + 2 * idb + 3 * epb;
+        let mut d = Dumper::new(
+            dir.path(),
+            DumpFormat::Pcapng,
+            1,
+            Some(max),
+            Some(10_000_000_000),
+            DumpFilter::default(),
+        );
+        let links = [LinkType::Ethernet, LinkType::Raw];
+        let sent: Vec<_> = (0..20u64)
+            .map(|i| {
+                (
+                    (5 + i) * 1_000_000_000 + 7,
+                    links[i as usize % 2],
+                    pkt(i, 100),
+                )
+            })
+            .collect();
+        for (ts, link, b) in &sent {
+            d.write(*ts, 1500, *link, b);
+        }
+        let c = d.finish();
+        let names = files(dir.path());
+        assert_eq!(names.len(), 8, "{names:?}");
+        assert_eq!((c.files, c.written, c.lost), (8, 20, 0));
+        let name = names[0].file_name().unwrap().to_str().unwrap().to_string();
+        assert_eq!(name, "eb-0000000005.000000007-s01-000001.pcapng");
+        let back: Vec<_> = names.iter().flat_map(|p| read(p)).collect();
+        assert_eq!(read(&names[0]).len(), 3);
+        for ((ts, link, b), (rts, orig, rlink, rb)) in sent.iter().zip(&back) {
+            assert_eq!((ts, 1500, link, b), (rts, *orig, rlink, rb));
+        }
+        assert_eq!(back.len(), 20);
+        let on_disk: u64 = names
+            .iter()
+            .map(|p| std::fs::metadata(p).unwrap().len())
+            .sum();
+        assert_eq!(c.bytes, on_disk);
     }
 }

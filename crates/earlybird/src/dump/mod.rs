@@ -44,11 +44,42 @@ use crate::source::PacketRef;
 /// The name records give flows without a class (as `--mark` maps do).
 const UNKNOWN: &str = "unknown";
 
+/// The file format of the dumper (`--dump-format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DumpFormat {
+    /// Classic pcap, nanosecond stamps; one link type per file.
+    #[default]
+    Pcap,
+    /// pcapng: one interface per link type, nanosecond stamps.
+    Pcapng,
+}
+
+impl DumpFormat {
+    /// The file name extension: `pcap` or `pcapng`.
+    pub fn extension(self) -> &'static str {
+        match self {
+            DumpFormat::Pcap => "pcap",
+            DumpFormat::Pcapng => "pcapng",
+        }
+    }
+
+    /// The format named `pcap` or `pcapng`; an error names the others.
+    pub fn parse(s: &str) -> std::result::Result<DumpFormat, String> {
+        match s {
+            "pcap" => Ok(DumpFormat::Pcap),
+            "pcapng" => Ok(DumpFormat::Pcapng),
+            _ => Err(format!("unknown dump format {s:?}: pcap or pcapng")),
+        }
+    }
+}
+
 /// What `--dump-*` asks for (see the module docs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DumpConfig {
     /// Directory the files are written to (created if missing).
     pub dir: PathBuf,
+    /// The files' format.
+    pub format: DumpFormat,
     /// Start a new file before one would grow past this many bytes
     /// (`None`: no size limit).
     pub max_bytes: Option<u64>,

@@ -563,7 +563,7 @@ pub fn markdown(other: &[(&Kind, &str, &str)]) -> String {
          CSV's columns, with the same names in the same order (`pkt{i}_size`, \
          `pkt{i}_dir`, `pkt{i}_iat_us` for i = 1..=N, then the analyzer \
          fields), one typed Parquet column each, zstd-compressed, in row \
-         groups of 65,536 rows by default. Every column is nullable: a value \
+         groups of 65,536 rows by default (`--parquet-row-group`). Every column is nullable: a value \
          is null exactly where the CSV field is empty because it was not \
          measured or is not finite (text the CSV writes empty, such as the \
          tunnel of a flow without one, is the empty string). Floats keep their \

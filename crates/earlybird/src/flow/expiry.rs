@@ -59,6 +59,7 @@ impl FlowTable {
             t.ended(
                 app,
                 h.key.proto,
+                h.client_server_ports(),
                 packets,
                 h.bytes(tail, 0) + h.bytes(tail, 1),
             );

@@ -41,7 +41,11 @@ pub const OTHER_KINDS: [(&Kind, &str, &str); 4] = [
         &crate::telemetry::series::APP_STATS,
         "`--app-stats-out OUT`",
         "Per-second statistics per application (the model's verdict, or \
-         `unknown`) and per transport (tcp, udp, icmp, other): one record per \
+         `unknown`), per transport (tcp, udp, icmp, other) and per port class \
+         of TCP and UDP flows (`tcp/443`, `udp/53`, … for a short list of \
+         services, else `tcp/system`, `tcp/registered`, `tcp/ephemeral` by \
+         the server port's range; `docs/OPERATIONS.md` lists them and says \
+         how the server port is chosen): one record per \
          second and name with anything counted. `flows_classified` counts \
          the verdicts given in the second; the other figures count the flows \
          that ended in the second, with all their packets and bytes (a \

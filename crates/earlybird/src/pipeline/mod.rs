@@ -379,8 +379,14 @@ fn open_taps(
     })?;
     Ok((0..shards)
         .map(|id| {
-            let d =
-                crate::dump::Dumper::new(&cfg.dir, id, cfg.max_bytes, cfg.period, filter.clone());
+            let d = crate::dump::Dumper::new(
+                &cfg.dir,
+                cfg.format,
+                id,
+                cfg.max_bytes,
+                cfg.period,
+                filter.clone(),
+            );
             Some(Box::new(crate::dump::Taps {
                 dumper: Some(d),
                 ring: ring(),

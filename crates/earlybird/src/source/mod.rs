@@ -22,6 +22,7 @@ pub mod netdev;
 pub mod pcap;
 pub(crate) mod pcap_writer;
 pub mod pcapng;
+pub(crate) mod pcapng_writer;
 pub mod populate;
 pub mod replay;
 pub mod stream;

@@ -22,7 +22,7 @@ use prometheus::{Encoder, IntCounter, IntCounterVec, IntGauge, Opts, Registry, T
 use super::series::Figures;
 use crate::decode::Skip;
 use crate::flow::record::EndReason;
-use crate::flow::tally::TRANSPORTS;
+use crate::flow::tally::{PORT_CLASSES, TRANSPORTS};
 use crate::{Error, Result};
 
 /// The metrics of a run (see the module docs).
@@ -44,6 +44,9 @@ pub struct Metrics {
     transport_ended: IntCounterVec,
     transport_packets: IntCounterVec,
     transport_bytes: IntCounterVec,
+    port_ended: IntCounterVec,
+    port_packets: IntCounterVec,
+    port_bytes: IntCounterVec,
     packet_time: IntGauge,
     seconds: IntCounter,
     alarms: IntCounterVec,
@@ -166,6 +169,24 @@ impl Metrics {
                 "IP bytes of the ended flows of this transport.",
                 "transport",
             ),
+            port_ended: counters(
+                &r,
+                "earlybird_port_flows_ended_total",
+                "TCP and UDP flows of this port class that ended.",
+                "port",
+            ),
+            port_packets: counters(
+                &r,
+                "earlybird_port_packets_total",
+                "Packets of the ended flows of this port class.",
+                "port",
+            ),
+            port_bytes: counters(
+                &r,
+                "earlybird_port_ip_bytes_total",
+                "IP bytes of the ended flows of this port class.",
+                "port",
+            ),
             packet_time: reg(
                 &r,
                 IntGauge::new(
@@ -198,7 +219,8 @@ impl Metrics {
             ),
             registry: r,
         };
-        // Every reason and transport is shown from the start, at 0.
+        // Every reason, transport and port class is shown from the start,
+        // at 0.
         for s in Skip::ALL {
             m.skipped.with_label_values(&[s.name()]);
         }
@@ -207,6 +229,9 @@ impl Metrics {
         }
         for t in TRANSPORTS {
             m.transport_ended.with_label_values(&[t]);
+        }
+        for p in PORT_CLASSES {
+            m.port_ended.with_label_values(&[p]);
         }
         m
     }
@@ -253,6 +278,11 @@ impl Metrics {
                 .with_label_values(&[t])
                 .inc_by(s.packets);
             self.transport_bytes.with_label_values(&[t]).inc_by(s.bytes);
+        }
+        for (s, p) in f.tally.ports.iter().zip(PORT_CLASSES) {
+            self.port_ended.with_label_values(&[p]).inc_by(s.ended);
+            self.port_packets.with_label_values(&[p]).inc_by(s.packets);
+            self.port_bytes.with_label_values(&[p]).inc_by(s.bytes);
         }
         self.packet_time.set(sec as i64);
         self.seconds.inc();
@@ -374,7 +404,7 @@ mod tests {
         };
         f.counters.packets_read = 5;
         f.counters.flows.ended[EndReason::Fin as usize] = 2;
-        f.tally.ended(0, 6, 3, 300);
+        f.tally.ended(0, 6, (50000, 443), 3, 300);
         m.observe(1000, &f, |i| ["web", "unknown"][i]);
         m.observe(1001, &f, |i| ["web", "unknown"][i]);
         let text = m.render();
@@ -385,6 +415,14 @@ mod tests {
         );
         assert!(
             text.contains("earlybird_app_ip_bytes_total{app=\"web\"} 600\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("earlybird_port_ip_bytes_total{port=\"tcp/443\"} 600\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("earlybird_port_flows_ended_total{port=\"udp/53\"} 0\n"),
             "{text}"
         );
         assert!(

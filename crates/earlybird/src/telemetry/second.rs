@@ -48,7 +48,7 @@ pub struct ShardSecond {
     /// The counters' increase during the second (shard 0 alone counts
     /// the packets read and skipped, see [`Counters`]).
     pub counters: Counters,
-    /// Verdicts and ended flows per application and transport.
+    /// Verdicts and ended flows per application, transport and port class.
     pub tally: Tally,
 }
 

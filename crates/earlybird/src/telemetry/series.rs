@@ -14,8 +14,8 @@
 //! arrive after it came out (possible only when a shard's clock went back
 //! across inputs) are added to the shards' totals but to no row. The rows
 //! are records of the kinds [`STATS`] (one per second) and [`APP_STATS`]
-//! (one per application and transport class with anything counted, per
-//! second), written to any record output.
+//! (one per application, transport and port class with anything counted,
+//! per second), written to any record output.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,7 +26,7 @@ use super::second::Part;
 use super::second::ShardSecond;
 use crate::decode::Skip;
 use crate::flow::record::EndReason;
-use crate::flow::tally::{Sums, Tally, TRANSPORTS};
+use crate::flow::tally::{Sums, Tally, PORT_CLASSES, TRANSPORTS};
 use crate::schema::{Field, FieldType, Kind, RowBatch};
 
 use FieldType::{Str, U64};
@@ -113,8 +113,8 @@ pub const STATS: Kind = Kind::new(
     ],
 );
 
-/// Per second, per application and transport class with anything counted
-/// (`--app-stats-out`).
+/// Per second, per application, transport and port class with anything
+/// counted (`--app-stats-out`).
 pub const APP_STATS: Kind = Kind::new(
     "app_stats",
     &[
@@ -123,13 +123,13 @@ pub const APP_STATS: Kind = Kind::new(
             "of",
             Str,
             "",
-            "\"app\" (a class of the model, or unknown) or \"transport\"",
+            "\"app\" (a class of the model, or unknown), \"transport\" or \"port\" (TCP and UDP flows by server port class)",
         ),
         Field::new(
             "name",
             Str,
             "",
-            "The application or transport (tcp, udp, icmp, other)",
+            "The application, transport (tcp, udp, icmp, other) or port class (tcp/443, udp/53, tcp/system, udp/registered, tcp/ephemeral, ...; OPERATIONS.md lists them)",
         ),
         Field::new(
             "flows_classified",
@@ -151,7 +151,7 @@ pub struct Figures {
     /// Flows open at the end of the second (started and not ended, all
     /// seconds so far; not kept in the run's totals).
     pub active: u64,
-    /// Verdicts and ended flows per application and transport.
+    /// Verdicts and ended flows per application, transport and port class.
     pub tally: Tally,
 }
 
@@ -285,13 +285,17 @@ pub fn stats_row(rows: &mut RowBatch, sec: u64, f: &Figures) {
 }
 
 /// Appends the [`APP_STATS`] rows of second `sec` to `rows`: one per
-/// application and transport class with anything counted.
+/// application, transport and port class with anything counted.
 pub fn app_rows(rows: &mut RowBatch, sec: u64, f: &Figures, classes: &[String]) {
     let apps = (f.tally.apps.iter().enumerate()).map(|(i, s)| ("app", app_name(classes, i), s));
     let transports = (f.tally.transports.iter())
         .zip(TRANSPORTS)
         .map(|(s, n)| ("transport", n, s));
-    for (of, name, s) in apps.chain(transports).filter(|(_, _, s)| !s.is_zero()) {
+    let ports = (f.tally.ports.iter())
+        .zip(PORT_CLASSES)
+        .map(|(s, n)| ("port", n, s));
+    let all = apps.chain(transports).chain(ports);
+    for (of, name, s) in all.filter(|(_, _, s)| !s.is_zero()) {
         let s: &Sums = s;
         rows.push(|r| {
             r.u64(sec);
