@@ -113,10 +113,10 @@ pub(crate) mod telemetry;
 pub(crate) mod time;
 pub mod voip;
 
+pub use classify::provenance::{FileDigest, HeldOut};
 pub use classify::{
     Classifier, Dataset, FlowFeatures, LabelLevel, Model, ModelInfo, ModelKind, Sample, Verdict,
 };
-pub use classify::provenance::{FileDigest, HeldOut};
 pub use config::{FlowConfig, FlowHash};
 pub use decode::icmp::Icmp;
 pub use decode::{LinkType, Skip, TunnelKind};
