@@ -267,7 +267,11 @@ fn lab_captures_are_labelled_flow_by_flow_and_train_a_classifier() {
     );
 }
 
-/// Floor in % for the short runs above: measured 97.5 % (2026-11-25, on
-/// the shared build machine under load; 95.5-98.7 % for 60 s runs, see
-/// docs/LAB.md), less a margin for the timing-dependent schedule.
-const FLOOR: f64 = 85.0;
+/// Floor in % for the short runs above, well above the majority class
+/// (about 24 %): measured 97.5 % and 98.3 % (2026-11-25, shared build
+/// machine), but 82.0 % in a CI run of 2026-11-26 where the 15 s training
+/// run happened to hold few SMTP, FTP and OpenVPN sessions (the schedule
+/// depends on how fast the programs answer on a loaded machine); 95.5-98.7 %
+/// for 60 s runs, see docs/LAB.md. A lab whose labels or flows were wrong
+/// scores near the majority class.
+const FLOOR: f64 = 60.0;
