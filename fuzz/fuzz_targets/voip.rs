@@ -1,9 +1,11 @@
 //! Fuzz target for the VoIP wire parsers (`earlybird::voip`): the bytes as
 //! a SIP datagram and as a SIP stream (messages read one after another
 //! while they parse), as an SDP body, as RTP, as compound RTCP and as an
-//! RFC 4733 event. No parser may panic; a parsed SIP message must lie
-//! inside the input with its body at its end, and an RTP payload inside
-//! the datagram.
+//! RFC 4733 event; and as TCP segments (3-byte headers: sequence offset
+//! and length) put back in order by `voip::stream::Reassembly`. No parser
+//! may panic; a parsed SIP message must lie inside the input with its
+//! body at its end, an RTP payload inside the datagram, and a stream
+//! within its bounds.
 #![no_main]
 
 use earlybird::voip::rtp::{self, DtmfEvent, Rtp};
@@ -36,4 +38,16 @@ fuzz_target!(|data: &[u8]| {
         let _ = b;
     }
     let _ = DtmfEvent::parse(data).map(|e| e.key());
+    let mut r = earlybird::voip::stream::Reassembly::new(512);
+    let mut rest = data;
+    while let Some((h, tail)) = rest.split_first_chunk::<3>() {
+        let len = (h[2] as usize).min(tail.len());
+        let seq = u32::from(u16::from_be_bytes([h[0], h[1]])).wrapping_sub(1000);
+        r.segment(seq, h[2] == 0, &tail[..len]);
+        assert!(r.data().len() <= 512 && r.pending() <= 512);
+        if h[0] & 1 == 1 {
+            r.consume(h[1] as usize);
+        }
+        rest = &tail[len..];
+    }
 });

@@ -283,3 +283,125 @@ fn rtp_streams_match_tshark() {
     eprintln!("{report}");
     assert_eq!(checked, 27, "streams in the reference");
 }
+
+/// The TCP segments of a capture, by direction (src, sport, dst, dport):
+/// (sequence number, SYN, payload) in capture order. The TCP header is
+/// found after the innermost IP header the decoder reports.
+fn tcp_segments(
+    path: &std::path::Path,
+) -> BTreeMap<(String, u16, String, u16), Vec<(u32, bool, Vec<u8>)>> {
+    let f = CaptureFile::open(path).unwrap();
+    let mut r = f.reader();
+    let data = r.data();
+    let mut refs = Vec::new();
+    let mut d = Decoded::default();
+    let mut out: BTreeMap<_, Vec<_>> = BTreeMap::new();
+    while r.next_batch(&mut refs, 256) > 0 {
+        for p in &refs {
+            let frame = &data[p.offset..p.offset + p.caplen as usize];
+            if decode(p.link, frame, &mut d).is_err() || d.proto != 6 {
+                continue;
+            }
+            let ip = d.ip_offset as usize;
+            let tcp = match d.ip_version {
+                4 => ip + 4 * (frame[ip] & 0x0f) as usize,
+                _ => ip + 40,
+            };
+            let Some(h) = frame.get(tcp..tcp + 14) else {
+                continue;
+            };
+            if u16::from_be_bytes([h[0], h[1]]) != d.sport {
+                continue;
+            }
+            let seq = u32::from_be_bytes([h[4], h[5], h[6], h[7]]);
+            let start = d.payload_offset as usize;
+            let end = (start + d.payload_len as usize).min(frame.len());
+            let payload = frame.get(start..end).unwrap_or(&[]).to_vec();
+            let key = (
+                earlybird::testing::fmt_addr(&d.src),
+                d.sport,
+                earlybird::testing::fmt_addr(&d.dst),
+                d.dport,
+            );
+            out.entry(key)
+                .or_default()
+                .push((seq, d.tcp_flags & 0x02 != 0, payload));
+        }
+    }
+    out
+}
+
+#[test]
+fn tcp_calls_match_tshark_after_reassembly() {
+    use earlybird::voip::stream::Reassembly;
+    let Some(c) = corpus() else { return };
+    let reference: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(c.join("voip/voip_reference.json")).unwrap())
+            .unwrap();
+    let mut checked = 0;
+    for (file, v) in reference.as_object().unwrap() {
+        let calls: Vec<&serde_json::Value> = v["calls"]
+            .as_array()
+            .map(|a| a.iter().filter(|c| c["transport"] == "TCP").collect())
+            .unwrap_or_default();
+        if calls.is_empty() {
+            continue;
+        }
+        let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
+        for (_, segments) in tcp_segments(&c.join("voip").join(file)) {
+            let mut r = Reassembly::new(1 << 20);
+            for (seq, syn, payload) in segments {
+                r.segment(seq, syn, &payload);
+                // Read every whole message the stream holds.
+                while let Ok(m) = sip::parse(r.data(), Framing::Stream) {
+                    let len = m.len;
+                    if let Some(id) = m.call_id() {
+                        let s = seen.entry(text(id)).or_default();
+                        if m.method() == Some(&b"INVITE"[..]) {
+                            if m.status().is_none() && !s.invite {
+                                s.invite = true;
+                                s.caller = m.from().map(|a| text(a.user())).unwrap_or_default();
+                                s.callee = m.to().map(|a| text(a.user())).unwrap_or_default();
+                            }
+                            if let Some(code) = m.status().filter(|&c| c >= 200) {
+                                s.final_code.get_or_insert(code);
+                            }
+                        }
+                        if m.has_sdp() && s.invite {
+                            for c in Sdp::parse(m.body).codec_names() {
+                                s.codecs.insert(c.to_string());
+                            }
+                        }
+                    }
+                    r.consume(len);
+                }
+            }
+        }
+        for call in calls {
+            let id = call["call_id"].as_str().unwrap();
+            let s = seen
+                .get(id)
+                .unwrap_or_else(|| panic!("{file}: call {id} not found"));
+            assert!(s.invite, "{file} {id}: no INVITE");
+            assert_eq!(s.callee, call["callee"].as_str().unwrap(), "{file} {id}");
+            assert_eq!(s.caller, call["caller"].as_str().unwrap(), "{file} {id}");
+            let want = call["final_response"].as_str().unwrap();
+            let got = s.final_code.map(|c| c.to_string()).unwrap_or_default();
+            assert_eq!(got, want, "{file} {id}: final response");
+            let codecs: BTreeSet<String> = call["codecs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_str().unwrap().to_string())
+                .collect();
+            assert!(
+                codecs.is_subset(&s.codecs),
+                "{file} {id}: {codecs:?} not in {:?}",
+                s.codecs
+            );
+            checked += 1;
+        }
+    }
+    eprintln!("{checked} calls over TCP checked");
+    assert_eq!(checked, 39, "calls over TCP in the reference");
+}

@@ -6,7 +6,8 @@
 //! owned results, every length checked, errors that name the offset, no
 //! panic on any input (each has a fuzz target in `fuzz/`). `rtp_stats`
 //! keeps one RTP stream's loss, duplicates, reordering and RFC 3550
-//! jitter from the packets' capture times. They know
+//! jitter from the packets' capture times; `stream` puts one direction of
+//! a TCP connection back in order (bounded) for SIP over TCP. They know
 //! nothing of flows or calls; the call tracking built on them reads the
 //! payloads the shards give and keeps its own state.
 
@@ -14,3 +15,4 @@ pub mod rtp;
 pub mod rtp_stats;
 pub mod sdp;
 pub mod sip;
+pub mod stream;
