@@ -287,9 +287,11 @@ fn rtp_streams_match_tshark() {
 /// The TCP segments of a capture, by direction (src, sport, dst, dport):
 /// (sequence number, SYN, payload) in capture order. The TCP header is
 /// found after the innermost IP header the decoder reports.
-fn tcp_segments(
-    path: &std::path::Path,
-) -> BTreeMap<(String, u16, String, u16), Vec<(u32, bool, Vec<u8>)>> {
+/// A direction (src, sport, dst, dport) and its segments (sequence
+/// number, SYN, payload).
+type Segments = BTreeMap<(String, u16, String, u16), Vec<(u32, bool, Vec<u8>)>>;
+
+fn tcp_segments(path: &std::path::Path) -> Segments {
     let f = CaptureFile::open(path).unwrap();
     let mut r = f.reader();
     let data = r.data();
