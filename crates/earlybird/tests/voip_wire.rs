@@ -43,6 +43,28 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Adds what message `m` says to its call.
+fn note(calls: &mut BTreeMap<String, Seen>, m: &sip::Message<'_>) {
+    let Some(id) = m.call_id() else { return };
+    let seen = calls.entry(text(id)).or_default();
+    if m.method() == Some(&b"INVITE"[..]) {
+        if m.status().is_none() && !seen.invite {
+            seen.invite = true;
+            seen.caller = m.from().map(|a| text(a.user())).unwrap_or_default();
+            seen.callee = m.to().map(|a| text(a.user())).unwrap_or_default();
+        }
+        // The reference's definition: the first final response.
+        if let Some(code) = m.status().filter(|&c| c >= 200) {
+            seen.final_code.get_or_insert(code);
+        }
+    }
+    if m.has_sdp() && seen.invite {
+        for c in Sdp::parse(m.body).codec_names() {
+            seen.codecs.insert(c.to_string());
+        }
+    }
+}
+
 /// Every UDP datagram of a capture that parses as SIP, by Call-ID.
 fn sip_calls(path: &std::path::Path) -> (BTreeMap<String, Seen>, usize) {
     let f = CaptureFile::open(path).unwrap();
@@ -70,24 +92,7 @@ fn sip_calls(path: &std::path::Path) -> (BTreeMap<String, Seen>, usize) {
                 continue;
             };
             parsed += 1;
-            let Some(id) = m.call_id() else { continue };
-            let seen = calls.entry(text(id)).or_default();
-            if m.method() == Some(&b"INVITE"[..]) {
-                if m.status().is_none() && !seen.invite {
-                    seen.invite = true;
-                    seen.caller = m.from().map(|a| text(a.user())).unwrap_or_default();
-                    seen.callee = m.to().map(|a| text(a.user())).unwrap_or_default();
-                }
-                // The reference's definition: the first final response.
-                if let Some(code) = m.status().filter(|&c| c >= 200) {
-                    seen.final_code.get_or_insert(code);
-                }
-            }
-            if m.has_sdp() && seen.invite {
-                for c in Sdp::parse(m.body).codec_names() {
-                    seen.codecs.insert(c.to_string());
-                }
-            }
+            note(&mut calls, &m);
         }
     }
     (calls, parsed)
@@ -356,26 +361,8 @@ fn tcp_calls_match_tshark_after_reassembly() {
                 r.segment(seq, syn, &payload);
                 // Read every whole message the stream holds.
                 while let Ok(m) = sip::parse(r.data(), Framing::Stream) {
-                    let len = m.len;
-                    if let Some(id) = m.call_id() {
-                        let s = seen.entry(text(id)).or_default();
-                        if m.method() == Some(&b"INVITE"[..]) {
-                            if m.status().is_none() && !s.invite {
-                                s.invite = true;
-                                s.caller = m.from().map(|a| text(a.user())).unwrap_or_default();
-                                s.callee = m.to().map(|a| text(a.user())).unwrap_or_default();
-                            }
-                            if let Some(code) = m.status().filter(|&c| c >= 200) {
-                                s.final_code.get_or_insert(code);
-                            }
-                        }
-                        if m.has_sdp() && s.invite {
-                            for c in Sdp::parse(m.body).codec_names() {
-                                s.codecs.insert(c.to_string());
-                            }
-                        }
-                    }
-                    r.consume(len);
+                    note(&mut seen, &m);
+                    r.consume(m.len);
                 }
             }
         }
