@@ -39,6 +39,48 @@ struct Seen {
     codecs: BTreeSet<String>,
 }
 
+/// tshark's reference for the voip corpus.
+fn reference(corpus: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(corpus.join("voip/voip_reference.json")).unwrap())
+        .unwrap()
+}
+
+/// A capture the reference names (relative to the corpus when it has a
+/// folder, else in voip/).
+fn capture(corpus: &std::path::Path, file: &str) -> PathBuf {
+    if file.contains('/') {
+        corpus.join(file)
+    } else {
+        corpus.join("voip").join(file)
+    }
+}
+
+/// Checks what the messages said of reference call `call` (Call-ID `id`)
+/// against it, and returns what was seen and the reference's codecs.
+fn check_call<'a>(
+    file: &str,
+    id: &str,
+    call: &serde_json::Value,
+    seen: &'a BTreeMap<String, Seen>,
+) -> (&'a Seen, BTreeSet<String>) {
+    let s = seen
+        .get(id)
+        .unwrap_or_else(|| panic!("{file}: call {id} not found"));
+    assert!(s.invite, "{file} {id}: no INVITE");
+    assert_eq!(s.callee, call["callee"].as_str().unwrap(), "{file} {id}");
+    assert_eq!(s.caller, call["caller"].as_str().unwrap(), "{file} {id}");
+    let want = call["final_response"].as_str().unwrap();
+    let got = s.final_code.map(|c| c.to_string()).unwrap_or_default();
+    assert_eq!(got, want, "{file} {id}: final response");
+    let codecs = call["codecs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect();
+    (s, codecs)
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -101,9 +143,7 @@ fn sip_calls(path: &std::path::Path) -> (BTreeMap<String, Seen>, usize) {
 #[test]
 fn udp_calls_match_tshark() {
     let Some(c) = corpus() else { return };
-    let reference: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(c.join("voip/voip_reference.json")).unwrap())
-            .unwrap();
+    let reference = reference(&c);
     let mut checked = 0;
     for (file, v) in reference.as_object().unwrap() {
         let calls: Vec<&serde_json::Value> = v["calls"]
@@ -113,30 +153,12 @@ fn udp_calls_match_tshark() {
         if calls.is_empty() {
             continue;
         }
-        let path = if file.contains('/') {
-            c.join(file)
-        } else {
-            c.join("voip").join(file)
-        };
+        let path = capture(&c, file);
         let (seen, parsed) = sip_calls(&path);
         assert!(parsed > 0, "{file}: no SIP message parsed");
         for call in calls {
             let id = call["call_id"].as_str().unwrap();
-            let s = seen
-                .get(id)
-                .unwrap_or_else(|| panic!("{file}: call {id} not found"));
-            assert!(s.invite, "{file} {id}: no INVITE");
-            assert_eq!(s.callee, call["callee"].as_str().unwrap(), "{file} {id}");
-            assert_eq!(s.caller, call["caller"].as_str().unwrap(), "{file} {id}");
-            let want = call["final_response"].as_str().unwrap();
-            let got = s.final_code.map(|c| c.to_string()).unwrap_or_default();
-            assert_eq!(got, want, "{file} {id}: final response");
-            let codecs: BTreeSet<String> = call["codecs"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|c| c.as_str().unwrap().to_string())
-                .collect();
+            let (s, codecs) = check_call(file, id, call, &seen);
             if FRAGMENTED.contains(&file.as_str()) {
                 // Only the first fragment's part of the SDP is seen until
                 // the reassembly stage exists.
@@ -212,9 +234,7 @@ fn rtp_streams_match_tshark() {
     use earlybird::voip::rtp::Rtp;
     use earlybird::voip::rtp_stats::StreamStats;
     let Some(c) = corpus() else { return };
-    let reference: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(c.join("voip/voip_reference.json")).unwrap())
-            .unwrap();
+    let reference = reference(&c);
     let mut checked = 0;
     let mut report = String::new();
     for (file, v) in reference.as_object().unwrap() {
@@ -224,11 +244,7 @@ fn rtp_streams_match_tshark() {
         if streams.is_empty() {
             continue;
         }
-        let path = if file.contains('/') {
-            c.join(file)
-        } else {
-            c.join("voip").join(file)
-        };
+        let path = capture(&c, file);
         let all = datagrams(&path);
         for s in streams {
             let ssrc =
@@ -342,9 +358,7 @@ fn tcp_segments(path: &std::path::Path) -> Segments {
 fn tcp_calls_match_tshark_after_reassembly() {
     use earlybird::voip::stream::Reassembly;
     let Some(c) = corpus() else { return };
-    let reference: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(c.join("voip/voip_reference.json")).unwrap())
-            .unwrap();
+    let reference = reference(&c);
     let mut checked = 0;
     for (file, v) in reference.as_object().unwrap() {
         let calls: Vec<&serde_json::Value> = v["calls"]
@@ -355,7 +369,7 @@ fn tcp_calls_match_tshark_after_reassembly() {
             continue;
         }
         let mut seen: BTreeMap<String, Seen> = BTreeMap::new();
-        for (_, segments) in tcp_segments(&c.join("voip").join(file)) {
+        for (_, segments) in tcp_segments(&capture(&c, file)) {
             let mut r = Reassembly::new(1 << 20);
             for (seq, syn, payload) in segments {
                 r.segment(seq, syn, &payload);
@@ -368,21 +382,7 @@ fn tcp_calls_match_tshark_after_reassembly() {
         }
         for call in calls {
             let id = call["call_id"].as_str().unwrap();
-            let s = seen
-                .get(id)
-                .unwrap_or_else(|| panic!("{file}: call {id} not found"));
-            assert!(s.invite, "{file} {id}: no INVITE");
-            assert_eq!(s.callee, call["callee"].as_str().unwrap(), "{file} {id}");
-            assert_eq!(s.caller, call["caller"].as_str().unwrap(), "{file} {id}");
-            let want = call["final_response"].as_str().unwrap();
-            let got = s.final_code.map(|c| c.to_string()).unwrap_or_default();
-            assert_eq!(got, want, "{file} {id}: final response");
-            let codecs: BTreeSet<String> = call["codecs"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|c| c.as_str().unwrap().to_string())
-                .collect();
+            let (s, codecs) = check_call(file, id, call, &seen);
             assert!(
                 codecs.is_subset(&s.codecs),
                 "{file} {id}: {codecs:?} not in {:?}",
