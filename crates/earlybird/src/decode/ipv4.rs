@@ -41,6 +41,8 @@ pub struct Ipv4 {
     pub frag_offset: u16,
     /// More-fragments flag.
     pub more_fragments: bool,
+    /// Identification (what fragments of one datagram share).
+    pub ident: u16,
     /// Time to live.
     pub ttl: u8,
 }
@@ -79,6 +81,7 @@ impl Ipv4 {
             tso,
             frag_offset: frag & 0x1fff,
             more_fragments: frag & 0x2000 != 0,
+            ident: u16::from_be_bytes([h[4], h[5]]),
             ttl: h[8],
         })
     }

@@ -58,6 +58,8 @@ pub struct Ipv6 {
     pub frag_offset: u16,
     /// More-fragments flag from a fragment header.
     pub more_fragments: bool,
+    /// Identification of the Fragment header (0 without one).
+    pub ident: u32,
     /// Hop limit.
     pub hop_limit: u8,
 }
@@ -85,6 +87,7 @@ impl Ipv6 {
             header_len: HEADER_LEN,
             frag_offset: 0,
             more_fragments: false,
+            ident: 0,
             hop_limit: h[7],
         };
         // Where the payload ends according to the header (jumbo: capture end).
@@ -111,6 +114,7 @@ impl Ipv6 {
                     let fo = u16::from_be_bytes([f[2], f[3]]);
                     v.frag_offset = fo >> 3;
                     v.more_fragments = fo & 1 != 0;
+                    v.ident = u32::from_be_bytes([f[4], f[5], f[6], f[7]]);
                     (f[0], 8)
                 }
                 _ => return Ok(v),

@@ -41,7 +41,8 @@
 //!   the ports and is accounted to its 5-tuple flow like any packet, with
 //!   `first_fragment = true`. Non-first fragments carry no transport header;
 //!   they are skipped with `Skip::FragmentNonFirst` rather than creating a
-//!   bogus port-0 flow.
+//!   bogus port-0 flow; `Decoded::ip_offset` and `ip_version` then say
+//!   where the fragment's IP header is (the VoIP stage reassembles them).
 //! * Tunnels (IP-in-IP 4/41, GRE incl. transparent Ethernet, ERSPAN I/II/III,
 //!   PPTP and MPLS over GRE, VXLAN on UDP 4789 and 8472, GTP-U on UDP 2152,
 //!   Geneve on UDP 6081, Teredo on UDP 3544, CAPWAP data on UDP 5247): the flow is the

@@ -333,13 +333,21 @@ fn ethertype_walk(
     }
 }
 
+/// A non-first fragment: where its IP header is (for a reassembler).
+#[cold]
+fn non_first(out: &mut Decoded, off: usize, version: u8) -> Skip {
+    out.ip_version = version;
+    out.ip_offset = clamp16(off);
+    Skip::FragmentNonFirst
+}
+
 /// IP header of `version` at `off`, then its transport.
 #[inline]
 fn ip(cx: &mut Ctx, data: &[u8], off: usize, version: u8, out: &mut Decoded) -> Result<(), Skip> {
     let (l4off, end, declared) = if version == 4 {
         let h = Ipv4::parse(at(data, off))?;
         if h.frag_offset != 0 {
-            return Err(Skip::FragmentNonFirst);
+            return Err(non_first(out, off, version));
         }
         out.src = map_v4(h.src);
         out.dst = map_v4(h.dst);
@@ -351,7 +359,7 @@ fn ip(cx: &mut Ctx, data: &[u8], off: usize, version: u8, out: &mut Decoded) -> 
     } else {
         let h = Ipv6::parse(at(data, off))?;
         if h.frag_offset != 0 {
-            return Err(Skip::FragmentNonFirst);
+            return Err(non_first(out, off, version));
         }
         out.src = h.src;
         out.dst = h.dst;

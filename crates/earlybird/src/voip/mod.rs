@@ -11,8 +11,13 @@
 //! nothing of flows or calls; the call tracking built on them reads the
 //! payloads the shards give and keeps its own state.
 
+pub mod defrag;
+pub mod mos;
+pub mod record;
 pub mod rtp;
 pub mod rtp_stats;
 pub mod sdp;
 pub mod sip;
 pub mod stream;
+pub mod tap;
+pub mod tracker;
