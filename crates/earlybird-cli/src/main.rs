@@ -10,6 +10,8 @@
 //! the record files of `flows` (log rotation).
 
 mod cmd_bench;
+#[cfg(feature = "sqlite")]
+mod cmd_calls;
 mod cmd_evaluate;
 mod cmd_flows;
 mod cmd_gen;
@@ -17,6 +19,7 @@ mod cmd_label;
 mod cmd_model;
 mod cmd_replay;
 mod cmd_train;
+mod cmd_voip;
 mod config_file;
 mod ipfix_args;
 mod model_arg;
@@ -57,6 +60,12 @@ enum Command {
     /// What a model file holds: classes, threshold, training captures and
     /// its measured precision and coverage on held-out captures.
     Model(cmd_model::ModelArgs),
+    /// Track VoIP calls (SIP over UDP/TCP, RTP/RTCP) in capture files into
+    /// a SQLite call database (--db) and/or call and stream records.
+    Voip(cmd_voip::VoipArgs),
+    /// Search the call database `voip --db` wrote, or show one call.
+    #[cfg(feature = "sqlite")]
+    Calls(cmd_calls::CallsArgs),
 }
 
 /// Signals and exit codes, under `earlybird flows --help`.
@@ -86,6 +95,9 @@ fn main() {
         Command::Evaluate(a) => cmd_evaluate::run(a),
         Command::Replay(a) => cmd_replay::run(a),
         Command::Model(a) => cmd_model::run(a),
+        Command::Voip(a) => cmd_voip::run(a),
+        #[cfg(feature = "sqlite")]
+        Command::Calls(a) => cmd_calls::run(a),
     };
     std::process::exit(code);
 }

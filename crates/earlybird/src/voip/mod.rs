@@ -16,8 +16,11 @@ pub mod mos;
 pub mod record;
 pub mod rtp;
 pub mod rtp_stats;
+pub mod run;
 pub mod sdp;
 pub mod sip;
+#[cfg(feature = "sqlite")]
+pub mod store;
 pub mod stream;
 pub mod tap;
 pub mod tracker;

@@ -28,12 +28,24 @@ pub enum EndCause {
     Timeout,
     /// Still open when the input ended (or the run was stopped).
     Open,
-    /// The call table was full when the call had to be forgotten to make
-    /// room (never happens with a pool large enough).
-    Evicted,
 }
 
 impl EndCause {
+    /// Every cause.
+    pub const ALL: [EndCause; 6] = [
+        EndCause::ByeCaller,
+        EndCause::ByeCallee,
+        EndCause::Cancel,
+        EndCause::Error,
+        EndCause::Timeout,
+        EndCause::Open,
+    ];
+
+    /// The cause of a name [`EndCause::name`] gives.
+    pub fn from_name(s: &str) -> Option<EndCause> {
+        EndCause::ALL.into_iter().find(|c| c.name() == s)
+    }
+
     /// The name records use.
     pub fn name(self) -> &'static str {
         match self {
@@ -43,7 +55,6 @@ impl EndCause {
             EndCause::Error => "error",
             EndCause::Timeout => "timeout",
             EndCause::Open => "open",
-            EndCause::Evicted => "evicted",
         }
     }
 }
@@ -167,11 +178,6 @@ pub struct CallRecord {
 }
 
 impl CallRecord {
-    /// Post-dial delay: INVITE to the first 18x or final response, ms.
-    pub fn setup_ms(&self, first_reply_ns: Option<u64>) -> Option<f64> {
-        first_reply_ns.map(|t| t.saturating_sub(self.invite_ns) as f64 / 1e6)
-    }
-
     /// Talk time: answer to end, ms (None when not answered).
     pub fn duration_ms(&self) -> Option<f64> {
         self.answer_ns
@@ -184,7 +190,7 @@ impl CallRecord {
             (Some(r), Some(a)) => Some(r.min(a)),
             (r, a) => r.or(a),
         };
-        self.setup_ms(first)
+        first.map(|t| t.saturating_sub(self.invite_ns) as f64 / 1e6)
     }
 
     /// The lowest MOS of its streams.
@@ -229,7 +235,7 @@ pub const CALLS: Kind = Kind::new(
             "end_cause",
             Str,
             "",
-            "bye-caller, bye-callee, cancel, error, timeout, open or evicted",
+            "bye-caller, bye-callee, cancel, error, timeout or open",
         ),
         Field::new("codecs", Str, "", "Codecs of the SDP, comma-separated"),
         Field::new("streams", U32, "", "RTP streams of the call"),

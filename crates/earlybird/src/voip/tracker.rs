@@ -503,6 +503,12 @@ impl Tracker {
         let status = m.status();
         let method = m.method().unwrap_or(b"");
         let is_invite = method.eq_ignore_ascii_case(b"INVITE");
+        if is_invite && status.is_none() && self.calls.get(id).is_some_and(|c| c.ended) {
+            // A new INVITE after the call ended: a new call with the same
+            // Call-ID (or the same call in another capture file).
+            let old: CallId = id.into();
+            self.emit_call(&old);
+        }
         if !self.calls.contains_key(id) {
             if !(is_invite && status.is_none()) {
                 self.counters.sip_unmatched += 1;
@@ -562,7 +568,7 @@ impl Tracker {
         let from_caller_dialog = m
             .from()
             .and_then(|f| f.tag)
-            .map_or(true, |t| c.from_tag.is_empty() || t == &c.from_tag[..]);
+            .is_none_or(|t| c.from_tag.is_empty() || t == &c.from_tag[..]);
         // Who sent this message.
         let sender = match (status.is_some(), from_caller_dialog) {
             (false, true) | (true, false) => Party::Caller,
