@@ -136,6 +136,7 @@ pub use features::stats::Stat;
 pub use features::Dir;
 pub use flow::events::VERDICTS;
 pub use flow::record::{EndReason, FlowRecord, RecordBatch, RecordKey, TCP_FLAG_NAMES};
+pub use gen::voip::{generate_voip, GenCall, VoipGenOptions, VoipGenSummary};
 pub use gen::{generate, GenKind, GenOptions, GenSummary};
 pub use learn::evaluate::{ClassStats, Report as EvalReport};
 pub use learn::label;

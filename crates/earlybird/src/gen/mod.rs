@@ -34,6 +34,7 @@
 
 mod frame;
 mod realistic;
+pub mod voip;
 mod worst;
 
 #[cfg(test)]
