@@ -1,4 +1,5 @@
-//! `earlybird voip`: capture files → call and RTP stream records, into a
+//! `earlybird voip`: capture files or a live interface (`-i`) → call and
+//! RTP stream records, into a
 //! SQLite call database (`--db`) and/or record files (`-o`, `--streams-out`:
 //! CSV, JSON lines or Parquet by extension). One call to
 //! `earlybird::voip::run::track_files`; SIGINT/SIGTERM end the open calls
@@ -18,8 +19,15 @@ use earlybird::{workflow, Exporter, Format, RowBatch};
 pub struct VoipArgs {
     /// Capture files (pcap/pcapng, compressed too) or directories, read in
     /// order as one time line.
-    #[arg(required = true, value_name = "SOURCE")]
+    #[arg(required_unless_present = "interface", value_name = "SOURCE")]
     pub files: Vec<PathBuf>,
+    /// Capture live from this interface instead (AF_PACKET; root or
+    /// CAP_NET_RAW), until SIGINT/SIGTERM or --duration.
+    #[arg(short, long, value_name = "IFACE", conflicts_with = "files")]
+    pub interface: Option<String>,
+    /// With -i: stop after this many seconds.
+    #[arg(long, value_name = "SECONDS", requires = "interface")]
+    pub duration: Option<f64>,
     /// SQLite call database to add the calls to (created if missing).
     #[arg(long, value_name = "DB")]
     pub db: Option<PathBuf>,
@@ -52,9 +60,12 @@ pub fn run(a: VoipArgs) -> i32 {
     if a.db.is_none() && a.output.is_none() && a.streams_out.is_none() {
         return crate::out_args::usage("give --db DB, -o FILE or --streams-out FILE");
     }
-    let files = match workflow::capture_files(&a.files) {
-        Ok(f) => f,
-        Err(e) => return crate::fail(e),
+    let files = match a.interface {
+        Some(_) => Vec::new(),
+        None => match workflow::capture_files(&a.files) {
+            Ok(f) => f,
+            Err(e) => return crate::fail(e),
+        },
     };
     let cfg = TrackerConfig {
         call_timeout_ns: (a.call_timeout.max(0.0) * 1e9) as u64,
@@ -93,7 +104,9 @@ pub fn run(a: VoipArgs) -> i32 {
     }
     let mut rows = RowBatch::new(&CALLS);
     let mut srows = RowBatch::new(&STREAMS);
-    let result = earlybird::voip::run::track_files(&files, cfg, &stop, |calls, alone| {
+    let write = |calls: &[earlybird::voip::record::CallRecord],
+                 alone: &[earlybird::voip::record::StreamRecord]|
+     -> earlybird::Result<()> {
         #[cfg(feature = "sqlite")]
         if let Some(db) = db.as_mut() {
             db.insert(calls, alone)?;
@@ -113,7 +126,20 @@ pub fn run(a: VoipArgs) -> i32 {
             out.write_rows(&srows)?;
         }
         Ok(())
-    });
+    };
+    let result = match &a.interface {
+        Some(iface) => {
+            let live = earlybird::LiveConfig::new(iface);
+            let duration = a
+                .duration
+                .map(|d| std::time::Duration::from_secs_f64(d.max(0.0)));
+            if !a.quiet {
+                eprintln!("earlybird: tracking calls on {iface} (SIGINT or SIGTERM to stop)");
+            }
+            earlybird::voip::run::track_live(&live, duration, cfg, &stop, write)
+        }
+        None => earlybird::voip::run::track_files(&files, cfg, &stop, write),
+    };
     let mut code = 0;
     for out in calls_out.iter_mut().chain(streams_out.iter_mut()) {
         if let Err(e) = out.finish() {

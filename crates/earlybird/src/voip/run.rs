@@ -1,5 +1,5 @@
-//! A VoIP run over capture files: packets → [`Tracker`] → the caller's
-//! outputs, the outputs on their own thread.
+//! A VoIP run over capture files or a live interface: packets →
+//! [`Tracker`] → the caller's outputs, the outputs on their own thread.
 //!
 //! Contract: [`track_files`] reads the files in the order given (one
 //! packet time line: calls may span files), hands every UDP datagram and
@@ -15,13 +15,16 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use super::record::{CallRecord, StreamRecord};
 use super::tap::{extract, SipConnections};
 use super::tracker::{Tracker, TrackerConfig, TrackerCounters};
 use crate::decode::Decoded;
 use crate::error::{Error, Result};
+use crate::source::af_packet::{LiveConfig, Ring};
 use crate::source::file::CaptureFile;
+use crate::source::PacketRef;
 
 /// Records handed to the writer at once (at most).
 const BATCH: usize = 512;
@@ -58,15 +61,7 @@ pub fn track_files(
 ) -> Result<VoipSummary> {
     let (tx, rx) = crossbeam_channel::bounded::<Batch>(16);
     std::thread::scope(|s| {
-        let writer = s.spawn(move || -> Result<(u64, u64)> {
-            let (mut calls, mut streams) = (0, 0);
-            for (c, st) in rx {
-                write(&c, &st)?;
-                calls += c.len() as u64;
-                streams += (st.len() + c.iter().map(|c| c.streams.len()).sum::<usize>()) as u64;
-            }
-            Ok((calls, streams))
-        });
+        let writer = s.spawn(move || writer_loop(rx, &mut write));
         let read = read_all(files, cfg, stop, &tx);
         drop(tx);
         let written = writer
@@ -94,50 +89,146 @@ fn send(t: &mut Tracker, tx: &crossbeam_channel::Sender<Batch>, all: bool) -> bo
     .is_ok()
 }
 
+/// The tracker and what feeds it, for files and live sockets alike.
+struct Feed {
+    t: Tracker,
+    conns: SipConnections,
+    d: Decoded,
+    sum: VoipSummary,
+}
+
+impl Feed {
+    fn new(cfg: TrackerConfig) -> Feed {
+        Feed {
+            t: Tracker::new(cfg),
+            conns: SipConnections::new(65_536),
+            d: Decoded::default(),
+            sum: VoipSummary::default(),
+        }
+    }
+
+    /// The packets of one batch (`data`: the bytes their offsets point to).
+    fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
+        for p in refs {
+            self.sum.packets += 1;
+            let Some(frame) = data.get(p.offset..p.offset + p.caplen as usize) else {
+                continue;
+            };
+            let Some(v) = extract(p.ts, p.link, frame, &mut self.d) else {
+                continue;
+            };
+            if v.tcp.is_some() && !self.conns.wants(&v) {
+                continue;
+            }
+            self.sum.voip_packets += 1;
+            self.t.packet(&v);
+        }
+        self.sum.peak_calls = self.sum.peak_calls.max(self.t.open_calls());
+    }
+
+    /// Ends what is open, hands the rest over, and returns the summary.
+    fn finish(mut self, tx: &crossbeam_channel::Sender<Batch>, open: bool) -> VoipSummary {
+        self.t.finish();
+        if open {
+            send(&mut self.t, tx, true);
+        }
+        self.sum.counters = self.t.counters;
+        self.sum.tcp_not_followed = self.conns.dropped;
+        self.sum
+    }
+}
+
 fn read_all(
     files: &[PathBuf],
     cfg: TrackerConfig,
     stop: &AtomicBool,
     tx: &crossbeam_channel::Sender<Batch>,
 ) -> Result<VoipSummary> {
-    let mut t = Tracker::new(cfg);
-    let mut conns = SipConnections::new(65_536);
-    let mut d = Decoded::default();
+    let mut feed = Feed::new(cfg);
     let mut refs = Vec::new();
-    let mut sum = VoipSummary::default();
     let mut open = true;
     'files: for path in files {
         let f = CaptureFile::open(path)?;
         let mut r = f.reader();
         let data = r.data();
         while r.next_batch(&mut refs, 256) > 0 {
-            for p in &refs {
-                sum.packets += 1;
-                let Some(frame) = data.get(p.offset..p.offset + p.caplen as usize) else {
-                    continue;
-                };
-                let Some(v) = extract(p.ts, p.link, frame, &mut d) else {
-                    continue;
-                };
-                if v.tcp.is_some() && !conns.wants(&v) {
-                    continue;
-                }
-                sum.voip_packets += 1;
-                t.packet(&v);
-            }
-            sum.peak_calls = sum.peak_calls.max(t.open_calls());
-            open = send(&mut t, tx, false);
+            feed.batch(data, &refs);
+            open = send(&mut feed.t, tx, false);
             if !open || stop.load(Ordering::Relaxed) {
                 break 'files;
             }
         }
-        sum.warnings.extend(r.warnings().map(|w| w.to_string()));
+        feed.sum
+            .warnings
+            .extend(r.warnings().map(|w| w.to_string()));
     }
-    t.finish();
-    if open {
-        send(&mut t, tx, true);
+    Ok(feed.finish(tx, open))
+}
+
+/// Runs the tracker on a live interface until `stop`, the end of
+/// `duration` (wall clock) or a socket error (returned as a warning).
+/// Frames are kept whole (snaplen 65,535: SIP messages and RTP payloads
+/// are read in full). When no packet comes for a poll interval, the
+/// tracker's time moves to the wall clock less a second, so idle calls
+/// still time out, as idle flows do in `flows -i`.
+pub fn track_live(
+    live: &LiveConfig,
+    duration: Option<Duration>,
+    cfg: TrackerConfig,
+    stop: &AtomicBool,
+    mut write: impl FnMut(&[CallRecord], &[StreamRecord]) -> Result<()> + Send,
+) -> Result<VoipSummary> {
+    let mut lc = live.clone();
+    lc.snaplen = 65_535;
+    let mut ring = Ring::open(&lc, None)?;
+    let (tx, rx) = crossbeam_channel::bounded::<Batch>(16);
+    std::thread::scope(|s| {
+        let writer = s.spawn(move || writer_loop(rx, &mut write));
+        let deadline = duration.map(|d| Instant::now() + d);
+        let mut feed = Feed::new(cfg);
+        let mut refs = Vec::new();
+        let mut open = true;
+        while open && !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
+            match ring.next_block(100) {
+                Err(e) => {
+                    feed.sum.warnings.push(e.to_string());
+                    break;
+                }
+                Ok(Some(mut block)) => {
+                    while block.next_batch(&mut refs, 256) > 0 {
+                        feed.batch(block.data(), &refs);
+                    }
+                }
+                Ok(None) => {
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_nanos() as u64);
+                    feed.t.advance(now.saturating_sub(1_000_000_000));
+                }
+            }
+            open = send(&mut feed.t, &tx, false);
+        }
+        let mut summary = feed.finish(&tx, open);
+        drop(tx);
+        let (calls, streams) = writer
+            .join()
+            .unwrap_or_else(|_| Err(Error::Config("the record writer panicked".into())))?;
+        summary.calls = calls;
+        summary.streams = streams;
+        Ok(summary)
+    })
+}
+
+/// The writer thread: hands each batch to `write`, counts what it wrote.
+fn writer_loop(
+    rx: crossbeam_channel::Receiver<Batch>,
+    write: &mut impl FnMut(&[CallRecord], &[StreamRecord]) -> Result<()>,
+) -> Result<(u64, u64)> {
+    let (mut calls, mut streams) = (0, 0);
+    for (c, st) in rx {
+        write(&c, &st)?;
+        calls += c.len() as u64;
+        streams += (st.len() + c.iter().map(|c| c.streams.len()).sum::<usize>()) as u64;
     }
-    sum.counters = t.counters;
-    sum.tcp_not_followed = conns.dropped;
-    Ok(sum)
+    Ok((calls, streams))
 }

@@ -247,7 +247,9 @@ pub struct Tracker {
     now: u64,
     calls: HashMap<CallId, Call>,
     call_timers: BinaryHeap<Reverse<(u64, CallId)>>,
-    media: HashMap<(Addr, u16), (CallId, Party)>,
+    /// Media address → the call that announced it, who did, and whether
+    /// another open call announced it too.
+    media: HashMap<(Addr, u16), (CallId, Party, bool)>,
     streams: HashMap<StreamKey, Stream>,
     stream_timers: BinaryHeap<Reverse<(u64, StreamKey)>>,
     tcp: HashMap<Dir, Conn>,
@@ -300,6 +302,15 @@ impl Tracker {
     /// Streams held now.
     pub fn open_streams(&self) -> usize {
         self.streams.len()
+    }
+
+    /// Moves the tracker's time to `now` (when no packet came for a
+    /// while on a live interface) and ends what timed out by then.
+    pub fn advance(&mut self, now: u64) {
+        if now > self.now {
+            self.now = now;
+            self.expire();
+        }
     }
 
     /// Takes one packet (see the module docs).
@@ -638,6 +649,7 @@ impl Tracker {
         let Some(c) = self.calls.get_mut(id) else {
             return;
         };
+        let mut keys = Vec::new();
         for m in &sdp.media {
             for codec in m.codecs.iter().filter(|c| !c.name.is_empty()) {
                 if !c.rec.codecs.iter().any(|x| x == &codec.name) {
@@ -647,18 +659,25 @@ impl Tracker {
                     c.pts.push((codec.pt, codec.name.clone(), codec.clock));
                 }
             }
-            if m.port == 0 {
+            if m.port != 0 {
+                let addr = m.addr.map(to_addr).unwrap_or(sig);
+                keys.push((addr, m.port));
+                keys.push((addr, m.rtcp_port.unwrap_or(m.port.wrapping_add(1))));
+            }
+        }
+        for k in keys {
+            if !self.media.contains_key(&k) && self.media.len() >= self.cfg.max_calls * 4 {
+                self.counters.media_dropped += 1;
                 continue;
             }
-            let addr = m.addr.map(to_addr).unwrap_or(sig);
-            let rtcp = m.rtcp_port.unwrap_or(m.port.wrapping_add(1));
-            for port in [m.port, rtcp] {
-                let k = (addr, port);
-                if !self.media.contains_key(&k) && self.media.len() >= self.cfg.max_calls * 4 {
-                    self.counters.media_dropped += 1;
-                    continue;
-                }
-                self.media.insert(k, (id.clone(), party));
+            // Another open call announced it too (a server that answers
+            // every call on one port): the address is shared.
+            let shared = self
+                .media
+                .get(&k)
+                .is_some_and(|m| &m.0 != id && self.calls.contains_key(&m.0));
+            self.media.insert(k, (id.clone(), party, shared));
+            if let Some(c) = self.calls.get_mut(id) {
                 if !c.media.contains(&k) {
                     c.media.push(k);
                 }
@@ -669,12 +688,16 @@ impl Tracker {
     /// The call a media packet from `src:sport` to `dst:dport` belongs to,
     /// and who sends it.
     fn media_owner(&self, p: &VoipPacket) -> Option<(CallId, Party)> {
-        if let Some((id, party)) = self.media.get(&(p.dst, p.dport)) {
-            return Some((id.clone(), party.other()));
+        let dst = self.media.get(&(p.dst, p.dport));
+        let src = self.media.get(&(p.src, p.sport));
+        // The destination's announcement first, unless it is shared by
+        // several calls and the source's is not.
+        match (dst, src) {
+            (Some(d), Some(s)) if d.2 && !s.2 => Some((s.0.clone(), s.1)),
+            (Some(d), _) => Some((d.0.clone(), d.1.other())),
+            (None, Some(s)) => Some((s.0.clone(), s.1)),
+            (None, None) => None,
         }
-        self.media
-            .get(&(p.src, p.sport))
-            .map(|(id, party)| (id.clone(), *party))
     }
 
     fn media_packet(&mut self, p: &VoipPacket) {
@@ -959,7 +982,7 @@ impl Tracker {
             return;
         };
         for k in &c.media {
-            if self.media.get(k).is_some_and(|(owner, _)| owner == id) {
+            if self.media.get(k).is_some_and(|(owner, _, _)| owner == id) {
                 self.media.remove(k);
             }
         }
