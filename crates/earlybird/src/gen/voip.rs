@@ -317,7 +317,7 @@ pub fn generate_voip<W: Write>(o: &VoipGenOptions, sink: W) -> io::Result<(W, Vo
                 invite_ns,
                 answer_ns,
                 bye_ns: answer_ns + talk + 2 * ptime,
-                bye_by_caller: i % 2 == 0,
+                bye_by_caller: i.is_multiple_of(2),
                 caller_rtp: (0, 0),
                 callee_rtp: (0, 0),
             });
