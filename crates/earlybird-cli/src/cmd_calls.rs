@@ -1,8 +1,6 @@
 //! `earlybird calls search|show`: the calls of a call database
 //! (`earlybird::voip::store`), as a table or one JSON object per line.
 
-use std::path::PathBuf;
-
 use clap::{Args, Subcommand};
 use earlybird::voip::record::CallRecord;
 use earlybird::voip::store::{CallStore, Query};
@@ -24,9 +22,10 @@ enum CallsCommand {
 
 #[derive(Args)]
 struct SearchArgs {
-    /// The call database (`earlybird voip --db`).
+    /// The call database (`earlybird voip --db`): a SQLite file or a
+    /// postgres:// URL.
     #[arg(long, value_name = "DB")]
-    db: PathBuf,
+    db: String,
     /// Caller: the user part of the From URI, or the whole URI.
     #[arg(long, value_name = "CALLER")]
     from: Option<String>,
@@ -54,9 +53,10 @@ struct SearchArgs {
 struct ShowArgs {
     /// The Call-ID.
     call_id: String,
-    /// The call database (`earlybird voip --db`).
+    /// The call database (`earlybird voip --db`): a SQLite file or a
+    /// postgres:// URL.
     #[arg(long, value_name = "DB")]
-    db: PathBuf,
+    db: String,
     /// One JSON object per line instead of text.
     #[arg(long)]
     json: bool,
@@ -216,7 +216,7 @@ pub fn run(a: CallsArgs) -> i32 {
             };
             if !s.json {
                 // Text: every field of the call, then its streams.
-                let store = match open(&s.db) {
+                let mut store = match open(&s.db) {
                     Ok(st) => st,
                     Err(code) => return code,
                 };
@@ -225,7 +225,7 @@ pub fn run(a: CallsArgs) -> i32 {
                     Err(e) => return crate::fail(e),
                 };
                 if calls.is_empty() {
-                    return crate::fail(format!("no call {} in {}", s.call_id, s.db.display()));
+                    return crate::fail(format!("no call {} in {}", s.call_id, s.db));
                 }
                 for c in &calls {
                     let v = json(c);
@@ -238,18 +238,15 @@ pub fn run(a: CallsArgs) -> i32 {
     }
 }
 
-fn open(db: &std::path::Path) -> Result<CallStore, i32> {
-    if !db.exists() {
-        return Err(crate::fail(format!(
-            "{}: no such call database",
-            db.display()
-        )));
+fn open(db: &str) -> Result<CallStore, i32> {
+    if !CallStore::is_url(db) && !std::path::Path::new(db).exists() {
+        return Err(crate::fail(format!("{db}: no such call database")));
     }
     CallStore::open(db).map_err(crate::fail)
 }
 
-fn search(db: &std::path::Path, q: &Query, as_json: bool) -> i32 {
-    let store = match open(db) {
+fn search(db: &str, q: &Query, as_json: bool) -> i32 {
+    let mut store = match open(db) {
         Ok(s) => s,
         Err(code) => return code,
     };

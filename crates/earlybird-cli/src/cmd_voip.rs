@@ -28,9 +28,10 @@ pub struct VoipArgs {
     /// With -i: stop after this many seconds.
     #[arg(long, value_name = "SECONDS", requires = "interface")]
     pub duration: Option<f64>,
-    /// SQLite call database to add the calls to (created if missing).
+    /// Call database to add the calls to: a SQLite file (created if
+    /// missing) or a PostgreSQL URL (postgres://user@host:port/db).
     #[arg(long, value_name = "DB")]
-    pub db: Option<PathBuf>,
+    pub db: Option<String>,
     /// Call records to this file (.csv, .jsonl/.json, .parquet).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -73,15 +74,15 @@ pub fn run(a: VoipArgs) -> i32 {
         max_streams: a.max_streams,
         ..TrackerConfig::default()
     };
-    #[cfg(feature = "sqlite")]
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     let mut db = match a.db.as_deref().map(earlybird::voip::store::CallStore::open) {
         Some(Ok(s)) => Some(s),
         Some(Err(e)) => return crate::fail(e),
         None => None,
     };
-    #[cfg(not(feature = "sqlite"))]
+    #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
     if a.db.is_some() {
-        return crate::fail("--db needs the `sqlite` feature (on by default)");
+        return crate::fail("--db needs the `sqlite` or `postgres` feature (on by default)");
     }
     let mut calls_out = match a.output.as_deref().map(|p| open(&CALLS, p)).transpose() {
         Ok(o) => o,
@@ -107,7 +108,7 @@ pub fn run(a: VoipArgs) -> i32 {
     let write = |calls: &[earlybird::voip::record::CallRecord],
                  alone: &[earlybird::voip::record::StreamRecord]|
      -> earlybird::Result<()> {
-        #[cfg(feature = "sqlite")]
+        #[cfg(any(feature = "sqlite", feature = "postgres"))]
         if let Some(db) = db.as_mut() {
             db.insert(calls, alone)?;
         }

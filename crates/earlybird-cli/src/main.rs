@@ -10,7 +10,7 @@
 //! the record files of `flows` (log rotation).
 
 mod cmd_bench;
-#[cfg(feature = "sqlite")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod cmd_calls;
 mod cmd_evaluate;
 mod cmd_flows;
@@ -64,7 +64,7 @@ enum Command {
     /// a SQLite call database (--db) and/or call and stream records.
     Voip(cmd_voip::VoipArgs),
     /// Search the call database `voip --db` wrote, or show one call.
-    #[cfg(feature = "sqlite")]
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     Calls(cmd_calls::CallsArgs),
 }
 
@@ -96,7 +96,7 @@ fn main() {
         Command::Replay(a) => cmd_replay::run(a),
         Command::Model(a) => cmd_model::run(a),
         Command::Voip(a) => cmd_voip::run(a),
-        #[cfg(feature = "sqlite")]
+        #[cfg(any(feature = "sqlite", feature = "postgres"))]
         Command::Calls(a) => cmd_calls::run(a),
     };
     std::process::exit(code);
