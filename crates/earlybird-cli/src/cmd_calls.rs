@@ -18,6 +18,69 @@ enum CallsCommand {
     Search(SearchArgs),
     /// One call (every call with that Call-ID), with its streams and DTMF.
     Show(ShowArgs),
+    /// Write a call's conversation as a WAV file (G.711 decoded; needs
+    /// the RTP kept by `voip --rtp-dir`).
+    Wav(WavArgs),
+}
+
+#[derive(Args)]
+struct WavArgs {
+    /// The Call-ID (the most recent call with it).
+    call_id: String,
+    /// The call database (`earlybird voip --db`).
+    #[arg(long, value_name = "DB")]
+    db: String,
+    /// The folder `voip --rtp-dir` kept the RTP in.
+    #[arg(long, value_name = "DIR")]
+    rtp_dir: std::path::PathBuf,
+    /// The WAV file to write (16-bit PCM, 8 kHz).
+    #[arg(short, long, value_name = "FILE")]
+    output: std::path::PathBuf,
+    /// Both directions mixed into one channel (default: stereo, caller
+    /// left, callee right).
+    #[arg(long)]
+    mono: bool,
+}
+
+fn wav(w: WavArgs) -> i32 {
+    let mut store = match open(&w.db) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let q = Query {
+        call_id: Some(w.call_id.clone()),
+        limit: Some(1),
+        ..Query::default()
+    };
+    let call = match store.search(&q) {
+        Ok(mut c) if !c.is_empty() => c.remove(0),
+        Ok(_) => return crate::fail(format!("no call {} in {}", w.call_id, w.db)),
+        Err(e) => return crate::fail(e),
+    };
+    let folder = earlybird::voip::audio::call_dir(&w.rtp_dir, call.invite_ns, &call.call_id);
+    let codec_of = |pt: u8| -> String {
+        call.streams
+            .iter()
+            .find(|s| s.pt == pt)
+            .map(|s| s.codec.clone())
+            .unwrap_or_default()
+    };
+    match earlybird::voip::audio::write_wav(&folder, &codec_of, !w.mono, &w.output) {
+        Ok(n) => {
+            println!(
+                "wrote {} ({:.2} s, {})",
+                w.output.display(),
+                n as f64 / 8000.0,
+                if w.mono {
+                    "mono"
+                } else {
+                    "stereo: caller left, callee right"
+                }
+            );
+            0
+        }
+        Err(e) => crate::fail(format!("call {}: {e}", w.call_id)),
+    }
 }
 
 #[derive(Args)]
@@ -209,6 +272,7 @@ pub fn run(a: CallsArgs) -> i32 {
             };
             search(&s.db, &q, s.json)
         }
+        CallsCommand::Wav(w) => wav(w),
         CallsCommand::Show(s) => {
             let q = Query {
                 call_id: Some(s.call_id.clone()),

@@ -47,6 +47,16 @@ pub struct VoipArgs {
     /// RTP streams held at once.
     #[arg(long, default_value_t = 400_000, value_name = "N")]
     pub max_streams: usize,
+    /// Keep the RTP of every call in this folder, for `calls wav`.
+    #[arg(long, value_name = "DIR")]
+    pub rtp_dir: Option<PathBuf>,
+    /// With --rtp-dir: at most this many MiB of RTP per call.
+    #[arg(long, value_name = "MIB", default_value_t = 64, requires = "rtp_dir")]
+    pub rtp_max_mib: u64,
+    /// With --rtp-dir: first remove the calls kept longer than this many
+    /// days (by file time).
+    #[arg(long, value_name = "DAYS", requires = "rtp_dir")]
+    pub rtp_keep_days: Option<f64>,
     /// Print nothing but errors.
     #[arg(short, long)]
     pub quiet: bool,
@@ -72,8 +82,22 @@ pub fn run(a: VoipArgs) -> i32 {
         call_timeout_ns: (a.call_timeout.max(0.0) * 1e9) as u64,
         max_calls: a.max_calls,
         max_streams: a.max_streams,
+        audio: a
+            .rtp_dir
+            .clone()
+            .map(|d| (d, a.rtp_max_mib.saturating_mul(1 << 20))),
         ..TrackerConfig::default()
     };
+    if let (Some(dir), Some(days)) = (&a.rtp_dir, a.rtp_keep_days) {
+        let age = std::time::Duration::from_secs_f64(days.max(0.0) * 86_400.0);
+        let n = earlybird::voip::audio::Archive::prune(dir, age);
+        if n > 0 && !a.quiet {
+            eprintln!(
+                "earlybird: removed {n} calls older than {days} days from {}",
+                dir.display()
+            );
+        }
+    }
     #[cfg(any(feature = "sqlite", feature = "postgres"))]
     let mut db = match a.db.as_deref().map(earlybird::voip::store::CallStore::open) {
         Some(Ok(s)) => Some(s),
@@ -178,6 +202,13 @@ pub fn run(a: VoipArgs) -> i32 {
             c.tcp_dropped + s.tcp_not_followed,
             c.tcp_dropped_bytes
         );
+        if a.rtp_dir.is_some() {
+            let r = &s.audio;
+            println!(
+                "rtp kept: {} packets; not kept: {} over the size bound, {} write errors",
+                r.packets, r.over_size, r.errors
+            );
+        }
         let f = &c.defrag;
         println!(
             "ip fragments: {} taken, {} datagrams reassembled, {} timed out, {} dropped",

@@ -6,9 +6,13 @@
 //!   gives the keys scripts rely on, `calls show` finds a call by Call-ID;
 //! - running twice adds to the database (a probe appends);
 //! - a corrupt capture among the inputs is reported by name and offset,
-//!   and the calls before it are kept.
+//!   and the calls before it are kept;
+//! - `voip --rtp-dir` and `calls wav`: the WAV of a generated G.711 call
+//!   holds the tones that were sent (1 kHz from the caller, 500 Hz from
+//!   the callee), as sox measures them.
 //!
-//! Needs the corpus (`../shared/corpus`; SKIPPED without it).
+//! Needs the corpus (`../shared/corpus`; SKIPPED without it) and sox for
+//! the WAV test (a failure under CI when missing).
 
 mod common;
 
@@ -194,4 +198,106 @@ fn a_corrupt_capture_is_named_and_the_calls_before_it_kept() {
     ]);
     assert_eq!(code, 1, "{e}");
     assert!(e.contains("missing.pcap"), "{e}");
+}
+
+fn sox_freq(wav: &std::path::Path, channel: &str) -> f64 {
+    let o = Command::new("sox")
+        .arg(wav)
+        .args(["-n", "remix", channel, "stat"])
+        .output()
+        .expect("sox");
+    let text = String::from_utf8_lossy(&o.stderr).to_string();
+    text.lines()
+        .find(|l| l.starts_with("Rough   frequency:"))
+        .and_then(|l| l.split(':').nth(1))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("sox stat: {text}"))
+}
+
+#[test]
+fn a_call_comes_back_as_audio() {
+    if Command::new("sox").arg("--version").output().is_err() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "sox is required under CI"
+        );
+        eprintln!("SKIPPED: sox not installed");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let p = |n: &str| tmp.path().join(n).display().to_string();
+    let (code, _, e) = eb(&[
+        "gen",
+        "voip",
+        "--calls",
+        "2",
+        "--rate",
+        "1",
+        "--duration",
+        "4",
+        "--loss",
+        "0.02",
+        "-o",
+        &p("calls.pcap"),
+    ]);
+    assert_eq!(code, 0, "{e}");
+    let (code, o, e) = eb(&[
+        "voip",
+        &p("calls.pcap"),
+        "--db",
+        &p("calls.sqlite"),
+        "--rtp-dir",
+        &p("rtp"),
+    ]);
+    assert_eq!(code, 0, "{o}\n{e}");
+    assert!(o.contains("rtp kept: "), "{o}");
+    let (code, o, e) = eb(&[
+        "calls",
+        "wav",
+        "gen-1-1@earlybird",
+        "--db",
+        &p("calls.sqlite"),
+        "--rtp-dir",
+        &p("rtp"),
+        "-o",
+        &p("call.wav"),
+    ]);
+    assert_eq!(code, 0, "{o}\n{e}");
+    let wav = tmp.path().join("call.wav");
+    let (left, right) = (sox_freq(&wav, "1"), sox_freq(&wav, "2"));
+    assert!((left - 1000.0).abs() < 50.0, "caller: {left} Hz");
+    assert!((right - 500.0).abs() < 25.0, "callee: {right} Hz");
+    let (code, _, e) = eb(&[
+        "calls",
+        "wav",
+        "gen-1-0@earlybird",
+        "--db",
+        &p("calls.sqlite"),
+        "--rtp-dir",
+        &p("rtp"),
+        "-o",
+        &p("mono.wav"),
+        "--mono",
+    ]);
+    assert_eq!(code, 0, "{e}");
+    let soxi = Command::new("soxi")
+        .args(["-c"])
+        .arg(p("mono.wav"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&soxi.stdout).trim(), "1");
+    // A call whose RTP was not kept is an error naming it.
+    let (code, _, e) = eb(&[
+        "calls",
+        "wav",
+        "gen-1-0@earlybird",
+        "--db",
+        &p("calls.sqlite"),
+        "--rtp-dir",
+        &p("none"),
+        "-o",
+        &p("x.wav"),
+    ]);
+    assert_eq!(code, 1);
+    assert!(e.contains("gen-1-0@earlybird"), "{e}");
 }

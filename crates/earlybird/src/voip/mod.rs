@@ -11,6 +11,7 @@
 //! nothing of flows or calls; the call tracking built on them reads the
 //! payloads the shards give and keeps its own state.
 
+pub mod audio;
 pub mod defrag;
 pub mod mos;
 pub mod record;

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::audio::{Archive, ArchiveCounters};
 use super::record::{CallRecord, StreamRecord};
 use super::tap::{extract, SipConnections};
 use super::tracker::{Tracker, TrackerConfig, TrackerCounters};
@@ -48,6 +49,8 @@ pub struct VoipSummary {
     pub warnings: Vec<String>,
     /// Most calls held at once.
     pub peak_calls: usize,
+    /// What the RTP archive counted (`--rtp-dir`).
+    pub audio: ArchiveCounters,
 }
 
 type Batch = (Vec<CallRecord>, Vec<StreamRecord>);
@@ -98,13 +101,18 @@ struct Feed {
 }
 
 impl Feed {
-    fn new(cfg: TrackerConfig) -> Feed {
-        Feed {
-            t: Tracker::new(cfg),
+    fn new(cfg: TrackerConfig) -> Result<Feed> {
+        let audio = cfg.audio.clone();
+        let mut t = Tracker::new(cfg);
+        if let Some((dir, max)) = audio {
+            t.keep_audio(Archive::new(&dir, max)?);
+        }
+        Ok(Feed {
+            t,
             conns: SipConnections::new(65_536),
             d: Decoded::default(),
             sum: VoipSummary::default(),
-        }
+        })
     }
 
     /// The packets of one batch (`data`: the bytes their offsets point to).
@@ -133,6 +141,7 @@ impl Feed {
             send(&mut self.t, tx, true);
         }
         self.sum.counters = self.t.counters;
+        self.sum.audio = self.t.archive_counters();
         self.sum.tcp_not_followed = self.conns.dropped;
         self.sum
     }
@@ -144,7 +153,7 @@ fn read_all(
     stop: &AtomicBool,
     tx: &crossbeam_channel::Sender<Batch>,
 ) -> Result<VoipSummary> {
-    let mut feed = Feed::new(cfg);
+    let mut feed = Feed::new(cfg)?;
     let mut refs = Vec::new();
     let mut open = true;
     'files: for path in files {
@@ -181,11 +190,11 @@ pub fn track_live(
     let mut lc = live.clone();
     lc.snaplen = 65_535;
     let mut ring = Ring::open(&lc, None)?;
+    let mut feed = Feed::new(cfg)?;
     let (tx, rx) = crossbeam_channel::bounded::<Batch>(16);
     std::thread::scope(|s| {
         let writer = s.spawn(move || writer_loop(rx, &mut write));
         let deadline = duration.map(|d| Instant::now() + d);
-        let mut feed = Feed::new(cfg);
         let mut refs = Vec::new();
         let mut open = true;
         while open && !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {

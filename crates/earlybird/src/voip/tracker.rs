@@ -38,6 +38,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
+use super::audio::{Archive, ArchiveCounters};
 use super::defrag::{DatagramKey, Defrag, DefragCounters};
 use super::record::{CallRecord, Dtmf, EndCause, StreamRecord};
 use super::rtp::{is_rtcp_type, looks_like_rtp, rtcp_reports, DtmfEvent, Rtp};
@@ -122,6 +123,9 @@ pub struct TrackerConfig {
     /// A datagram not reassembled this long after its first fragment is
     /// dropped (ns).
     pub fragment_timeout_ns: u64,
+    /// Keep the RTP of calls in this folder, at most this many bytes per
+    /// call (`audio::Archive`); `None`: keep nothing.
+    pub audio: Option<(std::path::PathBuf, u64)>,
 }
 
 impl Default for TrackerConfig {
@@ -138,6 +142,7 @@ impl Default for TrackerConfig {
             max_dtmf: 256,
             max_fragments: 4096,
             fragment_timeout_ns: 30_000_000_000,
+            audio: None,
         }
     }
 }
@@ -255,6 +260,7 @@ pub struct Tracker {
     tcp: HashMap<Dir, Conn>,
     last_tcp_sweep: u64,
     defrag: Defrag,
+    archive: Option<Archive>,
     /// What was counted.
     pub counters: TrackerCounters,
     /// Calls ended since the caller last took them.
@@ -288,10 +294,24 @@ impl Tracker {
             tcp: HashMap::new(),
             last_tcp_sweep: 0,
             defrag: Defrag::new(cfg.max_fragments, cfg.fragment_timeout_ns),
+            archive: None,
             counters: TrackerCounters::default(),
             calls_out: Vec::new(),
             streams_out: Vec::new(),
         }
+    }
+
+    /// Keeps the RTP of calls in `archive` (`TrackerConfig::audio`).
+    pub fn keep_audio(&mut self, archive: Archive) {
+        self.archive = Some(archive);
+    }
+
+    /// What the RTP archive counted (zeros without one).
+    pub fn archive_counters(&self) -> ArchiveCounters {
+        self.archive
+            .as_ref()
+            .map(|a| a.counters)
+            .unwrap_or_default()
     }
 
     /// Calls held now.
@@ -387,6 +407,9 @@ impl Tracker {
         }
         self.call_timers.clear();
         self.stream_timers.clear();
+        if let Some(a) = self.archive.as_mut() {
+            a.finish();
+        }
         self.drop_tcp_all();
     }
 
@@ -786,6 +809,21 @@ impl Tracker {
         if !c.ended {
             c.deadline = c.last_ns + timeout;
         }
+        if let Some(a) = self.archive.as_mut() {
+            let end = (r.payload_offset + r.payload_len).min(b.len());
+            let payload = b.get(r.payload_offset..end).unwrap_or(&[]);
+            a.append(
+                c.rec.invite_ns,
+                &c.rec.call_id,
+                party.name(),
+                r.ssrc,
+                p.ts,
+                r.ts,
+                r.seq,
+                r.pt,
+                payload,
+            );
+        }
         let is_event = c
             .pts
             .iter()
@@ -990,6 +1028,9 @@ impl Tracker {
             if let Some(s) = self.streams.remove(key) {
                 c.rec.streams.push(self.stream_record(key, &s));
             }
+        }
+        if let Some(a) = self.archive.as_mut() {
+            a.close_call(c.rec.invite_ns, &c.rec.call_id);
         }
         self.calls_out.push(c.rec);
     }
