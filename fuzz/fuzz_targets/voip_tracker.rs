@@ -58,7 +58,7 @@ fuzz_target!(|data: &[u8]| {
                 more: h[0] & 1 == 1,
                 version: 4,
             }),
-            payload: payload.to_vec(),
+            payload,
         };
         t.packet(&p);
         assert!(t.open_calls() <= 4 && t.open_streams() <= 8);

@@ -10,7 +10,8 @@
 //!   [`MAX_MISORDER`] behind is taken as a restart of the sequence);
 //! - expected packets (`extended highest − first + 1`) and lost packets
 //!   (`expected − received`, negative when duplicates outnumber losses);
-//! - duplicates (a sequence number seen among the last 1,024) and
+//! - duplicates (a sequence number seen among the last 128, beyond the
+//!   100 a late packet may trail by) and
 //!   reordered packets (older than the highest so far, not duplicates);
 //! - interarrival jitter per RFC 3550 §6.4.1, `J += (|D| − J) / 16` with
 //!   `D` the difference between the arrival spacing and the RTP timestamp
@@ -32,7 +33,7 @@ pub const MAX_DROPOUT: u16 = 3000;
 /// A sequence number this far behind the highest is a restart.
 pub const MAX_MISORDER: u16 = 100;
 /// Sequence numbers remembered for duplicate detection.
-const WINDOW: usize = 1024;
+const WINDOW: usize = 128;
 
 /// The figures of one stream (see the module docs).
 #[derive(Debug, Clone)]

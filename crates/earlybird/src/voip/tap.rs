@@ -22,7 +22,12 @@ use crate::decode::{decode, map_v4, Decoded, Skip};
 
 /// The datagram or segment of `frame` for the tracker (see the module
 /// docs); `d` is scratch space for the decoder.
-pub fn extract(ts: u64, link: LinkType, frame: &[u8], d: &mut Decoded) -> Option<VoipPacket> {
+pub fn extract<'a>(
+    ts: u64,
+    link: LinkType,
+    frame: &'a [u8],
+    d: &mut Decoded,
+) -> Option<VoipPacket<'a>> {
     match decode(link, frame, d) {
         Ok(()) if d.first_fragment && d.proto == 17 => return fragment(ts, frame, d, true),
         Ok(()) => {}
@@ -57,13 +62,13 @@ pub fn extract(ts: u64, link: LinkType, frame: &[u8], d: &mut Decoded) -> Option
         dport: d.dport,
         tcp,
         frag: None,
-        payload: payload.to_vec(),
+        payload,
     })
 }
 
 /// A fragment of a UDP datagram (`first`: the one with the ports), its
 /// IP header at `d.ip_offset`.
-fn fragment(ts: u64, frame: &[u8], d: &Decoded, first: bool) -> Option<VoipPacket> {
+fn fragment<'a>(ts: u64, frame: &'a [u8], d: &Decoded, first: bool) -> Option<VoipPacket<'a>> {
     let off = d.ip_offset as usize;
     let ip = frame.get(off..)?;
     let (src, dst, ident, offset, more, proto, start, end) = if d.ip_version == 4 {
@@ -108,7 +113,7 @@ fn fragment(ts: u64, frame: &[u8], d: &Decoded, first: bool) -> Option<VoipPacke
             more,
             version: d.ip_version,
         }),
-        payload: payload.to_vec(),
+        payload,
     })
 }
 
@@ -147,7 +152,7 @@ impl SipConnections {
     /// Whether TCP segment `p` belongs to a SIP connection: it does when
     /// its connection was seen with SIP before or its payload starts like
     /// SIP. A FIN or RST forgets the connection (after this segment).
-    pub fn wants(&mut self, p: &VoipPacket) -> bool {
+    pub fn wants(&mut self, p: &VoipPacket<'_>) -> bool {
         let key = if (p.src, p.sport) <= (p.dst, p.dport) {
             (p.src, p.sport, p.dst, p.dport)
         } else {
@@ -162,7 +167,7 @@ impl SipConnections {
         if known {
             return true;
         }
-        if !looks_like_sip(&p.payload) {
+        if !looks_like_sip(p.payload) {
             return false;
         }
         if self.set.len() >= self.max {

@@ -36,7 +36,10 @@
 //!   ([`TrackerCounters`]), as are bytes the reassembly drops.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::audio::{Archive, ArchiveCounters};
 use super::defrag::{DatagramKey, Defrag, DefragCounters};
@@ -74,8 +77,8 @@ pub struct Fragment {
 }
 
 /// One UDP datagram or TCP segment for the tracker.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VoipPacket {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VoipPacket<'a> {
     /// Capture time, Unix ns.
     pub ts: u64,
     /// Source address.
@@ -93,8 +96,8 @@ pub struct VoipPacket {
     /// UDP header) and the ports are those of the first fragment (0 in
     /// the others).
     pub frag: Option<Fragment>,
-    /// The transport payload as captured.
-    pub payload: Vec<u8>,
+    /// The transport payload as captured (a view into the frame).
+    pub payload: &'a [u8],
 }
 
 /// Sizes and timeouts (see the module docs).
@@ -208,7 +211,8 @@ impl Party {
     }
 }
 
-type CallId = Box<[u8]>;
+/// A Call-ID, shared by the tables (a clone is a reference count).
+type CallId = Arc<[u8]>;
 type StreamKey = (Addr, u16, Addr, u16, u32);
 type Dir = (Addr, u16, Addr, u16);
 
@@ -286,12 +290,12 @@ impl Tracker {
         Tracker {
             cfg: cfg.clone(),
             now: 0,
-            calls: HashMap::new(),
+            calls: HashMap::default(),
             call_timers: BinaryHeap::new(),
-            media: HashMap::new(),
-            streams: HashMap::new(),
+            media: HashMap::default(),
+            streams: HashMap::default(),
             stream_timers: BinaryHeap::new(),
-            tcp: HashMap::new(),
+            tcp: HashMap::default(),
             last_tcp_sweep: 0,
             defrag: Defrag::new(cfg.max_fragments, cfg.fragment_timeout_ns),
             archive: None,
@@ -334,7 +338,7 @@ impl Tracker {
     }
 
     /// Takes one packet (see the module docs).
-    pub fn packet(&mut self, p: &VoipPacket) {
+    pub fn packet(&mut self, p: &VoipPacket<'_>) {
         if p.ts > self.now {
             self.now = p.ts;
             self.expire();
@@ -346,8 +350,8 @@ impl Tracker {
         match p.tcp {
             Some(t) => self.tcp_segment(p, t),
             None => {
-                if sip::looks_like_sip(&p.payload) {
-                    match sip::parse(&p.payload, Framing::Datagram) {
+                if sip::looks_like_sip(p.payload) {
+                    match sip::parse(p.payload, Framing::Datagram) {
                         Ok(m) => self.sip(&m, p, "UDP"),
                         Err(_) => self.counters.sip_errors += 1,
                     }
@@ -359,7 +363,7 @@ impl Tracker {
     }
 
     /// A fragment of a UDP datagram: the datagram once it is whole.
-    fn fragment(&mut self, p: &VoipPacket, f: Fragment) {
+    fn fragment(&mut self, p: &VoipPacket<'_>, f: Fragment) {
         let key = DatagramKey {
             src: p.src,
             dst: p.dst,
@@ -369,7 +373,7 @@ impl Tracker {
         };
         let whole = self
             .defrag
-            .fragment(p.ts, key, f.offset as usize, f.more, &p.payload);
+            .fragment(p.ts, key, f.offset as usize, f.more, p.payload);
         self.counters.defrag = self.defrag.counters;
         let Some(whole) = whole else { return };
         let Some(h) = whole.get(..8) else { return };
@@ -382,7 +386,7 @@ impl Tracker {
             dport: u16::from_be_bytes([h[2], h[3]]),
             tcp: None,
             frag: None,
-            payload: whole[8..len].to_vec(),
+            payload: &whole[8..len],
         };
         self.packet(&inner);
     }
@@ -413,7 +417,7 @@ impl Tracker {
         self.drop_tcp_all();
     }
 
-    fn tcp_segment(&mut self, p: &VoipPacket, t: Tcp) {
+    fn tcp_segment(&mut self, p: &VoipPacket<'_>, t: Tcp) {
         let dir = (p.src, p.sport, p.dst, p.dport);
         let closing = t.flags & 0x05 != 0;
         if !self.tcp.contains_key(&dir) {
@@ -440,7 +444,7 @@ impl Tracker {
             return;
         };
         conn.last_ns = p.ts;
-        conn.r.segment(t.seq, t.flags & 0x02 != 0, &p.payload);
+        conn.r.segment(t.seq, t.flags & 0x02 != 0, p.payload);
         loop {
             // Keep-alives (RFC 5626: CRLF) between messages.
             let skip = conn
@@ -531,7 +535,7 @@ impl Tracker {
     }
 
     /// Takes one SIP message of a call.
-    fn sip(&mut self, m: &Message<'_>, p: &VoipPacket, transport: &'static str) {
+    fn sip(&mut self, m: &Message<'_>, p: &VoipPacket<'_>, transport: &'static str) {
         self.counters.sip_messages += 1;
         let Some(id) = m.call_id() else { return };
         let status = m.status();
@@ -593,7 +597,11 @@ impl Tracker {
             };
             self.calls.insert(id.into(), call);
         }
-        let key: CallId = id.into();
+        // The table's own Arc, shared from here on.
+        let Some((key, _)) = self.calls.get_key_value(id) else {
+            return;
+        };
+        let key = key.clone();
         let (linger, timeout) = (self.cfg.linger_ns, self.cfg.call_timeout_ns);
         let Some(c) = self.calls.get_mut(id) else {
             return;
@@ -710,7 +718,7 @@ impl Tracker {
 
     /// The call a media packet from `src:sport` to `dst:dport` belongs to,
     /// and who sends it.
-    fn media_owner(&self, p: &VoipPacket) -> Option<(CallId, Party)> {
+    fn media_owner(&self, p: &VoipPacket<'_>) -> Option<(CallId, Party)> {
         let dst = self.media.get(&(p.dst, p.dport));
         let src = self.media.get(&(p.src, p.sport));
         // The destination's announcement first, unless it is shared by
@@ -723,8 +731,8 @@ impl Tracker {
         }
     }
 
-    fn media_packet(&mut self, p: &VoipPacket) {
-        let b = &p.payload;
+    fn media_packet(&mut self, p: &VoipPacket<'_>) {
+        let b = p.payload;
         if is_rtcp_type(b[1]) {
             let Some((id, _)) = self.media_owner(p) else {
                 return;
@@ -853,7 +861,7 @@ impl Tracker {
 
     /// Joins a stream that started before its SDP was seen to the call
     /// that announced its address since.
-    fn attach(&mut self, key: &StreamKey, p: &VoipPacket) {
+    fn attach(&mut self, key: &StreamKey, p: &VoipPacket<'_>) {
         let Some(owner) = self.media_owner(p) else {
             return;
         };
