@@ -223,6 +223,14 @@ pub struct FlowsArgs {
     /// `[media] config = "FILE"`.
     #[arg(long, value_name = "FILE")]
     media_config: Option<PathBuf>,
+    /// Batch-timestamp correction of capture files: runs of packets with
+    /// the same timestamp (engines that stamp a whole batch) get times
+    /// spread over the gap since the previous stamp, uniformly (udts) or by
+    /// packet size (wdts); off (default) keeps the stamps. Needs one shard.
+    /// A file whose first packets mostly share stamps is warned about
+    /// whatever this is.
+    #[arg(long, value_name = "MODE", default_value = "off", value_parser = ["off", "udts", "wdts"])]
+    timestamps: String,
     /// Flow hash for the flow-table index: fold (default: the symmetric
     /// multiply-fold hash that also picks the shard, one hash per packet) or
     /// toeplitz (RSS Toeplitz with the symmetric 0x6d5a key). Shards are
@@ -483,6 +491,10 @@ pub fn run(a: FlowsArgs) -> i32 {
         },
         write: a.write.clone(),
         mark: a.mark.clone(),
+        timestamps: match earlybird::Timestamps::parse(&a.timestamps) {
+            Ok(t) => t,
+            Err(e) => return crate::fail(e),
+        },
         dump: match dump_config(&a) {
             Ok(d) => d,
             Err(e) => return crate::fail(e),
