@@ -12,9 +12,11 @@ use std::path::Path;
 
 use earlybird::{CaptureFile, CollectedFlow, ModelRef, RunOptions, Timestamps};
 
-/// Classic little-endian microsecond pcap: header and records
-/// (ts in µs, record header tail, data).
-fn records(path: &Path) -> (Vec<u8>, Vec<(u64, [u8; 8], Vec<u8>)>) {
+/// One pcap record: timestamp (µs), the record header's lengths, data.
+type Record = (u64, [u8; 8], Vec<u8>);
+
+/// Classic little-endian microsecond pcap: header and records.
+fn records(path: &Path) -> (Vec<u8>, Vec<Record>) {
     let b = std::fs::read(path).unwrap();
     assert_eq!(&b[..4], &[0xd4, 0xc3, 0xb2, 0xa1], "{}", path.display());
     let mut out = Vec::new();
@@ -32,7 +34,7 @@ fn records(path: &Path) -> (Vec<u8>, Vec<(u64, [u8; 8], Vec<u8>)>) {
 
 /// Writes the packets of `recs` as a nanosecond pcap, packet i stamped
 /// `ts[i]` ns.
-fn write(head: &[u8], recs: &[(u64, [u8; 8], Vec<u8>)], ts: &[u64], to: &Path) {
+fn write(head: &[u8], recs: &[Record], ts: &[u64], to: &Path) {
     let mut out = head.to_vec();
     out[..4].copy_from_slice(&[0x4d, 0x3c, 0xb2, 0xa1]);
     for ((_, tail, data), t) in recs.iter().zip(ts) {

@@ -150,7 +150,7 @@ impl MediaConfig {
                 return Err(format!("media kind {name} tests nothing"));
             }
             for iv in k.size.iter().chain(&k.bitrate_kbps) {
-                if !(iv[0] <= iv[1]) {
+                if iv[0].is_nan() || iv[1].is_nan() || iv[0] > iv[1] {
                     return Err(format!("media kind {name}: bad interval {iv:?}"));
                 }
             }
