@@ -103,8 +103,15 @@ pub(super) fn shard_loop(
             stride.reached(reader.position());
             let end = reader.next_batch(&mut refs, batch) == 0;
             retime.batch(&mut refs, end);
+            let held = !retime.ready().is_empty();
+            if held {
+                // A run of equal stamps held back from the batch before.
+                shard.batch(data, retime.ready());
+            }
             if !refs.is_empty() {
                 shard.batch(data, &refs);
+            }
+            if held || !refs.is_empty() {
                 after_batch(shard, sink, ctl, done_bytes + reader.position());
             }
             if end {

@@ -13,9 +13,11 @@
 //!   Runs are not spread across files.
 //! - A run's end is known only when a packet with another stamp (or the
 //!   end of the file) is read: [`Retimer::batch`] holds the trailing run of
-//!   a batch back and puts it in front of the next batch (the packets stay
-//!   in input order; the refs point into the file's bytes, which live for
-//!   the whole file). A run longer than [`MAX_RUN`] packets is cut there.
+//!   a batch back and hands it out before the next batch, once complete
+//!   ([`Retimer::ready`]; the packets stay in input order, the batch itself
+//!   is not copied, and the refs point into the file's bytes, which live
+//!   for the whole file). A run longer than [`MAX_RUN`] packets is cut
+//!   there.
 //! - Detection: of the first [`SNIFF`] packets of each file (at least 64),
 //!   the share stamped the same as the packet before;
 //!   [`Retimer::batch_stamped`] is true above [`BATCH_STAMPED_SHARE`]. The
@@ -75,6 +77,8 @@ pub(crate) struct Retimer {
     mode: Timestamps,
     /// The trailing run of the last batch, held back.
     carry: Vec<PacketRef>,
+    /// A held-back run completed by the last batch, to process before it.
+    ready: Vec<PacketRef>,
     /// Stamp of the last run spread (or passed) in this file.
     prev: Option<Nanos>,
     /// Detection in this file: packets examined, stamped as the one before,
@@ -99,6 +103,7 @@ impl Retimer {
     pub(crate) fn start_file(&mut self) {
         debug_assert!(self.carry.is_empty());
         self.carry.clear();
+        self.ready.clear();
         self.prev = None;
         self.looked = 0;
         self.shared = 0;
@@ -123,7 +128,9 @@ impl Retimer {
     /// The batch `refs` was just read (`end`: the file has no more
     /// packets; `refs` is then empty or its last packets). Examines it for
     /// detection and, unless the mode is off, corrects the stamps of the
-    /// runs it completes; `refs` becomes the packets to process now.
+    /// runs it completes. The packets to process now are then
+    /// [`Retimer::ready`] (the run held back from the batch before, now
+    /// complete) followed by `refs`; the batch is not copied.
     #[inline]
     pub(crate) fn batch(&mut self, refs: &mut Vec<PacketRef>, end: bool) {
         if self.looked < SNIFF {
@@ -132,18 +139,36 @@ impl Retimer {
         if self.mode == Timestamps::Off {
             return;
         }
-        if !self.carry.is_empty() {
-            self.carry.append(refs);
-            std::mem::swap(&mut self.carry, refs);
+        self.ready.clear();
+        let mut from = 0;
+        if let Some(first) = self.carry.first() {
+            // The held-back run goes on to the first packet of another
+            // stamp in this batch.
+            let t = first.ts;
+            let k = refs.iter().position(|p| p.ts != t).unwrap_or(refs.len());
+            if k == refs.len() && !end && self.carry.len() + k < MAX_RUN {
+                self.carry.append(refs);
+                return;
+            }
+            let (a, b) = (&mut self.carry[..], &mut refs[..k]);
+            if let (Some(prev), true) = (self.prev, a.len() + b.len() > 1) {
+                if t > prev {
+                    self.retimed += (a.len() + b.len()) as u64 - 1;
+                    spread_run(self.mode, prev, t, a, b);
+                }
+            }
+            self.prev = Some(t);
+            std::mem::swap(&mut self.carry, &mut self.ready);
+            from = k;
         }
-        if refs.is_empty() {
-            return;
-        }
-        let keep = if end {
+        let keep = if end || from == refs.len() {
             refs.len()
         } else {
             let t = refs[refs.len() - 1].ts;
-            let start = refs.iter().rposition(|p| p.ts != t).map_or(0, |i| i + 1);
+            let start = refs[from..]
+                .iter()
+                .rposition(|p| p.ts != t)
+                .map_or(from, |i| from + i + 1);
             if refs.len() - start >= MAX_RUN {
                 refs.len()
             } else {
@@ -152,7 +177,13 @@ impl Retimer {
         };
         self.carry.extend_from_slice(&refs[keep..]);
         refs.truncate(keep);
-        self.spread(refs);
+        self.spread(&mut refs[from..]);
+    }
+
+    /// The packets to process before the batch (see [`Retimer::batch`]).
+    #[inline]
+    pub(crate) fn ready(&self) -> &[PacketRef] {
+        &self.ready
     }
 
     fn sniff(&mut self, refs: &[PacketRef]) {
@@ -178,7 +209,7 @@ impl Retimer {
             if let (Some(prev), true) = (self.prev, run.len() > 1) {
                 if t > prev {
                     self.retimed += run.len() as u64 - 1;
-                    spread_run(self.mode, prev, t, run);
+                    spread_run(self.mode, prev, t, run, &mut []);
                 }
             }
             self.prev = Some(t);
@@ -187,22 +218,32 @@ impl Retimer {
     }
 }
 
-/// Gives the packets of one run stamped `t`, after a run stamped `prev`
-/// (< `t`), their times by `mode` (Eq. 4.1 or 4.2).
-pub(crate) fn spread_run(mode: Timestamps, prev: Nanos, t: Nanos, run: &mut [PacketRef]) {
+/// Gives the packets of one run stamped `t` (`a` then `b`), after a run
+/// stamped `prev` (< `t`), their times by `mode` (Eq. 4.1 or 4.2).
+pub(crate) fn spread_run(
+    mode: Timestamps,
+    prev: Nanos,
+    t: Nanos,
+    a: &mut [PacketRef],
+    b: &mut [PacketRef],
+) {
     let gap = u128::from(t - prev);
-    let n = run.len() as u128;
+    let n = (a.len() + b.len()) as u128;
     match mode {
         Timestamps::Off => {}
         Timestamps::Udts => {
-            for (i, p) in run.iter_mut().enumerate() {
+            for (i, p) in a.iter_mut().chain(b.iter_mut()).enumerate() {
                 p.ts = prev + (gap * (i as u128 + 1) / n) as Nanos;
             }
         }
         Timestamps::Wdts => {
-            let total: u128 = run.iter().map(|p| u128::from(p.orig_len.max(1))).sum();
+            let total: u128 = a
+                .iter()
+                .chain(b.iter())
+                .map(|p| u128::from(p.orig_len.max(1)))
+                .sum();
             let mut sum = 0u128;
-            for p in run.iter_mut() {
+            for p in a.iter_mut().chain(b.iter_mut()) {
                 sum += u128::from(p.orig_len.max(1));
                 p.ts = prev + (gap * sum / total) as Nanos;
             }
@@ -279,6 +320,7 @@ mod tests {
         ] {
             let mut b = chunk.to_vec();
             rt.batch(&mut b, end);
+            out.extend_from_slice(rt.ready());
             out.extend(b);
         }
         assert_eq!(
