@@ -213,9 +213,24 @@ pub struct FlowsArgs {
     /// Per-flow analyzer to run (repeat, or comma-separate several); each
     /// adds its fields after the record's own (docs/RECORD_FIELDS.md).
     /// "payload": transport payload packets and bytes per direction, and
-    /// the first 16 payload bytes of each direction in hex.
+    /// the first 16 payload bytes of each direction in hex. "media": audio,
+    /// video or file transfer of UDP flows from packet sizes and
+    /// inter-arrivals (docs/MEDIA.md).
     #[arg(long = "analyzer", value_name = "NAME", value_delimiter = ',')]
     analyzers: Vec<String>,
+    /// TOML file of the media analyzer's intervals and thresholds
+    /// (docs/MEDIA.md; default: thesis Table 6.2). In a --config file:
+    /// `[media] config = "FILE"`.
+    #[arg(long, value_name = "FILE")]
+    media_config: Option<PathBuf>,
+    /// Batch-timestamp correction of capture files: runs of packets with
+    /// the same timestamp (engines that stamp a whole batch) get times
+    /// spread over the gap since the previous stamp, uniformly (udts) or by
+    /// packet size (wdts); off (default) keeps the stamps. Needs one shard.
+    /// A file whose first packets mostly share stamps is warned about
+    /// whatever this is.
+    #[arg(long, value_name = "MODE", default_value = "off", value_parser = ["off", "udts", "wdts"])]
+    timestamps: String,
     /// Flow hash for the flow-table index: fold (default: the symmetric
     /// multiply-fold hash that also picks the shard, one hash per packet) or
     /// toeplitz (RSS Toeplitz with the symmetric 0x6d5a key). Shards are
@@ -441,6 +456,17 @@ pub fn run(a: FlowsArgs) -> i32 {
             max_flows: a.max_flows,
             full_stats: a.stats == "full",
             analyzers: a.analyzers.clone(),
+            media: match &a.media_config {
+                Some(p) => {
+                    let text =
+                        std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                    earlybird::analyze::media::MediaConfig::from_toml(
+                        &text,
+                        &p.display().to_string(),
+                    )?
+                }
+                None => Default::default(),
+            },
             hash: if a.hash == "toeplitz" {
                 earlybird::FlowHash::Toeplitz
             } else {
@@ -465,6 +491,10 @@ pub fn run(a: FlowsArgs) -> i32 {
         },
         write: a.write.clone(),
         mark: a.mark.clone(),
+        timestamps: match earlybird::Timestamps::parse(&a.timestamps) {
+            Ok(t) => t,
+            Err(e) => return crate::fail(e),
+        },
         dump: match dump_config(&a) {
             Ok(d) => d,
             Err(e) => return crate::fail(e),

@@ -395,7 +395,7 @@ fn an_analyzer_adds_its_fields_to_csv_and_json_lines() {
     let (code, _, err) = eb(&["flows", sample().to_str().unwrap(), "--analyzer", "nope"]);
     assert_eq!(code, 1);
     assert!(
-        err.contains("unknown analyzer \"nope\" (known: payload)"),
+        err.contains("unknown analyzer \"nope\" (known: payload, media)"),
         "{err}"
     );
 }

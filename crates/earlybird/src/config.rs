@@ -37,6 +37,9 @@ pub struct FlowConfig {
     /// Per-flow analyzers turned on, by name ([`crate::analyze::AVAILABLE`];
     /// `--analyzer`). Default none.
     pub analyzers: Vec<String>,
+    /// Intervals and thresholds of the `media` analyzer. Default: thesis
+    /// Table 6.2 ([`crate::analyze::media::MediaConfig`]).
+    pub media: crate::analyze::media::MediaConfig,
 }
 
 /// Which hash indexes the flow table (shards are picked by
@@ -65,6 +68,7 @@ impl Default for FlowConfig {
             full_stats: true,
             hash: FlowHash::Fold,
             analyzers: Vec::new(),
+            media: Default::default(),
         }
     }
 }
@@ -92,6 +96,7 @@ impl FlowConfig {
             return Err(Error::Config("timeouts must be positive".into()));
         }
         crate::analyze::check_names(&self.analyzers).map_err(Error::Config)?;
+        self.media.check().map_err(Error::Config)?;
         Ok(())
     }
 }

@@ -152,6 +152,7 @@ pub use source::af_packet::LiveConfig;
 pub use source::fanout::Fanout;
 pub use source::inputs::{InputOrder, Inputs, SkipReason};
 pub use source::replay::{replay, ReplayOptions, ReplayReport};
+pub use source::retime::Timestamps;
 pub use source::{CaptureFile, CaptureReader, PacketRef, Warning, BATCH};
 pub use telemetry::alarms::{
     AlarmSpec, Direction as AlarmDirection, Method as AlarmMethod, ALARMS,

@@ -38,6 +38,7 @@
 //! Early features, full statistics and DSCP marking are not analyzers: see
 //! `docs/ARCHITECTURE.md`, "Per-flow analyzers", for why.
 
+pub mod media;
 #[cfg(feature = "ndpi")]
 pub mod ndpi;
 mod ndpi_fields;
@@ -107,6 +108,11 @@ pub trait Analyzer: Default + Send + 'static {
     const PAYLOAD: bool;
     /// Whether it reads [`PacketView::ip`] (implies the payload lookup).
     const IP: bool = false;
+    /// The analyzer for a run's configuration (analyzers with options read
+    /// them from it; the default ignores it).
+    fn configure(_cfg: &crate::config::FlowConfig) -> Self {
+        Self::default()
+    }
     /// Sees one packet of a flow (after the flow table accounted it).
     fn packet(&self, state: &mut Self::State, p: &PacketView<'_>) -> Action;
     /// The flow ended (called once, just before [`Self::record`]).
@@ -122,9 +128,9 @@ struct Slots<A: Analyzer> {
 }
 
 impl<A: Analyzer> Slots<A> {
-    fn new() -> Self {
+    fn new(cfg: &crate::config::FlowConfig) -> Self {
         Slots {
-            analyzer: A::default(),
+            analyzer: A::configure(cfg),
             states: Vec::new(),
         }
     }
@@ -206,13 +212,22 @@ macro_rules! registry {
 
         impl Active {
             /// The analyzers named (each known name at most once, any
-            /// order); [`check_names`]'s message when one is unknown.
+            /// order), with their default options; [`check_names`]'s
+            /// message when one is unknown.
             pub(crate) fn new(names: &[String]) -> Result<Active, String> {
+                Active::configured(names, &crate::config::FlowConfig::default())
+            }
+
+            /// As [`Active::new`], each analyzer configured from `cfg`.
+            pub(crate) fn configured(
+                names: &[String],
+                cfg: &crate::config::FlowConfig,
+            ) -> Result<Active, String> {
                 check_names(names)?;
                 let on = |name: &str| names.iter().any(|n| n == name);
                 let mut a = Active {
                     each: Each {
-                        $($(#[$attr])* $name: on(<$ty as Analyzer>::NAME).then(Slots::new),)*
+                        $($(#[$attr])* $name: on(<$ty as Analyzer>::NAME).then(|| Slots::new(cfg)),)*
                     },
                     payload: false,
                     ip: false,
@@ -289,6 +304,7 @@ macro_rules! registry {
 
 registry! {
     payload: payload::PayloadBytes,
+    media: media::Media,
     // nDPI's verdict per flow (libndpi; feature "ndpi").
     #[cfg(feature = "ndpi")]
     ndpi: ndpi::Ndpi,

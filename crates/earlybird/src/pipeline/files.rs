@@ -81,9 +81,11 @@ pub(super) fn shard_loop(
     batch: usize,
     ctl: &RunControl,
     spare: bool,
+    timestamps: crate::source::retime::Timestamps,
 ) -> Vec<Warning> {
     let mut warnings = Vec::new();
     let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
+    let mut retime = crate::source::retime::Retimer::new(timestamps);
     let mut done_bytes = 0u64;
     let mut k = 0;
     'files: while let Some(input) = files.get(k) {
@@ -93,17 +95,30 @@ pub(super) fn shard_loop(
         let mut reader = f.reader();
         let data = reader.data();
         let mut stride = f.stride(shard.id(), shard.shards(), !spare);
+        retime.start_file();
         loop {
             if ctl.stopping() {
                 break 'files;
             }
             stride.reached(reader.position());
-            if reader.next_batch(&mut refs, batch) == 0 {
+            let end = reader.next_batch(&mut refs, batch) == 0;
+            retime.batch(&mut refs, end);
+            let held = !retime.ready().is_empty();
+            if held {
+                // A run of equal stamps held back from the batch before.
+                shard.batch(data, retime.ready());
+            }
+            if !refs.is_empty() {
+                shard.batch(data, &refs);
+            }
+            if held || !refs.is_empty() {
+                after_batch(shard, sink, ctl, done_bytes + reader.position());
+            }
+            if end {
                 break;
             }
-            shard.batch(data, &refs);
-            after_batch(shard, sink, ctl, done_bytes + reader.position());
         }
+        retimed(shard, &input, &retime, timestamps, &mut warnings);
         file_done(shard, &input, &reader, &mut warnings);
         done_bytes += f.bytes().len() as u64;
     }
@@ -267,6 +282,37 @@ pub(super) fn shard_loop_shared(
         done_bytes += f.bytes().len() as u64;
     }
     warnings
+}
+
+/// After a file read by one shard: counts what the retimer found and warns
+/// about a batch-stamped file.
+fn retimed(
+    shard: &mut Shard,
+    input: &FileRef<'_>,
+    rt: &crate::source::retime::Retimer,
+    mode: crate::source::retime::Timestamps,
+    warnings: &mut Vec<Warning>,
+) {
+    shard.counters.ts_retimed = rt.retimed;
+    let (yes, share) = rt.batch_stamped();
+    // Off: runs as before, with no new warning (the several-shard path,
+    // which does not examine stamps, must report the same).
+    if !yes || input.continues() || mode == crate::source::retime::Timestamps::Off {
+        return;
+    }
+    shard.counters.ts_batch_stamped += 1;
+    let what = format!("its runs of equal stamps were spread with {}", mode.name());
+    warnings.push(Warning {
+        file: input.file().name().to_string(),
+        offset: Warning::NO_OFFSET,
+        message: format!(
+            "{}: {:.0} % of its first {} packets have the timestamp of the packet before: \
+             it looks batch-stamped; {what}",
+            input.file().name(),
+            share * 100.0,
+            rt.looked()
+        ),
+    });
 }
 
 /// Time domains named in a warning (the rest are counted in the summary).

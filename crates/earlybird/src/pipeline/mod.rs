@@ -95,6 +95,9 @@ pub struct RunOptions {
     pub export_policy: ExportPolicy,
     /// Packets per batch.
     pub batch: usize,
+    /// Batch-timestamp correction of capture files (`--timestamps`;
+    /// `source/retime.rs`). Default off; needs one shard.
+    pub timestamps: crate::source::retime::Timestamps,
     /// Write every packet read, in input order, to this classic pcap file
     /// (`-w`; capture files only).
     pub write: Option<PathBuf>,
@@ -150,6 +153,7 @@ impl Default for RunOptions {
             pin: false,
             export_policy: ExportPolicy::Block,
             batch: crate::source::BATCH,
+            timestamps: Default::default(),
             write: None,
             mark: None,
             classifier_threads: 1,
@@ -309,6 +313,13 @@ pub fn run_live(
     ctl: &RunControl,
 ) -> Result<Report> {
     check(opts)?;
+    if opts.timestamps != crate::source::retime::Timestamps::Off {
+        return Err(Error::Config(
+            "--timestamps corrects capture files; a live interface has the kernel's \
+             per-packet stamps"
+                .into(),
+        ));
+    }
     if opts.write.is_some() || opts.mark.is_some() {
         return Err(Error::Config(
             "writing packets to a pcap file (and DSCP marking) is for capture files; \
@@ -402,6 +413,13 @@ fn check(opts: &RunOptions) -> Result<()> {
         return Err(Error::Config(
             "shards must be ≥ 1 and the batch 1..=65535".into(),
         ));
+    }
+    if opts.timestamps != crate::source::retime::Timestamps::Off && opts.shards > 1 {
+        return Err(Error::Config(format!(
+            "--timestamps {} needs one shard: runs of equal stamps are spread in input order \
+             by the one reader of every batch",
+            opts.timestamps.name()
+        )));
     }
     if opts.forensics.is_some() && opts.alarms.is_empty() {
         return Err(Error::Config(

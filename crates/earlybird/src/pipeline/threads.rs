@@ -245,7 +245,15 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
     }
     let (files, batch) = (&st.files, opts.batch);
     let warnings = match st.input {
-        Input::Files(None) => files::shard_loop(&mut shard, &mut sink, files, batch, ctl, st.spare),
+        Input::Files(None) => files::shard_loop(
+            &mut shard,
+            &mut sink,
+            files,
+            batch,
+            ctl,
+            st.spare,
+            opts.timestamps,
+        ),
         Input::Files(Some(ends)) => {
             files::shard_loop_shared(&mut shard, &mut sink, files, batch, ctl, *ends, st.spare)
         }

@@ -25,6 +25,7 @@ pub mod pcapng;
 pub(crate) mod pcapng_writer;
 pub mod populate;
 pub mod replay;
+pub mod retime;
 pub mod stream;
 pub mod vanish;
 mod walk;

@@ -51,6 +51,11 @@ pub struct Counters {
     /// Inputs that started before the latest time seen and so began a new
     /// time domain (open flows ended first); counted by shard 0.
     pub time_domains: u64,
+    /// Inputs whose first packets look batch-stamped (most have the
+    /// timestamp of the packet before: `source/retime.rs`; one shard only).
+    pub ts_batch_stamped: u64,
+    /// Packets given a new time by `--timestamps udts|wdts`.
+    pub ts_retimed: u64,
 }
 
 impl Counters {
@@ -81,6 +86,8 @@ impl Counters {
         self.ts_backwards += o.ts_backwards;
         self.ts_max_back = self.ts_max_back.max(o.ts_max_back);
         self.time_domains += o.time_domains;
+        self.ts_batch_stamped += o.ts_batch_stamped;
+        self.ts_retimed += o.ts_retimed;
     }
 
     /// What grew since `base` (an earlier copy of the same counters): the

@@ -381,6 +381,23 @@ impl fmt::Display for Report {
                 if c.time_domains == 1 { "" } else { "s" },
             )?;
         }
+        if c.ts_retimed > 0 {
+            writeln!(
+                f,
+                "time: {} packets given a new time by --timestamps (runs of equal stamps spread)",
+                c.ts_retimed
+            )?;
+        }
+        if c.ts_batch_stamped > 0 {
+            writeln!(
+                f,
+                "time: {} input{} look{} batch-stamped (most packets have the timestamp of the \
+                 packet before)",
+                c.ts_batch_stamped,
+                if c.ts_batch_stamped == 1 { "" } else { "s" },
+                if c.ts_batch_stamped == 1 { "s" } else { "" },
+            )?;
+        }
         if c.ts_backwards > 0 {
             writeln!(
                 f,

@@ -1,0 +1,507 @@
+//! The `media` analyzer: real-time media detection from packet sizes and
+//! capture times alone (no payload), after the Skypeness detector of the
+//! thesis (Santiago del Río 2013, Ch. 6.4, Table 6.2).
+//!
+//! Contract:
+//! - Only UDP flows are examined; other flows get an empty verdict.
+//! - Each direction of a flow is cut into windows of [`MediaConfig::window`]
+//!   packets (10 by default). Per window: the mean IP length, the mean
+//!   inter-arrival between consecutive packets of that direction (the first
+//!   packet of a direction has none, so the first window averages one fewer)
+//!   and the bitrate `mean size × 8 / mean inter-arrival`.
+//! - Per media kind (audio, video, file transfer, in that order) and per
+//!   characteristic the kind tests, the share of the flow's windows (both
+//!   directions pooled) that pass: mean size in one of the kind's size
+//!   intervals; bitrate in one of its bitrate intervals; mean inter-arrival
+//!   within ± the kind's tolerance of the previous window's of the same
+//!   direction (this share is over the windows that have a previous one).
+//! - After each window, once the flow has at least
+//!   [`MediaConfig::min_packets`] packets and `min_packets / window`
+//!   windows, the first kind whose every share is strictly greater than its
+//!   threshold is the verdict. The verdict is then fixed (a real-time
+//!   decision: the analyzer does no more work for the flow) and the record
+//!   says the kind, the smallest of its shares at that moment and the
+//!   flow's packet index at which it was decided. A flow never decided has
+//!   an empty verdict, and its share and packet are null.
+//! - Intervals and thresholds come from [`MediaConfig`]: Table 6.2 by
+//!   default, or a TOML file ([`MediaConfig::from_toml`]). Pure arithmetic
+//!   on sizes and timestamps; never fails.
+
+use serde::Deserialize;
+
+use super::{Action, Analyzer, PacketView};
+use crate::schema::{Cells, Field, FieldType};
+use crate::time::Nanos;
+
+const UDP: u8 = 17;
+
+/// Tests of one media kind; a characteristic with no intervals (or no
+/// tolerance) is not tested.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KindConfig {
+    /// Mean IP length intervals, bytes, inclusive.
+    #[serde(default)]
+    pub size: Vec<[f64; 2]>,
+    /// Share of windows whose mean size must be in `size` (strictly more).
+    #[serde(default)]
+    pub size_share: f64,
+    /// Largest change of the mean inter-arrival from the previous window's,
+    /// milliseconds.
+    #[serde(default)]
+    pub iat_tolerance_ms: Option<f64>,
+    /// Share of windows whose mean inter-arrival must be stable.
+    #[serde(default)]
+    pub iat_share: f64,
+    /// Bitrate intervals, kbit/s, inclusive.
+    #[serde(default)]
+    pub bitrate_kbps: Vec<[f64; 2]>,
+    /// Share of windows whose bitrate must be in `bitrate_kbps`.
+    #[serde(default)]
+    pub bitrate_share: f64,
+}
+
+impl KindConfig {
+    fn tests(&self) -> bool {
+        !self.size.is_empty() || self.iat_tolerance_ms.is_some() || !self.bitrate_kbps.is_empty()
+    }
+}
+
+/// The detector's configuration (defaults: thesis Table 6.2).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MediaConfig {
+    /// Flows with fewer packets are never decided. Default 30.
+    pub min_packets: u32,
+    /// Packets per window. Default 10.
+    pub window: u32,
+    /// Audio tests (in a file: not tested unless given).
+    #[serde(default)]
+    pub audio: Option<KindConfig>,
+    /// Video tests (in a file: not tested unless given).
+    #[serde(default)]
+    pub video: Option<KindConfig>,
+    /// File-transfer tests (in a file: not tested unless given).
+    #[serde(default)]
+    pub file: Option<KindConfig>,
+}
+
+impl Default for MediaConfig {
+    /// Table 6.2 of the thesis: audio size [60, 200] B (share 0.75),
+    /// inter-arrival ±15 ms (0.6), bitrate [0, 150] kbit/s (0.75); video
+    /// size [150, 1200] B (0.19), inter-arrival ±15 ms (0.6); file transfer
+    /// size [480, 540] ∪ [950, 1050] ∪ [1310, 1380] B (0.44).
+    fn default() -> Self {
+        MediaConfig {
+            min_packets: 30,
+            window: 10,
+            audio: Some(KindConfig {
+                size: vec![[60.0, 200.0]],
+                size_share: 0.75,
+                iat_tolerance_ms: Some(15.0),
+                iat_share: 0.6,
+                bitrate_kbps: vec![[0.0, 150.0]],
+                bitrate_share: 0.75,
+            }),
+            video: Some(KindConfig {
+                size: vec![[150.0, 1200.0]],
+                size_share: 0.19,
+                iat_tolerance_ms: Some(15.0),
+                iat_share: 0.6,
+                bitrate_kbps: Vec::new(),
+                bitrate_share: 0.0,
+            }),
+            file: Some(KindConfig {
+                size: vec![[480.0, 540.0], [950.0, 1050.0], [1310.0, 1380.0]],
+                size_share: 0.44,
+                iat_tolerance_ms: None,
+                iat_share: 0.0,
+                bitrate_kbps: Vec::new(),
+                bitrate_share: 0.0,
+            }),
+        }
+    }
+}
+
+impl MediaConfig {
+    /// Reads a configuration from TOML text (keys as the fields of
+    /// [`MediaConfig`] and [`KindConfig`]; a kind the file leaves out is
+    /// not tested, `min_packets` and `window` left out keep their
+    /// defaults); `what` names the source in errors.
+    pub fn from_toml(text: &str, what: &str) -> Result<MediaConfig, String> {
+        let c: MediaConfig = toml::from_str(text).map_err(|e| format!("{what}: {e}"))?;
+        c.check().map_err(|e| format!("{what}: {e}"))?;
+        Ok(c)
+    }
+
+    /// `Ok` when the configuration can run.
+    pub fn check(&self) -> Result<(), String> {
+        if self.window < 2 || self.window > 1000 {
+            return Err(format!(
+                "media window must be 2..=1000, got {}",
+                self.window
+            ));
+        }
+        if self.kinds().next().is_none() {
+            return Err("media: no kind ([audio], [video] or [file]) to test".into());
+        }
+        for (name, k) in self.kinds() {
+            if !k.tests() {
+                return Err(format!("media kind {name} tests nothing"));
+            }
+            for iv in k.size.iter().chain(&k.bitrate_kbps) {
+                if iv[0].is_nan() || iv[1].is_nan() || iv[0] > iv[1] {
+                    return Err(format!("media kind {name}: bad interval {iv:?}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn kinds(&self) -> impl Iterator<Item = (&'static str, &KindConfig)> {
+        [
+            ("audio", &self.audio),
+            ("video", &self.video),
+            ("file", &self.file),
+        ]
+        .into_iter()
+        .filter_map(|(n, k)| k.as_ref().map(|k| (n, k)))
+    }
+}
+
+/// Kinds, in verdict order.
+const KINDS: [&str; 3] = ["audio", "video", "file"];
+
+/// One kind's tests, in the units the analyzer computes in.
+#[derive(Debug, Clone)]
+struct Kind {
+    size: Vec<[f64; 2]>,
+    size_share: f64,
+    /// Tolerance in nanoseconds.
+    iat_tol: Option<f64>,
+    iat_share: f64,
+    rate: Vec<[f64; 2]>,
+    rate_share: f64,
+}
+
+/// The analyzer: the configuration it runs with.
+#[derive(Debug, Clone)]
+pub struct Media {
+    kinds: [Option<Kind>; 3],
+    min_packets: u32,
+    window: u32,
+    min_windows: u16,
+}
+
+impl Default for Media {
+    fn default() -> Self {
+        Media::new(&MediaConfig::default())
+    }
+}
+
+impl Media {
+    /// The analyzer for `c` (checked by [`MediaConfig::check`]).
+    pub fn new(c: &MediaConfig) -> Media {
+        let kind = |k: &Option<KindConfig>| {
+            k.as_ref().map(|k| Kind {
+                size: k.size.clone(),
+                size_share: k.size_share,
+                iat_tol: k.iat_tolerance_ms.map(|ms| ms * 1e6),
+                iat_share: k.iat_share,
+                rate: k.bitrate_kbps.clone(),
+                rate_share: k.bitrate_share,
+            })
+        };
+        let window = c.window.max(2);
+        Media {
+            kinds: [kind(&c.audio), kind(&c.video), kind(&c.file)],
+            min_packets: c.min_packets,
+            window,
+            min_windows: (c.min_packets / window).min(u32::from(u16::MAX)) as u16,
+        }
+    }
+}
+
+/// One direction's window in progress.
+#[derive(Debug, Clone, Copy, Default)]
+struct Dir {
+    /// Packets seen in this direction (0: none yet).
+    seen: u32,
+    last_ts: Nanos,
+    /// Packets in the current window.
+    n: u32,
+    size_sum: u64,
+    iat_sum: u64,
+    iat_n: u32,
+    /// Mean inter-arrival of the previous window, ns (`None`: no window yet).
+    prev_iat: Option<f64>,
+}
+
+/// Per-flow state.
+#[derive(Debug, Clone, Default)]
+pub struct State {
+    dirs: [Dir; 2],
+    windows: u16,
+    /// Windows that have a previous window in their direction.
+    iat_windows: u16,
+    /// Per kind: windows passing size, inter-arrival, bitrate.
+    pass: [[u16; 3]; 3],
+    /// Decided: kind index, share, packet index.
+    verdict: Option<(u8, f32, u32)>,
+}
+
+fn inside(v: f64, ivs: &[[f64; 2]]) -> bool {
+    ivs.iter().any(|iv| v >= iv[0] && v <= iv[1])
+}
+
+impl Media {
+    /// Accounts a completed window of direction `d` and decides when it can.
+    fn window_done(&self, st: &mut State, d: usize, index: u32) {
+        let w = &mut st.dirs[d];
+        let size = w.size_sum as f64 / f64::from(w.n);
+        let iat = if w.iat_n == 0 {
+            0.0
+        } else {
+            w.iat_sum as f64 / f64::from(w.iat_n)
+        };
+        let rate_kbps = if iat > 0.0 {
+            size * 8.0e6 / iat
+        } else {
+            f64::INFINITY
+        };
+        let prev = w.prev_iat.replace(iat);
+        w.n = 0;
+        w.size_sum = 0;
+        w.iat_sum = 0;
+        w.iat_n = 0;
+        st.windows = st.windows.saturating_add(1);
+        if prev.is_some() {
+            st.iat_windows = st.iat_windows.saturating_add(1);
+        }
+        for (k, kind) in self.kinds.iter().enumerate() {
+            let Some(kind) = kind else { continue };
+            let p = &mut st.pass[k];
+            if inside(size, &kind.size) {
+                p[0] += 1;
+            }
+            if let (Some(tol), Some(prev)) = (kind.iat_tol, prev) {
+                if (iat - prev).abs() <= tol {
+                    p[1] += 1;
+                }
+            }
+            if inside(rate_kbps, &kind.rate) {
+                p[2] += 1;
+            }
+        }
+        if index < self.min_packets || st.windows < self.min_windows.max(1) {
+            return;
+        }
+        let all = f64::from(st.windows);
+        let timed = f64::from(st.iat_windows);
+        for (k, kind) in self.kinds.iter().enumerate() {
+            let Some(kind) = kind else { continue };
+            let p = st.pass[k];
+            let mut least = f64::INFINITY;
+            let mut ok = true;
+            if !kind.size.is_empty() {
+                let s = f64::from(p[0]) / all;
+                ok &= s > kind.size_share;
+                least = least.min(s);
+            }
+            if kind.iat_tol.is_some() {
+                let s = if timed > 0.0 {
+                    f64::from(p[1]) / timed
+                } else {
+                    0.0
+                };
+                ok &= s > kind.iat_share;
+                least = least.min(s);
+            }
+            if !kind.rate.is_empty() {
+                let s = f64::from(p[2]) / all;
+                ok &= s > kind.rate_share;
+                least = least.min(s);
+            }
+            if ok {
+                st.verdict = Some((k as u8, least as f32, index));
+                return;
+            }
+        }
+    }
+}
+
+impl Analyzer for Media {
+    type State = State;
+    const NAME: &'static str = "media";
+    const ABOUT: &'static str =
+        "real-time media (audio, video, file transfer) of UDP flows from packet sizes and inter-arrivals (Skypeness, thesis Table 6.2)";
+    const PAYLOAD: bool = false;
+    const FIELDS: &'static [Field] = &[
+        Field::new(
+            "media",
+            FieldType::Str,
+            "",
+            "Media kind of a UDP flow from its windows of packet sizes, inter-arrivals and bitrates: audio, video, file; empty when not media",
+        ),
+        Field::new(
+            "media_share",
+            FieldType::F64,
+            "",
+            "Smallest share of windows passing one of the verdict kind's tests when it was decided; null when not media",
+        ),
+        Field::new(
+            "media_packet",
+            FieldType::U64,
+            "packets",
+            "Packet of the flow (1 = first) at which the media verdict was decided; null when not media",
+        ),
+    ];
+
+    fn configure(cfg: &crate::config::FlowConfig) -> Self {
+        Media::new(&cfg.media)
+    }
+
+    #[inline]
+    fn packet(&self, st: &mut State, p: &PacketView<'_>) -> Action {
+        if p.proto != UDP || st.verdict.is_some() {
+            return Action::Continue;
+        }
+        let d = usize::from(!p.from_client);
+        let w = &mut st.dirs[d];
+        if w.seen > 0 {
+            w.iat_sum += p.ts.saturating_sub(w.last_ts);
+            w.iat_n += 1;
+        }
+        w.seen += 1;
+        w.last_ts = p.ts;
+        w.n += 1;
+        w.size_sum += u64::from(p.size);
+        if w.n >= self.window {
+            self.window_done(st, d, p.index);
+        }
+        Action::Continue
+    }
+
+    fn record(&self, st: &State, out: &mut Cells<'_>) {
+        match st.verdict {
+            Some((k, share, at)) => {
+                out.text(KINDS[usize::from(k)]);
+                out.f64(f64::from(share));
+                out.u64(u64::from(at));
+            }
+            None => {
+                out.text("");
+                out.null();
+                out.null();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(ts: Nanos, from_client: bool, index: u32, size: u16) -> PacketView<'static> {
+        PacketView {
+            ts,
+            from_client,
+            index,
+            size,
+            tcp_flags: 0,
+            proto: UDP,
+            payload_len: 0,
+            payload: &[],
+            ip: &[],
+        }
+    }
+
+    /// Feeds `n` packets per direction alternating, `gap` ns apart in each
+    /// direction, of sizes from `size(i)`; returns the state.
+    fn feed(m: &Media, n: u32, gap: u64, size: impl Fn(u32) -> u16) -> State {
+        let mut st = State::default();
+        let mut index = 0;
+        for i in 0..n {
+            for d in [true, false] {
+                index += 1;
+                let ts = u64::from(i) * gap + u64::from(!d) * 1_000_000;
+                m.packet(&mut st, &view(ts, d, index, size(i)));
+            }
+        }
+        st
+    }
+
+    #[test]
+    fn steady_small_packets_every_20ms_are_audio_decided_at_packet_60() {
+        let m = Media::default();
+        // 20 ms, 160 B both ways: 64 kbit/s per direction.
+        let st = feed(&m, 40, 20_000_000, |_| 160);
+        let (k, share, at) = st.verdict.unwrap();
+        assert_eq!(KINDS[usize::from(k)], "audio");
+        assert_eq!(share, 1.0);
+        // Windows end at packets 19/20 and 39/40 (2 windows each way after
+        // 40 packets) and 59/60: the 3rd window ends at packet 39 (≥ 30).
+        assert_eq!(at, 39);
+    }
+
+    #[test]
+    fn bulk_traffic_is_not_media_and_large_steady_packets_are_video() {
+        let m = Media::default();
+        // 1400 B every 1 ms: no kind (size outside audio, video, file).
+        let st = feed(&m, 40, 1_000_000, |_| 1400);
+        assert!(st.verdict.is_none());
+        // 1000 B every 30 ms: audio fails the size test, video passes.
+        let st = feed(&m, 40, 30_000_000, |_| 1000);
+        assert_eq!(KINDS[usize::from(st.verdict.unwrap().0)], "video");
+    }
+
+    #[test]
+    fn unstable_inter_arrivals_fail_the_audio_test() {
+        let m = Media::default();
+        let mut st = State::default();
+        // Windows alternating 5 ms and 60 ms mean gaps, one direction.
+        let mut ts = 0;
+        for i in 1..=100u32 {
+            let gap = if (i - 1) / 10 % 2 == 0 { 5 } else { 60 };
+            ts += gap * 1_000_000;
+            m.packet(&mut st, &view(ts, true, i, 100));
+        }
+        assert!(st.verdict.is_none(), "{:?}", st.verdict);
+    }
+
+    #[test]
+    fn short_flows_and_tcp_flows_are_never_decided() {
+        let m = Media::default();
+        let st = feed(&m, 14, 20_000_000, |_| 160);
+        assert!(st.verdict.is_none());
+        let mut st = State::default();
+        for i in 1..=100u32 {
+            let mut v = view(u64::from(i) * 20_000_000, true, i, 160);
+            v.proto = 6;
+            m.packet(&mut st, &v);
+        }
+        assert!(st.verdict.is_none());
+    }
+
+    #[test]
+    fn toml_overrides_table_6_2_and_bad_files_are_refused() {
+        let c = MediaConfig::from_toml(
+            "window = 5\n[audio]\nsize = [[20, 80]]\nsize_share = 0.5\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert_eq!(c.window, 5);
+        assert_eq!(c.min_packets, 30);
+        assert!(c.video.is_none() && c.file.is_none());
+        let m = Media::new(&c);
+        let st = feed(&m, 40, 20_000_000, |_| 60);
+        assert_eq!(KINDS[usize::from(st.verdict.unwrap().0)], "audio");
+        let e = MediaConfig::from_toml("[audio]\nsize = [[9, 1]]\n", "bad.toml").unwrap_err();
+        assert!(e.starts_with("bad.toml: ") && e.contains("interval"), "{e}");
+        let e = MediaConfig::from_toml("[audio]\nsise = 1\n", "bad.toml").unwrap_err();
+        assert!(e.contains("sise"), "{e}");
+        let e = MediaConfig::from_toml("window = 10\n", "none.toml").unwrap_err();
+        assert!(e.contains("no kind"), "{e}");
+        assert_eq!(MediaConfig::default().check(), Ok(()));
+    }
+}
