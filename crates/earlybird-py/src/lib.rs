@@ -354,10 +354,18 @@ fn start(
     })
 }
 
+/// The capture files of files and directories, as `earlybird train`
+/// finds them (`workflow::capture_files`: directories recursively, sorted).
+#[pyfunction]
+fn capture_files(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
+    earlybird::workflow::capture_files(&paths).map_err(to_py)
+}
+
 /// The module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start, m)?)?;
+    m.add_function(wrap_pyfunction!(capture_files, m)?)?;
     m.add_class::<Run>()?;
     m.add("EarlybirdError", m.py().get_type::<EarlybirdError>())?;
     m.add("CaptureError", m.py().get_type::<CaptureError>())?;
