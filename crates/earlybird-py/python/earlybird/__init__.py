@@ -35,7 +35,8 @@ DEFAULT_BATCH_SIZE = 65536
 
 #: earlybird column -> NFStream column, where the two mean the same thing
 #: (NFStream's bidirectional "src2dst"/"dst2src" are earlybird's
-#: "fwd"/"bwd": client to server and back).
+#: "fwd"/"bwd": client to server and back). Byte counts and packet sizes
+#: are IP lengths in earlybird: NFStream's with accounting_mode=1.
 NFSTREAM_NAMES = {
     "src": "src_ip",
     "dst": "dst_ip",
