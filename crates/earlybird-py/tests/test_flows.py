@@ -159,3 +159,25 @@ def test_errors_name_the_file(tmp_path, corpus):
         earlybird.flows(REPO / SAMPLES[0], idle_timeout=-1)
     with pytest.raises(earlybird.ModelError, match="nomodel.ebm"):
         earlybird.flows(REPO / SAMPLES[0], model=tmp_path / "nomodel.ebm")
+
+
+def test_early_packets_as_list_columns():
+    path = REPO / "testdata/pcap/ndpi__iphone.pcap"
+    flat = earlybird.flows(path, early_packets=6).to_arrow()
+    lists = earlybird.flows(path, early_packets=6, early_lists=True, batch_size=50)
+    table = lists.to_arrow()
+    assert table.schema == lists.schema
+    assert "pkt1_size" not in table.column_names
+    names = table.column_names
+    at = names.index("early_size")
+    assert names[at - 1] == "early_len" and names[at:at + 3] == ["early_size", "early_dir", "early_iat_us"]
+    assert table.schema.field("early_size").type == pa.list_(pa.uint16())
+    assert table.schema.field("early_dir").type == pa.list_(pa.int8())
+    f, t = flat.to_pylist(), table.to_pylist()
+    assert len(f) == len(t)
+    for a, b in zip(f, t):
+        n = a["early_len"]
+        for x in ("size", "dir", "iat_us"):
+            assert b[f"early_{x}"] == [a[f"pkt{i}_{x}"] for i in range(1, n + 1)]
+        assert all(a[f"pkt{i}_size"] is None for i in range(n + 1, 7))
+    assert any(r["early_len"] < 6 for r in f) and any(r["early_len"] == 6 for r in f)

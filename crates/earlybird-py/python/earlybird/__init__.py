@@ -66,6 +66,36 @@ NFSTREAM_NAMES = {
 _GLOB_CHARS = ("*", "?", "[")
 
 
+def _early_lists(batch, n):
+    """The batch with its N x 3 early-packet columns replaced by three list
+    columns, ``early_size``, ``early_dir``, ``early_iat_us``, each row's
+    list as long as its ``early_len`` (the packets the flow had, up to N),
+    in the place of the flat columns. A view of the same values, built
+    with pyarrow (no Python object per record)."""
+    import numpy as np
+    import pyarrow as pa
+
+    rows = batch.num_rows
+    length = np.minimum(batch.column("early_len").to_numpy(zero_copy_only=False).astype(np.int64), n)
+    offsets = np.zeros(rows + 1, np.int32)
+    np.cumsum(length, out=offsets[1:])
+    k = np.arange(n)
+    # Row-major positions in the concatenation of pkt1_x, pkt2_x, ...
+    take = (k[None, :] * rows + np.arange(rows)[:, None])[k[None, :] < length[:, None]]
+    flat = {f"pkt{i}_{x}" for i in range(1, n + 1) for x in ("size", "dir", "iat_us")}
+    names, arrays = [], []
+    for field in batch.schema:
+        if field.name == "pkt1_size":
+            for x in ("size", "dir", "iat_us"):
+                values = pa.concat_arrays([batch.column(f"pkt{i}_{x}") for i in range(1, n + 1)])
+                names.append(f"early_{x}")
+                arrays.append(pa.ListArray.from_arrays(pa.array(offsets), values.take(pa.array(take))))
+        elif field.name not in flat:
+            names.append(field.name)
+            arrays.append(batch.column(field.name))
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
 def _pandas_types():
     """Arrow integer type -> pandas nullable dtype (``types_mapper``)."""
     import pandas as pd
@@ -124,15 +154,29 @@ class Flows:
     says ``interrupted``.
     """
 
-    def __init__(self, run):
+    def __init__(self, run, early_lists=False):
         self._run = run
         self._read = []
         self._done = False
+        # N, from the schema's pkt{i}_size columns (0: keep them flat).
+        self._lists = 0
+        if early_lists:
+            names = set(run.schema().names)
+            while f"pkt{self._lists + 1}_size" in names:
+                self._lists += 1
+
+    def _shape(self, batch):
+        return _early_lists(batch, self._lists) if self._lists else batch
 
     @property
     def schema(self):
         """The ``pyarrow.Schema`` of the records."""
-        return self._run.schema()
+        schema = self._run.schema()
+        if not self._lists:
+            return schema
+        import pyarrow as pa
+
+        return self._shape(pa.RecordBatch.from_pylist([], schema=schema)).schema
 
     @property
     def report(self):
@@ -150,7 +194,7 @@ class Flows:
             if b is None:
                 self._done = True
                 return
-            yield b
+            yield self._shape(b)
 
     def __iter__(self):
         for b in self.batches():
@@ -206,6 +250,7 @@ def flows(
     model="default",
     threshold=None,
     pin=False,
+    early_lists=False,
 ):
     """Flow records of capture files (pcap, pcapng; gzip, zstd, xz
     compressed), directories of them (searched recursively) or glob
@@ -216,6 +261,9 @@ def flows(
     as the CLI without ``--model``), a model file's path, or ``None`` (no
     classifier, as ``--no-model``). ``analyzers``: names as ``--analyzer``.
     ``batch_size``: rows per Arrow batch (memory held is a few batches).
+    ``early_lists``: the early packets as three list columns
+    (``early_size``, ``early_dir``, ``early_iat_us``; one entry per packet
+    the flow had, up to N) instead of the CLI's flat ``pkt{i}_*`` columns.
 
     Raises ``CaptureError`` for an input that does not exist or is not a
     capture, ``ModelError`` for a bad model file, ``ValueError`` for a bad
@@ -241,7 +289,7 @@ def flows(
         threshold=threshold,
         pin=pin,
     )
-    return Flows(run)
+    return Flows(run, early_lists)
 
 
 def train(
