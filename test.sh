@@ -17,3 +17,24 @@ elif [ "${CI:-}" = true ]; then
 else
   echo "SKIPPED: the ndpi feature's tests (libndpi-dev is not installed)"
 fi
+# The Python package (crates/earlybird-py, docs/PYTHON.md; outside the
+# workspace): built with the dev profile into the workspace's target
+# directory (sharing what it can with the build above: pyo3's features make
+# most Arrow crates build again, docs/PYTHON.md), installed with pip, then
+# its pytest suite, which compares with the CLI. Without maturin, pytest,
+# pyarrow or pandas it says SKIPPED, and fails under CI.
+if python3 -c "import maturin, pytest, pyarrow, pandas" >/dev/null 2>&1; then
+  PY_INSTALL="python3 -m pip install -q --no-build-isolation --no-deps --force-reinstall ./crates/earlybird-py"
+  export CARGO_TARGET_DIR="$PWD/target" MATURIN_PEP517_ARGS="--profile dev"
+  $PY_INSTALL 2>/dev/null || $PY_INSTALL --break-system-packages
+  unset CARGO_TARGET_DIR MATURIN_PEP517_ARGS
+  # The CLI they compare with is target/debug/earlybird, which `cargo test
+  # --workspace` above built (a `cargo build` would rebuild it with other
+  # features).
+  python3 -m pytest -q crates/earlybird-py/tests
+elif [ "${CI:-}" = true ]; then
+  echo "maturin, pytest, pyarrow and pandas are required under CI for the Python package's tests" >&2
+  exit 1
+else
+  echo "SKIPPED: the Python package's tests (pip install maturin pytest pyarrow pandas)"
+fi

@@ -42,6 +42,9 @@
 //!   exporter takes the records of one [`Kind`] ([`Exporter::kind`]): flow
 //!   records in [`RecordBatch`]es, or rows of another kind in
 //!   [`RowBatch`]es.
+//!   With the `parquet` feature, [`ArrowFlows`] gathers flow records into
+//!   Arrow record batches (the Parquet output's columns) for a program to
+//!   hand on.
 //! - **Models**: [`Model`] (load, save, classify), the [`Classifier`] trait
 //!   a model of your own implements.
 //! - **Train and evaluate**: [`train()`] on a [`Dataset`], [`evaluate()`] on
@@ -123,6 +126,8 @@ pub use decode::{LinkType, Skip, TunnelKind};
 pub use dump::ForensicConfig;
 pub use dump::{DumpConfig, DumpCounters, DumpFormat};
 pub use error::{Error, Result};
+#[cfg(feature = "parquet")]
+pub use export::arrow::{ArrowFlows, ArrowSink};
 /// IPFIX export (RFC 7011): options, collector names, the exporter.
 pub use export::ipfix;
 #[cfg(feature = "parquet")]

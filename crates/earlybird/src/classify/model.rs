@@ -186,14 +186,7 @@ impl Model {
             path: path.to_path_buf(),
             reason,
         };
-        let body = match &self.kind {
-            ModelKind::NaiveBayes(m) => serde_json::to_vec(m),
-            ModelKind::Tree(m) => serde_json::to_vec(m),
-            ModelKind::Forest(m) => serde_json::to_vec(m),
-            ModelKind::Svm(m) => serde_json::to_vec(m),
-            ModelKind::Ports(m) => serde_json::to_vec(m),
-        }
-        .map_err(|e| err(format!("cannot encode body: {e}")))?;
+        let body = self.body_json().map_err(err)?;
         let header = Header {
             format: FORMAT.into(),
             version: VERSION,
@@ -277,13 +270,35 @@ impl Model {
                 h.body_fnv1a64
             ));
         }
+        let info = ModelInfo {
+            classes: h.classes,
+            packets: h.packets,
+            level: h.level,
+            trained_on: h.trained_on,
+            threshold: h.threshold,
+            captures: h.captures,
+            labels: h.labels,
+            held_out: h.held_out,
+        };
+        Self::from_body(info, &h.algo, body)
+    }
+
+    /// A model from the parts of its file: `algo` (the header's
+    /// algorithm name) and the body's JSON (`docs/MODEL_FORMAT.md`), for a
+    /// model built elsewhere (the Python package's scikit-learn import).
+    /// Checked as a loaded model is; the error says what is wrong.
+    pub fn from_body(
+        info: ModelInfo,
+        algo: &str,
+        body: &[u8],
+    ) -> std::result::Result<Model, String> {
         fn body_as<T: serde::de::DeserializeOwned>(
             b: &[u8],
             algo: &str,
         ) -> std::result::Result<T, String> {
             serde_json::from_slice(b).map_err(|e| format!("bad {algo} body: {e}"))
         }
-        let kind = match h.algo.as_str() {
+        let kind = match algo {
             "nb" => ModelKind::NaiveBayes(body_as(body, "nb")?),
             "c45" => ModelKind::Tree(body_as(body, "c45")?),
             "forest" => ModelKind::Forest(body_as(body, "forest")?),
@@ -291,23 +306,24 @@ impl Model {
             "ports" => ModelKind::Ports(body_as(body, "ports")?),
             other => return Err(format!("unknown algorithm {other:?}")),
         };
-        let model = Model {
-            info: ModelInfo {
-                classes: h.classes,
-                packets: h.packets,
-                level: h.level,
-                trained_on: h.trained_on,
-                threshold: h.threshold,
-                captures: h.captures,
-                labels: h.labels,
-                held_out: h.held_out,
-            },
-            kind,
-        };
+        let model = Model { info, kind };
         model
             .validate()
             .map_err(|e| format!("inconsistent model: {e}"))?;
         Ok(model)
+    }
+
+    /// The body of the model file as JSON (what [`Model::save`] writes
+    /// after the header line).
+    pub fn body_json(&self) -> std::result::Result<Vec<u8>, String> {
+        match &self.kind {
+            ModelKind::NaiveBayes(m) => serde_json::to_vec(m),
+            ModelKind::Tree(m) => serde_json::to_vec(m),
+            ModelKind::Forest(m) => serde_json::to_vec(m),
+            ModelKind::Svm(m) => serde_json::to_vec(m),
+            ModelKind::Ports(m) => serde_json::to_vec(m),
+        }
+        .map_err(|e| format!("cannot encode body: {e}"))
     }
 
     /// Class and confidence before thresholding, from the first

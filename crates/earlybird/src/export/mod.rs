@@ -35,6 +35,8 @@
 //! trusted values; an inconsistent batch (early array shorter than its
 //! stride says) is written with fewer early packets, never a panic.
 
+#[cfg(feature = "parquet")]
+pub mod arrow;
 pub(crate) mod cells;
 pub mod csv;
 pub mod fields;

@@ -335,80 +335,29 @@ enum Ended {
 pub struct ParquetExporter {
     name: String,
     kind: &'static Kind,
-    shape: Shape,
-    schema: SchemaRef,
     props: WriterProperties,
-    cols: Vec<Col>,
+    cols: Columns,
     /// `None` once finished or failed.
     w: Option<ArrowWriter<Sink>>,
     ended: Option<Ended>,
-    /// Scratch text for addresses and MACs.
-    scratch: TextBuf,
-    unfit: u64,
 }
 
-impl ParquetExporter {
-    /// A Parquet exporter of flow records over `w`, named `name` in
-    /// messages.
-    pub fn flows_to_writer(
-        w: Box<dyn Write + Send>,
-        name: &str,
-        opts: &ExportOptions,
-        popts: &ParquetOptions,
-    ) -> Result<Self> {
-        Self::new(
-            Sink {
-                w: SinkInner::Other(w),
-                broken_pipe: false,
-            },
-            name,
-            &fields::FLOWS,
-            Some(opts),
-            popts,
-        )
-    }
+/// The Arrow columns of records being gathered: the schema (as the module
+/// docs describe it) and one builder per column. Shared by the Parquet
+/// exporter and [`super::arrow::ArrowFlows`].
+pub(crate) struct Columns {
+    shape: Shape,
+    pub(crate) schema: SchemaRef,
+    cols: Vec<Col>,
+    /// Scratch text for addresses and MACs.
+    scratch: TextBuf,
+    /// Cells written as null because their value did not fit the column.
+    pub(crate) unfit: u64,
+}
 
-    /// A Parquet exporter of flow records into the file at `path`
-    /// (created, truncated).
-    pub fn create_flows(path: &Path, opts: &ExportOptions, popts: &ParquetOptions) -> Result<Self> {
-        let sink = Sink::create(path).map_err(|e| Error::io(path, e))?;
-        let name = format!("parquet:{}", path.display());
-        Self::new(sink, &name, &fields::FLOWS, Some(opts), popts)
-    }
-
-    /// A Parquet exporter of records of `kind` (not flows) over `w`.
-    pub fn rows_to_writer(
-        kind: &'static Kind,
-        w: Box<dyn Write + Send>,
-        name: &str,
-        popts: &ParquetOptions,
-    ) -> Result<Self> {
-        let sink = Sink {
-            w: SinkInner::Other(w),
-            broken_pipe: false,
-        };
-        Self::new(sink, name, kind, None, popts)
-    }
-
-    /// A Parquet exporter of records of `kind` (not flows) into the file
-    /// at `path`.
-    pub fn create_rows(kind: &'static Kind, path: &Path, popts: &ParquetOptions) -> Result<Self> {
-        let sink = Sink::create(path).map_err(|e| Error::io(path, e))?;
-        let name = format!("parquet:{}", path.display());
-        Self::new(sink, &name, kind, None, popts)
-    }
-
-    fn new(
-        sink: Sink,
-        name: &str,
-        kind: &'static Kind,
-        flows: Option<&ExportOptions>,
-        popts: &ParquetOptions,
-    ) -> Result<Self> {
-        let err = |reason: String| Error::Output {
-            name: name.to_string(),
-            reason,
-        };
+impl Columns {
+    /// The columns of flow records (`Some(opts)`) or of records of `kind`.
+    pub(crate) fn new(kind: &'static Kind, flows: Option<&ExportOptions>) -> Columns {
         let (shape, columns) = match flows {
             Some(o) => (
                 Shape::Flows {
@@ -426,12 +375,6 @@ impl ParquetExporter {
                     .collect(),
             ),
         };
-        let level = ZstdLevel::try_new(popts.zstd_level).map_err(|e| err(e.to_string()))?;
-        let props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(level))
-            .set_max_row_group_row_count(Some(popts.row_group_rows.max(1)))
-            .set_created_by(format!("earlybird {}", env!("CARGO_PKG_VERSION")))
-            .build();
         let schema = Arc::new(Schema::new(
             columns
                 .iter()
@@ -446,91 +389,81 @@ impl ParquetExporter {
                 .collect::<Vec<_>>(),
         ));
         let cols = columns.iter().map(|(_, f)| Col::new(f.ty)).collect();
-        let w = ArrowWriter::try_new(sink, schema.clone(), Some(props.clone()))
-            .map_err(|e| err(e.to_string()))?;
-        Ok(ParquetExporter {
-            name: name.to_string(),
-            kind,
+        Columns {
             shape,
             schema,
-            props,
             cols,
-            w: Some(w),
-            ended: None,
             scratch: TextBuf::new(256),
             unfit: 0,
-        })
-    }
-
-    /// Cells written as null because their value did not fit the column's
-    /// type (see the module docs).
-    pub fn unfit(&self) -> u64 {
-        self.unfit
-    }
-
-    fn error(&self, reason: &str) -> Error {
-        Error::Output {
-            name: self.name.clone(),
-            reason: reason.to_string(),
         }
     }
 
-    /// Fails when an earlier call failed or the output was finished.
-    fn check(&self) -> Result<()> {
-        match &self.ended {
-            None => Ok(()),
-            Some(Ended::Failed(r)) => Err(self.error(r)),
-            Some(Ended::Closed) => Err(Error::OutputClosed {
-                name: self.name.clone(),
-            }),
-            Some(Ended::Finished) => Err(self.error("written to after it was finished")),
-        }
+    /// Whether these are the columns of flow records.
+    pub(crate) fn is_flows(&self) -> bool {
+        matches!(self.shape, Shape::Flows { .. })
     }
 
-    /// Records a writer error (sticky) and returns it.
-    fn fail(&mut self, e: ParquetError) -> Error {
-        let closed = self.w.as_ref().is_some_and(|w| w.inner().broken_pipe)
-            || matches!(&e, ParquetError::External(x)
-                if x.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe));
-        self.w = None;
-        if closed {
-            self.ended = Some(Ended::Closed);
-            return Error::OutputClosed {
-                name: self.name.clone(),
-            };
-        }
-        let reason = e.to_string();
-        let err = self.error(&reason);
-        self.ended = Some(Ended::Failed(reason));
-        err
+    /// Rows gathered since the last [`Columns::take`].
+    pub(crate) fn len(&self) -> usize {
+        self.cols.first().map_or(0, Col::len)
     }
 
-    fn fail_io(&mut self, e: std::io::Error) -> Error {
-        self.fail(ParquetError::External(Box::new(e)))
-    }
-
-    /// Hands the rows gathered in the builders to the writer.
-    fn write_gathered(&mut self) -> Result<()> {
-        if self.cols.first().is_none_or(|c| c.len() == 0) {
-            return Ok(());
+    /// The rows gathered so far as one Arrow batch (the builders start
+    /// again empty); `None` when there are none.
+    pub(crate) fn take(&mut self) -> Option<std::result::Result<ArrowBatch, String>> {
+        if self.len() == 0 {
+            return None;
         }
         let arrays: Vec<ArrayRef> = self.cols.iter_mut().map(Col::finish).collect();
-        let batch = match ArrowBatch::try_new(self.schema.clone(), arrays) {
-            Ok(b) => b,
-            Err(e) => return Err(self.fail(ParquetError::ArrowError(e.to_string()))),
+        Some(ArrowBatch::try_new(self.schema.clone(), arrays).map_err(|e| e.to_string()))
+    }
+
+    /// Appends every row of a batch of another kind than flows.
+    pub(crate) fn push_rows(&mut self, batch: &RowBatch) {
+        let rows = batch.rows();
+        for i in 0..rows.len() {
+            for (j, col) in self.cols.iter_mut().enumerate() {
+                let ok = col.value(rows.get(i, j));
+                self.unfit += u64::from(!ok);
+            }
+        }
+    }
+
+    /// Appends record `i` of `batch`: its fields, early packets and
+    /// analyzer cells. Nothing for columns of another kind.
+    pub(crate) fn push_flow_at(&mut self, batch: &RecordBatch, i: usize) {
+        let (n, analyzed) = match &self.shape {
+            Shape::Flows { n, analyzed, .. } => (*n, *analyzed),
+            Shape::Rows => return,
         };
-        let Some(w) = self.w.as_mut() else {
-            return self.check();
-        };
-        match w.write(&batch) {
-            Ok(()) => Ok(()),
-            Err(e) => Err(self.fail(e)),
+        let base = fields::FIELDS.len();
+        let r = &batch.records[i];
+        let early = early_of(batch, i, n);
+        self.push_flow(r, early);
+        for k in 0..n {
+            let at = base + k * fields::EARLY_FIELDS.len();
+            match early.get(k) {
+                Some(p) => {
+                    self.cols[at].u64(p.size.into());
+                    self.cols[at + 1].int(if p.dir == Dir::Fwd { 1 } else { -1 });
+                    self.cols[at + 2].u64(p.iat_us.into());
+                }
+                None => (at..at + 3).for_each(|j| self.cols[j].null()),
+            }
+        }
+        let at = base + n * fields::EARLY_FIELDS.len();
+        for j in 0..analyzed {
+            let ok = self.cols[at + j].value(batch.analyzed.get(i, j));
+            self.unfit += u64::from(!ok);
         }
     }
 
     /// Appends one flow record to the builders.
-    fn push_flow(&mut self, r: &FlowRecord, app: &str, early: &[crate::features::early::EarlyPkt]) {
+    fn push_flow(&mut self, r: &FlowRecord, early: &[crate::features::early::EarlyPkt]) {
+        let app = match &self.shape {
+            Shape::Flows { apps, .. } => app_name(apps, &r.verdict),
+            Shape::Rows => return,
+        };
         macro_rules! at {
             ($name:literal) => {{
                 const I: usize = fields::index_of($name);
@@ -620,6 +553,152 @@ impl ParquetExporter {
     }
 }
 
+impl ParquetExporter {
+    /// A Parquet exporter of flow records over `w`, named `name` in
+    /// messages.
+    pub fn flows_to_writer(
+        w: Box<dyn Write + Send>,
+        name: &str,
+        opts: &ExportOptions,
+        popts: &ParquetOptions,
+    ) -> Result<Self> {
+        Self::new(
+            Sink {
+                w: SinkInner::Other(w),
+                broken_pipe: false,
+            },
+            name,
+            &fields::FLOWS,
+            Some(opts),
+            popts,
+        )
+    }
+
+    /// A Parquet exporter of flow records into the file at `path`
+    /// (created, truncated).
+    pub fn create_flows(path: &Path, opts: &ExportOptions, popts: &ParquetOptions) -> Result<Self> {
+        let sink = Sink::create(path).map_err(|e| Error::io(path, e))?;
+        let name = format!("parquet:{}", path.display());
+        Self::new(sink, &name, &fields::FLOWS, Some(opts), popts)
+    }
+
+    /// A Parquet exporter of records of `kind` (not flows) over `w`.
+    pub fn rows_to_writer(
+        kind: &'static Kind,
+        w: Box<dyn Write + Send>,
+        name: &str,
+        popts: &ParquetOptions,
+    ) -> Result<Self> {
+        let sink = Sink {
+            w: SinkInner::Other(w),
+            broken_pipe: false,
+        };
+        Self::new(sink, name, kind, None, popts)
+    }
+
+    /// A Parquet exporter of records of `kind` (not flows) into the file
+    /// at `path`.
+    pub fn create_rows(kind: &'static Kind, path: &Path, popts: &ParquetOptions) -> Result<Self> {
+        let sink = Sink::create(path).map_err(|e| Error::io(path, e))?;
+        let name = format!("parquet:{}", path.display());
+        Self::new(sink, &name, kind, None, popts)
+    }
+
+    fn new(
+        sink: Sink,
+        name: &str,
+        kind: &'static Kind,
+        flows: Option<&ExportOptions>,
+        popts: &ParquetOptions,
+    ) -> Result<Self> {
+        let err = |reason: String| Error::Output {
+            name: name.to_string(),
+            reason,
+        };
+        let cols = Columns::new(kind, flows);
+        let level = ZstdLevel::try_new(popts.zstd_level).map_err(|e| err(e.to_string()))?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(level))
+            .set_max_row_group_row_count(Some(popts.row_group_rows.max(1)))
+            .set_created_by(format!("earlybird {}", env!("CARGO_PKG_VERSION")))
+            .build();
+        let w = ArrowWriter::try_new(sink, cols.schema.clone(), Some(props.clone()))
+            .map_err(|e| err(e.to_string()))?;
+        Ok(ParquetExporter {
+            name: name.to_string(),
+            kind,
+            props,
+            cols,
+            w: Some(w),
+            ended: None,
+        })
+    }
+
+    /// Cells written as null because their value did not fit the column's
+    /// type (see the module docs).
+    pub fn unfit(&self) -> u64 {
+        self.cols.unfit
+    }
+
+    fn error(&self, reason: &str) -> Error {
+        Error::Output {
+            name: self.name.clone(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// Fails when an earlier call failed or the output was finished.
+    fn check(&self) -> Result<()> {
+        match &self.ended {
+            None => Ok(()),
+            Some(Ended::Failed(r)) => Err(self.error(r)),
+            Some(Ended::Closed) => Err(Error::OutputClosed {
+                name: self.name.clone(),
+            }),
+            Some(Ended::Finished) => Err(self.error("written to after it was finished")),
+        }
+    }
+
+    /// Records a writer error (sticky) and returns it.
+    fn fail(&mut self, e: ParquetError) -> Error {
+        let closed = self.w.as_ref().is_some_and(|w| w.inner().broken_pipe)
+            || matches!(&e, ParquetError::External(x)
+                if x.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe));
+        self.w = None;
+        if closed {
+            self.ended = Some(Ended::Closed);
+            return Error::OutputClosed {
+                name: self.name.clone(),
+            };
+        }
+        let reason = e.to_string();
+        let err = self.error(&reason);
+        self.ended = Some(Ended::Failed(reason));
+        err
+    }
+
+    fn fail_io(&mut self, e: std::io::Error) -> Error {
+        self.fail(ParquetError::External(Box::new(e)))
+    }
+
+    /// Hands the rows gathered in the builders to the writer.
+    fn write_gathered(&mut self) -> Result<()> {
+        let batch = match self.cols.take() {
+            None => return Ok(()),
+            Some(Ok(b)) => b,
+            Some(Err(e)) => return Err(self.fail(ParquetError::ArrowError(e))),
+        };
+        let Some(w) = self.w.as_mut() else {
+            return self.check();
+        };
+        match w.write(&batch) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+}
+
 /// Text the scratch buffer holds (addresses and MACs are ASCII).
 fn as_str(b: &[u8]) -> &str {
     std::str::from_utf8(b).unwrap_or("")
@@ -659,53 +738,26 @@ impl Exporter for ParquetExporter {
 
     fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
         self.check()?;
-        let (n, apps, analyzed) = match &self.shape {
-            Shape::Flows { n, apps, analyzed } => (*n, apps.clone(), *analyzed),
-            Shape::Rows => {
-                return Err(wrong_kind(
-                    &self.name,
-                    self.kind,
-                    &fields::FLOWS,
-                    batch.len(),
-                ))
-            }
-        };
-        let base = fields::FIELDS.len();
-        for (i, r) in batch.records.iter().enumerate() {
-            let early = early_of(batch, i, n);
-            self.push_flow(r, app_name(&apps, &r.verdict), early);
-            for k in 0..n {
-                let at = base + k * fields::EARLY_FIELDS.len();
-                match early.get(k) {
-                    Some(p) => {
-                        self.cols[at].u64(p.size.into());
-                        self.cols[at + 1].int(if p.dir == Dir::Fwd { 1 } else { -1 });
-                        self.cols[at + 2].u64(p.iat_us.into());
-                    }
-                    None => (at..at + 3).for_each(|j| self.cols[j].null()),
-                }
-            }
-            let at = base + n * fields::EARLY_FIELDS.len();
-            for j in 0..analyzed {
-                let ok = self.cols[at + j].value(batch.analyzed.get(i, j));
-                self.unfit += u64::from(!ok);
-            }
+        if !self.cols.is_flows() {
+            return Err(wrong_kind(
+                &self.name,
+                self.kind,
+                &fields::FLOWS,
+                batch.len(),
+            ));
+        }
+        for i in 0..batch.records.len() {
+            self.cols.push_flow_at(batch, i);
         }
         self.write_gathered()
     }
 
     fn write_rows(&mut self, batch: &RowBatch) -> Result<()> {
         self.check()?;
-        if !batch.kind().is(self.kind) || matches!(self.shape, Shape::Flows { .. }) {
+        if !batch.kind().is(self.kind) || self.cols.is_flows() {
             return Err(wrong_kind(&self.name, self.kind, batch.kind(), batch.len()));
         }
-        let rows = batch.rows();
-        for i in 0..rows.len() {
-            for (j, col) in self.cols.iter_mut().enumerate() {
-                let ok = col.value(rows.get(i, j));
-                self.unfit += u64::from(!ok);
-            }
-        }
+        self.cols.push_rows(batch);
         self.write_gathered()
     }
 
@@ -773,7 +825,7 @@ impl Exporter for ParquetExporter {
                 return Err(self.fail_io(e));
             }
         };
-        match ArrowWriter::try_new(sink, self.schema.clone(), Some(self.props.clone())) {
+        match ArrowWriter::try_new(sink, self.cols.schema.clone(), Some(self.props.clone())) {
             Ok(w) => {
                 self.w = Some(w);
                 Ok(true)

@@ -1,0 +1,44 @@
+"""earlybird.train / earlybird.evaluate: the CLI's learn workflow, with the
+same model file and the same figures as `earlybird train` and `earlybird
+evaluate --model`."""
+
+import subprocess
+
+import pytest
+
+import earlybird
+
+
+@pytest.fixture(scope="module")
+def dev(corpus):
+    return corpus / "classify" / "dev" / "ndpi", corpus / "classify" / "dev" / "ndpi_truth.csv"
+
+
+def test_train_then_evaluate_as_the_cli(dev, cli, tmp_path):
+    captures, truth = dev
+    ours = tmp_path / "py.ebm"
+    got = earlybird.train(captures, truth, ours, algo="c45", split=0.3, seed=7)
+    held = got["held_out"]
+    assert held["flows"] > 100 and 0.0 < held["accuracy"] <= 1.0
+    theirs = tmp_path / "cli.ebm"
+    subprocess.run(
+        [cli, "train", str(captures), "-l", str(truth), "-a", "c45", "--split", "0.3", "--seed", "7", "-o", str(theirs)],
+        check=True,
+        capture_output=True,
+    )
+    # The same model, byte for byte.
+    assert ours.read_bytes() == theirs.read_bytes()
+    ev = earlybird.evaluate(ours, captures, truth, split=0.3, seed=7)
+    assert ev["accuracy"] == held["accuracy"] and ev["flows"] == held["flows"]
+    out = subprocess.run(
+        [cli, "evaluate", str(captures), "-l", str(truth), "--model", str(ours), "--split", "0.3", "--seed", "7"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert ev["text"] in out
+    # Scoring on the training captures is refused, as by the CLI.
+    with pytest.raises(ValueError, match="used to train this model"):
+        earlybird.evaluate(ours, captures, truth)
+    with pytest.raises(ValueError, match="level"):
+        earlybird.train(captures, truth, tmp_path / "x.ebm", level="nope")
