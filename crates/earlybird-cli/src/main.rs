@@ -60,10 +60,12 @@ enum Command {
     /// What a model file holds: classes, threshold, training captures and
     /// its measured precision and coverage on held-out captures.
     Model(cmd_model::ModelArgs),
-    /// Track VoIP calls (SIP over UDP/TCP, RTP/RTCP) in capture files into
-    /// a SQLite call database (--db) and/or call and stream records.
+    /// Track VoIP calls (SIP over UDP/TCP, RTP/RTCP) in capture files or
+    /// live into a call database (--db: SQLite or PostgreSQL) and/or call
+    /// and stream records.
     Voip(cmd_voip::VoipArgs),
-    /// Search the call database `voip --db` wrote, or show one call.
+    /// Search the call database `voip --db` wrote, show one call, or
+    /// write its audio as WAV.
     #[cfg(any(feature = "sqlite", feature = "postgres"))]
     Calls(cmd_calls::CallsArgs),
 }
