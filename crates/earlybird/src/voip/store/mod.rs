@@ -6,8 +6,9 @@
 //! - [`CallStore::open`] takes a file path (SQLite) or a `postgres://` /
 //!   `postgresql://` URL, creates the schema of version [`SCHEMA_VERSION`]
 //!   when missing (tables `calls`, `streams`, `dtmf`, `meta`; indexes on
-//!   Call-ID, caller, callee and start time; `docs/VOIP.md` lists the
-//!   columns) and refuses a database of another version, naming it.
+//!   Call-ID, caller and callee (user part and URI) and start time;
+//!   `docs/VOIP.md` lists the columns; indexes missing from an older file
+//!   are added) and refuses a database of another version, naming it.
 //! - [`CallStore::insert`] writes a batch of calls (with their streams and
 //!   DTMF) and of streams without a call in one transaction: a crash or a
 //!   kill loses at most the batch being written, never a committed one.
@@ -144,6 +145,8 @@ CREATE TABLE IF NOT EXISTS calls (
 CREATE INDEX IF NOT EXISTS calls_call_id ON calls (call_id);
 CREATE INDEX IF NOT EXISTS calls_caller ON calls (caller);
 CREATE INDEX IF NOT EXISTS calls_callee ON calls (callee);
+CREATE INDEX IF NOT EXISTS calls_caller_uri ON calls (caller_uri);
+CREATE INDEX IF NOT EXISTS calls_callee_uri ON calls (callee_uri);
 CREATE INDEX IF NOT EXISTS calls_start ON calls (start_ns);
 CREATE TABLE IF NOT EXISTS streams (
     call BIGINT REFERENCES calls (id),
