@@ -357,8 +357,8 @@ impl Analyzer for Media {
         ),
     ];
 
-    fn configure(cfg: &crate::config::FlowConfig) -> Self {
-        Media::new(&cfg.media)
+    fn configure(opts: &super::Options<'_>) -> Self {
+        Media::new(opts.media)
     }
 
     #[inline]

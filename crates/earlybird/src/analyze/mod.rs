@@ -108,9 +108,9 @@ pub trait Analyzer: Default + Send + 'static {
     const PAYLOAD: bool;
     /// Whether it reads [`PacketView::ip`] (implies the payload lookup).
     const IP: bool = false;
-    /// The analyzer for a run's configuration (analyzers with options read
-    /// them from it; the default ignores it).
-    fn configure(_cfg: &crate::config::FlowConfig) -> Self {
+    /// The analyzer for a run's options (analyzers with options read them
+    /// from it; the default ignores it).
+    fn configure(_opts: &Options<'_>) -> Self {
         Self::default()
     }
     /// Sees one packet of a flow (after the flow table accounted it).
@@ -121,6 +121,14 @@ pub trait Analyzer: Default + Send + 'static {
     fn record(&self, state: &Self::State, out: &mut Cells<'_>);
 }
 
+/// The options of the analyzers that have some (a run's `FlowConfig`
+/// lends them; `analyze` sits below `config`).
+#[derive(Debug, Clone, Copy)]
+pub struct Options<'a> {
+    /// The `media` analyzer's intervals and thresholds.
+    pub media: &'a media::MediaConfig,
+}
+
 /// One analyzer's side array of per-flow states.
 struct Slots<A: Analyzer> {
     analyzer: A,
@@ -128,9 +136,9 @@ struct Slots<A: Analyzer> {
 }
 
 impl<A: Analyzer> Slots<A> {
-    fn new(cfg: &crate::config::FlowConfig) -> Self {
+    fn new(opts: &Options<'_>) -> Self {
         Slots {
-            analyzer: A::configure(cfg),
+            analyzer: A::configure(opts),
             states: Vec::new(),
         }
     }
@@ -215,19 +223,20 @@ macro_rules! registry {
             /// order), with their default options; [`check_names`]'s
             /// message when one is unknown.
             pub(crate) fn new(names: &[String]) -> Result<Active, String> {
-                Active::configured(names, &crate::config::FlowConfig::default())
+                let media = media::MediaConfig::default();
+                Active::configured(names, &Options { media: &media })
             }
 
-            /// As [`Active::new`], each analyzer configured from `cfg`.
+            /// As [`Active::new`], each analyzer configured from `opts`.
             pub(crate) fn configured(
                 names: &[String],
-                cfg: &crate::config::FlowConfig,
+                opts: &Options<'_>,
             ) -> Result<Active, String> {
                 check_names(names)?;
                 let on = |name: &str| names.iter().any(|n| n == name);
                 let mut a = Active {
                     each: Each {
-                        $($(#[$attr])* $name: on(<$ty as Analyzer>::NAME).then(|| Slots::new(cfg)),)*
+                        $($(#[$attr])* $name: on(<$ty as Analyzer>::NAME).then(|| Slots::new(opts)),)*
                     },
                     payload: false,
                     ip: false,

@@ -162,7 +162,8 @@ impl FlowTable {
         let n = cfg
             .early_packets
             .clamp(1, crate::features::early::MAX_EARLY);
-        let ext = Active::configured(&cfg.analyzers, cfg).map_err(crate::Error::Config)?;
+        let opts = crate::analyze::Options { media: &cfg.media };
+        let ext = Active::configured(&cfg.analyzers, &opts).map_err(crate::Error::Config)?;
         let reserve = |what: &str, e: std::io::Error| {
             crate::Error::Config(format!(
                 "cannot reserve memory for {capacity} flows ({what}): {e}; lower --max-flows"
