@@ -390,6 +390,20 @@ pub(crate) fn dtmf_from(v: &[Val]) -> Dtmf {
     }
 }
 
+/// What the `schema_version` stored in database `name` means: `true`
+/// when there is none yet (the caller writes it), `false` when it is
+/// [`SCHEMA_VERSION`], an error naming the database otherwise.
+pub(crate) fn needs_version(name: &str, found: Option<String>) -> Result<bool> {
+    match found {
+        None => Ok(true),
+        Some(v) if v == SCHEMA_VERSION.to_string() => Ok(false),
+        Some(v) => Err(err(
+            name,
+            format!("schema version {v}; this earlybird reads version {SCHEMA_VERSION}"),
+        )),
+    }
+}
+
 /// The error of database `name`.
 pub(crate) fn err(name: &str, e: impl std::fmt::Display) -> Error {
     Error::Output {

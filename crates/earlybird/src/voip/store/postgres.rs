@@ -9,8 +9,9 @@ use postgres::types::{IsNull, ToSql, Type};
 use postgres::{Client, NoTls};
 
 use super::{
-    call_from, call_values, dtmf_from, dtmf_values, err, placeholders, search_sql, stream_from,
-    stream_values, Query, Val, CALL_COLUMNS, DTMF_COLUMNS, SCHEMA, SCHEMA_VERSION, STREAM_COLUMNS,
+    call_from, call_values, dtmf_from, dtmf_values, err, needs_version, placeholders, search_sql,
+    stream_from, stream_values, Query, Val, CALL_COLUMNS, DTMF_COLUMNS, SCHEMA, SCHEMA_VERSION,
+    STREAM_COLUMNS,
 };
 use crate::error::Result;
 use crate::voip::record::{CallRecord, StreamRecord};
@@ -87,22 +88,13 @@ impl PgStore {
             .query_opt("SELECT value FROM meta WHERE key = 'schema_version'", &[])
             .map_err(e)?
             .map(|r| r.get::<_, String>(0));
-        match version {
-            None => {
-                client
-                    .execute(
-                        "INSERT INTO meta (key, value) VALUES ('schema_version', $1)",
-                        &[&SCHEMA_VERSION.to_string()],
-                    )
-                    .map_err(e)?;
-            }
-            Some(v) if v == SCHEMA_VERSION.to_string() => {}
-            Some(v) => {
-                return Err(err(
-                    &name,
-                    format!("schema version {v}; this earlybird reads version {SCHEMA_VERSION}"),
-                ))
-            }
+        if needs_version(&name, version)? {
+            client
+                .execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema_version', $1)",
+                    &[&SCHEMA_VERSION.to_string()],
+                )
+                .map_err(e)?;
         }
         Ok(PgStore { client, name })
     }

@@ -10,8 +10,9 @@ use rusqlite::types::{ToSqlOutput, Value as SqlValue, ValueRef};
 use rusqlite::{Connection, OptionalExtension};
 
 use super::{
-    call_from, call_values, dtmf_from, dtmf_values, err, placeholders, search_sql, stream_from,
-    stream_values, Query, Val, CALL_COLUMNS, DTMF_COLUMNS, SCHEMA, SCHEMA_VERSION, STREAM_COLUMNS,
+    call_from, call_values, dtmf_from, dtmf_values, err, needs_version, placeholders, search_sql,
+    stream_from, stream_values, Query, Val, CALL_COLUMNS, DTMF_COLUMNS, SCHEMA, SCHEMA_VERSION,
+    STREAM_COLUMNS,
 };
 use crate::error::Result;
 use crate::voip::record::{CallRecord, StreamRecord};
@@ -67,21 +68,12 @@ impl SqliteStore {
             )
             .optional()
             .map_err(e)?;
-        match version {
-            None => {
-                conn.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
-                    [SCHEMA_VERSION.to_string()],
-                )
-                .map_err(e)?;
-            }
-            Some(v) if v == SCHEMA_VERSION.to_string() => {}
-            Some(v) => {
-                return Err(err(
-                    &name,
-                    format!("schema version {v}; this earlybird reads version {SCHEMA_VERSION}"),
-                ))
-            }
+        if needs_version(&name, version)? {
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
+                [SCHEMA_VERSION.to_string()],
+            )
+            .map_err(e)?;
         }
         Ok(SqliteStore { conn, name })
     }
