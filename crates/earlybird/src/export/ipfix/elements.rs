@@ -250,10 +250,25 @@ fn template(id: u16, fields: Vec<&'static Element>) -> Template {
         .filter(|f| f.len != VARLEN)
         .map(|f| usize::from(f.len))
         .sum();
+    let (mut var_base, mut apps, mut early_per_packet) = (0, 0, 0);
+    for f in fields.iter().filter(|f| f.len == VARLEN) {
+        var_base += 3;
+        match f.src {
+            Source::Early(i) => {
+                // Semantic (1), member id (2), member length (2), PEN (4).
+                var_base += 9;
+                early_per_packet += usize::from(LIST_MEMBERS[i].len);
+            }
+            _ => apps += 1,
+        }
+    }
     Template {
         id,
         fields,
         fixed_len,
+        var_base,
+        apps,
+        early_per_packet,
     }
 }
 
@@ -279,6 +294,13 @@ pub(crate) struct Template {
     pub fields: Vec<&'static Element>,
     /// Bytes of the fixed-length fields of a record.
     pub fixed_len: usize,
+    /// Bytes of the variable-length fields that do not depend on the
+    /// record: their 3-byte length prefixes and the basicList headers.
+    pub var_base: usize,
+    /// Application-name fields (each adds the name's bytes).
+    pub apps: usize,
+    /// Bytes each early packet adds (one member in each basicList).
+    pub early_per_packet: usize,
 }
 
 /// The template a record of `ipv6` (with an ICMP type when `icmp`) uses:

@@ -345,8 +345,8 @@ impl IpfixExporter {
     }
 }
 
-/// Encodes record `i` of `batch` into `out` (cleared first); returns its
-/// template id and its export time (the flow's end, Unix seconds).
+/// Appends record `i` of `batch` to `out`; returns its template id and its
+/// export time (the flow's end, Unix seconds).
 fn encode_one(
     out: &mut Vec<u8>,
     templates: &[Template],
@@ -362,7 +362,6 @@ fn encode_one(
         Verdict::UNKNOWN => UNKNOWN,
         c => names.get(usize::from(c)).map_or(UNKNOWN, Vec::as_slice),
     };
-    out.clear();
     record::encode(out, t, r, app, early_of(batch, i, early));
     let end_secs = (r.last_ts / 1_000_000_000).min(u64::from(u32::MAX)) as u32;
     (t.id, end_secs)
@@ -382,26 +381,30 @@ struct IpfixRecords {
     templates: Vec<Template>,
     names: Vec<Vec<u8>>,
     early: usize,
-    record: Vec<u8>,
     out: Box<dyn Write + Send>,
 }
 
 impl Exporter for IpfixRecords {
     fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
-        let mut text = Vec::with_capacity(batch.len() * (FRAME + 128));
+        let mut text = Vec::with_capacity(batch.len() * (FRAME + 192));
         for i in 0..batch.len() {
+            // The frame's place, filled once the record's length is known;
+            // the record is encoded right behind it.
+            let at = text.len();
+            text.extend_from_slice(&[0; FRAME]);
             let (id, time) = encode_one(
-                &mut self.record,
+                &mut text,
                 &self.templates,
                 &self.names,
                 self.early,
                 batch,
                 i,
             );
-            text.extend_from_slice(&id.to_le_bytes());
-            text.extend_from_slice(&(self.record.len() as u16).to_le_bytes());
-            text.extend_from_slice(&time.to_le_bytes());
-            text.extend_from_slice(&self.record);
+            let len = (text.len() - at - FRAME) as u16;
+            let (id, len, time) = (id.to_le_bytes(), len.to_le_bytes(), time.to_le_bytes());
+            text[at..at + FRAME].copy_from_slice(&[
+                id[0], id[1], len[0], len[1], time[0], time[1], time[2], time[3],
+            ]);
         }
         // The writer is memory (`Renderer`): it cannot fail.
         let _ = self.out.write_all(&text);
@@ -432,6 +435,7 @@ impl Exporter for IpfixExporter {
             ));
         }
         for i in 0..batch.len() {
+            self.record.clear();
             let (id, end_secs) = encode_one(
                 &mut self.record,
                 &self.templates,
@@ -481,7 +485,6 @@ impl Exporter for IpfixExporter {
                 templates,
                 names,
                 early,
-                record: Vec::new(),
                 out,
             })
         }))

@@ -7,7 +7,7 @@
 //! bounds what it appends. It never fails and never allocates once `out`
 //! has room.
 
-use super::elements::{Source, Template, LIST_MEMBERS, ORDERED, VARLEN};
+use super::elements::{Source, Template, LIST_MEMBERS, ORDERED};
 use crate::features::early::EarlyPkt;
 use crate::features::Dir;
 use crate::flow::record::{EndReason, FlowRecord};
@@ -57,39 +57,56 @@ fn flags(r: &FlowRecord, d: usize) -> u16 {
     }
 }
 
-/// Appends a variable-length prefix for `len` bytes.
-#[inline]
-fn varlen(out: &mut Vec<u8>, len: usize) {
-    if len < 255 {
-        out.push(len as u8);
-    } else {
-        out.push(255);
-        out.extend_from_slice(&(len as u16).to_be_bytes());
+/// A writer over bytes already sized for the record ([`max_len`]): each
+/// field is stored at its place, with no capacity check or growth.
+struct Put<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+impl Put<'_> {
+    #[inline(always)]
+    fn put<const N: usize>(&mut self, b: [u8; N]) {
+        self.buf[self.at..self.at + N].copy_from_slice(&b);
+        self.at += N;
+    }
+
+    #[inline(always)]
+    fn slice(&mut self, b: &[u8]) {
+        self.buf[self.at..self.at + b.len()].copy_from_slice(b);
+        self.at += b.len();
+    }
+
+    /// A variable-length prefix for `len` bytes.
+    #[inline(always)]
+    fn varlen(&mut self, len: usize) {
+        if len < 255 {
+            self.put([len as u8]);
+        } else {
+            let l = (len as u16).to_be_bytes();
+            self.put([255, l[0], l[1]]);
+        }
     }
 }
 
 /// Bytes of a basicList of `n` values of `LIST_MEMBERS[i]`, without its
 /// length prefix.
+#[inline]
 fn list_len(i: usize, n: usize) -> usize {
     1 + 2 + 2 + 4 + n * usize::from(LIST_MEMBERS[i].len)
 }
 
 /// The most bytes [`encode`] appends for template `t` with class names of
 /// at most `name_len` bytes and at most `early` early packets.
+#[inline]
 pub(crate) fn max_len(t: &Template, name_len: usize, early: usize) -> usize {
-    t.fixed_len
-        + t.fields
-            .iter()
-            .filter(|f| f.len == VARLEN)
-            .map(|f| match f.src {
-                Source::Early(i) => 3 + list_len(i, early),
-                _ => 3 + name_len,
-            })
-            .sum::<usize>()
+    t.fixed_len + t.var_base + t.apps * name_len + t.early_per_packet * early
 }
 
 /// Appends the data record of `r` for template `t`; `app` is the verdict's
 /// class name (at most 65535 bytes), `early` the record's early packets.
+/// The record's bytes are reserved at once ([`max_len`]) and each field
+/// stored at its place.
 #[inline]
 pub(crate) fn encode(
     out: &mut Vec<u8>,
@@ -98,56 +115,68 @@ pub(crate) fn encode(
     app: &[u8],
     early: &[EarlyPkt],
 ) {
+    let start = out.len();
+    out.resize(start + max_len(t, app.len(), early.len()), 0);
+    let mut w = Put {
+        buf: &mut out[start..],
+        at: 0,
+    };
     let k = &r.key;
     for f in &t.fields {
         match f.src {
-            Source::StartNs => out.extend_from_slice(&ntp(r.first_ts).to_be_bytes()),
-            Source::EndNs => out.extend_from_slice(&ntp(r.last_ts).to_be_bytes()),
-            Source::StartMs => out.extend_from_slice(&(r.first_ts / 1_000_000).to_be_bytes()),
-            Source::EndMs => out.extend_from_slice(&(r.last_ts / 1_000_000).to_be_bytes()),
-            Source::SrcV4 => out.extend_from_slice(&k.src[12..16]),
-            Source::DstV4 => out.extend_from_slice(&k.dst[12..16]),
-            Source::SrcV6 => out.extend_from_slice(&k.src),
-            Source::DstV6 => out.extend_from_slice(&k.dst),
-            Source::SrcPort => out.extend_from_slice(&k.sport.to_be_bytes()),
-            Source::DstPort => out.extend_from_slice(&k.dport.to_be_bytes()),
-            Source::Proto => out.push(k.proto),
+            Source::StartNs => w.put(ntp(r.first_ts).to_be_bytes()),
+            Source::EndNs => w.put(ntp(r.last_ts).to_be_bytes()),
+            Source::StartMs => w.put((r.first_ts / 1_000_000).to_be_bytes()),
+            Source::EndMs => w.put((r.last_ts / 1_000_000).to_be_bytes()),
+            Source::SrcV4 => w.put([k.src[12], k.src[13], k.src[14], k.src[15]]),
+            Source::DstV4 => w.put([k.dst[12], k.dst[13], k.dst[14], k.dst[15]]),
+            Source::SrcV6 => w.put(k.src),
+            Source::DstV6 => w.put(k.dst),
+            Source::SrcPort => w.put(k.sport.to_be_bytes()),
+            Source::DstPort => w.put(k.dport.to_be_bytes()),
+            Source::Proto => w.put([k.proto]),
             Source::IcmpTypeCode => {
                 let (ty, code) = r.icmp.map_or((0, 0), |m| (m.ty, m.code));
-                out.extend_from_slice(&[ty, code]);
+                w.put([ty, code]);
             }
-            Source::Octets(d) => out.extend_from_slice(&r.bytes[d].to_be_bytes()),
-            Source::Packets(d) => out.extend_from_slice(&r.packets[d].to_be_bytes()),
-            Source::TcpFlags(d) => out.extend_from_slice(&flags(r, d).to_be_bytes()),
-            Source::Vlan => out.extend_from_slice(&k.vlan.to_be_bytes()),
-            Source::EndReason => out.push(end_reason(r.end)),
-            Source::SrcMac => out.extend_from_slice(&r.src_mac),
-            Source::DstMac => out.extend_from_slice(&r.dst_mac),
+            Source::Octets(d) => w.put(r.bytes[d].to_be_bytes()),
+            Source::Packets(d) => w.put(r.packets[d].to_be_bytes()),
+            Source::TcpFlags(d) => w.put(flags(r, d).to_be_bytes()),
+            Source::Vlan => w.put(k.vlan.to_be_bytes()),
+            Source::EndReason => w.put([end_reason(r.end)]),
+            Source::SrcMac => w.put(r.src_mac),
+            Source::DstMac => w.put(r.dst_mac),
             Source::App => {
-                varlen(out, app.len());
-                out.extend_from_slice(app);
+                w.varlen(app.len());
+                w.slice(app);
             }
-            Source::Confidence => out.extend_from_slice(&r.verdict.confidence.to_be_bytes()),
-            Source::AtPacket => out.push(r.verdict.at_packet),
+            Source::Confidence => w.put(r.verdict.confidence.to_be_bytes()),
+            Source::AtPacket => w.put([r.verdict.at_packet]),
             // Not in the flow templates (`elements::templates`).
             Source::Cell(_) => {}
             Source::Early(i) => {
                 let m = &LIST_MEMBERS[i];
-                varlen(out, list_len(i, early.len()));
-                out.push(ORDERED);
-                out.extend_from_slice(&(m.id | 0x8000).to_be_bytes());
-                out.extend_from_slice(&m.len.to_be_bytes());
-                out.extend_from_slice(&m.pen.to_be_bytes());
-                for p in early {
-                    match i {
-                        0 => out.extend_from_slice(&p.size.to_be_bytes()),
-                        1 => out.push(if p.dir == Dir::Fwd { 1 } else { 0xFF }),
-                        _ => out.extend_from_slice(&p.iat_us.to_be_bytes()),
-                    }
+                w.varlen(list_len(i, early.len()));
+                let (id, len, pen) = (
+                    (m.id | 0x8000).to_be_bytes(),
+                    m.len.to_be_bytes(),
+                    m.pen.to_be_bytes(),
+                );
+                w.put([
+                    ORDERED, id[0], id[1], len[0], len[1], pen[0], pen[1], pen[2], pen[3],
+                ]);
+                match i {
+                    0 => early.iter().for_each(|p| w.put(p.size.to_be_bytes())),
+                    1 => early
+                        .iter()
+                        .for_each(|p| w.put([if p.dir == Dir::Fwd { 1 } else { 0xFF }])),
+                    _ => early.iter().for_each(|p| w.put(p.iat_us.to_be_bytes())),
                 }
             }
         }
     }
+    let end = start + w.at;
+    out.truncate(end);
 }
 
 #[cfg(test)]
