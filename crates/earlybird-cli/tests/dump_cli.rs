@@ -3,7 +3,10 @@
 //! exactly the input packets (all of them, or those of the flows the
 //! filters select), rotation splits them without loss or repetition, and
 //! a full disk (a tiny tmpfs, as root) is counted and reported while the
-//! flow records stay complete. `--dump-format pcapng` files hold the
+//! flow records stay complete. A nanosecond pcap input, whose records
+//! the dumper of one shard copies file to file in the kernel, gives the
+//! same files byte for byte, and the same counts when the disk fills.
+//! `--dump-format pcapng` files hold the
 //! same packets, read back by earlybird's reader and by tshark (which
 //! must be installed: `.ci/run` does; without it that test says SKIPPED,
 //! and fails under CI).
@@ -99,6 +102,36 @@ fn run(args: &[&str], input: &[&Path]) -> (i32, String) {
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// `input` rewritten as a nanosecond classic pcap at `out` (records the
+/// one-shard dumper copies as they are); returns `out`.
+fn nanosecond_copy(input: &Path, out: &Path) -> PathBuf {
+    let mut bytes = Vec::new();
+    for v in [0xa1b2_3c4du32, 0x0004_0002, 0, 0, 262_144, 1] {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    for (ts, orig, data) in input_packets(input) {
+        let secs = (ts / 1_000_000_000) as u32;
+        let nanos = (ts % 1_000_000_000) as u32;
+        for v in [secs, nanos, data.len() as u32, orig] {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        bytes.extend_from_slice(&data);
+    }
+    std::fs::write(out, bytes).unwrap();
+    out.to_path_buf()
+}
+
+/// Every file of `dir` by name, with its bytes.
+fn file_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    dump_files(dir)
+        .into_iter()
+        .map(|(_, _, p)| {
+            let b = std::fs::read(&p).unwrap();
+            (PathBuf::from(p.file_name().unwrap()), b)
+        })
+        .collect()
 }
 
 /// Whether `part` is a subsequence of `whole`.
@@ -204,12 +237,18 @@ fn rotation_by_time_and_size_loses_and_repeats_nothing() {
         size += need;
     }
     assert!(by_size > 3 && periods.len() > 3);
-    for (args, expected) in [
-        (vec!["--dump-seconds", "2"], periods.len()),
-        (vec!["--dump-max-mib", "0.0625"], by_size),
-    ] {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path().join("dump");
+    let dir = tempfile::tempdir().unwrap();
+    let nanos = nanosecond_copy(&input, &dir.path().join("ns.pcap"));
+    for (k, (args, expected, input)) in [
+        (vec!["--dump-seconds", "2"], periods.len(), &input),
+        (vec!["--dump-max-mib", "0.0625"], by_size, &input),
+        (vec!["--dump-seconds", "2"], periods.len(), &nanos),
+        (vec!["--dump-max-mib", "0.0625"], by_size, &nanos),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let d = dir.path().join(format!("dump{k}"));
         let mut all = vec!["--no-model", "-q", "-f", "null", "--dump-dir"];
         all.push(d.to_str().unwrap());
         all.extend(args.iter().copied());
@@ -236,6 +275,12 @@ fn rotation_by_time_and_size_loses_and_repeats_nothing() {
         let mut by_name = names.clone();
         by_name.sort();
         assert_eq!(by_name, names);
+        if k >= 2 {
+            // The records copied from the nanosecond input make the same
+            // files as those the dumper wrote from the microsecond one.
+            let before = file_bytes(&dir.path().join(format!("dump{}", k - 2)));
+            assert!(file_bytes(&d) == before, "{args:?}: files differ");
+        }
     }
 }
 
@@ -385,8 +430,21 @@ fn a_full_disk_is_counted_and_reported_and_the_flows_go_on() {
     let Some((base, fs)) = TinyFs::mount("256k") else {
         return;
     };
-    let (full, clean) = (base.path().join("full.csv"), base.path().join("clean.csv"));
-    let (code, _) = run(&["--no-model", "-q", "-o"], &[&clean, &input]);
+    let nanos = nanosecond_copy(&input, &base.path().join("ns.pcap"));
+    for input in [&input, &nanos] {
+        full_disk_run(input, &want, base.path(), &fs.0);
+        for e in std::fs::read_dir(&fs.0).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+    }
+    drop(fs);
+}
+
+/// One run of [`a_full_disk_is_counted_and_reported_and_the_flows_go_on`]
+/// into the tiny file system `tiny`, scratch files in `base`.
+fn full_disk_run(input: &Path, want: &[Packet], base: &Path, tiny: &Path) {
+    let (full, clean) = (base.join("full.csv"), base.join("clean.csv"));
+    let (code, _) = run(&["--no-model", "-q", "-o"], &[&clean, input]);
     assert_eq!(code, 0);
     // Small files, so several are written before the disk is full.
     let (code, err) = run(
@@ -394,10 +452,10 @@ fn a_full_disk_is_counted_and_reported_and_the_flows_go_on() {
         &[
             &full,
             Path::new("--dump-dir"),
-            &fs.0,
+            tiny,
             Path::new("--dump-max-mib"),
             Path::new("0.05"),
-            &input,
+            input,
         ],
     );
     assert_eq!(code, 0, "{err}");
@@ -427,17 +485,16 @@ fn a_full_disk_is_counted_and_reported_and_the_flows_go_on() {
     assert!(written > 0 && lost > 0, "{line}");
     assert_eq!(written + lost, want.len() as u64, "{line}");
     // What is on disk is whole files of the first packets, in order.
-    let on_disk: Vec<Packet> = dumped(&fs.0).remove(&0).unwrap_or_default();
+    let on_disk: Vec<Packet> = dumped(tiny).remove(&0).unwrap_or_default();
     assert_eq!(on_disk.len() as u64, written);
     assert!(on_disk[..] == want[..on_disk.len()]);
     // -q: the failure is still said on stderr.
     let (code, err) = run(
         &["--no-model", "-q", "-f", "null", "--dump-dir"],
-        &[&fs.0, &input],
+        &[tiny, input],
     );
     assert_eq!(code, 0);
     assert!(err.contains("earlybird: dump error: "), "{err}");
-    drop(fs);
 }
 
 /// A live capture (two shards in a fanout group, a veth pair in network

@@ -30,9 +30,17 @@
 //!   The dumper then writes nothing (counting each packet as lost) until the
 //!   next period starts, where it tries a new file; without a period, for
 //!   the rest of the run. Nothing panics; the flows are unaffected.
+//! - Records by reference ([`Dumper::write_at`], used by the dumper's own
+//!   thread, `thread.rs`): a packet whose record in its input file is,
+//!   byte for byte, the record a classic pcap dump file holds is not copied
+//!   through the buffer: runs of such records that are back to back in the
+//!   input are copied from file to file in the kernel (`copy.rs`), after
+//!   what the buffer holds. Rotation, names, counters and failures are
+//!   those of [`Dumper::write`]; the files are byte-identical.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::{DumpFilter, DumpFormat};
 use crate::decode::LinkType;
@@ -103,6 +111,15 @@ impl Out {
         }
     }
 
+    /// The file, once what the buffer holds is written to it (classic
+    /// pcap only: records are copied into a pcapng's buffer).
+    fn flushed_pcap(&mut self) -> Option<std::io::Result<&mut File>> {
+        match self {
+            Out::Pcap(o) => Some(o.flushed_sink()),
+            Out::Pcapng(_) => None,
+        }
+    }
+
     fn finish(self) -> std::io::Result<File> {
         match self {
             Out::Pcap(o) => o.finish(),
@@ -159,6 +176,17 @@ struct Open {
     packets: u64,
 }
 
+/// Back-to-back records of one input file, gathered to be copied at once.
+#[derive(Default)]
+struct Run {
+    src: Option<Arc<File>>,
+    /// Byte range `start..end` of `src`.
+    start: u64,
+    end: u64,
+    /// Packets in it.
+    n: u64,
+}
+
 /// One shard's dumper (see the module docs).
 pub struct Dumper {
     dir: PathBuf,
@@ -172,6 +200,11 @@ pub struct Dumper {
     /// A write failed: nothing is written before the next period.
     broken: bool,
     cur: Option<Open>,
+    /// Records of the open file still to be copied from an input file
+    /// ([`Dumper::write_at`]).
+    run: Run,
+    /// How runs are copied (in the kernel while it can).
+    copier: super::copy::Copier,
     /// Which flows' packets are dumped.
     pub filter: DumpFilter,
     /// What was done so far.
@@ -203,6 +236,8 @@ impl Dumper {
             period_end: 0,
             broken: false,
             cur: None,
+            run: Run::default(),
+            copier: super::copy::Copier::default(),
             filter,
             counters: DumpCounters::default(),
             error: None,
@@ -213,38 +248,13 @@ impl Dumper {
     /// `ts`, `orig_len` bytes on the wire.
     #[inline]
     pub fn write(&mut self, ts: Nanos, orig_len: u32, link: LinkType, bytes: &[u8]) {
-        if bytes.len() > OUT_SNAPLEN as usize {
-            self.counters.oversize += 1;
+        if !self.prepare(ts, link, bytes.len()) {
             return;
         }
-        if self.period > 0 && ts >= self.period_end {
-            self.close();
-            self.period_end = (ts / self.period + 1).saturating_mul(self.period);
-            self.broken = false;
-        }
-        if self.broken {
-            self.counters.lost += 1;
-            return;
-        }
-        if let Some(c) = &self.cur {
-            let need = c.out.record_len(link, bytes.len());
-            let full = c.bytes + need > self.max_bytes && c.bytes > c.header;
-            if c.link.is_some_and(|l| l != link) || full {
-                self.close();
-                if self.broken {
-                    // Closing it failed.
-                    self.counters.lost += 1;
-                    return;
-                }
-            }
-        }
-        if self.cur.is_none() {
-            if let Err(e) = self.open(ts, link) {
-                self.failed(e, 1);
-                return;
-            }
-        }
+        self.flush_run();
         let Some(c) = self.cur.as_mut() else {
+            // The copy before failed.
+            self.counters.lost += 1;
             return;
         };
         let before = c.bytes;
@@ -263,6 +273,124 @@ impl Dumper {
             }
             Err(e) => {
                 let lost = c.pending + 1;
+                let msg = format!("{}: {e}", c.path.display());
+                self.failed(msg, lost);
+            }
+        }
+    }
+
+    /// Dumps the packet whose whole record (16-byte header, then `caplen`
+    /// bytes) is at byte `at` of the classic pcap `src`, stamped `ts`, of
+    /// link type `link` (see the module docs: the caller checked that the
+    /// record is the one a dump file holds). Back-to-back records are
+    /// gathered and copied at once, before anything else reaches the file.
+    pub(crate) fn write_at(
+        &mut self,
+        ts: Nanos,
+        link: LinkType,
+        caplen: usize,
+        src: &Arc<File>,
+        at: u64,
+    ) {
+        if self.format != DumpFormat::Pcap {
+            return;
+        }
+        if !self.prepare(ts, link, caplen) {
+            return;
+        }
+        let len = REC_HDR + caplen as u64;
+        let joins = self.run.n > 0
+            && self.run.end == at
+            && self.run.src.as_ref().is_some_and(|s| Arc::ptr_eq(s, src));
+        if !joins {
+            self.flush_run();
+            if self.broken {
+                self.counters.lost += 1;
+                return;
+            }
+            self.run = Run {
+                src: Some(Arc::clone(src)),
+                start: at,
+                end: at,
+                n: 0,
+            };
+        }
+        let Some(c) = self.cur.as_mut() else {
+            return;
+        };
+        self.run.end += len;
+        self.run.n += 1;
+        c.bytes += len;
+        c.pending += 1;
+    }
+
+    /// What [`Dumper::write`] and [`Dumper::write_at`] do before a packet
+    /// goes into the file: the snaplen, the period, rotation and opening
+    /// the next file; `false` when the packet is not written (counted).
+    #[inline]
+    fn prepare(&mut self, ts: Nanos, link: LinkType, caplen: usize) -> bool {
+        if caplen > OUT_SNAPLEN as usize {
+            self.counters.oversize += 1;
+            return false;
+        }
+        if self.period > 0 && ts >= self.period_end {
+            self.close();
+            self.period_end = (ts / self.period + 1).saturating_mul(self.period);
+            self.broken = false;
+        }
+        if self.broken {
+            self.counters.lost += 1;
+            return false;
+        }
+        if let Some(c) = &self.cur {
+            let need = c.out.record_len(link, caplen);
+            let full = c.bytes + need > self.max_bytes && c.bytes > c.header;
+            if c.link.is_some_and(|l| l != link) || full {
+                self.close();
+                if self.broken {
+                    // Closing it failed.
+                    self.counters.lost += 1;
+                    return false;
+                }
+            }
+        }
+        if self.cur.is_none() {
+            if let Err(e) = self.open(ts, link) {
+                self.failed(e, 1);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Copies the gathered run of records into the open file (after what
+    /// its buffer holds); on success every packet handed over so far is on
+    /// disk.
+    fn flush_run(&mut self) {
+        if self.run.n == 0 {
+            return;
+        }
+        let run = std::mem::take(&mut self.run);
+        let Some(c) = self.cur.as_mut() else {
+            return;
+        };
+        let Some(src) = run.src.as_deref() else {
+            return;
+        };
+        let copied = match c.out.flushed_pcap() {
+            Some(Ok(dst)) => self.copier.copy(src, run.start, run.end - run.start, dst),
+            Some(Err(e)) => Err(e),
+            None => Ok(()),
+        };
+        match copied {
+            Ok(()) => {
+                c.synced = c.bytes;
+                c.packets += c.pending;
+                self.counters.written += c.pending;
+                c.pending = 0;
+            }
+            Err(e) => {
+                let lost = c.pending;
                 let msg = format!("{}: {e}", c.path.display());
                 self.failed(msg, lost);
             }
@@ -301,6 +429,7 @@ impl Dumper {
 
     /// Finishes the open file, if any.
     fn close(&mut self) {
+        self.flush_run();
         let Some(c) = self.cur.take() else {
             return;
         };
@@ -323,6 +452,8 @@ impl Dumper {
     /// not on disk; the file is cut back to its last complete record.
     #[cold]
     fn failed(&mut self, msg: String, lost: u64) {
+        // Its packets are among the `lost` (still pending in the file).
+        self.run = Run::default();
         if let Some(c) = self.cur.take() {
             let (path, synced, header) = (c.path.clone(), c.synced, c.header);
             // Whatever the buffer still holds is dropped with it.
@@ -341,6 +472,11 @@ impl Dumper {
         if self.error.is_none() {
             self.error = Some(msg);
         }
+    }
+
+    /// The files' format.
+    pub fn format(&self) -> DumpFormat {
+        self.format
     }
 
     /// Writes what is buffered and closes the file; returns the counters.

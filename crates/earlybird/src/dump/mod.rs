@@ -24,16 +24,23 @@
 //!   the dump). `unknown` names flows the classifier decided it could not
 //!   label; flows still undecided match no class. Both given: a packet must
 //!   match both.
+//! - One shard with an unfiltered dumper: the dumper runs on a thread of
+//!   its own ([`Taps::thread`], [`thread`]), which takes each batch after
+//!   the shard ran it; records of a classic nanosecond pcap input go by
+//!   their place in the file and are copied file to file in the kernel.
 //! - Writing, rotation, file names and failures: [`dumper`]. The ring:
 //!   [`ring`].
 
+mod copy;
 pub mod dumper;
 pub mod forensic;
 pub mod ring;
+pub mod thread;
 
 pub use dumper::{DumpCounters, Dumper};
 pub use forensic::{ForensicConfig, Forensics};
 pub use ring::PacketRing;
+pub use thread::DumpThread;
 
 use std::path::PathBuf;
 
@@ -168,8 +175,11 @@ impl DumpFilter {
 
 /// A shard's taps (see the module docs): the dumper, the ring, or both.
 pub struct Taps {
-    /// The rotating dumper (`--dump-dir`).
+    /// The rotating dumper (`--dump-dir`) when it runs in the shard.
     pub dumper: Option<Dumper>,
+    /// The rotating dumper when it runs on its own thread (one shard, no
+    /// filter; [`thread`]).
+    pub thread: Option<DumpThread>,
     /// The bounded ring of recent packets (for alarms).
     pub ring: Option<PacketRing>,
 }
@@ -181,9 +191,55 @@ impl Taps {
         self.dumper.as_ref().is_some_and(|d| !d.filter.is_all())
     }
 
+    /// A dumper taps: in the shard, or on its thread.
+    pub fn with_dumper(dumper: Dumper, shard: usize, own_thread: bool) -> Taps {
+        let (dumper, thread) = match own_thread && dumper.filter.is_all() {
+            true => match DumpThread::start(dumper, shard) {
+                Ok(t) => (None, Some(t)),
+                Err(d) => (Some(d), None),
+            },
+            false => (Some(dumper), None),
+        };
+        Taps {
+            dumper,
+            thread,
+            ring: None,
+        }
+    }
+
+    /// Whether the dumper's thread would take the records of an input
+    /// file by place ([`Taps::set_input`]).
+    pub fn wants_input(&self) -> bool {
+        self.thread.is_some()
+    }
+
+    /// The next batches come from this input (`data`, its bytes as the
+    /// batches hold them); `file`: it opened again when its records are a
+    /// dump file's ([`crate::source::CaptureFile`]), else `None`.
+    pub fn set_input(&mut self, data: &[u8], file: Option<std::fs::File>) {
+        if let Some(t) = self.thread.as_mut() {
+            t.set_input(data, file);
+        }
+    }
+
+    /// Ends the dumper (its thread's jobs done, its file closed): its
+    /// counters and its first error; `None` without a dumper.
+    pub fn finish_dumper(&mut self) -> Option<(DumpCounters, Option<String>)> {
+        if let Some(mut t) = self.thread.take() {
+            return Some(match t.finish() {
+                Ok(mut d) => (d.finish(), d.error.take()),
+                Err(e) => (DumpCounters::default(), Some(e)),
+            });
+        }
+        self.dumper.as_mut().map(|d| (d.finish(), d.error.take()))
+    }
+
     /// One shard, after a batch: every packet of `refs` (bytes in `data`)
     /// to the ring and, when it has no filter, to the dumper.
     pub fn whole_batch(&mut self, data: &[u8], refs: &[PacketRef]) {
+        if let Some(t) = self.thread.as_mut() {
+            t.batch(data, refs);
+        }
         let dump_all = !self.filtering();
         for r in refs {
             let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
@@ -340,6 +396,7 @@ mod tests {
     fn ring_taps() -> Option<Box<Taps>> {
         Some(Box::new(Taps {
             dumper: None,
+            thread: None,
             ring: Some(PacketRing::new(u64::MAX / 4, 8 << 20)),
         }))
     }

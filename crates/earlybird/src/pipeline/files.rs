@@ -94,6 +94,14 @@ pub(super) fn shard_loop(
         time_domain(shard, sink, &input, &mut warnings);
         let mut reader = f.reader();
         let data = reader.data();
+        if let Some(t) = shard.taps.as_mut().filter(|t| t.wants_input()) {
+            // A file whose records the dumper may copy as they are.
+            let records = match input {
+                FileRef::Slice(_) => f.records_file(),
+                FileRef::Feed(_) => None,
+            };
+            t.set_input(data, records);
+        }
         let mut stride = f.stride(shard.id(), shard.shards(), !spare);
         retime.start_file();
         loop {

@@ -377,6 +377,7 @@ fn open_taps(
                 ring().map(|r| {
                     Box::new(crate::dump::Taps {
                         dumper: None,
+                        thread: None,
                         ring: Some(r),
                     })
                 })
@@ -398,10 +399,11 @@ fn open_taps(
                 cfg.period,
                 filter.clone(),
             );
-            Some(Box::new(crate::dump::Taps {
-                dumper: Some(d),
-                ring: ring(),
-            }))
+            // One shard: every packet in input order, so the dumper can
+            // run on its own thread (`crate::dump::thread`).
+            let mut taps = crate::dump::Taps::with_dumper(d, id, shards == 1);
+            taps.ring = ring();
+            Some(Box::new(taps))
         })
         .collect())
 }

@@ -290,11 +290,7 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
         Some(e) => Err(e),
         None => m.writer.finish().map_err(|e| e.to_string()),
     });
-    let dumped = shard
-        .taps
-        .as_mut()
-        .and_then(|t| t.dumper.as_mut())
-        .map(|d| (d.finish(), d.error.take()));
+    let dumped = shard.taps.as_mut().and_then(|t| t.finish_dumper());
     Ok((
         shard.counters,
         warnings,

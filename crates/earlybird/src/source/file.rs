@@ -49,9 +49,10 @@ use super::{PacketRef, Warning};
 use crate::decode::LinkType;
 use crate::error::{Error, Result};
 
-/// The bytes of a capture: a read-only map of a file or an owned buffer.
+/// The bytes of a capture: a read-only map of a file (with the file's
+/// device and inode numbers, to know it again) or an owned buffer.
 enum Storage {
-    Map(memmap2::Mmap),
+    Map(memmap2::Mmap, Option<(u64, u64)>),
     Owned(Vec<u8>),
 }
 
@@ -158,7 +159,14 @@ impl CaptureFile {
             // Only a hint: failure changes nothing but read-ahead.
             let _ = map.advise(memmap2::Advice::Sequential);
         }
-        Self::new(name, Storage::Map(map), guard)
+        #[cfg(unix)]
+        let id = {
+            use std::os::unix::fs::MetadataExt;
+            Some((meta.dev(), meta.ino()))
+        };
+        #[cfg(not(unix))]
+        let id = None;
+        Self::new(name, Storage::Map(map, id), guard)
     }
 
     /// Gets a large file's map ready ahead of its readers, once they have
@@ -172,7 +180,7 @@ impl CaptureFile {
     /// Does nothing for small files (populated at open), buffers, or when
     /// called again.
     pub(crate) fn map_ahead(&self, spare_core: bool) {
-        let Storage::Map(map) = &self.storage else {
+        let Storage::Map(map, _) = &self.storage else {
             return;
         };
         if map.len() < populate::BACKGROUND_FROM {
@@ -200,7 +208,7 @@ impl CaptureFile {
 
     fn new(name: String, storage: Storage, guard: Option<Guard>) -> Result<CaptureFile> {
         let bytes: &[u8] = match &storage {
-            Storage::Map(m) => m,
+            Storage::Map(m, _) => m,
             Storage::Owned(v) => v,
         };
         let format = match detect(&name, bytes) {
@@ -244,7 +252,7 @@ impl CaptureFile {
     /// populates the map instead).
     pub(crate) fn stride(&self, id: usize, shards: usize, on: bool) -> populate::Stride {
         let map = match &self.storage {
-            Storage::Map(m) if on && m.len() >= populate::BACKGROUND_FROM => Some(m),
+            Storage::Map(m, _) if on && m.len() >= populate::BACKGROUND_FROM => Some(m),
             _ => None,
         };
         populate::Stride::new(map, id, shards)
@@ -258,8 +266,38 @@ impl CaptureFile {
     /// All bytes of the file.
     pub fn bytes(&self) -> &[u8] {
         match &self.storage {
-            Storage::Map(m) => m,
+            Storage::Map(m, _) => m,
             Storage::Owned(v) => v,
+        }
+    }
+
+    /// The mapped file opened again, when its records are, byte for byte,
+    /// what the packet dumper writes: a classic little-endian pcap with
+    /// nanosecond stamps and 16-byte record headers (`crate::dump` then
+    /// copies runs of records in the kernel instead of through memory).
+    /// `None` for buffers, other formats, or when the path now names
+    /// another file (device and inode differ) or cannot be opened.
+    pub(crate) fn records_file(&self) -> Option<std::fs::File> {
+        let Storage::Map(_, Some(id)) = &self.storage else {
+            return None;
+        };
+        let Format::Pcap(h, Some(_)) = &self.format else {
+            return None;
+        };
+        if h.big_endian || !h.nanos || h.record_len != 16 {
+            return None;
+        }
+        let file = std::fs::File::open(&self.name).ok()?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let meta = file.metadata().ok()?;
+            ((meta.dev(), meta.ino()) == *id).then_some(file)
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = (file, id);
+            None
         }
     }
 

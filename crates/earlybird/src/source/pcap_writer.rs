@@ -132,6 +132,14 @@ impl<W: Write> PcapOut<W> {
         self.pos
     }
 
+    /// Hands the sink everything buffered and returns the sink, so that
+    /// bytes written to it directly follow the records so far (the
+    /// dumper's copies of whole records, `crate::dump`).
+    pub(crate) fn flushed_sink(&mut self) -> io::Result<&mut W> {
+        self.flush_buf()?;
+        Ok(&mut self.sink)
+    }
+
     fn flush_buf(&mut self) -> io::Result<()> {
         if self.pos > 0 {
             self.sink.write_all(&self.buf[..self.pos])?;

@@ -1,0 +1,349 @@
+//! The dumper of every packet, for a run of one shard, on a thread of its
+//! own: the shard describes each batch and goes on; the thread writes.
+//!
+//! Contract:
+//! - [`DumpThread::start`] moves a [`Dumper`] (without a filter) to a new
+//!   thread. The shard hands it each batch ([`DumpThread::batch`]) as a
+//!   job: per packet either its place in the input file — when the input
+//!   is a classic pcap whose record for the packet is, byte for byte, the
+//!   record a dump file holds (checked per packet against the 16 bytes
+//!   before it: seconds, nanoseconds, captured and original length) — or a
+//!   copy of its bytes (live capture, other formats, a pcapng dump). The
+//!   thread runs the jobs in order ([`Dumper::write_at`],
+//!   [`Dumper::write`]), so the files, their rotation, names, counters
+//!   and failures are exactly those of the dumper in the shard.
+//! - At most [`DEPTH`] jobs wait; a shard whose dumper is behind (a slow
+//!   disk) waits for it, as the dumper in the shard would make it wait.
+//!   Jobs come back emptied to be filled again: nothing is allocated per
+//!   batch once they exist.
+//! - [`DumpThread::finish`] waits for every job and returns the dumper
+//!   (its counters and first error). A thread that cannot be started
+//!   leaves the dumper in the shard (`None` from `start`).
+
+use std::fs::File;
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use super::Dumper;
+use crate::decode::LinkType;
+use crate::source::PacketRef;
+use crate::time::Nanos;
+
+/// Jobs that may wait for the thread.
+pub(crate) const DEPTH: usize = 8;
+
+/// Bytes of a classic pcap record header.
+const REC_HDR: usize = 16;
+
+/// Where a packet's bytes are.
+#[derive(Clone, Copy)]
+enum Place {
+    /// Its whole record starts at this byte of the job's input file.
+    At(u64),
+    /// Its bytes start at this byte of the job's copies.
+    Copied(usize),
+}
+
+#[derive(Clone, Copy)]
+struct Item {
+    ts: Nanos,
+    orig_len: u32,
+    caplen: u32,
+    link: LinkType,
+    place: Place,
+}
+
+/// One batch for the thread.
+#[derive(Default)]
+struct Job {
+    items: Vec<Item>,
+    copies: Vec<u8>,
+    /// The input file of the `At` items.
+    file: Option<Arc<File>>,
+}
+
+/// The input file whose records may be dumped by place: its map's address
+/// and length (to know its batches) and the file opened again.
+struct Input {
+    base: usize,
+    len: usize,
+    file: Arc<File>,
+}
+
+/// The shard's end of a dumper thread (see the module docs).
+pub struct DumpThread {
+    to: Option<SyncSender<Job>>,
+    back: Receiver<Job>,
+    handle: Option<JoinHandle<Dumper>>,
+    job: Job,
+    input: Option<Input>,
+    /// The files are classic pcap (records may go by place).
+    pcap: bool,
+}
+
+impl DumpThread {
+    /// Starts a thread running `dumper` for shard `shard`; `None` (the
+    /// dumper given back) when the thread cannot start.
+    pub(crate) fn start(mut dumper: Dumper, shard: usize) -> Result<DumpThread, Dumper> {
+        let pcap = dumper.format() == super::DumpFormat::Pcap;
+        let (to, from) = sync_channel::<Job>(DEPTH);
+        let (back_to, back) = channel::<Job>();
+        // The dumper goes to the thread through this slot so that it can
+        // be given back if the thread does not start.
+        let slot = Arc::new(std::sync::Mutex::new(None::<Dumper>));
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(dumper);
+        let theirs = Arc::clone(&slot);
+        let spawned = std::thread::Builder::new()
+            .name(format!("eb-dump{shard}"))
+            .spawn(move || {
+                let taken = theirs.lock().unwrap_or_else(|e| e.into_inner()).take();
+                let mut d = taken.expect("the dumper is handed over before the thread starts");
+                for mut job in from {
+                    run(&mut d, &job);
+                    job.items.clear();
+                    job.copies.clear();
+                    job.file = None;
+                    // The shard may have stopped taking them back.
+                    let _ = back_to.send(job);
+                }
+                d
+            });
+        match spawned {
+            Ok(handle) => Ok(DumpThread {
+                to: Some(to),
+                back,
+                handle: Some(handle),
+                job: Job::default(),
+                input: None,
+                pcap,
+            }),
+            Err(_) => {
+                dumper = slot
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    .expect("the thread did not start, so the dumper is still here");
+                Err(dumper)
+            }
+        }
+    }
+
+    /// The input file whose batches come next, when its records may go by
+    /// place (`file`: it opened again, `data` its bytes as the batches
+    /// hold them); `None`: copy every packet.
+    pub(crate) fn set_input(&mut self, data: &[u8], file: Option<File>) {
+        self.input = file.map(|f| Input {
+            base: data.as_ptr() as usize,
+            len: data.len(),
+            file: Arc::new(f),
+        });
+    }
+
+    /// Hands the thread every packet of `refs` (bytes in `data`).
+    pub(crate) fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
+        let by_place = self
+            .input
+            .as_ref()
+            .filter(|i| self.pcap && i.base == data.as_ptr() as usize && i.len == data.len());
+        let job = &mut self.job;
+        if let Some(i) = by_place {
+            job.file = Some(Arc::clone(&i.file));
+        }
+        for r in refs {
+            let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
+                continue;
+            };
+            let place = match by_place {
+                Some(_) if same_record(data, r) => Place::At((r.offset - REC_HDR) as u64),
+                _ => {
+                    let at = job.copies.len();
+                    job.copies.extend_from_slice(bytes);
+                    Place::Copied(at)
+                }
+            };
+            job.items.push(Item {
+                ts: r.ts,
+                orig_len: r.orig_len,
+                caplen: r.caplen,
+                link: r.link,
+                place,
+            });
+        }
+        if self.job.items.is_empty() {
+            return;
+        }
+        let next = self.back.try_recv().unwrap_or_default();
+        let job = std::mem::replace(&mut self.job, next);
+        if let Some(to) = &self.to {
+            // Fails only when the thread is gone (it panicked): `finish`
+            // reports it.
+            let _ = to.send(job);
+        }
+    }
+
+    /// Waits for every job and returns the dumper; `Err` names what went
+    /// wrong when the thread did not end normally.
+    pub(crate) fn finish(&mut self) -> Result<Dumper, String> {
+        drop(self.to.take());
+        match self.handle.take().map(JoinHandle::join) {
+            Some(Ok(d)) => Ok(d),
+            Some(Err(_)) => {
+                Err("the packet dumper's thread failed; its files may be cut short".into())
+            }
+            None => Err("the packet dumper's thread was already finished".into()),
+        }
+    }
+}
+
+/// Whether the 16 bytes before `r`'s packet are the record header a
+/// nanosecond classic pcap holds for it (little-endian seconds,
+/// nanoseconds, captured and original length).
+#[inline]
+fn same_record(data: &[u8], r: &PacketRef) -> bool {
+    let Some(h) = r
+        .offset
+        .checked_sub(REC_HDR)
+        .and_then(|at| data.get(at..r.offset))
+    else {
+        return false;
+    };
+    let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+    let nanos = word(4);
+    nanos < 1_000_000_000
+        && u64::from(word(0)) * 1_000_000_000 + u64::from(nanos) == r.ts
+        && word(8) == r.caplen
+        && word(12) == r.orig_len
+}
+
+/// Runs one job through the dumper, in order.
+fn run(d: &mut Dumper, job: &Job) {
+    for it in &job.items {
+        match (it.place, &job.file) {
+            (Place::At(at), Some(f)) => d.write_at(it.ts, it.link, it.caplen as usize, f, at),
+            (Place::Copied(at), _) => {
+                let bytes = &job.copies[at..at + it.caplen as usize];
+                d.write(it.ts, it.orig_len, it.link, bytes);
+            }
+            // A place without its file is never made (`batch`).
+            (Place::At(_), None) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dump::{DumpFilter, DumpFormat};
+    use crate::source::pcap_writer::PcapOut;
+    use crate::source::{CaptureFile, BATCH};
+    use std::path::Path;
+
+    /// The iPhone capture rewritten with nanosecond stamps (`nanos`) or
+    /// microsecond ones, as a file in `dir`.
+    fn input(dir: &Path, nanos: bool) -> std::path::PathBuf {
+        let src =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pcap/ndpi__iphone.pcap");
+        let file = CaptureFile::open(&src).unwrap();
+        let path = dir.join(format!("in-{nanos}.pcap"));
+        let mut out = PcapOut::new(File::create(&path).unwrap(), nanos, 262_144).unwrap();
+        let mut r = file.reader();
+        let mut refs = Vec::new();
+        while r.next_batch(&mut refs, BATCH) > 0 {
+            for p in &refs {
+                out.record(p.ts, p.orig_len, p.bytes(r.data())).unwrap();
+            }
+        }
+        out.finish().unwrap();
+        path
+    }
+
+    fn dumper(dir: &Path) -> Dumper {
+        std::fs::create_dir_all(dir).unwrap();
+        // Small files and a short period, so runs are cut by both.
+        Dumper::new(
+            dir,
+            DumpFormat::Pcap,
+            0,
+            Some(40_000),
+            Some(2_000_000_000),
+            DumpFilter::default(),
+        )
+    }
+
+    /// Every file of `dir` by name, with its bytes.
+    fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn the_thread_writes_the_files_the_shard_would_by_place_or_by_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        for nanos in [true, false] {
+            let path = input(dir.path(), nanos);
+            let file = CaptureFile::open(&path).unwrap();
+            let (here, away) = (
+                dir.path().join(format!("here{nanos}")),
+                dir.path().join(format!("away{nanos}")),
+            );
+            let mut d = dumper(&here);
+            let mut t = DumpThread::start(dumper(&away), 0).ok().unwrap();
+            let mut r = file.reader();
+            t.set_input(r.data(), file.records_file());
+            assert_eq!(
+                t.input.is_some(),
+                nanos,
+                "only nanosecond records go by place"
+            );
+            let (mut refs, mut packets) = (Vec::new(), 0);
+            while r.next_batch(&mut refs, 50) > 0 {
+                for p in &refs {
+                    d.write(p.ts, p.orig_len, p.link, p.bytes(r.data()));
+                }
+                t.batch(r.data(), &refs);
+                packets += refs.len() as u64;
+            }
+            let want = d.finish();
+            let mut back = t.finish().unwrap();
+            let got = back.finish();
+            assert_eq!(got, want, "counters, nanos: {nanos}");
+            assert_eq!(want.written, packets);
+            assert!(want.files > 3, "rotation happened: {}", want.files);
+            let (a, b) = (files(&here), files(&away));
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(&b) {
+                assert!(x == y, "{} differs (nanos: {nanos})", x.0);
+            }
+        }
+    }
+
+    #[test]
+    fn a_record_header_that_does_not_match_the_packet_is_copied_instead() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = input(dir.path(), true);
+        let file = CaptureFile::open(&path).unwrap();
+        let mut r = file.reader();
+        let mut refs = Vec::new();
+        r.next_batch(&mut refs, 4);
+        assert!(refs.iter().all(|p| same_record(r.data(), p)));
+        let mut moved = refs[1];
+        moved.ts += 1;
+        assert!(!same_record(r.data(), &moved), "another stamp");
+        moved = refs[1];
+        moved.orig_len += 1;
+        assert!(!same_record(r.data(), &moved), "another length");
+        moved.offset = 3;
+        assert!(!same_record(r.data(), &moved), "no room for a header");
+    }
+}
