@@ -262,6 +262,7 @@ fn template(id: u16, fields: Vec<&'static Element>) -> Template {
             _ => apps += 1,
         }
     }
+    let plan = super::record::Plan::of(fields.iter().map(|f| f.src));
     Template {
         id,
         fields,
@@ -269,6 +270,7 @@ fn template(id: u16, fields: Vec<&'static Element>) -> Template {
         var_base,
         apps,
         early_per_packet,
+        plan,
     }
 }
 
@@ -301,6 +303,8 @@ pub(crate) struct Template {
     pub apps: usize,
     /// Bytes each early packet adds (one member in each basicList).
     pub early_per_packet: usize,
+    /// How the record encoder writes its fields (`record.rs`).
+    pub plan: super::record::Plan,
 }
 
 /// The template a record of `ipv6` (with an ICMP type when `icmp`) uses:
