@@ -176,6 +176,10 @@ struct Open {
     packets: u64,
 }
 
+/// A run is copied once it holds this many bytes (as the buffer is
+/// written when full), so the files grow while the input is read.
+const RUN_BYTES: u64 = 1 << 20;
+
 /// Back-to-back records of one input file, gathered to be copied at once.
 #[derive(Default)]
 struct Run {
@@ -322,6 +326,9 @@ impl Dumper {
         self.run.n += 1;
         c.bytes += len;
         c.pending += 1;
+        if self.run.end - self.run.start >= RUN_BYTES {
+            self.flush_run();
+        }
     }
 
     /// What [`Dumper::write`] and [`Dumper::write_at`] do before a packet

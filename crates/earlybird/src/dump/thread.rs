@@ -12,7 +12,8 @@
 //!   thread runs the jobs in order ([`Dumper::write_at`],
 //!   [`Dumper::write`]), so the files, their rotation, names, counters
 //!   and failures are exactly those of the dumper in the shard.
-//! - At most [`DEPTH`] jobs wait; a shard whose dumper is behind (a slow
+//! - A job holds several batches ([`JOB_PACKETS`], [`JOB_COPIES`]); at
+//!   most [`DEPTH`] jobs wait; a shard whose dumper is behind (a slow
 //!   disk) waits for it, as the dumper in the shard would make it wait.
 //!   Jobs come back emptied to be filled again: nothing is allocated per
 //!   batch once they exist.
@@ -31,7 +32,14 @@ use crate::source::PacketRef;
 use crate::time::Nanos;
 
 /// Jobs that may wait for the thread.
-pub(crate) const DEPTH: usize = 8;
+pub(crate) const DEPTH: usize = 4;
+
+/// A job goes to the thread once it holds this many packets or
+/// [`JOB_COPIES`] bytes of copies (several batches: one wake-up of the
+/// thread per job), and at the end; like the dumper's buffer in the shard,
+/// it keeps the last packets from the files until more come.
+const JOB_PACKETS: usize = 8192;
+const JOB_COPIES: usize = 1 << 20;
 
 /// Bytes of a classic pcap record header.
 const REC_HDR: usize = 16;
@@ -133,6 +141,8 @@ impl DumpThread {
     /// place (`file`: it opened again, `data` its bytes as the batches
     /// hold them); `None`: copy every packet.
     pub(crate) fn set_input(&mut self, data: &[u8], file: Option<File>) {
+        // A job's places are in one file.
+        self.send();
         self.input = file.map(|f| Input {
             base: data.as_ptr() as usize,
             len: data.len(),
@@ -170,6 +180,13 @@ impl DumpThread {
                 place,
             });
         }
+        if self.job.items.len() >= JOB_PACKETS || self.job.copies.len() >= JOB_COPIES {
+            self.send();
+        }
+    }
+
+    /// Sends the job being filled, if it holds anything.
+    fn send(&mut self) {
         if self.job.items.is_empty() {
             return;
         }
@@ -185,6 +202,7 @@ impl DumpThread {
     /// Waits for every job and returns the dumper; `Err` names what went
     /// wrong when the thread did not end normally.
     pub(crate) fn finish(&mut self) -> Result<Dumper, String> {
+        self.send();
         drop(self.to.take());
         match self.handle.take().map(JoinHandle::join) {
             Some(Ok(d)) => Ok(d),
