@@ -213,6 +213,9 @@ pub struct Shard {
     sampler: Option<Sampler>,
     /// The packets of a batch the sampler kept (reused).
     kept: Vec<PacketRef>,
+    /// Per-second statistics or sampling are on: a batch leaves the plain
+    /// path (one test per batch, whichever is on).
+    by_part: bool,
 }
 
 impl Shard {
@@ -248,6 +251,7 @@ impl Shard {
             stray_buf: Vec::new(),
             sampler: cfg.sample.as_ref().map(|s| Sampler::new(s, id as u64)),
             kept: Vec::new(),
+            by_part: cfg.sample.is_some(),
             pkts: Vec::with_capacity(crate::source::BATCH),
             wide: Vec::new(),
         })
@@ -266,12 +270,12 @@ impl Shard {
     /// Processes one batch of packets whose bytes are in `data`, all of them
     /// this shard's (a single-shard run).
     pub fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
-        if self.sampler.is_some() {
-            self.batch_sampled(data, refs);
-        } else if self.seconds.is_some() {
-            self.batch_by_second(data, refs);
-        } else {
+        if !self.by_part {
             self.batch_whole(data, refs);
+        } else if self.sampler.is_some() {
+            self.batch_sampled(data, refs);
+        } else {
+            self.batch_by_second(data, refs);
         }
     }
 
@@ -283,6 +287,7 @@ impl Shard {
             Seconds::new(self.id, Part::Run),
         ]);
         self.table.tally = Some(crate::flow::tally::Tally::new(classes));
+        self.by_part = true;
     }
 
     /// Clock `part` of the shard is about to count packets of time `ts`:
@@ -419,9 +424,11 @@ impl Shard {
     /// batch). Packets that belong to no flow are counted here and go
     /// nowhere.
     pub fn split(&mut self, data: &[u8], refs: &[PacketRef], parcels: &mut [Parcel]) {
-        let (min_ts, max_ts) = if self.sampler.is_some() {
+        let (min_ts, max_ts) = if !self.by_part {
+            self.split_whole(data, refs, parcels)
+        } else if self.sampler.is_some() {
             self.split_sampled(data, refs, parcels)
-        } else if self.seconds.is_some() {
+        } else {
             // Per-second statistics: what this reader counts is cut where
             // a second ends, as in `batch_by_second`.
             let (mut min_ts, mut max_ts) = (u64::MAX, 0);
@@ -435,8 +442,6 @@ impl Shard {
                 rest = tail;
             }
             (min_ts, max_ts)
-        } else {
-            self.split_whole(data, refs, parcels)
         };
         for p in parcels.iter_mut() {
             p.max_ts = max_ts;
