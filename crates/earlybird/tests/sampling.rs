@@ -160,6 +160,10 @@ const THESIS_TRACE1: [[(f64, f64); 3]; 3] = [
     [(0.05, 87.65), (11.92, 91.60), (0.17, 93.20)],
 ];
 
+/// One cell of a table: accuracy uncorrected, corrected, and the flows
+/// counted.
+type Cell = (Option<f64>, Option<f64>, usize);
+
 /// Prints one table in the shape of Tables 6.7–6.9 and returns the
 /// accuracies [policy][rate] = (uncorrected, corrected).
 fn table(
@@ -168,7 +172,7 @@ fn table(
     media: &[Tuple],
     truth: &HashMap<Tuple, (u64, u64, bool)>,
     base: Option<f64>,
-) -> [[(Option<f64>, Option<f64>, usize); 3]; 3] {
+) -> [[Cell; 3]; 3] {
     println!("\n{title}: % of the media flows' bytes detected (flows of ≥ 30 packets as sampled), uncorrected / corrected; unsampled {}", pct(base));
     println!("| policy | 1/8 | 1/64 | 1/128 | thesis Trace 1: 1/8 | 1/64 | 1/128 |");
     println!("|---|---|---|---|---|---|---|");
