@@ -21,7 +21,8 @@
 //! its own sampler (stream = shard id); the skipped packets are counted
 //! (read, and sampled out) and go no further: no decode, no flow. The
 //! clock still advances to the whole batch's largest timestamp. Without
-//! sampling the batch goes on as it came (one branch per batch).
+//! sampling the batch goes on as it came; sampling and per-second
+//! statistics share one test per batch (`by_part`).
 
 use std::sync::Arc;
 
