@@ -48,6 +48,23 @@ pub struct EvaluateArgs {
     /// heat map when the name ends in .png, else a text table.
     #[arg(long, value_name = "FILE", requires = "model")]
     confusion: Option<PathBuf>,
+    /// Score under packet sampling: the flows are formed from the packets
+    /// `flows --sample POLICY:N` keeps (systematic:N, stratified:N,
+    /// random:N), their early inter-arrivals divided by N as the inline
+    /// classifier sees them (docs/SAMPLING.md).
+    #[arg(long, value_name = "POLICY:N")]
+    sample: Option<String>,
+    /// Seed of the stratified and random draws of --sample (default 1).
+    #[arg(long, value_name = "SEED", requires = "sample")]
+    sample_seed: Option<u64>,
+}
+
+/// The sampling --sample asks for, if any.
+fn sampling(a: &EvaluateArgs) -> Result<Option<earlybird::sample::Sampling>, String> {
+    a.sample
+        .as_deref()
+        .map(|s| earlybird::sample::Sampling::parse(s, a.sample_seed.unwrap_or(1)))
+        .transpose()
 }
 
 fn chart(path: &PathBuf, reports: &[(String, &EvalReport)]) -> Result<(), earlybird::Error> {
@@ -56,6 +73,16 @@ fn chart(path: &PathBuf, reports: &[(String, &EvalReport)]) -> Result<(), earlyb
 }
 
 pub fn run(a: EvaluateArgs) -> i32 {
+    let sample = match sampling(&a) {
+        Ok(s) => s,
+        Err(e) => return crate::fail(e),
+    };
+    if let Some(s) = &sample {
+        eprintln!(
+            "earlybird: scoring under packet sampling: {s} (seed {})",
+            s.seed
+        );
+    }
     let outputs: Vec<&Path> = (a.png.as_deref().into_iter())
         .chain(a.reliability_png.as_deref())
         .chain(a.confusion.as_deref())
@@ -70,10 +97,11 @@ pub fn run(a: EvaluateArgs) -> i32 {
                 (None, Some(l)) => l,
                 _ => a.train.level(),
             };
-            let (files, labels, data) = match a.data.load(level) {
+            let (files, labels, mut data) = match a.data.load(level) {
                 Ok(x) => x,
                 Err(e) => return crate::fail(e),
             };
+            data.run.flow.sample = sample;
             let mut inputs = a.data.inputs(&files);
             if path.as_os_str() != crate::model_arg::DEFAULT_NAME {
                 inputs.push(path);
@@ -133,10 +161,11 @@ pub fn run(a: EvaluateArgs) -> i32 {
                     Err(e) => return crate::fail(e),
                 }
             }
-            let (files, labels, data) = match a.data.load(a.train.level()) {
+            let (files, labels, mut data) = match a.data.load(a.train.level()) {
                 Ok(x) => x,
                 Err(e) => return crate::fail(e),
             };
+            data.run.flow.sample = sample;
             if let Some(code) = crate::out_args::refuse(&outputs, &a.data.inputs(&files)) {
                 return code;
             }

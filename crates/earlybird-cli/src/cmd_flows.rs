@@ -231,6 +231,23 @@ pub struct FlowsArgs {
     /// whatever this is.
     #[arg(long, value_name = "MODE", default_value = "off", value_parser = ["off", "udts", "wdts"])]
     timestamps: String,
+    /// Packet sampling before the flow table, to keep up with links faster
+    /// than a shard can count: POLICY:N keeps 1 packet in N by count.
+    /// systematic: the first of every N; stratified: one at random in
+    /// every N; random: each packet with probability 1/N. Each shard
+    /// samples the batches it reads (with several shards the cycles run
+    /// per reading shard; the rate is 1 in N all the same). Skipped
+    /// packets are counted in the summary ("sampling:"), never decoded.
+    /// Records get the fields sampling, sampling_rate, packets_estimated
+    /// and bytes_estimated (seen × N); the early packets' inter-arrivals,
+    /// the classifier's and the media analyzer's are divided by N (thesis
+    /// Ch. 6.5). Not with -w. See docs/SAMPLING.md.
+    #[arg(long, value_name = "POLICY:N")]
+    sample: Option<String>,
+    /// Seed of the stratified and random draws of --sample (default 1):
+    /// the same seed, inputs and number of shards keep the same packets.
+    #[arg(long, value_name = "SEED", requires = "sample")]
+    sample_seed: Option<u64>,
     /// Flow hash for the flow-table index: fold (default: the symmetric
     /// multiply-fold hash that also picks the shard, one hash per packet) or
     /// toeplitz (RSS Toeplitz with the symmetric 0x6d5a key). Shards are
@@ -467,6 +484,13 @@ pub fn run(a: FlowsArgs) -> i32 {
                 }
                 None => Default::default(),
             },
+            sample: match &a.sample {
+                Some(spec) => Some(earlybird::sample::Sampling::parse(
+                    spec,
+                    a.sample_seed.unwrap_or(1),
+                )?),
+                None => None,
+            },
             hash: if a.hash == "toeplitz" {
                 earlybird::FlowHash::Toeplitz
             } else {
@@ -584,7 +608,13 @@ pub fn run(a: FlowsArgs) -> i32 {
     let eopts = ExportOptions {
         early_packets: opts.flow.early_packets,
         class_names: model.classes.clone(),
-        analyzed: earlybird::analyze::fields_of(&opts.flow.analyzers).into(),
+        analyzed: {
+            let mut f = earlybird::analyze::fields_of(&opts.flow.analyzers);
+            if opts.flow.sample.is_some() {
+                f.extend_from_slice(earlybird::sample::FIELDS);
+            }
+            f.into()
+        },
     };
     let live = match live_config(&a) {
         Ok(l) => l,

@@ -40,6 +40,9 @@ pub struct FlowConfig {
     /// Intervals and thresholds of the `media` analyzer. Default: thesis
     /// Table 6.2 ([`crate::analyze::media::MediaConfig`]).
     pub media: crate::analyze::media::MediaConfig,
+    /// Packet sampling before the flow table (`--sample`; each shard
+    /// samples the packets it reads). Default none: every packet.
+    pub sample: Option<crate::sample::Sampling>,
 }
 
 /// Which hash indexes the flow table (shards are picked by
@@ -69,6 +72,7 @@ impl Default for FlowConfig {
             hash: FlowHash::Fold,
             analyzers: Vec::new(),
             media: Default::default(),
+            sample: None,
         }
     }
 }

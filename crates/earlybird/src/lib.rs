@@ -109,6 +109,7 @@ pub(crate) mod mark;
 pub mod outpath;
 pub(crate) mod pipeline;
 pub(crate) mod prefetch;
+pub mod sample;
 pub(crate) mod schema;
 pub(crate) mod shard;
 pub(crate) mod source;

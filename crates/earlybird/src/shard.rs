@@ -15,6 +15,14 @@
 //!   made for it (see [`crate::exchange`] for the turns and channels).
 //!
 //! Packets that belong to no flow are counted by the shard that read them.
+//!
+//! With packet sampling (`FlowConfig::sample`, `crate::sample`) the shard
+//! that reads a batch first keeps 1 in N of its packets, by count, with
+//! its own sampler (stream = shard id); the skipped packets are counted
+//! (read, and sampled out) and go no further: no decode, no flow. The
+//! clock still advances to the whole batch's largest timestamp. Without
+//! sampling the batch goes on as it came; sampling and per-second
+//! statistics share one test per batch (`by_part`).
 
 use std::sync::Arc;
 
@@ -29,6 +37,7 @@ use crate::flow::record::RecordBatch;
 use crate::flow::table::FlowTable;
 use crate::flow::tally::Tally;
 use crate::mark::Marker;
+use crate::sample::Sampler;
 use crate::source::PacketRef;
 use crate::telemetry::second::{Part, Seconds, ShardSecond};
 use crate::telemetry::Counters;
@@ -201,6 +210,13 @@ pub struct Shard {
     pub closed: Vec<ShardSecond>,
     /// The packets of no flow of one part of a parcel (kept for reuse).
     stray_buf: Vec<(u32, PacketRef)>,
+    /// Packet sampling (`None`: every packet is run).
+    sampler: Option<Sampler>,
+    /// The packets of a batch the sampler kept (reused).
+    kept: Vec<PacketRef>,
+    /// Per-second statistics or sampling are on: a batch leaves the plain
+    /// path (one test per batch, whichever is on).
+    by_part: bool,
 }
 
 impl Shard {
@@ -234,6 +250,9 @@ impl Shard {
             seconds: None,
             closed: Vec::new(),
             stray_buf: Vec::new(),
+            sampler: cfg.sample.as_ref().map(|s| Sampler::new(s, id as u64)),
+            kept: Vec::new(),
+            by_part: cfg.sample.is_some(),
             pkts: Vec::with_capacity(crate::source::BATCH),
             wide: Vec::new(),
         })
@@ -252,10 +271,12 @@ impl Shard {
     /// Processes one batch of packets whose bytes are in `data`, all of them
     /// this shard's (a single-shard run).
     pub fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
-        if self.seconds.is_some() {
-            self.batch_by_second(data, refs);
-        } else {
+        if !self.by_part {
             self.batch_whole(data, refs);
+        } else if self.sampler.is_some() {
+            self.batch_sampled(data, refs);
+        } else {
+            self.batch_by_second(data, refs);
         }
     }
 
@@ -267,6 +288,7 @@ impl Shard {
             Seconds::new(self.id, Part::Run),
         ]);
         self.table.tally = Some(crate::flow::tally::Tally::new(classes));
+        self.by_part = true;
     }
 
     /// Clock `part` of the shard is about to count packets of time `ts`:
@@ -305,6 +327,55 @@ impl Shard {
             self.batch_whole(data, part);
             rest = tail;
         }
+    }
+
+    /// [`Shard::batch`] with sampling: the batch is sampled (in parts within
+    /// one second of packet time when per-second statistics are kept) and
+    /// the kept packets run; the clock then moves to the part's largest
+    /// timestamp, skipped packets included.
+    #[inline(never)]
+    fn batch_sampled(&mut self, data: &[u8], refs: &[PacketRef]) {
+        let mut rest = refs;
+        while let Some(first) = rest.first() {
+            let n = if self.seconds.is_some() {
+                self.tick(Part::Read, first.ts);
+                self.tick(Part::Run, first.ts);
+                let end = self.second_end(Part::Run);
+                in_second(rest.iter().map(|r| r.ts), end)
+            } else {
+                rest.len()
+            };
+            let (part, tail) = rest.split_at(n);
+            let mut kept = std::mem::take(&mut self.kept);
+            let skipped = self.sample(part, &mut kept);
+            self.batch_whole(data, &kept);
+            self.kept = kept;
+            self.table.observe_time(skipped.max_ts);
+            rest = tail;
+        }
+    }
+
+    /// Samples `refs` into `kept` and counts the skipped packets as read
+    /// and sampled out.
+    #[inline]
+    fn sample(&mut self, refs: &[PacketRef], kept: &mut Vec<PacketRef>) -> crate::sample::Skipped {
+        let Some(sampler) = self.sampler.as_mut() else {
+            kept.clear();
+            kept.extend_from_slice(refs);
+            return crate::sample::Skipped {
+                packets: 0,
+                bytes: 0,
+                min_ts: refs.iter().map(|r| r.ts).min().unwrap_or(u64::MAX),
+                max_ts: refs.iter().map(|r| r.ts).max().unwrap_or(0),
+            };
+        };
+        let skipped = sampler.sample(refs, kept);
+        let c = &mut self.counters;
+        c.packets_read += skipped.packets;
+        c.bytes_read += skipped.bytes;
+        c.sampled_out += skipped.packets;
+        c.sampled_out_bytes += skipped.bytes;
+        skipped
     }
 
     /// [`Shard::batch`] in one part.
@@ -354,7 +425,11 @@ impl Shard {
     /// batch). Packets that belong to no flow are counted here and go
     /// nowhere.
     pub fn split(&mut self, data: &[u8], refs: &[PacketRef], parcels: &mut [Parcel]) {
-        let (min_ts, max_ts) = if self.seconds.is_some() {
+        let (min_ts, max_ts) = if !self.by_part {
+            self.split_whole(data, refs, parcels)
+        } else if self.sampler.is_some() {
+            self.split_sampled(data, refs, parcels)
+        } else {
             // Per-second statistics: what this reader counts is cut where
             // a second ends, as in `batch_by_second`.
             let (mut min_ts, mut max_ts) = (u64::MAX, 0);
@@ -368,13 +443,43 @@ impl Shard {
                 rest = tail;
             }
             (min_ts, max_ts)
-        } else {
-            self.split_whole(data, refs, parcels)
         };
         for p in parcels.iter_mut() {
             p.max_ts = max_ts;
             p.min_ts = min_ts;
         }
+    }
+
+    /// [`Shard::split`] with sampling: the batch is sampled by this shard
+    /// (in parts within one second of its reading clock when per-second
+    /// statistics are kept) and the kept packets split; returns the
+    /// smallest and largest timestamp of the whole batch.
+    #[inline(never)]
+    fn split_sampled(
+        &mut self,
+        data: &[u8],
+        refs: &[PacketRef],
+        parcels: &mut [Parcel],
+    ) -> (u64, u64) {
+        let (mut min_ts, mut max_ts) = (u64::MAX, 0);
+        let mut rest = refs;
+        while let Some(first) = rest.first() {
+            let n = if self.seconds.is_some() {
+                self.tick(Part::Read, first.ts);
+                let end = self.second_end(Part::Read);
+                in_second(rest.iter().map(|r| r.ts), end)
+            } else {
+                rest.len()
+            };
+            let (part, tail) = rest.split_at(n);
+            let mut kept = std::mem::take(&mut self.kept);
+            let skipped = self.sample(part, &mut kept);
+            self.split_whole(data, &kept, parcels);
+            self.kept = kept;
+            (min_ts, max_ts) = (min_ts.min(skipped.min_ts), max_ts.max(skipped.max_ts));
+            rest = tail;
+        }
+        (min_ts, max_ts)
     }
 
     /// Runs the packets a [`Shard::split`] (this shard's or another's) put

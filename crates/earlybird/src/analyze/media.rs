@@ -23,6 +23,13 @@
 //!   says the kind, the smallest of its shares at that moment and the
 //!   flow's packet index at which it was decided. A flow never decided has
 //!   an empty verdict, and its share and packet are null.
+//! - Packet sampling (`--sample POLICY:N`): the detector sees only the
+//!   kept packets, so each gap it measures spans about N gaps of the flow.
+//!   With [`MediaConfig::sampling_correction`] (the default) every mean
+//!   inter-arrival is divided by N before it is tested (and the bitrate
+//!   computed from it), as the thesis's modified detector does (Ch. 6.5);
+//!   without it the gaps are tested as seen. Packet counts
+//!   (`min_packets`, windows, the decision packet) are of kept packets.
 //! - Intervals and thresholds come from [`MediaConfig`]: Table 6.2 by
 //!   default, or a TOML file ([`MediaConfig::from_toml`]). Pure arithmetic
 //!   on sizes and timestamps; never fails.
@@ -84,6 +91,9 @@ pub struct MediaConfig {
     /// File-transfer tests (in a file: not tested unless given).
     #[serde(default)]
     pub file: Option<KindConfig>,
+    /// With packet sampling 1 in N, divide the measured inter-arrivals by
+    /// N (thesis Ch. 6.5). Default true; no effect without sampling.
+    pub sampling_correction: bool,
 }
 
 impl Default for MediaConfig {
@@ -119,6 +129,7 @@ impl Default for MediaConfig {
                 bitrate_kbps: Vec::new(),
                 bitrate_share: 0.0,
             }),
+            sampling_correction: true,
         }
     }
 }
@@ -191,6 +202,9 @@ pub struct Media {
     min_packets: u32,
     window: u32,
     min_windows: u16,
+    /// What measured inter-arrivals are divided by (N of the run's
+    /// sampling with the correction on, else 1).
+    iat_divisor: f64,
 }
 
 impl Default for Media {
@@ -218,7 +232,17 @@ impl Media {
             min_packets: c.min_packets,
             window,
             min_windows: (c.min_packets / window).min(u32::from(u16::MAX)) as u16,
+            iat_divisor: 1.0,
         }
+    }
+
+    /// The analyzer for `c` in a run that keeps 1 packet in `rate`.
+    pub fn sampled(c: &MediaConfig, rate: u32) -> Media {
+        let mut m = Media::new(c);
+        if c.sampling_correction {
+            m.iat_divisor = f64::from(rate.max(1));
+        }
+        m
     }
 }
 
@@ -262,7 +286,7 @@ impl Media {
         let iat = if w.iat_n == 0 {
             0.0
         } else {
-            w.iat_sum as f64 / f64::from(w.iat_n)
+            w.iat_sum as f64 / f64::from(w.iat_n) / self.iat_divisor
         };
         let rate_kbps = if iat > 0.0 {
             size * 8.0e6 / iat
@@ -358,7 +382,7 @@ impl Analyzer for Media {
     ];
 
     fn configure(opts: &super::Options<'_>) -> Self {
-        Media::new(opts.media)
+        Media::sampled(opts.media, opts.sample.map_or(1, |s| s.rate))
     }
 
     #[inline]
@@ -481,6 +505,43 @@ mod tests {
             m.packet(&mut st, &v);
         }
         assert!(st.verdict.is_none());
+    }
+
+    #[test]
+    fn sampling_correction_divides_the_gaps_by_the_rate() {
+        // Audio every 20 ms sampled 1 in 8: the kept packets are 160 ms
+        // apart, 160 B each (8 kbit/s as seen).
+        let seen = |m: &Media| feed(m, 40, 160_000_000, |_| 160).verdict;
+        let plain = Media::default();
+        let corrected = Media::sampled(&MediaConfig::default(), 8);
+        // Uncorrected, the gaps are stable and the bitrate is low: it still
+        // passes audio; steadiness is what sampling keeps. A gap that
+        // varies by more than 15 ms once multiplied by 8 is what breaks it:
+        // windows alternating 18 and 22 ms (x8: 144 and 176 ms).
+        assert_eq!(seen(&corrected).map(|v| v.0), Some(0));
+        assert_eq!(seen(&plain).map(|v| v.0), Some(0));
+        let wobbly = |m: &Media| {
+            let mut st = State::default();
+            let mut ts = 0;
+            for i in 1..=60u32 {
+                let gap = if (i - 1) / 10 % 2 == 0 { 144 } else { 176 };
+                ts += gap * 1_000_000;
+                m.packet(&mut st, &view(ts, true, i, 160));
+            }
+            st.verdict
+        };
+        assert!(wobbly(&plain).is_none());
+        assert_eq!(wobbly(&corrected).map(|v| v.0), Some(0));
+        let off = MediaConfig {
+            sampling_correction: false,
+            ..MediaConfig::default()
+        };
+        assert!(wobbly(&Media::sampled(&off, 8)).is_none());
+        assert!(MediaConfig::from_toml(
+            "sampling_correction = false\n[audio]\nsize = [[1, 2]]\n",
+            "x"
+        )
+        .is_ok_and(|c| !c.sampling_correction));
     }
 
     #[test]

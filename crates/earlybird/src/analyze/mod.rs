@@ -127,6 +127,10 @@ pub trait Analyzer: Default + Send + 'static {
 pub struct Options<'a> {
     /// The `media` analyzer's intervals and thresholds.
     pub media: &'a media::MediaConfig,
+    /// The run's packet sampling, if any: analyzers that time packets
+    /// correct for it, and the records carry [`crate::sample::FIELDS`]
+    /// after the analyzers' fields.
+    pub sample: Option<&'a crate::sample::Sampling>,
 }
 
 /// One analyzer's side array of per-flow states.
@@ -212,6 +216,8 @@ macro_rules! registry {
             payload: bool,
             ip: bool,
             width: usize,
+            /// The run's sampling: its fields end every row.
+            sample: Option<crate::sample::Sampling>,
         }
 
         /// Every analyzer a run can turn on: (name, what it adds).
@@ -224,7 +230,7 @@ macro_rules! registry {
             /// message when one is unknown.
             pub(crate) fn new(names: &[String]) -> Result<Active, String> {
                 let media = media::MediaConfig::default();
-                Active::configured(names, &Options { media: &media })
+                Active::configured(names, &Options { media: &media, sample: None })
             }
 
             /// As [`Active::new`], each analyzer configured from `opts`.
@@ -241,12 +247,16 @@ macro_rules! registry {
                     payload: false,
                     ip: false,
                     width: 0,
+                    sample: opts.sample.copied(),
                 };
                 $($(#[$attr])* if a.each.$name.is_some() {
                     a.payload |= <$ty as Analyzer>::PAYLOAD || <$ty as Analyzer>::IP;
                     a.ip |= <$ty as Analyzer>::IP;
                     a.width += <$ty as Analyzer>::FIELDS.len();
                 })*
+                if a.sample.is_some() {
+                    a.width += crate::sample::FIELDS.len();
+                }
                 Ok(a)
             }
 
@@ -257,6 +267,12 @@ macro_rules! registry {
                     any |= self.each.$name.is_some();
                 })*
                 any
+            }
+
+            /// True when records get a row of cells: an analyzer is on, or
+            /// the run samples packets.
+            pub(crate) fn rows(&self) -> bool {
+                self.width > 0
             }
 
             /// True when an analyzer on reads payload.
@@ -275,6 +291,9 @@ macro_rules! registry {
                 $($(#[$attr])* if self.each.$name.is_some() {
                     f.extend_from_slice(<$ty as Analyzer>::FIELDS);
                 })*
+                if self.sample.is_some() {
+                    f.extend_from_slice(crate::sample::FIELDS);
+                }
                 f
             }
 
@@ -298,12 +317,20 @@ macro_rules! registry {
                 act
             }
 
-            /// Appends the fields of the flow in slot `s` as one row.
-            pub(crate) fn record(&mut self, s: usize, rows: &mut Rows) {
+            /// Appends the fields of the flow in slot `s` as one row; the
+            /// flow was seen with `(packets, bytes)` (for the sampling
+            /// estimates).
+            pub(crate) fn record(&mut self, s: usize, rows: &mut Rows, seen: (u64, u64)) {
+                let sample = self.sample;
                 rows.push_row(self.width, |c| {
                     $($(#[$attr])* if let Some(x) = &mut self.each.$name {
                         c.section(<$ty as Analyzer>::FIELDS.len(), |c| x.record(s, c));
                     })*
+                    if let Some(smp) = &sample {
+                        c.section(crate::sample::FIELDS.len(), |c| {
+                            crate::sample::record(smp, seen.0, seen.1, c)
+                        });
+                    }
                     let _ = (&c, s);
                 });
             }

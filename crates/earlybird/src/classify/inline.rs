@@ -32,6 +32,9 @@ pub struct Inline {
     pooled: bool,
     /// Jobs submitted whose verdict has not come back.
     outstanding: usize,
+    /// Packet sampling 1 in N (1: none): the model sees each early
+    /// inter-arrival divided by N ([`Inline::sampled`]).
+    iat_divisor: u32,
 }
 
 impl Inline {
@@ -47,7 +50,32 @@ impl Inline {
             pool: None,
             pooled: false,
             outstanding: 0,
+            iat_divisor: 1,
         }
+    }
+
+    /// The run keeps 1 packet in `n`: the gaps between the early packets a
+    /// flow keeps span about `n` gaps of the unsampled flow, so the model
+    /// is shown each inter-arrival divided by `n` (thesis Ch. 6.5), the
+    /// gaps it was trained on.
+    pub fn sampled(mut self, n: u32) -> Inline {
+        self.iat_divisor = n.max(1);
+        self
+    }
+
+    /// `early` corrected for sampling (inter-arrivals divided by N).
+    #[cold]
+    #[inline(never)]
+    fn corrected(&self, early: &[EarlyPkt]) -> ([EarlyPkt; MAX_EARLY], usize) {
+        let mut buf = [EarlyPkt::default(); MAX_EARLY];
+        let n = early.len().min(MAX_EARLY);
+        for (b, e) in buf.iter_mut().zip(&early[..n]) {
+            *b = EarlyPkt {
+                iat_us: e.iat_us / self.iat_divisor,
+                ..*e
+            };
+        }
+        (buf, n)
     }
 
     /// The early packet at which a flow is decided; 0 without a model.
@@ -88,6 +116,22 @@ impl Inline {
     /// (client) and `dport` from its early packets; `None` without a model.
     #[inline]
     pub fn decide(
+        &self,
+        early: &[EarlyPkt],
+        proto: u8,
+        sport: u16,
+        dport: u16,
+    ) -> Option<EntryVerdict> {
+        if self.iat_divisor > 1 {
+            let (buf, n) = self.corrected(early);
+            return self.decide_seen(&buf[..n], proto, sport, dport);
+        }
+        self.decide_seen(early, proto, sport, dport)
+    }
+
+    /// [`Inline::decide`] on early packets as the model is to see them.
+    #[inline]
+    fn decide_seen(
         &self,
         early: &[EarlyPkt],
         proto: u8,
@@ -137,6 +181,11 @@ impl Inline {
             dport,
         };
         job.early[..n].copy_from_slice(&early[..n]);
+        if self.iat_divisor > 1 {
+            for e in &mut job.early[..n] {
+                e.iat_us /= self.iat_divisor;
+            }
+        }
         if pool.jobs.try_send(job).is_ok() {
             self.outstanding += 1;
             true

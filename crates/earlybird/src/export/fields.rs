@@ -557,6 +557,22 @@ pub fn markdown(other: &[(&Kind, &str, &str)]) -> String {
             );
         }
     }
+    s.push_str(
+        "\n## Sampling fields\n\n`flows --sample POLICY:N` (docs/SAMPLING.md) adds these \
+         after the analyzers' fields; without it they are absent.\n\n",
+    );
+    s.push_str("| name | type | unit | description |\n");
+    s.push_str("|------|------|------|-------------|\n");
+    for f in crate::sample::FIELDS {
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | {} |",
+            f.name,
+            f.ty.name(),
+            f.unit,
+            f.desc.replace('|', "\\|")
+        );
+    }
     s.push_str("\n## Parquet columns\n\n");
     s.push_str(
         "`-o FILE.parquet` (cargo feature `parquet`, on in the CLI) writes the \

@@ -64,8 +64,16 @@ impl FlowTable {
                 h.bytes(tail, 0) + h.bytes(tail, 1),
             );
         }
-        if self.ext_on {
-            self.ext.record(s, &mut self.out.analyzed);
+        if self.ext_rows {
+            let tail = &self.tails[s];
+            let seen = (
+                u64::from(h.packets[0]) + u64::from(h.packets[1]),
+                h.bytes(tail, 0) + h.bytes(tail, 1),
+            );
+            if self.sample_rate > 1 {
+                self.out.correct_last_early(self.sample_rate);
+            }
+            self.ext.record(s, &mut self.out.analyzed, seen);
         }
         self.counters.ended[reason as usize] += 1;
     }

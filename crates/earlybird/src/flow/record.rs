@@ -256,6 +256,15 @@ impl RecordBatch {
             Err(_) => self.early.extend_from_slice(slot),
         }
     }
+    /// Packet sampling 1 in `n`: the early inter-arrivals of the snapshot
+    /// just pushed are divided by `n` (the gap between two sampled packets
+    /// spans about `n` gaps of the unsampled flow; thesis Ch. 6.5).
+    pub(crate) fn correct_last_early(&mut self, n: u32) {
+        let from = self.early.len().saturating_sub(self.stride);
+        for e in &mut self.early[from..] {
+            e.iat_us /= n;
+        }
+    }
     /// Turns every pending snapshot into its record (in order).
     pub fn materialize(&mut self) {
         if self.raw.is_empty() {

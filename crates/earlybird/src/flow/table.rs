@@ -141,6 +141,10 @@ pub struct FlowTable {
     pub(super) ext: Active,
     /// At least one analyzer is on.
     pub(super) ext_on: bool,
+    /// Records get a row of analyzer (or sampling) cells.
+    pub(super) ext_rows: bool,
+    /// N of the run's packet sampling (1: none).
+    pub(super) sample_rate: u32,
     /// Finished records waiting to be handed to the exporters.
     pub out: RecordBatch,
     /// Early-verdict events waiting to be handed to the exporters (`None`:
@@ -162,7 +166,10 @@ impl FlowTable {
         let n = cfg
             .early_packets
             .clamp(1, crate::features::early::MAX_EARLY);
-        let opts = crate::analyze::Options { media: &cfg.media };
+        let opts = crate::analyze::Options {
+            media: &cfg.media,
+            sample: cfg.sample.as_ref(),
+        };
         let ext = Active::configured(&cfg.analyzers, &opts).map_err(crate::Error::Config)?;
         let reserve = |what: &str, e: std::io::Error| {
             crate::Error::Config(format!(
@@ -199,8 +206,10 @@ impl FlowTable {
             flush_cursor: 0,
             now: 0,
             floor: 0,
-            inline: Inline::new(model, n),
+            inline: Inline::new(model, n).sampled(cfg.sample.map_or(1, |s| s.rate)),
             ext_on: ext.any(),
+            ext_rows: ext.rows(),
+            sample_rate: cfg.sample.map_or(1, |s| s.rate),
             ext,
             out: RecordBatch::with_capacity(1024, n),
             events: None,

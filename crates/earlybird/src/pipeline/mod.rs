@@ -433,6 +433,15 @@ fn check(opts: &RunOptions) -> Result<()> {
             "DSCP marking needs a pcap file to write the marked packets to".into(),
         ));
     }
+    if let (Some(s), Some(_)) = (&opts.flow.sample, &opts.write) {
+        return Err(Error::Config(format!(
+            "--sample {}:{} runs 1 in {} packets, but -w writes every packet read: \
+             sampling and -w do not go together",
+            s.policy.name(),
+            s.rate,
+            s.rate
+        )));
+    }
     if opts.mark.is_some() && opts.shards != 1 {
         return Err(Error::Config(
             "DSCP marking writes each packet with its flow's verdict and needs one shard \

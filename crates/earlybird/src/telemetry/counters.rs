@@ -56,6 +56,11 @@ pub struct Counters {
     pub ts_batch_stamped: u64,
     /// Packets given a new time by `--timestamps udts|wdts`.
     pub ts_retimed: u64,
+    /// Packets read and skipped by `--sample` (counted by the shard that
+    /// read them; also in `packets_read`).
+    pub sampled_out: u64,
+    /// Wire bytes of those packets (also in `bytes_read`).
+    pub sampled_out_bytes: u64,
 }
 
 impl Counters {
@@ -88,6 +93,8 @@ impl Counters {
         self.time_domains += o.time_domains;
         self.ts_batch_stamped += o.ts_batch_stamped;
         self.ts_retimed += o.ts_retimed;
+        self.sampled_out += o.sampled_out;
+        self.sampled_out_bytes += o.sampled_out_bytes;
     }
 
     /// What grew since `base` (an earlier copy of the same counters): the
@@ -103,6 +110,8 @@ impl Counters {
             unsupported_link: d(self.unsupported_link, base.unsupported_link),
             export_dropped: d(self.export_dropped, base.export_dropped),
             ts_backwards: d(self.ts_backwards, base.ts_backwards),
+            sampled_out: d(self.sampled_out, base.sampled_out),
+            sampled_out_bytes: d(self.sampled_out_bytes, base.sampled_out_bytes),
             ..Counters::default()
         };
         for i in 0..Skip::COUNT {

@@ -333,6 +333,15 @@ impl fmt::Display for Report {
             c.packets_flowed,
             c.skipped_total()
         )?;
+        if c.sampled_out > 0 {
+            let kept = c.packets_read.saturating_sub(c.sampled_out);
+            writeln!(
+                f,
+                "sampling: {} packets ({}) not kept by --sample, {kept} kept",
+                c.sampled_out,
+                human(c.sampled_out_bytes),
+            )?;
+        }
         if c.live_offered > 0 {
             writeln!(
                 f,
