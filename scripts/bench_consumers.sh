@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The probe's consumers on the worst case (issue 17, BENCHMARKS.md "The
+# probe's consumers on the worst case"): whole-process packets per second
+# of `earlybird flows` at one shard with the null exporter, with IPFIX to a
+# file and per-second statistics, and with the dumper of every packet on
+# top, for each binary given, rounds alternating between binaries.
+#
+#   scripts/bench_consumers.sh ROUNDS PACKETS WORST.pcap [WORST_NS.pcap] BIN...
+#
+# PACKETS: the packets in the file; WORST.pcap: `earlybird gen worst -n
+# 10000000` (microsecond stamps);
+# WORST_NS.pcap (optional, a path ending in .pcap): the same file with
+# nanosecond stamps (`editcap -F nsecpcap`), whose records the dumper
+# copies file to file. Output goes to /dev/shm.
+set -euo pipefail
+rounds=$1 packets=$2 worst=$3; shift 3
+ns=""
+if [[ "${1:-}" == *.pcap ]]; then ns=$1; shift; fi
+dump=/dev/shm/eb-bench-dump
+run() { # label bin file args...
+  local label=$1 bin=$2 file=$3; shift 3
+  rm -rf "$dump"; mkdir -p "$dump"
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$bin" flows "$file" -q --no-model --max-flows 2100000 -s 1 "$@" >/dev/null
+  t1=$(date +%s.%N)
+  python3 -c "import sys; print('%-22s %-24s %6.2f Mpps' % (sys.argv[1], sys.argv[2], int(sys.argv[3]) / 1e6 / (float(sys.argv[5]) - float(sys.argv[4]))))" \
+    "$label" "$bin" "$packets" "$t0" "$t1"
+}
+for _ in $(seq "$rounds"); do
+  for bin in "$@"; do
+    run null "$bin" "$worst" -f null
+    run ipfix+stats "$bin" "$worst" -o /dev/shm/eb-bench.ipfix --stats-out /dev/null
+    run ipfix+stats+dump "$bin" "$worst" -o /dev/shm/eb-bench.ipfix --stats-out /dev/null --dump-dir "$dump"
+    if [ -n "$ns" ]; then
+      run ipfix+stats+dump-ns "$bin" "$ns" -o /dev/shm/eb-bench.ipfix --stats-out /dev/null --dump-dir "$dump"
+    fi
+  done
+done
+rm -rf "$dump" /dev/shm/eb-bench.ipfix
