@@ -340,19 +340,49 @@ impl GaussianNb {
         Ok(())
     }
 
-    /// The joint log likelihood of class `c` for features `x` (F numbers),
-    /// in scikit-learn's order.
+    /// The joint log likelihood of class `c` for features `x` (F numbers,
+    /// at most [`vector::MAX_FEATURES`] < 128), in scikit-learn's order:
+    /// the terms `(x - theta)² / var` summed as [`np_sum`] sums them,
+    /// computed as they are added (no buffer).
     #[inline]
     fn jll(&self, c: usize, x: &[f64]) -> f64 {
         let f = x.len();
-        let theta = &self.theta[c * f..(c + 1) * f];
-        let var = &self.var[c * f..(c + 1) * f];
-        let mut terms = [0f64; vector::MAX_FEATURES];
-        for (((t, xi), th), v) in terms.iter_mut().zip(x).zip(theta).zip(var) {
-            let d = xi - th;
-            *t = (d * d) / v;
-        }
-        self.ln_prior[c] + (self.norm[c] - 0.5 * np_sum(&terms[..f]))
+        let (Some(theta), Some(var)) = (
+            self.theta.get(c * f..(c + 1) * f),
+            self.var.get(c * f..(c + 1) * f),
+        ) else {
+            return f64::NEG_INFINITY;
+        };
+        let term = |i: usize| {
+            let d = x[i] - theta[i];
+            (d * d) / var[i]
+        };
+        let s = if f < 8 {
+            let mut res = 0.0;
+            for i in 0..f {
+                res += term(i);
+            }
+            res
+        } else {
+            let mut r = [0f64; 8];
+            for (j, rj) in r.iter_mut().enumerate() {
+                *rj = term(j);
+            }
+            let whole = f - f % 8;
+            let mut i = 8;
+            while i < whole {
+                for (j, rj) in r.iter_mut().enumerate() {
+                    *rj += term(i + j);
+                }
+                i += 8;
+            }
+            let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+            for k in whole..f {
+                res += term(k);
+            }
+            res
+        };
+        self.ln_prior[c] + (self.norm[c] - 0.5 * (0.0 + s))
     }
 
     /// The class of greatest joint log likelihood (the first on ties) and
@@ -376,7 +406,10 @@ impl GaussianNb {
                     sum * (best.1 - j).exp() + 1.0
                 };
                 best = (c, j);
-            } else if j > f64::NEG_INFINITY {
+            } else if j - best.1 > -37.0 {
+                // Below, exp(j - best) < 8.6e-17 is less than half a unit
+                // in the last place of sum (>= 1): adding it would leave
+                // sum as it is, so skipping it changes nothing.
                 sum += (j - best.1).exp();
             }
         }
@@ -416,6 +449,30 @@ mod tests {
         assert_eq!(np_sum(&a[..4]), 1.0);
         let big: Vec<f64> = (0..300).map(|i| i as f64).collect();
         assert_eq!(np_sum(&big), 44850.0);
+    }
+
+    #[test]
+    fn jll_sums_in_numpys_order() {
+        // F from 2 (below 8) to 66 (eight running sums and a rest).
+        for packets in [1, 3, 4, 5, 32] {
+            for use_ports in [false, true] {
+                let d = patterns(10, 300, 3);
+                let m = GaussianNb::train(&d, packets, use_ports);
+                let f = m.features();
+                for s in &d.samples {
+                    let x: Vec<f64> = (0..f)
+                        .map(|i| vector::value(&ff(s), packets, i) as f64)
+                        .collect();
+                    for c in 0..m.classes() {
+                        let terms: Vec<f64> = (0..f)
+                            .map(|i| (x[i] - m.theta(c)[i]).powi(2) / m.var(c)[i])
+                            .collect();
+                        let want = m.ln_prior[c] + (m.norm[c] - 0.5 * np_sum(&terms));
+                        assert_eq!(m.jll(c, &x).to_bits(), want.to_bits());
+                    }
+                }
+            }
+        }
     }
 
     #[test]
