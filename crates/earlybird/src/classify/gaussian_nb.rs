@@ -6,7 +6,7 @@
 //! the IP protocol and the server port), taken as f32 and widened to f64.
 //! For each class c the model keeps `theta[c][i]` (mean of feature i),
 //! `var[c][i]` (its variance, smoothing included: every entry finite and
-//! > 0) and `class_prior[c]` (in [0, 1], not all 0). A flow's joint log
+//! positive) and `class_prior[c]` (in [0, 1], not all 0). A flow's joint log
 //! likelihood is computed in f64 in scikit-learn's order
 //! (`GaussianNB._joint_log_likelihood`):
 //! `ln(prior) + (-0.5 Σ ln(2π var) - 0.5 Σ (x - theta)² / var)`, each Σ in
