@@ -90,7 +90,7 @@ pub struct ModelArgs {
     /// N: early packets the model looks at (1..=32).
     #[arg(short = 'n', long, value_name = "N", default_value_t = 4)]
     pub packets: usize,
-    /// c45, forest, svm: also use the IP protocol and the server port.
+    /// c45, forest, svm, gnb: also use the IP protocol and the server port.
     #[arg(long)]
     pub use_ports: bool,
     /// Verdicts with a lower confidence are reported as unknown (0..1).
@@ -140,8 +140,9 @@ pub struct TrainArgs {
     #[command(flatten)]
     model: ModelArgs,
     /// Algorithm: nb (Naive Bayes), c45 (decision tree), forest (random
-    /// forest), svm (RBF SVM, slow), ports (port baseline).
-    #[arg(short, long, value_name = "ALGO", default_value = "c45", value_parser = ["nb", "c45", "forest", "svm", "ports"])]
+    /// forest), svm (RBF SVM, slow), ports (port baseline), gnb (Gaussian
+    /// naive Bayes over the tree's features, scikit-learn's GaussianNB).
+    #[arg(short, long, value_name = "ALGO", default_value = "c45", value_parser = ["nb", "c45", "forest", "svm", "ports", "gnb"])]
     algo: String,
     /// Model file to write (not one of the inputs).
     #[arg(short, long, value_name = "MODEL")]

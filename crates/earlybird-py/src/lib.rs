@@ -2,9 +2,12 @@
 //! public API (the `earlybird` Python package in `python/` wraps it).
 //!
 //! Contract: [`start`] plans the inputs (files and directories, as
-//! `earlybird flows` does: `Inputs::plan`), builds the run's options from
+//! `earlybird flows` does: `Inputs::plan`), or with `interface` opens the
+//! live capture's sockets (`open_live`, as `earlybird flows -i`: an
+//! unusable interface raises at once), builds the run's options from
 //! the CLI's option names (unset options take the engine's defaults, which
-//! are the CLI's) and starts `run_inputs` on a thread of its own with one
+//! are the CLI's) and starts `run_inputs` (`run_live`, until `duration`
+//! or a stop) on a thread of its own with one
 //! output, an [`ArrowFlows`] exporter handing batches of `batch_size` rows
 //! to a channel of [`QUEUED`] batches. [`Run::next_batch`] gives the next
 //! batch as a `pyarrow.RecordBatch` (no Python object per record), `None`
@@ -36,8 +39,8 @@ use arrow_pyarrow::ToPyArrow;
 use arrow_schema::SchemaRef;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use earlybird::{
-    ArrowFlows, Error, ExportOptions, ExportPolicy, FlowConfig, FlowHash, InputOrder, Inputs,
-    Model, ModelRef, Report, RunControl, RunOptions, SECOND,
+    ArrowFlows, Error, ExportOptions, ExportPolicy, Fanout, FlowConfig, FlowHash, InputOrder,
+    Inputs, LiveConfig, Model, ModelRef, Report, RunControl, RunOptions, SECOND,
 };
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
@@ -72,6 +75,66 @@ static DEFAULT_MODEL: &[u8] = include_bytes!("../../../models/default.ebm");
 
 /// Batches waiting in the channel between the engine and Python.
 const QUEUED: usize = 2;
+
+/// Live capture: record batches a shard keeps waiting for a slow reader
+/// before it drops the oldest (the CLI's default for `-i`, `--drop-after`).
+const LIVE_PENDING: usize = 64;
+
+/// The live capture's options, named as `earlybird flows -i`'s; `None`
+/// without an interface.
+struct Live {
+    config: LiveConfig,
+    duration: Option<Duration>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn live(
+    interface: Option<String>,
+    duration: Option<f64>,
+    snaplen: Option<u32>,
+    ring_mib: Option<u32>,
+    no_promisc: bool,
+    fanout: Option<&str>,
+) -> PyResult<Option<Live>> {
+    let Some(iface) = interface else {
+        if duration.is_some()
+            || snaplen.is_some()
+            || ring_mib.is_some()
+            || no_promisc
+            || fanout.is_some()
+        {
+            return Err(PyValueError::new_err(
+                "duration, snaplen, ring_mib, no_promisc and fanout need interface",
+            ));
+        }
+        return Ok(None);
+    };
+    let d = LiveConfig::new(&iface);
+    let blocks = ring_mib.unwrap_or(d.blocks);
+    if blocks == 0 {
+        return Err(PyValueError::new_err("ring_mib must be at least 1"));
+    }
+    let fanout = match fanout {
+        None => Fanout::Hosts,
+        Some(f) => Fanout::parse(f).ok_or_else(|| {
+            PyValueError::new_err(format!("fanout must be \"hosts\" or \"flows\", not {f:?}"))
+        })?,
+    };
+    let duration = match duration {
+        None => None,
+        Some(_) => Some(Duration::from_nanos(secs(duration, "duration", 0)?)),
+    };
+    Ok(Some(Live {
+        config: LiveConfig {
+            blocks,
+            snaplen: snaplen.unwrap_or(d.snaplen),
+            promiscuous: !no_promisc,
+            fanout,
+            ..d
+        },
+        duration,
+    }))
+}
 
 /// The Python exception for an engine error.
 pub(crate) fn to_py(e: Error) -> PyErr {
@@ -241,13 +304,16 @@ impl Drop for Run {
     }
 }
 
-/// Starts a run over capture files and directories; see the module docs.
+/// Starts a run over capture files and directories, or a live interface;
+/// see the module docs.
 #[pyfunction]
 #[pyo3(signature = (
     inputs, *, batch_size, shards=None, idle_timeout=None, active_timeout=None,
     tcp_close_timeout=None, early_packets=None, max_flows=None, stats=None,
     analyzers=Vec::new(), hash=None, unidirectional=false, input_order=None,
-    model=Some("default".to_string()), threshold=None, pin=false
+    model=Some("default".to_string()), threshold=None, pin=false, interface=None,
+    duration=None, snaplen=None, ring_mib=None, no_promisc=false, fanout=None,
+    drop_after=None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn start(
@@ -267,7 +333,15 @@ fn start(
     model: Option<String>,
     threshold: Option<f32>,
     pin: bool,
+    interface: Option<String>,
+    duration: Option<f64>,
+    snaplen: Option<u32>,
+    ring_mib: Option<u32>,
+    no_promisc: bool,
+    fanout: Option<&str>,
+    drop_after: Option<usize>,
 ) -> PyResult<Run> {
+    let live = live(interface, duration, snaplen, ring_mib, no_promisc, fanout)?;
     let d = FlowConfig::default();
     let flow = FlowConfig {
         bidirectional: !unidirectional,
@@ -305,7 +379,15 @@ fn start(
         flow,
         shards: shards.unwrap_or(1),
         pin,
-        export_policy: ExportPolicy::Block,
+        // As the CLI: files wait for the reader (lossless), a live capture
+        // drops batches past `drop_after` rather than stall the shards.
+        export_policy: match (drop_after, &live) {
+            (Some(n), _) => ExportPolicy::Drop { max_pending: n },
+            (None, Some(_)) => ExportPolicy::Drop {
+                max_pending: LIVE_PENDING,
+            },
+            (None, None) => ExportPolicy::Block,
+        },
         ..RunOptions::default()
     };
     let order = match input_order {
@@ -317,7 +399,18 @@ fn start(
         })?,
     };
     let model = model_ref(model.as_deref(), threshold)?;
-    let planned = Inputs::plan(&inputs, order).map_err(to_py)?;
+    let source = match live {
+        Some(l) => {
+            if !inputs.is_empty() {
+                return Err(PyValueError::new_err(
+                    "give either capture files or an interface, not both",
+                ));
+            }
+            let sockets = earlybird::open_live(&l.config, opts.shards).map_err(to_py)?;
+            Source::Live(sockets, l.duration)
+        }
+        None => Source::Files(Inputs::plan(&inputs, order).map_err(to_py)?),
+    };
     let eopts = ExportOptions {
         early_packets: opts.flow.early_packets,
         class_names: model.classes.clone(),
@@ -335,13 +428,15 @@ fn start(
     let thread = std::thread::Builder::new()
         .name("eb-python-run".into())
         .spawn(move || {
-            earlybird::run_inputs(
-                planned,
-                &opts,
-                &model,
-                vec![Box::new(exporter)],
-                &thread_ctl,
-            )
+            let out: Vec<Box<dyn earlybird::Exporter>> = vec![Box::new(exporter)];
+            match source {
+                Source::Files(planned) => {
+                    earlybird::run_inputs(planned, &opts, &model, out, &thread_ctl)
+                }
+                Source::Live(sockets, duration) => {
+                    earlybird::run_live(sockets, duration, &opts, &model, out, &thread_ctl)
+                }
+            }
         })
         .map_err(|e| EarlybirdError::new_err(format!("cannot start the run: {e}")))?;
     Ok(Run {
@@ -352,6 +447,14 @@ fn start(
         report: None,
         pending: None,
     })
+}
+
+/// What a run reads.
+enum Source {
+    /// Planned capture files.
+    Files(Inputs),
+    /// A live capture's open sockets, and how long to capture.
+    Live(earlybird::LiveInput, Option<Duration>),
 }
 
 /// The capture files of files and directories, as `earlybird train`

@@ -42,3 +42,23 @@ def test_train_then_evaluate_as_the_cli(dev, cli, tmp_path):
         earlybird.evaluate(ours, captures, truth)
     with pytest.raises(ValueError, match="level"):
         earlybird.train(captures, truth, tmp_path / "x.ebm", level="nope")
+
+
+def test_gaussian_nb_trained_by_the_cli_and_the_package(dev, cli, tmp_path):
+    """`earlybird train --algo gnb` and `earlybird.train(algo="gnb")` write
+    the same Gaussian naive Bayes model, which the engine runs inline and
+    `earlybird model info` describes."""
+    captures, truth = dev
+    ours, theirs = tmp_path / "py.ebm", tmp_path / "cli.ebm"
+    got = earlybird.train(captures, truth, ours, algo="gnb", split=0.3, seed=7)
+    assert got["held_out"]["accuracy"] > 0.0
+    subprocess.run(
+        [cli, "train", str(captures), "-l", str(truth), "-a", "gnb", "--split", "0.3", "--seed", "7", "-o", str(theirs)],
+        check=True,
+        capture_output=True,
+    )
+    assert ours.read_bytes() == theirs.read_bytes()
+    info = subprocess.run([cli, "model", "info", str(ours)], check=True, capture_output=True, text=True).stdout
+    assert "gnb model (8 features)" in info, info
+    apps = earlybird.flows(captures, model=ours).to_arrow().column("app").to_pylist()
+    assert len(set(apps)) > 1

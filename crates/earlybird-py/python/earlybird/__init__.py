@@ -2,7 +2,7 @@
 
 ``earlybird.flows(source, **options)`` runs the earlybird engine (the same
 library ``earlybird flows`` runs) over capture files, directories or glob
-patterns and returns a :class:`Flows`: iterate it for records (dicts), or
+patterns (or, with ``interface=``, a live capture) and returns a :class:`Flows`: iterate it for records (dicts), or
 take the whole table with ``to_arrow()``, ``to_pandas()``, ``to_polars()``,
 or stream it batch by batch with ``batches()``. The engine fills Arrow
 record batches of ``batch_size`` rows (the columns of ``earlybird flows -o
@@ -233,8 +233,15 @@ class Flows:
 
 
 def flows(
-    source,
+    source=None,
     *,
+    interface=None,
+    duration=None,
+    snaplen=None,
+    ring_mib=None,
+    no_promisc=False,
+    fanout=None,
+    drop_after=None,
     batch_size=DEFAULT_BATCH_SIZE,
     shards=None,
     idle_timeout=None,
@@ -265,14 +272,25 @@ def flows(
     (``early_size``, ``early_dir``, ``early_iat_us``; one entry per packet
     the flow had, up to N) instead of the CLI's flat ``pkt{i}_*`` columns.
 
+    Live capture (``earlybird flows -i``; Linux, root or CAP_NET_RAW):
+    ``interface`` instead of ``source`` (a name, ``eth0,eth1`` or
+    ``any``); the capture runs until ``duration`` seconds have passed,
+    ``stop()`` or a KeyboardInterrupt, then the open flows are flushed.
+    ``snaplen``, ``ring_mib``, ``no_promisc``, ``fanout`` and
+    ``drop_after`` are the CLI's options of the same names (a reader too
+    slow for the capture loses batches past ``drop_after``, 64 by default
+    live, counted in the report, rather than stall the capture).
+
     Raises ``CaptureError`` for an input that does not exist or is not a
     capture, ``ModelError`` for a bad model file, ``ValueError`` for a bad
     option; an error during the run is raised when the records end.
     """
     if isinstance(analyzers, str):
         analyzers = [analyzers]
+    if (interface is None) == (source is None):
+        raise ValueError("give either source (capture files) or interface, not both")
     run = _native.start(
-        _expand(source),
+        [] if interface is not None else _expand(source),
         batch_size=int(batch_size),
         shards=shards,
         idle_timeout=idle_timeout,
@@ -288,6 +306,13 @@ def flows(
         model=None if model is None else _os.fspath(model),
         threshold=threshold,
         pin=pin,
+        interface=interface,
+        duration=duration,
+        snaplen=snaplen,
+        ring_mib=ring_mib,
+        no_promisc=bool(no_promisc),
+        fanout=fanout,
+        drop_after=drop_after,
     )
     return Flows(run, early_lists)
 

@@ -17,15 +17,22 @@ Flows that span files are not joined: each capture is its own run (as
 ``earlybird flows FILE`` for each file), so a session cut by a file
 boundary is two records, one per file, each ending with reason ``eof``.
 
-Failures: each task is retried ``retries`` times (Dask's task retries);
-a capture that still fails is reported in the result's ``errors``
-(path -> the error's text, naming the file and offset as
-``earlybird.flows`` does) and the others are done; no file is dropped
-without a line in ``done`` or ``errors``. Progress: ``progress`` (a
-callable) is called with (finished, total) as tasks end.
+Failures: a task that raises is run again up to ``retries`` times
+(Dask's task retries); a task whose worker dies under it (killed, out of
+memory) is run again on another worker by Dask's scheduler (up to its
+``distributed.scheduler.allowed-failures``, 3 by default, then
+``KilledWorker``). A task writes its partition under a hidden temporary
+name and renames it into place at the end, so an attempt cut short leaves
+no partial ``part.parquet`` (readers skip names starting with ``.``; the
+next attempt removes them). A capture that still fails is reported in
+the result's ``errors`` (path -> the error's text, naming the file and
+offset as ``earlybird.flows`` does) and the others are done; no file is
+dropped without a line in ``done`` or ``errors``. Progress: ``progress``
+(a callable) is called with (finished, total) as tasks end.
 """
 
 import os
+import uuid
 
 from . import _expand, _native
 from . import flows as _flows
@@ -36,9 +43,15 @@ def _one(path, index, out_dir, options):
 
     part = os.path.join(out_dir, f"capture={index}")
     os.makedirs(part, exist_ok=True)
+    # What an attempt cut short (its worker killed) left behind.
+    for name in os.listdir(part):
+        if name.startswith(".part.parquet."):
+            os.remove(os.path.join(part, name))
     run = _flows(path, **options)
     table = run.to_arrow()
-    pq.write_table(table, os.path.join(part, "part.parquet"))
+    tmp = os.path.join(part, f".part.parquet.{os.getpid()}.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, os.path.join(part, "part.parquet"))
     return {"path": path, "rows": table.num_rows, "packets": run.report["packets_read"]}
 
 
@@ -52,7 +65,9 @@ def flows(paths, client, out_dir, *, retries=1, progress=None, **options):
     os.makedirs(out_dir, exist_ok=True)
     futures = {}
     for i, path in enumerate(files):
-        fut = client.submit(_one, path, i, os.fspath(out_dir), options, retries=retries, pure=False)
+        # The key names the partition (the scheduler's logs and dashboard).
+        key = f"earlybird-flows-{i}-{uuid.uuid4().hex}"
+        fut = client.submit(_one, path, i, os.fspath(out_dir), options, retries=retries, key=key)
         futures[fut] = (i, path)
     done, errors = [], {}
     for n, fut in enumerate(as_completed(list(futures)), 1):

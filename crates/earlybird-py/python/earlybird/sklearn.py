@@ -1,8 +1,9 @@
 """scikit-learn models into earlybird model files, and model files back.
 
 ``to_model(estimator, path, packets=N)`` writes a fitted
-``DecisionTreeClassifier`` (as the engine's ``c45`` tree) or
-``RandomForestClassifier`` (as its ``forest``) to an earlybird model file
+``DecisionTreeClassifier`` (as the engine's ``c45`` tree),
+``RandomForestClassifier`` (as its ``forest``) or ``GaussianNB`` (as its
+``gnb``) to an earlybird model file
 that ``earlybird flows --model FILE`` and ``earlybird.flows(model=FILE)``
 run inline. The engine builds and checks the file (``Model::from_body``,
 the checks a loaded model gets).
@@ -27,9 +28,13 @@ What is exact, and what is not:
   ``min_samples_leaf=1``) unless the same features carry several labels;
   ``to_model`` refuses a forest with impure leaves rather than write a
   model that may disagree. At most 64 trees.
-- ``GaussianNB`` is refused: the engine's naive Bayes is per-position
-  tables of discrete sizes and directions, which cannot represent
-  Gaussian likelihoods.
+- ``GaussianNB``: its fitted ``theta_``, ``var_`` (``var_smoothing``
+  already added) and ``class_prior_`` are written as they are (Python's
+  shortest round-trip form, read back bit for bit); the engine computes
+  the joint log likelihoods in float64 in scikit-learn's order (numpy's
+  pairwise sums included) and takes the first class of the greatest, as
+  ``predict``'s ``argmax``. Its confidence is the class's posterior
+  (``predict_proba``).
 
 ``from_model(path)`` reads a model file back into a dict (algorithm,
 classes, N, threshold, and the body as the file holds it: for trees the
@@ -148,12 +153,20 @@ def to_model(estimator, path, *, packets, use_ports=False, threshold=0.0, traine
             trees.append({"packets": packets, "use_ports": use_ports, "nodes": _nodes(est.tree_, index, True)})
         body = {"packets": packets, "use_ports": use_ports, "trees": trees}
     elif isinstance(estimator, GaussianNB):
-        raise NotImplementedError(
-            "GaussianNB cannot be imported: the engine's naive Bayes keeps per-position "
-            "tables of discrete sizes and directions, not Gaussian likelihoods"
-        )
+        _layout(estimator, packets, use_ports)
+        algo = "gnb"
+        body = {
+            "packets": packets,
+            "use_ports": use_ports,
+            "theta": np.asarray(estimator.theta_, dtype=np.float64).tolist(),
+            "var": np.asarray(estimator.var_, dtype=np.float64).tolist(),
+            "class_prior": np.asarray(estimator.class_prior_, dtype=np.float64).tolist(),
+        }
     else:
-        raise TypeError(f"cannot import {type(estimator).__name__} (DecisionTreeClassifier or RandomForestClassifier)")
+        raise TypeError(
+            f"cannot import {type(estimator).__name__} "
+            "(DecisionTreeClassifier, RandomForestClassifier or GaussianNB)"
+        )
     _native.model_save(
         str(path), algo, json.dumps(body), classes, packets, float(threshold), trained_on
     )

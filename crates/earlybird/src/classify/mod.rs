@@ -9,7 +9,8 @@
 //!
 //! Files: `naive_bayes` (per-position size/direction log-likelihood tables),
 //! `tree` (C4.5, flat array), `compiled_tree` (its classification form),
-//! `forest` (bagged trees), `svm` (RBF, one-vs-one),
+//! `forest` (bagged trees), `gaussian_nb` (Gaussian naive Bayes over the
+//! numeric features, scikit-learn's `GaussianNB`), `svm` (RBF, one-vs-one),
 //! `ports` (port baseline), `vector` (features shared by tree/forest/SVM),
 //! `model` (the `Model` type and its file format, `docs/MODEL_FORMAT.md`),
 //! `dataset` (the labelled samples the models are fitted on),
@@ -20,6 +21,7 @@
 pub mod compiled_tree;
 pub mod dataset;
 pub mod forest;
+pub mod gaussian_nb;
 pub mod inline;
 pub mod model;
 pub mod naive_bayes;

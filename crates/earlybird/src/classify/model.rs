@@ -19,6 +19,7 @@ use std::path::Path;
 use super::compiled_tree::FastTree;
 use super::dataset::LabelLevel;
 use super::forest::Forest;
+use super::gaussian_nb::GaussianNb;
 use super::naive_bayes::NaiveBayes;
 use super::ports::PortTable;
 use super::provenance::{FileDigest, HeldOut};
@@ -69,6 +70,8 @@ pub enum ModelKind {
     Svm(Svm),
     /// Majority class per (protocol, port).
     Ports(PortTable),
+    /// Gaussian naive Bayes over the numeric features.
+    GaussianNb(GaussianNb),
 }
 
 impl ModelKind {
@@ -80,6 +83,7 @@ impl ModelKind {
             ModelKind::Forest(_) => "forest",
             ModelKind::Svm(_) => "svm",
             ModelKind::Ports(_) => "ports",
+            ModelKind::GaussianNb(_) => "gnb",
         }
     }
 }
@@ -176,6 +180,10 @@ impl Model {
                 s.validate()
             }
             ModelKind::Ports(p) => p.validate(c),
+            ModelKind::GaussianNb(g) => {
+                packets_agree(g.packets)?;
+                g.validate(c)
+            }
         }
     }
 
@@ -304,6 +312,7 @@ impl Model {
             "forest" => ModelKind::Forest(body_as(body, "forest")?),
             "svm" => ModelKind::Svm(body_as(body, "svm")?),
             "ports" => ModelKind::Ports(body_as(body, "ports")?),
+            "gnb" => ModelKind::GaussianNb(body_as(body, "gnb")?),
             other => return Err(format!("unknown algorithm {other:?}")),
         };
         let model = Model { info, kind };
@@ -322,6 +331,7 @@ impl Model {
             ModelKind::Forest(m) => serde_json::to_vec(m),
             ModelKind::Svm(m) => serde_json::to_vec(m),
             ModelKind::Ports(m) => serde_json::to_vec(m),
+            ModelKind::GaussianNb(m) => serde_json::to_vec(m),
         }
         .map_err(|e| format!("cannot encode body: {e}"))
     }
@@ -336,6 +346,7 @@ impl Model {
             ModelKind::Forest(t) => Some(t.predict(f)),
             ModelKind::Svm(s) => s.predict(f),
             ModelKind::Ports(p) => p.predict(f.proto, f.sport, f.dport),
+            ModelKind::GaussianNb(g) => Some(g.predict(f)),
         }
     }
 }
@@ -362,6 +373,11 @@ impl std::fmt::Display for Model {
                 m.support_vectors()
             ),
             ModelKind::Ports(p) => format!("{} ports, {} protocols", p.ports.len(), p.protos.len()),
+            ModelKind::GaussianNb(g) => format!(
+                "{} features{}",
+                g.features(),
+                if g.use_ports { " with ports" } else { "" }
+            ),
         };
         write!(
             f,
@@ -465,6 +481,7 @@ mod tests {
             Algo::Forest,
             Algo::Svm,
             Algo::Ports,
+            Algo::GaussianNb,
         ] {
             let opt = TrainOptions {
                 algo,

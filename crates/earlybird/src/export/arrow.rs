@@ -6,7 +6,9 @@
 //! names, order, types, nullability and metadata; `parquet.rs` builds
 //! them, [`ArrowFlows::schema`]). Rows are gathered into batches of
 //! `batch_rows` rows (the last one may be shorter) and each full batch is
-//! given to the sink at once, so the memory held here is one batch. A sink
+//! given to the sink at once, so the memory held here is one batch; a
+//! flush (a live run's, about once a second) hands on the rows gathered so
+//! far as a shorter batch. A sink
 //! error stops the output: it is returned from that call and from every
 //! later one, and the run reports it as an output error. Empty batches are
 //! never handed on.
@@ -99,6 +101,13 @@ impl Exporter for ArrowFlows {
         self.emit()
     }
 
+    fn flush(&mut self) -> Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(self.error(e));
+        }
+        self.emit()
+    }
+
     fn name(&self) -> &str {
         &self.name
     }
@@ -159,5 +168,24 @@ mod tests {
             "{e}"
         );
         assert!(ex.finish().is_err());
+        assert!(ex.flush().is_err());
+    }
+
+    #[test]
+    fn a_flush_hands_on_the_rows_gathered_so_far() {
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let g = got.clone();
+        let sink: ArrowSink = Box::new(move |b| {
+            g.lock().unwrap().push(b.num_rows());
+            Ok(())
+        });
+        let mut ex = ArrowFlows::new("arrow:test", &ExportOptions::default(), 10, sink);
+        ex.write_batch(&batch(3)).unwrap();
+        ex.flush().unwrap();
+        // Nothing gathered since: no empty batch.
+        ex.flush().unwrap();
+        ex.write_batch(&batch(12)).unwrap();
+        ex.finish().unwrap();
+        assert_eq!(*got.lock().unwrap(), [3, 10, 2]);
     }
 }

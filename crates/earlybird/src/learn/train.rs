@@ -11,6 +11,7 @@ use std::str::FromStr;
 
 use crate::classify::dataset::{Dataset, LabelLevel};
 use crate::classify::forest::Forest;
+use crate::classify::gaussian_nb::GaussianNb;
 use crate::classify::model::{Model, ModelInfo, ModelKind};
 use crate::classify::naive_bayes::{NaiveBayes, NbOptions};
 use crate::classify::ports::PortTable;
@@ -32,16 +33,19 @@ pub enum Algo {
     Svm,
     /// Port baseline (`ports`).
     Ports,
+    /// Gaussian naive Bayes over the numeric features (`gnb`).
+    GaussianNb,
 }
 
 impl Algo {
     /// All algorithms.
-    pub const ALL: [Algo; 5] = [
+    pub const ALL: [Algo; 6] = [
         Algo::NaiveBayes,
         Algo::C45,
         Algo::Forest,
         Algo::Svm,
         Algo::Ports,
+        Algo::GaussianNb,
     ];
     /// Name accepted by [`FromStr`] and written in model files.
     pub fn name(self) -> &'static str {
@@ -51,6 +55,7 @@ impl Algo {
             Algo::Forest => "forest",
             Algo::Svm => "svm",
             Algo::Ports => "ports",
+            Algo::GaussianNb => "gnb",
         }
     }
 }
@@ -63,7 +68,7 @@ impl FromStr for Algo {
             .find(|a| a.name() == s)
             .ok_or_else(|| {
                 Error::Config(format!(
-                    "algorithm {s:?}: expected one of nb, c45, forest, svm, ports"
+                    "algorithm {s:?}: expected one of nb, c45, forest, svm, ports, gnb"
                 ))
             })
     }
@@ -82,7 +87,8 @@ pub struct TrainOptions {
     pub algo: Algo,
     /// N: early packets used (1..=32).
     pub packets: usize,
-    /// Trees, forest and SVM: also use protocol and server port.
+    /// Trees, forest, SVM and Gaussian naive Bayes: also use protocol and
+    /// server port.
     pub use_ports: bool,
     /// Verdicts below this confidence become unknown.
     pub threshold: f32,
@@ -193,6 +199,7 @@ pub fn train(data: &Dataset, opt: &TrainOptions) -> Result<Model> {
             ModelKind::Svm(Svm::train(data, packets, opt.use_ports, &opt.svm))
         }
         Algo::Ports => ModelKind::Ports(PortTable::train(data)),
+        Algo::GaussianNb => ModelKind::GaussianNb(GaussianNb::train(data, packets, opt.use_ports)),
     };
     let model = Model {
         info: ModelInfo {
