@@ -196,7 +196,7 @@ impl Taps {
         let (dumper, thread) = match own_thread && dumper.filter.is_all() {
             true => match DumpThread::start(dumper, shard) {
                 Ok(t) => (None, Some(t)),
-                Err(d) => (Some(d), None),
+                Err(d) => (Some(*d), None),
             },
             false => (Some(dumper), None),
         };

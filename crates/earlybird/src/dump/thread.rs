@@ -93,7 +93,7 @@ pub struct DumpThread {
 impl DumpThread {
     /// Starts a thread running `dumper` for shard `shard`; `None` (the
     /// dumper given back) when the thread cannot start.
-    pub(crate) fn start(mut dumper: Dumper, shard: usize) -> Result<DumpThread, Dumper> {
+    pub(crate) fn start(dumper: Dumper, shard: usize) -> Result<DumpThread, Box<Dumper>> {
         let pcap = dumper.format() == super::DumpFormat::Pcap;
         let (to, from) = sync_channel::<Job>(DEPTH);
         let (back_to, back) = channel::<Job>();
@@ -127,12 +127,12 @@ impl DumpThread {
                 pcap,
             }),
             Err(_) => {
-                dumper = slot
+                let dumper = slot
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .take()
                     .expect("the thread did not start, so the dumper is still here");
-                Err(dumper)
+                Err(Box::new(dumper))
             }
         }
     }
