@@ -252,7 +252,7 @@ fn rotation_by_time_and_size_loses_and_repeats_nothing() {
         let mut all = vec!["--no-model", "-q", "-f", "null", "--dump-dir"];
         all.push(d.to_str().unwrap());
         all.extend(args.iter().copied());
-        let (code, err) = run(&all, &[&input]);
+        let (code, err) = run(&all, &[input]);
         assert_eq!(code, 0, "{err}");
         let files = dump_files(&d);
         assert_eq!(files.len(), expected, "{args:?}");
