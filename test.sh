@@ -4,18 +4,19 @@
 # is absent.
 set -euo pipefail
 cd "$(dirname "$0")"
-cargo test --workspace "$@"
-# The `ndpi` feature (DPI labelling through libndpi, Debian's libndpi-dev;
-# ndpiReader from libndpi-bin checks it): its library and CLI tests. Without
-# libndpi they say SKIPPED, and fail under CI (CI=true).
+# With libndpi (Debian's libndpi-dev) the workspace is built and tested
+# once with the `ndpi` feature on (DPI labelling; ndpiReader from
+# libndpi-bin checks it), so its library and CLI tests run in the same
+# build as every other test. Without libndpi the feature's tests say
+# SKIPPED, and fail under CI (CI=true).
 if pkg-config --exists libndpi 2>/dev/null; then
-  cargo test -p earlybird --features ndpi --lib analyze "$@"
-  cargo test -p earlybird-cli --features ndpi --test label_cli "$@"
+  cargo test --workspace --features earlybird-cli/ndpi "$@"
 elif [ "${CI:-}" = true ]; then
   echo "libndpi (Debian: libndpi-dev) is required under CI for the ndpi tests" >&2
   exit 1
 else
   echo "SKIPPED: the ndpi feature's tests (libndpi-dev is not installed)"
+  cargo test --workspace "$@"
 fi
 # The Python package (crates/earlybird-py, docs/PYTHON.md; outside the
 # workspace): built with the dev profile into the workspace's target
