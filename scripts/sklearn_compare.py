@@ -7,10 +7,15 @@ split by capture file, the same feature vectors as earlybird's trees:
 signed size and gap in microseconds per packet, then protocol and server
 port) and prints, for each k, the held-out accuracy of scikit-learn's
 DecisionTreeClassifier (entropy, as C4.5), RandomForestClassifier and
-GaussianNB (on the k packets' sizes and gaps).
+GaussianNB (on the k packets' sizes and gaps). With --gbt also
+HistGradientBoostingClassifier (gradient-boosted trees); with
+--per-transport also the tree and the forest trained separately on the TCP
+and the UDP flows (a flow is scored by its transport's model; other
+protocols by a model of all flows), to measure whether per-transport
+models help before the engine ships them.
 
 Usage: scripts/sklearn_compare.py DIR [--packets N] [--use-ports] [--seed S]
-       [--json]
+       [--gbt] [--per-transport] [--json]
 Needs scikit-learn (pip install scikit-learn); the standard library reads
 the CSV files.
 """
@@ -41,6 +46,39 @@ def matrix(rows, k, use_ports):
     return [[float(r[c]) for c in cols] for r in rows]
 
 
+class PerTransport:
+    """One model per transport (TCP = 6, UDP = 17), one for the rest."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def rows(self, train, test):
+        self.ptr = [r["proto"] for r in train]
+        self.pte = [r["proto"] for r in test]
+        return self
+
+    def __call__(self):
+        return self
+
+    def fit(self, x, y):
+        self.rest = self.make().fit(x, y)
+        self.by = {}
+        for p in ("6", "17"):
+            idx = [i for i, q in enumerate(self.ptr) if q == p]
+            if idx:
+                self.by[p] = self.make().fit([x[i] for i in idx], [y[i] for i in idx])
+        return self
+
+    def predict(self, x):
+        out = [None] * len(x)
+        for p in set(self.pte):
+            idx = [i for i, q in enumerate(self.pte) if q == p]
+            pred = (self.by.get(p) or self.rest).predict([x[i] for i in idx])
+            for i, y in zip(idx, pred):
+                out[i] = y
+        return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir")
@@ -48,6 +86,10 @@ def main():
     ap.add_argument("--use-ports", action="store_true", help="also the protocol and the server port")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="one JSON object per (model, k)")
+    ap.add_argument("--gbt", action="store_true", help="also gradient-boosted trees (HistGradientBoostingClassifier)")
+    ap.add_argument(
+        "--per-transport", action="store_true", help="also tree and forest per transport (TCP, UDP)"
+    )
     a = ap.parse_args()
     try:
         from sklearn.ensemble import RandomForestClassifier
@@ -71,6 +113,13 @@ def main():
         ),
         "sklearn gaussian nb": lambda: GaussianNB(),
     }
+    if a.gbt:
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        models["sklearn hist gbt"] = lambda: HistGradientBoostingClassifier(random_state=a.seed)
+    if a.per_transport:
+        for name in ["sklearn tree", "sklearn forest"]:
+            models[name + " per transport"] = PerTransport(models[name])
     if not a.json:
         print(
             f"{len(train)} training flows, {len(test)} held-out flows, "
@@ -79,6 +128,9 @@ def main():
         print("k  " + "".join(f"{m:>22}" for m in models))
     for k in range(1, kmax + 1):
         xtr, xte = matrix(train, k, a.use_ports), matrix(test, k, a.use_ports)
+        for m in models.values():
+            if isinstance(m, PerTransport):
+                m.rows(train, test)
         accs = []
         for name, make in models.items():
             m = make().fit(xtr, y_train)

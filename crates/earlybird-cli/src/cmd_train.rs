@@ -144,6 +144,13 @@ pub struct TrainArgs {
     /// naive Bayes over the tree's features, scikit-learn's GaussianNB).
     #[arg(short, long, value_name = "ALGO", default_value = "c45", value_parser = ["nb", "c45", "forest", "svm", "ports", "gnb"])]
     algo: String,
+    /// Train a cascade: one model per early packet k = K1..=N (N from -n),
+    /// each with its own threshold chosen by --target-precision (needed;
+    /// a k < N whose threshold reaches it nowhere is left out); inline, a
+    /// flow is decided at the first packet from K1 on whose model is that
+    /// confident, else at N as a single model. c45, forest or nb.
+    #[arg(long, value_name = "K1", requires = "target_precision")]
+    earliest: Option<usize>,
     /// Model file to write (not one of the inputs).
     #[arg(short, long, value_name = "MODEL")]
     output: PathBuf,
@@ -182,11 +189,16 @@ pub fn run(a: TrainArgs) -> i32 {
         return code;
     }
     let opts = a.model.options(algo, a.data.seed);
-    let (model, summary, report) =
-        match workflow::train_captures(&files, &labels, &data, &opts, a.model.target_precision) {
-            Ok(x) => x,
-            Err(e) => return crate::fail(e),
-        };
+    let trained = match (a.earliest, a.model.target_precision) {
+        (Some(first), Some(p)) => {
+            workflow::train_cascade_captures(&files, &labels, &data, &opts, first, p)
+        }
+        _ => workflow::train_captures(&files, &labels, &data, &opts, a.model.target_precision),
+    };
+    let (model, summary, report) = match trained {
+        Ok(x) => x,
+        Err(e) => return crate::fail(e),
+    };
     for s in &summary.captures.skipped {
         eprintln!("earlybird: warning: skipped {s}");
     }

@@ -48,6 +48,12 @@ pub fn model_ref(
         if !(0.0..=1.0).contains(&t) {
             return Err(format!("--threshold {t} is outside [0, 1]"));
         }
+        if model.cascade().is_some() {
+            return Err(
+                "--threshold does not apply to a cascade model: each of its stages has its own threshold (train it again with another --target-precision)"
+                    .into(),
+            );
+        }
         model.info.threshold = t;
     }
     let classes: Arc<[String]> = model.info.classes.clone().into();

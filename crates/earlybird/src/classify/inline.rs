@@ -10,11 +10,17 @@
 //! ([`EntryVerdict`]: class, confidence × 65535, packet count). With a
 //! pool attached ([`Inline::attach_pool`]), flows go to the worker threads
 //! instead ([`Inline::submit`]) and their verdicts come back through
-//! [`Inline::next_done`]. The table keeps the flows; this keeps the model.
-//! Nothing here allocates.
+//! [`Inline::next_done`]. A cascade (one model per early packet,
+//! `cascade.rs`) is asked from its first packet K1 on ([`Inline::decide_at`]
+//! is K1) and answers `None` while the flow should wait for its next
+//! packet; the end of a flow (`END`) takes its verdict as it is. Models
+//! that are not cascades run exactly as before: the cascade is looked at
+//! only where they have no model (`model` is `None` for a cascade).
+//! The table keeps the flows; this keeps the model. Nothing here allocates.
 
 use std::sync::Arc;
 
+use super::cascade::InlineCascade;
 use super::compiled_tree::{EntryVerdict, FastTree};
 use super::pool::{Done, Job, PoolLink};
 use super::{conf_u16, Classifier, FlowFeatures};
@@ -22,7 +28,12 @@ use crate::features::early::{EarlyPkt, MAX_EARLY};
 
 /// A flow table's inline classifier (see the module docs).
 pub struct Inline {
+    /// The model, unless it is a cascade.
     model: Option<Arc<dyn Classifier>>,
+    /// The model when it is a cascade.
+    cascade: Option<InlineCascade>,
+    /// There is a model (single or cascade).
+    has_model: bool,
     /// The model's direct form, when it has one (C4.5): same verdicts as
     /// `classify`, no dynamic call.
     tree: Option<FastTree>,
@@ -40,13 +51,19 @@ pub struct Inline {
 impl Inline {
     /// The classifier of a table keeping `n` early packets per flow.
     pub fn new(model: Option<Arc<dyn Classifier>>, n: usize) -> Inline {
+        let cascade = model.as_ref().and_then(|m| m.cascade());
+        let has_model = model.is_some();
+        let model = if cascade.is_some() { None } else { model };
         Inline {
-            decide_at: model
-                .as_ref()
-                .map(|m| m.packets_needed().clamp(1, n))
-                .unwrap_or(0),
+            decide_at: match (&cascade, &model) {
+                (Some(c), _) => c.first().clamp(1, n),
+                (None, Some(m)) => m.packets_needed().clamp(1, n),
+                (None, None) => 0,
+            },
             tree: model.as_ref().and_then(|m| m.fast_tree()),
             model,
+            cascade,
+            has_model,
             pool: None,
             pooled: false,
             outstanding: 0,
@@ -87,17 +104,18 @@ impl Inline {
     /// True when there is a model.
     #[inline]
     pub fn has_model(&self) -> bool {
-        self.model.is_some()
+        self.has_model
     }
 
     /// The name of class `c` of the model (`None`: no model, or no such
     /// class).
     pub fn class_name(&self, c: u16) -> Option<&str> {
-        self.model
-            .as_ref()?
-            .classes()
-            .get(c as usize)
-            .map(String::as_str)
+        let classes = match (&self.model, &self.cascade) {
+            (Some(m), _) => m.classes(),
+            (None, Some(c)) => c.classes(),
+            (None, None) => return None,
+        };
+        classes.get(c as usize).map(String::as_str)
     }
 
     /// True when the model runs on the pool.
@@ -113,9 +131,11 @@ impl Inline {
     }
 
     /// The verdict on a flow of protocol `proto` between ports `sport`
-    /// (client) and `dport` from its early packets; `None` without a model.
+    /// (client) and `dport` from its early packets; `None` without a model,
+    /// and from a cascade while the flow should wait for its next packet
+    /// (never at the flow's end, `END`).
     #[inline]
-    pub fn decide(
+    pub fn decide<const END: bool>(
         &self,
         early: &[EarlyPkt],
         proto: u8,
@@ -124,14 +144,14 @@ impl Inline {
     ) -> Option<EntryVerdict> {
         if self.iat_divisor > 1 {
             let (buf, n) = self.corrected(early);
-            return self.decide_seen(&buf[..n], proto, sport, dport);
+            return self.decide_seen::<END>(&buf[..n], proto, sport, dport);
         }
-        self.decide_seen(early, proto, sport, dport)
+        self.decide_seen::<END>(early, proto, sport, dport)
     }
 
     /// [`Inline::decide`] on early packets as the model is to see them.
     #[inline]
-    fn decide_seen(
+    fn decide_seen<const END: bool>(
         &self,
         early: &[EarlyPkt],
         proto: u8,
@@ -141,7 +161,9 @@ impl Inline {
         if let Some(tree) = &self.tree {
             return Some(tree.decide(early, proto, dport));
         }
-        let model = self.model.as_ref()?;
+        let Some(model) = self.model.as_ref() else {
+            return self.decide_cascade::<END>(early, proto, sport, dport);
+        };
         let v = model.classify(&FlowFeatures {
             early,
             proto,
@@ -153,6 +175,22 @@ impl Inline {
             conf: conf_u16(v.confidence),
             at: v.at_packet,
         })
+    }
+
+    /// The cascade's verdict (see [`Self::decide`]); kept out of line so
+    /// that single models run the same instructions as without cascades.
+    #[inline(never)]
+    #[cold]
+    fn decide_cascade<const END: bool>(
+        &self,
+        early: &[EarlyPkt],
+        proto: u8,
+        sport: u16,
+        dport: u16,
+    ) -> Option<EntryVerdict> {
+        self.cascade
+            .as_ref()?
+            .decide(early, proto, sport, dport, END)
     }
 
     /// Sends a flow to the pool: `slot` and `ident` name it when its verdict

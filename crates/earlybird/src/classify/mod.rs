@@ -11,13 +11,15 @@
 //! `tree` (C4.5, flat array), `compiled_tree` (its classification form),
 //! `forest` (bagged trees), `gaussian_nb` (Gaussian naive Bayes over the
 //! numeric features, scikit-learn's `GaussianNB`), `svm` (RBF, one-vs-one),
-//! `ports` (port baseline), `vector` (features shared by tree/forest/SVM),
+//! `ports` (port baseline), `cascade` (one model per early packet),
+//! `vector` (features shared by tree/forest/SVM),
 //! `model` (the `Model` type and its file format, `docs/MODEL_FORMAT.md`),
 //! `dataset` (the labelled samples the models are fitted on),
 //! `provenance` (the files a model was trained on, its held-out scores),
 //! `pool` (worker threads for costly models).
 //! Algorithms and measured costs: `docs/CLASSIFIERS.md`.
 
+pub mod cascade;
 pub mod compiled_tree;
 pub mod dataset;
 pub mod forest;
@@ -96,6 +98,12 @@ pub trait Classifier: Send + Sync {
     /// tree): asked once per table, it gives exactly the verdicts of
     /// [`Self::classify`] without the dynamic call. Default none.
     fn fast_tree(&self) -> Option<compiled_tree::FastTree> {
+        None
+    }
+    /// The flow table's form of this model when it is a cascade (one model
+    /// per early packet, `cascade.rs`): the table then asks it at every
+    /// packet from K1 until it answers. Default none.
+    fn cascade(&self) -> Option<cascade::InlineCascade> {
         None
     }
 }

@@ -16,6 +16,7 @@
 
 use std::path::Path;
 
+use super::cascade::{Cascade, InlineCascade};
 use super::compiled_tree::FastTree;
 use super::dataset::LabelLevel;
 use super::forest::Forest;
@@ -72,6 +73,8 @@ pub enum ModelKind {
     Ports(PortTable),
     /// Gaussian naive Bayes over the numeric features.
     GaussianNb(GaussianNb),
+    /// One model per early packet K1..=N (`cascade.rs`).
+    Cascade(Cascade),
 }
 
 impl ModelKind {
@@ -84,6 +87,7 @@ impl ModelKind {
             ModelKind::Svm(_) => "svm",
             ModelKind::Ports(_) => "ports",
             ModelKind::GaussianNb(_) => "gnb",
+            ModelKind::Cascade(_) => "cascade",
         }
     }
 }
@@ -184,6 +188,7 @@ impl Model {
                 packets_agree(g.packets)?;
                 g.validate(c)
             }
+            ModelKind::Cascade(k) => k.validate(&self.info),
         }
     }
 
@@ -313,6 +318,7 @@ impl Model {
             "svm" => ModelKind::Svm(body_as(body, "svm")?),
             "ports" => ModelKind::Ports(body_as(body, "ports")?),
             "gnb" => ModelKind::GaussianNb(body_as(body, "gnb")?),
+            "cascade" => ModelKind::Cascade(Cascade::from_json(&info, body)?),
             other => return Err(format!("unknown algorithm {other:?}")),
         };
         let model = Model { info, kind };
@@ -332,12 +338,15 @@ impl Model {
             ModelKind::Svm(m) => serde_json::to_vec(m),
             ModelKind::Ports(m) => serde_json::to_vec(m),
             ModelKind::GaussianNb(m) => serde_json::to_vec(m),
+            ModelKind::Cascade(m) => return m.body_json(),
         }
         .map_err(|e| format!("cannot encode body: {e}"))
     }
 
     /// Class and confidence before thresholding, from the first
-    /// `min(len, N)` packets; `None` when the algorithm has no answer.
+    /// `min(len, N)` packets; `None` when the algorithm has no answer, and
+    /// always for a cascade, whose stages have thresholds of their own
+    /// (see [`Model::raw_decision`]).
     #[inline]
     pub fn raw_predict(&self, f: &FlowFeatures<'_>) -> Option<(u16, f32)> {
         match &self.kind {
@@ -347,6 +356,36 @@ impl Model {
             ModelKind::Svm(s) => s.predict(f),
             ModelKind::Ports(p) => p.predict(f.proto, f.sport, f.dport),
             ModelKind::GaussianNb(g) => Some(g.predict(f)),
+            ModelKind::Cascade(_) => None,
+        }
+    }
+
+    /// Class and confidence of the verdict before the threshold of the
+    /// model (of a cascade: of the stage that decides,
+    /// [`Cascade::raw_predict`]); `None` when the algorithm has no answer.
+    pub fn raw_decision(&self, f: &FlowFeatures<'_>) -> Option<(u16, f32)> {
+        match &self.kind {
+            ModelKind::Cascade(c) => c.raw_predict(f),
+            _ => self.raw_predict(f),
+        }
+    }
+
+    /// The verdict when `raw_predict` has no answer: `unknown`, or the
+    /// cascade's (whose `raw_predict` never answers).
+    #[cold]
+    #[inline(never)]
+    fn no_answer(&self, f: &FlowFeatures<'_>, unknown: Verdict) -> Verdict {
+        match &self.kind {
+            ModelKind::Cascade(c) => c.classify(f),
+            _ => unknown,
+        }
+    }
+
+    /// The cascade's stages, when this model is a cascade.
+    pub fn cascade(&self) -> Option<&Cascade> {
+        match &self.kind {
+            ModelKind::Cascade(c) => Some(c),
+            _ => None,
         }
     }
 }
@@ -378,6 +417,20 @@ impl std::fmt::Display for Model {
                 g.features(),
                 if g.use_ports { " with ports" } else { "" }
             ),
+            ModelKind::Cascade(c) => format!(
+                "{} stages: {}",
+                c.stages.len(),
+                c.stages
+                    .iter()
+                    .map(|s| format!(
+                        "k = {} {} threshold {}",
+                        s.info.packets,
+                        s.kind.algo(),
+                        s.info.threshold
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         };
         write!(
             f,
@@ -402,6 +455,10 @@ impl Classifier for Model {
 
     fn costly(&self) -> bool {
         matches!(self.kind, ModelKind::Svm(_))
+    }
+
+    fn cascade(&self) -> Option<InlineCascade> {
+        self.cascade().map(Cascade::inline)
     }
 
     fn fast_tree(&self) -> Option<FastTree> {
@@ -436,7 +493,9 @@ impl Classifier for Model {
                 confidence,
                 ..unknown
             },
-            None => unknown,
+            // A cascade's `raw_predict` is always `None`: its stages decide
+            // (here, out of line, so that no other model pays for it).
+            None => self.no_answer(f, unknown),
         }
     }
 

@@ -34,7 +34,7 @@ impl FlowTable {
         {
             // A flow shorter than N packets: cheap models decide with what it
             // had. (With a pooled model it stays unknown: no stall at its end.)
-            self.decide(s);
+            self.decide::<true>(s);
         }
         // A snapshot, not a record: the record is built later, on the
         // exporter thread unless it lags (flow/snapshot.rs).

@@ -645,7 +645,7 @@ impl FlowTable {
             if self.inline.on_pool() {
                 self.submit(s);
             } else {
-                self.decide(s);
+                self.decide::<false>(s);
             }
         }
         if ANALYZE {

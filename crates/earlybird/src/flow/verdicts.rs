@@ -15,8 +15,9 @@ use crate::classify::conf_u16;
 use crate::classify::pool::PoolLink;
 
 impl FlowTable {
-    /// Runs the classifier on slot `s` with the early packets it has.
-    pub(super) fn decide(&mut self, s: usize) {
+    /// Runs the classifier on slot `s` with the early packets it has
+    /// (`END`: the flow is ending, a cascade's verdict is final).
+    pub(super) fn decide<const END: bool>(&mut self, s: usize) {
         // SAFETY: every caller passes a slot below `high <= capacity` (from
         // the index, `insert_at`, the sweep, eviction or flush cursors); the
         // slot's early packets are its first `n_early <= n` entries of the
@@ -25,7 +26,7 @@ impl FlowTable {
         let (sport, dport) = h.client_server_ports();
         // SAFETY: as above, the slot's first `n_early` early entries.
         let early = unsafe { self.early.slice_unchecked(s * self.n, h.n_early as usize) };
-        if let Some(v) = self.inline.decide(early, h.key.proto, sport, dport) {
+        if let Some(v) = self.inline.decide::<END>(early, h.key.proto, sport, dport) {
             h.app = v.app;
             h.state |= DECIDED;
             h.conf = v.conf;

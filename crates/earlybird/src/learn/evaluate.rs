@@ -78,6 +78,19 @@ pub struct ThresholdPoint {
 /// Thresholds shown in [`Report::by_threshold`].
 pub const THRESHOLDS: [f32; 12] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99];
 
+/// The flows whose verdict was taken at one packet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionPoint {
+    /// 1-based packet of the verdict (`Verdict::at_packet`).
+    pub packet: usize,
+    /// Flows decided there (answered or unknown).
+    pub flows: usize,
+    /// Of those, flows answered with a class.
+    pub answered: usize,
+    /// Of those, flows answered right.
+    pub right: usize,
+}
+
 /// Result of an evaluation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
@@ -120,6 +133,10 @@ pub struct Report {
     pub reliability: Vec<ReliabilityBin>,
     /// Precision and coverage at each of [`THRESHOLDS`].
     pub by_threshold: Vec<ThresholdPoint>,
+    /// Flows by the packet their verdict was taken at (ascending, only
+    /// packets where some flow was decided): a cascade decides flows at
+    /// the earliest confident packet, a single model at min(len, N).
+    pub by_decision: Vec<DecisionPoint>,
     /// `(confidence, right)` of every flow the algorithm answered before
     /// the threshold, by decreasing confidence (for
     /// [`threshold_for_precision`]).
@@ -175,6 +192,7 @@ pub fn evaluate(model: &Model, data: &Dataset) -> Report {
     let mut confusion = vec![vec![0u64; nc + 1]; nc];
     let mut by_k = [0usize; MAX_K];
     let mut scored: Vec<(f32, bool)> = Vec::with_capacity(data.samples.len());
+    let mut decisions = [(0usize, 0usize, 0usize); 256];
     for s in &data.samples {
         let f = FlowFeatures {
             early: &s.early,
@@ -183,9 +201,15 @@ pub fn evaluate(model: &Model, data: &Dataset) -> Report {
             dport: s.dport,
         };
         let truth = s.label as usize;
-        confusion[truth][pred_of(model.classify(&f))] += 1;
+        let v = model.classify(&f);
+        let pred = pred_of(v);
+        confusion[truth][pred] += 1;
+        let d = &mut decisions[v.at_packet as usize];
+        d.0 += 1;
+        d.1 += (pred != nc) as usize;
+        d.2 += (pred == truth) as usize;
         if !s.early.is_empty() {
-            if let Some((class, conf)) = model.raw_predict(&f) {
+            if let Some((class, conf)) = model.raw_decision(&f) {
                 let raw = Verdict {
                     class,
                     confidence: conf,
@@ -330,6 +354,17 @@ pub fn evaluate(model: &Model, data: &Dataset) -> Report {
             .collect(),
         reliability,
         by_threshold,
+        by_decision: decisions
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.0 > 0)
+            .map(|(packet, &(flows, answered, right))| DecisionPoint {
+                packet,
+                flows,
+                answered,
+                right,
+            })
+            .collect(),
         scored,
     }
 }
@@ -418,6 +453,9 @@ impl fmt::Display for Report {
             )?;
         }
         writeln!(f)?;
+        if self.algo == "cascade" {
+            self.write_decisions(f)?;
+        }
         writeln!(f, "accuracy with the first k packets:")?;
         for (k, a) in &self.accuracy_by_k {
             writeln!(f, "  k = {k:>2}: {:>6.2} %", 100.0 * a)?;
@@ -455,6 +493,43 @@ impl fmt::Display for Report {
             }
         }
         Ok(())
+    }
+}
+
+impl Report {
+    /// The decision packets: per packet, flows decided there, precision
+    /// where answered, and coverage and accuracy of all flows decided by
+    /// then.
+    fn write_decisions(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "verdict taken at packet (flows decided there; precision where answered there; coverage and accuracy of all flows by that packet):"
+        )?;
+        let total = self.total.max(1) as f64;
+        let (mut answered, mut right) = (0usize, 0usize);
+        for d in &self.by_decision {
+            answered += d.answered;
+            right += d.right;
+            writeln!(
+                f,
+                "  k = {:>2}: {:>7} flows ({:>6.2} %), {:>6} answered, precision {:>6.2} %; by then coverage {:>6.2} %, accuracy {:>6.2} %",
+                d.packet,
+                d.flows,
+                100.0 * d.flows as f64 / total,
+                d.answered,
+                100.0 * d.right as f64 / d.answered.max(1) as f64,
+                100.0 * answered as f64 / total,
+                100.0 * right as f64 / total
+            )?;
+        }
+        let mean = self
+            .by_decision
+            .iter()
+            .map(|d| d.packet * d.flows)
+            .sum::<usize>() as f64
+            / total;
+        writeln!(f, "  mean decision packet {mean:.2}")?;
+        writeln!(f)
     }
 }
 

@@ -24,6 +24,9 @@
 //!   precision it first chooses the threshold on validation captures cut
 //!   from the training side (a quarter of its flows, by file), so the
 //!   held-out scores are measured at a threshold they did not choose.
+//!   [`train_cascade_captures`] trains one model per early packet
+//!   k = K1..=N (a cascade, `classify/cascade.rs`), each k's threshold
+//!   chosen in the same way on the same validation captures.
 //!   [`evaluate_captures`] refuses to score a model on captures whose
 //!   contents it was trained on, unless [`DataOptions::allow_overlap`];
 //!   then the overlap is listed in [`DataSummary::overlap`].
@@ -36,8 +39,9 @@ use std::path::{Path, PathBuf};
 use super::dataset::{LabelOptions, LabelSet};
 use super::evaluate::{evaluate, threshold_for_precision, Report, MAX_K};
 use super::train::{train, TrainOptions};
+use crate::classify::cascade::Cascade;
 use crate::classify::dataset::{Dataset, LabelLevel};
-use crate::classify::model::Model;
+use crate::classify::model::{Model, ModelInfo, ModelKind};
 use crate::classify::provenance::{overlap, FileDigest, HeldOut};
 use crate::error::{Error, Result};
 use crate::pipeline::{self, ModelRef, RunOptions};
@@ -426,6 +430,104 @@ pub fn train_captures(
         chosen = Some((target, t, val.samples.len(), groups(&val)));
     }
     let mut model = train(&p.train, &opts)?;
+    model.info.captures = digests(files, &p.train)?;
+    model.info.labels = labels
+        .files
+        .iter()
+        .map(|p| FileDigest::of(p))
+        .collect::<Result<_>>()?;
+    let report = (!p.test.samples.is_empty()).then(|| evaluate(&model, &p.test));
+    model.info.held_out = report.as_ref().map(|r| held_out(r, &p.test));
+    let mut summary = p.summary(&p.test);
+    summary.chosen_threshold = chosen;
+    Ok((model, summary, report))
+}
+
+/// Trains a cascade (`classify/cascade.rs`): one model of `opts.algo` per
+/// early packet k = `first`..=`opts.packets`, each trained on the first k
+/// packets of the training side's flows, with the threshold whose
+/// precision reaches `target_precision` on the validation captures (as
+/// [`train_captures`] chooses it, for each k on the same validation
+/// captures). A k < N where no threshold reaches the target gets no stage
+/// (flows wait for the next packet); at N it is an error, as for a single
+/// model. Provenance and held-out scores as [`train_captures`]. The
+/// summary's chosen threshold is that of the last stage.
+pub fn train_cascade_captures(
+    files: &[PathBuf],
+    labels: &LabelSet,
+    data: &DataOptions,
+    opts: &TrainOptions,
+    first: usize,
+    target_precision: f64,
+) -> Result<(Model, DataSummary, Option<Report>)> {
+    use super::train::Algo;
+    if first == 0 || first >= opts.packets {
+        return Err(Error::Config(format!(
+            "earliest packet {first}: expected 1..{} (below N = {})",
+            opts.packets, opts.packets
+        )));
+    }
+    if matches!(opts.algo, Algo::Svm | Algo::Ports) {
+        return Err(Error::Config(format!(
+            "a cascade of {} models is not supported (c45, forest or nb)",
+            opts.algo
+        )));
+    }
+    if !(0.0..=1.0).contains(&target_precision) {
+        return Err(Error::Config(format!(
+            "target precision {target_precision} outside [0, 1]"
+        )));
+    }
+    let p = prepare(files, labels, data, opts.packets)?;
+    let mut opts = opts.clone();
+    if opts.trained_on.is_empty() {
+        opts.trained_on = format!(
+            "{} flows of {} captures",
+            p.train.samples.len(),
+            groups(&p.train)
+        );
+    }
+    let (fit, val) = p.train.split_by_group(0.25, data.seed.wrapping_add(1));
+    if val.samples.is_empty() || fit.samples.is_empty() {
+        return Err(Error::Config(
+            "too few training captures to set validation captures apart for the thresholds".into(),
+        ));
+    }
+    let mut stages = Vec::new();
+    let mut chosen = None;
+    for k in first..=opts.packets {
+        let o = TrainOptions {
+            packets: k,
+            ..opts.clone()
+        };
+        let r = evaluate(&train(&fit, &o)?, &val);
+        let Some(t) = threshold_for_precision(&r.scored, target_precision) else {
+            if k < opts.packets {
+                continue;
+            }
+            return Err(Error::Config(format!(
+                "k = {k}: no threshold reaches precision {:.1} % on the {} validation flows (at threshold 0: {:.1} %)",
+                100.0 * target_precision,
+                val.samples.len(),
+                100.0 * r.by_threshold[0].precision
+            )));
+        };
+        chosen = Some((target_precision, t, val.samples.len(), groups(&val)));
+        stages.push(train(&p.train, &TrainOptions { threshold: t, ..o })?);
+    }
+    let last = &stages[stages.len() - 1];
+    let mut model = Model {
+        info: ModelInfo {
+            classes: last.info.classes.clone(),
+            packets: opts.packets,
+            level: opts.level,
+            trained_on: opts.trained_on.clone(),
+            threshold: last.info.threshold,
+            ..ModelInfo::default()
+        },
+        kind: ModelKind::Cascade(Cascade { stages }),
+    };
+    model.validate().map_err(Error::Config)?;
     model.info.captures = digests(files, &p.train)?;
     model.info.labels = labels
         .files
