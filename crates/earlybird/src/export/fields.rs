@@ -435,6 +435,23 @@ pub fn csv_header_with(n: usize, analyzed: &[Field]) -> String {
     s
 }
 
+/// A markdown table of `fields` (name, type, unit, description) appended
+/// to `s`.
+fn field_table(s: &mut String, fields: &[crate::schema::Field]) {
+    s.push_str("| name | type | unit | description |\n");
+    s.push_str("|------|------|------|-------------|\n");
+    for f in fields {
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | {} |",
+            f.name,
+            f.ty.name(),
+            f.unit,
+            f.desc.replace('|', "\\|")
+        );
+    }
+}
+
 /// The field reference (`docs/RECORD_FIELDS.md`), generated from the tables,
 /// with the record kinds `other` (each: the kind, the option that asks for
 /// it, what it is) after the flows'.
@@ -544,35 +561,13 @@ pub fn markdown(other: &[(&Kind, &str, &str)]) -> String {
     }));
     for (name, about, fields) in &sections {
         let _ = write!(s, "\n### `--analyzer {name}`\n\n{about}.\n\n");
-        s.push_str("| name | type | unit | description |\n");
-        s.push_str("|------|------|------|-------------|\n");
-        for f in fields {
-            let _ = writeln!(
-                s,
-                "| `{}` | {} | {} | {} |",
-                f.name,
-                f.ty.name(),
-                f.unit,
-                f.desc.replace('|', "\\|")
-            );
-        }
+        field_table(&mut s, fields);
     }
     s.push_str(
         "\n## Sampling fields\n\n`flows --sample POLICY:N` (docs/SAMPLING.md) adds these \
          after the analyzers' fields; without it they are absent.\n\n",
     );
-    s.push_str("| name | type | unit | description |\n");
-    s.push_str("|------|------|------|-------------|\n");
-    for f in crate::sample::FIELDS {
-        let _ = writeln!(
-            s,
-            "| `{}` | {} | {} | {} |",
-            f.name,
-            f.ty.name(),
-            f.unit,
-            f.desc.replace('|', "\\|")
-        );
-    }
+    field_table(&mut s, crate::sample::FIELDS);
     s.push_str("\n## Parquet columns\n\n");
     s.push_str(
         "`-o FILE.parquet` (cargo feature `parquet`, on in the CLI) writes the \

@@ -382,6 +382,29 @@ fn held_out(r: &Report, d: &Dataset) -> HeldOut {
     }
 }
 
+/// What every trained model ends with: the digests of its training
+/// captures and label files, its scores on the held-out files, and the
+/// run's summary (with the threshold chosen for precision, if any).
+fn finish_training(
+    mut model: Model,
+    files: &[PathBuf],
+    labels: &LabelSet,
+    p: &Prepared,
+    chosen: Option<(f64, f32, usize, usize)>,
+) -> Result<(Model, DataSummary, Option<Report>)> {
+    model.info.captures = digests(files, &p.train)?;
+    model.info.labels = labels
+        .files
+        .iter()
+        .map(|p| FileDigest::of(p))
+        .collect::<Result<_>>()?;
+    let report = (!p.test.samples.is_empty()).then(|| evaluate(&model, &p.test));
+    model.info.held_out = report.as_ref().map(|r| held_out(r, &p.test));
+    let mut summary = p.summary(&p.test);
+    summary.chosen_threshold = chosen;
+    Ok((model, summary, report))
+}
+
 /// Trains a model on the captures (on the training side when
 /// `data.test_fraction > 0`, and then also evaluates it on the held-out
 /// files). `opts.trained_on` is filled in when empty. With
@@ -429,18 +452,8 @@ pub fn train_captures(
         opts.threshold = t;
         chosen = Some((target, t, val.samples.len(), groups(&val)));
     }
-    let mut model = train(&p.train, &opts)?;
-    model.info.captures = digests(files, &p.train)?;
-    model.info.labels = labels
-        .files
-        .iter()
-        .map(|p| FileDigest::of(p))
-        .collect::<Result<_>>()?;
-    let report = (!p.test.samples.is_empty()).then(|| evaluate(&model, &p.test));
-    model.info.held_out = report.as_ref().map(|r| held_out(r, &p.test));
-    let mut summary = p.summary(&p.test);
-    summary.chosen_threshold = chosen;
-    Ok((model, summary, report))
+    let model = train(&p.train, &opts)?;
+    finish_training(model, files, labels, &p, chosen)
 }
 
 /// Trains a cascade (`classify/cascade.rs`): one model of `opts.algo` per
@@ -516,7 +529,7 @@ pub fn train_cascade_captures(
         stages.push(train(&p.train, &TrainOptions { threshold: t, ..o })?);
     }
     let last = &stages[stages.len() - 1];
-    let mut model = Model {
+    let model = Model {
         info: ModelInfo {
             classes: last.info.classes.clone(),
             packets: opts.packets,
@@ -528,17 +541,7 @@ pub fn train_cascade_captures(
         kind: ModelKind::Cascade(Cascade { stages }),
     };
     model.validate().map_err(Error::Config)?;
-    model.info.captures = digests(files, &p.train)?;
-    model.info.labels = labels
-        .files
-        .iter()
-        .map(|p| FileDigest::of(p))
-        .collect::<Result<_>>()?;
-    let report = (!p.test.samples.is_empty()).then(|| evaluate(&model, &p.test));
-    model.info.held_out = report.as_ref().map(|r| held_out(r, &p.test));
-    let mut summary = p.summary(&p.test);
-    summary.chosen_threshold = chosen;
-    Ok((model, summary, report))
+    finish_training(model, files, labels, &p, chosen)
 }
 
 /// Evaluates a model on the captures (only on the held-out files when
