@@ -5,13 +5,16 @@
 //! trained on 2,400 synthetic flows with overlapping size patterns (see
 //! `synthetic`), then
 //! asked for verdicts on 4,096 other flows. The target for Naive Bayes and
-//! C4.5 is 2.8 million verdicts per second.
+//! C4.5 is 2.8 million verdicts per second. Cascades (`cascade-c45`,
+//! `cascade-nb`): stages at k = 1..4 of that algorithm, each stage before
+//! N with threshold 1, so a flow goes on to the next stage unless a stage
+//! is certain (how many each stage decided is printed).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use earlybird::testing::SplitMix64;
 use earlybird::{
-    train, Algo, Classifier, Dataset, Dir, EarlyPkt, FlowFeatures, Model, ModelKind, Sample,
-    TrainOptions,
+    train, Algo, Cascade, Classifier, Dataset, Dir, EarlyPkt, FlowFeatures, Model, ModelInfo,
+    ModelKind, Sample, TrainOptions,
 };
 
 const CLASSES: usize = 8;
@@ -116,6 +119,51 @@ fn bench(c: &mut Criterion) {
             g.sample_size(10);
         }
         g.bench_function(algo.name(), |b| {
+            b.iter(|| {
+                let mut sum = 0u32;
+                for f in &flows {
+                    sum = sum.wrapping_add(model.classify(black_box(f)).class as u32);
+                }
+                sum
+            })
+        });
+    }
+    for algo in [Algo::C45, Algo::NaiveBayes] {
+        let stages = (1..=4)
+            .map(|k| {
+                let mut m = train(
+                    &train_set,
+                    &TrainOptions {
+                        algo,
+                        packets: k,
+                        ..Default::default()
+                    },
+                )
+                .expect("training on synthetic data");
+                if k < 4 {
+                    m.info.threshold = 1.0;
+                }
+                m
+            })
+            .collect();
+        let model = Model {
+            info: ModelInfo {
+                classes: train_set.classes.clone(),
+                packets: 4,
+                ..ModelInfo::default()
+            },
+            kind: ModelKind::Cascade(Cascade { stages }),
+        };
+        model.validate().expect("a valid cascade");
+        let mut at = [0usize; 5];
+        for f in &flows {
+            at[usize::from(model.classify(f).at_packet).min(4)] += 1;
+        }
+        eprintln!(
+            "cascade of {algo}: flows decided at packets 1..4: {:?}",
+            &at[1..]
+        );
+        g.bench_function(format!("cascade-{}", algo.name()), |b| {
             b.iter(|| {
                 let mut sum = 0u32;
                 for f in &flows {

@@ -117,6 +117,7 @@ pub(crate) mod telemetry;
 pub(crate) mod time;
 pub mod voip;
 
+pub use classify::cascade::Cascade;
 pub use classify::provenance::{FileDigest, HeldOut};
 pub use classify::{
     Classifier, Dataset, FlowFeatures, LabelLevel, Model, ModelInfo, ModelKind, Sample, Verdict,

@@ -17,13 +17,12 @@
 //!   number of shards keep the same packets.
 //! - [`Sampler::sample`] copies the kept packets of a batch to a buffer and
 //!   counts the others (packets and wire bytes); it reads only the
-//!   [`PacketRef`]s, never the packets, so a skipped packet costs no decode.
+//!   `PacketRef`s (`crate::source`), never the packets, so a skipped packet costs no decode.
 //! - Records of a sampled run carry [`FIELDS`]: the policy, N, and the
 //!   flow's packets and bytes multiplied by N (estimates of the unsampled
 //!   counts; the record's own counts stay what was seen).
 
 use crate::schema::{Cells, Field, FieldType};
-use crate::source::PacketRef;
 
 /// Which packets of a cycle are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,8 +211,14 @@ impl Sampler {
     }
 
     /// Puts the packets of `refs` that are kept into `kept` (cleared
-    /// first), in order; returns what was skipped.
-    pub(crate) fn sample(&mut self, refs: &[PacketRef], kept: &mut Vec<PacketRef>) -> Skipped {
+    /// first), in order; returns what was skipped. `stamp` gives a
+    /// packet's timestamp and original length.
+    pub(crate) fn sample<T: Copy>(
+        &mut self,
+        refs: &[T],
+        kept: &mut Vec<T>,
+        stamp: impl Fn(&T) -> (u64, u32),
+    ) -> Skipped {
         kept.clear();
         let mut s = Skipped {
             packets: 0,
@@ -222,13 +227,14 @@ impl Sampler {
             max_ts: 0,
         };
         for r in refs {
-            s.min_ts = s.min_ts.min(r.ts);
-            s.max_ts = s.max_ts.max(r.ts);
+            let (ts, orig_len) = stamp(r);
+            s.min_ts = s.min_ts.min(ts);
+            s.max_ts = s.max_ts.max(ts);
             if self.keep() {
                 kept.push(*r);
             } else {
                 s.packets += 1;
-                s.bytes += u64::from(r.orig_len);
+                s.bytes += u64::from(orig_len);
             }
         }
         s
@@ -238,6 +244,7 @@ impl Sampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::PacketRef;
 
     fn kept(s: &Sampling, stream: u64, n: usize) -> Vec<usize> {
         let mut sm = Sampler::new(s, stream);
@@ -314,7 +321,7 @@ mod tests {
             .collect();
         let mut sm = Sampler::new(&s, 0);
         let mut out = Vec::new();
-        let sk = sm.sample(&refs, &mut out);
+        let sk = sm.sample(&refs, &mut out, |r| (r.ts, r.orig_len));
         let nums: Vec<u64> = out.iter().map(|r| r.number).collect();
         assert_eq!(nums, vec![1, 5, 9]);
         assert_eq!(sk.packets, 7);
@@ -325,7 +332,7 @@ mod tests {
         assert_eq!((sk.min_ts, sk.max_ts), (1000, 1009));
         // The cycle goes on across batches: packets 11 and 12 are skipped,
         // 13 is kept.
-        let sk = sm.sample(&refs[..3], &mut out);
+        let sk = sm.sample(&refs[..3], &mut out, |r| (r.ts, r.orig_len));
         assert_eq!((out.len(), sk.packets), (1, 2));
         assert_eq!(out[0].number, 3);
     }

@@ -369,7 +369,7 @@ impl Shard {
                 max_ts: refs.iter().map(|r| r.ts).max().unwrap_or(0),
             };
         };
-        let skipped = sampler.sample(refs, kept);
+        let skipped = sampler.sample(refs, kept, |r| (r.ts, r.orig_len));
         let c = &mut self.counters;
         c.packets_read += skipped.packets;
         c.bytes_read += skipped.bytes;
