@@ -75,7 +75,9 @@ impl FlowTable {
             }
             self.ext.record(s, &mut self.out.analyzed, seen);
         }
-        if self.entries[s].state & HELD != 0 {
+        // `state` is from before a verdict taken here, which never changes
+        // the mark.
+        if state & HELD != 0 {
             self.note_held_end(s);
         }
         self.counters.ended[reason as usize] += 1;
