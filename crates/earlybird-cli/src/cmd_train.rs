@@ -240,10 +240,11 @@ pub struct TrainMediaArgs {
     /// TOML file to write (`flows --media-config` reads it).
     #[arg(short, long, value_name = "FILE.toml")]
     output: PathBuf,
-    /// Lower and upper percentiles of the labelled windows' mean sizes and
-    /// bitrates that bound the learned intervals.
+    /// Lower percentile (0..1) of the labelled windows' mean sizes and
+    /// bitrates: the low end of the learned intervals.
     #[arg(long, value_name = "Q", default_value_t = 0.02)]
     low: f64,
+    /// Upper percentile (0..1): the high end of the learned intervals.
     #[arg(long, value_name = "Q", default_value_t = 0.98)]
     high: f64,
     /// A kind is learned from at least this many labelled flows of at
