@@ -222,3 +222,113 @@ pub fn run(a: TrainArgs) -> i32 {
     }
     0
 }
+
+/// `earlybird train-media`: intervals of the `media` analyzer learned from
+/// labelled media flows (`learn/media.rs`, docs/MEDIA.md).
+#[derive(Args)]
+pub struct TrainMediaArgs {
+    /// Capture files (pcap/pcapng) or directories holding them; a flow's
+    /// label is looked up by capture file name and UDP 5-tuple.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Media labels: a CSV with columns pcap, proto, src, sport, dst,
+    /// dport, media_kind (as corpus/classify/dev/media_flows.csv), or a JSON
+    /// of voip_reference.json's shape (its RTP streams are audio). Repeat
+    /// to merge several.
+    #[arg(short, long, value_name = "LABELS", required = true)]
+    labels: Vec<PathBuf>,
+    /// TOML file to write (`flows --media-config` reads it).
+    #[arg(short, long, value_name = "FILE.toml")]
+    output: PathBuf,
+    /// Lower percentile (0..1) of the labelled windows' mean sizes and
+    /// bitrates: the low end of the learned intervals.
+    #[arg(long, value_name = "Q", default_value_t = 0.02)]
+    low: f64,
+    /// Upper percentile (0..1): the high end of the learned intervals.
+    #[arg(long, value_name = "Q", default_value_t = 0.98)]
+    high: f64,
+    /// A kind is learned from at least this many labelled flows of at
+    /// least 30 packets; else it keeps Table 6.2's intervals.
+    #[arg(long, value_name = "FLOWS", default_value_t = 3)]
+    min_flows: usize,
+}
+
+pub fn run_media(a: TrainMediaArgs) -> i32 {
+    use earlybird::media_intervals as media;
+    if !(0.0..=1.0).contains(&a.low) || !(0.0..=1.0).contains(&a.high) || a.low > a.high {
+        return crate::fail("--low and --high must be in 0..=1, --low not above --high");
+    }
+    let files = match workflow::capture_files(&a.files) {
+        Ok(f) => f,
+        Err(e) => return crate::fail(e),
+    };
+    let inputs: Vec<&Path> = files
+        .iter()
+        .chain(&a.labels)
+        .map(PathBuf::as_path)
+        .collect();
+    if let Some(code) = crate::out_args::refuse(&[a.output.as_path()], &inputs) {
+        return code;
+    }
+    let labels = match media::MediaLabels::load(&a.labels) {
+        Ok(l) => l,
+        Err(e) => return crate::fail(e),
+    };
+    let mut caps = Vec::new();
+    for f in &files {
+        match media::read_capture(f, &labels) {
+            Ok(c) => caps.push(c),
+            Err(e) => eprintln!("earlybird: warning: skipped {}: {e}", f.display()),
+        }
+    }
+    let opts = media::LearnOptions {
+        low: a.low,
+        high: a.high,
+        min_flows: a.min_flows,
+        ..media::LearnOptions::default()
+    };
+    let all: Vec<&media::CaptureFlows> = caps.iter().collect();
+    let learned = media::learn(&all, &opts);
+    let labelled: usize = caps
+        .iter()
+        .map(|c| c.flows.iter().filter(|f| f.kind.is_some()).count())
+        .sum();
+    println!(
+        "{} captures, {} labelled UDP flows of {} labels",
+        caps.len(),
+        labelled,
+        labels.len()
+    );
+    if learned.kinds.is_empty() {
+        println!(
+            "no kind has {} labelled flows of at least 30 packets: Table 6.2 kept",
+            a.min_flows
+        );
+    }
+    for (k, flows, windows) in &learned.kinds {
+        println!("learned {k} from {flows} flows ({windows} windows)");
+    }
+    let text = media::to_toml(&learned.config);
+    let header = "# Intervals of the media analyzer learned by `earlybird train-media`\n# (docs/MEDIA.md); flows --media-config reads this file.\n";
+    if let Err(e) = std::fs::write(&a.output, format!("{header}{text}")) {
+        return crate::fail(format!("{}: {e}", a.output.display()));
+    }
+    println!("wrote {}:\n{text}", a.output.display());
+    println!(
+        "Table 6.2 on these captures:\n{}",
+        media::markdown(&media::score(
+            &earlybird::analyze::media::MediaConfig::default(),
+            &all
+        ))
+    );
+    println!(
+        "learned, on the captures it was learned from:\n{}",
+        media::markdown(&media::score(&learned.config, &all))
+    );
+    let (held, _) = media::leave_one_capture_out(&caps, &opts);
+    println!(
+        "learned, leave one capture out (each capture scored with the intervals learned from the others):\n{}",
+        media::markdown(&held)
+    );
+    0
+}

@@ -51,6 +51,9 @@ enum Command {
     Label(cmd_label::LabelArgs),
     /// Train a classifier on labelled captures and write the model file.
     Train(cmd_train::TrainArgs),
+    /// Learn the media analyzer's intervals from labelled media flows and
+    /// write a --media-config TOML (with its leave-one-capture-out score).
+    TrainMedia(cmd_train::TrainMediaArgs),
     /// Score a model (or compare algorithms) on labelled captures: accuracy,
     /// macro F1, per-class precision/recall, confusion matrix, accuracy vs N.
     Evaluate(cmd_evaluate::EvaluateArgs),
@@ -94,6 +97,7 @@ fn main() {
         Command::Bench(a) => cmd_bench::run(a),
         Command::Label(a) => cmd_label::run(a),
         Command::Train(a) => cmd_train::run(a),
+        Command::TrainMedia(a) => cmd_train::run_media(a),
         Command::Evaluate(a) => cmd_evaluate::run(a),
         Command::Replay(a) => cmd_replay::run(a),
         Command::Model(a) => cmd_model::run(a),

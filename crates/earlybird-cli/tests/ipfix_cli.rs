@@ -699,3 +699,105 @@ fn early_verdict_events_go_to_ipfix_too() {
         "{err}"
     );
 }
+
+/// The data records of IPFIX datagrams as tshark decodes them (its JSON of
+/// each record), in order.
+fn tshark_records(datagrams: &[Vec<u8>], dir: &Path) -> Vec<serde_json::Value> {
+    let pcap = dir.join("ipfix.pcap");
+    to_pcap(datagrams, &pcap);
+    let out = Command::new("tshark")
+        .args(["-r", pcap.to_str().unwrap(), "-d", "udp.port==4739,cflow"])
+        .args(["-T", "json", "--no-duplicate-keys"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let packets: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let mut flows = Vec::new();
+    for p in &packets {
+        let c = &p["_source"]["layers"]["cflow"];
+        for (k, set) in c.as_object().unwrap() {
+            if !k.starts_with("Set ") || k.contains("Template") {
+                continue;
+            }
+            for (fk, f) in set.as_object().unwrap() {
+                if fk.starts_with("Flow ") {
+                    flows.push(f.clone());
+                }
+            }
+        }
+    }
+    flows
+}
+
+/// With `--analyzer media` the templates carry the media verdict
+/// (earlybirdMediaKind, earlybirdMediaShare, earlybirdMediaPacket,
+/// docs/IPFIX.md) and tshark reads back, for every record, the verdict of
+/// the CSV of the same run: the RTP of a heplify capture is audio.
+#[test]
+fn tshark_decodes_the_media_verdict() {
+    if !have("tshark", "-v") {
+        return;
+    }
+    let input = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/corpus/voip/heplify__rtp_rtcp_sip.pcap");
+    if !input.is_file() {
+        eprintln!("SKIPPED: corpus not found at {}", input.display());
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let catcher = Catcher::start();
+    let csv = tmp.path().join("out.csv");
+    let (code, _, err) = eb(&[
+        "flows",
+        input.to_str().unwrap(),
+        "--analyzer",
+        "media",
+        "-o",
+        &format!("ipfix+udp://127.0.0.1:{}", catcher.port),
+        "-o",
+        csv.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    std::thread::sleep(Duration::from_millis(200));
+    let datagrams = catcher.finish();
+    let flows = tshark_records(&datagrams, tmp.path());
+    let rows = csv_rows(&csv);
+    assert_eq!(flows.len(), rows.len(), "record count");
+    let mut audio = 0;
+    for (i, (f, r)) in flows.iter().zip(&rows).enumerate() {
+        let ctx = format!("record {i}");
+        assert_eq!(f["cflow.srcport"], r["sport"].as_str(), "{ctx}");
+        let pie: Vec<Vec<u8>> = strs(&f["cflow.enterprise_private_entry"])
+            .iter()
+            .map(|h| hex(h))
+            .collect();
+        // Application, confidence, packet, three basicLists, then media.
+        assert_eq!(pie.len(), 9, "{ctx}");
+        let kind = match r["media"].as_str() {
+            "" => 0,
+            "audio" => 1,
+            "video" => 2,
+            "file" => 3,
+            k => panic!("{ctx}: media {k:?}"),
+        };
+        assert_eq!(pie[6], [kind], "{ctx}");
+        let share = f32::from_be_bytes(pie[7].clone().try_into().unwrap());
+        let packet = be(&pie[8]);
+        assert_eq!(pie[8].len(), 4, "{ctx}");
+        if kind == 0 {
+            assert_eq!((share, packet), (0.0, 0), "{ctx}");
+            continue;
+        }
+        let want: f32 = r["media_share"].parse().unwrap();
+        // The CSV writes three decimals.
+        assert!((share - want).abs() <= 0.0005, "{ctx}: {share} {want}");
+        assert_eq!(packet.to_string(), r["media_packet"], "{ctx}");
+        audio += usize::from(kind == 1);
+    }
+    assert!(audio >= 2, "the RTP streams are audio: {audio}");
+}

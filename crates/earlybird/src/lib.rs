@@ -147,6 +147,7 @@ pub use gen::voip::{generate_voip, GenCall, VoipGenOptions, VoipGenSummary};
 pub use gen::{generate, GenKind, GenOptions, GenSummary};
 pub use learn::evaluate::{ClassStats, Report as EvalReport};
 pub use learn::label;
+pub use learn::media as media_intervals;
 pub use learn::workflow;
 pub use learn::{evaluate, train, Algo, LabelOptions, LabelSet, TrainOptions};
 pub use mark::MarkCounters;

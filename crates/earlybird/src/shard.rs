@@ -975,10 +975,15 @@ impl Shard {
 fn second_figures(counters: &Counters, table: &mut FlowTable, part: Part) -> (Counters, Tally) {
     let mut c = *counters;
     c.flows = table.counters;
-    let tally = match part {
+    let mut tally = match part {
         Part::Run => table.tally.as_mut().map(Tally::take).unwrap_or_default(),
         Part::Read => Tally::default(),
     };
+    if part == Part::Run {
+        if let Some(m) = table.take_media_counts() {
+            tally.media_counted(&m);
+        }
+    }
     (c, tally)
 }
 

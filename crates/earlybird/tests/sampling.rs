@@ -381,3 +381,69 @@ fn labelled_media_flows_sampled_in_the_shape_of_tables_6_7_to_6_9() {
         }
     }
 }
+
+/// The held-out split of `evaluate --split F --sample P:N` is the one the
+/// same options take without sampling (the model's training run): no
+/// capture changes side, sampling only leaves fewer flows in them. Before
+/// the split was taken after sampling, one of these captures moved.
+#[test]
+fn the_split_under_sampling_is_the_unsampled_one() {
+    use earlybird::workflow::{self, DataOptions};
+    use earlybird::{LabelLevel, LabelOptions};
+    use std::collections::BTreeSet;
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    let dev = corpus.join("classify/dev");
+    let files: Vec<std::path::PathBuf> = [
+        "dns_ambiguous_names.pcap",
+        "443-curl.pcap",
+        "6in4tunnel.pcap",
+        "whatsapp.pcap",
+        "quic046.pcap",
+        "git.pcap",
+        "ssh.pcap",
+        "sip.pcap",
+        "dtls.pcap",
+        "443-git.pcap",
+        "stun.pcap",
+        "tftp.pcap",
+        "netbios.pcap",
+        "smtp.pcap",
+        "dns_doh.pcap",
+        "443-safari.pcap",
+        "quic-27.pcap",
+        "google_ssl.pcap",
+    ]
+    .iter()
+    .map(|n| dev.join("ndpi/pcap").join(n))
+    .collect();
+    let labels = workflow::load_labels(
+        &[dev.join("ndpi_truth.csv")],
+        LabelLevel::Proto,
+        &LabelOptions::default(),
+    )
+    .unwrap();
+    let groups = |d: &earlybird::Dataset| -> BTreeSet<String> {
+        d.samples.iter().map(|s| s.group.clone()).collect()
+    };
+    let mut opt = DataOptions {
+        test_fraction: 0.3,
+        seed: 2,
+        ..DataOptions::default()
+    };
+    let plain = workflow::prepare(&files, &labels, &opt, 3).unwrap();
+    let (train, test) = (groups(&plain.train), groups(&plain.test));
+    assert!(!test.is_empty() && !train.is_empty());
+    for spec in ["systematic:8", "random:8"] {
+        opt.run.flow.sample = Some(Sampling::parse(spec, 1).unwrap());
+        let p = workflow::prepare(&files, &labels, &opt, 3).unwrap();
+        let (strain, stest) = (groups(&p.train), groups(&p.test));
+        assert!(stest.is_subset(&test), "{spec}: {stest:?} not in {test:?}");
+        assert!(
+            strain.is_subset(&train),
+            "{spec}: {strain:?} not in {train:?}"
+        );
+        assert!(!stest.is_empty(), "{spec}");
+    }
+}

@@ -278,3 +278,108 @@ fn a_generated_capture_second_by_second() {
 fn a_real_capture_second_by_second() {
     check(&[sample()]);
 }
+
+/// With the media analyzer on, the `media` rows of the per-second
+/// statistics add up to the flow records' verdicts: per kind, the flows
+/// decided and ended are the records of that kind, and the packets are
+/// the records' packets from the deciding one on; the metrics say the
+/// same and `promtool check metrics` accepts them. A heplify capture of
+/// SIP and RTP (its RTP streams are audio).
+#[test]
+fn media_kinds_per_second_add_up_to_the_records() {
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    let file = CaptureFile::open(&corpus.join("voip/heplify__rtp_rtcp_sip.pcap")).unwrap();
+    let (stats, apps, flows) = (Shared::default(), Shared::default(), Shared::default());
+    let media = vec!["media".to_string()];
+    let eopts = ExportOptions {
+        early_packets: 4,
+        analyzed: earlybird::analyze::fields_of(&media).into(),
+        ..Default::default()
+    };
+    let exporters = vec![
+        earlybird::to_writer(Format::JsonLines, Box::new(flows.clone()), "flows", &eopts),
+        earlybird::rows_to_writer(&STATS, Format::JsonLines, Box::new(stats.clone()), "s"),
+        earlybird::rows_to_writer(&APP_STATS, Format::JsonLines, Box::new(apps.clone()), "a"),
+    ];
+    let metrics = Arc::new(Metrics::new());
+    let mut opts = RunOptions {
+        shards: 2,
+        metrics: Some(metrics.clone()),
+        ..RunOptions::default()
+    };
+    opts.flow.analyzers = media;
+    let mref = ModelRef::default();
+    earlybird::run(&[file], &opts, &mref, exporters, &RunControl::default()).unwrap();
+    let (apps, flows) = (lines(&apps), lines(&flows));
+    let text = metrics.render();
+    let mut audio = 0;
+    for kind in ["audio", "video", "file"] {
+        let recs: Vec<&Value> = flows.iter().filter(|f| f["media"] == kind).collect();
+        let rows: Vec<&Value> = apps
+            .iter()
+            .filter(|r| r["of"] == "media" && r["name"] == kind)
+            .collect();
+        let n = recs.len() as u64;
+        assert_eq!(sum_refs(&rows, "flows_classified"), n, "{kind}");
+        assert_eq!(sum_refs(&rows, "flows_ended"), n, "{kind}");
+        let packets: u64 = recs
+            .iter()
+            .map(|f| {
+                let all = f["fwd_packets"].as_u64().unwrap() + f["bwd_packets"].as_u64().unwrap();
+                all + 1 - f["media_packet"].as_u64().unwrap()
+            })
+            .sum();
+        assert_eq!(sum_refs(&rows, "packets"), packets, "{kind}");
+        let bytes: u64 = recs
+            .iter()
+            .map(|f| f["fwd_bytes"].as_u64().unwrap() + f["bwd_bytes"].as_u64().unwrap())
+            .sum();
+        assert!(sum_refs(&rows, "bytes") <= bytes, "{kind}");
+        if n > 0 {
+            let l = format!("{{kind=\"{kind}\"}}");
+            assert_eq!(
+                metric(&text, &format!("earlybird_media_flows_decided_total{l}")),
+                n
+            );
+            assert_eq!(
+                metric(&text, &format!("earlybird_media_packets_total{l}")),
+                packets
+            );
+        } else {
+            assert!(!text.contains(&format!("kind=\"{kind}\"")), "{text}");
+        }
+        if kind == "audio" {
+            audio = n;
+        }
+    }
+    assert!(audio >= 2, "the RTP streams are audio: {flows:?}");
+    if let Some(promtool) = common::tool("promtool", "prometheus") {
+        let mut child = std::process::Command::new(promtool)
+            .args(["check", "metrics"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "promtool: {}{}\n{text}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn sum_refs(rows: &[&Value], key: &str) -> u64 {
+    rows.iter().map(|r| r[key].as_u64().unwrap()).sum()
+}

@@ -30,6 +30,10 @@
 //!   computed from it), as the thesis's modified detector does (Ch. 6.5);
 //!   without it the gaps are tested as seen. Packet counts
 //!   (`min_packets`, windows, the decision packet) are of kept packets.
+//! - Per-second figures: per kind, the analyzer counts the flows it
+//!   decides, the media flows that end, and the packets and IP bytes of
+//!   media flows from the deciding packet on; the shard takes them each
+//!   second of the per-second statistics ([`Media::take_counts`]).
 //! - Intervals and thresholds come from [`MediaConfig`]: Table 6.2 by
 //!   default, or a TOML file ([`MediaConfig::from_toml`]). Pure arithmetic
 //!   on sizes and timestamps; never fails.
@@ -205,6 +209,37 @@ pub struct Media {
     /// What measured inter-arrivals are divided by (N of the run's
     /// sampling with the correction on, else 1).
     iat_divisor: f64,
+    /// Per kind, what the flows of this table did since the counts were
+    /// last taken ([`Media::take_counts`]; one shard's table: no sharing).
+    counts: [CellCounts; 3],
+}
+
+/// The per-second figures of one media kind in one flow table: flows
+/// decided, media flows ended, and the packets and IP bytes media flows
+/// carried from the packet that decided them on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KindCounts {
+    /// Flows decided of this kind.
+    pub decided: u64,
+    /// Flows of this kind that ended.
+    pub ended: u64,
+    /// Packets of flows of this kind, from the deciding packet on.
+    pub packets: u64,
+    /// IP bytes of those packets.
+    pub bytes: u64,
+}
+
+/// [`KindCounts`] behind cells: the analyzer sees packets through `&self`.
+#[derive(Debug, Clone, Default)]
+struct CellCounts {
+    decided: std::cell::Cell<u64>,
+    ended: std::cell::Cell<u64>,
+    packets: std::cell::Cell<u64>,
+    bytes: std::cell::Cell<u64>,
+}
+
+fn bump(c: &std::cell::Cell<u64>, by: u64) {
+    c.set(c.get().wrapping_add(by));
 }
 
 impl Default for Media {
@@ -233,7 +268,19 @@ impl Media {
             window,
             min_windows: (c.min_packets / window).min(u32::from(u16::MAX)) as u16,
             iat_divisor: 1.0,
+            counts: Default::default(),
         }
+    }
+
+    /// Per kind (audio, video, file): what the flows did since the last
+    /// call (see [`KindCounts`]); the counts start again from zero.
+    pub fn take_counts(&self) -> [KindCounts; 3] {
+        self.counts.each_ref().map(|c| KindCounts {
+            decided: c.decided.take(),
+            ended: c.ended.take(),
+            packets: c.packets.take(),
+            bytes: c.bytes.take(),
+        })
     }
 
     /// The analyzer for `c` in a run that keeps 1 packet in `rate`.
@@ -272,6 +319,13 @@ pub struct State {
     pass: [[u16; 3]; 3],
     /// Decided: kind index, share, packet index.
     verdict: Option<(u8, f32, u32)>,
+}
+
+impl State {
+    /// The verdict's kind once decided (`audio`, `video`, `file`).
+    pub fn kind(&self) -> Option<&'static str> {
+        self.verdict.map(|(k, _, _)| KINDS[usize::from(k)])
+    }
 }
 
 fn inside(v: f64, ivs: &[[f64; 2]]) -> bool {
@@ -387,7 +441,13 @@ impl Analyzer for Media {
 
     #[inline]
     fn packet(&self, st: &mut State, p: &PacketView<'_>) -> Action {
-        if p.proto != UDP || st.verdict.is_some() {
+        if p.proto != UDP {
+            return Action::Continue;
+        }
+        if let Some((k, _, _)) = st.verdict {
+            let c = &self.counts[usize::from(k)];
+            bump(&c.packets, 1);
+            bump(&c.bytes, u64::from(p.size));
             return Action::Continue;
         }
         let d = usize::from(!p.from_client);
@@ -402,8 +462,20 @@ impl Analyzer for Media {
         w.size_sum += u64::from(p.size);
         if w.n >= self.window {
             self.window_done(st, d, p.index);
+            if let Some((k, _, _)) = st.verdict {
+                let c = &self.counts[usize::from(k)];
+                bump(&c.decided, 1);
+                bump(&c.packets, 1);
+                bump(&c.bytes, u64::from(p.size));
+            }
         }
         Action::Continue
+    }
+
+    fn finish(&self, st: &mut State) {
+        if let Some((k, _, _)) = st.verdict {
+            bump(&self.counts[usize::from(k)].ended, 1);
+        }
     }
 
     fn record(&self, st: &State, out: &mut Cells<'_>) {

@@ -338,6 +338,14 @@ macro_rules! registry {
     };
 }
 
+impl Active {
+    /// The `media` analyzer's per-kind figures since the last call, when
+    /// it is on ([`media::Media::take_counts`]).
+    pub(crate) fn take_media(&self) -> Option<[media::KindCounts; 3]> {
+        self.each.media.as_ref().map(|m| m.analyzer.take_counts())
+    }
+}
+
 registry! {
     payload: payload::PayloadBytes,
     media: media::Media,

@@ -390,6 +390,12 @@ impl FlowTable {
         self.ext.fields()
     }
 
+    /// The `media` analyzer's per-kind figures since the last call, when
+    /// it is on (for the per-second statistics).
+    pub fn take_media_counts(&self) -> Option<[crate::analyze::media::KindCounts; 3]> {
+        self.ext.take_media()
+    }
+
     /// True when an analyzer is turned on.
     #[inline]
     pub fn analyzing(&self) -> bool {

@@ -143,7 +143,15 @@ pub struct Tally {
     pub transports: [Sums; 4],
     /// Per port class ([`PORT_CLASSES`]).
     pub ports: [Sums; N_PORT_CLASSES],
+    /// Per media kind ([`MEDIA_KINDS`]; runs with `--analyzer media`):
+    /// `classified` the flows decided, `ended` the media flows that ended,
+    /// `packets` and `bytes` what media flows carried in the second, from
+    /// the packet that decided them on.
+    pub media: [Sums; 3],
 }
+
+/// The media kinds of [`Tally::media`], by index.
+pub const MEDIA_KINDS: [&str; 3] = ["audio", "video", "file"];
 
 impl Tally {
     /// A tally for a model of `classes` classes (0 without a model).
@@ -152,6 +160,19 @@ impl Tally {
             apps: vec![Sums::default(); classes + 1],
             transports: Default::default(),
             ports: Default::default(),
+            media: Default::default(),
+        }
+    }
+
+    /// Adds the media analyzer's figures of a second.
+    pub fn media_counted(&mut self, m: &[crate::analyze::media::KindCounts; 3]) {
+        for (s, k) in self.media.iter_mut().zip(m) {
+            s.add(&Sums {
+                classified: k.decided,
+                ended: k.ended,
+                packets: k.packets,
+                bytes: k.bytes,
+            });
         }
     }
 
@@ -208,6 +229,9 @@ impl Tally {
             a.add(b);
         }
         for (a, b) in self.ports.iter_mut().zip(&o.ports) {
+            a.add(b);
+        }
+        for (a, b) in self.media.iter_mut().zip(&o.media) {
             a.add(b);
         }
     }

@@ -91,7 +91,7 @@ fn parse_addr(s: &str) -> Option<[u8; 16]> {
 }
 
 /// Splits one CSV line into fields (RFC 4180 quoting, no embedded newlines).
-fn split_csv(line: &str, out: &mut Vec<String>) {
+pub(crate) fn split_csv(line: &str, out: &mut Vec<String>) {
     out.clear();
     let mut cur = String::new();
     let mut quoted = false;

@@ -7,11 +7,13 @@
 //! records), `train` (options → [`crate::classify::Model`]), `evaluate`
 //! (scores and the accuracy-versus-packets curve), `workflow` (capture files
 //! and label CSVs → data sets, models, reports: `earlybird train` and
-//! `earlybird evaluate`).
+//! `earlybird evaluate`), `media` (intervals of the `media` analyzer
+//! learned from labelled media flows: `earlybird train-media`).
 
 pub mod dataset;
 pub mod evaluate;
 pub mod label;
+pub mod media;
 pub mod train;
 pub mod workflow;
 

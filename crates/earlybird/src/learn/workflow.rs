@@ -17,7 +17,11 @@
 //!   [`train_captures`], [`evaluate_captures`] and [`compare_captures`] build
 //!   on it. The same files, labels and options always give the same split,
 //!   so a model trained with `test_fraction = f, seed = s` can be evaluated
-//!   on exactly its held-out files.
+//!   on exactly its held-out files. Under packet sampling
+//!   (`run.flow.sample`) the split is the one the same options give
+//!   without sampling (the captures are read once more unsampled to take
+//!   it), so a model trained without sampling is scored under sampling on
+//!   its own held-out files.
 //! - Provenance: [`train_captures`] records in the model the training
 //!   side's capture files and the label files by content
 //!   ([`FileDigest`]), and its scores on the held-out files. With a target
@@ -309,7 +313,29 @@ pub fn prepare(
         None => data,
     };
     let data = data.min_class_support(opt.min_support);
-    let (train, test) = if opt.test_fraction > 0.0 {
+    let (train, test) = if opt.test_fraction > 0.0 && opt.run.flow.sample.is_some() {
+        // The held-out files are those of the same options without
+        // sampling: sampling changes which flows carry labels, and a split
+        // of the sampled flows would pick other files than the model's
+        // training run held out.
+        let mut plain = opt.clone();
+        plain.run.flow.sample = None;
+        let held = prepare(files, labels, &plain, packets)?.test;
+        let held: std::collections::HashSet<&str> =
+            held.samples.iter().map(|s| s.group.as_str()).collect();
+        let mut train = Dataset {
+            classes: data.classes.clone(),
+            samples: Vec::new(),
+        };
+        let mut test = train.clone();
+        for s in data.samples {
+            match held.contains(s.group.as_str()) {
+                true => test.samples.push(s),
+                false => train.samples.push(s),
+            }
+        }
+        (train, test)
+    } else if opt.test_fraction > 0.0 {
         data.split_by_group(opt.test_fraction, opt.seed)
     } else {
         let empty = Dataset {

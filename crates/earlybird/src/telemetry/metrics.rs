@@ -22,7 +22,7 @@ use prometheus::{Encoder, IntCounter, IntCounterVec, IntGauge, Opts, Registry, T
 use super::series::Figures;
 use crate::decode::Skip;
 use crate::flow::record::EndReason;
-use crate::flow::tally::{PORT_CLASSES, TRANSPORTS};
+use crate::flow::tally::{MEDIA_KINDS, PORT_CLASSES, TRANSPORTS};
 use crate::{Error, Result};
 
 /// The metrics of a run (see the module docs).
@@ -47,6 +47,10 @@ pub struct Metrics {
     port_ended: IntCounterVec,
     port_packets: IntCounterVec,
     port_bytes: IntCounterVec,
+    media_decided: IntCounterVec,
+    media_ended: IntCounterVec,
+    media_packets: IntCounterVec,
+    media_bytes: IntCounterVec,
     packet_time: IntGauge,
     seconds: IntCounter,
     alarms: IntCounterVec,
@@ -187,6 +191,30 @@ impl Metrics {
                 "IP bytes of the ended flows of this port class.",
                 "port",
             ),
+            media_decided: counters(
+                &r,
+                "earlybird_media_flows_decided_total",
+                "UDP flows the media analyzer decided are of this kind (--analyzer media).",
+                "kind",
+            ),
+            media_ended: counters(
+                &r,
+                "earlybird_media_flows_ended_total",
+                "Flows of this media kind that ended.",
+                "kind",
+            ),
+            media_packets: counters(
+                &r,
+                "earlybird_media_packets_total",
+                "Packets of flows of this media kind, from the packet that decided the kind on.",
+                "kind",
+            ),
+            media_bytes: counters(
+                &r,
+                "earlybird_media_ip_bytes_total",
+                "IP bytes of flows of this media kind, from the packet that decided the kind on.",
+                "kind",
+            ),
             packet_time: reg(
                 &r,
                 IntGauge::new(
@@ -283,6 +311,19 @@ impl Metrics {
             self.port_ended.with_label_values(&[p]).inc_by(s.ended);
             self.port_packets.with_label_values(&[p]).inc_by(s.packets);
             self.port_bytes.with_label_values(&[p]).inc_by(s.bytes);
+        }
+        // Media kinds appear once the media analyzer counted one.
+        for (s, k) in f.tally.media.iter().zip(MEDIA_KINDS) {
+            if s.is_zero() {
+                continue;
+            }
+            let l = [k];
+            self.media_decided
+                .with_label_values(&l)
+                .inc_by(s.classified);
+            self.media_ended.with_label_values(&l).inc_by(s.ended);
+            self.media_packets.with_label_values(&l).inc_by(s.packets);
+            self.media_bytes.with_label_values(&l).inc_by(s.bytes);
         }
         self.packet_time.set(sec as i64);
         self.seconds.inc();

@@ -26,7 +26,7 @@ use super::second::Part;
 use super::second::ShardSecond;
 use crate::decode::Skip;
 use crate::flow::record::EndReason;
-use crate::flow::tally::{Sums, Tally, PORT_CLASSES, TRANSPORTS};
+use crate::flow::tally::{Sums, Tally, MEDIA_KINDS, PORT_CLASSES, TRANSPORTS};
 use crate::schema::{Field, FieldType, Kind, RowBatch};
 
 use FieldType::{Str, U64};
@@ -123,23 +123,33 @@ pub const APP_STATS: Kind = Kind::new(
             "of",
             Str,
             "",
-            "\"app\" (a class of the model, or unknown), \"transport\" or \"port\" (TCP and UDP flows by server port class)",
+            "\"app\" (a class of the model, or unknown), \"transport\", \"port\" (TCP and UDP flows by server port class) or \"media\" (the media analyzer's kinds; with --analyzer media)",
         ),
         Field::new(
             "name",
             Str,
             "",
-            "The application, transport (tcp, udp, icmp, other) or port class (tcp/443, udp/53, tcp/system, udp/registered, tcp/ephemeral, ...; OPERATIONS.md lists them)",
+            "The application, transport (tcp, udp, icmp, other), port class (tcp/443, udp/53, tcp/system, udp/registered, tcp/ephemeral, ...; OPERATIONS.md lists them) or media kind (audio, video, file)",
         ),
         Field::new(
             "flows_classified",
             U64,
             "flows",
-            "Flows that got this verdict",
+            "Flows that got this verdict (media: that were decided this kind)",
         ),
         Field::new("flows_ended", U64, "flows", "Flows that ended"),
-        Field::new("packets", U64, "packets", "Packets of the flows that ended"),
-        Field::new("bytes", U64, "bytes", "IP bytes of the flows that ended"),
+        Field::new(
+            "packets",
+            U64,
+            "packets",
+            "Packets of the flows that ended (media: packets media flows carried in the second, from the deciding packet on)",
+        ),
+        Field::new(
+            "bytes",
+            U64,
+            "bytes",
+            "IP bytes of the flows that ended (media: IP bytes media flows carried in the second, from the deciding packet on)",
+        ),
     ],
 );
 
@@ -294,7 +304,10 @@ pub fn app_rows(rows: &mut RowBatch, sec: u64, f: &Figures, classes: &[String]) 
     let ports = (f.tally.ports.iter())
         .zip(PORT_CLASSES)
         .map(|(s, n)| ("port", n, s));
-    let all = apps.chain(transports).chain(ports);
+    let media = (f.tally.media.iter())
+        .zip(MEDIA_KINDS)
+        .map(|(s, n)| ("media", n, s));
+    let all = apps.chain(transports).chain(ports).chain(media);
     for (of, name, s) in all.filter(|(_, _, s)| !s.is_zero()) {
         let s: &Sums = s;
         rows.push(|r| {

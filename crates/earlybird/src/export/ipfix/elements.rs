@@ -61,6 +61,11 @@ pub(crate) enum Source {
     AtPacket,
     /// The basicList of [`LIST_MEMBERS`]`[i]`.
     Early(usize),
+    /// The `media` analyzer's verdict: kind code, share of windows, packet
+    /// (`docs/MEDIA.md`; runs with `--analyzer media` only).
+    MediaKind,
+    MediaShare,
+    MediaPacket,
     /// Field `i` of an early-verdict event ([`crate::flow::events::VERDICTS`];
     /// the elements of [`EVENT_ELEMENTS`] only).
     Cell(usize),
@@ -78,6 +83,8 @@ pub(crate) enum When {
     IcmpV6,
     /// Biflow runs only (reverse elements).
     Biflow,
+    /// Runs with the `media` analyzer on (`--analyzer media`).
+    Media,
 }
 
 /// One field of a data record.
@@ -189,6 +196,12 @@ pub(crate) const ELEMENTS: &[Element] = &[
       "Ordered list of earlybirdEarlyPacketDirection."),
     e("basicList", BASIC_LIST, 0, VARLEN, "basicList", S::Early(2), W::Always,
       "Ordered list of earlybirdEarlyPacketGapMicroseconds."),
+    e("earlybirdMediaKind", 8, PEN_EARLYBIRD, 1, "unsigned8", S::MediaKind, W::Media,
+      "The media analyzer's verdict (record field media): 0 not media, 1 audio, 2 video, 3 file."),
+    e("earlybirdMediaShare", 9, PEN_EARLYBIRD, 4, "float32", S::MediaShare, W::Media,
+      "Smallest share of windows passing the verdict kind's tests when it was decided (media_share); 0 when not media."),
+    e("earlybirdMediaPacket", 10, PEN_EARLYBIRD, 4, "unsigned32", S::MediaPacket, W::Media,
+      "Packet of the flow (1 = first) at which the media verdict was decided (media_packet); 0 when not media."),
 ];
 
 /// The fields of an early-verdict event's data record (`--events`), in
@@ -318,6 +331,12 @@ pub(crate) fn template_index(ipv6: bool, icmp: bool) -> usize {
 /// type/code; ids 256 to 259 in [`template_index`] order. Biflow runs
 /// carry the reverse elements, unidirectional ones do not.
 pub(crate) fn templates(biflow: bool) -> Vec<Template> {
+    templates_for(biflow, false)
+}
+
+/// [`templates`], with the media verdict's elements when `media` (runs
+/// with the `media` analyzer on).
+pub(crate) fn templates_for(biflow: bool, media: bool) -> Vec<Template> {
     (0..4)
         .map(|i| {
             let (v6, icmp) = (i & 1 == 1, i & 2 == 2);
@@ -328,6 +347,7 @@ pub(crate) fn templates(biflow: bool) -> Vec<Template> {
                 W::IcmpV4 => icmp && !v6,
                 W::IcmpV6 => icmp && v6,
                 W::Biflow => biflow,
+                W::Media => media,
             });
             template(FIRST_TEMPLATE + i as u16, fields.collect())
         })
@@ -345,6 +365,7 @@ pub(crate) fn markdown() -> String {
             W::IcmpV4 => "IPv4 ICMP",
             W::IcmpV6 => "IPv6 ICMPv6",
             W::Biflow => "biflow runs",
+            W::Media => "--analyzer media runs",
         };
         row(&mut s, el, t);
     }
@@ -437,5 +458,18 @@ mod tests {
             assert!(uni[i].fields.iter().all(|f| f.pen != PEN_REVERSE));
         }
         assert_eq!(template_index(true, true), 3);
+        for (t, m) in bi.iter().zip(templates_for(true, true)) {
+            let names: Vec<&str> = m.fields.iter().map(|f| f.name).collect();
+            assert_eq!(m.fields.len(), t.fields.len() + 3);
+            assert_eq!(
+                names[names.len() - 3..],
+                [
+                    "earlybirdMediaKind",
+                    "earlybirdMediaShare",
+                    "earlybirdMediaPacket"
+                ]
+            );
+            assert_eq!(m.fixed_len, t.fixed_len + 9);
+        }
     }
 }

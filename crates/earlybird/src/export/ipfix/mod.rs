@@ -5,8 +5,11 @@
 //! of one of four templates (IPv4, IPv6, each with or without the ICMP
 //! type/code; `elements.rs`), biflows per RFC 5103 (reverse elements with
 //! enterprise number 29305; unidirectional runs have none), verdict and
-//! early packets as enterprise elements of [`PEN_EARLYBIRD`] — every
-//! element is listed in `docs/IPFIX.md`. Records are packed into messages
+//! early packets as enterprise elements of [`PEN_EARLYBIRD`], and, when the
+//! run has the `media` analyzer on (its fields in
+//! [`ExportOptions::analyzed`]), its verdict as three more — every
+//! element is listed in `docs/IPFIX.md`. Other analyzer fields are not
+//! exported. Records are packed into messages
 //! of at most [`IpfixOptions::mtu`] bytes (UDP) or 65535 (TCP, file),
 //! whose sequence number counts the data records handed to the output
 //! before them (records a network output then drops included, so a
@@ -42,7 +45,7 @@ use crate::classify::Verdict;
 use crate::error::{Error, Result};
 use crate::flow::events::VERDICTS;
 use crate::flow::record::RecordBatch;
-use crate::schema::{Kind, RowBatch};
+use crate::schema::{Kind, RowBatch, Value};
 use elements::Template;
 use message::{Message, HEADER, MAX_MESSAGE, SET_HEADER};
 use transport::{FileTransport, NetConfig, TcpTransport, Transport, UdpTransport};
@@ -225,6 +228,9 @@ struct Plan {
     names: Vec<Vec<u8>>,
     early: usize,
     record_max: usize,
+    /// Column of the `media` field in the records' analyzer cells, when
+    /// the run has the media analyzer on (its verdict is exported).
+    media: Option<usize>,
 }
 
 impl Plan {
@@ -251,9 +257,13 @@ impl Plan {
                 kind.name
             )));
         }
+        let media = match events {
+            true => None,
+            false => opts.analyzed.iter().position(|f| f.name == MEDIA_FIELD),
+        };
         let templates = match events {
             true => elements::event_templates(),
-            false => elements::templates(ipfix.biflow),
+            false => elements::templates_for(ipfix.biflow, media.is_some()),
         };
         let names: Vec<Vec<u8>> = opts.class_names.iter().map(|s| clamp(s).to_vec()).collect();
         let name_max = names.iter().map(Vec::len).max().unwrap_or(0).max(7);
@@ -288,9 +298,14 @@ impl Plan {
             names,
             early,
             record_max,
+            media,
         })
     }
 }
+
+/// The record field of the media analyzer's verdict; `media_share` and
+/// `media_packet` follow it (`analyze/media.rs`).
+const MEDIA_FIELD: &str = "media";
 
 /// A class name as at most 65535 bytes, cut at a character boundary.
 fn clamp(s: &str) -> &[u8] {
@@ -309,6 +324,7 @@ pub struct IpfixExporter {
     templates: Vec<Template>,
     names: Vec<Vec<u8>>,
     early: usize,
+    media: Option<usize>,
     msg: Message,
     record: Vec<u8>,
     /// Data records handed to the transport so far (mod 2³²).
@@ -324,6 +340,7 @@ impl IpfixExporter {
             templates: plan.templates,
             names: plan.names,
             early: plan.early,
+            media: plan.media,
             msg: Message::new(plan.max, plan.domain),
             record: Vec::with_capacity(plan.record_max),
             seq: 0,
@@ -346,12 +363,14 @@ impl IpfixExporter {
 }
 
 /// Appends record `i` of `batch` to `out`; returns its template id and its
-/// export time (the flow's end, Unix seconds).
+/// export time (the flow's end, Unix seconds). `media` is the column of
+/// the media verdict in the batch's analyzer cells, if the run has one.
 fn encode_one(
     out: &mut Vec<u8>,
     templates: &[Template],
     names: &[Vec<u8>],
     early: usize,
+    media: Option<usize>,
     batch: &RecordBatch,
     i: usize,
 ) -> (u16, u32) {
@@ -362,7 +381,27 @@ fn encode_one(
         Verdict::UNKNOWN => UNKNOWN,
         c => names.get(usize::from(c)).map_or(UNKNOWN, Vec::as_slice),
     };
-    record::encode(out, t, r, app, early_of(batch, i, early));
+    let early = early_of(batch, i, early);
+    match media {
+        None => record::encode(out, t, r, app, early),
+        Some(j) => {
+            let cells = &batch.analyzed;
+            let kind = match cells.get(i, j) {
+                Value::Text(k) => k,
+                _ => "",
+            };
+            let share = match cells.get(i, j + 1) {
+                Value::F64(v) => Some(v),
+                _ => None,
+            };
+            let packet = match cells.get(i, j + 2) {
+                Value::U64(v) => Some(v),
+                _ => None,
+            };
+            let m = record::Media::of(kind, share, packet);
+            record::encode_with(out, t, r, app, early, &m);
+        }
+    }
     let end_secs = (r.last_ts / 1_000_000_000).min(u64::from(u32::MAX)) as u32;
     (t.id, end_secs)
 }
@@ -381,6 +420,7 @@ struct IpfixRecords {
     templates: Vec<Template>,
     names: Vec<Vec<u8>>,
     early: usize,
+    media: Option<usize>,
     out: Box<dyn Write + Send>,
 }
 
@@ -397,6 +437,7 @@ impl Exporter for IpfixRecords {
                 &self.templates,
                 &self.names,
                 self.early,
+                self.media,
                 batch,
                 i,
             );
@@ -441,6 +482,7 @@ impl Exporter for IpfixExporter {
                 &self.templates,
                 &self.names,
                 self.early,
+                self.media,
                 batch,
                 i,
             );
@@ -480,11 +522,13 @@ impl Exporter for IpfixExporter {
             return None;
         }
         let (templates, names, early) = (self.templates.clone(), self.names.clone(), self.early);
+        let media = self.media;
         Some(Renderer::new(move |out| {
             Box::new(IpfixRecords {
                 templates,
                 names,
                 early,
+                media,
                 out,
             })
         }))

@@ -92,7 +92,50 @@ const fn place(src: Source) -> (u8, u8) {
         Source::DstMac => (126, 6),
         Source::Confidence => (132, 4),
         Source::AtPacket => (136, 1),
-        Source::App | Source::Early(_) | Source::Cell(_) => (0, 0),
+        Source::App
+        | Source::Early(_)
+        | Source::Cell(_)
+        | Source::MediaKind
+        | Source::MediaShare
+        | Source::MediaPacket => (0, 0),
+    }
+}
+
+/// Where each media value sits in [`Media`] (offset, length).
+const fn media_place(src: Source) -> Option<(u8, u8)> {
+    match src {
+        Source::MediaKind => Some((0, 1)),
+        Source::MediaShare => Some((1, 4)),
+        Source::MediaPacket => Some((5, 4)),
+        _ => None,
+    }
+}
+
+/// The media analyzer's verdict of one record as its three elements, in
+/// network byte order, at their [`media_place`]: kind code (0 not media,
+/// 1 audio, 2 video, 3 file), share (float32), packet (unsigned32).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Media(pub [u8; 9]);
+
+impl Media {
+    /// The elements of the record fields `media`, `media_share`,
+    /// `media_packet` (`docs/MEDIA.md`); an unknown kind or null cells
+    /// give 0.
+    pub(crate) fn of(kind: &str, share: Option<f64>, packet: Option<u64>) -> Media {
+        let code: u8 = match kind {
+            "audio" => 1,
+            "video" => 2,
+            "file" => 3,
+            _ => 0,
+        };
+        let mut m = [0u8; 9];
+        m[0] = code;
+        if code != 0 {
+            m[1..5].copy_from_slice(&(share.unwrap_or(0.0) as f32).to_be_bytes());
+            let p = packet.unwrap_or(0).min(u64::from(u32::MAX)) as u32;
+            m[5..9].copy_from_slice(&p.to_be_bytes());
+        }
+        Media(m)
     }
 }
 
@@ -152,6 +195,8 @@ enum Step {
     App,
     /// The basicList of [`LIST_MEMBERS`]`[i]`.
     Early(u8),
+    /// `len` bytes from [`Media`] at `from`.
+    Media { from: u8, len: u8 },
 }
 
 /// How [`encode`] writes the records of a template: its fields as steps.
@@ -169,6 +214,10 @@ impl Plan {
                     Source::App => Some(Step::App),
                     Source::Early(i) => Some(Step::Early(i as u8)),
                     Source::Cell(_) => None,
+                    _ if media_place(src).is_some() => {
+                        let (from, len) = media_place(src)?;
+                        Some(Step::Media { from, len })
+                    }
                     _ => {
                         let (from, len) = place(src);
                         Some(Step::Fixed { from, len })
@@ -217,6 +266,20 @@ pub(crate) fn encode(
     app: &[u8],
     early: &[EarlyPkt],
 ) {
+    encode_with(out, t, r, app, early, &Media::default());
+}
+
+/// [`encode`], with the media verdict `media` for the templates that carry
+/// its elements (runs with `--analyzer media`).
+#[inline]
+pub(crate) fn encode_with(
+    out: &mut Vec<u8>,
+    t: &Template,
+    r: &FlowRecord,
+    app: &[u8],
+    early: &[EarlyPkt],
+    media: &Media,
+) {
     let v = Values::of(r);
     let start = out.len();
     // 16 bytes beyond the record: each fixed field is moved as 16 bytes.
@@ -229,6 +292,11 @@ pub(crate) fn encode(
                 let from = usize::from(from);
                 buf[at..at + 16].copy_from_slice(&v.0[from..from + 16]);
                 at += usize::from(len);
+            }
+            Step::Media { from, len } => {
+                let (from, len) = (usize::from(from), usize::from(len));
+                buf[at..at + len].copy_from_slice(&media.0[from..from + len]);
+                at += len;
             }
             Step::App => {
                 at += varlen(buf, at, app.len());
@@ -320,6 +388,9 @@ mod tests {
         let mut used = [false; VALUES];
         let mut seen = Vec::new();
         for el in super::super::elements::ELEMENTS.iter() {
+            if media_place(el.src).is_some() {
+                continue;
+            }
             if matches!(el.src, Source::App | Source::Early(_) | Source::Cell(_)) {
                 continue;
             }
