@@ -108,7 +108,7 @@ pub struct Ends {
     /// The batch-timestamp correction's state at the end of each recent
     /// turn (`--timestamps`), published by its reader before the turn's
     /// end, so the others can jump over the turn and go on from it.
-    turn_states: Arc<[Mutex<(usize, Option<RunState>)>]>,
+    turn_states: TurnStates,
     /// `to[j]`: parcels for shard `j` (`None` for this shard).
     to: Vec<Option<Sender<Parcel>>>,
     /// `from[j]`: parcels shard `j` read for this one.
@@ -129,13 +129,15 @@ pub struct Ends {
     capacity: usize,
 }
 
+/// Slots of turn number and run state ([`Ends::publish_state`]).
+type TurnStates = Arc<[Mutex<(usize, Option<RunState>)>]>;
+
 /// The exchange between `shards` shards whose batches hold up to `batch`
 /// packets: one [`Ends`] per shard, in shard order.
 pub fn mesh(shards: usize, batch: usize) -> Vec<Ends> {
     let ends_of_turns: Arc<[AtomicU64]> = (0..SLOTS).map(|_| AtomicU64::new(u64::MAX)).collect();
     let progress: Arc<[Progress]> = (0..shards).map(|_| Progress::default()).collect();
-    let turn_states: Arc<[Mutex<(usize, Option<RunState>)>]> =
-        (0..SLOTS).map(|_| Mutex::new((usize::MAX, None))).collect();
+    let turn_states: TurnStates = (0..SLOTS).map(|_| Mutex::new((usize::MAX, None))).collect();
     let mut ends: Vec<Ends> = (0..shards)
         .map(|id| Ends {
             id,

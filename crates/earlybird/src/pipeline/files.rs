@@ -135,6 +135,7 @@ pub(super) fn shard_loop(
 /// to [`crate::exchange::LOOKAHEAD`] turns ahead, splitting them among the
 /// shards, steps over the other turns, and runs every turn's parcel for
 /// this shard in order (see [`crate::exchange`]).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn shard_loop_shared(
     shard: &mut Shard,
     sink: &mut Sink,

@@ -187,35 +187,58 @@ impl Retimer {
         }
         let n = refs.len();
         let mut i = 0;
-        // A batch whose first packet starts a run and with no two
-        // neighbours stamped alike spreads nothing: only the state moves.
-        if self.st.ts != Some(refs[0].ts) && no_equal_neighbours(refs) {
-            let st = &mut self.st;
-            st.prev = if n > 1 { Some(refs[n - 2].ts) } else { st.ts };
-            st.ts = Some(refs[n - 1].ts);
-            (st.seen, st.seen_bytes, st.len, st.bytes) = (0, 0, 0, 0);
-            i = n - 1;
-        }
-        while i < n {
-            let t = refs[i].ts;
-            let st = &mut self.st;
-            if st.ts != Some(t) {
-                *st = RunState {
-                    prev: st.ts,
-                    ts: Some(t),
-                    ..RunState::default()
-                };
+        // The open run going on from the batch before.
+        if self.st.ts == Some(refs[0].ts) {
+            let t = refs[0].ts;
+            let j = 1 + refs[1..].iter().take_while(|p| p.ts == t).count();
+            if let Some(prev) = self.st.prev.filter(|&p| t > p) {
+                self.spread(prev, t, &mut refs[..j], j == n, ahead);
             }
-            let mut j = i + 1;
-            while j < n && refs[j].ts == t {
-                j += 1;
+            self.st.seen += j as u64;
+            if j == n {
+                return;
             }
-            if let Some(prev) = st.prev.filter(|&p| t > p) {
-                self.spread(prev, t, &mut refs[i..j], j == n, ahead);
-            }
-            self.st.seen += (j - i) as u64;
             i = j;
         }
+        // Runs that start in the batch: only the last may go on after it,
+        // and a run of one packet before that changes nothing.
+        let t_last = refs[n - 1].ts;
+        let last = n - refs[i..]
+            .iter()
+            .rev()
+            .take_while(|p| p.ts == t_last)
+            .count();
+        let mut prev = self.st.ts;
+        while i < last {
+            let t = refs[i].ts;
+            let mut j = i + 1;
+            // Stops at `last` at the latest: refs[last] is stamped t_last,
+            // unlike the packet before it.
+            while j < last && refs[j].ts == t {
+                j += 1;
+            }
+            if j - i > 1 {
+                if let Some(p) = prev.filter(|&p| t > p) {
+                    self.st = RunState {
+                        prev,
+                        ts: Some(t),
+                        ..RunState::default()
+                    };
+                    self.spread(p, t, &mut refs[i..j], false, ahead);
+                }
+            }
+            prev = Some(t);
+            i = j;
+        }
+        self.st = RunState {
+            prev,
+            ts: Some(t_last),
+            ..RunState::default()
+        };
+        if let Some(p) = prev.filter(|&p| t_last > p) {
+            self.spread(p, t_last, &mut refs[last..], true, ahead);
+        }
+        self.st.seen = (n - last) as u64;
     }
 
     /// Spreads `run`, the next packets of the open run (stamped `t`, after
@@ -288,16 +311,6 @@ fn shared(refs: &[PacketRef]) -> u64 {
     refs.windows(2).filter(|w| w[0].ts == w[1].ts).count() as u64
 }
 
-/// Whether no two neighbours of `refs` have the same stamp.
-#[inline]
-fn no_equal_neighbours(refs: &[PacketRef]) -> bool {
-    let mut same = false;
-    for w in refs.windows(2) {
-        same |= w[0].ts == w[1].ts;
-    }
-    !same
-}
-
 /// A packet's weight in WDTS: its wire length (at least 1).
 #[inline]
 fn wire(p: &PacketRef) -> u64 {
@@ -331,8 +344,23 @@ fn udts(run: &mut [PacketRef], prev: Nanos, gap: u64, first: u64, len: u64) {
 #[inline]
 fn wdts_run(run: &mut [PacketRef], prev: Nanos, gap: u64, before: u64, total: u64) -> u64 {
     let mut s = before;
-    let (g, tot) = (u128::from(gap), u128::from(total));
     let scale = gap as f64 / total as f64;
+    if gap < 1 << 50 && (gap + 2).checked_mul(total).is_some() {
+        // Every product fits in 64 bits.
+        for p in run {
+            s += wire(p);
+            let x = gap * s;
+            let mut q = (s as f64 * scale) as u64;
+            if q * total > x {
+                q -= 1;
+            } else if (q + 1) * total <= x {
+                q += 1;
+            }
+            p.ts = prev + q;
+        }
+        return s;
+    }
+    let (g, tot) = (u128::from(gap), u128::from(total));
     for p in run {
         s += wire(p);
         let x = g * u128::from(s);
@@ -436,6 +464,17 @@ mod tests {
             .map(|(i, s)| if i == 0 { 0 } else { 1000 * s / total })
             .collect();
         assert_eq!(times(&r), want);
+        // Gaps of any size (over 2^50 ns the quotient is divided out).
+        for gap in [(1u64 << 50) - 1, 1 << 50, u64::MAX / 2] {
+            let input = refs(&[(1, 60), (1 + gap, 64), (1 + gap, 1514), (1 + gap, 77)]);
+            let mut rt = Retimer::new(Timestamps::Wdts);
+            let got = by_batches(&mut rt, &input, &[]);
+            assert_eq!(
+                times(&got),
+                reference(Timestamps::Wdts, &input),
+                "gap {gap}"
+            );
+        }
     }
 
     #[test]
@@ -484,6 +523,33 @@ mod tests {
         refs(&v)
     }
 
+    /// The thesis's formulas run by run, with a division per packet.
+    fn reference(mode: Timestamps, all: &[PacketRef]) -> Vec<Nanos> {
+        let mut out: Vec<Nanos> = times(all);
+        let (mut a, mut prev) = (0, None::<Nanos>);
+        while a < all.len() {
+            let t = all[a].ts;
+            let b = a + all[a..].iter().take_while(|p| p.ts == t).count();
+            let n = (b - a).min(MAX_RUN);
+            if let Some(p) = prev.filter(|&p| t > p && n > 1) {
+                let gap = u128::from(t - p);
+                let w = |q: &PacketRef| u128::from(wire(q));
+                let total: u128 = all[a..a + n].iter().map(w).sum();
+                let mut sum = 0;
+                for (i, q) in all[a..a + n].iter().enumerate() {
+                    sum += w(q);
+                    out[a + i] = p + match mode {
+                        Timestamps::Wdts => gap * sum / total,
+                        _ => gap * (i as u128 + 1) / n as u128,
+                    } as Nanos;
+                }
+            }
+            prev = Some(t);
+            a = b;
+        }
+        out
+    }
+
     #[test]
     fn batch_boundaries_and_readers_taking_turns_change_nothing() {
         for mode in [Timestamps::Udts, Timestamps::Wdts] {
@@ -492,6 +558,7 @@ mod tests {
                 let mut one = Retimer::new(mode);
                 let whole = by_batches(&mut one, &all, &[]);
                 assert!(one.retimed > 1000);
+                assert_eq!(times(&whole), reference(mode, &all), "{mode:?} seed {seed}");
                 // Two readers taking turns of 37 packets, each going on
                 // from the state the other reached (as shards do).
                 let (mut a, mut b) = (Retimer::new(mode), Retimer::new(mode));
