@@ -76,6 +76,13 @@ pub struct FlowsArgs {
     /// Live capture: do not put the interface in promiscuous mode.
     #[arg(long, requires = "interface")]
     no_promisc: bool,
+    /// Live capture: turn on the NIC's hardware receive timestamps
+    /// (SIOCSHWTSTAMP, every packet) for the run, and back off after it.
+    /// Without it, hardware stamps are used only when the NIC's stamping is
+    /// already on; an interface that offers none is an error. The summary
+    /// says which stamp each packet got.
+    #[arg(long, requires = "interface")]
+    hw_timestamps: bool,
     /// Live capture with several shards: how the kernel spreads packets
     /// over their sockets. "hosts" (default): by the outer IP address pair,
     /// so every flow stays whole in one shard, tunnelled flows and
@@ -226,9 +233,9 @@ pub struct FlowsArgs {
     /// Batch-timestamp correction of capture files: runs of packets with
     /// the same timestamp (engines that stamp a whole batch) get times
     /// spread over the gap since the previous stamp, uniformly (udts) or by
-    /// packet size (wdts); off (default) keeps the stamps. Needs one shard.
-    /// A file whose first packets mostly share stamps is warned about
-    /// whatever this is.
+    /// packet size (wdts); off (default) keeps the stamps. Any number of
+    /// shards (each packet gets the time one shard gives it). With udts or
+    /// wdts, a file whose first packets mostly share stamps is warned about.
     #[arg(long, value_name = "MODE", default_value = "off", value_parser = ["off", "udts", "wdts"])]
     timestamps: String,
     /// Packet sampling before the flow table, to keep up with links faster
@@ -454,6 +461,7 @@ fn live_config(a: &FlowsArgs) -> Result<Option<(LiveConfig, Option<Duration>)>, 
         snaplen: a.snaplen,
         promiscuous: !a.no_promisc,
         fanout: Fanout::parse(&a.fanout).unwrap_or_default(),
+        hw_timestamps: a.hw_timestamps,
         ..LiveConfig::new(iface)
     };
     Ok(Some((cfg, duration)))

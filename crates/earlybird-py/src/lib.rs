@@ -289,6 +289,15 @@ impl Run {
         d.set_item("warnings", warnings)?;
         d.set_item("output_errors", r.output_errors.clone())?;
         d.set_item("text", r.to_string())?;
+        if let Some(note) = &r.live_stamps {
+            // Live capture: packets by the stamp the kernel gave them.
+            let t = PyDict::new(py);
+            t.set_item("hardware", r.counters.live_ts_hardware)?;
+            t.set_item("software", r.counters.live_ts_software)?;
+            t.set_item("none", r.counters.live_ts_none)?;
+            t.set_item("note", note)?;
+            d.set_item("timestamps", t)?;
+        }
         Ok(Some(d))
     }
 }

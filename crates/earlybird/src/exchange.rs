@@ -48,11 +48,12 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
 use crate::shard::Parcel;
+use crate::source::retime::RunState;
 
 /// Turns a shard reads ahead of the turn it runs.
 pub const LOOKAHEAD: usize = 16;
@@ -104,6 +105,10 @@ pub struct Ends {
     /// shard, so the others can jump over the turn instead of walking its
     /// record headers.
     ends_of_turns: Arc<[AtomicU64]>,
+    /// The batch-timestamp correction's state at the end of each recent
+    /// turn (`--timestamps`), published by its reader before the turn's
+    /// end, so the others can jump over the turn and go on from it.
+    turn_states: TurnStates,
     /// `to[j]`: parcels for shard `j` (`None` for this shard).
     to: Vec<Option<Sender<Parcel>>>,
     /// `from[j]`: parcels shard `j` read for this one.
@@ -124,16 +129,21 @@ pub struct Ends {
     capacity: usize,
 }
 
+/// Slots of turn number and run state ([`Ends::publish_state`]).
+type TurnStates = Arc<[Mutex<(usize, Option<RunState>)>]>;
+
 /// The exchange between `shards` shards whose batches hold up to `batch`
 /// packets: one [`Ends`] per shard, in shard order.
 pub fn mesh(shards: usize, batch: usize) -> Vec<Ends> {
     let ends_of_turns: Arc<[AtomicU64]> = (0..SLOTS).map(|_| AtomicU64::new(u64::MAX)).collect();
     let progress: Arc<[Progress]> = (0..shards).map(|_| Progress::default()).collect();
+    let turn_states: TurnStates = (0..SLOTS).map(|_| Mutex::new((usize::MAX, None))).collect();
     let mut ends: Vec<Ends> = (0..shards)
         .map(|id| Ends {
             id,
             progress: progress.clone(),
             ends_of_turns: ends_of_turns.clone(),
+            turn_states: turn_states.clone(),
             to: (0..shards).map(|_| None).collect(),
             from: (0..shards).map(|_| None).collect(),
             back_to: (0..shards).map(|_| None).collect(),
@@ -172,6 +182,21 @@ impl Ends {
             let word = position << TURN_BITS | (turn as u64 & ((1 << TURN_BITS) - 1));
             self.ends_of_turns[turn % SLOTS].store(word, Ordering::Release);
         }
+    }
+
+    /// Publishes the timestamp correction's state at the end of `turn`
+    /// (before its end: whoever finds the end finds the state).
+    pub(crate) fn publish_state(&self, turn: usize, st: RunState) {
+        if let Ok(mut slot) = self.turn_states[turn % SLOTS].lock() {
+            *slot = (turn, Some(st));
+        }
+    }
+
+    /// The timestamp correction's state at the end of `turn`, if its
+    /// reader has published it.
+    pub(crate) fn state_of_turn(&self, turn: usize) -> Option<RunState> {
+        let slot = self.turn_states[turn % SLOTS].lock().ok()?;
+        (slot.0 == turn).then_some(slot.1).flatten()
     }
 
     /// Where `turn` ends, if its reader has published it yet.

@@ -188,5 +188,6 @@ pub mod testing {
     pub use crate::mark::dscp::read_dscp;
     pub use crate::source::af_packet::{Frames, Walked};
     pub use crate::source::populate::BACKGROUND_FROM;
+    pub use crate::source::retime::Retimer;
     pub use crate::source::stream::Chunker;
 }

@@ -178,15 +178,65 @@ fn udts_and_wdts_bring_batch_stamped_inter_arrivals_closer_to_the_truth() {
     }
 }
 
-#[test]
-fn timestamps_need_one_shard() {
-    let orig = common::testdata().join("pcap/ndpi__iphone.pcap");
-    let files = vec![CaptureFile::open(&orig).unwrap()];
-    let opts = RunOptions {
-        timestamps: Timestamps::Wdts,
-        shards: 2,
+fn run_sharded(
+    path: &Path,
+    t: Timestamps,
+    shards: usize,
+    batch: usize,
+) -> (Vec<CollectedFlow>, earlybird::Report) {
+    let files = vec![CaptureFile::open(path).unwrap()];
+    let mut opts = RunOptions {
+        timestamps: t,
+        shards,
+        batch,
         ..RunOptions::default()
     };
-    let e = earlybird::collect(&files, &opts, &ModelRef::default()).unwrap_err();
-    assert!(e.to_string().contains("one shard"), "{e}");
+    opts.flow.early_packets = 32;
+    earlybird::collect(&files, &opts, &ModelRef::default()).unwrap()
+}
+
+#[test]
+fn several_shards_give_every_packet_the_time_one_shard_gives() {
+    // Batch-stamped copies of real captures, in batches of 32 and of 7
+    // (uneven against the readers' batches); read in small batches, so
+    // runs of equal stamps cross the turns that different shards read.
+    let dir = tempfile::tempdir().unwrap();
+    let mut sources = vec![(common::testdata().join("pcap/ndpi__iphone.pcap"), 32)];
+    sources.push((sources[0].0.clone(), 7));
+    if let Some(corpus) = common::corpus() {
+        sources.push((corpus.join("classify/dev/ndpi/pcap/ethereum.pcap"), 32));
+    }
+    for (k, (real, n)) in sources.iter().enumerate() {
+        let (exact, copy) = (
+            dir.path().join(format!("exact{k}.pcap")),
+            dir.path().join(format!("batched{k}.pcap")),
+        );
+        wire_speed(real, *n, &exact, &copy);
+        let (off, _) = run_sharded(&copy, Timestamps::Off, 1, 256);
+        for t in [Timestamps::Udts, Timestamps::Wdts] {
+            let (one, r1) = run_sharded(&copy, t, 1, 7);
+            assert!(r1.counters.ts_retimed > 0);
+            assert_eq!(r1.counters.ts_batch_stamped, 1);
+            assert!(one != off, "{}: the correction changed nothing", t.name());
+            let warnings = |r: &earlybird::Report| {
+                r.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>()
+            };
+            for (shards, batch) in [(1, 256), (2, 7), (2, 64), (3, 7), (3, 256)] {
+                let (many, rn) = run_sharded(&copy, t, shards, batch);
+                let what = format!(
+                    "{} of {}, {shards} shards, batch {batch}",
+                    t.name(),
+                    copy.display()
+                );
+                assert_eq!(one.len(), many.len(), "{what}");
+                assert!(one == many, "{what}: records differ");
+                assert_eq!(r1.counters.ts_retimed, rn.counters.ts_retimed, "{what}");
+                assert_eq!(
+                    r1.counters.ts_batch_stamped, rn.counters.ts_batch_stamped,
+                    "{what}"
+                );
+                assert_eq!(warnings(&r1), warnings(&rn), "{what}");
+            }
+        }
+    }
 }

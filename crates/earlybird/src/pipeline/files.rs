@@ -104,29 +104,27 @@ pub(super) fn shard_loop(
         }
         let mut stride = f.stride(shard.id(), shard.shards(), !spare);
         retime.start_file();
+        if retime.on() {
+            retime.sniff(f.reader());
+        }
         loop {
             if ctl.stopping() {
                 break 'files;
             }
             stride.reached(reader.position());
             let end = reader.next_batch(&mut refs, batch) == 0;
-            retime.batch(&mut refs, end);
-            let held = !retime.ready().is_empty();
-            if held {
-                // A run of equal stamps held back from the batch before.
-                shard.batch(data, retime.ready());
+            if retime.on() {
+                correct(&mut retime, &reader, &mut refs, true);
             }
             if !refs.is_empty() {
                 shard.batch(data, &refs);
-            }
-            if held || !refs.is_empty() {
                 after_batch(shard, sink, ctl, done_bytes + reader.position());
             }
             if end {
                 break;
             }
         }
-        retimed(shard, &input, &retime, timestamps, &mut warnings);
+        retimed(shard, &input, &retime, &mut warnings);
         file_done(shard, &input, &reader, &mut warnings);
         done_bytes += f.bytes().len() as u64;
     }
@@ -137,6 +135,7 @@ pub(super) fn shard_loop(
 /// to [`crate::exchange::LOOKAHEAD`] turns ahead, splitting them among the
 /// shards, steps over the other turns, and runs every turn's parcel for
 /// this shard in order (see [`crate::exchange`]).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn shard_loop_shared(
     shard: &mut Shard,
     sink: &mut Sink,
@@ -145,7 +144,9 @@ pub(super) fn shard_loop_shared(
     ctl: &RunControl,
     mut ends: crate::exchange::Ends,
     spare: bool,
+    timestamps: crate::source::retime::Timestamps,
 ) -> Vec<Warning> {
+    let mut retime = crate::source::retime::Retimer::new(timestamps);
     let shards = shard.shards();
     let id = shard.id();
     // `-w` (shard 0 holds the writer): this shard reads every turn, its
@@ -173,6 +174,12 @@ pub(super) fn shard_loop_shared(
         let mut reader = f.reader();
         let data = reader.data();
         let mut stride = f.stride(id, shards, !spare);
+        // Runs of equal stamps go on across turns: every shard follows
+        // them through the turns it steps over (`source/retime.rs`).
+        retime.start_file();
+        if retime.on() && id == 0 {
+            retime.sniff(f.reader());
+        }
         let mut end_of_file = false;
         // Every shard has agreed where the file ends (it can differ from
         // where this shard's reader ended when the file shrank meanwhile).
@@ -186,7 +193,13 @@ pub(super) fn shard_loop_shared(
                 stride.reached(reader.position());
                 let n = if read % shards == id {
                     let n = reader.next_batch(&mut refs, batch);
+                    if retime.on() {
+                        correct(&mut retime, &reader, &mut refs, true);
+                    }
                     if n == batch && reader.warning().is_none() {
+                        if retime.on() {
+                            ends.publish_state(read, retime.state());
+                        }
                         ends.publish_end(read, reader.position());
                     }
                     if n > 0 {
@@ -202,13 +215,34 @@ pub(super) fn shard_loop_shared(
                     n
                 } else if copying {
                     let n = reader.next_batch(&mut refs, batch);
+                    if retime.on() {
+                        correct(&mut retime, &reader, &mut refs, false);
+                    }
                     shard.copy(data, &refs);
                     n
                 } else {
-                    // Jump over a turn its reader has already read;
-                    // otherwise walk its record headers.
-                    match ends.end_of_turn(read) {
-                        Some(end) if reader.jump_to(end, batch) => batch,
+                    // Jump over a turn its reader has already read (with
+                    // the timestamp correction, once its state is out too);
+                    // otherwise walk its record headers, or its packets to
+                    // follow their stamps.
+                    let end = ends.end_of_turn(read);
+                    let state = end
+                        .filter(|_| retime.on())
+                        .and_then(|_| ends.state_of_turn(read));
+                    match end {
+                        Some(end)
+                            if (!retime.on() || state.is_some()) && reader.jump_to(end, batch) =>
+                        {
+                            if let Some(st) = state {
+                                retime.set_state(st);
+                            }
+                            batch
+                        }
+                        _ if retime.on() => {
+                            let n = reader.next_batch(&mut refs, batch);
+                            correct(&mut retime, &reader, &mut refs, false);
+                            n
+                        }
                         _ => reader.skip_batch(batch),
                     }
                 };
@@ -258,6 +292,9 @@ pub(super) fn shard_loop_shared(
                 let n = match parcel {
                     Some(_) => {
                         let n = reader.next_batch(&mut refs, batch);
+                        if retime.on() {
+                            correct(&mut retime, &reader, &mut refs, false);
+                        }
                         shard.copy(data, &refs);
                         n
                     }
@@ -286,30 +323,54 @@ pub(super) fn shard_loop_shared(
             after_batch(shard, sink, ctl, done_bytes + reader.position());
         }
         ends.file_over(fi, read);
+        retimed(shard, &input, &retime, &mut warnings);
         file_done(shard, &input, &reader, &mut warnings);
         done_bytes += f.bytes().len() as u64;
     }
     warnings
 }
 
-/// After a file read by one shard: counts what the retimer found and warns
-/// about a batch-stamped file.
+/// Corrects the stamps of `refs`, the batch `reader` has just read, reading
+/// ahead with a copy of it when a run goes on after the batch. `counted`:
+/// the batch is this shard's (its packets given a new time are counted);
+/// otherwise it is followed for its stamps only (a turn stepped over, or
+/// copied to the `-w` pcap).
+fn correct(
+    rt: &mut crate::source::retime::Retimer,
+    reader: &crate::source::CaptureReader<'_>,
+    refs: &mut [PacketRef],
+    counted: bool,
+) {
+    let before = rt.retimed;
+    let mut look: Option<crate::source::CaptureReader<'_>> = None;
+    rt.batch(refs, &mut |v: &mut Vec<PacketRef>, max: usize| {
+        look.get_or_insert_with(|| reader.lookahead())
+            .next_batch(v, max)
+    });
+    if !counted {
+        rt.retimed = before;
+    }
+}
+
+/// After a file: counts the packets the retimer gave a new time and warns
+/// about a batch-stamped file (shard 0 examines each file's first packets;
+/// nothing is examined with the correction off).
 fn retimed(
     shard: &mut Shard,
     input: &FileRef<'_>,
     rt: &crate::source::retime::Retimer,
-    mode: crate::source::retime::Timestamps,
     warnings: &mut Vec<Warning>,
 ) {
     shard.counters.ts_retimed = rt.retimed;
     let (yes, share) = rt.batch_stamped();
-    // Off: runs as before, with no new warning (the several-shard path,
-    // which does not examine stamps, must report the same).
-    if !yes || input.continues() || mode == crate::source::retime::Timestamps::Off {
+    if !yes || input.continues() || !rt.on() {
         return;
     }
     shard.counters.ts_batch_stamped += 1;
-    let what = format!("its runs of equal stamps were spread with {}", mode.name());
+    let what = format!(
+        "its runs of equal stamps were spread with {}",
+        rt.mode().name()
+    );
     warnings.push(Warning {
         file: input.file().name().to_string(),
         offset: Warning::NO_OFFSET,

@@ -90,6 +90,10 @@ pub(super) fn count(c: &mut Counters, ring: &mut Ring) {
     c.live_dropped += k.drops;
     c.live_bad_frames += ring.bad_frames();
     c.unsupported_link += ring.unsupported();
+    let s = ring.stamped();
+    c.live_ts_hardware += s.hardware;
+    c.live_ts_software += s.software;
+    c.live_ts_none += s.none;
 }
 
 /// The system clock, in nanoseconds since the epoch (0 if it is before).

@@ -96,7 +96,7 @@ pub struct RunOptions {
     /// Packets per batch.
     pub batch: usize,
     /// Batch-timestamp correction of capture files (`--timestamps`;
-    /// `source/retime.rs`). Default off; needs one shard.
+    /// `source/retime.rs`). Default off.
     pub timestamps: crate::source::retime::Timestamps,
     /// Write every packet read, in input order, to this classic pcap file
     /// (`-w`; capture files only).
@@ -287,6 +287,9 @@ fn run_files(
 /// The sockets of a live run, opened before it starts (see [`open_live`]).
 pub struct LiveInput {
     rings: Vec<Ring>,
+    /// Hardware stamps turned on for the run (`--hw-timestamps`), turned
+    /// back off when it ends.
+    hw: Vec<crate::source::hwstamp::HwStamping>,
 }
 
 /// Opens one socket per shard on `live.interface`, joined in one fanout
@@ -294,11 +297,24 @@ pub struct LiveInput {
 /// rings) until [`run_live`] reads them. An unusable interface is an
 /// error naming it.
 pub fn open_live(live: &LiveConfig, shards: usize) -> Result<LiveInput> {
+    let mut hw = Vec::new();
+    if live.hw_timestamps {
+        for name in live.interface.split(',').map(str::trim) {
+            if name == "any" {
+                return Err(Error::Config(
+                    "--hw-timestamps names the interfaces whose NIC stamps packets; \
+                     it cannot be used with \"any\""
+                        .into(),
+                ));
+            }
+            hw.push(crate::source::hwstamp::HwStamping::enable(name)?);
+        }
+    }
     let group = (shards > 1).then(crate::source::af_packet::fanout_group);
     let rings = (0..shards.max(1))
         .map(|_| Ring::open(live, group.map(|g| (g, shards as u32))))
         .collect::<Result<Vec<_>>>()?;
-    Ok(LiveInput { rings })
+    Ok(LiveInput { rings, hw })
 }
 
 /// Runs the pipeline on a live interface (see the module docs): each shard
@@ -335,12 +351,15 @@ pub fn run_live(
         )));
     }
     let deadline = duration.map(|d| Instant::now() + d);
+    let note = input.rings.first().map(Ring::stamp_note);
+    // Hardware stamps stay on until every socket is read.
+    let _hw = input.hw;
     let inputs = input
         .rings
         .into_iter()
         .map(|r| Input::Live(Box::new(r), deadline))
         .collect();
-    run_shards(
+    let mut report = run_shards(
         Files::Slice(&[]),
         inputs,
         None,
@@ -349,7 +368,9 @@ pub fn run_live(
         model,
         exporters,
         ctl,
-    )
+    )?;
+    report.live_stamps = note;
+    Ok(report)
 }
 
 /// What one shard thread reads.
@@ -420,13 +441,6 @@ fn check(opts: &RunOptions) -> Result<()> {
         return Err(Error::Config(
             "shards must be ≥ 1 and the batch 1..=65535".into(),
         ));
-    }
-    if opts.timestamps != crate::source::retime::Timestamps::Off && opts.shards > 1 {
-        return Err(Error::Config(format!(
-            "--timestamps {} needs one shard: runs of equal stamps are spread in input order \
-             by the one reader of every batch",
-            opts.timestamps.name()
-        )));
     }
     if opts.forensics.is_some() && opts.alarms.is_empty() {
         return Err(Error::Config(

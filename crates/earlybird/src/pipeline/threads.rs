@@ -254,9 +254,16 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
             st.spare,
             opts.timestamps,
         ),
-        Input::Files(Some(ends)) => {
-            files::shard_loop_shared(&mut shard, &mut sink, files, batch, ctl, *ends, st.spare)
-        }
+        Input::Files(Some(ends)) => files::shard_loop_shared(
+            &mut shard,
+            &mut sink,
+            files,
+            batch,
+            ctl,
+            *ends,
+            st.spare,
+            opts.timestamps,
+        ),
         Input::Live(mut ring, deadline) => {
             let w = live::shard_loop(&mut shard, &mut sink, &mut ring, batch, ctl, deadline);
             live::count(&mut shard.counters, &mut ring);

@@ -36,11 +36,17 @@
 //!   outgoing copy (`PACKET_IGNORE_OUTGOING`), so each is counted once.
 //! - The interface is looked up through the socket ([`super::netdev`]), in
 //!   the calling thread's network namespace.
+//! - Stamps ([`super::hwstamp`]): the socket asks for the kernel's software
+//!   receive stamps, and for the NIC's hardware stamps when the driver
+//!   offers them; the walk counts frames by the stamp they got
+//!   ([`Ring::stamped`]), and [`Ring::stamp_note`] says what the interfaces
+//!   offer.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::fanout::{host_pair_program, Fanout};
+use super::hwstamp::{Stamped, TsInfo};
 use super::netdev::{bind, hw_type, ifindex, packet_socket, set_opt, RingMap};
 use super::PacketRef;
 use crate::decode::LinkType;
@@ -67,6 +73,10 @@ pub struct LiveConfig {
     pub promiscuous: bool,
     /// How packets are spread over several sockets.
     pub fanout: Fanout,
+    /// Turn the NIC's hardware receive stamps on (`--hw-timestamps`,
+    /// [`super::hwstamp::HwStamping`]); an interface without them is an
+    /// error.
+    pub hw_timestamps: bool,
 }
 
 impl LiveConfig {
@@ -81,6 +91,7 @@ impl LiveConfig {
             snaplen: 256,
             promiscuous: true,
             fanout: Fanout::Hosts,
+            hw_timestamps: false,
         }
     }
 }
@@ -140,6 +151,13 @@ pub struct Ring {
     bad_frames: u64,
     unsupported: u64,
     stats: KernelStats,
+    /// Frames by the stamp the kernel gave them.
+    stamped: Stamped,
+    /// Each named interface and what its driver offers for stamps (`None`
+    /// when it could not say).
+    ts_info: Vec<(String, Option<TsInfo>)>,
+    /// Hardware stamps turned on by the run (`--hw-timestamps`).
+    hw_asked: bool,
 }
 
 /// The link type of frames read with a raw packet socket from an
@@ -228,8 +246,10 @@ impl Ring {
         // captures, so no frame of another interface slips into the ring.
         let fd = packet_socket(name)?;
         let (mut indexes, mut link, mut loopback) = (Vec::new(), None, false);
+        let mut ts_info = Vec::new();
         for n in names.iter().filter(|_| !any) {
             indexes.push(ifindex(n)?);
+            ts_info.push((n.to_string(), super::hwstamp::ts_info(&fd, n).ok()));
             let arphrd = hw_type(&fd, n)?;
             let l = link_of(n, arphrd)?;
             if link.is_some_and(|first| first != l) {
@@ -251,6 +271,8 @@ impl Ring {
         let version = libc::tpacket_versions::TPACKET_V3 as libc::c_int;
         set_opt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &version)
             .map_err(err("PACKET_VERSION 3"))?;
+        let hardware = ts_info.iter().any(|(_, i)| i.is_some_and(|i| i.hardware()));
+        super::hwstamp::socket_options(&fd, name, hardware)?;
         let filter = capture_filter(&indexes, cfg.snaplen.max(64));
         let prog = libc::sock_fprog {
             len: filter.len() as u16,
@@ -287,6 +309,9 @@ impl Ring {
             bad_frames: 0,
             unsupported: 0,
             stats: KernelStats::default(),
+            stamped: Stamped::default(),
+            ts_info,
+            hw_asked: cfg.hw_timestamps,
         };
         // One interface: bound to it. Several: bound to every interface,
         // the filter keeping theirs, so their packets share one ring in the
@@ -353,6 +378,34 @@ impl Ring {
     /// block is not read).
     pub fn bad_frames(&self) -> u64 {
         self.bad_frames
+    }
+
+    /// Frames handed out so far, by the stamp the kernel gave them.
+    pub fn stamped(&self) -> Stamped {
+        self.stamped
+    }
+
+    /// What the interfaces offer for stamps, in words: `eth0 offers no
+    /// hardware stamps`, `eth0 offers hardware stamps, not turned on
+    /// (--hw-timestamps)`, `hardware stamps on eth0`.
+    pub fn stamp_note(&self) -> String {
+        if self.ts_info.is_empty() {
+            return "every interface: software stamps asked for".into();
+        }
+        let parts: Vec<String> = self
+            .ts_info
+            .iter()
+            .map(|(n, i)| match i {
+                None => format!("{n} does not say what stamps it offers"),
+                Some(i) if !i.hardware() => format!("{n} offers no hardware stamps"),
+                Some(_) if self.hw_asked => format!("hardware stamps turned on on {n}"),
+                Some(_) => format!(
+                    "{n} offers hardware stamps, used when its receive stamping is on \
+                     (--hw-timestamps turns it on)"
+                ),
+            })
+            .collect();
+        parts.join("; ")
     }
 
     fn status(&self, block: usize) -> &AtomicU32 {
@@ -497,6 +550,7 @@ impl Block<'_> {
         ring.numbered = walk.numbered;
         ring.bad_frames += walk.bad_frames;
         ring.unsupported += walk.unsupported;
+        ring.stamped.add(&walk.stamps);
         n
     }
 }
@@ -512,6 +566,8 @@ pub struct Walked {
     pub vlan_restored: u64,
     /// Frames skipped for a link type that cannot be decoded (`-i any`).
     pub unsupported: u64,
+    /// Frames handed out, by the stamp the kernel gave them.
+    pub stamps: Stamped,
 }
 
 /// The walk over the frames of one block's bytes: reads only `data`, so
@@ -618,6 +674,7 @@ impl<'a> Frames<'a> {
                 walk.vlan_restored += 1;
             }
             walk.numbered += 1;
+            walk.stamps.count(status);
             out.push(PacketRef {
                 offset: mac,
                 caplen,
@@ -725,7 +782,11 @@ mod tests {
                 numbered: 13,
                 bad_frames: 0,
                 vlan_restored: 0,
-                unsupported: 0
+                unsupported: 0,
+                stamps: Stamped {
+                    none: 3,
+                    ..Stamped::default()
+                }
             }
         );
     }

@@ -365,6 +365,7 @@ fn detect(name: &str, bytes: &[u8]) -> Result<Format> {
     }))
 }
 
+#[derive(Clone)]
 enum Inner<'a> {
     Pcap(PcapReader<'a>),
     /// A classic pcap whose link type is not decoded, and how many of its
@@ -428,6 +429,21 @@ impl<'a> CaptureReader<'a> {
         match guard.check(self.position()) {
             None => n,
             Some(end) => self.vanished(mark, end, n, None, max),
+        }
+    }
+
+    /// A copy of this reader for reading ahead (`source/retime.rs`): it
+    /// reads on from where this one is without moving it, stopping where a
+    /// shrunk file now ends as this one would; its warnings are its own.
+    pub(crate) fn lookahead(&self) -> CaptureReader<'a> {
+        CaptureReader {
+            inner: self.inner.clone(),
+            scratch: Vec::new(),
+            guard: self.guard,
+            name: self.name,
+            end: self.end,
+            warned: self.warned,
+            notice: None,
         }
     }
 

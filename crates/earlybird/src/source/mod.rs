@@ -17,6 +17,7 @@ mod af_packet_tx;
 pub mod fanout;
 pub(crate) mod feed;
 pub mod file;
+pub mod hwstamp;
 pub mod inputs;
 pub mod netdev;
 pub mod pcap;

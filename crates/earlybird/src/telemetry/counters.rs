@@ -36,6 +36,13 @@ pub struct Counters {
     pub live_dropped: u64,
     /// Live capture: ring frame headers that pointed outside their block.
     pub live_bad_frames: u64,
+    /// Live capture: packets stamped by the NIC (`source/hwstamp.rs`).
+    pub live_ts_hardware: u64,
+    /// Live capture: packets stamped by the kernel on arrival (software).
+    pub live_ts_software: u64,
+    /// Live capture: packets without a stamp (timed when the kernel filled
+    /// the ring).
+    pub live_ts_none: u64,
     /// Flow-table memory in use at the end of input (bytes, see
     /// `FlowTable::memory_bytes`).
     pub table_bytes: u64,
@@ -52,7 +59,7 @@ pub struct Counters {
     /// time domain (open flows ended first); counted by shard 0.
     pub time_domains: u64,
     /// Inputs whose first packets look batch-stamped (most have the
-    /// timestamp of the packet before: `source/retime.rs`; one shard only).
+    /// timestamp of the packet before: `source/retime.rs`; examined by shard 0).
     pub ts_batch_stamped: u64,
     /// Packets given a new time by `--timestamps udts|wdts`.
     pub ts_retimed: u64,
@@ -86,6 +93,9 @@ impl Counters {
         self.live_offered += o.live_offered;
         self.live_dropped += o.live_dropped;
         self.live_bad_frames += o.live_bad_frames;
+        self.live_ts_hardware += o.live_ts_hardware;
+        self.live_ts_software += o.live_ts_software;
+        self.live_ts_none += o.live_ts_none;
         self.table_bytes += o.table_bytes;
         self.table_pool_bytes += o.table_pool_bytes;
         self.ts_backwards += o.ts_backwards;

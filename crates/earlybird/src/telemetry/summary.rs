@@ -278,6 +278,9 @@ pub struct Report {
     /// The dumper's first failure on each shard that had one (its packets
     /// not written are in `dump`; the run went on).
     pub dump_errors: Vec<String>,
+    /// Live capture: what the interfaces offer for packet stamps
+    /// (`source/hwstamp.rs`); `None` for files.
+    pub live_stamps: Option<String>,
 }
 
 /// The process's anonymous resident memory (Linux), in bytes.
@@ -354,6 +357,24 @@ impl fmt::Display for Report {
                     String::new()
                 },
             )?;
+        }
+        if let Some(note) = &self.live_stamps {
+            let by = [
+                ("hardware", c.live_ts_hardware),
+                ("software", c.live_ts_software),
+                ("none", c.live_ts_none),
+            ];
+            let parts: Vec<String> = by
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(s, n)| format!("{s} {n}"))
+                .collect();
+            let what = if parts.is_empty() {
+                "no packets".to_string()
+            } else {
+                format!("{} packets", parts.join(", "))
+            };
+            writeln!(f, "timestamps: {what} ({note})")?;
         }
         if c.skipped_total() > 0 {
             let mut parts: Vec<String> = Skip::ALL

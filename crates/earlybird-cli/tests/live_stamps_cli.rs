@@ -1,0 +1,87 @@
+//! Live capture stamps (`source/hwstamp.rs`): a real capture replayed
+//! between the two namespaces of a veth pair is captured with its packets
+//! counted by the stamp the kernel gave them; veth offers software stamps
+//! only, so the summary says software for every packet, and asking for
+//! hardware stamps on it is an error naming the interface. Needs root
+//! (skipped otherwise, and says so; CI runs as root).
+
+#[path = "../../earlybird/tests/common.rs"]
+mod lib_common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// The number before `word` in `line` (`packets: 12 read` → 12).
+fn number_before(text: &str, prefix: &str, word: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(prefix))?;
+    let at = line.find(word)?;
+    line[..at].split_whitespace().last()?.parse().ok()
+}
+
+#[test]
+fn the_summary_says_which_stamp_every_live_packet_got() {
+    let Some(net) = lib_common::Veth::create("ebts") else {
+        return;
+    };
+    let bin = env!("CARGO_BIN_EXE_earlybird");
+    let pcap = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
+    let mut cap = Command::new("ip")
+        .args(["netns", "exec", &net.ns_a, bin])
+        .args(["flows", "--no-model", "-f", "null", "-s", "2", "-i", &net.a])
+        .args(["--duration", "60"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(cap.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    assert!(first.contains("capturing on"), "{first}");
+    let sent = Command::new("ip")
+        .args(["netns", "exec", &net.ns, bin, "replay", "-i", &net.b])
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: signals the child process started above.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
+    let status = cap.wait().unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    let read = number_before(&rest, "packets: ", "read").unwrap();
+    assert!(read > 400, "{rest}");
+    let line = rest
+        .lines()
+        .find(|l| l.starts_with("timestamps: "))
+        .unwrap_or_else(|| panic!("no timestamps line: {rest}"));
+    assert_eq!(
+        line,
+        format!(
+            "timestamps: software {read} packets ({} offers no hardware stamps)",
+            net.a
+        ),
+        "{rest}"
+    );
+
+    // Hardware stamps asked for on veth: an error naming the interface,
+    // before anything is captured.
+    let out = Command::new("ip")
+        .args(["netns", "exec", &net.ns_a, bin])
+        .args(["flows", "--no-model", "-f", "null", "-i", &net.a])
+        .args(["--hw-timestamps", "--duration", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("{} offers no hardware receive timestamps", net.a)),
+        "{err}"
+    );
+    assert!(!err.contains("capturing on"), "{err}");
+}

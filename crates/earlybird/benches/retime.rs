@@ -1,0 +1,96 @@
+//! Batch-timestamp correction cost (`source/retime.rs`), per packet.
+//!
+//! A real trace (`EB_RETIME_PCAP`, default `/work/cg/real300k.pcap`; the
+//! repository's `testdata/pcap/ndpi__iphone.pcap` when that is missing) is
+//! read once into memory and stamped as an engine that stamps batches of 32
+//! writes it: every packet gets the stamp of its batch's last packet. Each
+//! iteration copies those packets into a work buffer (`copy`, measured
+//! alone) and corrects them in batches of `BATCH`, as a shard reads them,
+//! with `udts` and `wdts`. The cost of the correction is the difference
+//! between a mode's time and `copy`'s. `per_packet_stamps` corrects the
+//! original trace (exact stamps: the pass that finds no runs).
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use earlybird::testing::Retimer;
+use earlybird::{CaptureFile, PacketRef, Timestamps, BATCH};
+
+fn trace() -> Vec<PacketRef> {
+    let path = std::env::var("EB_RETIME_PCAP").unwrap_or("/work/cg/real300k.pcap".into());
+    let path = if std::path::Path::new(&path).exists() {
+        std::path::PathBuf::from(path)
+    } else {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata/pcap/ndpi__iphone.pcap")
+    };
+    let f = CaptureFile::open(&path).unwrap();
+    let mut r = f.reader();
+    let (mut all, mut b) = (Vec::new(), Vec::new());
+    while r.next_batch(&mut b, BATCH) > 0 {
+        all.extend_from_slice(&b);
+    }
+    eprintln!("{}: {} packets", path.display(), all.len());
+    all
+}
+
+/// Corrects `work` (a copy of `src`) in batches of `BATCH`.
+fn correct(rt: &mut Retimer, work: &mut [PacketRef], src: &[PacketRef]) {
+    work.copy_from_slice(src);
+    rt.start_file();
+    let n = work.len();
+    let mut from = 0;
+    while from < n {
+        let to = (from + BATCH).min(n);
+        let (head, rest) = work.split_at_mut(to);
+        let mut at = 0;
+        let mut ahead = |v: &mut Vec<PacketRef>, max: usize| {
+            v.clear();
+            let end = (at + max).min(rest.len());
+            v.extend_from_slice(&rest[at..end]);
+            at = end;
+            v.len()
+        };
+        rt.batch(&mut head[from..to], &mut ahead);
+        from = to;
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let exact = trace();
+    let batched: Vec<PacketRef> = exact
+        .chunks(32)
+        .flat_map(|c| {
+            let t = c.last().unwrap().ts;
+            c.iter().map(move |p| PacketRef { ts: t, ..*p })
+        })
+        .collect();
+    let mut work = batched.clone();
+    let mut g = c.benchmark_group("retime");
+    g.throughput(Throughput::Elements(batched.len() as u64));
+    g.bench_function("copy", |b| {
+        b.iter(|| {
+            work.copy_from_slice(&batched);
+            black_box(&mut work);
+        })
+    });
+    for mode in [Timestamps::Udts, Timestamps::Wdts] {
+        let mut rt = Retimer::new(mode);
+        g.bench_function(format!("batch32_{}", mode.name()), |b| {
+            b.iter(|| {
+                correct(&mut rt, &mut work, &batched);
+                black_box(&mut work);
+            })
+        });
+        assert!(rt.retimed > 0);
+    }
+    let mut rt = Retimer::new(Timestamps::Udts);
+    g.bench_function("per_packet_stamps_udts", |b| {
+        b.iter(|| {
+            correct(&mut rt, &mut work, &exact);
+            black_box(&mut work);
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
