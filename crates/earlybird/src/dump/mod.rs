@@ -173,7 +173,19 @@ impl DumpFilter {
     }
 }
 
-/// A shard's taps (see the module docs): the dumper, the ring, or both.
+/// A tap of another part that is shown every packet the taps are shown,
+/// in the same order (the call stage's, `crate::voip::stage`, wired in by
+/// the pipeline).
+pub trait FrameTap: Send {
+    /// One packet (bytes in `data`).
+    fn frame(&mut self, data: &[u8], r: &PacketRef);
+    /// The shard has run a turn (a batch; with several shards, one turn
+    /// of the exchange).
+    fn turn_done(&mut self) {}
+}
+
+/// A shard's taps (see the module docs): the dumper, the ring, or both
+/// (and another part's [`FrameTap`]).
 pub struct Taps {
     /// The rotating dumper (`--dump-dir`) when it runs in the shard.
     pub dumper: Option<Dumper>,
@@ -182,6 +194,8 @@ pub struct Taps {
     pub thread: Option<DumpThread>,
     /// The bounded ring of recent packets (for alarms).
     pub ring: Option<PacketRing>,
+    /// Another part's tap, shown every packet as the ring is.
+    pub frames: Option<Box<dyn FrameTap>>,
 }
 
 impl Taps {
@@ -204,6 +218,7 @@ impl Taps {
             dumper,
             thread,
             ring: None,
+            frames: None,
         }
     }
 
@@ -254,6 +269,9 @@ impl Taps {
                 }
             }
         }
+        if let Some(f) = self.frames.as_mut() {
+            refs.iter().for_each(|r| f.frame(data, r));
+        }
     }
 
     /// A packet of a flow (key `key`, verdict per `class` as in
@@ -275,6 +293,9 @@ impl Taps {
         if all {
             if let Some(ring) = self.ring.as_mut() {
                 ring.push(r.ts, bytes, r.orig_len, r.link);
+            }
+            if let Some(f) = self.frames.as_mut() {
+                f.frame(data, r);
             }
         }
         if let Some(d) = self.dumper.as_mut() {
@@ -298,6 +319,9 @@ impl Taps {
         };
         if let Some(ring) = self.ring.as_mut() {
             ring.push(r.ts, bytes, r.orig_len, r.link);
+        }
+        if let Some(f) = self.frames.as_mut() {
+            f.frame(data, r);
         }
         if let Some(d) = self.dumper.as_mut().filter(|d| d.filter.is_all()) {
             d.write(r.ts, r.orig_len, r.link, bytes);
@@ -398,6 +422,7 @@ mod tests {
             dumper: None,
             thread: None,
             ring: Some(PacketRing::new(u64::MAX / 4, 8 << 20)),
+            frames: None,
         }))
     }
 

@@ -278,6 +278,8 @@ pub struct Report {
     /// The dumper's first failure on each shard that had one (its packets
     /// not written are in `dump`; the run went on).
     pub dump_errors: Vec<String>,
+    /// What the call stage did (`RunOptions::calls`), when it ran.
+    pub calls: Option<crate::voip::run::VoipSummary>,
 }
 
 /// The process's anonymous resident memory (Linux), in bytes.
