@@ -489,6 +489,11 @@ fn reopen_on_hangup(ctl: &RunControl) -> std::io::Result<()> {
 }
 
 pub fn run(a: FlowsArgs) -> i32 {
+    if !a.tracks_calls() && a.tracker.rtp_dir.is_some() {
+        return crate::out_args::usage(
+            "--rtp-dir keeps the RTP of tracked calls: give --voip-db, --calls-out or --streams-out",
+        );
+    }
     let flow = match (|| -> Result<FlowConfig, String> {
         Ok(FlowConfig {
             bidirectional: !a.unidirectional,
@@ -687,11 +692,6 @@ pub fn run(a: FlowsArgs) -> i32 {
             margin: 60 * SECOND,
             max_bytes: a.alarm_pcap_ring_mib.saturating_mul(1 << 20),
         });
-    }
-    if !a.tracks_calls() && a.tracker.rtp_dir.is_some() {
-        return crate::out_args::usage(
-            "--rtp-dir keeps the RTP of tracked calls: give --voip-db, --calls-out or --streams-out",
-        );
     }
     if a.check_config {
         crate::say("earlybird: configuration OK");
