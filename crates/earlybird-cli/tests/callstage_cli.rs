@@ -185,3 +185,89 @@ fn rtp_dir_without_a_call_output_is_a_usage_error() {
     assert_eq!(code, 2, "{e}");
     assert!(e.contains("--voip-db"), "{e}");
 }
+
+/// A small generated capture of `calls` calls in `dir`.
+fn gen_calls(dir: &Path, calls: &str, duration: &str) -> String {
+    let pcap = dir.join("calls.pcap").display().to_string();
+    let (code, _, e) = eb(&[
+        "gen", "voip", "--calls", calls, "--rate", "20", "--duration", duration, "-o", &pcap,
+    ]);
+    assert_eq!(code, 0, "{e}");
+    pcap
+}
+
+#[test]
+fn the_call_stage_takes_its_options_from_a_config_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pcap = gen_calls(tmp.path(), "6", "2");
+    let db = tmp.path().join("calls.sqlite");
+    let toml = tmp.path().join("probe.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "format = \"null\"\nno-model = true\ncalls-out = {:?}\n[voip]\ndb = {:?}\n",
+            tmp.path().join("calls.csv").display().to_string(),
+            db.display().to_string()
+        ),
+    )
+    .unwrap();
+    let (code, _, e) = eb(&["flows", "--config", &toml.display().to_string(), &pcap, "-q"]);
+    assert_eq!(code, 0, "{e}");
+    assert_eq!(search(&db).len(), 6);
+    // The CSV: a header and one line per call.
+    assert_eq!(sorted_lines(&tmp.path().join("calls.csv")).len(), 7);
+}
+
+#[test]
+fn sigterm_writes_the_calls_still_open() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let tmp = tempfile::tempdir().unwrap();
+    // Calls of 60 s: none has ended in the first part of the capture.
+    let pcap = gen_calls(tmp.path(), "5", "60");
+    let bytes = std::fs::read(&pcap).unwrap();
+    let db = tmp.path().join("calls.sqlite");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_earlybird"))
+        .args(["flows", "-", "-f", "null", "--no-model", "-q", "--voip-db"])
+        .arg(&db)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // A fifth of the capture; the pipe stays open (a live-like stream).
+    let part = bytes.len() / 5;
+    stdin.write_all(&bytes[..part]).unwrap();
+    stdin.flush().unwrap();
+    // Until the run has read what was written (its read bytes, from
+    // /proc), then a moment for the shard to run it.
+    let pid = child.id().to_string();
+    let read = || -> u64 {
+        let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
+        io.lines()
+            .find_map(|l| l.strip_prefix("rchar: "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    for _ in 0..600 {
+        if read() >= part as u64 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let calls: Vec<serde_json::Value> = search(&db)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(calls.len(), 5, "{calls:?}");
+    assert!(calls.iter().all(|c| c["end_cause"] == "open"), "{calls:?}");
+}
