@@ -307,8 +307,8 @@ pub struct FlowsArgs {
     dump_seconds: Option<f64>,
     /// Dump only the packets of flows whose verdict is one of these
     /// classes (as the model names them; "unknown" = flows the model could
-    /// not label), from the packet after the verdict on: earlier packets
-    /// are not in the dump.
+    /// not label). A flow's packets from before its verdict are held (see
+    /// --dump-hold-mib) and written once the verdict matches.
     #[arg(
         long,
         value_name = "NAME,...",
@@ -316,6 +316,16 @@ pub struct FlowsArgs {
         requires = "dump_dir"
     )]
     dump_app: Vec<String>,
+    /// With --dump-app: memory for the packets of flows without a verdict
+    /// yet, all shards together; what does not fit is counted and not
+    /// dumped. 0: hold none, dump from the packet after the verdict on.
+    #[arg(
+        long,
+        value_name = "MIB",
+        default_value_t = 64.0,
+        requires = "dump_app"
+    )]
+    dump_hold_mib: f64,
     /// Dump only the packets of flows with one of these ports (either
     /// side). With --dump-app too, a flow must match both.
     #[arg(
@@ -446,6 +456,10 @@ fn dump_config(a: &FlowsArgs) -> Result<Option<DumpConfig>, String> {
         period,
         ports: a.dump_port.clone(),
         apps: a.dump_app.clone(),
+        hold_bytes: match a.dump_hold_mib {
+            m if m >= 0.0 && m.is_finite() => (m * 1_048_576.0) as u64,
+            _ => return Err("--dump-hold-mib must be a number ≥ 0".into()),
+        },
     }))
 }
 

@@ -360,7 +360,17 @@ fn app_filter_dumps_the_packets_after_the_verdict_of_flows_with_that_app() {
     for shards in ["1", "2"] {
         let d = dir.path().join(format!("dump{shards}"));
         let (code, err) = run(
-            &["-q", "-f", "null", "-s", shards, "--dump-app", name],
+            &[
+                "-q",
+                "-f",
+                "null",
+                "-s",
+                shards,
+                "--dump-app",
+                name,
+                "--dump-hold-mib",
+                "0",
+            ],
             &[Path::new("--dump-dir"), &d, &input],
         );
         assert_eq!(code, 0, "{err}");
@@ -380,6 +390,143 @@ fn app_filter_dumps_the_packets_after_the_verdict_of_flows_with_that_app() {
         err.contains("NoSuchApp") && err.contains("available classes"),
         "{err}"
     );
+}
+
+/// The count on the summary line of packets held until their verdict:
+/// (dumped, dropped, not held).
+fn held_line(err: &str) -> (u64, u64, u64) {
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("packets held until their flow's verdict:"))
+        .unwrap_or_else(|| panic!("no held line in {err}"));
+    let n: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    (n[0], n[1], n[2])
+}
+
+#[test]
+fn app_filter_holds_the_packets_before_the_verdict_and_dumps_whole_flows() {
+    let Some(input) = corpus_file("teams.pcap") else {
+        return;
+    };
+    // A model that decides at the 4th packet (trained on this capture's
+    // nDPI labels: the dumper is under test here, not the model).
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.ebm");
+    let truth = input.parent().unwrap().join("../../ndpi_truth.csv");
+    let out = Command::new(env!("CARGO_BIN_EXE_earlybird"))
+        .args([
+            "train",
+            "--algo",
+            "c45",
+            "--use-ports",
+            "-n",
+            "4",
+            "--labels",
+        ])
+        .args([&truth, Path::new("-o"), &model, &input])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let m = model.to_str().unwrap();
+    let out = dir.path().join("all.csv");
+    let (code, err) = run(&["-q", "--model", m, "-o"], &[&out, &input]);
+    assert_eq!(code, 0, "{err}");
+    let (h, rows) = csv(&out);
+    let (app, at, fp, bp) = (
+        col(&h, "app"),
+        col(&h, "decided_at_packet"),
+        col(&h, "fwd_packets"),
+        col(&h, "bwd_packets"),
+    );
+    let packets = |r: &Vec<String>| r[fp].parse::<u64>().unwrap() + r[bp].parse::<u64>().unwrap();
+    // Two apps: the one of most flows, and the one of the fewest.
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for r in rows.iter().filter(|r| r[app] != "unknown") {
+        *counts.entry(&r[app]).or_default() += 1;
+    }
+    let mut by_count: Vec<(&str, usize)> = counts.into_iter().collect();
+    by_count.sort_by_key(|&(n, c)| (std::cmp::Reverse(c), n));
+    let names = [by_count[0].0, by_count[by_count.len() - 1].0];
+    let chosen = |r: &&Vec<String>| names.contains(&r[app].as_str());
+    let whole: u64 = rows.iter().filter(chosen).map(packets).sum();
+    let after: u64 = rows
+        .iter()
+        .filter(chosen)
+        .map(|r| packets(r) - r[at].parse::<u64>().unwrap())
+        .sum();
+    // Flows of other apps that were held: every packet up to the verdict.
+    let others: u64 = rows
+        .iter()
+        .filter(|r| !chosen(r) && r[app] != "unknown")
+        .map(|r| r[at].parse::<u64>().unwrap().min(packets(r)))
+        .sum();
+    assert!(whole > after && after > 0);
+    let want = sorted(input_packets(&input));
+    let list = names.join(",");
+    for shards in ["1", "2"] {
+        let d = dir.path().join(format!("dump{shards}"));
+        let (code, err) = run(
+            &[
+                "-f",
+                "null",
+                "--model",
+                m,
+                "-s",
+                shards,
+                "--dump-app",
+                &list,
+            ],
+            &[Path::new("--dump-dir"), &d, &input],
+        );
+        assert_eq!(code, 0, "{err}");
+        let got: Vec<Packet> = dumped(&d).into_values().flatten().collect();
+        assert_eq!(
+            got.len() as u64,
+            whole,
+            "{list}, {shards} shards: whole flows"
+        );
+        let mut rest = want.clone();
+        for p in sorted(got) {
+            let i = rest
+                .binary_search(&p)
+                .expect("a dumped packet is an input packet");
+            rest.remove(i);
+        }
+        // Held and written: the packets before each flow's verdict (the
+        // packet that decides it is written at once, unless the flow was
+        // decided at its end).
+        let (written, dropped, not_held) = held_line(&err);
+        assert_eq!(not_held, 0, "{err}");
+        assert!(written > 0 && written <= whole - after, "{err}");
+        assert!(dropped > 0 && dropped <= others, "{err}");
+
+        // A store of 4 KiB: some packets are not held, and counted.
+        let small = dir.path().join(format!("small{shards}"));
+        let (code, err) = run(
+            &[
+                "-f",
+                "null",
+                "--model",
+                m,
+                "-s",
+                shards,
+                "--dump-app",
+                &list,
+                "--dump-hold-mib",
+                "0.004",
+            ],
+            &[Path::new("--dump-dir"), &small, &input],
+        );
+        assert_eq!(code, 0, "{err}");
+        let got = dumped(&small).into_values().flatten().count() as u64;
+        let (written, _, not_held) = held_line(&err);
+        assert!(not_held > 0 && written < whole - after, "{err}");
+        assert!(got >= after + written && got < whole, "{err}");
+        assert!(got + not_held >= whole, "{err}");
+    }
 }
 
 /// A tmpfs mounted for the test, unmounted (and its mount point removed)

@@ -820,8 +820,12 @@ impl Shard {
                     frames.get(i)
                 };
                 if let (Some(t), Some(r)) = (self.taps.as_deref_mut(), r) {
-                    let table = &self.table;
-                    t.flow_packet(data, r, &p.key, || table.mark_class(slot), !solo);
+                    if t.held.is_some() {
+                        t.flow_packet_held(data, r, &p.key, (&mut self.table, slot), !solo);
+                    } else {
+                        let table = &self.table;
+                        t.flow_packet(data, r, &p.key, || table.mark_class(slot), !solo);
+                    }
                 }
             }
             if let Some(m) = self.marker.as_mut().filter(|m| m.marking()) {
@@ -842,6 +846,20 @@ impl Shard {
         }
         self.table.observe_time(max_ts);
         self.table.sweep();
+        if D {
+            self.resolve_held();
+        }
+    }
+
+    /// Hands the taps the flows with held packets that have ended
+    /// (`crate::dump::held`).
+    #[inline]
+    fn resolve_held(&mut self) {
+        if !self.table.held_ended.is_empty() {
+            if let Some(t) = self.taps.as_deref_mut() {
+                t.resolve_held(&mut self.table.held_ended);
+            }
+        }
     }
 
     /// Hands the taps the packets of no flow from `strays[k..]` that came
@@ -898,6 +916,7 @@ impl Shard {
     pub fn sweep(&mut self, slots: usize) {
         self.table.drain_verdicts(false);
         self.table.sweep_slots(slots);
+        self.resolve_held();
     }
 
     /// Ends every open flow as at the end of an input and restarts the
@@ -920,6 +939,7 @@ impl Shard {
         while !self.table.flush_some(step) {
             hand_over(&mut self.table.out);
         }
+        self.resolve_held();
         self.table.restart_clock();
         if self.id == 0 {
             self.counters.time_domains += 1;
@@ -937,6 +957,7 @@ impl Shard {
         while !self.table.flush_some(step) {
             hand_over(&mut self.table.out);
         }
+        self.resolve_held();
         self.counters.flows = self.table.counters;
         if let Some(s) = self.seconds.as_mut() {
             let (counters, table) = (&self.counters, &mut self.table);

@@ -144,6 +144,8 @@ pub struct DumpCounters {
     pub failures: u64,
     /// Packets not written: longer than the snaplen (262,144 bytes).
     pub oversize: u64,
+    /// Packets held until their flow's verdict (`--dump-app`; [`super::held`]).
+    pub held: super::HeldCounters,
 }
 
 impl DumpCounters {
@@ -155,6 +157,7 @@ impl DumpCounters {
         self.lost += o.lost;
         self.failures += o.failures;
         self.oversize += o.oversize;
+        self.held.merge(&o.held);
     }
 }
 

@@ -19,10 +19,13 @@
 //! - [`DumpFilter`]: with no filter every packet is dumped. With
 //!   `--dump-port` a packet is dumped when its flow has one of the ports
 //!   (either side); with `--dump-app` when its flow's verdict is one of the
-//!   classes and the packet comes after the packet the verdict was taken
-//!   at (the packets before the verdict are not kept, so they are not in
-//!   the dump). `unknown` names flows the classifier decided it could not
-//!   label; flows still undecided match no class. Both given: a packet must
+//!   classes. The packets a flow had before its verdict are held in a
+//!   bounded store ([`held`], [`Taps::flow_packet_held`]) and written when
+//!   the verdict (at a later packet, or at the flow's end) matches, so the
+//!   dump has the whole flow; without that store (`hold_bytes` 0) only the
+//!   packets after the packet the verdict was taken at are dumped.
+//!   `unknown` names flows the classifier decided it could not label;
+//!   flows that end undecided match no class. Both given: a packet must
 //!   match both.
 //! - One shard with an unfiltered dumper: the dumper runs on a thread of
 //!   its own ([`Taps::thread`], [`thread`]), which takes each batch after
@@ -34,18 +37,22 @@
 mod copy;
 pub mod dumper;
 pub mod forensic;
+pub mod held;
 pub mod ring;
 pub mod thread;
 
 pub use dumper::{DumpCounters, Dumper};
 pub use forensic::{ForensicConfig, Forensics};
+pub use held::{Held, HeldCounters};
 pub use ring::PacketRing;
 pub use thread::DumpThread;
 
 use std::path::PathBuf;
 
 use crate::error::{Error, Result};
+use crate::flow::held::HeldEnd;
 use crate::flow::key::TableKey;
+use crate::flow::table::FlowTable;
 use crate::source::PacketRef;
 
 /// The name records give flows without a class (as `--mark` maps do).
@@ -97,8 +104,12 @@ pub struct DumpConfig {
     /// side); empty: any port.
     pub ports: Vec<u16>,
     /// Dump only the packets of flows whose verdict is one of these class
-    /// names (`unknown` allowed), after the verdict; empty: any flow.
+    /// names (`unknown` allowed); empty: any flow.
     pub apps: Vec<String>,
+    /// With `apps`: bytes (all shards together) of packets held while
+    /// their flow has no verdict yet, written once it matches ([`held`]);
+    /// 0: none held, only the packets from the verdict's on are dumped.
+    pub hold_bytes: u64,
 }
 
 /// Which flows' packets a dumper writes, resolved against the model.
@@ -159,17 +170,33 @@ impl DumpFilter {
     /// an application filter is on).
     #[inline]
     pub fn matches(&self, key: &TableKey, class: impl FnOnce() -> Option<u16>) -> bool {
-        if !self.ports.is_empty() && !self.ports.iter().any(|&p| p == key.pa || p == key.pb) {
+        if !self.ports_match(key) {
             return false;
         }
-        if !self.by_app {
-            return true;
+        !self.by_app || class().is_some_and(|c| self.class_matches(c))
+    }
+
+    /// Whether the flow keyed `key` passes the port filter (any flow
+    /// without one).
+    #[inline]
+    pub fn ports_match(&self, key: &TableKey) -> bool {
+        self.ports.is_empty() || self.ports.iter().any(|&p| p == key.pa || p == key.pb)
+    }
+
+    /// Whether verdict `c` passes the application filter (any verdict
+    /// without one).
+    #[inline]
+    pub fn class_matches(&self, c: u16) -> bool {
+        match c {
+            _ if !self.by_app => true,
+            crate::classify::Verdict::UNKNOWN => self.unknown,
+            c => self.classes.get(c as usize).copied().unwrap_or(false),
         }
-        match class() {
-            Some(crate::classify::Verdict::UNKNOWN) => self.unknown,
-            Some(c) => self.classes.get(c as usize).copied().unwrap_or(false),
-            None => false,
-        }
+    }
+
+    /// Whether an application filter is on.
+    pub fn by_app(&self) -> bool {
+        self.by_app
     }
 }
 
@@ -194,6 +221,9 @@ pub struct Taps {
     pub thread: Option<DumpThread>,
     /// The bounded ring of recent packets (for alarms).
     pub ring: Option<PacketRing>,
+    /// Packets of undecided flows held for an application-filtered
+    /// dumper ([`held`]).
+    pub held: Option<Held>,
     /// Another part's tap, shown every packet as the ring is.
     pub frames: Option<Box<dyn FrameTap>>,
 }
@@ -218,6 +248,7 @@ impl Taps {
             dumper,
             thread,
             ring: None,
+            held: None,
             frames: None,
         }
     }
@@ -246,7 +277,14 @@ impl Taps {
                 Err(e) => (DumpCounters::default(), Some(e)),
             });
         }
-        self.dumper.as_mut().map(|d| (d.finish(), d.error.take()))
+        let held = self.held.as_ref().map(|h| h.counters);
+        self.dumper.as_mut().map(|d| {
+            let mut c = d.finish();
+            if let Some(h) = held {
+                c.held.merge(&h);
+            }
+            (c, d.error.take())
+        })
     }
 
     /// One shard, after a batch: every packet of `refs` (bytes in `data`)
@@ -306,6 +344,77 @@ impl Taps {
             };
             if dump {
                 d.write(r.ts, r.orig_len, r.link, bytes);
+            }
+        }
+    }
+
+    /// [`Taps::flow_packet`] when packets are held ([`held`]): the packet
+    /// of the flow in `slot` of `table` goes to the ring (with `all`), and
+    /// for the dumper: a flow with a verdict has its held packets written
+    /// (verdict matches) or dropped (it does not), then the packet is
+    /// written if the verdict matches; a flow without one has the packet
+    /// held.
+    #[inline(never)]
+    pub fn flow_packet_held(
+        &mut self,
+        data: &[u8],
+        r: &PacketRef,
+        key: &TableKey,
+        (table, slot): (&mut FlowTable, usize),
+        all: bool,
+    ) {
+        let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
+            return;
+        };
+        if all {
+            if let Some(ring) = self.ring.as_mut() {
+                ring.push(r.ts, bytes, r.orig_len, r.link);
+            }
+            if let Some(f) = self.frames.as_mut() {
+                f.frame(data, r);
+            }
+        }
+        let (Some(d), Some(h)) = (self.dumper.as_mut(), self.held.as_mut()) else {
+            return;
+        };
+        if !d.filter.ports_match(key) {
+            return;
+        }
+        let v = table.flow_view(slot);
+        match v.class {
+            Some(c) => {
+                let dump = d.filter.class_matches(c);
+                if v.held {
+                    table.set_held(slot, false);
+                    match dump {
+                        true => h.release(v.ident, d),
+                        false => h.discard(v.ident),
+                    }
+                }
+                if dump {
+                    d.write(r.ts, r.orig_len, r.link, bytes);
+                }
+            }
+            None => {
+                if h.keep(v.ident, r.ts, r.orig_len, r.link, bytes) && !v.held {
+                    table.set_held(slot, true);
+                }
+            }
+        }
+    }
+
+    /// Flows with held packets that have ended (`ended`, drained): their
+    /// packets are written when the final verdict matches, else dropped.
+    #[cold]
+    pub fn resolve_held(&mut self, ended: &mut Vec<HeldEnd>) {
+        let (Some(d), Some(h)) = (self.dumper.as_mut(), self.held.as_mut()) else {
+            ended.clear();
+            return;
+        };
+        for e in ended.drain(..) {
+            match e.class.is_some_and(|c| d.filter.class_matches(c)) {
+                true => h.release(e.ident, d),
+                false => h.discard(e.ident),
             }
         }
     }
@@ -422,6 +531,7 @@ mod tests {
             dumper: None,
             thread: None,
             ring: Some(PacketRing::new(u64::MAX / 4, 8 << 20)),
+            held: None,
             frames: None,
         }))
     }

@@ -26,7 +26,7 @@ use crate::features::tcp::{FlagCounts, FlagLanes, TcpState};
 pub struct Entry {
     /// The flow key (compact form; IPv6 addresses are in [`Wide`]).
     pub key: TableKey,
-    /// `IN_USE | CLIENT_IS_A | DECIDED | SPILLED | CLOSED | PENDING`.
+    /// `IN_USE | CLIENT_IS_A | DECIDED | SPILLED | CLOSED | PENDING | HELD`.
     pub state: u8,
     /// Early packets recorded so far.
     pub n_early: u8,
@@ -80,6 +80,9 @@ pub const DECIDED: u8 = 4;
 pub const CLOSED: u8 = 16;
 /// A classification job for this flow is on the classifier pool.
 pub const PENDING: u8 = 32;
+/// The packet dumper holds copies of this flow's packets from before its
+/// verdict (`--dump-app`; `flow/held.rs`).
+pub const HELD: u8 = 64;
 
 /// What a flow writes once, and the carries of its byte counters. 16 bytes.
 #[derive(Debug, Clone, Copy, Default)]

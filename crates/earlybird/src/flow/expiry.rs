@@ -9,7 +9,7 @@
 //! close time has passed at that clock; every ended flow is appended to
 //! `out` once, with its reason, and its slot freed.
 
-use super::entry::{Entry, CLOSED, DECIDED, IN_USE, PENDING, SPILLED};
+use super::entry::{Entry, CLOSED, DECIDED, HELD, IN_USE, PENDING, SPILLED};
 use super::record::{Beside, EndReason};
 use super::table::{FlowTable, EVICT_CANDIDATES};
 use crate::flow::packet::is_icmp;
@@ -74,6 +74,9 @@ impl FlowTable {
                 self.out.correct_last_early(self.sample_rate);
             }
             self.ext.record(s, &mut self.out.analyzed, seen);
+        }
+        if self.entries[s].state & HELD != 0 {
+            self.note_held_end(s);
         }
         self.counters.ended[reason as usize] += 1;
     }

@@ -3,6 +3,7 @@ pub mod arena;
 pub mod entry;
 pub mod events;
 mod expiry;
+pub mod held;
 pub mod key;
 pub mod packet;
 pub mod prefault;

@@ -153,6 +153,9 @@ pub struct FlowTable {
     /// Per-second sums of verdicts and ended flows (`None` unless the run
     /// keeps per-second statistics; see `flow/tally.rs`).
     pub tally: Option<super::tally::Tally>,
+    /// Flows with packets held by the dumper that have ended since the
+    /// shard last took them (`flow/held.rs`).
+    pub held_ended: Vec<super::held::HeldEnd>,
     /// Counters.
     pub counters: FlowCounters,
 }
@@ -213,6 +216,7 @@ impl FlowTable {
             ext,
             out: RecordBatch::with_capacity(1024, n),
             events: None,
+            held_ended: Vec::new(),
             tally: None,
             counters: FlowCounters::default(),
         })

@@ -99,6 +99,7 @@ pub(super) fn start(
                 dumper: None,
                 thread: None,
                 ring: None,
+                held: None,
                 frames: None,
             })
         });

@@ -386,6 +386,7 @@ fn open_taps(
                         dumper: None,
                         thread: None,
                         ring: Some(r),
+                        held: None,
                         frames: None,
                     })
                 })
@@ -411,6 +412,10 @@ fn open_taps(
             // run on its own thread (`crate::dump::thread`).
             let mut taps = crate::dump::Taps::with_dumper(d, id, shards == 1);
             taps.ring = ring();
+            if filter.by_app() && cfg.hold_bytes > 0 {
+                let share = (cfg.hold_bytes / shards as u64).max(1);
+                taps.held = Some(crate::dump::Held::new(share as usize));
+            }
             Some(Box::new(taps))
         })
         .collect())

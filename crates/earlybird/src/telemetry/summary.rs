@@ -545,6 +545,15 @@ impl fmt::Display for Report {
                 d.failures,
                 d.oversize
             )?;
+            let h = d.held;
+            if h != crate::dump::HeldCounters::default() {
+                writeln!(
+                    f,
+                    "packets held until their flow's verdict: {} dumped, {} dropped (verdict \
+                     not dumped), {} not held (store full)",
+                    h.held_written, h.held_discarded, h.not_held
+                )?;
+            }
         }
         for e in &self.dump_errors {
             writeln!(f, "dump error: {e}")?;
