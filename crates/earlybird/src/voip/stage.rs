@@ -27,6 +27,9 @@
 //! a second, as in `voip -i`); shards' packets that come later than the
 //! window are tracked late, out of order.
 //!
+//! In a file run the stage polls its channels ([`TURNS_POLL`]) instead of
+//! blocking on them, so that a shard's send never has to wake it.
+//!
 //! Back-pressure: [`TapPolicy::Block`] (files) makes a shard wait on a
 //! full channel, so nothing is lost; [`TapPolicy::Drop`] (live) never
 //! waits: a batch the channel cannot take is dropped and its packets
@@ -63,6 +66,8 @@ pub const TAP_CHANNEL: usize = 32;
 pub const LIVE_WINDOW: u64 = 200_000_000;
 /// Live: with no batch for this long everything queued is tracked.
 pub const LIVE_IDLE: Duration = Duration::from_millis(100);
+/// Files: how long the stage sleeps when it can track nothing more.
+pub const TURNS_POLL: Duration = Duration::from_micros(100);
 /// TCP connections each tap follows at most.
 pub const TAP_CONNECTIONS: usize = 65_536;
 
@@ -456,23 +461,24 @@ pub fn run_stage(
             if lanes.iter().all(|l| l.closed && l.queue.is_empty()) {
                 break;
             }
-            // Wait for a batch on a lane that has none queued.
-            let mut sel = Select::new();
-            let mut any = false;
-            for l in lanes.iter().filter(|l| !l.closed && l.queue.is_empty()) {
-                sel.recv(&l.end.rx);
-                any = true;
-            }
-            let wait = match order {
-                Order::Turns => Duration::from_micros(200),
-                Order::Time => LIVE_IDLE,
-            };
-            if any {
-                if sel.ready_timeout(wait).is_ok() {
-                    last_batch = Instant::now();
+            match order {
+                // Files: poll. A stage blocked in a channel would make each
+                // shard's send a wake-up (a futex call per turn).
+                Order::Turns => std::thread::sleep(TURNS_POLL),
+                // Live: wait for a batch on a lane that has none queued.
+                Order::Time => {
+                    let mut sel = Select::new();
+                    let mut any = false;
+                    for l in lanes.iter().filter(|l| !l.closed && l.queue.is_empty()) {
+                        sel.recv(&l.end.rx);
+                        any = true;
+                    }
+                    if !any {
+                        std::thread::sleep(TURNS_POLL);
+                    } else if sel.ready_timeout(LIVE_IDLE).is_ok() {
+                        last_batch = Instant::now();
+                    }
                 }
-            } else {
-                std::thread::sleep(Duration::from_micros(200));
             }
         }
         sum.peak_calls = sum.peak_calls.max(t.open_calls());
