@@ -26,10 +26,7 @@ fn corpus_files() -> Option<Vec<String>> {
     let mut files: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.extension()
-                .is_some_and(|x| x == "pcap" || x == "pcapng")
-        })
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
         .map(|p| p.display().to_string())
         .collect();
     files.sort();
@@ -50,7 +47,13 @@ fn sorted_lines(p: &Path) -> Vec<String> {
 
 /// Every call of database `db`, as `calls search --json` gives them, sorted.
 fn search(db: &Path) -> Vec<String> {
-    let (code, o, e) = eb(&["calls", "search", "--db", &db.display().to_string(), "--json"]);
+    let (code, o, e) = eb(&[
+        "calls",
+        "search",
+        "--db",
+        &db.display().to_string(),
+        "--json",
+    ]);
     assert_eq!(code, 0, "{e}");
     let mut v: Vec<String> = o.lines().map(str::to_string).collect();
     v.sort();
@@ -64,7 +67,11 @@ fn same_as_voip(files: &[String], tmp: &Path) -> usize {
     let s = |n: &str| p(n).display().to_string();
     let mut args: Vec<&str> = vec!["voip"];
     args.extend(files.iter().map(String::as_str));
-    let (db, calls, streams) = (s("voip.sqlite"), s("voip_calls.jsonl"), s("voip_streams.jsonl"));
+    let (db, calls, streams) = (
+        s("voip.sqlite"),
+        s("voip_calls.jsonl"),
+        s("voip_streams.jsonl"),
+    );
     args.extend(["--db", &db, "-o", &calls, "--streams-out", &streams, "-q"]);
     let (code, _, e) = eb(&args);
     assert_eq!(code, 0, "{e}");
@@ -152,7 +159,16 @@ fn flows_tracks_generated_calls_as_voip_does_and_its_flows_do_not_change() {
     for shards in ["1", "2"] {
         let out = |n: &str| tmp.path().join(format!("{n}{shards}.csv"));
         let plain = out("plain").display().to_string();
-        let (code, _, e) = eb(&["flows", &pcap, "--no-model", "-s", shards, "-o", &plain, "-q"]);
+        let (code, _, e) = eb(&[
+            "flows",
+            &pcap,
+            "--no-model",
+            "-s",
+            shards,
+            "-o",
+            &plain,
+            "-q",
+        ]);
         assert_eq!(code, 0, "{e}");
         let with = out("with").display().to_string();
         let db = tmp.path().join(format!("with{shards}.sqlite"));
@@ -169,12 +185,18 @@ fn flows_tracks_generated_calls_as_voip_does_and_its_flows_do_not_change() {
             &db.display().to_string(),
         ]);
         assert_eq!(code, 0, "{e}");
-        let (a, b) = (sorted_lines(Path::new(&plain)), sorted_lines(Path::new(&with)));
+        let (a, b) = (
+            sorted_lines(Path::new(&plain)),
+            sorted_lines(Path::new(&with)),
+        );
         assert!(a.len() > 600, "{} flow records", a.len());
         assert_eq!(a, b, "{shards} shards: flow records differ");
         if shards == "1" {
             // One shard writes its records in one order.
-            assert_eq!(std::fs::read(&plain).unwrap(), std::fs::read(&with).unwrap());
+            assert_eq!(
+                std::fs::read(&plain).unwrap(),
+                std::fs::read(&with).unwrap()
+            );
         }
     }
 }
@@ -190,7 +212,16 @@ fn rtp_dir_without_a_call_output_is_a_usage_error() {
 fn gen_calls(dir: &Path, calls: &str, duration: &str) -> String {
     let pcap = dir.join("calls.pcap").display().to_string();
     let (code, _, e) = eb(&[
-        "gen", "voip", "--calls", calls, "--rate", "20", "--duration", duration, "-o", &pcap,
+        "gen",
+        "voip",
+        "--calls",
+        calls,
+        "--rate",
+        "20",
+        "--duration",
+        duration,
+        "-o",
+        &pcap,
     ]);
     assert_eq!(code, 0, "{e}");
     pcap
@@ -211,7 +242,13 @@ fn the_call_stage_takes_its_options_from_a_config_file() {
         ),
     )
     .unwrap();
-    let (code, _, e) = eb(&["flows", "--config", &toml.display().to_string(), &pcap, "-q"]);
+    let (code, _, e) = eb(&[
+        "flows",
+        "--config",
+        &toml.display().to_string(),
+        &pcap,
+        "-q",
+    ]);
     assert_eq!(code, 0, "{e}");
     assert_eq!(search(&db).len(), 6);
     // The CSV: a header and one line per call.
@@ -263,7 +300,12 @@ fn sigterm_writes_the_calls_still_open() {
         .success());
     let out = child.wait_with_output().unwrap();
     drop(stdin);
-    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let calls: Vec<serde_json::Value> = search(&db)
         .iter()
         .map(|l| serde_json::from_str(l).unwrap())
