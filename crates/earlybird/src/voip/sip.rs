@@ -558,10 +558,10 @@ mod tests {
                 let r = x.rotate_left(k as u32 * 5);
                 v.push(alphabet[(r % alphabet.len() as u64) as usize]);
             }
-            if x % 5 == 0 {
+            if x.is_multiple_of(5) {
                 v.splice(0..0, b"SIP/2.0 ".iter().copied());
             }
-            if x % 7 == 0 {
+            if x.is_multiple_of(7) {
                 v.extend_from_slice(b" SIP/2.0\r\n");
             }
             cases.push(v);

@@ -412,15 +412,12 @@ pub fn run_stage(
                 .max()
                 .unwrap_or(0);
             // Track every packet no other lane may precede.
-            loop {
-                let Some((i, key)) = lanes
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, l)| l.head().map(|k| (i, k)))
-                    .min_by_key(|&(i, k)| (k, i))
-                else {
-                    break;
-                };
+            while let Some((i, key)) = lanes
+                .iter()
+                .enumerate()
+                .filter_map(|(i, l)| l.head().map(|k| (i, k)))
+                .min_by_key(|&(i, k)| (k, i))
+            {
                 let ready = match order {
                     Order::Turns => lanes
                         .iter()
