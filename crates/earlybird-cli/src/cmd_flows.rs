@@ -361,6 +361,31 @@ pub struct FlowsArgs {
     no_model: bool,
     #[command(flatten)]
     ipfix: Box<crate::ipfix_args::IpfixArgs>,
+    /// Track calls beside the flows (docs/VOIP.md): add the calls to this
+    /// call database, as `earlybird voip --db` does (a SQLite file,
+    /// created if missing, or postgres://user@host:port/db). With this,
+    /// --calls-out or --streams-out each shard passes its SIP, RTP and
+    /// RTCP packets to one call stage thread; a live capture then keeps
+    /// whole frames (snaplen 65535).
+    #[arg(long, value_name = "DB")]
+    voip_db: Option<String>,
+    /// Call records to this file (.csv, .jsonl/.json, .parquet), as
+    /// `earlybird voip -o`.
+    #[arg(long, value_name = "FILE")]
+    calls_out: Option<PathBuf>,
+    /// RTP stream records (every stream, with or without a call), as
+    /// `earlybird voip --streams-out`.
+    #[arg(long, value_name = "FILE")]
+    streams_out: Option<PathBuf>,
+    #[command(flatten)]
+    tracker: crate::cmd_voip::TrackerArgs,
+}
+
+impl FlowsArgs {
+    /// Whether the run tracks calls (a call output is given).
+    fn tracks_calls(&self) -> bool {
+        self.voip_db.is_some() || self.calls_out.is_some() || self.streams_out.is_some()
+    }
 }
 
 fn secs(s: f64, what: &str) -> Result<u64, String> {
@@ -458,7 +483,8 @@ fn live_config(a: &FlowsArgs) -> Result<Option<(LiveConfig, Option<Duration>)>, 
     }
     let cfg = LiveConfig {
         blocks: a.ring_mib,
-        snaplen: a.snaplen,
+        // SIP messages and RTP payloads are read whole.
+        snaplen: if a.tracks_calls() { 65_535 } else { a.snaplen },
         promiscuous: !a.no_promisc,
         fanout: Fanout::parse(&a.fanout).unwrap_or_default(),
         hw_timestamps: a.hw_timestamps,
@@ -485,6 +511,11 @@ fn reopen_on_hangup(ctl: &RunControl) -> std::io::Result<()> {
 }
 
 pub fn run(a: FlowsArgs) -> i32 {
+    if !a.tracks_calls() && a.tracker.rtp_dir.is_some() {
+        return crate::out_args::usage(
+            "--rtp-dir keeps the RTP of tracked calls: give --voip-db, --calls-out or --streams-out",
+        );
+    }
     let flow = match (|| -> Result<FlowConfig, String> {
         Ok(FlowConfig {
             bidirectional: !a.unidirectional,
@@ -587,6 +618,13 @@ pub fn run(a: FlowsArgs) -> i32 {
         .chain(a.stats_out.as_deref())
         .chain(a.app_stats_out.as_deref())
         .chain(a.alarms_out.as_deref())
+        .chain(a.calls_out.as_deref())
+        .chain(a.streams_out.as_deref())
+        .chain(
+            (a.voip_db.as_deref())
+                .filter(|d| !d.starts_with("postgres"))
+                .map(Path::new),
+        )
         .filter(|o| !earlybird::ipfix::is_network(o))
         .collect();
     let planned: Vec<&Path> = inputs.iter().flat_map(|i| i.paths()).collect();
@@ -681,6 +719,33 @@ pub fn run(a: FlowsArgs) -> i32 {
         crate::say("earlybird: configuration OK");
         return 0;
     }
+    // The call stage's outputs, shared with its writer thread (finished
+    // after the run).
+    let call_outputs = match a.tracks_calls() {
+        true => {
+            a.tracker.prune(a.quiet);
+            match crate::cmd_voip::CallOutputs::open(
+                a.voip_db.as_deref(),
+                a.calls_out.as_deref(),
+                a.streams_out.as_deref(),
+            ) {
+                Ok(o) => Some(Arc::new(std::sync::Mutex::new(o))),
+                Err(e) => return crate::fail(e),
+            }
+        }
+        false => None,
+    };
+    if let Some(outs) = &call_outputs {
+        let outs = outs.clone();
+        opts.calls = Some(earlybird::CallStage::new(
+            a.tracker.config(),
+            Box::new(move |calls, alone| {
+                outs.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .write(calls, alone)
+            }),
+        ));
+    }
     let mut exporters = Vec::new();
     for (out, fmt) in a.outputs.iter().zip(formats) {
         let opened = if fmt == Format::Ipfix {
@@ -767,10 +832,17 @@ pub fn run(a: FlowsArgs) -> i32 {
             earlybird::run_inputs(inputs, &opts, &model, exporters, &ctl)
         }
     };
-    let report = match report {
+    let call_errors = call_outputs
+        .map(|o| o.lock().unwrap_or_else(|p| p.into_inner()).finish())
+        .unwrap_or_default();
+    let mut report = match report {
         Ok(r) => r,
         Err(e) => return crate::fail(e),
     };
+    report.output_errors.extend(call_errors);
+    if let (Some(s), false) = (&report.calls, a.quiet) {
+        crate::cmd_voip::print_summary(std::io::stderr(), s, a.tracker.rtp_dir.is_some());
+    }
     if !a.quiet {
         use std::io::Write;
         let _ = write!(std::io::stderr(), "{report}");

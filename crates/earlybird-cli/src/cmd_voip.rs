@@ -38,6 +38,17 @@ pub struct VoipArgs {
     /// RTP stream records (every stream, with or without a call).
     #[arg(long, value_name = "FILE")]
     pub streams_out: Option<PathBuf>,
+    #[command(flatten)]
+    pub tracker: TrackerArgs,
+    /// Print nothing but errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// The call tracker's options, shared by `voip` and `flows` (its call
+/// stage).
+#[derive(Args, Clone)]
+pub struct TrackerArgs {
     /// A call without SIP or RTP for this many seconds ends (timeout).
     #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
     pub call_timeout: f64,
@@ -57,9 +68,162 @@ pub struct VoipArgs {
     /// days (by file time).
     #[arg(long, value_name = "DAYS", requires = "rtp_dir")]
     pub rtp_keep_days: Option<f64>,
-    /// Print nothing but errors.
-    #[arg(short, long)]
-    pub quiet: bool,
+}
+
+impl TrackerArgs {
+    /// The tracker's configuration.
+    pub fn config(&self) -> TrackerConfig {
+        TrackerConfig {
+            call_timeout_ns: (self.call_timeout.max(0.0) * 1e9) as u64,
+            max_calls: self.max_calls,
+            max_streams: self.max_streams,
+            audio: self
+                .rtp_dir
+                .clone()
+                .map(|d| (d, self.rtp_max_mib.saturating_mul(1 << 20))),
+            ..TrackerConfig::default()
+        }
+    }
+
+    /// With --rtp-dir and --rtp-keep-days: removes the calls kept longer.
+    pub fn prune(&self, quiet: bool) {
+        if let (Some(dir), Some(days)) = (&self.rtp_dir, self.rtp_keep_days) {
+            let age = std::time::Duration::from_secs_f64(days.max(0.0) * 86_400.0);
+            let n = earlybird::voip::audio::Archive::prune(dir, age);
+            if n > 0 && !quiet {
+                eprintln!(
+                    "earlybird: removed {n} calls older than {days} days from {}",
+                    dir.display()
+                );
+            }
+        }
+    }
+}
+
+/// Where call and stream records go: the call database and the record
+/// files (`voip --db/-o/--streams-out`, `flows --voip-db/--calls-out/
+/// --streams-out`).
+pub struct CallOutputs {
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    db: Option<earlybird::voip::store::CallStore>,
+    calls_out: Option<Box<dyn Exporter>>,
+    streams_out: Option<Box<dyn Exporter>>,
+    rows: RowBatch,
+    srows: RowBatch,
+}
+
+impl CallOutputs {
+    /// Opens the database (created if missing) and the record files.
+    pub fn open(
+        db: Option<&str>,
+        calls: Option<&std::path::Path>,
+        streams: Option<&std::path::Path>,
+    ) -> Result<CallOutputs, String> {
+        #[cfg(any(feature = "sqlite", feature = "postgres"))]
+        let db = db
+            .map(earlybird::voip::store::CallStore::open)
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+        if db.is_some() {
+            return Err(
+                "a call database needs the `sqlite` or `postgres` feature (on by default)".into(),
+            );
+        }
+        Ok(CallOutputs {
+            #[cfg(any(feature = "sqlite", feature = "postgres"))]
+            db,
+            calls_out: calls.map(|p| open(&CALLS, p)).transpose()?,
+            streams_out: streams.map(|p| open(&STREAMS, p)).transpose()?,
+            rows: RowBatch::new(&CALLS),
+            srows: RowBatch::new(&STREAMS),
+        })
+    }
+
+    /// Adds ended calls (their streams in them) and streams without a call.
+    pub fn write(
+        &mut self,
+        calls: &[earlybird::voip::record::CallRecord],
+        alone: &[earlybird::voip::record::StreamRecord],
+    ) -> earlybird::Result<()> {
+        #[cfg(any(feature = "sqlite", feature = "postgres"))]
+        if let Some(db) = self.db.as_mut() {
+            db.insert(calls, alone)?;
+        }
+        if let Some(out) = self.calls_out.as_mut() {
+            self.rows.clear();
+            for c in calls {
+                push_call(&mut self.rows, c);
+            }
+            out.write_rows(&self.rows)?;
+        }
+        if let Some(out) = self.streams_out.as_mut() {
+            self.srows.clear();
+            for s in calls.iter().flat_map(|c| c.streams.iter()).chain(alone) {
+                push_stream(&mut self.srows, s);
+            }
+            out.write_rows(&self.srows)?;
+        }
+        Ok(())
+    }
+
+    /// Finishes the record files; the errors of those that failed.
+    pub fn finish(&mut self) -> Vec<String> {
+        (self.calls_out.iter_mut().chain(self.streams_out.iter_mut()))
+            .filter_map(|o| o.finish().err().map(|e| e.to_string()))
+            .collect()
+    }
+}
+
+/// Prints what a call tracking run saw (`voip`, and `flows` with a call
+/// stage).
+pub fn print_summary(
+    mut out: impl std::io::Write,
+    s: &earlybird::voip::run::VoipSummary,
+    rtp_dir: bool,
+) {
+    let c = &s.counters;
+    let _ = writeln!(
+        out,
+        "{} packets, {} to the call tracker; {} calls, {} RTP streams written (peak {} calls open)",
+        s.packets, s.voip_packets, s.calls, s.streams, s.peak_calls
+    );
+    let _ = writeln!(
+        out,
+        "sip: {} messages, {} unparsable, {} of unknown calls; dropped: {} calls, {} streams \
+         (tables full), {} short streams without SIP, {} media announcements, {} TCP \
+         segments, {} TCP bytes",
+        c.sip_messages,
+        c.sip_errors,
+        c.sip_unmatched,
+        c.calls_dropped,
+        c.streams_dropped,
+        c.streams_short,
+        c.media_dropped,
+        c.tcp_dropped + s.tcp_not_followed,
+        c.tcp_dropped_bytes
+    );
+    if s.stage_dropped > 0 {
+        let _ = writeln!(
+            out,
+            "call stage: {} packets dropped (its channel was full)",
+            s.stage_dropped
+        );
+    }
+    if rtp_dir {
+        let r = &s.audio;
+        let _ = writeln!(
+            out,
+            "rtp kept: {} packets; not kept: {} over the size bound, {} write errors",
+            r.packets, r.over_size, r.errors
+        );
+    }
+    let f = &c.defrag;
+    let _ = writeln!(
+        out,
+        "ip fragments: {} taken, {} datagrams reassembled, {} timed out, {} dropped",
+        f.fragments, f.reassembled, f.timed_out, f.dropped
+    );
 }
 
 fn open(kind: &'static earlybird::Kind, p: &std::path::Path) -> Result<Box<dyn Exporter>, String> {
@@ -78,46 +242,13 @@ pub fn run(a: VoipArgs) -> i32 {
             Err(e) => return crate::fail(e),
         },
     };
-    let cfg = TrackerConfig {
-        call_timeout_ns: (a.call_timeout.max(0.0) * 1e9) as u64,
-        max_calls: a.max_calls,
-        max_streams: a.max_streams,
-        audio: a
-            .rtp_dir
-            .clone()
-            .map(|d| (d, a.rtp_max_mib.saturating_mul(1 << 20))),
-        ..TrackerConfig::default()
-    };
-    if let (Some(dir), Some(days)) = (&a.rtp_dir, a.rtp_keep_days) {
-        let age = std::time::Duration::from_secs_f64(days.max(0.0) * 86_400.0);
-        let n = earlybird::voip::audio::Archive::prune(dir, age);
-        if n > 0 && !a.quiet {
-            eprintln!(
-                "earlybird: removed {n} calls older than {days} days from {}",
-                dir.display()
-            );
-        }
-    }
-    #[cfg(any(feature = "sqlite", feature = "postgres"))]
-    let mut db = match a.db.as_deref().map(earlybird::voip::store::CallStore::open) {
-        Some(Ok(s)) => Some(s),
-        Some(Err(e)) => return crate::fail(e),
-        None => None,
-    };
-    #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
-    if a.db.is_some() {
-        return crate::fail("--db needs the `sqlite` or `postgres` feature (on by default)");
-    }
-    let mut calls_out = match a.output.as_deref().map(|p| open(&CALLS, p)).transpose() {
-        Ok(o) => o,
-        Err(e) => return crate::fail(e),
-    };
-    let mut streams_out = match a
-        .streams_out
-        .as_ref()
-        .map(|p| open(&STREAMS, p))
-        .transpose()
-    {
+    let cfg = a.tracker.config();
+    a.tracker.prune(a.quiet);
+    let mut outs = match CallOutputs::open(
+        a.db.as_deref(),
+        a.output.as_deref(),
+        a.streams_out.as_deref(),
+    ) {
         Ok(o) => o,
         Err(e) => return crate::fail(e),
     };
@@ -127,31 +258,9 @@ pub fn run(a: VoipArgs) -> i32 {
             return crate::fail(format!("cannot install signal handler: {e}"));
         }
     }
-    let mut rows = RowBatch::new(&CALLS);
-    let mut srows = RowBatch::new(&STREAMS);
     let write = |calls: &[earlybird::voip::record::CallRecord],
                  alone: &[earlybird::voip::record::StreamRecord]|
-     -> earlybird::Result<()> {
-        #[cfg(any(feature = "sqlite", feature = "postgres"))]
-        if let Some(db) = db.as_mut() {
-            db.insert(calls, alone)?;
-        }
-        if let Some(out) = calls_out.as_mut() {
-            rows.clear();
-            for c in calls {
-                push_call(&mut rows, c);
-            }
-            out.write_rows(&rows)?;
-        }
-        if let Some(out) = streams_out.as_mut() {
-            srows.clear();
-            for s in calls.iter().flat_map(|c| c.streams.iter()).chain(alone) {
-                push_stream(&mut srows, s);
-            }
-            out.write_rows(&srows)?;
-        }
-        Ok(())
-    };
+     -> earlybird::Result<()> { outs.write(calls, alone) };
     let result = match &a.interface {
         Some(iface) => {
             let live = earlybird::LiveConfig::new(iface);
@@ -166,11 +275,9 @@ pub fn run(a: VoipArgs) -> i32 {
         None => earlybird::voip::run::track_files(&files, cfg, &stop, write),
     };
     let mut code = 0;
-    for out in calls_out.iter_mut().chain(streams_out.iter_mut()) {
-        if let Err(e) = out.finish() {
-            eprintln!("earlybird: {e}");
-            code = 3;
-        }
+    for e in outs.finish() {
+        eprintln!("earlybird: {e}");
+        code = 3;
     }
     let s = match result {
         Ok(s) => s,
@@ -183,37 +290,7 @@ pub fn run(a: VoipArgs) -> i32 {
         eprintln!("earlybird: warning: {w}");
     }
     if !a.quiet {
-        let c = &s.counters;
-        println!(
-            "{} packets, {} to the call tracker; {} calls, {} RTP streams written (peak {} calls open)",
-            s.packets, s.voip_packets, s.calls, s.streams, s.peak_calls
-        );
-        println!(
-            "sip: {} messages, {} unparsable, {} of unknown calls; dropped: {} calls, {} streams \
-             (tables full), {} short streams without SIP, {} media announcements, {} TCP \
-             segments, {} TCP bytes",
-            c.sip_messages,
-            c.sip_errors,
-            c.sip_unmatched,
-            c.calls_dropped,
-            c.streams_dropped,
-            c.streams_short,
-            c.media_dropped,
-            c.tcp_dropped + s.tcp_not_followed,
-            c.tcp_dropped_bytes
-        );
-        if a.rtp_dir.is_some() {
-            let r = &s.audio;
-            println!(
-                "rtp kept: {} packets; not kept: {} over the size bound, {} write errors",
-                r.packets, r.over_size, r.errors
-            );
-        }
-        let f = &c.defrag;
-        println!(
-            "ip fragments: {} taken, {} datagrams reassembled, {} timed out, {} dropped",
-            f.fragments, f.reassembled, f.timed_out, f.dropped
-        );
+        print_summary(std::io::stdout(), &s, a.tracker.rtp_dir.is_some());
     }
     if stop.load(std::sync::atomic::Ordering::Relaxed) {
         return 130;

@@ -152,8 +152,8 @@ pub use learn::workflow;
 pub use learn::{evaluate, train, Algo, LabelOptions, LabelSet, TrainOptions};
 pub use mark::MarkCounters;
 pub use pipeline::{
-    collect, collect_inputs, open_all, open_live, run, run_inputs, run_live, CollectedFlow,
-    ExportPolicy, LiveInput, ModelRef, Placement, RunControl, RunOptions,
+    collect, collect_inputs, open_all, open_live, run, run_inputs, run_live, CallStage, CallWriter,
+    CollectedFlow, ExportPolicy, LiveInput, ModelRef, Placement, RunControl, RunOptions,
 };
 pub use schema::{Cells, Field, FieldType, Kind, OwnedValue, RowBatch, Rows, Value};
 pub use source::af_packet::LiveConfig;

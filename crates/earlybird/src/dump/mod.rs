@@ -200,7 +200,19 @@ impl DumpFilter {
     }
 }
 
-/// A shard's taps (see the module docs): the dumper, the ring, or both.
+/// A tap of another part that is shown every packet the taps are shown,
+/// in the same order (the call stage's, `crate::voip::stage`, wired in by
+/// the pipeline).
+pub trait FrameTap: Send {
+    /// One packet (bytes in `data`).
+    fn frame(&mut self, data: &[u8], r: &PacketRef);
+    /// The shard has run a turn (a batch; with several shards, one turn
+    /// of the exchange).
+    fn turn_done(&mut self) {}
+}
+
+/// A shard's taps (see the module docs): the dumper, the ring, or both
+/// (and another part's [`FrameTap`]).
 pub struct Taps {
     /// The rotating dumper (`--dump-dir`) when it runs in the shard.
     pub dumper: Option<Dumper>,
@@ -212,6 +224,8 @@ pub struct Taps {
     /// Packets of undecided flows held for an application-filtered
     /// dumper ([`held`]).
     pub held: Option<Held>,
+    /// Another part's tap, shown every packet as the ring is.
+    pub frames: Option<Box<dyn FrameTap>>,
 }
 
 impl Taps {
@@ -235,6 +249,7 @@ impl Taps {
             thread,
             ring: None,
             held: None,
+            frames: None,
         }
     }
 
@@ -292,6 +307,9 @@ impl Taps {
                 }
             }
         }
+        if let Some(f) = self.frames.as_mut() {
+            refs.iter().for_each(|r| f.frame(data, r));
+        }
     }
 
     /// A packet of a flow (key `key`, verdict per `class` as in
@@ -313,6 +331,9 @@ impl Taps {
         if all {
             if let Some(ring) = self.ring.as_mut() {
                 ring.push(r.ts, bytes, r.orig_len, r.link);
+            }
+            if let Some(f) = self.frames.as_mut() {
+                f.frame(data, r);
             }
         }
         if let Some(d) = self.dumper.as_mut() {
@@ -348,6 +369,9 @@ impl Taps {
         if all {
             if let Some(ring) = self.ring.as_mut() {
                 ring.push(r.ts, bytes, r.orig_len, r.link);
+            }
+            if let Some(f) = self.frames.as_mut() {
+                f.frame(data, r);
             }
         }
         let (Some(d), Some(h)) = (self.dumper.as_mut(), self.held.as_mut()) else {
@@ -404,6 +428,9 @@ impl Taps {
         };
         if let Some(ring) = self.ring.as_mut() {
             ring.push(r.ts, bytes, r.orig_len, r.link);
+        }
+        if let Some(f) = self.frames.as_mut() {
+            f.frame(data, r);
         }
         if let Some(d) = self.dumper.as_mut().filter(|d| d.filter.is_all()) {
             d.write(r.ts, r.orig_len, r.link, bytes);
@@ -505,6 +532,7 @@ mod tests {
             thread: None,
             ring: Some(PacketRing::new(u64::MAX / 4, 8 << 20)),
             held: None,
+            frames: None,
         }))
     }
 

@@ -438,6 +438,9 @@ fn after_batch(shard: &mut Shard, sink: &mut Sink, ctl: &RunControl, position: u
         sink.send_seconds(&mut shard.closed, false);
     }
     sink.serve_forensics(shard);
+    if let Some(f) = shard.taps.as_mut().and_then(|t| t.frames.as_mut()) {
+        f.turn_done();
+    }
     if shard.id() == 0 {
         ctl.progress.store(position, Ordering::Relaxed);
     }

@@ -54,6 +54,9 @@ pub(super) fn shard_loop(
             Ok(Some(mut block)) => {
                 while block.next_batch(&mut refs, batch) > 0 {
                     shard.batch(block.data(), &refs);
+                    if let Some(f) = shard.taps.as_mut().and_then(|t| t.frames.as_mut()) {
+                        f.turn_done();
+                    }
                     if shard.table.out.len() >= RECORDS_PER_BATCH {
                         sink.send(&mut shard.table.out, false);
                     }

@@ -39,6 +39,7 @@
 //! channel is waiting — the shard does both before sending
 //! ([`Placement::Auto`]). The bytes written are the same either way.
 
+mod calls;
 mod files;
 pub mod kinds;
 mod live;
@@ -59,6 +60,7 @@ use crate::source::inputs::Inputs;
 use crate::source::CaptureFile;
 use crate::telemetry::summary::Report;
 use crate::{Error, Result};
+pub use calls::{CallStage, CallWriter};
 use files::Files;
 use threads::run_shards;
 
@@ -127,6 +129,10 @@ pub struct RunOptions {
     /// a ring of recent packets, and each raised alarm writes the window
     /// before it. Needs [`RunOptions::alarms`].
     pub forensics: Option<crate::dump::ForensicConfig>,
+    /// Track calls beside the flows (`--voip-db`, `--calls-out`,
+    /// `--streams-out`): the shards tap the VoIP packets for one call
+    /// stage thread (`pipeline/calls.rs`).
+    pub calls: Option<CallStage>,
 }
 
 /// Which thread builds records from a table's snapshots and formats them
@@ -163,6 +169,7 @@ impl Default for RunOptions {
             alarms: Vec::new(),
             dump: None,
             forensics: None,
+            calls: None,
         }
     }
 }
@@ -401,6 +408,7 @@ fn open_taps(
                         thread: None,
                         ring: Some(r),
                         held: None,
+                        frames: None,
                     })
                 })
             })

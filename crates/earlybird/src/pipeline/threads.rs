@@ -109,6 +109,8 @@ pub(super) fn run_shards(
         None => None,
     };
     let mut taps = super::open_taps(opts.dump.as_ref(), forensics.as_deref(), opts.shards, model)?;
+    let live = inputs.iter().any(|i| matches!(i, Input::Live(..)));
+    let stage = super::calls::start(opts.calls.as_ref(), live, &mut taps)?;
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
     let mut renderers: Vec<Vec<Option<Renderer>>> = (0..opts.shards)
         .map(|_| exporters.iter().map(|e| e.renderer()).collect())
@@ -137,7 +139,18 @@ pub(super) fn run_shards(
             forensics: forensics.clone(),
         }),
     };
-    let (shard_results, export_result) = std::thread::scope(|scope| {
+    let (shard_results, export_result, calls_result) = std::thread::scope(|scope| {
+        // Owned here: taps not handed to a shard end with this closure, so
+        // the call stage never waits for them.
+        let mut taps = taps;
+        let calls = stage
+            .map(|st| {
+                std::thread::Builder::new()
+                    .name("eb-calls".into())
+                    .spawn_scoped(scope, move || st.run())
+            })
+            .transpose()
+            .map_err(|e| Error::Config(format!("cannot start the call stage thread: {e}")))?;
         let exporter = std::thread::Builder::new()
             .name("eb-export".into())
             .spawn_scoped(scope, move || {
@@ -194,13 +207,20 @@ pub(super) fn run_shards(
         }
         ctl.started.store(true, Ordering::Relaxed);
         let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
-        Ok::<_, Error>((results, exporter.join()))
+        let calls = calls.map(|h| h.join());
+        Ok::<_, Error>((results, exporter.join(), calls))
     })?;
     let mut report = Report {
         classes: model.classes.clone(),
         ..Report::default()
     };
     gather(&mut report, shard_results, export_result)?;
+    match calls_result {
+        Some(Ok(Ok(s))) => report.calls = Some(s),
+        Some(Ok(Err(e))) => report.output_errors.push(e.to_string()),
+        Some(Err(_)) => return Err(Error::Config("the call stage thread panicked".into())),
+        None => {}
+    }
     report.marking = opts.mark.is_some();
     report.interrupted = ctl.stop.load(Ordering::Relaxed);
     report.seconds = started.elapsed().as_secs_f64();

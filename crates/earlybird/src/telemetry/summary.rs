@@ -281,6 +281,8 @@ pub struct Report {
     /// Live capture: what the interfaces offer for packet stamps
     /// (`source/hwstamp.rs`); `None` for files.
     pub live_stamps: Option<String>,
+    /// What the call stage did (`RunOptions::calls`), when it ran.
+    pub calls: Option<crate::voip::run::VoipSummary>,
 }
 
 /// The process's anonymous resident memory (Linux), in bytes.

@@ -20,6 +20,7 @@ pub mod rtp_stats;
 pub mod run;
 pub mod sdp;
 pub mod sip;
+pub mod stage;
 #[cfg(feature = "sqlite")]
 pub mod store;
 pub mod stream;

@@ -51,9 +51,14 @@ pub struct VoipSummary {
     pub peak_calls: usize,
     /// What the RTP archive counted (`--rtp-dir`).
     pub audio: ArchiveCounters,
+    /// Packets the call stage of a flows run dropped because its channel
+    /// was full (live; `super::stage`); 0 here.
+    pub stage_dropped: u64,
 }
 
-type Batch = (Vec<CallRecord>, Vec<StreamRecord>);
+/// Records of ended calls and of streams without a call, for the writer.
+pub(crate) type Records = (Vec<CallRecord>, Vec<StreamRecord>);
+type Batch = Records;
 
 /// Runs the tracker over `files` (see the module docs).
 pub fn track_files(
@@ -78,7 +83,13 @@ pub fn track_files(
     })
 }
 
-fn send(t: &mut Tracker, tx: &crossbeam_channel::Sender<Batch>, all: bool) -> bool {
+/// Hands the tracker's ended records to the writer when a batch is full
+/// (or, with `all`, whatever there is); false once the writer is gone.
+pub(crate) fn send_records(
+    t: &mut Tracker,
+    tx: &crossbeam_channel::Sender<Batch>,
+    all: bool,
+) -> bool {
     if t.calls_out.len() + t.streams_out.len() < BATCH && !all {
         return true;
     }
@@ -92,6 +103,16 @@ fn send(t: &mut Tracker, tx: &crossbeam_channel::Sender<Batch>, all: bool) -> bo
     .is_ok()
 }
 
+/// A tracker for `cfg`, keeping RTP in its archive when `cfg.audio` asks.
+pub(crate) fn new_tracker(cfg: TrackerConfig) -> Result<Tracker> {
+    let audio = cfg.audio.clone();
+    let mut t = Tracker::new(cfg);
+    if let Some((dir, max)) = audio {
+        t.keep_audio(Archive::new(&dir, max)?);
+    }
+    Ok(t)
+}
+
 /// The tracker and what feeds it, for files and live sockets alike.
 struct Feed {
     t: Tracker,
@@ -102,13 +123,8 @@ struct Feed {
 
 impl Feed {
     fn new(cfg: TrackerConfig) -> Result<Feed> {
-        let audio = cfg.audio.clone();
-        let mut t = Tracker::new(cfg);
-        if let Some((dir, max)) = audio {
-            t.keep_audio(Archive::new(&dir, max)?);
-        }
         Ok(Feed {
-            t,
+            t: new_tracker(cfg)?,
             conns: SipConnections::new(65_536),
             d: Decoded::default(),
             sum: VoipSummary::default(),
@@ -138,7 +154,7 @@ impl Feed {
     fn finish(mut self, tx: &crossbeam_channel::Sender<Batch>, open: bool) -> VoipSummary {
         self.t.finish();
         if open {
-            send(&mut self.t, tx, true);
+            send_records(&mut self.t, tx, true);
         }
         self.sum.counters = self.t.counters;
         self.sum.audio = self.t.archive_counters();
@@ -162,7 +178,7 @@ fn read_all(
         let data = r.data();
         while r.next_batch(&mut refs, 256) > 0 {
             feed.batch(data, &refs);
-            open = send(&mut feed.t, tx, false);
+            open = send_records(&mut feed.t, tx, false);
             if !open || stop.load(Ordering::Relaxed) {
                 break 'files;
             }
@@ -215,7 +231,7 @@ pub fn track_live(
                     feed.t.advance(now.saturating_sub(1_000_000_000));
                 }
             }
-            open = send(&mut feed.t, &tx, false);
+            open = send_records(&mut feed.t, &tx, false);
         }
         let mut summary = feed.finish(&tx, open);
         drop(tx);
@@ -229,7 +245,7 @@ pub fn track_live(
 }
 
 /// The writer thread: hands each batch to `write`, counts what it wrote.
-fn writer_loop(
+pub(crate) fn writer_loop(
     rx: crossbeam_channel::Receiver<Batch>,
     write: &mut impl FnMut(&[CallRecord], &[StreamRecord]) -> Result<()>,
 ) -> Result<(u64, u64)> {

@@ -194,6 +194,15 @@ fn line_end(buf: &[u8], from: usize) -> Option<(usize, usize)> {
 /// `SIP/2.0` or a `SIP/2.0 NNN` status line), whatever the port: the
 /// content test for spotting SIP on any port. Reads at most one line.
 pub fn looks_like_sip(buf: &[u8]) -> bool {
+    // A request's method is tokens up to the first space: a buffer whose
+    // first byte that is not a token is anything else is not SIP, found
+    // without looking for the line's end (TCP payloads are mostly not).
+    if !buf.starts_with(b"SIP/2.0 ") {
+        match buf.iter().position(|&c| !is_token(c)) {
+            Some(sp) if sp > 0 && buf[sp] == b' ' => {}
+            _ => return false,
+        }
+    }
     let line = match line_end(buf, 0) {
         Some((e, _)) => &buf[..e],
         None => return false,
@@ -501,6 +510,72 @@ impl<'a> Message<'a> {
 
 #[cfg(test)]
 mod tests {
+    /// `looks_like_sip` as it was before its early test.
+    fn looks_like_sip_whole_line(buf: &[u8]) -> bool {
+        let line = match line_end(buf, 0) {
+            Some((e, _)) => &buf[..e],
+            None => return false,
+        };
+        if line.len() >= 12 && line.starts_with(b"SIP/2.0 ") {
+            return line[8..11].iter().all(u8::is_ascii_digit);
+        }
+        let Some(sp) = line.iter().position(|&c| c == b' ') else {
+            return false;
+        };
+        sp > 0 && line[..sp].iter().all(|&c| is_token(c)) && line.ends_with(b" SIP/2.0")
+    }
+
+    #[test]
+    fn the_early_test_gives_what_the_whole_line_gives() {
+        let mut cases: Vec<Vec<u8>> = [
+            &b"INVITE sip:a@b SIP/2.0\r\nVia: x\r\n"[..],
+            b"SIP/2.0 200 OK\r\n",
+            b"SIP/2.0 2x0 OK\r\n",
+            b"SIP/2.0 200\n",
+            b"BYE sip:x SIP/2.0\n",
+            b" INVITE sip:a SIP/2.0\r\n",
+            b"INVITE\r\n SIP/2.0\r\n",
+            b"IN/VITE sip:a SIP/2.0\r\n",
+            b"INVITE sip:a SIP/2.0",
+            b"GET / HTTP/1.1\r\n",
+            b"\x16\x03\x01\x02\x00",
+            b"",
+            b"A B\rC SIP/2.0\n",
+        ]
+        .iter()
+        .map(|c| c.to_vec())
+        .collect();
+        // Random buffers over an alphabet rich in the bytes that matter.
+        let alphabet = b"AZaz09-.!~ /\r\nSIP2.0";
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let n = (x % 24) as usize;
+            let mut v = Vec::with_capacity(n);
+            for k in 0..n {
+                let r = x.rotate_left(k as u32 * 5);
+                v.push(alphabet[(r % alphabet.len() as u64) as usize]);
+            }
+            if x.is_multiple_of(5) {
+                v.splice(0..0, b"SIP/2.0 ".iter().copied());
+            }
+            if x.is_multiple_of(7) {
+                v.extend_from_slice(b" SIP/2.0\r\n");
+            }
+            cases.push(v);
+        }
+        for c in &cases {
+            assert_eq!(
+                looks_like_sip(c),
+                looks_like_sip_whole_line(c),
+                "{:?}",
+                String::from_utf8_lossy(c)
+            );
+        }
+    }
+
     use super::*;
 
     const INVITE: &[u8] = b"INVITE sip:bob@biloxi.example.com SIP/2.0\r\n\

@@ -159,16 +159,26 @@ impl SipConnections {
             (p.dst, p.dport, p.src, p.sport)
         };
         let closing = p.tcp.is_some_and(|t| t.flags & 0x05 != 0);
-        let known = self.set.contains(&key);
-        if closing {
-            self.set.remove(&key);
-            return known;
-        }
-        if known {
-            return true;
-        }
-        if !looks_like_sip(p.payload) {
-            return false;
+        // An empty set (no SIP over TCP seen) knows no connection: no
+        // hashing then.
+        if self.set.is_empty() {
+            if closing || !looks_like_sip(p.payload) {
+                return false;
+            }
+        } else {
+            let known = self.set.contains(&key);
+            if closing {
+                if known {
+                    self.set.remove(&key);
+                }
+                return known;
+            }
+            if known {
+                return true;
+            }
+            if !looks_like_sip(p.payload) {
+                return false;
+            }
         }
         if self.set.len() >= self.max {
             self.dropped += 1;
