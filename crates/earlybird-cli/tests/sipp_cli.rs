@@ -1,12 +1,14 @@
 //! `earlybird voip` against real calls: SIPp (Debian `sip-tester`) makes
 //! calls between the two namespaces of a veth pair (uac_pcap scenario: G.711
 //! A-law RTP played from SIPp's own capture, an RFC 4733 DTMF digit, BYE
-//! from the caller; uas with -rtp_echo, which sends both back). `earlybird voip -i` tracks them
-//! live and is stopped with SIGTERM (exit 130, every call written to
+//! from the caller; uas with -rtp_echo, which sends both back). `earlybird
+//! voip -i` and the call stage of `earlybird flows -i --calls-out` track
+//! them live and are stopped with SIGTERM (exit 130, every call written to
 //! SQLite and JSON lines); tcpdump captures the same packets to a file,
 //! which `earlybird voip` reads afterwards. Every call is recorded with the
 //! right parties, status, end cause, DTMF and four streams without loss,
-//! and the live and file records agree within 10 ms.
+//! and the live and file records (and the `flows` call stage's) agree
+//! within 10 ms.
 //!
 //! A second run puts `lab/linkem.py` on the path (5 % loss and 20 ± 5 ms of
 //! delay each way) and captures on both sides of it, so the packets the
@@ -121,6 +123,16 @@ fn sipp_calls_are_tracked_live_and_from_a_file() {
     let mut first = String::new();
     err.read_line(&mut first).unwrap();
     assert!(first.contains("tracking calls on"), "{first}");
+    // The same calls through the call stage of a live `flows` run.
+    let beside = dir.path().join("flows_calls.jsonl");
+    let mut fl = Command::new("ip")
+        .args(["netns", "exec", &net.ns_a, bin, "flows", "-q", "-f", "null"])
+        .args(["-i", &net.a, "--calls-out"])
+        .arg(&beside)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let dump = Child(
         Command::new("ip")
             .args([
@@ -184,6 +196,11 @@ fn sipp_calls_are_tracked_live_and_from_a_file() {
     }
     assert_eq!(status.code(), Some(130), "{rest}");
     // SAFETY: as above.
+    unsafe { libc::kill(fl.id() as i32, libc::SIGTERM) };
+    let fl = fl.wait_with_output().unwrap();
+    let fl_err = String::from_utf8_lossy(&fl.stderr);
+    assert!(matches!(fl.status.code(), Some(0 | 130)), "{fl_err}");
+    // SAFETY: as above.
     unsafe { libc::kill(dump.0.id() as i32, libc::SIGINT) };
     std::thread::sleep(Duration::from_millis(500));
     drop(dump);
@@ -201,6 +218,22 @@ fn sipp_calls_are_tracked_live_and_from_a_file() {
     );
     let (live, file) = (records(&live), records(&file));
     assert_eq!(live.len(), 4, "{live:#?}");
+    let beside = records(&beside);
+    assert_eq!(
+        beside.keys().collect::<Vec<_>>(),
+        live.keys().collect::<Vec<_>>(),
+        "flows -i --calls-out: {fl_err}"
+    );
+    for (id, b) in &beside {
+        let l = &live[id];
+        for k in ["caller", "callee", "status", "end_cause", "dtmf", "streams"] {
+            assert_eq!(b[k], l[k], "{id} {k}: flows {b}, voip {l}");
+        }
+        for k in ["start_ns", "answer_ns", "end_ns"] {
+            let (a, v) = (b[k].as_u64().unwrap(), l[k].as_u64().unwrap());
+            assert!(a.abs_diff(v) < 10_000_000, "{id} {k}: flows {a}, voip {v}");
+        }
+    }
     assert_eq!(
         live.keys().collect::<Vec<_>>(),
         file.keys().collect::<Vec<_>>()
