@@ -7,7 +7,8 @@
 //! client and server (aioquic, `lab/quic_pair.py`) fetch objects. tcpdump
 //! captures behind the link (server side); `flows --analyzer media` reads
 //! the capture with Table 6.2's intervals, with docs/MEDIA.md's wider
-//! audio intervals, and with those plus a video bitrate cap. Flows are
+//! audio intervals, with those plus a video bitrate cap, and with those plus
+//! the size variation test on video (`size_cv_min`). Flows are
 //! labelled by the ports the test gave each program.
 //!
 //! Asserted under every configuration: each ffmpeg flow is detected with
@@ -15,7 +16,8 @@
 //! no inter-arrival test); SIPp's 30 ms G.711 flows (280-byte packets, above Table 6.2's
 //! audio sizes) are media under Table 6.2 and audio under the wider
 //! intervals; the 1448-byte iperf3 flow and the one-lookup DNS flows are
-//! not media; the QUIC and 1000-byte iperf3 flows are not audio. Table
+//! not media; the QUIC and 1000-byte iperf3 flows are not audio, and with
+//! the size variation test the 1000-byte iperf3 flow is not media. Table
 //! 6.2's video test calls those bulk transfers video, and the one-port DNS
 //! flow is sometimes called audio: both are printed, not asserted, and
 //! reported in docs/MEDIA.md ("Against real programs") with the table this
@@ -99,7 +101,8 @@ enum Want {
 }
 
 /// The verdict a flow of `label` must get under configuration `cfg`
-/// (0 Table 6.2, 1 wider audio, 2 wider audio with video bitrates capped).
+/// (0 Table 6.2, 1 wider audio, 2 wider audio with video bitrates capped,
+/// 3 wider audio with the size variation test on video).
 fn expected(label: &str, cfg: usize) -> Want {
     if label.starts_with("ffmpeg audio") {
         Want::OneOf(&["audio"])
@@ -124,11 +127,17 @@ fn expected(label: &str, cfg: usize) -> Want {
         }
     } else if label.starts_with("iperf3 UDP 2 Mbit/s, 1448") || label.ends_with("per lookup") {
         Want::NotMedia
+    } else if label.starts_with("iperf3") && cfg == 3 {
+        // Fixed 1000-byte datagrams: no window's sizes vary, so the size
+        // variation test on video rejects them (docs/MEDIA.md, "Size
+        // variation").
+        Want::NotMedia
     } else if label.starts_with("QUIC") || label.starts_with("iperf3") {
         // Bulk transfers of packets within video's sizes: Table 6.2's video
         // test has no bitrate, and the inter-arrival of a bulk transfer is
         // stable, so they pass it (docs/MEDIA.md, "Against real
-        // programs"); capping video's bitrate removes some, not all.
+        // programs"); capping video's bitrate removes some, not all, and the
+        // size variation test removes iperf3's but not QUIC's.
         let _ = cfg;
         Want::NotAudio
     } else {
@@ -160,6 +169,11 @@ iat_share = 0.6
 /// faster) to measure how far a video bitrate test goes; not a general
 /// setting, and not enough (see `expected`).
 const VIDEO_CAPPED: &str = "bitrate_kbps = [[0, 1500]]\nbitrate_share = 0.75\n";
+
+/// The wider audio intervals with the size variation test on video
+/// (docs/MEDIA.md, "Size variation"): more than 60 % of windows must have
+/// sizes whose standard deviation is at least 2 % of their mean.
+const VIDEO_SIZE_CV: &str = "size_cv_min = 0.02\nsize_cv_share = 0.6\n";
 
 /// One UDP flow of the capture: label, packets, bytes, verdict.
 struct Flow {
@@ -463,6 +477,8 @@ fn media_of_real_programs_is_detected_and_their_other_udp_is_not() {
     std::fs::write(&wider, WIDER_AUDIO).unwrap();
     let capped = d.join("capped.toml");
     std::fs::write(&capped, format!("{WIDER_AUDIO}{VIDEO_CAPPED}")).unwrap();
+    let varied = d.join("varied.toml");
+    std::fs::write(&varied, format!("{WIDER_AUDIO}{VIDEO_SIZE_CV}")).unwrap();
     let mut report = format!(
         "link: 2 % loss, 20 ± 10 ms; c→s {:?}, s→c {:?}; DNS {} lookups (dig runs), {} answered; \
          {:.1} s of traffic\n",
@@ -477,6 +493,7 @@ fn media_of_real_programs_is_detected_and_their_other_udp_is_not() {
         ("Table 6.2", None),
         ("wider audio", Some(wider.as_path())),
         ("wider audio, video ≤ 1.5 Mbit/s", Some(capped.as_path())),
+        ("wider audio, video sizes varying", Some(varied.as_path())),
     ]
     .into_iter()
     .enumerate()

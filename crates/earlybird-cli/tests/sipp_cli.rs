@@ -125,7 +125,7 @@ fn sipp_calls_are_tracked_live_and_from_a_file() {
     assert!(first.contains("tracking calls on"), "{first}");
     // The same calls through the call stage of a live `flows` run.
     let beside = dir.path().join("flows_calls.jsonl");
-    let mut fl = Command::new("ip")
+    let fl = Command::new("ip")
         .args(["netns", "exec", &net.ns_a, bin, "flows", "-q", "-f", "null"])
         .args(["-i", &net.a, "--calls-out"])
         .arg(&beside)

@@ -412,6 +412,8 @@ pub fn learn(captures: &[&CaptureFlows], opts: &LearnOptions) -> Learned {
             iat_share: 0.6,
             bitrate_kbps: Vec::new(),
             bitrate_share: 0.0,
+            size_cv_min: None,
+            size_cv_share: 0.0,
         });
         k.size = vec![[
             quantile(&sizes, opts.low).floor(),
@@ -454,6 +456,14 @@ pub fn to_toml(c: &MediaConfig) -> String {
                 "bitrate_kbps = {}\nbitrate_share = {}",
                 ivs(&k.bitrate_kbps),
                 k.bitrate_share
+            );
+        }
+        if let Some(v) = k.size_cv_min {
+            let _ = writeln!(
+                s,
+                "size_cv_min = {v}
+size_cv_share = {}",
+                k.size_cv_share
             );
         }
     }
