@@ -329,12 +329,7 @@ impl Taps {
             return;
         };
         if all {
-            if let Some(ring) = self.ring.as_mut() {
-                ring.push(r.ts, bytes, r.orig_len, r.link);
-            }
-            if let Some(f) = self.frames.as_mut() {
-                f.frame(data, r);
-            }
+            self.hand_every_tap(data, r, bytes);
         }
         if let Some(d) = self.dumper.as_mut() {
             let dump = if d.filter.is_all() {
@@ -345,6 +340,18 @@ impl Taps {
             if dump {
                 d.write(r.ts, r.orig_len, r.link, bytes);
             }
+        }
+    }
+
+    /// A packet every tap takes (several shards: none else hands it over):
+    /// to the ring and to the frame tap.
+    #[inline]
+    fn hand_every_tap(&mut self, data: &[u8], r: &PacketRef, bytes: &[u8]) {
+        if let Some(ring) = self.ring.as_mut() {
+            ring.push(r.ts, bytes, r.orig_len, r.link);
+        }
+        if let Some(f) = self.frames.as_mut() {
+            f.frame(data, r);
         }
     }
 
@@ -367,12 +374,7 @@ impl Taps {
             return;
         };
         if all {
-            if let Some(ring) = self.ring.as_mut() {
-                ring.push(r.ts, bytes, r.orig_len, r.link);
-            }
-            if let Some(f) = self.frames.as_mut() {
-                f.frame(data, r);
-            }
+            self.hand_every_tap(data, r, bytes);
         }
         let (Some(d), Some(h)) = (self.dumper.as_mut(), self.held.as_mut()) else {
             return;
@@ -426,12 +428,7 @@ impl Taps {
         let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
             return;
         };
-        if let Some(ring) = self.ring.as_mut() {
-            ring.push(r.ts, bytes, r.orig_len, r.link);
-        }
-        if let Some(f) = self.frames.as_mut() {
-            f.frame(data, r);
-        }
+        self.hand_every_tap(data, r, bytes);
         if let Some(d) = self.dumper.as_mut().filter(|d| d.filter.is_all()) {
             d.write(r.ts, r.orig_len, r.link, bytes);
         }
