@@ -190,6 +190,17 @@ fn read_all(
     Ok(feed.finish(tx, open))
 }
 
+/// A live link was quiet for a poll interval: the tracker's time moves to
+/// the wall clock less a second (packets still in the kernel's ring are
+/// not overtaken), so idle calls time out as idle flows do in `flows -i`.
+/// Live runs only; file runs keep packet time alone.
+pub(crate) fn advance_idle(t: &mut Tracker) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    t.advance(now.saturating_sub(1_000_000_000));
+}
+
 /// Runs the tracker on a live interface until `stop`, the end of
 /// `duration` (wall clock) or a socket error (returned as a warning).
 /// Frames are kept whole (snaplen 65,535: SIP messages and RTP payloads
@@ -224,12 +235,7 @@ pub fn track_live(
                         feed.batch(block.data(), &refs);
                     }
                 }
-                Ok(None) => {
-                    let now = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_nanos() as u64);
-                    feed.t.advance(now.saturating_sub(1_000_000_000));
-                }
+                Ok(None) => advance_idle(&mut feed.t),
             }
             open = send_records(&mut feed.t, &tx, false);
         }

@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Select, Sender, TryRecvError};
 
 use super::record::{CallRecord, StreamRecord};
-use super::run::{new_tracker, send_records, writer_loop, Records, VoipSummary};
+use super::run::{advance_idle, new_tracker, send_records, writer_loop, Records, VoipSummary};
 use super::tap::{extract, SipConnections};
 use super::tracker::{Fragment, Tcp, TrackerConfig, VoipPacket};
 use crate::decode::Decoded;
@@ -446,10 +446,7 @@ pub fn run_stage(
                 }
             }
             if idle_live {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos() as u64);
-                t.advance(now.saturating_sub(1_000_000_000));
+                advance_idle(&mut t);
                 last_batch = Instant::now();
             }
             if open {
