@@ -20,8 +20,9 @@ else
 fi
 # The Python package (crates/earlybird-py, docs/PYTHON.md; outside the
 # workspace): built with the dev profile into the workspace's target
-# directory (sharing what it can with the build above: pyo3's features make
-# most Arrow crates build again, docs/PYTHON.md), installed with pip, then
+# directory (reusing every dependency the build above compiled but pyo3's
+# own: the two manifests ask for the same features, docs/PYTHON.md),
+# installed with pip, then
 # its pytest suite, which compares with the CLI. Without maturin, pytest,
 # pyarrow or pandas it says SKIPPED, and fails under CI.
 if python3 -c "import maturin, pytest, pyarrow, pandas" >/dev/null 2>&1; then
