@@ -338,46 +338,40 @@ fn udts(run: &mut [PacketRef], prev: Nanos, gap: u64, first: u64, len: u64) {
 
 /// WDTS (Eq. 4.2): the packets of `run` get prev + ⌊gap·S/total⌋, S the
 /// wire bytes of the run up to and including each (`before`: those of the
-/// run's packets before `run`). Exact: a floating-point estimate corrected
-/// with integer products (a division only for gaps of over 2⁵⁰ ns).
-/// Returns the bytes up to the end of `run`.
+/// run's packets before `run`). Returns the bytes up to the end of `run`.
+///
+/// Exact, without a division per packet: while gap·total fits in 64 bits
+/// (gaps of days for runs of jumbo frames), x = gap·S does too, and its
+/// quotient by `total` is the high half of x·m, m = ⌊(2⁶⁴ − 1)/total⌋,
+/// corrected by one step (see [`div_by`]). Beyond that, a u128 division per
+/// packet.
 #[inline]
 fn wdts_run(run: &mut [PacketRef], prev: Nanos, gap: u64, before: u64, total: u64) -> u64 {
     let mut s = before;
-    let scale = gap as f64 / total as f64;
-    if gap < 1 << 50 && (gap + 2).checked_mul(total).is_some() {
-        // Every product fits in 64 bits.
+    if gap.checked_mul(total).is_some() {
+        let m = u64::MAX / total;
         for p in run {
             s += wire(p);
-            let x = gap * s;
-            let mut q = (s as f64 * scale) as u64;
-            if q * total > x {
-                q -= 1;
-            } else if (q + 1) * total <= x {
-                q += 1;
-            }
-            p.ts = prev + q;
+            p.ts = prev + div_by(gap * s, total, m);
         }
         return s;
     }
     let (g, tot) = (u128::from(gap), u128::from(total));
     for p in run {
         s += wire(p);
-        let x = g * u128::from(s);
-        let q = if gap < 1 << 50 {
-            let mut q = (s as f64 * scale) as u64;
-            if u128::from(q) * tot > x {
-                q -= 1;
-            } else if u128::from(q + 1) * tot <= x {
-                q += 1;
-            }
-            q
-        } else {
-            (x / tot) as u64
-        };
-        p.ts = prev + q;
+        p.ts = prev + (g * u128::from(s) / tot) as u64;
     }
     s
+}
+
+/// ⌊x/d⌋ for d ≥ 1, given m = ⌊(2⁶⁴ − 1)/d⌋: a multiply and one
+/// correction. m = 2⁶⁴/d − e with 0 < e ≤ 1, so the high half of x·m,
+/// ⌊x/d − x·e/2⁶⁴⌋, is ⌊x/d⌋ or one less (x·e/2⁶⁴ < 1); the remainder it
+/// leaves says which.
+#[inline(always)]
+fn div_by(x: u64, d: u64, m: u64) -> u64 {
+    let q = ((u128::from(x) * u128::from(m)) >> 64) as u64;
+    q + u64::from(x - q * d >= d)
 }
 
 #[cfg(test)]
@@ -474,6 +468,90 @@ mod tests {
                 reference(Timestamps::Wdts, &input),
                 "gap {gap}"
             );
+        }
+    }
+
+    /// xorshift64 from `seed`.
+    fn rng(seed: u64) -> impl FnMut() -> u64 {
+        let mut x = seed | 1;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
+    #[test]
+    fn division_by_reciprocal_is_exact() {
+        let mut next = rng(7);
+        let edge = [1, 2, 3, 7, 1 << 32, (1 << 32) + 1, u64::MAX - 1, u64::MAX];
+        for k in 0..200_000u64 {
+            // Divisors and dividends of every bit length, and the edges.
+            let d = match k % 4 {
+                0 => edge[(k / 4 % 8) as usize],
+                1 => 1 << (next() % 64),
+                _ => (next() >> (next() % 64)).max(1),
+            };
+            let x = match k % 3 {
+                0 => u64::MAX - next() % 3,
+                _ => next() >> (next() % 64),
+            };
+            assert_eq!(div_by(x, d, u64::MAX / d), x / d, "{x} / {d}");
+            // Multiples of d and their neighbours.
+            let y = d.wrapping_mul(next() % (u64::MAX / d).max(1));
+            for y in [y.saturating_sub(1), y, y.saturating_add(1)] {
+                assert_eq!(div_by(y, d, u64::MAX / d), y / d, "{y} / {d}");
+            }
+        }
+    }
+
+    #[test]
+    fn wdts_equals_the_exact_formula_on_random_runs() {
+        let mut next = rng(11);
+        for round in 0..3000u64 {
+            let n = match round % 5 {
+                0 => 2 + (next() % 2000) as usize,
+                _ => 2 + (next() % 64) as usize,
+            };
+            // Sizes: frames, tiny, and up to u32::MAX (the largest orig_len).
+            let sizes: Vec<u32> = (0..n)
+                .map(|_| match next() % 4 {
+                    0 => (next() % 64) as u32,
+                    1 => u32::MAX - (next() % 3) as u32,
+                    _ => (next() % 65536) as u32,
+                })
+                .collect();
+            let total: u64 = sizes.iter().map(|&l| u64::from(l.max(1))).sum();
+            // Gaps of every bit length, and those where gap·total is
+            // just within 64 bits and just beyond.
+            let fit = u64::MAX / total;
+            let gap = match round % 4 {
+                0 => fit - next() % 2.min(fit),
+                1 => fit + 1 + next() % 2,
+                _ => (next() >> (next() % 64)).max(1),
+            }
+            .clamp(1, u64::MAX - 1);
+            let prev = next() % (u64::MAX - gap);
+            let mut run = refs(&sizes.iter().map(|&l| (prev + gap, l)).collect::<Vec<_>>());
+            // Spread in pieces, as batches cut a run.
+            let (mut at, mut s) = (0, 0);
+            while at < n {
+                let to = (at + 1 + (next() % 40) as usize).min(n);
+                s = wdts_run(&mut run[at..to], prev, gap, s, total);
+                at = to;
+            }
+            assert_eq!(s, total);
+            let mut sum = 0u128;
+            for (i, p) in run.iter().enumerate() {
+                sum += u128::from(wire(p));
+                let want = prev + (u128::from(gap) * sum / u128::from(total)) as u64;
+                assert_eq!(
+                    p.ts, want,
+                    "round {round} packet {i} gap {gap} total {total}"
+                );
+            }
+            assert_eq!(run[n - 1].ts, prev + gap);
         }
     }
 
