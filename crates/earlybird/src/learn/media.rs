@@ -474,13 +474,8 @@ size_cv_share = {}",
     let (f, x) = (&c.feedback, &c.fixed_size);
     let _ = write!(
         s,
-        "\n[feedback]\non = {}\npackets = {}\nsize_max = {}\n\n[fixed_size]\non = {}\niat_ms = {}\nshare = {}\n",
-        f.on,
-        format!("[{}, {}]", f.packets[0], f.packets[1]),
-        f.size_max,
-        x.on,
-        x.iat_ms,
-        x.share
+        "\n[feedback]\non = {}\npackets = [{}, {}]\nsize_max = {}\n\n[fixed_size]\non = {}\niat_ms = {}\nshare = {}\n",
+        f.on, f.packets[0], f.packets[1], f.size_max, x.on, x.iat_ms, x.share
     );
     s
 }
