@@ -580,14 +580,14 @@ impl Media {
 impl Media {
     /// Whether a guard says the flow is not media (`all`: its windows).
     fn guarded(&self, st: &State, all: f64) -> bool {
-        if let Some((share_max, size_max)) = self.feedback {
+        if let Some((packets_iv, size_max)) = self.feedback {
             let [a, b] = &st.dirs;
             let (big, small) = if a.seen >= b.seen { (a, b) } else { (b, a) };
             if small.seen > 0 {
                 let packets = f64::from(small.seen) / f64::from(big.seen);
                 let size = (small.bytes as f64 / f64::from(small.seen))
                     / (big.bytes as f64 / f64::from(big.seen));
-                if packets >= share_max[0] && packets <= share_max[1] && size < size_max {
+                if packets >= packets_iv[0] && packets <= packets_iv[1] && size < size_max {
                     return true;
                 }
             }
