@@ -5,7 +5,10 @@
 //! false-positive rate (the other UDP flows of the same captures with one),
 //! in flows and in bytes, over every flow and over the flows of at least 30
 //! packets the detector can decide. Prints the table docs/MEDIA.md quotes
-//! and asserts floors and ceilings measured on 2026-11-26 (see there).
+//! and asserts floors and ceilings measured on 2026-11-26 (see there), and
+//! that the default's guards (docs/MEDIA.md, "Guards") lose no labelled
+//! media flow or byte and flag no other UDP flow that Table 6.2's tests
+//! alone do not.
 
 mod common;
 
@@ -241,8 +244,12 @@ fn table_6_2_detects_labelled_media_and_few_other_udp_flows() {
         return;
     };
     let t = measure(&corpus, &MediaConfig::default());
-    print("media analyzer, thesis Table 6.2 intervals", &t);
-    // Measured 2026-11-26 (docs/MEDIA.md): detected 8 of 19 nDPI media
+    print(
+        "media analyzer, the default: thesis Table 6.2 intervals and the guards",
+        &t,
+    );
+    // Measured 2026-11-26 (docs/MEDIA.md), the same with and without the
+    // guards (see the next test): detected 8 of 19 nDPI media
     // flows of >= 30 packets (86.8 % of bytes), 6 of 9 RTP streams (88.0 %);
     // flagged 1 of 160 and 1 of 129 other UDP flows (6.2 %, 20.5 % of
     // bytes). Floors one flow and 5 points under, ceilings one flow and 5
@@ -251,6 +258,60 @@ fn table_6_2_detects_labelled_media_and_few_other_udp_flows() {
     bound(&t, "voip media rtp (≥30 packets)", true, 5, 0.83);
     bound(&t, "ndpi other UDP", false, 2, 0.112);
     bound(&t, "voip other UDP", false, 2, 0.255);
+}
+
+/// Table 6.2's tests alone: the default without its guards and without
+/// audio's 100 ms bound on stable windows (docs/MEDIA.md, "Guards").
+pub const TABLE_6_2_ALONE: &str = "\
+[audio]
+size = [[60, 200]]
+size_share = 0.75
+iat_tolerance_ms = 15
+iat_share = 0.6
+bitrate_kbps = [[0, 150]]
+bitrate_share = 0.75
+[video]
+size = [[150, 1200]]
+size_share = 0.19
+iat_tolerance_ms = 15
+iat_share = 0.6
+[file]
+size = [[480, 540], [950, 1050], [1310, 1380]]
+size_share = 0.44
+[feedback]
+on = false
+[fixed_size]
+on = false
+";
+
+#[test]
+fn the_guards_cost_no_labelled_media_flow_and_add_no_false_positive() {
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    let alone = MediaConfig::from_toml(TABLE_6_2_ALONE, "TABLE_6_2_ALONE").unwrap();
+    let before = measure(&corpus, &alone);
+    let after = measure(&corpus, &MediaConfig::default());
+    // Measured 2026-11-26: every row the same. Media rows may not lose a
+    // flow or a byte; other-UDP rows may not gain one.
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>()
+    );
+    for (k, b) in &before {
+        let a = &after[k];
+        if k.contains("other UDP") {
+            assert!(
+                a.hit_flows <= b.hit_flows && a.hit_bytes <= b.hit_bytes,
+                "{k}: {b:?} → {a:?}"
+            );
+        } else {
+            assert!(
+                a.hit_flows >= b.hit_flows && a.hit_bytes >= b.hit_bytes,
+                "{k}: {b:?} → {a:?}"
+            );
+        }
+    }
 }
 
 #[test]

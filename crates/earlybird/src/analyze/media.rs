@@ -38,9 +38,22 @@
 //!   decides, the media flows that end, and the packets and IP bytes of
 //!   media flows from the deciding packet on; the shard takes them each
 //!   second of the per-second statistics ([`Media::take_counts`]).
-//! - Intervals and thresholds come from [`MediaConfig`]: Table 6.2 by
-//!   default, or a TOML file ([`MediaConfig::from_toml`]). Pure arithmetic
-//!   on sizes and timestamps; never fails.
+//! - A kind with [`KindConfig::iat_max_ms`] (audio by default, 100 ms)
+//!   counts a window as stable only when its mean inter-arrival is also at
+//!   most that long.
+//! - Guards, checked at every check before the kinds (each on by default,
+//!   each can be turned off or tuned in TOML): when one fires the flow is
+//!   decided not media (fixed like a verdict; the record's verdict is
+//!   empty). Transport feedback ([`FeedbackGuard`]): the direction with
+//!   fewer packets has between `packets[0]` and `packets[1]` times the
+//!   packets of the other (counted since the flow began) at a mean size
+//!   under `size_max` times the other's: acknowledgements of a congestion-
+//!   controlled transfer (QUIC), not a media clock. Fixed-size bulk
+//!   ([`FixedSizeGuard`]): more than `share` of the flow's windows have all
+//!   their packets of one size and a mean inter-arrival under `iat_ms`.
+//! - Intervals and thresholds come from [`MediaConfig`]: Table 6.2 and the
+//!   guards by default, or a TOML file ([`MediaConfig::from_toml`]). Pure
+//!   arithmetic on sizes and timestamps; never fails.
 
 use serde::Deserialize;
 
@@ -65,6 +78,10 @@ pub struct KindConfig {
     /// milliseconds.
     #[serde(default)]
     pub iat_tolerance_ms: Option<f64>,
+    /// Longest mean inter-arrival of a stable window, milliseconds (with
+    /// `iat_tolerance_ms`; leave out: no bound).
+    #[serde(default)]
+    pub iat_max_ms: Option<f64>,
     /// Share of windows whose mean inter-arrival must be stable.
     #[serde(default)]
     pub iat_share: f64,
@@ -113,13 +130,71 @@ pub struct MediaConfig {
     /// With packet sampling 1 in N, divide the measured inter-arrivals by
     /// N (thesis Ch. 6.5). Default true; no effect without sampling.
     pub sampling_correction: bool,
+    /// The transport feedback guard (on by default, also in a file that
+    /// leaves it out).
+    pub feedback: FeedbackGuard,
+    /// The fixed-size bulk guard (on by default, also in a file that leaves
+    /// it out).
+    pub fixed_size: FixedSizeGuard,
+}
+
+/// Transport feedback guard: a flow whose smaller direction (by packets)
+/// has between `packets[0]` and `packets[1]` of the bigger direction's
+/// packets, at a mean IP size under `size_max` times the bigger one's, is
+/// not media. Default on, [0.2, 0.7], 0.5.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FeedbackGuard {
+    /// `false`: not tested.
+    pub on: bool,
+    /// Packets of the smaller direction per packet of the bigger, inclusive.
+    pub packets: [f64; 2],
+    /// Mean size of the smaller direction's packets over the bigger's
+    /// (strictly less).
+    pub size_max: f64,
+}
+
+impl Default for FeedbackGuard {
+    fn default() -> Self {
+        FeedbackGuard {
+            on: true,
+            packets: [0.2, 0.7],
+            size_max: 0.5,
+        }
+    }
+}
+
+/// Fixed-size bulk guard: a flow of which more than `share` of the windows
+/// have all their packets of one size and a mean inter-arrival under
+/// `iat_ms` is not media. Default on, 6 ms, 0.5.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FixedSizeGuard {
+    /// `false`: not tested.
+    pub on: bool,
+    /// A window is fast when its mean inter-arrival is under this, ms.
+    pub iat_ms: f64,
+    /// Share of the flow's windows that must be fixed-size and fast
+    /// (strictly more).
+    pub share: f64,
+}
+
+impl Default for FixedSizeGuard {
+    fn default() -> Self {
+        FixedSizeGuard {
+            on: true,
+            iat_ms: 6.0,
+            share: 0.5,
+        }
+    }
 }
 
 impl Default for MediaConfig {
     /// Table 6.2 of the thesis: audio size [60, 200] B (share 0.75),
     /// inter-arrival ±15 ms (0.6), bitrate [0, 150] kbit/s (0.75); video
     /// size [150, 1200] B (0.19), inter-arrival ±15 ms (0.6); file transfer
-    /// size [480, 540] ∪ [950, 1050] ∪ [1310, 1380] B (0.44).
+    /// size [480, 540] ∪ [950, 1050] ∪ [1310, 1380] B (0.44). Besides:
+    /// audio's stable windows at most 100 ms apart, and both guards on.
     fn default() -> Self {
         MediaConfig {
             min_packets: 30,
@@ -128,6 +203,7 @@ impl Default for MediaConfig {
                 size: vec![[60.0, 200.0]],
                 size_share: 0.75,
                 iat_tolerance_ms: Some(15.0),
+                iat_max_ms: Some(100.0),
                 iat_share: 0.6,
                 bitrate_kbps: vec![[0.0, 150.0]],
                 bitrate_share: 0.75,
@@ -138,6 +214,7 @@ impl Default for MediaConfig {
                 size: vec![[150.0, 1200.0]],
                 size_share: 0.19,
                 iat_tolerance_ms: Some(15.0),
+                iat_max_ms: None,
                 iat_share: 0.6,
                 bitrate_kbps: Vec::new(),
                 bitrate_share: 0.0,
@@ -148,6 +225,7 @@ impl Default for MediaConfig {
                 size: vec![[480.0, 540.0], [950.0, 1050.0], [1310.0, 1380.0]],
                 size_share: 0.44,
                 iat_tolerance_ms: None,
+                iat_max_ms: None,
                 iat_share: 0.0,
                 bitrate_kbps: Vec::new(),
                 bitrate_share: 0.0,
@@ -155,6 +233,8 @@ impl Default for MediaConfig {
                 size_cv_share: 0.0,
             }),
             sampling_correction: true,
+            feedback: FeedbackGuard::default(),
+            fixed_size: FixedSizeGuard::default(),
         }
     }
 }
@@ -191,6 +271,10 @@ impl MediaConfig {
                 }
             }
         }
+        let f = &self.feedback;
+        if f.packets[0].is_nan() || f.packets[1].is_nan() || f.packets[0] > f.packets[1] {
+            return Err(format!("media feedback: bad interval {:?}", f.packets));
+        }
         Ok(())
     }
 
@@ -215,6 +299,8 @@ struct Kind {
     size_share: f64,
     /// Tolerance in nanoseconds.
     iat_tol: Option<f64>,
+    /// Longest stable mean inter-arrival, nanoseconds.
+    iat_max: Option<f64>,
     iat_share: f64,
     rate: Vec<[f64; 2]>,
     rate_share: f64,
@@ -232,6 +318,12 @@ pub struct Media {
     /// What measured inter-arrivals are divided by (N of the run's
     /// sampling with the correction on, else 1).
     iat_divisor: f64,
+    /// Transport feedback guard: packets ratio interval and size ratio
+    /// bound (`None`: off).
+    feedback: Option<([f64; 2], f64)>,
+    /// Fixed-size bulk guard: inter-arrival bound, ns, and share (`None`:
+    /// off).
+    fixed_size: Option<(f64, f64)>,
     /// Per kind, what the flows of this table did since the counts were
     /// last taken ([`Media::take_counts`]; one shard's table: no sharing).
     counts: [CellCounts; 3],
@@ -279,6 +371,7 @@ impl Media {
                 size: k.size.clone(),
                 size_share: k.size_share,
                 iat_tol: k.iat_tolerance_ms.map(|ms| ms * 1e6),
+                iat_max: k.iat_max_ms.map(|ms| ms * 1e6),
                 iat_share: k.iat_share,
                 rate: k.bitrate_kbps.clone(),
                 rate_share: k.bitrate_share,
@@ -293,6 +386,14 @@ impl Media {
             window,
             min_windows: (c.min_packets / window).min(u32::from(u16::MAX)) as u16,
             iat_divisor: 1.0,
+            feedback: c
+                .feedback
+                .on
+                .then_some((c.feedback.packets, c.feedback.size_max)),
+            fixed_size: c
+                .fixed_size
+                .on
+                .then_some((c.fixed_size.iat_ms * 1e6, c.fixed_size.share)),
             counts: Default::default(),
         }
     }
@@ -323,6 +424,8 @@ impl Media {
 struct Dir {
     /// Packets seen in this direction (0: none yet).
     seen: u32,
+    /// IP bytes seen in this direction.
+    bytes: u64,
     last_ts: Nanos,
     /// Packets in the current window.
     n: u32,
@@ -345,14 +448,23 @@ pub struct State {
     /// Per kind: windows passing size, inter-arrival, bitrate, size
     /// variation.
     pass: [[u16; 4]; 3],
-    /// Decided: kind index, share, packet index.
+    /// Windows of one packet size and a mean inter-arrival under the
+    /// fixed-size guard's bound.
+    fixed: u16,
+    /// Decided: kind index ([`NOT_MEDIA`]: a guard fired), share, packet
+    /// index.
     verdict: Option<(u8, f32, u32)>,
 }
 
+/// The verdict's kind index when a guard decided the flow is not media.
+const NOT_MEDIA: u8 = KINDS.len() as u8;
+
 impl State {
-    /// The verdict's kind once decided (`audio`, `video`, `file`).
+    /// The verdict's kind once decided (`audio`, `video`, `file`); `None`
+    /// undecided or not media.
     pub fn kind(&self) -> Option<&'static str> {
-        self.verdict.map(|(k, _, _)| KINDS[usize::from(k)])
+        self.verdict
+            .and_then(|(k, _, _)| KINDS.get(usize::from(k)).copied())
     }
 }
 
@@ -386,6 +498,8 @@ impl Media {
             f64::INFINITY
         };
         let size_cv = size_cv(w.size_sq, size, w.n);
+        // All sizes equal: n Σs² = (Σs)² (exact in integers).
+        let one_size = w.size_sq * u64::from(w.n) == w.size_sum * w.size_sum;
         let prev = w.prev_iat.replace(iat);
         w.n = 0;
         w.size_sum = 0;
@@ -396,6 +510,9 @@ impl Media {
         if prev.is_some() {
             st.iat_windows = st.iat_windows.saturating_add(1);
         }
+        if one_size && self.fixed_size.is_some_and(|(max, _)| iat < max) {
+            st.fixed = st.fixed.saturating_add(1);
+        }
         for (k, kind) in self.kinds.iter().enumerate() {
             let Some(kind) = kind else { continue };
             let p = &mut st.pass[k];
@@ -403,7 +520,7 @@ impl Media {
                 p[0] += 1;
             }
             if let (Some(tol), Some(prev)) = (kind.iat_tol, prev) {
-                if (iat - prev).abs() <= tol {
+                if (iat - prev).abs() <= tol && kind.iat_max.is_none_or(|max| iat <= max) {
                     p[1] += 1;
                 }
             }
@@ -418,6 +535,10 @@ impl Media {
             return;
         }
         let all = f64::from(st.windows);
+        if self.guarded(st, all) {
+            st.verdict = Some((NOT_MEDIA, 0.0, index));
+            return;
+        }
         let timed = f64::from(st.iat_windows);
         for (k, kind) in self.kinds.iter().enumerate() {
             let Some(kind) = kind else { continue };
@@ -453,6 +574,26 @@ impl Media {
                 return;
             }
         }
+    }
+}
+
+impl Media {
+    /// Whether a guard says the flow is not media (`all`: its windows).
+    fn guarded(&self, st: &State, all: f64) -> bool {
+        if let Some((packets_iv, size_max)) = self.feedback {
+            let [a, b] = &st.dirs;
+            let (big, small) = if a.seen >= b.seen { (a, b) } else { (b, a) };
+            if small.seen > 0 {
+                let packets = f64::from(small.seen) / f64::from(big.seen);
+                let size = (small.bytes as f64 / f64::from(small.seen))
+                    / (big.bytes as f64 / f64::from(big.seen));
+                if packets >= packets_iv[0] && packets <= packets_iv[1] && size < size_max {
+                    return true;
+                }
+            }
+        }
+        self.fixed_size
+            .is_some_and(|(_, share)| f64::from(st.fixed) / all > share)
     }
 }
 
@@ -493,9 +634,10 @@ impl Analyzer for Media {
             return Action::Continue;
         }
         if let Some((k, _, _)) = st.verdict {
-            let c = &self.counts[usize::from(k)];
-            bump(&c.packets, 1);
-            bump(&c.bytes, u64::from(p.size));
+            if let Some(c) = self.counts.get(usize::from(k)) {
+                bump(&c.packets, 1);
+                bump(&c.bytes, u64::from(p.size));
+            }
             return Action::Continue;
         }
         let d = usize::from(!p.from_client);
@@ -505,14 +647,17 @@ impl Analyzer for Media {
             w.iat_n += 1;
         }
         w.seen += 1;
+        w.bytes += u64::from(p.size);
         w.last_ts = p.ts;
         w.n += 1;
         w.size_sum += u64::from(p.size);
         w.size_sq += u64::from(p.size) * u64::from(p.size);
         if w.n >= self.window {
             self.window_done(st, d, p.index);
-            if let Some((k, _, _)) = st.verdict {
-                let c = &self.counts[usize::from(k)];
+            if let Some(c) = st
+                .verdict
+                .and_then(|(k, _, _)| self.counts.get(usize::from(k)))
+            {
                 bump(&c.decided, 1);
                 bump(&c.packets, 1);
                 bump(&c.bytes, u64::from(p.size));
@@ -522,13 +667,16 @@ impl Analyzer for Media {
     }
 
     fn finish(&self, st: &mut State) {
-        if let Some((k, _, _)) = st.verdict {
-            bump(&self.counts[usize::from(k)].ended, 1);
+        if let Some(c) = st
+            .verdict
+            .and_then(|(k, _, _)| self.counts.get(usize::from(k)))
+        {
+            bump(&c.ended, 1);
         }
     }
 
     fn record(&self, st: &State, out: &mut Cells<'_>) {
-        match st.verdict {
+        match st.verdict.filter(|v| v.0 != NOT_MEDIA) {
             Some((k, share, at)) => {
                 out.text(KINDS[usize::from(k)]);
                 out.f64(f64::from(share));
@@ -594,7 +742,7 @@ mod tests {
         let m = Media::default();
         // 1400 B every 1 ms: no kind (size outside audio, video, file).
         let st = feed(&m, 40, 1_000_000, |_| 1400);
-        assert!(st.verdict.is_none());
+        assert!(st.kind().is_none());
         // 1000 B every 30 ms: audio fails the size test, video passes.
         let st = feed(&m, 40, 30_000_000, |_| 1000);
         assert_eq!(KINDS[usize::from(st.verdict.unwrap().0)], "video");
@@ -611,7 +759,7 @@ mod tests {
             ts += gap * 1_000_000;
             m.packet(&mut st, &view(ts, true, i, 100));
         }
-        assert!(st.verdict.is_none(), "{:?}", st.verdict);
+        assert!(st.kind().is_none(), "{:?}", st.verdict);
     }
 
     #[test]
@@ -633,10 +781,15 @@ mod tests {
         // Audio every 20 ms sampled 1 in 8: the kept packets are 160 ms
         // apart, 160 B each (8 kbit/s as seen).
         let seen = |m: &Media| feed(m, 40, 160_000_000, |_| 160).verdict;
-        let plain = Media::default();
+        // Table 6.2's tests alone: without audio's 100 ms bound on stable
+        // windows (with it, 160 ms gaps seen uncorrected are not audio).
+        let mut table = MediaConfig::default();
+        table.audio.as_mut().unwrap().iat_max_ms = None;
+        let plain = Media::new(&table);
+        assert_ne!(seen(&Media::default()).map(|v| v.0), Some(0));
         let corrected = Media::sampled(&MediaConfig::default(), 8);
         // Uncorrected, the gaps are stable and the bitrate is low: it still
-        // passes audio; steadiness is what sampling keeps. A gap that
+        // passes Table 6.2's audio; steadiness is what sampling keeps. A gap that
         // varies by more than 15 ms once multiplied by 8 is what breaks it:
         // windows alternating 18 and 22 ms (x8: 144 and 176 ms).
         assert_eq!(seen(&corrected).map(|v| v.0), Some(0));
@@ -675,17 +828,159 @@ mod tests {
         .unwrap();
         let m = Media::new(&c);
         // 1000 B every 4 ms (bulk of fixed datagrams): sizes never vary.
-        assert!(feed(&m, 40, 4_000_000, |_| 1000).verdict.is_none());
+        assert!(feed(&m, 40, 4_000_000, |_| 1000).kind().is_none());
         // Frames of varying size every 40 ms: CV of 600/1000/1400 is 0.33.
         let st = feed(&m, 40, 40_000_000, |i| 600 + 400 * (i % 3) as u16);
         let (k, share, _) = st.verdict.unwrap();
         assert_eq!(KINDS[usize::from(k)], "video");
         assert_eq!(share, 1.0);
-        // Without the test both are video.
-        assert!(feed(&Media::default(), 40, 4_000_000, |_| 1000)
-            .verdict
-            .is_some());
+        // Without the test and without the fixed-size guard both are video
+        // (with the guard, the default, the first is not media).
+        let mut no_guard = MediaConfig::default();
+        no_guard.fixed_size.on = false;
+        assert_eq!(
+            feed(&Media::new(&no_guard), 40, 4_000_000, |_| 1000).kind(),
+            Some("video")
+        );
+        assert_eq!(
+            feed(&Media::default(), 40, 4_000_000, |_| 1000)
+                .verdict
+                .map(|v| v.0),
+            Some(NOT_MEDIA)
+        );
         assert_eq!(size_cv(10 * 100 * 100, 100.0, 10), 0.0);
+    }
+
+    /// Feeds `n` packets of `data(i)` bytes from the client `gap` ns apart
+    /// and, after every `every`-th of them, one of `back` bytes the other
+    /// way 1 ms later; returns the state.
+    fn one_way_with_feedback(
+        m: &Media,
+        n: u32,
+        gap: u64,
+        data: impl Fn(u32) -> u16,
+        every: u32,
+        back: u16,
+    ) -> State {
+        let mut st = State::default();
+        let mut index = 0;
+        for i in 0..n {
+            index += 1;
+            let ts = u64::from(i) * gap;
+            m.packet(&mut st, &view(ts, true, index, data(i)));
+            if (i + 1) % every == 0 {
+                index += 1;
+                m.packet(&mut st, &view(ts + 1_000_000, false, index, back));
+            }
+        }
+        st
+    }
+
+    #[test]
+    fn feedback_guard_rejects_ack_clocked_bulk_and_keeps_calls_and_sparse_feedback() {
+        let m = Media::default();
+        // QUIC-like: 1228-byte data every 3 ms (sizes vary a little), an
+        // 80-byte acknowledgement every 2nd packet: 0.5 packets at 0.07 of
+        // the size. Video's tests pass; the guard decides it is not media.
+        let quic = |m: &Media| {
+            one_way_with_feedback(m, 60, 3_000_000, |i| 1228 - (i % 3) as u16 * 40, 2, 80)
+        };
+        let st = quic(&m);
+        assert_eq!(st.verdict.map(|v| v.0), Some(NOT_MEDIA));
+        assert_eq!(st.kind(), None);
+        let mut off = MediaConfig::default();
+        off.feedback.on = false;
+        assert_eq!(quic(&Media::new(&off)).kind(), Some("video"));
+        // A two-way call of equal packets (a ratio of 1): audio.
+        assert_eq!(feed(&m, 40, 20_000_000, |_| 160).kind(), Some("audio"));
+        // Video one way, audio the other on one 5-tuple (WebRTC BUNDLE):
+        // about as many packets each way, the smaller ones 0.15 the size.
+        let mut st = State::default();
+        let mut index = 0;
+        for i in 0..60u32 {
+            for (d, size) in [(true, 900 + (i % 4) as u16 * 60), (false, 130)] {
+                index += 1;
+                let ts = u64::from(i) * 20_000_000 + u64::from(!d) * 7_000_000;
+                m.packet(&mut st, &view(ts, d, index, size));
+            }
+        }
+        assert_eq!(st.kind(), Some("video"));
+        // One-way video with sparse small feedback (an 80-byte RTCP packet
+        // per 10 media packets: 0.1 of the packets): video.
+        let st = one_way_with_feedback(&m, 60, 20_000_000, |i| 700 + (i % 5) as u16 * 90, 10, 80);
+        assert_eq!(st.kind(), Some("video"));
+        // Feedback as big as the data (an echo): not transport feedback.
+        let st = one_way_with_feedback(&m, 60, 20_000_000, |_| 160, 2, 160);
+        assert_eq!(st.kind(), Some("audio"));
+    }
+
+    #[test]
+    fn fixed_size_guard_rejects_fast_fixed_datagrams_and_keeps_codecs() {
+        let m = Media::default();
+        // 1000-byte datagrams every 4 ms, one way: not media.
+        let bulk = |m: &Media| one_way_with_feedback(m, 60, 4_000_000, |_| 1000, u32::MAX, 0);
+        assert_eq!(bulk(&m).verdict.map(|v| v.0), Some(NOT_MEDIA));
+        // Constant-size codecs at their frame intervals: G.711 at 20 ms
+        // (200 bytes: audio), at 30 ms (280 bytes: video under Table 6.2),
+        // a fixed 1057-byte stream every 8.5 ms (as a Zoom flow of the
+        // corpus): not fast, so kept.
+        let at = |gap: u64, size: u16| {
+            one_way_with_feedback(&m, 60, gap, move |_| size, u32::MAX, 0).kind()
+        };
+        assert_eq!(at(20_000_000, 200), Some("audio"));
+        assert_eq!(at(30_000_000, 280), Some("video"));
+        assert_eq!(at(8_500_000, 1057), Some("video"));
+        // Fast but of varying sizes (video frames cut to packets): kept.
+        let st = one_way_with_feedback(&m, 60, 4_000_000, |i| 1000 + (i % 2) as u16, u32::MAX, 0);
+        assert_eq!(st.kind(), Some("video"));
+        // Off, or a lower bound: the bulk is video again.
+        let mut off = MediaConfig::default();
+        off.fixed_size.on = false;
+        assert_eq!(bulk(&Media::new(&off)).kind(), Some("video"));
+        let mut low = MediaConfig::default();
+        low.fixed_size.iat_ms = 3.0;
+        assert_eq!(bulk(&Media::new(&low)).kind(), Some("video"));
+    }
+
+    #[test]
+    fn audio_windows_further_apart_than_100ms_are_not_stable() {
+        // Request/response (DNS from one port): 100-byte queries and
+        // answers 1 ms apart, lookups 150 ms apart with window means that
+        // happen to agree within 15 ms. Table 6.2 alone calls it audio.
+        let feed_slow = |m: &Media| feed(m, 30, 150_000_000, |_| 100).kind();
+        assert_eq!(feed_slow(&Media::default()), None);
+        let mut unbounded = MediaConfig::default();
+        unbounded.audio.as_mut().unwrap().iat_max_ms = None;
+        assert_eq!(feed_slow(&Media::new(&unbounded)), Some("audio"));
+        // Audio at 60 ms (as KakaoTalk's in the corpus) is still audio.
+        assert_eq!(
+            feed(&Media::default(), 40, 60_000_000, |_| 100).kind(),
+            Some("audio")
+        );
+    }
+
+    #[test]
+    fn guards_are_on_in_a_file_unless_turned_off_and_bad_ones_are_refused() {
+        let c = MediaConfig::from_toml("[video]\nsize = [[150, 1200]]\n", "x").unwrap();
+        assert_eq!(c.feedback, FeedbackGuard::default());
+        assert_eq!(c.fixed_size, FixedSizeGuard::default());
+        let c = MediaConfig::from_toml(
+            "[feedback]\non = false\n[fixed_size]\niat_ms = 2.5\nshare = 0.8\n\
+             [audio]\nsize = [[1, 2]]\niat_tolerance_ms = 15\niat_max_ms = 80\n",
+            "x",
+        )
+        .unwrap();
+        assert!(!c.feedback.on && c.fixed_size.on);
+        assert_eq!((c.fixed_size.iat_ms, c.fixed_size.share), (2.5, 0.8));
+        assert_eq!(c.audio.unwrap().iat_max_ms, Some(80.0));
+        let e = MediaConfig::from_toml(
+            "[feedback]\npackets = [0.7, 0.2]\n[audio]\nsize = [[1, 2]]\n",
+            "bad.toml",
+        )
+        .unwrap_err();
+        assert!(e.starts_with("bad.toml: ") && e.contains("feedback"), "{e}");
+        let e = MediaConfig::from_toml("[fixed_size]\nshar = 1\n", "bad.toml").unwrap_err();
+        assert!(e.contains("shar"), "{e}");
     }
 
     #[test]

@@ -409,6 +409,7 @@ pub fn learn(captures: &[&CaptureFlows], opts: &LearnOptions) -> Learned {
             size: Vec::new(),
             size_share: 0.75,
             iat_tolerance_ms: Some(15.0),
+            iat_max_ms: None,
             iat_share: 0.6,
             bitrate_kbps: Vec::new(),
             bitrate_share: 0.0,
@@ -450,6 +451,9 @@ pub fn to_toml(c: &MediaConfig) -> String {
         if let Some(t) = k.iat_tolerance_ms {
             let _ = writeln!(s, "iat_tolerance_ms = {t}\niat_share = {}", k.iat_share);
         }
+        if let Some(t) = k.iat_max_ms {
+            let _ = writeln!(s, "iat_max_ms = {t}");
+        }
         if !k.bitrate_kbps.is_empty() {
             let _ = writeln!(
                 s,
@@ -467,6 +471,12 @@ size_cv_share = {}",
             );
         }
     }
+    let (f, x) = (&c.feedback, &c.fixed_size);
+    let _ = write!(
+        s,
+        "\n[feedback]\non = {}\npackets = [{}, {}]\nsize_max = {}\n\n[fixed_size]\non = {}\niat_ms = {}\nshare = {}\n",
+        f.on, f.packets[0], f.packets[1], f.size_max, x.on, x.iat_ms, x.share
+    );
     s
 }
 
