@@ -38,6 +38,19 @@ fn trace() -> Vec<PacketRef> {
     all
 }
 
+/// The retimer's look past a batch: each call hands out the next `max`
+/// packets of `rest`.
+fn reading(rest: &[PacketRef]) -> impl FnMut(&mut Vec<PacketRef>, usize) -> usize + '_ {
+    let mut at = 0;
+    move |v: &mut Vec<PacketRef>, max: usize| {
+        v.clear();
+        let end = (at + max).min(rest.len());
+        v.extend_from_slice(&rest[at..end]);
+        at = end;
+        v.len()
+    }
+}
+
 /// Corrects `work` (a copy of `src`) in batches of `BATCH`.
 fn correct(rt: &mut Retimer, work: &mut [PacketRef], src: &[PacketRef]) {
     work.copy_from_slice(src);
@@ -47,15 +60,7 @@ fn correct(rt: &mut Retimer, work: &mut [PacketRef], src: &[PacketRef]) {
     while from < n {
         let to = (from + BATCH).min(n);
         let (head, rest) = work.split_at_mut(to);
-        let mut at = 0;
-        let mut ahead = |v: &mut Vec<PacketRef>, max: usize| {
-            v.clear();
-            let end = (at + max).min(rest.len());
-            v.extend_from_slice(&rest[at..end]);
-            at = end;
-            v.len()
-        };
-        rt.batch(&mut head[from..to], &mut ahead);
+        rt.batch(&mut head[from..to], &mut reading(rest));
         from = to;
     }
 }
@@ -74,16 +79,7 @@ fn by_batch(mut rt: Option<&mut Retimer>, work: &mut [PacketRef], src: &[PacketR
         b.copy_from_slice(&src[from..to]);
         if let Some(rt) = rt.as_deref_mut() {
             // The packets after the batch, as the file holds them.
-            let rest = &src[to..];
-            let mut at = 0;
-            let mut ahead = |v: &mut Vec<PacketRef>, max: usize| {
-                v.clear();
-                let end = (at + max).min(rest.len());
-                v.extend_from_slice(&rest[at..end]);
-                at = end;
-                v.len()
-            };
-            rt.batch(b, &mut ahead);
+            rt.batch(b, &mut reading(&src[to..]));
         }
         black_box(&mut *b);
         from = to;
