@@ -45,7 +45,7 @@ use earlybird::{
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 
 mod learn;
 mod model;
@@ -257,6 +257,21 @@ impl Run {
                     };
                 }
             }
+        }
+    }
+
+    /// [`Run::next_batch`], appending the batch to `into` before
+    /// returning: `true` when one was appended, `false` at the end. A
+    /// signal handled as the call returns to the interpreter (a
+    /// KeyboardInterrupt raised there) cannot drop the batch: it is in
+    /// the caller's list already.
+    fn next_batch_into(&mut self, py: Python<'_>, into: &Bound<'_, PyList>) -> PyResult<bool> {
+        match self.next_batch(py)? {
+            Some(b) => {
+                into.append(b)?;
+                Ok(true)
+            }
+            None => Ok(false),
         }
     }
 

@@ -108,3 +108,26 @@ def test_keyboard_interrupt_stops_and_flushes(big):
     # Every record of the run, the flows flushed at the stop included,
     # reached the table.
     assert int(rows) == int(records) > 0
+
+
+def test_an_interrupt_after_a_batch_was_taken_loses_none(big):
+    # A KeyboardInterrupt can land in Python code right after the engine
+    # handed a batch over (here: shaping the batches raises once, as a
+    # signal handler would there). to_arrow() called again still returns
+    # every record of the run.
+    flows = earlybird.flows(str(big), batch_size=1024, model=None, idle_timeout=0.01)
+    shape = flows._shape
+    raised = []
+
+    def interrupted_once(b):
+        if not raised:
+            raised.append(True)
+            raise KeyboardInterrupt
+        return shape(b)
+
+    flows._shape = interrupted_once
+    with pytest.raises(KeyboardInterrupt):
+        flows.to_arrow()
+    table = flows.to_arrow()
+    assert raised
+    assert table.num_rows == flows.report["records"] > 0

@@ -156,6 +156,8 @@ class Flows:
 
     def __init__(self, run, early_lists=False):
         self._run = run
+        # Batches to_arrow() has read, as the engine gave them (shaped
+        # when the table is built, so that none is lost to an interrupt).
         self._read = []
         self._done = False
         # N, from the schema's pkt{i}_size columns (0: keep them flat).
@@ -205,12 +207,16 @@ class Flows:
         import pyarrow as pa
 
         try:
-            for b in self.batches():
-                self._read.append(b)
+            while not self._done:
+                # The engine appends each batch to the list itself, so an
+                # interrupt raised as the call returns loses none.
+                if not self._run.next_batch_into(self._read):
+                    self._done = True
         except KeyboardInterrupt:
             self._run.stop()
             raise
-        table = pa.Table.from_batches(self._read, schema=self.schema)
+        shaped = [self._shape(b) for b in self._read]
+        table = pa.Table.from_batches(shaped, schema=self.schema)
         self._read = []
         return table
 
