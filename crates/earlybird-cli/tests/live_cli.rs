@@ -42,37 +42,9 @@ fn sigint_ends_a_live_capture_with_every_flow_written() {
         .unwrap();
     assert!(out.status.success());
 
-    let mut cap = Command::new("ip")
-        .args(["netns", "exec", &net.ns_a, bin])
-        .args(["flows", "--no-model", "-s", "2", "-i", &net.a, "-o"])
-        .arg(&live_csv)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(cap.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    assert!(first.contains("capturing on"), "{first}");
-    let sent = Command::new("ip")
-        .args(["netns", "exec", &net.ns, bin, "replay", "-i", &net.b])
-        .arg(&pcap)
-        .output()
-        .unwrap();
-    assert!(
-        sent.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sent.stderr)
-    );
-    std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: signals the child process started above.
-    unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
-    let status = cap.wait().unwrap();
-    let mut rest = String::new();
-    for line in err.lines() {
-        rest.push_str(&line.unwrap());
-        rest.push('\n');
-    }
-    assert_eq!(status.code(), Some(130), "{rest}");
+    let live = live_csv.display().to_string();
+    let (code, rest) = net.capture_a_replay(bin, &["--no-model", "-s", "2", "-o", &live], &pcap);
+    assert_eq!(code, Some(130), "{rest}");
     assert!(rest.contains("interface: "), "{rest}");
     let want = packets_in(&std::fs::read_to_string(&file_csv).unwrap());
     let got = packets_in(&std::fs::read_to_string(&live_csv).unwrap());

@@ -8,9 +8,7 @@
 #[path = "../../earlybird/tests/common.rs"]
 mod lib_common;
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 /// The number before `word` in `line` (`packets: 12 read` → 12).
 fn number_before(text: &str, prefix: &str, word: &str) -> Option<u64> {
@@ -26,34 +24,12 @@ fn the_summary_says_which_stamp_every_live_packet_got() {
     };
     let bin = env!("CARGO_BIN_EXE_earlybird");
     let pcap = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
-    let mut cap = Command::new("ip")
-        .args(["netns", "exec", &net.ns_a, bin])
-        .args(["flows", "--no-model", "-f", "null", "-s", "2", "-i", &net.a])
-        .args(["--duration", "60"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(cap.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    assert!(first.contains("capturing on"), "{first}");
-    let sent = Command::new("ip")
-        .args(["netns", "exec", &net.ns, bin, "replay", "-i", &net.b])
-        .arg(&pcap)
-        .output()
-        .unwrap();
-    assert!(
-        sent.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sent.stderr)
+    let (code, rest) = net.capture_a_replay(
+        bin,
+        &["--no-model", "-f", "null", "-s", "2", "--duration", "60"],
+        &pcap,
     );
-    std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: signals the child process started above.
-    unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
-    let status = cap.wait().unwrap();
-    let mut rest = String::new();
-    err.read_to_string(&mut rest).unwrap();
-    assert_eq!(status.code(), Some(130), "{rest}");
+    assert_eq!(code, Some(130), "{rest}");
     let read = number_before(&rest, "packets: ", "read").unwrap();
     assert!(read > 400, "{rest}");
     let line = rest

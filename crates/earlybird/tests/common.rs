@@ -153,6 +153,49 @@ fn ip_quiet(args: &[&str]) {
 }
 
 impl Veth {
+    /// Runs `earlybird flows -i A ARGS` (binary `bin`) in `ns_a` while
+    /// `earlybird replay` sends `pcap` from `ns`, then stops it with
+    /// SIGINT: its exit code and what it wrote to stderr after its first
+    /// line (which must say it is capturing).
+    pub fn capture_a_replay(
+        &self,
+        bin: &str,
+        args: &[&str],
+        pcap: &std::path::Path,
+    ) -> (Option<i32>, String) {
+        use std::io::{BufRead, Read};
+        use std::process::{Command, Stdio};
+        let mut cap = Command::new("ip")
+            .args(["netns", "exec", &self.ns_a, bin, "flows", "-i", &self.a])
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = std::io::BufReader::new(cap.stderr.take().unwrap());
+        let mut first = String::new();
+        err.read_line(&mut first).unwrap();
+        assert!(first.contains("capturing on"), "{first}");
+        let sent = Command::new("ip")
+            .args(["netns", "exec", &self.ns, bin, "replay", "-i", &self.b])
+            .arg(pcap)
+            .output()
+            .unwrap();
+        assert!(
+            sent.status.success(),
+            "{}",
+            String::from_utf8_lossy(&sent.stderr)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        // SAFETY: signals the child process started above.
+        unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
+        let status = cap.wait().unwrap();
+        let mut rest = String::new();
+        err.read_to_string(&mut rest).unwrap();
+        (status.code(), rest)
+    }
+}
+
+impl Veth {
     /// A pair named after `tag` and this process; `None` (the test is
     /// skipped, and says so) when the process is not root.
     pub fn create(tag: &str) -> Option<Veth> {
