@@ -27,8 +27,10 @@ Each direction is emulated independently, as a one-way link:
 Timing uses ``time.monotonic``; the loop sleeps in ``select`` until the next
 frame is due or a frame arrives. On SIGTERM/SIGINT it prints per-direction
 counters (frames forwarded, lost at random, dropped because the queue was
-full or the device refused the write) to stderr
-and exits. It needs root (or CAP_NET_ADMIN) for /dev/net/tun.
+full or the device refused the write) to stderr, and the same losses
+counted over IPv4 frames alone (``ip4-lost``, ``ip4-dropped``: a test that
+counts IPv4 packets in captures compares against these, since ARP and IPv6
+neighbour discovery cross the link too), and exits. It needs root (or CAP_NET_ADMIN) for /dev/net/tun.
 """
 
 import argparse
@@ -77,10 +79,21 @@ class Direction:
         self.forwarded = 0
         self.lost = 0
         self.dropped = 0
+        self.lost4 = 0
+        self.dropped4 = 0
+
+    def _drop(self, frame, lost):
+        ip4 = frame[12:14] == b"\x08\x00"
+        if lost:
+            self.lost += 1
+            self.lost4 += ip4
+        else:
+            self.dropped += 1
+            self.dropped4 += ip4
 
     def push(self, frame, now):
         if self.loss > 0 and self.rng.random() < self.loss:
-            self.lost += 1
+            self._drop(frame, True)
             return
         if self.rate <= 0:
             self._launch(frame, now)
@@ -90,7 +103,7 @@ class Direction:
             self._launch(frame, self.wire_free)
             return
         if len(self.queue) >= self.queue_limit:
-            self.dropped += 1
+            self._drop(frame, False)
             return
         self.queue.append(frame)
 
@@ -118,10 +131,10 @@ class Direction:
                 os.write(self.out_fd, frame)
                 self.forwarded += 1
             except BlockingIOError:
-                self.dropped += 1
+                self._drop(frame, False)
             except OSError:
                 # The device went away (namespace deleted): count, go on.
-                self.dropped += 1
+                self._drop(frame, False)
 
     def next_event(self):
         t = []
@@ -182,7 +195,7 @@ def main():
     for d in dirs:
         print(
             f"linkem {d.name}: forwarded {d.forwarded} lost {d.lost} "
-            f"dropped {d.dropped}",
+            f"dropped {d.dropped} ip4-lost {d.lost4} ip4-dropped {d.dropped4}",
             file=sys.stderr,
         )
 

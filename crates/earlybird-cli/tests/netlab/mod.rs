@@ -79,6 +79,10 @@ pub struct LinkCounts {
     pub forwarded: u64,
     pub lost: u64,
     pub dropped: u64,
+    /// Of `lost`, the IPv4 frames.
+    pub lost4: u64,
+    /// Of `dropped`, the IPv4 frames.
+    pub dropped4: u64,
 }
 
 /// The emulated link's settings.
@@ -289,6 +293,8 @@ impl Link {
                 forwarded: num("forwarded"),
                 lost: num("lost"),
                 dropped: num("dropped"),
+                lost4: num("ip4-lost"),
+                dropped4: num("ip4-dropped"),
             };
             found[i] = true;
         }
