@@ -262,7 +262,11 @@ impl Taps {
     /// The next batches come from this input (`data`, its bytes as the
     /// batches hold them); `file`: it opened again when its records are a
     /// dump file's ([`crate::source::CaptureFile`]), else `None`.
-    pub fn set_input(&mut self, data: &[u8], file: Option<std::fs::File>) {
+    pub(crate) fn set_input(
+        &mut self,
+        data: &[u8],
+        file: Option<crate::source::file::RecordsFile>,
+    ) {
         if let Some(t) = self.thread.as_mut() {
             t.set_input(data, file);
         }

@@ -5,10 +5,13 @@
 //! - [`DumpThread::start`] moves a [`Dumper`] (without a filter) to a new
 //!   thread. The shard hands it each batch ([`DumpThread::batch`]) as a
 //!   job: per packet either its place in the input file — when the input
-//!   is a classic pcap whose record for the packet is, byte for byte, the
-//!   record a dump file holds (checked per packet against the 16 bytes
-//!   before it: seconds, nanoseconds, captured and original length) — or a
-//!   copy of its bytes (live capture, other formats, a pcapng dump). The
+//!   is a classic little-endian pcap whose record for the packet is the
+//!   record a dump file holds, byte for byte (nanosecond stamps) or but
+//!   for the stamp's fraction (microsecond stamps), checked per packet
+//!   against the 16 bytes before it: seconds, fraction, captured and
+//!   original length — or a copy of its bytes (live capture, other
+//!   formats, a pcapng dump). The shard thus copies no packet of such a
+//!   file; the thread reads or copies the records itself. The
 //!   thread runs the jobs in order ([`Dumper::write_at`],
 //!   [`Dumper::write`]), so the files, their rotation, names, counters
 //!   and failures are exactly those of the dumper in the shard.
@@ -28,6 +31,7 @@ use std::thread::JoinHandle;
 
 use super::Dumper;
 use crate::decode::LinkType;
+use crate::source::file::RecordsFile;
 use crate::source::PacketRef;
 use crate::time::Nanos;
 
@@ -69,6 +73,8 @@ struct Job {
     copies: Vec<u8>,
     /// The input file of the `At` items.
     file: Option<Arc<File>>,
+    /// Its stamps are nanoseconds (else microseconds).
+    nanos: bool,
 }
 
 /// The input file whose records may be dumped by place: its map's address
@@ -77,6 +83,7 @@ struct Input {
     base: usize,
     len: usize,
     file: Arc<File>,
+    nanos: bool,
 }
 
 /// The shard's end of a dumper thread (see the module docs).
@@ -140,13 +147,14 @@ impl DumpThread {
     /// The input file whose batches come next, when its records may go by
     /// place (`file`: it opened again, `data` its bytes as the batches
     /// hold them); `None`: copy every packet.
-    pub(crate) fn set_input(&mut self, data: &[u8], file: Option<File>) {
+    pub(crate) fn set_input(&mut self, data: &[u8], file: Option<RecordsFile>) {
         // A job's places are in one file.
         self.send();
         self.input = file.map(|f| Input {
             base: data.as_ptr() as usize,
             len: data.len(),
-            file: Arc::new(f),
+            file: Arc::new(f.file),
+            nanos: f.nanos,
         });
     }
 
@@ -159,13 +167,14 @@ impl DumpThread {
         let job = &mut self.job;
         if let Some(i) = by_place {
             job.file = Some(Arc::clone(&i.file));
+            job.nanos = i.nanos;
         }
         for r in refs {
             let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
                 continue;
             };
             let place = match by_place {
-                Some(_) if same_record(data, r) => Place::At((r.offset - REC_HDR) as u64),
+                Some(i) if same_record(data, r, i.nanos) => Place::At((r.offset - REC_HDR) as u64),
                 _ => {
                     let at = job.copies.len();
                     job.copies.extend_from_slice(bytes);
@@ -215,10 +224,10 @@ impl DumpThread {
 }
 
 /// Whether the 16 bytes before `r`'s packet are the record header a
-/// nanosecond classic pcap holds for it (little-endian seconds,
-/// nanoseconds, captured and original length).
+/// classic pcap with nanosecond (`nanos`) or microsecond stamps holds for
+/// it (little-endian seconds, fraction, captured and original length).
 #[inline]
-fn same_record(data: &[u8], r: &PacketRef) -> bool {
+fn same_record(data: &[u8], r: &PacketRef, nanos: bool) -> bool {
     let Some(h) = r
         .offset
         .checked_sub(REC_HDR)
@@ -227,9 +236,13 @@ fn same_record(data: &[u8], r: &PacketRef) -> bool {
         return false;
     };
     let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-    let nanos = word(4);
-    nanos < 1_000_000_000
-        && u64::from(word(0)) * 1_000_000_000 + u64::from(nanos) == r.ts
+    let (frac, unit, limit) = if nanos {
+        (word(4), 1, 1_000_000_000)
+    } else {
+        (word(4), 1_000, 1_000_000)
+    };
+    frac < limit
+        && u64::from(word(0)) * 1_000_000_000 + u64::from(frac) * unit == r.ts
         && word(8) == r.caplen
         && word(12) == r.orig_len
 }
@@ -238,7 +251,9 @@ fn same_record(data: &[u8], r: &PacketRef) -> bool {
 fn run(d: &mut Dumper, job: &Job) {
     for it in &job.items {
         match (it.place, &job.file) {
-            (Place::At(at), Some(f)) => d.write_at(it.ts, it.link, it.caplen as usize, f, at),
+            (Place::At(at), Some(f)) => {
+                d.write_at(it.ts, it.link, it.caplen as usize, f, at, job.nanos)
+            }
             (Place::Copied(at), _) => {
                 let bytes = &job.copies[at..at + it.caplen as usize];
                 d.write(it.ts, it.orig_len, it.link, bytes);
@@ -319,10 +334,9 @@ mod tests {
             let mut t = DumpThread::start(dumper(&away), 0).ok().unwrap();
             let mut r = file.reader();
             t.set_input(r.data(), file.records_file());
-            assert_eq!(
-                t.input.is_some(),
-                nanos,
-                "only nanosecond records go by place"
+            assert!(
+                t.input.as_ref().is_some_and(|i| i.nanos == nanos),
+                "records go by place (nanos: {nanos})"
             );
             let (mut refs, mut packets) = (Vec::new(), 0);
             while r.next_batch(&mut refs, 50) > 0 {
@@ -349,19 +363,28 @@ mod tests {
     #[test]
     fn a_record_header_that_does_not_match_the_packet_is_copied_instead() {
         let dir = tempfile::tempdir().unwrap();
-        let path = input(dir.path(), true);
-        let file = CaptureFile::open(&path).unwrap();
-        let mut r = file.reader();
-        let mut refs = Vec::new();
-        r.next_batch(&mut refs, 4);
-        assert!(refs.iter().all(|p| same_record(r.data(), p)));
-        let mut moved = refs[1];
-        moved.ts += 1;
-        assert!(!same_record(r.data(), &moved), "another stamp");
-        moved = refs[1];
-        moved.orig_len += 1;
-        assert!(!same_record(r.data(), &moved), "another length");
-        moved.offset = 3;
-        assert!(!same_record(r.data(), &moved), "no room for a header");
+        for nanos in [true, false] {
+            let path = input(dir.path(), nanos);
+            let file = CaptureFile::open(&path).unwrap();
+            let mut r = file.reader();
+            let mut refs = Vec::new();
+            r.next_batch(&mut refs, 4);
+            assert!(refs.iter().all(|p| same_record(r.data(), p, nanos)));
+            assert!(
+                refs.iter().all(|p| !same_record(r.data(), p, !nanos)),
+                "read in the other unit, the stamps differ (nanos: {nanos})"
+            );
+            let mut moved = refs[1];
+            moved.ts += 1;
+            assert!(!same_record(r.data(), &moved, nanos), "another stamp");
+            moved = refs[1];
+            moved.orig_len += 1;
+            assert!(!same_record(r.data(), &moved, nanos), "another length");
+            moved.offset = 3;
+            assert!(
+                !same_record(r.data(), &moved, nanos),
+                "no room for a header"
+            );
+        }
     }
 }

@@ -95,10 +95,11 @@ pub(super) fn shard_loop(
         let mut reader = f.reader();
         let data = reader.data();
         if let Some(t) = shard.taps.as_mut().filter(|t| t.wants_input()) {
-            // A file whose records the dumper may copy as they are.
-            let records = match input {
-                FileRef::Slice(_) => f.records_file(),
-                FileRef::Feed(_) => None,
+            // A file (not a chunk of a stream) whose records the dumper
+            // may take by place.
+            let records = match &input {
+                FileRef::Feed(i) if i.is_chunk() => None,
+                _ => f.records_file(),
             };
             t.set_input(data, records);
         }

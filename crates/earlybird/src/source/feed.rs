@@ -30,6 +30,11 @@ pub(crate) struct FeedItem {
 }
 
 impl FeedItem {
+    /// The capture is a chunk of a stream (not a file of its own).
+    pub fn is_chunk(&self) -> bool {
+        self.chunk.is_some()
+    }
+
     /// The offset in the input (the stream, for a chunk) of byte `offset`
     /// of [`FeedItem::file`].
     pub fn input_offset(&self, offset: u64) -> u64 {

@@ -64,6 +64,14 @@ enum Format {
     Pcapng,
 }
 
+/// An input file opened again for the packet dumper
+/// ([`CaptureFile::records_file`]): its records are a dump file's, with
+/// nanosecond stamps (`nanos`) or microsecond ones.
+pub(crate) struct RecordsFile {
+    pub(crate) file: std::fs::File,
+    pub(crate) nanos: bool,
+}
+
 /// A checked capture file (pcap or pcapng) whose bytes are held in memory.
 ///
 /// ```
@@ -271,32 +279,35 @@ impl CaptureFile {
         }
     }
 
-    /// The mapped file opened again, when its records are, byte for byte,
-    /// what the packet dumper writes: a classic little-endian pcap with
-    /// nanosecond stamps and 16-byte record headers (`crate::dump` then
-    /// copies runs of records in the kernel instead of through memory).
-    /// `None` for buffers, other formats, or when the path now names
-    /// another file (device and inode differ) or cannot be opened.
-    pub(crate) fn records_file(&self) -> Option<std::fs::File> {
+    /// The mapped file opened again, when its records are, byte for byte
+    /// or but for the stamp's fraction, what the packet dumper writes: a
+    /// classic little-endian pcap with 16-byte record headers, with
+    /// nanosecond stamps (`crate::dump` then copies runs of records in the
+    /// kernel instead of through memory) or microsecond ones (read in
+    /// runs and the fraction of each header rewritten). `None` for
+    /// buffers, other formats, or when the path now names another file
+    /// (device and inode differ) or cannot be opened.
+    pub(crate) fn records_file(&self) -> Option<RecordsFile> {
         let Storage::Map(_, Some(id)) = &self.storage else {
             return None;
         };
         let Format::Pcap(h, Some(_)) = &self.format else {
             return None;
         };
-        if h.big_endian || !h.nanos || h.record_len != 16 {
+        if h.big_endian || h.record_len != 16 {
             return None;
         }
+        let nanos = h.nanos;
         let file = std::fs::File::open(&self.name).ok()?;
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
             let meta = file.metadata().ok()?;
-            ((meta.dev(), meta.ino()) == *id).then_some(file)
+            ((meta.dev(), meta.ino()) == *id).then_some(RecordsFile { file, nanos })
         }
         #[cfg(not(unix))]
         {
-            let _ = (file, id);
+            let _ = (file, id, nanos);
             None
         }
     }
