@@ -29,8 +29,10 @@
 //!   match both.
 //! - One shard with an unfiltered dumper: the dumper runs on a thread of
 //!   its own ([`Taps::thread`], [`thread`]), which takes each batch after
-//!   the shard ran it; records of a classic nanosecond pcap input go by
-//!   their place in the file and are copied file to file in the kernel.
+//!   the shard ran it; records of a classic pcap input file go by their
+//!   place in the file (the shard copies nothing): copied file to file in
+//!   the kernel (nanosecond stamps) or read in runs with each stamp's
+//!   fraction rewritten (microsecond stamps).
 //! - Writing, rotation, file names and failures: [`dumper`]. The ring:
 //!   [`ring`].
 
