@@ -490,6 +490,21 @@ impl Dumper {
         self.note_failure(msg, lost);
     }
 
+    /// `n` packets to dump could not be read back from their input file
+    /// (`msg` says why): counted lost, the message kept when it is the
+    /// first; the open file goes on.
+    #[cold]
+    pub(crate) fn input_lost(&mut self, n: u64, msg: String) {
+        if n == 0 {
+            return;
+        }
+        self.counters.lost += n;
+        self.counters.failures += 1;
+        if self.error.is_none() {
+            self.error = Some(msg);
+        }
+    }
+
     #[cold]
     fn note_failure(&mut self, msg: String, lost: u64) {
         self.counters.lost += lost;

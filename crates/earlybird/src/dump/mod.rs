@@ -300,6 +300,13 @@ impl Taps {
             t.batch(data, refs);
         }
         let dump_all = !self.filtering();
+        if self.ring.is_none() && !(dump_all && self.dumper.is_some()) {
+            // Nothing here takes the batch's packets one by one.
+            if let Some(f) = self.frames.as_mut() {
+                refs.iter().for_each(|r| f.frame(data, r));
+            }
+            return;
+        }
         for r in refs {
             let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
                 continue;

@@ -10,8 +10,12 @@
 //!   for the stamp's fraction (microsecond stamps), checked per packet
 //!   against the 16 bytes before it: seconds, fraction, captured and
 //!   original length — or a copy of its bytes (live capture, other
-//!   formats, a pcapng dump). The shard thus copies no packet of such a
-//!   file; the thread reads or copies the records itself. The
+//!   formats, a pcapng dump). Packets by place go as runs of records
+//!   back to back in the file (one item per run, not per packet): the
+//!   shard thus copies and describes no packet of such a file; the thread
+//!   reads each run's headers in pieces of [`SCRATCH`] bytes and hands
+//!   the dumper every record by place (a run the file no longer holds as
+//!   the shard saw it is counted lost and named). The
 //!   thread runs the jobs in order ([`Dumper::write_at`],
 //!   [`Dumper::write`]), so the files, their rotation, names, counters
 //!   and failures are exactly those of the dumper in the shard.
@@ -32,6 +36,7 @@ use std::thread::JoinHandle;
 use super::Dumper;
 use crate::decode::LinkType;
 use crate::source::file::RecordsFile;
+use crate::source::pcap_writer::MAX_SNAPLEN;
 use crate::source::PacketRef;
 use crate::time::Nanos;
 
@@ -48,28 +53,39 @@ const JOB_COPIES: usize = 1 << 20;
 /// Bytes of a classic pcap record header.
 const REC_HDR: usize = 16;
 
-/// Where a packet's bytes are.
-#[derive(Clone, Copy)]
-enum Place {
-    /// Its whole record starts at this byte of the job's input file.
-    At(u64),
-    /// Its bytes start at this byte of the job's copies.
-    Copied(usize),
-}
+/// Bytes of the input the thread reads at a time to learn the records of
+/// a run (within a core's L2 cache; a record of the dump's snaplen fits).
+const SCRATCH: usize = 512 << 10;
+const _: () = assert!(SCRATCH >= REC_HDR + MAX_SNAPLEN as usize);
 
+/// Packets of a job, in input order.
 #[derive(Clone, Copy)]
-struct Item {
-    ts: Nanos,
-    orig_len: u32,
-    caplen: u32,
-    link: LinkType,
-    place: Place,
+enum Item {
+    /// `n` records back to back at bytes `start..end` of the job's input
+    /// file, each a dump file's record (`same_record`), of link type
+    /// `link`.
+    Run {
+        start: u64,
+        end: u64,
+        n: u32,
+        link: LinkType,
+    },
+    /// One packet whose bytes start at byte `at` of the job's copies.
+    Copied {
+        ts: Nanos,
+        orig_len: u32,
+        caplen: u32,
+        link: LinkType,
+        at: usize,
+    },
 }
 
 /// One batch for the thread.
 #[derive(Default)]
 struct Job {
     items: Vec<Item>,
+    /// Packets in `items`.
+    packets: usize,
     copies: Vec<u8>,
     /// The input file of the `At` items.
     file: Option<Arc<File>>,
@@ -114,9 +130,11 @@ impl DumpThread {
             .spawn(move || {
                 let taken = theirs.lock().unwrap_or_else(|e| e.into_inner()).take();
                 let mut d = taken.expect("the dumper is handed over before the thread starts");
+                let mut scratch = Vec::new();
                 for mut job in from {
-                    run(&mut d, &job);
+                    run(&mut d, &job, &mut scratch);
                     job.items.clear();
+                    job.packets = 0;
                     job.copies.clear();
                     job.file = None;
                     // The shard may have stopped taking them back.
@@ -173,23 +191,40 @@ impl DumpThread {
             let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
                 continue;
             };
-            let place = match by_place {
-                Some(i) if same_record(data, r, i.nanos) => Place::At((r.offset - REC_HDR) as u64),
-                _ => {
-                    let at = job.copies.len();
-                    job.copies.extend_from_slice(bytes);
-                    Place::Copied(at)
+            job.packets += 1;
+            if by_place.is_some_and(|i| same_record(data, r, i.nanos)) {
+                // By place: one item per run of back-to-back records (the
+                // thread reads each record's header itself).
+                let (start, end) = ((r.offset - REC_HDR) as u64, (r.offset + bytes.len()) as u64);
+                if let Some(Item::Run {
+                    end: e, n, link, ..
+                }) = job.items.last_mut()
+                {
+                    if *e == start && *link == r.link && *n < u32::MAX {
+                        *e = end;
+                        *n += 1;
+                        continue;
+                    }
                 }
-            };
-            job.items.push(Item {
+                job.items.push(Item::Run {
+                    start,
+                    end,
+                    n: 1,
+                    link: r.link,
+                });
+                continue;
+            }
+            let at = job.copies.len();
+            job.copies.extend_from_slice(bytes);
+            job.items.push(Item::Copied {
                 ts: r.ts,
                 orig_len: r.orig_len,
                 caplen: r.caplen,
                 link: r.link,
-                place,
+                at,
             });
         }
-        if self.job.items.len() >= JOB_PACKETS || self.job.copies.len() >= JOB_COPIES {
+        if self.job.packets >= JOB_PACKETS || self.job.copies.len() >= JOB_COPIES {
             self.send();
         }
     }
@@ -248,20 +283,113 @@ fn same_record(data: &[u8], r: &PacketRef, nanos: bool) -> bool {
 }
 
 /// Runs one job through the dumper, in order.
-fn run(d: &mut Dumper, job: &Job) {
+fn run(d: &mut Dumper, job: &Job, scratch: &mut Vec<u8>) {
     for it in &job.items {
-        match (it.place, &job.file) {
-            (Place::At(at), Some(f)) => {
-                d.write_at(it.ts, it.link, it.caplen as usize, f, at, job.nanos)
+        match *it {
+            Item::Run {
+                start,
+                end,
+                n,
+                link,
+            } => {
+                // A run is only made with its file (`batch`).
+                if let Some(f) = &job.file {
+                    replay(d, f, (start, end), n, link, job.nanos, scratch);
+                }
             }
-            (Place::Copied(at), _) => {
-                let bytes = &job.copies[at..at + it.caplen as usize];
-                d.write(it.ts, it.orig_len, it.link, bytes);
+            Item::Copied {
+                ts,
+                orig_len,
+                caplen,
+                link,
+                at,
+            } => {
+                let bytes = &job.copies[at..at + caplen as usize];
+                d.write(ts, orig_len, link, bytes);
             }
-            // A place without its file is never made (`batch`).
-            (Place::At(_), None) => {}
         }
     }
+}
+
+/// Hands the dumper the `n` records at bytes `start..end` of `f` by place
+/// ([`Dumper::write_at`]), learning each one's stamp and length from its
+/// header, read in pieces of [`SCRATCH`] bytes. A read that fails, or
+/// records that are not the `n` the shard saw there (the file changed
+/// since), count the records not handed over as lost, with a message.
+fn replay(
+    d: &mut Dumper,
+    f: &Arc<File>,
+    (start, end): (u64, u64),
+    n: u32,
+    link: LinkType,
+    nanos: bool,
+    scratch: &mut Vec<u8>,
+) {
+    let (unit, limit) = if nanos {
+        (1, 1_000_000_000)
+    } else {
+        (1_000, 1_000_000)
+    };
+    let (mut at, mut seen) = (start, 0u32);
+    while at < end {
+        let want = ((end - at) as usize).min(SCRATCH);
+        if scratch.len() < want {
+            scratch.resize(want, 0);
+        }
+        let got = match read_at(f, &mut scratch[..want], at) {
+            Ok(got) => got,
+            Err(e) => {
+                d.input_lost(u64::from(n - seen), format!("input at byte {at}: {e}"));
+                return;
+            }
+        };
+        let buf = &scratch[..got];
+        let want = got;
+        let mut off = 0;
+        while let Some(h) = buf.get(off..off + REC_HDR) {
+            let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+            let (secs, frac, caplen) = (word(0), word(4), word(8) as usize);
+            if frac >= limit || seen == n {
+                break;
+            }
+            let len = REC_HDR + caplen;
+            // A piece holds any record the dump takes whole; a longer one
+            // is only counted (`oversize`), its bytes never read.
+            if caplen <= MAX_SNAPLEN as usize && off + len > want {
+                break;
+            }
+            let ts = u64::from(secs) * 1_000_000_000 + u64::from(frac) * unit;
+            d.write_at(ts, link, caplen, f, at + off as u64, nanos);
+            off += len;
+            seen += 1;
+        }
+        if off == 0 {
+            break;
+        }
+        at += off as u64;
+    }
+    if at != end || seen != n {
+        d.input_lost(
+            u64::from(n - seen),
+            format!("input at byte {at}: the records changed or were cut since they were read"),
+        );
+    }
+}
+
+/// Reads `buf.len()` bytes of `f` from byte `at`, or fewer where the file
+/// ends: the bytes read.
+fn read_at(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut got = 0;
+    while got < buf.len() {
+        match f.read_at(&mut buf[got..], at + got as u64) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 #[cfg(test)]
@@ -357,6 +485,40 @@ mod tests {
             for (x, y) in a.iter().zip(&b) {
                 assert!(x == y, "{} differs (nanos: {nanos})", x.0);
             }
+        }
+    }
+
+    #[test]
+    fn records_the_input_no_longer_holds_are_counted_lost_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        for nanos in [true, false] {
+            let path = input(dir.path(), nanos);
+            let away = dir.path().join(format!("cut{nanos}"));
+            let mut t = DumpThread::start(dumper(&away), 0).ok().unwrap();
+            let mut packets = 0u64;
+            {
+                let file = CaptureFile::open(&path).unwrap();
+                let mut r = file.reader();
+                t.set_input(r.data(), file.records_file());
+                let mut refs = Vec::new();
+                while r.next_batch(&mut refs, 50) > 0 {
+                    t.batch(r.data(), &refs);
+                    packets += refs.len() as u64;
+                }
+            }
+            // The input is cut in two before the thread reads it (its
+            // jobs go at `finish`: the capture holds fewer packets than a
+            // job).
+            assert!(packets < JOB_PACKETS as u64);
+            let len = std::fs::metadata(&path).unwrap().len();
+            let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            f.set_len(len / 2).unwrap();
+            let mut back = t.finish().unwrap();
+            let c = back.finish();
+            assert!(c.written > 0 && c.lost > 0, "{c:?}");
+            assert_eq!(c.written + c.lost, packets, "nanos: {nanos}: {c:?}");
+            let e = back.error.clone().unwrap();
+            assert!(e.starts_with("input at byte "), "{e}");
         }
     }
 
