@@ -31,15 +31,12 @@
 //!   next period starts, where it tries a new file; without a period, for
 //!   the rest of the run. Nothing panics; the flows are unaffected.
 //! - Records by reference ([`Dumper::write_at`], used by the dumper's own
-//!   thread, `thread.rs`): a packet whose record in its input file is the
-//!   record a classic pcap dump file holds — byte for byte, or but for the
-//!   stamp's fraction in microseconds — is named by its place, not copied
-//!   by the shard. Runs of such records that are back to back in the input
-//!   are copied from file to file in the kernel (`copy.rs`), after what
-//!   the buffer holds (nanosecond input), or read into the buffer at once
-//!   with each header's fraction rewritten in nanoseconds (microsecond
-//!   input). Rotation, names, counters and failures are those of
-//!   [`Dumper::write`]; the files are byte-identical.
+//!   thread, `thread.rs`): a packet whose record in its input file is,
+//!   byte for byte, the record a classic pcap dump file holds is not copied
+//!   through the buffer: runs of such records that are back to back in the
+//!   input are copied from file to file in the kernel (`copy.rs`), after
+//!   what the buffer holds. Rotation, names, counters and failures are
+//!   those of [`Dumper::write`]; the files are byte-identical.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -195,8 +192,6 @@ struct Run {
     end: u64,
     /// Packets in it.
     n: u64,
-    /// Its stamps are nanoseconds (else microseconds: rewritten).
-    nanos: bool,
 }
 
 /// One shard's dumper (see the module docs).
@@ -303,7 +298,6 @@ impl Dumper {
         caplen: usize,
         src: &Arc<File>,
         at: u64,
-        nanos: bool,
     ) {
         if self.format != DumpFormat::Pcap {
             return;
@@ -314,7 +308,6 @@ impl Dumper {
         let len = REC_HDR + caplen as u64;
         let joins = self.run.n > 0
             && self.run.end == at
-            && self.run.nanos == nanos
             && self.run.src.as_ref().is_some_and(|s| Arc::ptr_eq(s, src));
         if !joins {
             self.flush_run();
@@ -327,7 +320,6 @@ impl Dumper {
                 start: at,
                 end: at,
                 n: 0,
-                nanos,
             };
         }
         let Some(c) = self.cur.as_mut() else {
@@ -383,7 +375,7 @@ impl Dumper {
 
     /// Copies the gathered run of records into the open file (after what
     /// its buffer holds); on success every packet handed over so far is on
-    /// disk (nanosecond input) or in the buffer (microsecond input).
+    /// disk.
     fn flush_run(&mut self) {
         if self.run.n == 0 {
             return;
@@ -395,14 +387,6 @@ impl Dumper {
         let Some(src) = run.src.as_deref() else {
             return;
         };
-        if !run.nanos {
-            if let Err(e) = append_micros(c, src, &run, &mut self.counters) {
-                let lost = c.pending;
-                let msg = format!("{}: {e}", c.path.display());
-                self.failed(msg, lost);
-            }
-            return;
-        }
         let copied = match c.out.flushed_pcap() {
             Some(Ok(dst)) => self.copier.copy(src, run.start, run.end - run.start, dst),
             Some(Err(e)) => Err(e),
@@ -525,77 +509,6 @@ impl Dumper {
         self.close();
         self.counters
     }
-}
-
-/// Appends the run `run` of microsecond records of `src` to `c`'s buffer:
-/// read in pieces of whole records, each header's fraction rewritten in
-/// nanoseconds. When the buffer is written out before a piece, the packets
-/// handed over before that piece are on disk (as in [`Dumper::write`]).
-/// Fails on a read error, a source that ends early, or records that are
-/// not the ones the run was made of (the input changed under the map).
-fn append_micros(
-    c: &mut Open,
-    src: &File,
-    run: &Run,
-    counters: &mut DumpCounters,
-) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    let Out::Pcap(out) = &mut c.out else {
-        return Ok(());
-    };
-    let (len, cap) = (run.end - run.start, out.capacity());
-    // Bytes and packets of the run appended so far.
-    let (mut done, mut done_n) = (0u64, 0u64);
-    while done < len {
-        let left = len - done;
-        let need = (left as usize).min(cap);
-        let had = out.buffered();
-        let room = out.spare(need)?;
-        if had > 0 && cap - had < need {
-            // Written out: all that came before this piece is on disk.
-            let on_disk = c.pending - (run.n - done_n);
-            c.synced = c.bytes - left;
-            c.packets += on_disk;
-            counters.written += on_disk;
-            c.pending -= on_disk;
-        }
-        let take = (left as usize).min(room.len());
-        let piece = &mut room[..take];
-        src.read_exact_at(piece, run.start + done)?;
-        let (mut at, mut n) = (0usize, 0u64);
-        while let Some(h) = piece.get_mut(at..at + REC_HDR as usize) {
-            let caplen = u32::from_le_bytes([h[8], h[9], h[10], h[11]]) as usize;
-            let usec = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
-            if caplen > OUT_SNAPLEN as usize || usec >= 1_000_000 {
-                return Err(bad_run(run.start + done + at as u64));
-            }
-            if at + REC_HDR as usize + caplen > take {
-                break;
-            }
-            h[4..8].copy_from_slice(&(usec * 1_000).to_le_bytes());
-            at += REC_HDR as usize + caplen;
-            n += 1;
-        }
-        if at == 0 || done_n + n > run.n {
-            return Err(bad_run(run.start + done + at as u64));
-        }
-        out.commit(at);
-        done += at as u64;
-        done_n += n;
-    }
-    if done_n != run.n {
-        return Err(bad_run(run.end));
-    }
-    Ok(())
-}
-
-/// The error of a run whose records changed in the input file.
-#[cold]
-fn bad_run(at: u64) -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::InvalidData,
-        format!("input record at byte {at} changed since it was read"),
-    )
 }
 
 /// Cuts `path` back to `len` bytes (its complete records), or removes it
@@ -725,92 +638,6 @@ mod tests {
             "{e}"
         );
         assert_eq!(read(&files(&gone)[0]).len(), 1);
-    }
-
-    /// A microsecond pcap of packets `i` (60 bytes, stamped `i` s + 7 µs)
-    /// at `path`; the byte offsets of their records.
-    fn micros_input(path: &Path, n: u64) -> Vec<u64> {
-        let mut out = PcapOut::new(File::create(path).unwrap(), false, 65_535).unwrap();
-        for i in 0..n {
-            out.record(i * 1_000_000_000 + 7_000, 60, &pkt(i, 60))
-                .unwrap();
-        }
-        out.finish().unwrap();
-        (0..n).map(|i| FILE_HDR + i * (REC_HDR + 60)).collect()
-    }
-
-    #[test]
-    fn microsecond_records_by_place_are_dumped_in_nanoseconds() {
-        let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("in.pcap");
-        let at = micros_input(&src, 5);
-        let out = dir.path().join("out");
-        std::fs::create_dir(&out).unwrap();
-        let mut d = Dumper::new(&out, DumpFormat::Pcap, 0, None, None, DumpFilter::default());
-        let f = Arc::new(File::open(&src).unwrap());
-        for (i, &o) in at.iter().enumerate() {
-            let ts = i as u64 * 1_000_000_000 + 7_000;
-            d.write_at(ts, LinkType::Ethernet, 60, &f, o, false);
-        }
-        let c = d.finish();
-        assert_eq!((c.written, c.lost, c.files), (5, 0, 1));
-        let back = read(&files(&out)[0]);
-        let want: Vec<_> = (0..5u64)
-            .map(|i| {
-                (
-                    i * 1_000_000_000 + 7_000,
-                    60,
-                    LinkType::Ethernet,
-                    pkt(i, 60),
-                )
-            })
-            .collect();
-        assert_eq!(back, want);
-        let bytes = std::fs::read(&files(&out)[0]).unwrap();
-        assert_eq!(
-            &bytes[..4],
-            &0xA1B2_3C4Du32.to_le_bytes(),
-            "nanosecond magic"
-        );
-        assert_eq!(&bytes[28..32], &7_000u32.to_le_bytes(), "fraction in ns");
-    }
-
-    #[test]
-    fn a_microsecond_run_whose_input_changed_or_shrank_is_a_counted_failure() {
-        let dir = tempfile::tempdir().unwrap();
-        for case in ["caplen", "fraction", "shrank"] {
-            let src = dir.path().join(format!("{case}.pcap"));
-            let at = micros_input(&src, 3);
-            let out = dir.path().join(case);
-            std::fs::create_dir(&out).unwrap();
-            let mut d = Dumper::new(&out, DumpFormat::Pcap, 0, None, None, DumpFilter::default());
-            let f = Arc::new(File::open(&src).unwrap());
-            for (i, &o) in at.iter().enumerate() {
-                let ts = i as u64 * 1_000_000_000 + 7_000;
-                d.write_at(ts, LinkType::Ethernet, 60, &f, o, false);
-            }
-            // The input changes after the records were named by place.
-            let mut bytes = std::fs::read(&src).unwrap();
-            let second = at[1] as usize;
-            match case {
-                "caplen" => bytes[second + 8..second + 12].copy_from_slice(&70u32.to_le_bytes()),
-                "fraction" => {
-                    bytes[second + 4..second + 8].copy_from_slice(&1_000_000u32.to_le_bytes())
-                }
-                _ => bytes.truncate(second + 20),
-            }
-            std::fs::write(&src, &bytes).unwrap();
-            let c = d.finish();
-            assert_eq!(
-                (c.written, c.lost, c.failures),
-                (0, 3, 1),
-                "{case}: {:?}",
-                d.error
-            );
-            let e = d.error.clone().unwrap();
-            assert!(e.contains("-s00-000001.pcap: "), "{case}: {e}");
-            assert!(files(&out).is_empty(), "{case}: nothing whole was written");
-        }
     }
 
     #[test]

@@ -12,10 +12,12 @@
 //!   original length — or a copy of its bytes (live capture, other
 //!   formats, a pcapng dump). Packets by place go as runs of records
 //!   back to back in the file (one item per run, not per packet): the
-//!   shard thus copies and describes no packet of such a file; the thread
-//!   reads each run's headers in pieces of [`SCRATCH`] bytes and hands
-//!   the dumper every record by place (a run the file no longer holds as
-//!   the shard saw it is counted lost and named). The
+//!   shard thus copies and describes no packet of such a file. The thread
+//!   reads each run in pieces of [`SCRATCH`] bytes and hands the dumper
+//!   every record: by place for a nanosecond input (copied file to file),
+//!   from the piece for a microsecond one (the dumper writes its stamp in
+//!   nanoseconds). Records the file no longer holds as the shard saw them
+//!   are counted lost and named. The
 //!   thread runs the jobs in order ([`Dumper::write_at`],
 //!   [`Dumper::write`]), so the files, their rotation, names, counters
 //!   and failures are exactly those of the dumper in the shard.
@@ -359,7 +361,14 @@ fn replay(
                 break;
             }
             let ts = u64::from(secs) * 1_000_000_000 + u64::from(frac) * unit;
-            d.write_at(ts, link, caplen, f, at + off as u64, nanos);
+            match buf.get(off + REC_HDR..off + len) {
+                // Microseconds: the record from the piece, its stamp
+                // written again in nanoseconds.
+                Some(bytes) if !nanos => d.write(ts, word(12), link, bytes),
+                // Nanoseconds: the record as the dump holds it, copied
+                // file to file; or longer than the snaplen: counted only.
+                _ => d.write_at(ts, link, caplen, f, at + off as u64),
+            }
             off += len;
             seen += 1;
         }

@@ -127,27 +127,6 @@ impl<W: Write> PcapOut<W> {
 
     /// Bytes assembled and not yet handed to the sink (the rotating
     /// dumper learns from it which records reached the sink).
-    /// The buffer's free part once it has room for at least `need` bytes
-    /// (`need` at most the buffer's size; the buffer is written out first
-    /// when it lacks room): the caller fills a prefix with whole records
-    /// and adds them with [`PcapOut::commit`].
-    pub(crate) fn spare(&mut self, need: usize) -> io::Result<&mut [u8]> {
-        if self.buf.len() - self.pos < need {
-            self.flush_buf()?;
-        }
-        Ok(&mut self.buf[self.pos..])
-    }
-
-    /// Adds the first `n` bytes of [`PcapOut::spare`] to the output.
-    pub(crate) fn commit(&mut self, n: usize) {
-        self.pos = (self.pos + n).min(self.buf.len());
-    }
-
-    /// Bytes of the buffer (the most [`PcapOut::spare`] can give).
-    pub(crate) fn capacity(&self) -> usize {
-        self.buf.len()
-    }
-
     #[inline]
     pub(crate) fn buffered(&self) -> usize {
         self.pos
