@@ -28,7 +28,11 @@
 //! record of template 260 or 261 (`events.rs`) through the same messages
 //! and transports. Records of other kinds are refused with an error. One
 //! message buffer and one record buffer are allocated when the exporter is
-//! built; nothing per record.
+//! built; nothing per record. On the exporter thread a flow record is
+//! encoded straight into the message (`Message::append`), with no copy in
+//! between; one that does not fit is encoded again into the next message.
+//! The shards' renderer encodes into a buffer of its own and appends the
+//! record behind its frame (`IpfixRecords`).
 
 pub(crate) mod elements;
 pub(crate) mod events;
