@@ -56,8 +56,7 @@ pub(crate) fn end_reason(e: EndReason) -> u8 {
 #[inline]
 pub(crate) fn ntp(ns: u64) -> u64 {
     let secs = ns / NS + NTP_OFFSET;
-    // Below 2⁶²: the sum cannot overflow.
-    let frac = (((ns % NS) << 32) + (NS - 1)) / NS;
+    let frac = ((ns % NS) << 32).div_ceil(NS);
     (secs << 32) | frac
 }
 
