@@ -155,11 +155,26 @@ pub(crate) fn wrong_kind(name: &str, takes: &Kind, given: &Kind, n: usize) -> Er
 }
 
 /// Formats records into text on any thread: a copy of an exporter (same
-/// format, same options, no header) whose output is kept in memory.
+/// format, same options, no header) whose output is kept in memory, or a
+/// function that appends the text itself ([`Renderer::direct`], no copy
+/// through a writer).
 pub struct Renderer {
-    ex: Box<dyn Exporter>,
-    text: Arc<Mutex<Vec<u8>>>,
+    how: Rendering,
 }
+
+/// How a [`Renderer`] makes its text.
+enum Rendering {
+    /// An exporter writing into shared memory.
+    Exporter {
+        ex: Box<dyn Exporter>,
+        text: Arc<Mutex<Vec<u8>>>,
+    },
+    /// A function appending a batch's text to the vector it is given.
+    Direct(Box<RenderFn>),
+}
+
+/// What [`Renderer::direct`] runs.
+type RenderFn = dyn FnMut(&RecordBatch, &mut Vec<u8>) + Send;
 
 impl Renderer {
     /// A renderer around `make`, which builds the headerless exporter over
@@ -167,17 +182,31 @@ impl Renderer {
     pub fn new(make: impl FnOnce(Box<dyn Write + Send>) -> Box<dyn Exporter>) -> Renderer {
         let text = Arc::new(Mutex::new(Vec::new()));
         let ex = make(Box::new(SharedText(text.clone())));
-        Renderer { ex, text }
+        Renderer {
+            how: Rendering::Exporter { ex, text },
+        }
+    }
+
+    /// A renderer that runs `f` to append the text of a batch to a vector.
+    pub(crate) fn direct(f: impl FnMut(&RecordBatch, &mut Vec<u8>) + Send + 'static) -> Renderer {
+        Renderer {
+            how: Rendering::Direct(Box::new(f)),
+        }
     }
 
     /// Appends the text of every record of the (materialized) `batch` to
     /// `out`.
     pub(crate) fn render(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) {
-        // Writing to memory cannot fail.
-        let _ = self.ex.write_batch(batch);
-        let _ = self.ex.finish();
-        let mut text = self.text.lock().unwrap_or_else(|p| p.into_inner());
-        out.append(&mut text);
+        match &mut self.how {
+            Rendering::Exporter { ex, text } => {
+                // Writing to memory cannot fail.
+                let _ = ex.write_batch(batch);
+                let _ = ex.finish();
+                let mut text = text.lock().unwrap_or_else(|p| p.into_inner());
+                out.append(&mut text);
+            }
+            Rendering::Direct(f) => f(batch, out),
+        }
     }
 }
 

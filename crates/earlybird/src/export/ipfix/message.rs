@@ -7,9 +7,13 @@
 //! [`Message::seal`] writes the header (version 10, length, export time,
 //! sequence number, observation domain) and returns the bytes, after which
 //! the message is empty again. [`template_message`] builds a message
-//! holding template sets only. The buffer is allocated once.
+//! holding template sets only. The buffer is allocated (and zeroed) once,
+//! with room behind the message for one more record, so that a record can
+//! be encoded straight into it ([`Message::append`]) and only counted in
+//! when it fits.
 
 use super::elements::{Template, VARLEN};
+use super::record::SLACK;
 
 /// IPFIX version number.
 pub(crate) const VERSION: u16 = 10;
@@ -24,7 +28,11 @@ pub(crate) const MAX_MESSAGE: usize = 65535;
 
 /// A message being filled with data records.
 pub(crate) struct Message {
+    /// The message (`..end`) and the room behind it: `2 × max +`
+    /// [`SET_HEADER`] + [`SLACK`] bytes, zeroed once.
     buf: Vec<u8>,
+    /// End of the message in `buf`.
+    end: usize,
     max: usize,
     domain: u32,
     /// Data records in the message.
@@ -40,10 +48,9 @@ impl Message {
     /// An empty message of at most `max` bytes for observation domain
     /// `domain`.
     pub(crate) fn new(max: usize, domain: u32) -> Message {
-        let mut buf = Vec::with_capacity(max);
-        buf.resize(HEADER, 0);
         Message {
-            buf,
+            buf: vec![0; 2 * max + SET_HEADER + SLACK],
+            end: HEADER,
             max,
             domain,
             records: 0,
@@ -64,27 +71,64 @@ impl Message {
             Some((_, open)) if open == id => 0,
             _ => SET_HEADER,
         };
-        self.buf.len() + set + len <= self.max
+        self.end + set + len <= self.max
     }
 
     /// Appends a record of template `id` (the caller checked
     /// [`Message::fits`]); `time` is the flow's end in seconds since 1970.
     #[inline]
     pub(crate) fn push(&mut self, id: u16, record: &[u8], time: u32) {
-        if !matches!(self.set, Some((_, open)) if open == id) {
-            self.close_set();
-            self.set = Some((self.buf.len(), id));
-            self.buf.extend_from_slice(&id.to_be_bytes());
-            self.buf.extend_from_slice(&[0, 0]);
-        }
-        self.buf.extend_from_slice(record);
+        let at = self.open(id);
+        self.buf[at..at + record.len()].copy_from_slice(record);
+        self.end = at + record.len();
         self.records += 1;
         self.time = self.time.max(time);
     }
 
+    /// Encodes a record of template `id` straight into the message: `enc`
+    /// writes it at the start of the slice it is given (at least `max` +
+    /// [`SLACK`] bytes, whatever it holds) and returns its length, at most
+    /// `max`. Returns false, the message unchanged, when the record does
+    /// not fit (the caller sends the message and encodes it again);
+    /// `time` is the flow's end in seconds since 1970.
+    #[inline]
+    pub(crate) fn append(
+        &mut self,
+        id: u16,
+        time: u32,
+        enc: impl FnOnce(&mut [u8]) -> usize,
+    ) -> bool {
+        let same = matches!(self.set, Some((_, open)) if open == id);
+        let at = self.end + if same { 0 } else { SET_HEADER };
+        let len = enc(&mut self.buf[at..]);
+        if at + len > self.max {
+            return false;
+        }
+        self.open(id);
+        self.end = at + len;
+        self.records += 1;
+        self.time = self.time.max(time);
+        true
+    }
+
+    /// Opens a data set of template `id` unless it is the open one;
+    /// returns where its next record goes.
+    #[inline]
+    fn open(&mut self, id: u16) -> usize {
+        if !matches!(self.set, Some((_, open)) if open == id) {
+            self.close_set();
+            let at = self.end;
+            self.set = Some((at, id));
+            let id = id.to_be_bytes();
+            self.buf[at..at + SET_HEADER].copy_from_slice(&[id[0], id[1], 0, 0]);
+            self.end = at + SET_HEADER;
+        }
+        self.end
+    }
+
     fn close_set(&mut self) {
         if let Some((start, _)) = self.set.take() {
-            let len = (self.buf.len() - start) as u16;
+            let len = (self.end - start) as u16;
             self.buf[start + 2..start + 4].copy_from_slice(&len.to_be_bytes());
         }
     }
@@ -94,18 +138,18 @@ impl Message {
     /// empty again at the next [`Message::push`].
     pub(crate) fn seal(&mut self, seq: u32) -> &[u8] {
         self.close_set();
-        let len = self.buf.len();
+        let len = self.end;
         write_header(&mut self.buf[..HEADER], len, self.time, seq, self.domain);
         self.records = 0;
         self.time = 0;
-        // The bytes stay readable until the next push truncates them.
+        // The bytes stay readable until the next push overwrites them.
         self.set = None;
-        &self.buf
+        &self.buf[..len]
     }
 
     /// Empties a sealed message.
     pub(crate) fn clear(&mut self) {
-        self.buf.truncate(HEADER);
+        self.end = HEADER;
         self.records = 0;
         self.set = None;
         self.time = 0;
@@ -223,6 +267,30 @@ mod tests {
         m.clear();
         assert_eq!(m.records(), 0);
         assert_eq!(m.seal(0).len(), HEADER);
+    }
+
+    #[test]
+    fn appended_records_equal_pushed_ones_and_one_too_long_leaves_no_trace() {
+        let mut pushed = Message::new(100, 7);
+        let mut appended = Message::new(100, 7);
+        let put = |b: &mut [u8], n: usize, v: u8| {
+            b[..n].fill(v);
+            n
+        };
+        for (id, n, v) in [(256u16, 10usize, 1u8), (256, 10, 2), (257, 4, 3)] {
+            pushed.push(id, &vec![v; n], u32::from(v));
+            assert!(appended.append(id, u32::from(v), |b| put(b, n, v)));
+        }
+        // 48 bytes used: a record of 257 fits up to 52 bytes, one of 256
+        // (a new set) up to 48.
+        assert!(!appended.append(256, 99, |b| put(b, 49, 9)));
+        assert!(!appended.append(257, 99, |b| put(b, 53, 9)));
+        assert_eq!(appended.records(), 3);
+        assert_eq!(pushed.seal(5).to_vec(), appended.seal(5).to_vec());
+        appended.clear();
+        assert!(appended.append(258, 1, |b| put(b, 80, 4)));
+        assert!(!appended.fits(258, 1));
+        assert_eq!(appended.seal(0).len(), 100);
     }
 
     #[test]

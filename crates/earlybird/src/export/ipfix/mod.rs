@@ -28,7 +28,11 @@
 //! record of template 260 or 261 (`events.rs`) through the same messages
 //! and transports. Records of other kinds are refused with an error. One
 //! message buffer and one record buffer are allocated when the exporter is
-//! built; nothing per record.
+//! built; nothing per record. On the exporter thread a flow record is
+//! encoded straight into the message (`Message::append`), with no copy in
+//! between; one that does not fit is encoded again into the next message.
+//! The shards' renderer encodes into a buffer of its own and appends the
+//! record behind its frame (`IpfixRecords`).
 
 pub(crate) mod elements;
 pub(crate) mod events;
@@ -44,7 +48,7 @@ use super::{early_of, fields, ExportOptions, Exporter, Renderer};
 use crate::classify::Verdict;
 use crate::error::{Error, Result};
 use crate::flow::events::VERDICTS;
-use crate::flow::record::RecordBatch;
+use crate::flow::record::{FlowRecord, RecordBatch};
 use crate::schema::{Kind, RowBatch, Value};
 use elements::Template;
 use message::{Message, HEADER, MAX_MESSAGE, SET_HEADER};
@@ -326,7 +330,10 @@ pub struct IpfixExporter {
     early: usize,
     media: Option<usize>,
     msg: Message,
+    /// Early-verdict events are encoded here first.
     record: Vec<u8>,
+    /// The longest flow record, bytes.
+    record_max: usize,
     /// Data records handed to the transport so far (mod 2³²).
     seq: u32,
     transport: Box<dyn Transport>,
@@ -343,9 +350,21 @@ impl IpfixExporter {
             media: plan.media,
             msg: Message::new(plan.max, plan.domain),
             record: Vec::with_capacity(plan.record_max),
+            record_max: plan.record_max,
             seq: 0,
             transport,
         }
+    }
+
+    /// Encodes record `i` of `batch` into the message; false when it does
+    /// not fit.
+    #[inline]
+    fn append(&mut self, batch: &RecordBatch, i: usize) -> bool {
+        let (t, end_secs) = template_and_time(&self.templates, &batch.records[i]);
+        let (names, early, media) = (&self.names, self.early, self.media);
+        self.msg.append(t.id, end_secs, |buf| {
+            encode_one(buf, t, names, early, media, batch, i)
+        })
     }
 
     /// Hands the message to the transport, if it holds any record.
@@ -362,28 +381,37 @@ impl IpfixExporter {
     }
 }
 
-/// Appends record `i` of `batch` to `out`; returns its template id and its
-/// export time (the flow's end, Unix seconds). `media` is the column of
-/// the media verdict in the batch's analyzer cells, if the run has one.
+/// The template of record `r` and its export time (the flow's end, Unix
+/// seconds).
+#[inline]
+fn template_and_time<'a>(templates: &'a [Template], r: &FlowRecord) -> (&'a Template, u32) {
+    let t = &templates[record::template_of(r)];
+    let end_secs = (r.last_ts / 1_000_000_000).min(u64::from(u32::MAX)) as u32;
+    (t, end_secs)
+}
+
+/// Writes record `i` of `batch` for template `t` at the start of `buf` (at
+/// least [`record::max_len`] + [`record::SLACK`] bytes) and returns its
+/// length. `media` is the column of the media verdict in the batch's
+/// analyzer cells, if the run has one.
 fn encode_one(
-    out: &mut Vec<u8>,
-    templates: &[Template],
+    buf: &mut [u8],
+    t: &Template,
     names: &[Vec<u8>],
     early: usize,
     media: Option<usize>,
     batch: &RecordBatch,
     i: usize,
-) -> (u16, u32) {
+) -> usize {
     const UNKNOWN: &[u8] = b"unknown";
     let r = &batch.records[i];
-    let t = &templates[record::template_of(r)];
     let app = match r.verdict.class {
         Verdict::UNKNOWN => UNKNOWN,
         c => names.get(usize::from(c)).map_or(UNKNOWN, Vec::as_slice),
     };
     let early = early_of(batch, i, early);
-    match media {
-        None => record::encode(out, t, r, app, early),
+    let m = match media {
+        None => record::Media::default(),
         Some(j) => {
             let cells = &batch.analyzed;
             let kind = match cells.get(i, j) {
@@ -398,12 +426,10 @@ fn encode_one(
                 Value::U64(v) => Some(v),
                 _ => None,
             };
-            let m = record::Media::of(kind, share, packet);
-            record::encode_with(out, t, r, app, early, &m);
+            record::Media::of(kind, share, packet)
         }
-    }
-    let end_secs = (r.last_ts / 1_000_000_000).min(u64::from(u32::MAX)) as u32;
-    (t.id, end_secs)
+    };
+    record::encode_into(buf, t, r, app, early, &m)
 }
 
 /// Bytes before each record in rendered text: template id (2), record
@@ -415,49 +441,47 @@ const FRAME: usize = 8;
 /// lags): each record as a frame (template id, length, export time) and
 /// its data record, which the exporter packs into its messages
 /// ([`Exporter::write_rendered`]); sequence numbers and message bounds
-/// stay the exporter's.
+/// stay the exporter's. Each record is encoded into a small buffer kept
+/// for the purpose (zeroed once) and copied behind its frame: encoding in
+/// place would need the text zero-filled first, which costs more than the
+/// copy of a record that is still in the L1 cache.
 struct IpfixRecords {
     templates: Vec<Template>,
     names: Vec<Vec<u8>>,
     early: usize,
     media: Option<usize>,
-    out: Box<dyn Write + Send>,
+    /// The longest record, bytes.
+    record_max: usize,
+    /// One record: `record_max` + [`record::SLACK`] bytes.
+    scratch: Vec<u8>,
 }
 
-impl Exporter for IpfixRecords {
-    fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
-        let mut text = Vec::with_capacity(batch.len() * (FRAME + 192));
+impl IpfixRecords {
+    /// Appends the frames and records of `batch` to `out`.
+    fn render(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) {
+        out.reserve(batch.len() * (FRAME + self.record_max));
         for i in 0..batch.len() {
-            // The frame's place, filled once the record's length is known;
-            // the record is encoded right behind it.
-            let at = text.len();
-            text.extend_from_slice(&[0; FRAME]);
-            let (id, time) = encode_one(
-                &mut text,
-                &self.templates,
+            let r = &batch.records[i];
+            let (t, time) = template_and_time(&self.templates, r);
+            let len = encode_one(
+                &mut self.scratch,
+                t,
                 &self.names,
                 self.early,
                 self.media,
                 batch,
                 i,
             );
-            let len = (text.len() - at - FRAME) as u16;
-            let (id, len, time) = (id.to_le_bytes(), len.to_le_bytes(), time.to_le_bytes());
-            text[at..at + FRAME].copy_from_slice(&[
-                id[0], id[1], len[0], len[1], time[0], time[1], time[2], time[3],
+            let (id, len16, time) = (
+                t.id.to_le_bytes(),
+                (len as u16).to_le_bytes(),
+                time.to_le_bytes(),
+            );
+            out.extend_from_slice(&[
+                id[0], id[1], len16[0], len16[1], time[0], time[1], time[2], time[3],
             ]);
+            out.extend_from_slice(&self.scratch[..len]);
         }
-        // The writer is memory (`Renderer`): it cannot fail.
-        let _ = self.out.write_all(&text);
-        Ok(())
-    }
-
-    fn finish(&mut self) -> Result<()> {
-        Ok(())
-    }
-
-    fn name(&self) -> &str {
-        "ipfix:render"
     }
 }
 
@@ -476,20 +500,14 @@ impl Exporter for IpfixExporter {
             ));
         }
         for i in 0..batch.len() {
-            self.record.clear();
-            let (id, end_secs) = encode_one(
-                &mut self.record,
-                &self.templates,
-                &self.names,
-                self.early,
-                self.media,
-                batch,
-                i,
-            );
-            if !self.msg.fits(id, self.record.len()) {
+            // Encoded straight into the message; when it is full, sent, and
+            // the record encoded again into the next one (a record always
+            // fits an empty message: `Plan::new`).
+            if !self.append(batch, i) {
                 self.send()?;
+                let appended = self.append(batch, i);
+                debug_assert!(appended);
             }
-            self.msg.push(id, &self.record, end_secs);
         }
         Ok(())
     }
@@ -521,16 +539,16 @@ impl Exporter for IpfixExporter {
         if !self.kind.is(&fields::FLOWS) {
             return None;
         }
-        let (templates, names, early) = (self.templates.clone(), self.names.clone(), self.early);
-        let media = self.media;
-        Some(Renderer::new(move |out| {
-            Box::new(IpfixRecords {
-                templates,
-                names,
-                early,
-                media,
-                out,
-            })
+        let mut records = IpfixRecords {
+            templates: self.templates.clone(),
+            names: self.names.clone(),
+            early: self.early,
+            media: self.media,
+            record_max: self.record_max,
+            scratch: vec![0; self.record_max + record::SLACK],
+        };
+        Some(Renderer::direct(move |batch, out| {
+            records.render(batch, out)
         }))
     }
 

@@ -1,19 +1,27 @@
 //! One flow record as one IPFIX data record of its template.
 //!
-//! Contract: [`encode`] appends the fields of a [`Template`], in order, for
-//! one record and its early packets, as `docs/IPFIX.md` describes them
-//! (network byte order; variable-length fields with the RFC 7011 §7 length
-//! prefix; early packets as ordered basicLists, RFC 6313). [`max_len`]
-//! bounds what it appends. It never fails and never allocates once `out`
-//! has room.
+//! Contract: [`encode_into`] writes the fields of a [`Template`], in
+//! order, for one record and its early packets, as `docs/IPFIX.md`
+//! describes them (network byte order; variable-length fields with the
+//! RFC 7011 §7 length prefix; early packets as ordered basicLists, RFC
+//! 6313), at the start of a buffer of at least [`max_len`] + [`SLACK`]
+//! bytes, and returns how many it wrote; the bytes past that may have been
+//! written too. [`encode`] and [`encode_with`] append the same bytes to a
+//! vector. It never fails and never allocates.
 //!
 //! How: every fixed-length value a template may hold is laid out once per
-//! record, in network byte order, at its own place in a small array
-//! ([`Values`]); a template's [`Plan`] (built with the template) copies
-//! each field from there with one 16-byte move, whatever its length, and
-//! stops only at the variable-length fields. A walk that chose each
+//! record, in network byte order, in a small array ([`Values`]) whose
+//! order is the templates' field order, so the fixed fields between two
+//! variable-length ones are one run of it. A template's [`Plan`] (built
+//! with the template) holds those runs, each copied in 16-byte moves, and
+//! stops only at the variable-length fields. The IPv4 biflow template
+//! without ICMP or media elements (most records) has a straight-line
+//! encoder instead ([`encode_v4_biflow`]: each field at its fixed offset,
+//! no steps); a test holds it to the plan's bytes. A walk that chose each
 //! field's code by its source cost an indirect jump per field, most of
-//! them mispredicted (perf, 2026-11-26).
+//! them mispredicted (perf, 2026-11-26). The caller's buffer is written in
+//! place: appending by zero-filling the record's room first cost a
+//! `memset` of the whole bound per record.
 
 use super::elements::{Source, Template, LIST_MEMBERS, ORDERED};
 use crate::features::early::EarlyPkt;
@@ -53,19 +61,23 @@ pub(crate) fn ntp(ns: u64) -> u64 {
 }
 
 /// The union of the TCP flags seen in direction `d` (bit i: flag i of
-/// `TCP_FLAG_NAMES` counted at least once).
+/// `TCP_FLAG_NAMES` counted at least once), one comparison per flag
+/// without a loop.
 #[inline]
 fn flags(r: &FlowRecord, d: usize) -> u16 {
-    match &r.tcp_flags {
-        Some(c) => c[d]
-            .iter()
-            .enumerate()
-            .fold(0, |acc, (i, &n)| acc | (u16::from(n > 0) << i)),
-        None => 0,
-    }
+    let Some(c) = &r.tcp_flags else {
+        return 0;
+    };
+    let c = &c[d];
+    let seen = |i: usize| u16::from(c[i] != 0) << i;
+    seen(0) | seen(1) | seen(2) | seen(3) | seen(4) | seen(5) | seen(6) | seen(7)
 }
 
-/// Where each fixed-length value sits in [`Values`] (offset, length).
+/// Where each fixed-length value sits in [`Values`] (offset, length):
+/// in the templates' field order (`elements.rs`), so that consecutive
+/// fields of a template are consecutive here (IPv4 and IPv6 addresses, the
+/// ICMP type and the reverse elements are skipped by the templates
+/// without them).
 const fn place(src: Source) -> (u8, u8) {
     match src {
         Source::StartNs => (0, 8),
@@ -80,18 +92,18 @@ const fn place(src: Source) -> (u8, u8) {
         Source::DstPort => (74, 2),
         Source::Proto => (76, 1),
         Source::IcmpTypeCode => (77, 2),
-        Source::Octets(0) => (80, 8),
-        Source::Octets(_) => (88, 8),
-        Source::Packets(0) => (96, 8),
-        Source::Packets(_) => (104, 8),
-        Source::TcpFlags(0) => (112, 2),
-        Source::TcpFlags(_) => (114, 2),
-        Source::Vlan => (116, 2),
-        Source::EndReason => (118, 1),
-        Source::SrcMac => (120, 6),
-        Source::DstMac => (126, 6),
-        Source::Confidence => (132, 4),
-        Source::AtPacket => (136, 1),
+        Source::Octets(0) => (79, 8),
+        Source::Packets(0) => (87, 8),
+        Source::Octets(_) => (95, 8),
+        Source::Packets(_) => (103, 8),
+        Source::TcpFlags(0) => (113, 2),
+        Source::TcpFlags(_) => (111, 2),
+        Source::Vlan => (115, 2),
+        Source::EndReason => (117, 1),
+        Source::SrcMac => (118, 6),
+        Source::DstMac => (124, 6),
+        Source::Confidence => (130, 4),
+        Source::AtPacket => (134, 1),
         Source::App
         | Source::Early(_)
         | Source::Cell(_)
@@ -139,9 +151,13 @@ impl Media {
     }
 }
 
-/// Bytes of [`Values`]: the last value ends at 137; each copy reads 16
-/// bytes from a value's start.
-const VALUES: usize = 137 + 16;
+/// Bytes of [`Values`]: the last value ends at 135; a run is copied in
+/// 16-byte moves, which read up to 15 bytes past its end.
+const VALUES: usize = 135 + 16;
+
+/// Bytes [`encode_into`] may write past the record: a run's last 16-byte
+/// move.
+pub(crate) const SLACK: usize = 16;
 
 /// Every fixed-length value of one record, in network byte order, at its
 /// [`place`].
@@ -170,18 +186,18 @@ impl Values {
         v.set(76, [k.proto]);
         let (ty, code) = r.icmp.map_or((0, 0), |m| (m.ty, m.code));
         v.set(77, [ty, code]);
-        v.set(80, r.bytes[0].to_be_bytes());
-        v.set(88, r.bytes[1].to_be_bytes());
-        v.set(96, r.packets[0].to_be_bytes());
-        v.set(104, r.packets[1].to_be_bytes());
-        v.set(112, flags(r, 0).to_be_bytes());
-        v.set(114, flags(r, 1).to_be_bytes());
-        v.set(116, k.vlan.to_be_bytes());
-        v.set(118, [end_reason(r.end)]);
-        v.set(120, r.src_mac);
-        v.set(126, r.dst_mac);
-        v.set(132, r.verdict.confidence.to_be_bytes());
-        v.set(136, [r.verdict.at_packet]);
+        v.set(79, r.bytes[0].to_be_bytes());
+        v.set(87, r.packets[0].to_be_bytes());
+        v.set(95, r.bytes[1].to_be_bytes());
+        v.set(103, r.packets[1].to_be_bytes());
+        v.set(111, flags(r, 1).to_be_bytes());
+        v.set(113, flags(r, 0).to_be_bytes());
+        v.set(115, k.vlan.to_be_bytes());
+        v.set(117, [end_reason(r.end)]);
+        v.set(118, r.src_mac);
+        v.set(124, r.dst_mac);
+        v.set(130, r.verdict.confidence.to_be_bytes());
+        v.set(134, [r.verdict.at_packet]);
         v
     }
 }
@@ -189,42 +205,77 @@ impl Values {
 /// One step of a [`Plan`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
-    /// `len` bytes from [`Values`] at `from`.
+    /// `len` bytes from [`Values`] at `from`: one or more consecutive
+    /// fixed-length fields.
     Fixed { from: u8, len: u8 },
     /// The application name.
     App,
     /// The basicList of [`LIST_MEMBERS`]`[i]`.
     Early(u8),
-    /// `len` bytes from [`Media`] at `from`.
+    /// `len` bytes from [`Media`] at `from` (one or more consecutive media
+    /// elements).
     Media { from: u8, len: u8 },
 }
 
-/// How [`encode`] writes the records of a template: its fields as steps.
+/// How [`encode`] writes the records of a template: its fields as steps,
+/// and whether they are those of [`V4_BIFLOW`], which has a straight-line
+/// encoder of its own ([`encode_v4_biflow`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Plan(Vec<Step>);
+pub(crate) struct Plan {
+    steps: Vec<Step>,
+    v4_biflow: bool,
+}
+
+/// The steps of the IPv4 biflow template without ICMP type or media
+/// elements: the records of most runs (the worst case's every one).
+const V4_BIFLOW: [Step; 8] = [
+    Step::Fixed { from: 0, len: 40 },
+    Step::Fixed { from: 72, len: 5 },
+    Step::Fixed { from: 79, len: 51 },
+    Step::App,
+    Step::Fixed { from: 130, len: 5 },
+    Step::Early(0),
+    Step::Early(1),
+    Step::Early(2),
+];
 
 impl Plan {
     /// The plan of the fields `sources` (in template order). Event fields
     /// (`Source::Cell`) have no step: their records are encoded by
     /// `events.rs`.
     pub(crate) fn of(sources: impl Iterator<Item = Source>) -> Plan {
-        Plan(
-            sources
-                .filter_map(|src| match src {
-                    Source::App => Some(Step::App),
-                    Source::Early(i) => Some(Step::Early(i as u8)),
-                    Source::Cell(_) => None,
-                    _ if media_place(src).is_some() => {
-                        let (from, len) = media_place(src)?;
-                        Some(Step::Media { from, len })
-                    }
-                    _ => {
+        let mut steps: Vec<Step> = Vec::new();
+        for src in sources {
+            let step = match src {
+                Source::App => Step::App,
+                Source::Early(i) => Step::Early(i as u8),
+                Source::Cell(_) => continue,
+                _ => match media_place(src) {
+                    Some((from, len)) => Step::Media { from, len },
+                    None => {
                         let (from, len) = place(src);
-                        Some(Step::Fixed { from, len })
+                        Step::Fixed { from, len }
                     }
-                })
-                .collect(),
-        )
+                },
+            };
+            // A field right behind the previous one in the same array
+            // joins its run.
+            match (steps.last_mut(), step) {
+                (Some(Step::Fixed { from, len }), Step::Fixed { from: f, len: l })
+                    if *from + *len == f =>
+                {
+                    *len += l
+                }
+                (Some(Step::Media { from, len }), Step::Media { from: f, len: l })
+                    if *from + *len == f =>
+                {
+                    *len += l
+                }
+                _ => steps.push(step),
+            }
+        }
+        let v4_biflow = steps == V4_BIFLOW;
+        Plan { steps, v4_biflow }
     }
 }
 
@@ -280,66 +331,159 @@ pub(crate) fn encode_with(
     early: &[EarlyPkt],
     media: &Media,
 ) {
-    let v = Values::of(r);
     let start = out.len();
-    // 16 bytes beyond the record: each fixed field is moved as 16 bytes.
-    out.resize(start + max_len(t, app.len(), early.len()) + 16, 0);
-    let buf = &mut out[start..];
+    out.resize(start + max_len(t, app.len(), early.len()) + SLACK, 0);
+    let n = encode_into(&mut out[start..], t, r, app, early, media);
+    out.truncate(start + n);
+}
+
+/// Writes the data record of `r` for template `t` at the start of `buf`
+/// (at least [`max_len`] + [`SLACK`] bytes) and returns its length; `app`
+/// is the verdict's class name (at most 65535 bytes), `early` the record's
+/// early packets, `media` the media verdict for the templates that carry
+/// its elements.
+#[inline]
+pub(crate) fn encode_into(
+    buf: &mut [u8],
+    t: &Template,
+    r: &FlowRecord,
+    app: &[u8],
+    early: &[EarlyPkt],
+    media: &Media,
+) -> usize {
+    match t.plan.v4_biflow {
+        true => encode_v4_biflow(buf, r, app, early),
+        false => encode_planned(buf, t, r, app, early, media),
+    }
+}
+
+/// [`encode_into`] by the template's [`Plan`] (any template).
+#[inline]
+fn encode_planned(
+    buf: &mut [u8],
+    t: &Template,
+    r: &FlowRecord,
+    app: &[u8],
+    early: &[EarlyPkt],
+    media: &Media,
+) -> usize {
+    let v = Values::of(r);
     let mut at = 0;
-    for step in &t.plan.0 {
+    for step in &t.plan.steps {
         match *step {
             Step::Fixed { from, len } => {
-                let from = usize::from(from);
-                buf[at..at + 16].copy_from_slice(&v.0[from..from + 16]);
-                at += usize::from(len);
+                let (from, len) = (usize::from(from), usize::from(len));
+                let mut k = 0;
+                while k < len {
+                    buf[at + k..at + k + 16].copy_from_slice(&v.0[from + k..from + k + 16]);
+                    k += 16;
+                }
+                at += len;
             }
             Step::Media { from, len } => {
                 let (from, len) = (usize::from(from), usize::from(len));
                 buf[at..at + len].copy_from_slice(&media.0[from..from + len]);
                 at += len;
             }
-            Step::App => {
-                at += varlen(buf, at, app.len());
-                buf[at..at + app.len()].copy_from_slice(app);
-                at += app.len();
+            Step::App => at += string(&mut buf[at..], app),
+            Step::Early(i) => at += early_list(&mut buf[at..], usize::from(i), early),
+        }
+    }
+    at
+}
+
+/// Bytes of the fixed fields of [`V4_BIFLOW`] before the application
+/// name.
+const V4_HEAD: usize = 96;
+
+/// [`encode_into`] for the template of [`V4_BIFLOW`], field by field at
+/// fixed offsets: the same bytes as [`encode_planned`] without building
+/// [`Values`] or walking steps.
+#[inline]
+fn encode_v4_biflow(buf: &mut [u8], r: &FlowRecord, app: &[u8], early: &[EarlyPkt]) -> usize {
+    let (h, rest) = buf
+        .split_first_chunk_mut::<V4_HEAD>()
+        .expect("room for a record");
+    let k = &r.key;
+    put(h, 0, ntp(r.first_ts).to_be_bytes());
+    put(h, 8, ntp(r.last_ts).to_be_bytes());
+    put(h, 16, (r.first_ts / 1_000_000).to_be_bytes());
+    put(h, 24, (r.last_ts / 1_000_000).to_be_bytes());
+    put(h, 32, [k.src[12], k.src[13], k.src[14], k.src[15]]);
+    put(h, 36, [k.dst[12], k.dst[13], k.dst[14], k.dst[15]]);
+    put(h, 40, k.sport.to_be_bytes());
+    put(h, 42, k.dport.to_be_bytes());
+    h[44] = k.proto;
+    put(h, 45, r.bytes[0].to_be_bytes());
+    put(h, 53, r.packets[0].to_be_bytes());
+    put(h, 61, r.bytes[1].to_be_bytes());
+    put(h, 69, r.packets[1].to_be_bytes());
+    put(h, 77, flags(r, 1).to_be_bytes());
+    put(h, 79, flags(r, 0).to_be_bytes());
+    put(h, 81, k.vlan.to_be_bytes());
+    h[83] = end_reason(r.end);
+    put(h, 84, r.src_mac);
+    put(h, 90, r.dst_mac);
+    let mut at = string(rest, app);
+    let c = r.verdict.confidence.to_be_bytes();
+    rest[at..at + 5].copy_from_slice(&[c[0], c[1], c[2], c[3], r.verdict.at_packet]);
+    at += 5;
+    for i in 0..LIST_MEMBERS.len() {
+        at += early_list(&mut rest[at..], i, early);
+    }
+    V4_HEAD + at
+}
+
+/// `b` into `h` at `at`.
+#[inline(always)]
+fn put<const N: usize>(h: &mut [u8; V4_HEAD], at: usize, b: [u8; N]) {
+    h[at..at + N].copy_from_slice(&b);
+}
+
+/// A variable-length string field (`s`, at most 65535 bytes) at the start
+/// of `buf`; returns the bytes written.
+#[inline(always)]
+fn string(buf: &mut [u8], s: &[u8]) -> usize {
+    let at = varlen(buf, 0, s.len());
+    buf[at..at + s.len()].copy_from_slice(s);
+    at + s.len()
+}
+
+/// The basicList of [`LIST_MEMBERS`]`[i]` over `early` (with its length
+/// prefix) at the start of `buf`; returns the bytes written.
+#[inline(always)]
+fn early_list(buf: &mut [u8], i: usize, early: &[EarlyPkt]) -> usize {
+    let m = &LIST_MEMBERS[i];
+    let mut at = varlen(buf, 0, list_len(i, early.len()));
+    let (id, len, pen) = (
+        (m.id | 0x8000).to_be_bytes(),
+        m.len.to_be_bytes(),
+        m.pen.to_be_bytes(),
+    );
+    buf[at..at + 9].copy_from_slice(&[
+        ORDERED, id[0], id[1], len[0], len[1], pen[0], pen[1], pen[2], pen[3],
+    ]);
+    at += 9;
+    let n = early.len() * usize::from(m.len);
+    let out = &mut buf[at..at + n];
+    match i {
+        0 => {
+            for (o, p) in out.chunks_exact_mut(2).zip(early) {
+                o.copy_from_slice(&p.size.to_be_bytes());
             }
-            Step::Early(i) => {
-                let i = usize::from(i);
-                let m = &LIST_MEMBERS[i];
-                at += varlen(buf, at, list_len(i, early.len()));
-                let (id, len, pen) = (
-                    (m.id | 0x8000).to_be_bytes(),
-                    m.len.to_be_bytes(),
-                    m.pen.to_be_bytes(),
-                );
-                buf[at..at + 9].copy_from_slice(&[
-                    ORDERED, id[0], id[1], len[0], len[1], pen[0], pen[1], pen[2], pen[3],
-                ]);
-                at += 9;
-                match i {
-                    0 => {
-                        for p in early {
-                            buf[at..at + 2].copy_from_slice(&p.size.to_be_bytes());
-                            at += 2;
-                        }
-                    }
-                    1 => {
-                        for p in early {
-                            buf[at] = if p.dir == Dir::Fwd { 1 } else { 0xFF };
-                            at += 1;
-                        }
-                    }
-                    _ => {
-                        for p in early {
-                            buf[at..at + 4].copy_from_slice(&p.iat_us.to_be_bytes());
-                            at += 4;
-                        }
-                    }
-                }
+        }
+        1 => {
+            for (o, p) in out.iter_mut().zip(early) {
+                *o = if p.dir == Dir::Fwd { 1 } else { 0xFF };
+            }
+        }
+        _ => {
+            for (o, p) in out.chunks_exact_mut(4).zip(early) {
+                o.copy_from_slice(&p.iat_us.to_be_bytes());
             }
         }
     }
-    out.truncate(start + at);
+    at + n
 }
 
 #[cfg(test)]
@@ -407,6 +551,80 @@ mod tests {
                 assert!(!*u, "{} overlaps another value", el.name);
                 *u = true;
             }
+        }
+    }
+
+    #[test]
+    fn plans_join_consecutive_fixed_fields_into_runs() {
+        let t = &templates(true)[0];
+        assert_eq!(
+            t.plan.steps,
+            [
+                Step::Fixed { from: 0, len: 40 },
+                Step::Fixed { from: 72, len: 5 },
+                Step::Fixed { from: 79, len: 51 },
+                Step::App,
+                Step::Fixed { from: 130, len: 5 },
+                Step::Early(0),
+                Step::Early(1),
+                Step::Early(2),
+            ]
+        );
+        assert!(t.plan.v4_biflow);
+        assert!(templates(true)[1..].iter().all(|t| !t.plan.v4_biflow));
+        assert!(templates(false).iter().all(|t| !t.plan.v4_biflow));
+        let runs: usize = t
+            .plan
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Fixed { len, .. } => usize::from(*len),
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(runs, t.fixed_len);
+    }
+
+    #[test]
+    fn the_straight_line_encoder_writes_what_the_plan_writes() {
+        let t = &templates(true)[0];
+        let early: Vec<EarlyPkt> = (0..6u16)
+            .map(|i| EarlyPkt {
+                size: 40 + 300 * i,
+                dir: if i % 2 == 0 { Dir::Fwd } else { Dir::Bwd },
+                iat_us: 70_000 * u32::from(i) + 3,
+                ..EarlyPkt::default()
+            })
+            .collect();
+        let mut r = FlowRecord::default();
+        r.key.ip_version = 4;
+        r.key.src[12..].copy_from_slice(&[10, 0, 0, 1]);
+        r.key.dst[12..].copy_from_slice(&[192, 168, 7, 254]);
+        r.key.sport = 51_234;
+        r.key.dport = 443;
+        r.key.proto = 6;
+        r.key.vlan = 12;
+        r.first_ts = 1_700_000_000_123_456_789;
+        r.last_ts = 1_700_000_009_999_999_999;
+        r.bytes = [123_456_789_012, 77];
+        r.packets = [1 << 40, 3];
+        r.src_mac = [1, 2, 3, 4, 5, 6];
+        r.dst_mac = [0xa, 0xb, 0xc, 0xd, 0xe, 0xf];
+        r.verdict.confidence = 0.8125;
+        r.verdict.at_packet = 4;
+        r.end = EndReason::Rst;
+        let long = [b'y'; 300];
+        for (flags, app, n) in [
+            (None, &b"unknown"[..], 0),
+            (Some([[1, 0, 2, 0, 0, 9, 0, 1], [0; 8]]), &b"TLS"[..], 4),
+            (Some([[0; 8], [5, 5, 5, 5, 5, 5, 5, 5]]), &long[..], 6),
+        ] {
+            r.tcp_flags = flags;
+            let room = max_len(t, app.len(), n) + SLACK;
+            let (mut a, mut b) = (vec![0xEE; room], vec![0x11; room]);
+            let la = encode_v4_biflow(&mut a, &r, app, &early[..n]);
+            let lb = encode_planned(&mut b, t, &r, app, &early[..n], &Media::default());
+            assert_eq!(a[..la], b[..lb], "{} early, app of {}", n, app.len());
         }
     }
 

@@ -129,6 +129,12 @@ enum Sink {
     Other(BufWriter<Box<dyn Write + Send>>),
 }
 
+/// Buffer of a file output. `BufWriter` hands a write at least this long
+/// straight to the file (after what it holds), so the full messages of a
+/// run that writes many records (64 KiB) are not copied into the buffer
+/// first; smaller ones (templates, the live run's flushes) are gathered.
+const FILE_BUFFER: usize = 1 << 14;
+
 /// Messages concatenated into a file (RFC 5655 §4: an IPFIX file is a
 /// sequence of messages) or any writer.
 pub(crate) struct FileTransport {
@@ -147,7 +153,7 @@ impl FileTransport {
         let m = file.metadata().map_err(|e| Error::io(path, e))?;
         Ok(FileTransport {
             sink: Sink::File {
-                w: BufWriter::with_capacity(1 << 16, file),
+                w: BufWriter::with_capacity(FILE_BUFFER, file),
                 path: path.to_path_buf(),
                 id: (m.dev(), m.ino()),
             },
@@ -161,7 +167,7 @@ impl FileTransport {
     /// Writes to `w`.
     pub(crate) fn over(w: Box<dyn Write + Send>, templates: Vec<Vec<u8>>, name: &str) -> Self {
         FileTransport {
-            sink: Sink::Other(BufWriter::with_capacity(1 << 16, w)),
+            sink: Sink::Other(BufWriter::with_capacity(FILE_BUFFER, w)),
             templates,
             due: true,
             name: name.to_string(),
@@ -251,7 +257,7 @@ impl Transport for FileTransport {
         let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
         let m = file.metadata().map_err(|e| Error::io(&path, e))?;
         self.sink = Sink::File {
-            w: BufWriter::with_capacity(1 << 16, file),
+            w: BufWriter::with_capacity(FILE_BUFFER, file),
             path,
             id: (m.dev(), m.ino()),
         };
