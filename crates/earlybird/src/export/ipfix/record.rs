@@ -351,22 +351,10 @@ pub(crate) fn encode_into(
     early: &[EarlyPkt],
     media: &Media,
 ) -> usize {
-    match t.plan.v4_biflow {
-        true => encode_v4_biflow(buf, r, app, early),
-        false => encode_planned(buf, t, r, app, early, media),
+    if t.plan.v4_biflow {
+        return encode_v4_biflow(buf, r, app, early);
     }
-}
-
-/// [`encode_into`] by the template's [`Plan`] (any template).
-#[inline]
-fn encode_planned(
-    buf: &mut [u8],
-    t: &Template,
-    r: &FlowRecord,
-    app: &[u8],
-    early: &[EarlyPkt],
-    media: &Media,
-) -> usize {
+    // Any other template: by its plan.
     let v = Values::of(r);
     let mut at = 0;
     for step in &t.plan.steps {
@@ -397,7 +385,7 @@ fn encode_planned(
 const V4_HEAD: usize = 96;
 
 /// [`encode_into`] for the template of [`V4_BIFLOW`], field by field at
-/// fixed offsets: the same bytes as [`encode_planned`] without building
+/// fixed offsets: the same bytes as the plan's walk in [`encode_into`] without building
 /// [`Values`] or walking steps.
 #[inline]
 fn encode_v4_biflow(buf: &mut [u8], r: &FlowRecord, app: &[u8], early: &[EarlyPkt]) -> usize {
@@ -557,19 +545,16 @@ mod tests {
     #[test]
     fn plans_join_consecutive_fixed_fields_into_runs() {
         let t = &templates(true)[0];
-        assert_eq!(
-            t.plan.steps,
-            [
-                Step::Fixed { from: 0, len: 40 },
-                Step::Fixed { from: 72, len: 5 },
-                Step::Fixed { from: 79, len: 51 },
-                Step::App,
-                Step::Fixed { from: 130, len: 5 },
-                Step::Early(0),
-                Step::Early(1),
-                Step::Early(2),
-            ]
-        );
+        assert_eq!(t.plan.steps, V4_BIFLOW);
+        // Four runs hold the template's 101 bytes of fixed fields.
+        let runs: Vec<u8> = V4_BIFLOW
+            .iter()
+            .filter_map(|s| match s {
+                Step::Fixed { len, .. } => Some(*len),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(runs, [40, 5, 51, 5]);
         assert!(t.plan.v4_biflow);
         assert!(templates(true)[1..].iter().all(|t| !t.plan.v4_biflow));
         assert!(templates(false).iter().all(|t| !t.plan.v4_biflow));
@@ -588,6 +573,10 @@ mod tests {
     #[test]
     fn the_straight_line_encoder_writes_what_the_plan_writes() {
         let t = &templates(true)[0];
+        assert!(t.plan.v4_biflow);
+        // The same template, walked by its plan.
+        let mut planned = t.clone();
+        planned.plan.v4_biflow = false;
         let early: Vec<EarlyPkt> = (0..6u16)
             .map(|i| EarlyPkt {
                 size: 40 + 300 * i,
@@ -623,7 +612,7 @@ mod tests {
             let room = max_len(t, app.len(), n) + SLACK;
             let (mut a, mut b) = (vec![0xEE; room], vec![0x11; room]);
             let la = encode_v4_biflow(&mut a, &r, app, &early[..n]);
-            let lb = encode_planned(&mut b, t, &r, app, &early[..n], &Media::default());
+            let lb = encode_into(&mut b, &planned, &r, app, &early[..n], &Media::default());
             assert_eq!(a[..la], b[..lb], "{} early, app of {}", n, app.len());
         }
     }
