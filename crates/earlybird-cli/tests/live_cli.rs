@@ -90,18 +90,7 @@ fn records_reach_the_file_while_live_and_sighup_reopens_it() {
     let mut first = String::new();
     err.read_line(&mut first).unwrap();
     assert!(first.contains("capturing on"), "{first}");
-    let replay = || {
-        let sent = Command::new("ip")
-            .args(["netns", "exec", &net.ns, bin, "replay", "-i", &net.b])
-            .arg(&pcap)
-            .output()
-            .unwrap();
-        assert!(
-            sent.status.success(),
-            "{}",
-            String::from_utf8_lossy(&sent.stderr)
-        );
-    };
+    let replay = || net.replay(bin, &pcap);
     replay();
     // Flows idle for a second end, and their records are in the file while
     // the capture goes on (the run lasts two minutes unless stopped).

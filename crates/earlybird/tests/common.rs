@@ -153,6 +153,21 @@ fn ip_quiet(args: &[&str]) {
 }
 
 impl Veth {
+    /// Sends `pcap` from `ns` over `b` with `earlybird replay` (binary
+    /// `bin`), which must succeed.
+    pub fn replay(&self, bin: &str, pcap: &std::path::Path) {
+        let sent = std::process::Command::new("ip")
+            .args(["netns", "exec", &self.ns, bin, "replay", "-i", &self.b])
+            .arg(pcap)
+            .output()
+            .unwrap();
+        assert!(
+            sent.status.success(),
+            "{}",
+            String::from_utf8_lossy(&sent.stderr)
+        );
+    }
+
     /// Runs `earlybird flows -i A ARGS` (binary `bin`) in `ns_a` while
     /// `earlybird replay` sends `pcap` from `ns`, then stops it with
     /// SIGINT: its exit code and what it wrote to stderr after its first
@@ -175,16 +190,7 @@ impl Veth {
         let mut first = String::new();
         err.read_line(&mut first).unwrap();
         assert!(first.contains("capturing on"), "{first}");
-        let sent = Command::new("ip")
-            .args(["netns", "exec", &self.ns, bin, "replay", "-i", &self.b])
-            .arg(pcap)
-            .output()
-            .unwrap();
-        assert!(
-            sent.status.success(),
-            "{}",
-            String::from_utf8_lossy(&sent.stderr)
-        );
+        self.replay(bin, pcap);
         std::thread::sleep(std::time::Duration::from_millis(500));
         // SAFETY: signals the child process started above.
         unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };

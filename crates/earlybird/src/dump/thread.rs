@@ -348,7 +348,6 @@ fn replay(
             }
         };
         let buf = &scratch[..got];
-        let want = got;
         let mut off = 0;
         while let Some(h) = buf.get(off..off + REC_HDR) {
             let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
@@ -359,7 +358,7 @@ fn replay(
             let len = REC_HDR + caplen;
             // A piece holds any record the dump takes whole; a longer one
             // is only counted (`oversize`), its bytes never read.
-            if caplen <= MAX_SNAPLEN as usize && off + len > want {
+            if caplen <= MAX_SNAPLEN as usize && off + len > buf.len() {
                 break;
             }
             let ts = u64::from(secs) * 1_000_000_000 + u64::from(frac) * unit;
