@@ -12,11 +12,17 @@
 # WORST_NS.pcap (optional, a path ending in .pcap): the same file with
 # nanosecond stamps (`editcap -F nsecpcap`), whose records the dumper
 # copies file to file. Output goes to /dev/shm.
+#
+# DISK_DIR (environment, optional): a directory on a disk's file system
+# that takes O_DIRECT (ext4, XFS); adds the row `ipfix+stats+dump-direct`,
+# the dump written there past the page cache (`--dump-direct`), the IPFIX
+# file still in /dev/shm.
 set -euo pipefail
 rounds=$1 packets=$2 worst=$3; shift 3
 ns=""
 if [[ "${1:-}" == *.pcap ]]; then ns=$1; shift; fi
 dump=/dev/shm/eb-bench-dump
+disk=${DISK_DIR:+$DISK_DIR/eb-bench-dump}
 run() { # label bin file args...
   local label=$1 bin=$2 file=$3; shift 3
   # Each run starts without the files the one before wrote: overwriting
@@ -24,6 +30,7 @@ run() { # label bin file args...
   # 334 MB IPFIX file: 0.05 s of CPU in a perf profile, 2026-11-26), which
   # is not the run's work.
   rm -rf "$dump" /dev/shm/eb-bench.ipfix; mkdir -p "$dump"
+  if [ -n "$disk" ]; then rm -rf "$disk"; mkdir -p "$disk"; sync; fi
   local t0 t1
   t0=$(date +%s.%N)
   "$bin" flows "$file" -q --no-model --max-flows 2100000 -s 1 "$@" >/dev/null
@@ -39,6 +46,10 @@ for _ in $(seq "$rounds"); do
     if [ -n "$ns" ]; then
       run ipfix+stats+dump-ns "$bin" "$ns" -o /dev/shm/eb-bench.ipfix --stats-out /dev/null --dump-dir "$dump"
     fi
+    if [ -n "$disk" ]; then
+      run ipfix+stats+dump-direct "$bin" "$worst" -o /dev/shm/eb-bench.ipfix --stats-out /dev/null --dump-dir "$disk" --dump-direct
+    fi
   done
 done
 rm -rf "$dump" /dev/shm/eb-bench.ipfix
+if [ -n "$disk" ]; then rm -rf "$disk"; fi

@@ -57,6 +57,10 @@ pub struct BenchArgs {
     /// directory (as flows --dump-dir; e.g. a tmpfs such as /dev/shm/eb).
     #[arg(long, value_name = "DIR")]
     dump_dir: Option<PathBuf>,
+    /// With --dump-dir: write the dump files past the page cache (as flows
+    /// --dump-direct).
+    #[arg(long, requires = "dump_dir")]
+    dump_direct: bool,
     /// Flow statistics level for the runs: full or basic.
     #[arg(long, default_value = "full", value_parser = ["full", "basic"])]
     stats: String,
@@ -108,6 +112,7 @@ pub fn run(a: BenchArgs) -> i32 {
         per_second: a.per_second,
         dump: a.dump_dir.as_ref().map(|d| earlybird::DumpConfig {
             dir: d.clone(),
+            direct: a.dump_direct,
             ..earlybird::DumpConfig::default()
         }),
     };

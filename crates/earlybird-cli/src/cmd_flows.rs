@@ -305,6 +305,12 @@ pub struct FlowsArgs {
     /// Default pcap.
     #[arg(long, value_name = "FORMAT", value_parser = earlybird::DumpFormat::parse, requires = "dump_dir")]
     dump_format: Option<earlybird::DumpFormat>,
+    /// Write the dump files past the page cache (O_DIRECT): the disk reads
+    /// the dumper's buffer, the kernel copies nothing and the page cache
+    /// keeps what it held. Classic pcap on a file system that takes direct
+    /// writes (ext4, XFS, btrfs; checked before the run starts).
+    #[arg(long, requires = "dump_dir")]
+    dump_direct: bool,
     /// Start a new dump file before one would exceed this size.
     #[arg(long, value_name = "MIB", requires = "dump_dir")]
     dump_max_mib: Option<f64>,
@@ -459,6 +465,7 @@ fn dump_config(a: &FlowsArgs) -> Result<Option<DumpConfig>, String> {
     Ok(Some(DumpConfig {
         dir: dir.clone(),
         format: a.dump_format.unwrap_or_default(),
+        direct: a.dump_direct,
         max_bytes,
         period,
         ports: a.dump_port.clone(),

@@ -154,16 +154,29 @@ fn every_packet_of_the_sample_captures_is_dumped_once_in_order() {
     let mut total = 0;
     for input in &inputs {
         let want = input_packets(input);
-        for shards in ["1", "2"] {
+        let mut one_shard = Vec::new();
+        for (shards, direct) in [("1", false), ("2", false), ("1", true)] {
             let dir = tempfile::tempdir().unwrap();
             let d = dir.path().join("dump");
-            let (code, err) = run(
-                &["--no-model", "-q", "-f", "null", "-s", shards, "--dump-dir"],
-                &[&d, input],
-            );
+            let mut args = vec!["--no-model", "-q", "-f", "null", "-s", shards];
+            if direct {
+                args.push("--dump-direct");
+            }
+            args.push("--dump-dir");
+            let (code, err) = run(&args, &[&d, input]);
             assert_eq!(code, 0, "{}: {err}", input.display());
+            if direct {
+                // Past the page cache, the same files byte for byte.
+                assert!(
+                    file_bytes(&d) == one_shard,
+                    "{}: --dump-direct",
+                    input.display()
+                );
+                continue;
+            }
             let got = dumped(&d);
             if shards == "1" {
+                one_shard = file_bytes(&d);
                 let one = got.get(&0).cloned().unwrap_or_default();
                 assert!(
                     one == want,
@@ -244,6 +257,16 @@ fn rotation_by_time_and_size_loses_and_repeats_nothing() {
         (vec!["--dump-max-mib", "0.0625"], by_size, &input),
         (vec!["--dump-seconds", "2"], periods.len(), &nanos),
         (vec!["--dump-max-mib", "0.0625"], by_size, &nanos),
+        (
+            vec!["--dump-seconds", "2", "--dump-direct"],
+            periods.len(),
+            &input,
+        ),
+        (
+            vec!["--dump-max-mib", "0.0625", "--dump-direct"],
+            by_size,
+            &nanos,
+        ),
     ]
     .into_iter()
     .enumerate()
@@ -277,7 +300,8 @@ fn rotation_by_time_and_size_loses_and_repeats_nothing() {
         assert_eq!(by_name, names);
         if k >= 2 {
             // The records copied from the nanosecond input make the same
-            // files as those the dumper wrote from the microsecond one.
+            // files as those the dumper wrote from the microsecond one;
+            // written past the page cache, the same files again.
             let before = file_bytes(&dir.path().join(format!("dump{}", k - 2)));
             assert!(file_bytes(&d) == before, "{args:?}: files differ");
         }
@@ -578,33 +602,59 @@ fn a_full_disk_is_counted_and_reported_and_the_flows_go_on() {
         return;
     };
     let nanos = nanosecond_copy(&input, &base.path().join("ns.pcap"));
-    for input in [&input, &nanos] {
-        full_disk_run(input, &want, base.path(), &fs.0);
-        for e in std::fs::read_dir(&fs.0).unwrap() {
-            std::fs::remove_file(e.unwrap().path()).unwrap();
+    // Small files, so several are written before the disk is full; and
+    // the same written past the page cache (tmpfs takes O_DIRECT from
+    // Linux 6.6).
+    for extra in [&[][..], &["--dump-direct"][..]] {
+        for input in [&input, &nanos] {
+            let mut args = vec!["--dump-max-mib", "0.05"];
+            args.extend(extra);
+            full_disk_run(input, &want, base.path(), &fs.0, &args);
+            for e in std::fs::read_dir(&fs.0).unwrap() {
+                std::fs::remove_file(e.unwrap().path()).unwrap();
+            }
         }
     }
     drop(fs);
 }
 
+/// Past the page cache, the disk fills in the middle of a file larger
+/// than the dumper's buffer: the file keeps its whole records, and the
+/// packets counted dumped are exactly those it holds.
+#[test]
+fn a_disk_filled_by_direct_writes_keeps_whole_records_and_counts_the_rest() {
+    let Some((base, fs)) = TinyFs::mount("10m") else {
+        return;
+    };
+    // 200,000 records of 76 bytes: 15 MB, three and more of the
+    // dumper's 4 MiB writes.
+    let input = base.path().join("worst.pcap");
+    let out = Command::new(env!("CARGO_BIN_EXE_earlybird"))
+        .args(["gen", "worst", "-n", "200000", "-o"])
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let want = input_packets(&input);
+    full_disk_run(&input, &want, base.path(), &fs.0, &["--dump-direct"]);
+    let files = dump_files(&fs.0);
+    assert_eq!(files.len(), 1, "one file, cut back: {files:?}");
+    let len = std::fs::metadata(&files[0].2).unwrap().len();
+    assert!(len > 4 << 20, "the file kept {len} bytes");
+    drop(fs);
+}
+
 /// One run of [`a_full_disk_is_counted_and_reported_and_the_flows_go_on`]
-/// into the tiny file system `tiny`, scratch files in `base`.
-fn full_disk_run(input: &Path, want: &[Packet], base: &Path, tiny: &Path) {
+/// into the tiny file system `tiny` with the dump options `dump`, scratch
+/// files in `base`.
+fn full_disk_run(input: &Path, want: &[Packet], base: &Path, tiny: &Path, dump: &[&str]) {
     let (full, clean) = (base.join("full.csv"), base.join("clean.csv"));
     let (code, _) = run(&["--no-model", "-q", "-o"], &[&clean, input]);
     assert_eq!(code, 0);
-    // Small files, so several are written before the disk is full.
-    let (code, err) = run(
-        &["--no-model", "-o"],
-        &[
-            &full,
-            Path::new("--dump-dir"),
-            tiny,
-            Path::new("--dump-max-mib"),
-            Path::new("0.05"),
-            input,
-        ],
-    );
+    let mut args = vec![full.as_path(), Path::new("--dump-dir"), tiny];
+    args.extend(dump.iter().map(Path::new));
+    args.push(input);
+    let (code, err) = run(&["--no-model", "-o"], &args);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         std::fs::read_to_string(&full).unwrap(),
@@ -860,4 +910,32 @@ fn pcapng_dumps_hold_the_packets_of_the_pcap_dump_for_earlybird_and_tshark() {
             by_iface[iface].len()
         );
     }
+}
+
+/// `--dump-direct` writes classic pcap: with pcapng it is refused before
+/// the run, naming both options.
+#[test]
+fn direct_dumps_refuse_pcapng_before_the_run() {
+    let input = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("dump");
+    let (code, err) = run(
+        &[
+            "--no-model",
+            "-q",
+            "-f",
+            "null",
+            "--dump-direct",
+            "--dump-format",
+            "pcapng",
+            "--dump-dir",
+        ],
+        &[&d, &input],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("--dump-direct") && err.contains("pcapng"),
+        "{err}"
+    );
+    assert!(dump_files(&d).is_empty());
 }

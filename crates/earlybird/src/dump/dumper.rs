@@ -42,6 +42,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::direct::DirectPcap;
 use super::{DumpFilter, DumpFormat};
 use crate::decode::LinkType;
 use crate::source::pcap_writer::{linktype_number, PcapOut, MAX_SNAPLEN as OUT_SNAPLEN};
@@ -56,11 +57,28 @@ const REC_HDR: u64 = 16;
 enum Out {
     Pcap(PcapOut<File>),
     Pcapng(PcapngOut<File>),
+    /// Classic pcap written past the page cache (`--dump-direct`).
+    Direct(DirectPcap),
 }
 
 impl Out {
-    /// Starts a file of `format` whose first packet has link type `link`.
-    fn new(format: DumpFormat, file: File, link: LinkType) -> std::io::Result<Out> {
+    /// Creates the file `path` of `format` (past the page cache when
+    /// `direct`: classic pcap only) whose first packet has link type
+    /// `link`.
+    fn create(
+        format: DumpFormat,
+        direct: bool,
+        path: &Path,
+        link: LinkType,
+    ) -> std::io::Result<Out> {
+        if direct && format == DumpFormat::Pcap {
+            return Ok(Out::Direct(DirectPcap::create(
+                path,
+                OUT_SNAPLEN,
+                linktype_number(link),
+            )?));
+        }
+        let file = File::create(path)?;
         Ok(match format {
             DumpFormat::Pcap => Out::Pcap(PcapOut::with_linktype(
                 file,
@@ -80,15 +98,40 @@ impl Out {
         }
     }
 
+    /// Bytes the buffer takes before it goes to the file (none for
+    /// pcapng, which takes records one by one).
+    #[inline]
+    fn room(&self) -> usize {
+        match self {
+            Out::Pcap(o) => o.room(),
+            Out::Direct(o) => o.room(),
+            Out::Pcapng(_) => 0,
+        }
+    }
+
+    /// Appends `n` whole classic pcap records `recs` that fit in
+    /// [`Out::room`] (see [`Dumper::write_records`]).
+    #[inline]
+    fn append_records(&mut self, recs: &[u8], n: u64, micros: bool) {
+        match self {
+            Out::Pcap(o) => o.append_records(recs, micros),
+            Out::Direct(o) => o.append_records(recs, n, micros),
+            Out::Pcapng(_) => unreachable!("a pcapng buffer has no room for runs"),
+        }
+    }
+
     /// Bytes a packet of `caplen` bytes of link type `link` adds.
     #[inline]
     fn record_len(&self, link: LinkType, caplen: usize) -> u64 {
         match self {
-            Out::Pcap(_) => REC_HDR + caplen as u64,
+            Out::Pcap(_) | Out::Direct(_) => REC_HDR + caplen as u64,
             Out::Pcapng(o) => o.record_len(link, caplen) as u64,
         }
     }
 
+    /// Appends a record of `need` bytes; `true` when records went to the
+    /// file before it (the buffer, or the writes [`DirectPcap::confirmed`]
+    /// counts).
     #[inline]
     fn record(
         &mut self,
@@ -96,18 +139,16 @@ impl Out {
         orig_len: u32,
         link: LinkType,
         bytes: &[u8],
-    ) -> std::io::Result<()> {
+        need: u64,
+    ) -> std::io::Result<bool> {
         match self {
-            Out::Pcap(o) => o.record(ts, orig_len, bytes),
-            Out::Pcapng(o) => o.record(ts, orig_len, link, bytes),
-        }
-    }
-
-    #[inline]
-    fn buffered(&self) -> usize {
-        match self {
-            Out::Pcap(o) => o.buffered(),
-            Out::Pcapng(o) => o.buffered(),
+            Out::Pcap(o) => o
+                .record(ts, orig_len, bytes)
+                .map(|()| o.buffered() as u64 == need),
+            Out::Pcapng(o) => o
+                .record(ts, orig_len, link, bytes)
+                .map(|()| o.buffered() as u64 == need),
+            Out::Direct(o) => o.record(ts, orig_len, bytes),
         }
     }
 
@@ -116,14 +157,15 @@ impl Out {
     fn flushed_pcap(&mut self) -> Option<std::io::Result<&mut File>> {
         match self {
             Out::Pcap(o) => Some(o.flushed_sink()),
-            Out::Pcapng(_) => None,
+            Out::Pcapng(_) | Out::Direct(_) => None,
         }
     }
 
-    fn finish(self) -> std::io::Result<File> {
+    fn finish(self) -> std::io::Result<()> {
         match self {
-            Out::Pcap(o) => o.finish(),
-            Out::Pcapng(o) => o.finish(),
+            Out::Pcap(o) => o.finish().map(drop),
+            Out::Pcapng(o) => o.finish().map(drop),
+            Out::Direct(o) => o.finish(),
         }
     }
 }
@@ -179,6 +221,27 @@ struct Open {
     packets: u64,
 }
 
+impl Open {
+    /// Records went to the file before the record starting at byte
+    /// `before`: every one before it (a buffered writer), or those its
+    /// writes made whole ([`DirectPcap::confirmed`]). Counts the packets
+    /// now known to be on disk.
+    #[inline]
+    fn wrote(&mut self, before: u64, written: &mut u64) {
+        let (synced, n) = match &self.out {
+            Out::Direct(o) => {
+                let (bytes, records) = o.confirmed();
+                (bytes, records - self.packets)
+            }
+            _ => (before, self.pending),
+        };
+        self.synced = synced;
+        self.packets += n;
+        *written += n;
+        self.pending -= n;
+    }
+}
+
 /// A run is copied once it holds this many bytes (as the buffer is
 /// written when full), so the files grow while the input is read.
 const RUN_BYTES: u64 = 1 << 20;
@@ -212,6 +275,8 @@ pub struct Dumper {
     run: Run,
     /// How runs are copied (in the kernel while it can).
     copier: super::copy::Copier,
+    /// Classic pcap files are written past the page cache.
+    direct: bool,
     /// Which flows' packets are dumped.
     pub filter: DumpFilter,
     /// What was done so far.
@@ -245,10 +310,90 @@ impl Dumper {
             cur: None,
             run: Run::default(),
             copier: super::copy::Copier::default(),
+            direct: false,
             filter,
             counters: DumpCounters::default(),
             error: None,
         }
+    }
+
+    /// Dumps the whole records `recs`, back to back as a classic pcap
+    /// holds them (nanosecond stamps, or microsecond ones: `micros`), of
+    /// link type `link`, with their fractions of a second checked by the
+    /// caller. Records go in spans that need no rotation and fit in the
+    /// buffer, copied at once; each span's first record goes through
+    /// what [`Dumper::write`] does, so files, rotation and counters are
+    /// the same.
+    pub(crate) fn write_records(&mut self, recs: &[u8], micros: bool, link: LinkType) {
+        let unit = if micros { 1_000 } else { 1 };
+        let parse = |off: usize| -> Option<(Nanos, u32, usize)> {
+            let h = recs.get(off..off + REC_HDR as usize)?;
+            let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+            let ts = u64::from(word(0)) * 1_000_000_000 + u64::from(word(4)) * unit;
+            Some((ts, word(12), word(8) as usize))
+        };
+        self.flush_run();
+        let mut off = 0;
+        while let Some((ts, orig_len, caplen)) = parse(off) {
+            let len = REC_HDR as usize + caplen;
+            let Some(body) = recs.get(off + REC_HDR as usize..off + len) else {
+                // Not a whole record: the caller hands whole ones.
+                return;
+            };
+            if !self.prepare(ts, link, caplen) {
+                off += len;
+                continue;
+            }
+            let Some(c) = self.cur.as_mut() else {
+                self.counters.lost += 1;
+                off += len;
+                continue;
+            };
+            let room = c.out.room();
+            if room < len {
+                // The buffer goes to the file first: this record the
+                // single way (`prepare` again finds nothing to do).
+                self.write(ts, orig_len, link, body);
+                off += len;
+                continue;
+            }
+            // The span: this record and the next ones that neither start
+            // a file nor overflow the buffer.
+            let start = off;
+            let (mut bytes, mut n) = (c.bytes + len as u64, 1);
+            off += len;
+            while let Some((ts, _, caplen)) = parse(off) {
+                let need = REC_HDR as usize + caplen;
+                let fits = off + need <= recs.len()
+                    && off + need - start <= room
+                    && caplen <= OUT_SNAPLEN as usize
+                    && (self.period == 0 || ts < self.period_end)
+                    && bytes + need as u64 <= self.max_bytes;
+                if !fits {
+                    break;
+                }
+                bytes += need as u64;
+                n += 1;
+                off += need;
+            }
+            c.out.append_records(&recs[start..off], n, micros);
+            c.bytes = bytes;
+            c.pending += n;
+        }
+    }
+
+    /// Writes classic pcap files past the page cache (`O_DIRECT`, see
+    /// `direct.rs`; the directory's file system must take it: see
+    /// [`super::check_direct`]); pcapng files are written as before.
+    pub fn direct(mut self, on: bool) -> Dumper {
+        self.direct = on;
+        self
+    }
+
+    /// Whether [`Dumper::write_at`] takes records by their place in an
+    /// input file (classic pcap through the page cache).
+    pub(crate) fn takes_places(&self) -> bool {
+        self.format == DumpFormat::Pcap && !self.direct
     }
 
     /// Dumps one packet: captured `bytes` of link type `link`, stamped
@@ -266,15 +411,11 @@ impl Dumper {
         };
         let before = c.bytes;
         let need = c.out.record_len(link, bytes.len());
-        match c.out.record(ts, orig_len, link, bytes) {
-            Ok(()) => {
+        match c.out.record(ts, orig_len, link, bytes, need) {
+            Ok(wrote) => {
                 c.bytes += need;
-                if c.out.buffered() as u64 == need {
-                    // The buffer was written out before this record.
-                    c.synced = before;
-                    c.packets += c.pending;
-                    self.counters.written += c.pending;
-                    c.pending = 0;
+                if wrote {
+                    c.wrote(before, &mut self.counters.written);
                 }
                 c.pending += 1;
             }
@@ -299,7 +440,13 @@ impl Dumper {
         src: &Arc<File>,
         at: u64,
     ) {
-        if self.format != DumpFormat::Pcap {
+        if !self.takes_places() {
+            // The caller asks `takes_places` first.
+            if caplen > OUT_SNAPLEN as usize {
+                self.counters.oversize += 1;
+            } else {
+                self.counters.lost += 1;
+            }
             return;
         }
         if !self.prepare(ts, link, caplen) {
@@ -419,9 +566,8 @@ impl Dumper {
             self.format.extension()
         );
         let path = self.dir.join(name);
-        let file = File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let out =
-            Out::new(self.format, file, link).map_err(|e| format!("{}: {e}", path.display()))?;
+        let out = Out::create(self.format, self.direct, &path, link)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         let header = Out::header(self.format);
         self.counters.files += 1;
         self.cur = Some(Open {

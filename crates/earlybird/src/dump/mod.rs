@@ -37,6 +37,7 @@
 //!   [`ring`].
 
 mod copy;
+mod direct;
 pub mod dumper;
 pub mod forensic;
 pub mod held;
@@ -112,6 +113,28 @@ pub struct DumpConfig {
     /// their flow has no verdict yet, written once it matches ([`held`]);
     /// 0: none held, only the packets from the verdict's on are dumped.
     pub hold_bytes: u64,
+    /// Write the classic pcap files past the page cache (`O_DIRECT`,
+    /// `--dump-direct`; see [`check_direct`]).
+    pub direct: bool,
+}
+
+/// Whether `cfg`'s files can be written past the page cache, when it asks
+/// for that: classic pcap, and a directory (existing) whose file system
+/// takes `O_DIRECT` writes; the error names the directory.
+pub(crate) fn check_direct(cfg: &DumpConfig) -> Result<()> {
+    if !cfg.direct {
+        return Ok(());
+    }
+    if cfg.format != DumpFormat::Pcap {
+        return Err(Error::Config(
+            "--dump-direct writes classic pcap files: it cannot go with --dump-format pcapng"
+                .into(),
+        ));
+    }
+    direct::probe(&cfg.dir).map_err(|e| Error::Output {
+        name: format!("dump directory {}", cfg.dir.display()),
+        reason: format!("its file system does not take direct (O_DIRECT) writes: {e}"),
+    })
 }
 
 /// Which flows' packets a dumper writes, resolved against the model.

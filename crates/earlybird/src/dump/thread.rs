@@ -334,6 +334,7 @@ fn replay(
     } else {
         (1_000, 1_000_000)
     };
+    let by_place = d.takes_places();
     let (mut at, mut seen) = (start, 0u32);
     while at < end {
         let want = ((end - at) as usize).min(SCRATCH);
@@ -348,7 +349,8 @@ fn replay(
             }
         };
         let buf = &scratch[..got];
-        let mut off = 0;
+        // Records gathered from `span` on, for `write_records`.
+        let (mut off, mut span) = (0, 0);
         while let Some(h) = buf.get(off..off + REC_HDR) {
             let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
             let (secs, frac, caplen) = (word(0), word(4), word(8) as usize);
@@ -361,17 +363,24 @@ fn replay(
             if caplen <= MAX_SNAPLEN as usize && off + len > buf.len() {
                 break;
             }
-            let ts = u64::from(secs) * 1_000_000_000 + u64::from(frac) * unit;
-            match buf.get(off + REC_HDR..off + len) {
-                // Microseconds: the record from the piece, its stamp
-                // written again in nanoseconds.
-                Some(bytes) if !nanos => d.write(ts, word(12), link, bytes),
+            if caplen > MAX_SNAPLEN as usize || (nanos && by_place) {
                 // Nanoseconds: the record as the dump holds it, copied
                 // file to file; or longer than the snaplen: counted only.
-                _ => d.write_at(ts, link, caplen, f, at + off as u64),
+                if span < off {
+                    d.write_records(&buf[span..off], !nanos, link);
+                }
+                let ts = u64::from(secs) * 1_000_000_000 + u64::from(frac) * unit;
+                d.write_at(ts, link, caplen, f, at + off as u64);
+                span = off + len;
             }
             off += len;
             seen += 1;
+        }
+        // Microseconds (stamps written again in nanoseconds), or a dumper
+        // that does not copy file to file (`--dump-direct`): the records
+        // from the piece.
+        if span < off.min(buf.len()) {
+            d.write_records(&buf[span..off], !nanos, link);
         }
         if off == 0 {
             break;
@@ -461,15 +470,24 @@ mod tests {
     #[test]
     fn the_thread_writes_the_files_the_shard_would_by_place_or_by_copy() {
         let dir = tempfile::tempdir().unwrap();
-        for nanos in [true, false] {
+        // And past the page cache (`/tmp` on a disk's file system).
+        let direct = super::super::direct::probe(dir.path()).is_ok();
+        for (nanos, direct) in [
+            (true, false),
+            (false, false),
+            (true, direct),
+            (false, direct),
+        ] {
             let path = input(dir.path(), nanos);
             let file = CaptureFile::open(&path).unwrap();
             let (here, away) = (
-                dir.path().join(format!("here{nanos}")),
-                dir.path().join(format!("away{nanos}")),
+                dir.path().join(format!("here{nanos}{direct}")),
+                dir.path().join(format!("away{nanos}{direct}")),
             );
             let mut d = dumper(&here);
-            let mut t = DumpThread::start(dumper(&away), 0).ok().unwrap();
+            let mut t = DumpThread::start(dumper(&away).direct(direct), 0)
+                .ok()
+                .unwrap();
             let mut r = file.reader();
             t.set_input(r.data(), file.records_file());
             assert!(
@@ -487,7 +505,7 @@ mod tests {
             let want = d.finish();
             let mut back = t.finish().unwrap();
             let got = back.finish();
-            assert_eq!(got, want, "counters, nanos: {nanos}");
+            assert_eq!(got, want, "counters, nanos: {nanos}, direct: {direct}");
             assert_eq!(want.written, packets);
             assert!(want.files > 3, "rotation happened: {}", want.files);
             let (a, b) = (files(&here), files(&away));

@@ -419,6 +419,7 @@ fn open_taps(
         name: format!("dump directory {}", cfg.dir.display()),
         reason: format!("cannot create: {e}"),
     })?;
+    crate::dump::check_direct(cfg)?;
     Ok((0..shards)
         .map(|id| {
             let d = crate::dump::Dumper::new(
@@ -428,7 +429,8 @@ fn open_taps(
                 cfg.max_bytes,
                 cfg.period,
                 filter.clone(),
-            );
+            )
+            .direct(cfg.direct);
             // One shard: every packet in input order, so the dumper can
             // run on its own thread (`crate::dump::thread`).
             let mut taps = crate::dump::Taps::with_dumper(d, id, shards == 1);

@@ -132,6 +132,23 @@ impl<W: Write> PcapOut<W> {
         self.pos
     }
 
+    /// Bytes the buffer takes before it must go to the sink.
+    #[inline]
+    pub(crate) fn room(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// Appends `recs`, whole records of a nanosecond pcap stream (or of a
+    /// microsecond one: `micros`, their stamps then written in
+    /// nanoseconds) that fit in [`PcapOut::room`]; nanosecond streams
+    /// only.
+    #[inline]
+    pub(crate) fn append_records(&mut self, recs: &[u8], micros: bool) {
+        debug_assert!(self.nanos);
+        copy_records(&mut self.buf[self.pos..self.pos + recs.len()], recs, micros);
+        self.pos += recs.len();
+    }
+
     /// Hands the sink everything buffered and returns the sink, so that
     /// bytes written to it directly follow the records so far (the
     /// dumper's copies of whole records, `crate::dump`).
@@ -156,9 +173,33 @@ impl<W: Write> PcapOut<W> {
     }
 }
 
+/// Copies the whole records `src` into `dst` (as long), with the stamps
+/// of microsecond records (`micros`) written in nanoseconds.
+#[inline]
+pub(crate) fn copy_records(dst: &mut [u8], src: &[u8], micros: bool) {
+    dst.copy_from_slice(src);
+    if !micros {
+        return;
+    }
+    let mut off = 0;
+    while let Some(h) = dst.get_mut(off..off + REC_HDR) {
+        let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+        let (frac, caplen) = (word(4), word(8) as usize);
+        // Fractions below 10⁶ (checked by the caller) fit in nanoseconds.
+        h[4..8].copy_from_slice(&frac.wrapping_mul(1_000).to_le_bytes());
+        off += REC_HDR + caplen;
+    }
+}
+
 /// Fills a 16-byte record header.
 #[inline]
-fn write_rec_header(hdr: &mut [u8], ts_ns: u64, caplen: u32, orig_len: u32, nanos: bool) {
+pub(crate) fn write_rec_header(
+    hdr: &mut [u8],
+    ts_ns: u64,
+    caplen: u32,
+    orig_len: u32,
+    nanos: bool,
+) {
     let secs = ts_ns / 1_000_000_000;
     let frac = ts_ns % 1_000_000_000;
     let frac = if nanos { frac } else { frac / 1_000 };
