@@ -35,7 +35,7 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::source::pcap_writer::{copy_records, write_rec_header, MAX_SNAPLEN};
+use crate::source::pcap_writer::{write_rec_header, MAX_SNAPLEN};
 
 /// Alignment of the buffer, the file offsets and the lengths written: the
 /// largest logical block size of common devices (512 or 4096 bytes).
@@ -234,16 +234,29 @@ impl DirectPcap {
         BUF - self.pos
     }
 
-    /// Appends `n` whole records `recs` of a nanosecond pcap stream (or a
-    /// microsecond one: `micros`; see
-    /// [`crate::source::pcap_writer::copy_records`]) that fit in
-    /// [`DirectPcap::room`].
+    /// The next `len` bytes of the buffer (at most [`DirectPcap::room`]),
+    /// for records read straight into it; [`DirectPcap::advance`] takes
+    /// them.
     #[inline]
-    pub(crate) fn append_records(&mut self, recs: &[u8], n: u64, micros: bool) {
+    pub(crate) fn spare(&mut self, len: usize) -> &mut [u8] {
         let pos = self.pos;
-        copy_records(&mut self.cur.buf()[pos..pos + recs.len()], recs, micros);
-        self.pos += recs.len();
+        &mut self.cur.buf()[pos..pos + len]
+    }
+
+    /// The first `len` bytes of [`DirectPcap::spare`] now hold `n` whole
+    /// records (nanosecond stamps).
+    #[inline]
+    pub(crate) fn advance(&mut self, len: usize, n: u64) {
+        self.pos += len;
         self.records += n;
+    }
+
+    /// Sends the buffer's whole blocks to the writer (room for the next
+    /// records); `true` when the whole records in the file grew.
+    pub(crate) fn flush(&mut self) -> io::Result<bool> {
+        let before = self.confirmed;
+        self.send_blocks()?;
+        Ok(self.confirmed != before)
     }
 
     /// The whole records in the file: their bytes (from the file's start,

@@ -45,7 +45,9 @@ use std::sync::Arc;
 use super::direct::DirectPcap;
 use super::{DumpFilter, DumpFormat};
 use crate::decode::LinkType;
-use crate::source::pcap_writer::{linktype_number, PcapOut, MAX_SNAPLEN as OUT_SNAPLEN};
+use crate::source::pcap_writer::{
+    linktype_number, micros_to_nanos, PcapOut, MAX_SNAPLEN as OUT_SNAPLEN,
+};
 use crate::source::pcapng_writer::{PcapngOut, SHB_LEN};
 use crate::time::Nanos;
 
@@ -109,14 +111,24 @@ impl Out {
         }
     }
 
-    /// Appends `n` whole classic pcap records `recs` that fit in
-    /// [`Out::room`] (see [`Dumper::write_records`]).
+    /// The next `len` bytes of the buffer (at most [`Out::room`]), for
+    /// records read straight into it.
     #[inline]
-    fn append_records(&mut self, recs: &[u8], n: u64, micros: bool) {
+    fn spare(&mut self, len: usize) -> &mut [u8] {
         match self {
-            Out::Pcap(o) => o.append_records(recs, micros),
-            Out::Direct(o) => o.append_records(recs, n, micros),
-            Out::Pcapng(_) => unreachable!("a pcapng buffer has no room for runs"),
+            Out::Pcap(o) => o.spare(len),
+            Out::Direct(o) => o.spare(len),
+            Out::Pcapng(_) => &mut [],
+        }
+    }
+
+    /// The first `len` bytes of [`Out::spare`] hold `n` whole records.
+    #[inline]
+    fn advance(&mut self, len: usize, n: u64) {
+        match self {
+            Out::Pcap(o) => o.advance(len),
+            Out::Direct(o) => o.advance(len, n),
+            Out::Pcapng(_) => debug_assert_eq!(len, 0),
         }
     }
 
@@ -242,6 +254,26 @@ impl Open {
     }
 }
 
+/// Records are read into the buffer while it has this much room; with
+/// less, it goes to the file first.
+const MIN_READ: usize = 64 << 10;
+
+/// Reads `buf.len()` bytes of `f` from byte `at`, or fewer where the file
+/// ends: the bytes read.
+fn read_at(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut got = 0;
+    while got < buf.len() {
+        match f.read_at(&mut buf[got..], at + got as u64) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 /// A run is copied once it holds this many bytes (as the buffer is
 /// written when full), so the files grow while the input is read.
 const RUN_BYTES: u64 = 1 << 20;
@@ -317,68 +349,132 @@ impl Dumper {
         }
     }
 
-    /// Dumps the whole records `recs`, back to back as a classic pcap
-    /// holds them (nanosecond stamps, or microsecond ones: `micros`), of
-    /// link type `link`, with their fractions of a second checked by the
-    /// caller. Records go in spans that need no rotation and fit in the
-    /// buffer, copied at once; each span's first record goes through
-    /// what [`Dumper::write`] does, so files, rotation and counters are
-    /// the same.
-    pub(crate) fn write_records(&mut self, recs: &[u8], micros: bool, link: LinkType) {
-        let unit = if micros { 1_000 } else { 1 };
-        let parse = |off: usize| -> Option<(Nanos, u32, usize)> {
-            let h = recs.get(off..off + REC_HDR as usize)?;
-            let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-            let ts = u64::from(word(0)) * 1_000_000_000 + u64::from(word(4)) * unit;
-            Some((ts, word(12), word(8) as usize))
+    /// Dumps the `n` records at bytes `at..end` of the classic pcap `src`
+    /// (microsecond stamps: `micros`, written again in nanoseconds; else
+    /// nanosecond ones), all of link type `link`, reading them straight
+    /// into the open file's buffer: the records there that need no new
+    /// file are taken as they are (their stamps rewritten in place); a
+    /// record that starts a file, or one longer than the snaplen or than
+    /// the buffer's room, goes alone through [`Dumper::write`] (read into
+    /// `one`). Files, rotation and counters are those of
+    /// [`Dumper::write`]. Returns where it stopped and the records it
+    /// took: before `end` and `n` when a record's header is not one of a
+    /// classic pcap of that resolution or is cut short, or (`Err`, with
+    /// the byte) when a read fails.
+    pub(crate) fn read_records(
+        &mut self,
+        src: &File,
+        (mut at, end): (u64, u64),
+        n: u32,
+        micros: bool,
+        link: LinkType,
+        one: &mut Vec<u8>,
+    ) -> Result<(u64, u32), (u64, u32, std::io::Error)> {
+        let (unit, limit) = if micros {
+            (1_000, 1_000_000)
+        } else {
+            (1, 1_000_000_000)
         };
+        let rec = REC_HDR as usize;
+        let mut seen = 0u32;
         self.flush_run();
-        let mut off = 0;
-        while let Some((ts, orig_len, caplen)) = parse(off) {
-            let len = REC_HDR as usize + caplen;
-            let Some(body) = recs.get(off + REC_HDR as usize..off + len) else {
-                // Not a whole record: the caller hands whole ones.
-                return;
-            };
-            if !self.prepare(ts, link, caplen) {
-                off += len;
+        while at < end && seen < n {
+            if self.cur.as_ref().is_some_and(|c| c.out.room() < MIN_READ) {
+                self.flush_out();
+            }
+            let (mut took, mut k) = (0usize, 0u32);
+            if let Some(c) = self.cur.as_mut().filter(|c| c.link == Some(link)) {
+                let want = ((end - at) as usize).min(c.out.room());
+                let dst = c.out.spare(want);
+                let got = read_at(src, dst, at).map_err(|e| (at, seen, e))?;
+                let mut bytes = c.bytes;
+                while let Some(h) = dst[..got].get_mut(took..took + rec) {
+                    let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+                    let (frac, caplen) = (word(4), word(8) as usize);
+                    let need = rec + caplen;
+                    let ts = u64::from(word(0)) * 1_000_000_000 + u64::from(frac) * unit;
+                    let fits = frac < limit
+                        && seen + k < n
+                        && caplen <= OUT_SNAPLEN as usize
+                        && took + need <= got
+                        && (self.period == 0 || ts < self.period_end)
+                        && (bytes + need as u64 <= self.max_bytes || bytes == c.header);
+                    if !fits {
+                        break;
+                    }
+                    if micros {
+                        micros_to_nanos(h);
+                    }
+                    bytes += need as u64;
+                    took += need;
+                    k += 1;
+                }
+                c.out.advance(took, u64::from(k));
+                c.bytes = bytes;
+                c.pending += u64::from(k);
+            }
+            if k > 0 {
+                at += took as u64;
+                seen += k;
                 continue;
             }
-            let Some(c) = self.cur.as_mut() else {
-                self.counters.lost += 1;
-                off += len;
-                continue;
-            };
-            let room = c.out.room();
-            if room < len {
-                // The buffer goes to the file first: this record the
-                // single way (`prepare` again finds nothing to do).
-                self.write(ts, orig_len, link, body);
-                off += len;
-                continue;
+            // One record alone: the first of a file, or one the buffer
+            // does not take as it is.
+            if one.len() < rec {
+                one.resize(rec, 0);
             }
-            // The span: this record and the next ones that neither start
-            // a file nor overflow the buffer.
-            let start = off;
-            let (mut bytes, mut n) = (c.bytes + len as u64, 1);
-            off += len;
-            while let Some((ts, _, caplen)) = parse(off) {
-                let need = REC_HDR as usize + caplen;
-                let fits = off + need <= recs.len()
-                    && off + need - start <= room
-                    && caplen <= OUT_SNAPLEN as usize
-                    && (self.period == 0 || ts < self.period_end)
-                    && bytes + need as u64 <= self.max_bytes;
-                if !fits {
+            let got = read_at(src, &mut one[..rec], at).map_err(|e| (at, seen, e))?;
+            let h = &one[..got];
+            if got < rec {
+                break;
+            }
+            let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+            let (secs, frac, caplen, orig_len) = (word(0), word(4), word(8) as usize, word(12));
+            if frac >= limit {
+                break;
+            }
+            let ts = u64::from(secs) * 1_000_000_000 + u64::from(frac) * unit;
+            if caplen > OUT_SNAPLEN as usize {
+                // Counted only, its bytes never read.
+                self.counters.oversize += 1;
+            } else {
+                if one.len() < caplen {
+                    one.resize(caplen, 0);
+                }
+                let body = &mut one[..caplen];
+                let got = read_at(src, body, at + rec as u64).map_err(|e| (at, seen, e))?;
+                if got < caplen {
                     break;
                 }
-                bytes += need as u64;
-                n += 1;
-                off += need;
+                self.write(ts, orig_len, link, body);
             }
-            c.out.append_records(&recs[start..off], n, micros);
-            c.bytes = bytes;
-            c.pending += n;
+            at += (rec + caplen) as u64;
+            seen += 1;
+        }
+        Ok((at, seen))
+    }
+
+    /// Writes the open file's buffer out (room for records read into
+    /// it), counting what is then on disk; a failure stops the file.
+    fn flush_out(&mut self) {
+        let Some(c) = self.cur.as_mut() else {
+            return;
+        };
+        let flushed = match &mut c.out {
+            Out::Pcap(o) => o.flushed_sink().map(drop),
+            Out::Direct(o) => o.flush().map(drop),
+            Out::Pcapng(_) => return,
+        };
+        match flushed {
+            Ok(()) => {
+                let bytes = c.bytes;
+                c.wrote(bytes, &mut self.counters.written);
+            }
+            Err(e) => {
+                let lost = c.pending;
+                let msg = format!("{}: {e}", c.path.display());
+                self.failed(msg, lost);
+            }
         }
     }
 

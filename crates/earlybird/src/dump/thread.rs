@@ -315,11 +315,14 @@ fn run(d: &mut Dumper, job: &Job, scratch: &mut Vec<u8>) {
     }
 }
 
-/// Hands the dumper the `n` records at bytes `start..end` of `f` by place
-/// ([`Dumper::write_at`]), learning each one's stamp and length from its
-/// header, read in pieces of [`SCRATCH`] bytes. A read that fails, or
-/// records that are not the `n` the shard saw there (the file changed
-/// since), count the records not handed over as lost, with a message.
+/// Hands the dumper the `n` records at bytes `start..end` of `f`: by
+/// place ([`Dumper::write_at`], nanosecond stamps), learning each one's
+/// stamp and length from its header, read in pieces of [`SCRATCH`] bytes;
+/// or read straight into the dumper's buffer ([`Dumper::read_records`]:
+/// microsecond stamps, or a dumper that does not copy file to file). A
+/// read that fails, or records that are not the `n` the shard saw there
+/// (the file changed since), count the records not handed over as lost,
+/// with a message.
 fn replay(
     d: &mut Dumper,
     f: &Arc<File>,
@@ -329,32 +332,54 @@ fn replay(
     nanos: bool,
     scratch: &mut Vec<u8>,
 ) {
-    let (unit, limit) = if nanos {
-        (1, 1_000_000_000)
+    let (at, seen) = if nanos && d.takes_places() {
+        match by_place(d, f, (start, end), n, link, scratch) {
+            Ok(done) => done,
+            Err((at, seen, e)) => {
+                d.input_lost(u64::from(n - seen), format!("input at byte {at}: {e}"));
+                return;
+            }
+        }
     } else {
-        (1_000, 1_000_000)
+        match d.read_records(f, (start, end), n, !nanos, link, scratch) {
+            Ok(done) => done,
+            Err((at, seen, e)) => {
+                d.input_lost(u64::from(n - seen), format!("input at byte {at}: {e}"));
+                return;
+            }
+        }
     };
-    let by_place = d.takes_places();
+    if at != end || seen != n {
+        d.input_lost(
+            u64::from(n - seen),
+            format!("input at byte {at}: the records changed or were cut since they were read"),
+        );
+    }
+}
+
+/// The records of a nanosecond run by place (see [`replay`]): where it
+/// stopped and the records handed over.
+fn by_place(
+    d: &mut Dumper,
+    f: &Arc<File>,
+    (start, end): (u64, u64),
+    n: u32,
+    link: LinkType,
+    scratch: &mut Vec<u8>,
+) -> Result<(u64, u32), (u64, u32, std::io::Error)> {
     let (mut at, mut seen) = (start, 0u32);
     while at < end {
         let want = ((end - at) as usize).min(SCRATCH);
         if scratch.len() < want {
             scratch.resize(want, 0);
         }
-        let got = match read_at(f, &mut scratch[..want], at) {
-            Ok(got) => got,
-            Err(e) => {
-                d.input_lost(u64::from(n - seen), format!("input at byte {at}: {e}"));
-                return;
-            }
-        };
+        let got = read_at(f, &mut scratch[..want], at).map_err(|e| (at, seen, e))?;
         let buf = &scratch[..got];
-        // Records gathered from `span` on, for `write_records`.
-        let (mut off, mut span) = (0, 0);
+        let mut off = 0;
         while let Some(h) = buf.get(off..off + REC_HDR) {
             let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
             let (secs, frac, caplen) = (word(0), word(4), word(8) as usize);
-            if frac >= limit || seen == n {
+            if frac >= 1_000_000_000 || seen == n {
                 break;
             }
             let len = REC_HDR + caplen;
@@ -363,36 +388,17 @@ fn replay(
             if caplen <= MAX_SNAPLEN as usize && off + len > buf.len() {
                 break;
             }
-            if caplen > MAX_SNAPLEN as usize || (nanos && by_place) {
-                // Nanoseconds: the record as the dump holds it, copied
-                // file to file; or longer than the snaplen: counted only.
-                if span < off {
-                    d.write_records(&buf[span..off], !nanos, link);
-                }
-                let ts = u64::from(secs) * 1_000_000_000 + u64::from(frac) * unit;
-                d.write_at(ts, link, caplen, f, at + off as u64);
-                span = off + len;
-            }
+            let ts = u64::from(secs) * 1_000_000_000 + u64::from(frac);
+            d.write_at(ts, link, caplen, f, at + off as u64);
             off += len;
             seen += 1;
-        }
-        // Microseconds (stamps written again in nanoseconds), or a dumper
-        // that does not copy file to file (`--dump-direct`): the records
-        // from the piece.
-        if span < off.min(buf.len()) {
-            d.write_records(&buf[span..off], !nanos, link);
         }
         if off == 0 {
             break;
         }
         at += off as u64;
     }
-    if at != end || seen != n {
-        d.input_lost(
-            u64::from(n - seen),
-            format!("input at byte {at}: the records changed or were cut since they were read"),
-        );
-    }
+    Ok((at, seen))
 }
 
 /// Reads `buf.len()` bytes of `f` from byte `at`, or fewer where the file

@@ -138,15 +138,18 @@ impl<W: Write> PcapOut<W> {
         self.buf.len() - self.pos
     }
 
-    /// Appends `recs`, whole records of a nanosecond pcap stream (or of a
-    /// microsecond one: `micros`, their stamps then written in
-    /// nanoseconds) that fit in [`PcapOut::room`]; nanosecond streams
-    /// only.
+    /// The next `len` bytes of the buffer (at most [`PcapOut::room`]),
+    /// for records read straight into it; [`PcapOut::advance`] takes them.
     #[inline]
-    pub(crate) fn append_records(&mut self, recs: &[u8], micros: bool) {
-        debug_assert!(self.nanos);
-        copy_records(&mut self.buf[self.pos..self.pos + recs.len()], recs, micros);
-        self.pos += recs.len();
+    pub(crate) fn spare(&mut self, len: usize) -> &mut [u8] {
+        &mut self.buf[self.pos..self.pos + len]
+    }
+
+    /// The first `len` bytes of [`PcapOut::spare`] now hold whole records
+    /// of this stream's resolution.
+    #[inline]
+    pub(crate) fn advance(&mut self, len: usize) {
+        self.pos += len;
     }
 
     /// Hands the sink everything buffered and returns the sink, so that
@@ -173,22 +176,12 @@ impl<W: Write> PcapOut<W> {
     }
 }
 
-/// Copies the whole records `src` into `dst` (as long), with the stamps
-/// of microsecond records (`micros`) written in nanoseconds.
+/// Rewrites the stamp of the record header `h` of a microsecond pcap in
+/// nanoseconds (its fraction, below 10⁶, times 1,000).
 #[inline]
-pub(crate) fn copy_records(dst: &mut [u8], src: &[u8], micros: bool) {
-    dst.copy_from_slice(src);
-    if !micros {
-        return;
-    }
-    let mut off = 0;
-    while let Some(h) = dst.get_mut(off..off + REC_HDR) {
-        let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-        let (frac, caplen) = (word(4), word(8) as usize);
-        // Fractions below 10⁶ (checked by the caller) fit in nanoseconds.
-        h[4..8].copy_from_slice(&frac.wrapping_mul(1_000).to_le_bytes());
-        off += REC_HDR + caplen;
-    }
+pub(crate) fn micros_to_nanos(h: &mut [u8]) {
+    let frac = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+    h[4..8].copy_from_slice(&frac.wrapping_mul(1_000).to_le_bytes());
 }
 
 /// Fills a 16-byte record header.
