@@ -796,6 +796,104 @@ mod tests {
         (0..len).map(|j| (i as usize + j) as u8).collect()
     }
 
+    /// Every file of `dir` by name, with its bytes.
+    fn contents(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        files(dir)
+            .into_iter()
+            .map(|p| {
+                let b = std::fs::read(&p).unwrap();
+                (PathBuf::from(p.file_name().unwrap()), b)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn records_read_into_the_buffer_make_the_files_and_counts_of_write() {
+        // A microsecond and a nanosecond pcap: records of every size up to
+        // past the snaplen, 0.3 ms apart (stamps cross 1-second periods).
+        let dir = tempfile::tempdir().unwrap();
+        let direct = super::super::direct::probe(dir.path()).is_ok();
+        let mut recs = Vec::new();
+        for i in 0..6_000u64 {
+            let len = match i % 1_000 {
+                7 => OUT_SNAPLEN as usize + 1,
+                8 => OUT_SNAPLEN as usize,
+                k => (k as usize * 37) % 1_500,
+            };
+            recs.push((1_700_000_000_000_000_000 + i * 300_000, pkt(i, len)));
+        }
+        for micros in [true, false] {
+            let input = dir.path().join(format!("in-{micros}.pcap"));
+            let mut out = PcapOut::new(File::create(&input).unwrap(), !micros, 1 << 20).unwrap();
+            for (ts, p) in &recs {
+                out.record(*ts, p.len() as u32 + 2, p).unwrap();
+            }
+            out.finish().unwrap();
+            let src = File::open(&input).unwrap();
+            let end = std::fs::metadata(&input).unwrap().len();
+            for (k, (max, period)) in [(None, None), (Some(3_000_000), Some(400_000_000))]
+                .into_iter()
+                .enumerate()
+            {
+                for direct in [false, direct] {
+                    let tag = format!("{micros}-{k}-{direct}");
+                    let (a, b) = (
+                        dir.path().join(format!("w{tag}")),
+                        dir.path().join(format!("r{tag}")),
+                    );
+                    std::fs::create_dir_all(&a).unwrap();
+                    std::fs::create_dir_all(&b).unwrap();
+                    let new = |d: &Path| {
+                        Dumper::new(d, DumpFormat::Pcap, 0, max, period, DumpFilter::default())
+                            .direct(direct)
+                    };
+                    let (mut w, mut r) = (new(&a), new(&b));
+                    for (ts, p) in &recs {
+                        // What the file holds: stamps in its resolution.
+                        let ts = if micros { ts / 1_000 * 1_000 } else { *ts };
+                        w.write(ts, p.len() as u32 + 2, LinkType::Ethernet, p);
+                    }
+                    let mut one = Vec::new();
+                    let n = recs.len() as u32;
+                    // In two runs, as a dumper thread gets them.
+                    let half = {
+                        let mut at = 24u64;
+                        for (_, p) in &recs[..2_500] {
+                            at += 16 + p.len() as u64;
+                        }
+                        at
+                    };
+                    let first = r.read_records(
+                        &src,
+                        (24, half),
+                        2_500,
+                        micros,
+                        LinkType::Ethernet,
+                        &mut one,
+                    );
+                    assert_eq!(first.ok(), Some((half, 2_500)), "{tag}");
+                    let rest = r.read_records(
+                        &src,
+                        (half, end),
+                        n - 2_500,
+                        micros,
+                        LinkType::Ethernet,
+                        &mut one,
+                    );
+                    assert_eq!(rest.ok(), Some((end, n - 2_500)), "{tag}");
+                    let (cw, cr) = (w.finish(), r.finish());
+                    assert_eq!(cw, cr, "{tag}");
+                    assert_eq!(cw.oversize, 6, "{tag}");
+                    assert_eq!(cw.written, recs.len() as u64 - 6, "{tag}");
+                    if k == 1 {
+                        assert!(cw.files > 3, "{tag}: rotation happened: {cw:?}");
+                    }
+                    assert!(contents(&a) == contents(&b), "{tag}: files differ");
+                }
+            }
+        }
+    }
+
     #[test]
     fn rotates_by_period_and_size_without_losing_or_repeating_packets() {
         let dir = tempfile::tempdir().unwrap();
