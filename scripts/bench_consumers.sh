@@ -21,7 +21,7 @@ set -euo pipefail
 rounds=$1 packets=$2 worst=$3; shift 3
 ns=""
 if [[ "${1:-}" == *.pcap ]]; then ns=$1; shift; fi
-dump=/dev/shm/eb-bench-dump
+dump=${DUMP_DIR:-/dev/shm}/eb-bench-dump
 disk=${DISK_DIR:+$DISK_DIR/eb-bench-dump}
 run() { # label bin file args...
   local label=$1 bin=$2 file=$3; shift 3

@@ -117,6 +117,14 @@ pub trait Exporter: Send {
     fn renderer(&self) -> Option<Renderer> {
         None
     }
+    /// Whether this output reads the records' packet size and
+    /// inter-arrival statistics ([`crate::flow::record::FlowRecord::size`],
+    /// [`crate::flow::record::FlowRecord::iat`]). When no flow output of a
+    /// run does, the pipeline builds records without them (they stay
+    /// `None`). Default: it does.
+    fn reads_moments(&self) -> bool {
+        true
+    }
     /// Writes text made by this exporter's [`Renderer`], after everything
     /// already buffered. Only called for exporters that have a renderer.
     fn write_rendered(&mut self, text: &[u8]) -> Result<()> {

@@ -62,6 +62,10 @@ impl Exporter for NullExporter {
     fn name(&self) -> &str {
         "null"
     }
+
+    fn reads_moments(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 
 use super::entry::{Entry, Extra, IcmpHead, Tail, Wide, SPILLED};
 use super::packet::is_icmp;
-use super::snapshot::{build, RawFlow};
+use super::snapshot::{build_with, RawFlow};
 use crate::classify::Verdict;
 use crate::decode::icmp::Icmp;
 use crate::decode::TunnelKind;
@@ -163,6 +163,10 @@ pub struct RecordBatch {
     /// ([`crate::export::Renderer`]; the pipeline fills it on the shard
     /// when the exporter thread lags).
     pub rendered: Vec<(usize, Vec<u8>)>,
+    /// Build the records without their packet size and inter-arrival
+    /// statistics (no output of the run reads them; see
+    /// [`crate::export::Exporter::reads_moments`]).
+    pub skip_moments: bool,
 }
 
 impl RecordBatch {
@@ -293,7 +297,8 @@ impl RecordBatch {
             } else {
                 None
             };
-            self.records.push(build(r, extra, w, h, m));
+            self.records
+                .push(build_with(r, extra, w, h, m, !self.skip_moments));
         }
         self.raw.clear();
         self.raw_extra.clear();

@@ -48,6 +48,21 @@ pub fn build(
     flags_hi: Option<&FlagCounts>,
     icmp: Option<&IcmpHead>,
 ) -> FlowRecord {
+    build_with(raw, extra, wide, flags_hi, icmp, true)
+}
+
+/// [`build`], with the packet size and inter-arrival statistics left
+/// `None` unless `moments` (no output of the run reads them; the TCP flag
+/// counts are still taken from `extra`).
+#[inline]
+pub fn build_with(
+    raw: &RawFlow,
+    extra: Option<&Extra>,
+    wide: Option<&Wide>,
+    flags_hi: Option<&FlagCounts>,
+    icmp: Option<&IcmpHead>,
+    moments: bool,
+) -> FlowRecord {
     let h = &raw.entry;
     let t = &raw.tail;
     let (sport, dport) = h.client_server_ports();
@@ -65,6 +80,14 @@ pub fn build(
     let packets = [h.packets[0] as u64, h.packets[1] as u64];
     let bytes = [h.bytes(t, 0), h.bytes(t, 1)];
     let (size, iat, tcp_flags) = match extra {
+        Some(x) if !moments => (
+            [None; 2],
+            [None; 2],
+            Some([
+                tcp::total(&x.dir[0].flags, flags_hi.map(|h| &h[0])),
+                tcp::total(&x.dir[1].flags, flags_hi.map(|h| &h[1])),
+            ]),
+        ),
         Some(x) => (
             [
                 x.dir[0].moments.size_stat(packets[0], bytes[0]),

@@ -121,6 +121,10 @@ pub(super) struct Sink {
     stride: usize,
     /// Records of every kind dropped by [`ExportPolicy::Drop`].
     pub(super) dropped: u64,
+    /// Some flow output reads the records' size and inter-arrival
+    /// statistics ([`crate::export::Exporter::reads_moments`]): records
+    /// are built with them.
+    pub(super) moments: bool,
     /// The alarms' forensic pcaps this shard serves from its ring, and how
     /// many requests it has served.
     pub(super) forensics: Option<(Arc<Forensics>, usize)>,
@@ -144,6 +148,7 @@ impl Sink {
             pending: VecDeque::new(),
             stride,
             dropped: 0,
+            moments: true,
             forensics: None,
             forensic_errors: Vec::new(),
         }
@@ -222,6 +227,7 @@ impl Sink {
         #[cfg(test)]
         tests::tally(self, out.len(), last);
         let mut full = std::mem::replace(out, self.fresh());
+        full.skip_moments = !self.moments;
         // Records are built and formatted where a core is idle: on the
         // exporter thread while it keeps up, here once half its channel is
         // waiting (the output is the same either way).

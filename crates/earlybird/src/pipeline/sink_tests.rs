@@ -358,3 +358,74 @@ fn row_batches_come_back_through_their_pool_and_outputs_get_only_their_kind() {
     assert!(back.is_empty() && back.kind().is(&TALLY));
     assert!(flows_pool.try_recv().unwrap().is_empty());
 }
+
+/// Keeps each record's statistics; says whether it reads the moments.
+struct Moments {
+    reads: bool,
+    seen: Arc<std::sync::Mutex<Vec<crate::flow::record::FlowRecord>>>,
+}
+
+impl Exporter for Moments {
+    fn write_batch(&mut self, batch: &RecordBatch) -> crate::Result<()> {
+        let mut v = self.seen.lock().unwrap();
+        v.extend(batch.iter().map(|(r, _)| *r));
+        Ok(())
+    }
+    fn finish(&mut self) -> crate::Result<()> {
+        Ok(())
+    }
+    fn name(&self) -> &str {
+        "moments"
+    }
+    fn reads_moments(&self) -> bool {
+        self.reads
+    }
+}
+
+#[test]
+fn records_lack_size_and_gap_statistics_only_when_no_output_reads_them() {
+    let files = open_all(&[capture("ndpi__iphone.pcap")]).unwrap();
+    let run_with = |reads: bool, placement: Placement| {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let exporters: Vec<Box<dyn Exporter>> = vec![
+            Box::new(Moments {
+                reads,
+                seen: seen.clone(),
+            }),
+            // IPFIX and null outputs read none.
+            Box::new(crate::export::null::NullExporter::new()),
+        ];
+        let opts = RunOptions {
+            placement,
+            ..RunOptions::default()
+        };
+        run(
+            &files,
+            &opts,
+            &ModelRef::default(),
+            exporters,
+            &RunControl::default(),
+        )
+        .unwrap();
+        let mut v = std::mem::take(&mut *seen.lock().unwrap());
+        v.sort_by_key(|r| (r.first_ts, r.key.src, r.key.sport, r.key.dport));
+        v
+    };
+    for placement in [Placement::Shard, Placement::Exporter] {
+        let (full, lean) = (run_with(true, placement), run_with(false, placement));
+        assert_eq!(full.len(), lean.len());
+        assert!(full
+            .iter()
+            .any(|r| r.size[0].is_some() && r.iat[0].is_some()));
+        for (a, b) in full.iter().zip(&lean) {
+            assert_eq!((b.size, b.iat), ([None; 2], [None; 2]), "{placement:?}");
+            let mut a = *a;
+            (a.size, a.iat) = ([None; 2], [None; 2]);
+            assert_eq!(
+                a, *b,
+                "{placement:?}: every other field, TCP flags included"
+            );
+        }
+        assert!(lean.iter().any(|r| r.tcp_flags.is_some()));
+    }
+}

@@ -42,6 +42,9 @@ struct ShardStart<'f> {
     taps: Option<Box<crate::dump::Taps>>,
     link: Option<PoolLink>,
     renderers: Vec<Option<Renderer>>,
+    /// Some flow output reads the records' size and inter-arrival
+    /// statistics.
+    moments: bool,
     ready: mpsc::Sender<()>,
     spare: bool,
     /// Keep per-second statistics, for a model of this many classes.
@@ -115,6 +118,11 @@ pub(super) fn run_shards(
     let mut renderers: Vec<Vec<Option<Renderer>>> = (0..opts.shards)
         .map(|_| exporters.iter().map(|e| e.renderer()).collect())
         .collect();
+    // Records are built with their size and inter-arrival statistics only
+    // when a flow output reads them.
+    let moments = exporters
+        .iter()
+        .any(|e| e.kind().is(&crate::export::fields::FLOWS) && e.reads_moments());
     // Per-second statistics, when the metrics or an output want them.
     let per_second = opts.metrics.is_some()
         || !opts.alarms.is_empty()
@@ -181,6 +189,7 @@ pub(super) fn run_shards(
                 taps: taps.get_mut(id).and_then(Option::take),
                 link: links[id].take(),
                 renderers: std::mem::take(&mut renderers[id]),
+                moments,
                 ready: ready_tx.clone(),
                 spare,
                 per_second: per_second.then_some(model.classes.len()),
@@ -259,6 +268,7 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
         opts.flow.early_packets,
     );
     sink.forensics = st.forensics.map(|f| (f, 0));
+    sink.moments = st.moments;
     // Early-verdict events are built only when an output takes them.
     if sink.wants(&crate::flow::events::VERDICTS) {
         shard.table.emit_verdict_events();

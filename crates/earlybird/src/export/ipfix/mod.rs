@@ -535,6 +535,12 @@ impl Exporter for IpfixExporter {
         Ok(())
     }
 
+    /// The templates carry no packet size or inter-arrival statistics
+    /// (docs/IPFIX.md).
+    fn reads_moments(&self) -> bool {
+        false
+    }
+
     fn renderer(&self) -> Option<Renderer> {
         if !self.kind.is(&fields::FLOWS) {
             return None;
