@@ -355,12 +355,14 @@ impl Dumper {
     /// into the open file's buffer: the records there that need no new
     /// file are taken as they are (their stamps rewritten in place); a
     /// record that starts a file, or one longer than the snaplen or than
-    /// the buffer's room, goes alone through [`Dumper::write`] (read into
-    /// `one`). Files, rotation and counters are those of
+    /// the buffer's room, or whose header is not the one a dump file holds
+    /// for it (a fraction of a second past the unit's range, an original
+    /// length below the captured one), goes alone through
+    /// [`Dumper::write`] (read into `one`) as the capture reader makes it
+    /// of its header. Files, rotation and counters are those of
     /// [`Dumper::write`]. Returns where it stopped and the records it
-    /// took: before `end` and `n` when a record's header is not one of a
-    /// classic pcap of that resolution or is cut short, or (`Err`, with
-    /// the byte) when a read fails.
+    /// took: before `end` and `n` when the file ends first, or (`Err`,
+    /// with the byte) when a read fails.
     pub(crate) fn read_records(
         &mut self,
         src: &File,
@@ -393,7 +395,9 @@ impl Dumper {
                     let (frac, caplen) = (word(4), word(8) as usize);
                     let need = rec + caplen;
                     let ts = u64::from(word(0)) * 1_000_000_000 + u64::from(frac) * unit;
+                    // The record as the dump file holds it, in this file.
                     let fits = frac < limit
+                        && word(12) as usize >= caplen
                         && seen + k < n
                         && caplen <= OUT_SNAPLEN as usize
                         && took + need <= got
@@ -429,11 +433,13 @@ impl Dumper {
                 break;
             }
             let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-            let (secs, frac, caplen, orig_len) = (word(0), word(4), word(8) as usize, word(12));
-            if frac >= limit {
-                break;
-            }
-            let ts = u64::from(secs) * 1_000_000_000 + u64::from(frac) * unit;
+            let (secs, frac, caplen, orig) = (word(0), word(4), word(8) as usize, word(12));
+            // The packet as the reader makes it of the header
+            // (`crate::source::file::RecordsFile::plain`).
+            let (ts, orig_len) = (
+                u64::from(secs) * 1_000_000_000 + u64::from(frac) * unit,
+                orig.max(caplen as u32),
+            );
             if caplen > OUT_SNAPLEN as usize {
                 // Counted only, its bytes never read.
                 self.counters.oversize += 1;

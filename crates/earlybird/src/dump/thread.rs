@@ -12,15 +12,24 @@
 //!   original length — or a copy of its bytes (live capture, other
 //!   formats, a pcapng dump). Packets by place go as runs of records
 //!   back to back in the file (one item per run, not per packet): the
-//!   shard thus copies and describes no packet of such a file. The thread
-//!   reads each run in pieces of [`SCRATCH`] bytes and hands the dumper
-//!   every record: by place for a nanosecond input (copied file to file),
-//!   from the piece for a microsecond one (the dumper writes its stamp in
-//!   nanoseconds). Records the file no longer holds as the shard saw them
-//!   are counted lost and named. The
+//!   shard thus copies and describes no packet of such a file; when the
+//!   batches are the reader's packets as the headers give them
+//!   ([`RecordsFile::plain`]: lengths in 2.4 order, stamps not corrected)
+//!   a batch is one run, checked by its length alone (the sum of its
+//!   records'), and the thread writes a record whose header is not the
+//!   dump's (fraction of a second out of range, original length below the
+//!   captured one) as the reader made the packet. The thread
+//!   hands the dumper every record of a run: by place for a nanosecond
+//!   input (copied file to file; the thread reads the run in pieces of
+//!   [`SCRATCH`] bytes for the headers), read straight into the dump
+//!   file's buffer for a microsecond one (the dumper writes its stamp in
+//!   nanoseconds) or for a dumper that does not copy file to file
+//!   (`--dump-direct`). Records the file no longer holds as the shard
+//!   saw them are counted lost and named. The
 //!   thread runs the jobs in order ([`Dumper::write_at`],
-//!   [`Dumper::write`]), so the files, their rotation, names, counters
-//!   and failures are exactly those of the dumper in the shard.
+//!   [`Dumper::write`], [`Dumper::read_records`]), so the files, their
+//!   rotation, names, counters and failures are exactly those of the
+//!   dumper in the shard.
 //! - A job holds several batches ([`JOB_PACKETS`], [`JOB_COPIES`]); at
 //!   most [`DEPTH`] jobs wait; a shard whose dumper is behind (a slow
 //!   disk) waits for it, as the dumper in the shard would make it wait.
@@ -104,6 +113,9 @@ struct Input {
     len: usize,
     file: Arc<File>,
     nanos: bool,
+    /// The batches are the reader's packets of the file as its headers
+    /// give them ([`RecordsFile::plain`]): each batch is one run.
+    plain: bool,
 }
 
 /// The shard's end of a dumper thread (see the module docs).
@@ -177,6 +189,7 @@ impl DumpThread {
             len: data.len(),
             file: Arc::new(f.file),
             nanos: f.nanos,
+            plain: f.plain,
         });
     }
 
@@ -190,6 +203,16 @@ impl DumpThread {
         if let Some(i) = by_place {
             job.file = Some(Arc::clone(&i.file));
             job.nanos = i.nanos;
+            if i.plain {
+                if let Some(run) = whole_run(data, refs) {
+                    job.packets += refs.len();
+                    job.push_run(run);
+                    if self.job.packets >= JOB_PACKETS {
+                        self.send();
+                    }
+                    return;
+                }
+            }
         }
         for r in refs {
             let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
@@ -200,17 +223,7 @@ impl DumpThread {
                 // By place: one item per run of back-to-back records (the
                 // thread reads each record's header itself).
                 let (start, end) = ((r.offset - REC_HDR) as u64, (r.offset + bytes.len()) as u64);
-                if let Some(Item::Run {
-                    end: e, n, link, ..
-                }) = job.items.last_mut()
-                {
-                    if *e == start && *link == r.link && *n < u32::MAX {
-                        *e = end;
-                        *n += 1;
-                        continue;
-                    }
-                }
-                job.items.push(Item::Run {
+                job.push_run(Item::Run {
                     start,
                     end,
                     n: 1,
@@ -260,6 +273,60 @@ impl DumpThread {
             None => Err("the packet dumper's thread was already finished".into()),
         }
     }
+}
+
+impl Job {
+    /// Adds the run `run` (an [`Item::Run`]), joined to the run before
+    /// when it follows it in the file.
+    #[inline]
+    fn push_run(&mut self, run: Item) {
+        let Item::Run {
+            start,
+            end,
+            n,
+            link,
+        } = run
+        else {
+            return;
+        };
+        if let Some(Item::Run {
+            end: e,
+            n: m,
+            link: l,
+            ..
+        }) = self.items.last_mut()
+        {
+            if *e == start && *l == link && m.checked_add(n).is_some() {
+                *e = end;
+                *m += n;
+                return;
+            }
+        }
+        self.items.push(run);
+    }
+}
+
+/// The batch `refs` of a plain input ([`RecordsFile::plain`]) as one run:
+/// its packets are the file's records back to back, from the header
+/// before the first to the last packet's end; `None` (each packet is then
+/// checked) when the batch is not so: mixed link types, records not back
+/// to back, or more packets than a run counts.
+#[inline]
+fn whole_run(data: &[u8], refs: &[PacketRef]) -> Option<Item> {
+    let (first, last) = (refs.first()?, refs.last()?);
+    let start = first.offset.checked_sub(REC_HDR)?;
+    let end = last.offset + last.caplen as usize;
+    let n = u32::try_from(refs.len()).ok()?;
+    // The walk puts each record right after the one before: the lengths
+    // add up exactly when no packet is elsewhere.
+    let total: usize = refs.iter().map(|r| REC_HDR + r.caplen as usize).sum();
+    (end <= data.len() && end - start == total && refs.iter().all(|r| r.link == first.link))
+        .then_some(Item::Run {
+            start: start as u64,
+            end: end as u64,
+            n,
+            link: first.link,
+        })
 }
 
 /// Whether the 16 bytes before `r`'s packet are the record header a
@@ -378,8 +445,8 @@ fn by_place(
         let mut off = 0;
         while let Some(h) = buf.get(off..off + REC_HDR) {
             let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-            let (secs, frac, caplen) = (word(0), word(4), word(8) as usize);
-            if frac >= 1_000_000_000 || seen == n {
+            let (secs, frac, caplen, orig) = (word(0), word(4), word(8) as usize, word(12));
+            if seen == n {
                 break;
             }
             let len = REC_HDR + caplen;
@@ -388,8 +455,17 @@ fn by_place(
             if caplen <= MAX_SNAPLEN as usize && off + len > buf.len() {
                 break;
             }
+            // The packet as the reader made it (`RecordsFile::plain`).
             let ts = u64::from(secs) * 1_000_000_000 + u64::from(frac);
-            d.write_at(ts, link, caplen, f, at + off as u64);
+            match buf.get(off + REC_HDR..off + len) {
+                // Not the record a dump file holds (a fraction of a second
+                // past 10⁹, an original length below the captured one):
+                // written from the piece as the reader saw it.
+                Some(bytes) if frac >= 1_000_000_000 || (orig as usize) < caplen => {
+                    d.write(ts, orig.max(caplen as u32), link, bytes)
+                }
+                _ => d.write_at(ts, link, caplen, f, at + off as u64),
+            }
             off += len;
             seen += 1;
         }
@@ -514,6 +590,71 @@ mod tests {
             assert_eq!(got, want, "counters, nanos: {nanos}, direct: {direct}");
             assert_eq!(want.written, packets);
             assert!(want.files > 3, "rotation happened: {}", want.files);
+            let (a, b) = (files(&here), files(&away));
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(&b) {
+                assert!(x == y, "{} differs (nanos: {nanos})", x.0);
+            }
+        }
+    }
+
+    /// A classic pcap of `nanos` stamps whose records include headers a
+    /// dump file does not hold as they are: a fraction of a second past
+    /// the unit's range, an original length below the captured one.
+    fn odd_input(dir: &Path, nanos: bool) -> std::path::PathBuf {
+        let path = dir.join(format!("odd-{nanos}.pcap"));
+        let magic: u32 = if nanos { 0xa1b2_3c4d } else { 0xa1b2_c3d4 };
+        let mut b = Vec::new();
+        for v in [magic, 0x0004_0002, 0, 0, 262_144, 1] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        let limit = if nanos { 1_000_000_000 } else { 1_000_000 };
+        for i in 0..3_000u32 {
+            let caplen = 60 + i % 200;
+            let (frac, orig) = match i % 7 {
+                3 => (limit + i, caplen + 4),
+                5 => (i, caplen - 10),
+                _ => (i * 13 % limit, caplen + 4),
+            };
+            for v in [1_700_000_000 + i / 500, frac, caplen, orig] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+            b.extend((0..caplen).map(|j| (i + j) as u8));
+        }
+        std::fs::write(&path, b).unwrap();
+        path
+    }
+
+    #[test]
+    fn odd_headers_are_written_as_the_reader_saw_their_packets() {
+        let dir = tempfile::tempdir().unwrap();
+        for nanos in [true, false] {
+            let path = odd_input(dir.path(), nanos);
+            let file = CaptureFile::open(&path).unwrap();
+            assert!(file.records_file().is_some_and(|f| f.plain));
+            let (here, away) = (
+                dir.path().join(format!("oh{nanos}")),
+                dir.path().join(format!("oa{nanos}")),
+            );
+            let mut d = dumper(&here);
+            let mut t = DumpThread::start(dumper(&away), 0).ok().unwrap();
+            let mut r = file.reader();
+            t.set_input(r.data(), file.records_file());
+            let mut refs = Vec::new();
+            while r.next_batch(&mut refs, 64) > 0 {
+                for p in &refs {
+                    d.write(p.ts, p.orig_len, p.link, p.bytes(r.data()));
+                }
+                t.batch(r.data(), &refs);
+            }
+            assert!(
+                matches!(t.job.items.first(), Some(Item::Run { n, .. }) if *n > 64),
+                "batches go as runs"
+            );
+            let want = d.finish();
+            let got = t.finish().unwrap().finish();
+            assert_eq!(got, want, "nanos: {nanos}");
+            assert_eq!(want.written, 3_000);
             let (a, b) = (files(&here), files(&away));
             assert_eq!(a.len(), b.len());
             for (x, y) in a.iter().zip(&b) {

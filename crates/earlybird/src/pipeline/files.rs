@@ -101,6 +101,11 @@ pub(super) fn shard_loop(
                 FileRef::Feed(i) if i.is_chunk() => None,
                 _ => f.records_file(),
             };
+            // Corrected stamps are no longer the headers'.
+            let records = records.map(|r| crate::source::file::RecordsFile {
+                plain: r.plain && !retime.on(),
+                ..r
+            });
             t.set_input(data, records);
         }
         let mut stride = f.stride(shard.id(), shard.shards(), !spare);

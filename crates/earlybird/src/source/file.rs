@@ -70,6 +70,12 @@ enum Format {
 pub(crate) struct RecordsFile {
     pub(crate) file: std::fs::File,
     pub(crate) nanos: bool,
+    /// Its lengths are in the order of pcap 2.4 (caplen, then orig_len),
+    /// so the reader's packets follow from the record headers alone: a
+    /// packet's stamp is seconds × 10⁹ + fraction × the file's unit, its
+    /// original length the larger of the two lengths, and the packets of
+    /// a batch are records back to back (`crate::dump::thread`).
+    pub(crate) plain: bool,
 }
 
 /// A checked capture file (pcap or pcapng) whose bytes are held in memory.
@@ -297,17 +303,17 @@ impl CaptureFile {
         if h.big_endian || h.record_len != 16 {
             return None;
         }
-        let nanos = h.nanos;
+        let (nanos, plain) = (h.nanos, h.lengths == super::pcap::Lengths::Normal);
         let file = std::fs::File::open(&self.name).ok()?;
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
             let meta = file.metadata().ok()?;
-            ((meta.dev(), meta.ino()) == *id).then_some(RecordsFile { file, nanos })
+            ((meta.dev(), meta.ino()) == *id).then_some(RecordsFile { file, nanos, plain })
         }
         #[cfg(not(unix))]
         {
-            let _ = (file, id, nanos);
+            let _ = (file, id, nanos, plain);
             None
         }
     }
