@@ -260,7 +260,7 @@ const MIN_READ: usize = 64 << 10;
 
 /// Reads `buf.len()` bytes of `f` from byte `at`, or fewer where the file
 /// ends: the bytes read.
-fn read_at(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+pub(super) fn read_at(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
     use std::os::unix::fs::FileExt;
     let mut got = 0;
     while got < buf.len() {

@@ -44,6 +44,7 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use super::dumper::read_at;
 use super::Dumper;
 use crate::decode::LinkType;
 use crate::source::file::RecordsFile;
@@ -475,22 +476,6 @@ fn by_place(
         at += off as u64;
     }
     Ok((at, seen))
-}
-
-/// Reads `buf.len()` bytes of `f` from byte `at`, or fewer where the file
-/// ends: the bytes read.
-fn read_at(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
-    use std::os::unix::fs::FileExt;
-    let mut got = 0;
-    while got < buf.len() {
-        match f.read_at(&mut buf[got..], at + got as u64) {
-            Ok(0) => break,
-            Ok(k) => got += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 #[cfg(test)]
