@@ -124,6 +124,9 @@ pub struct FlowTable {
     /// [`SPILLED`] only; committed where touched).
     pub(super) flags_hi: Arena<FlagCounts>,
     pub(super) full_stats: bool,
+    /// With full statistics: keep the size and inter-arrival moments
+    /// ([`FlowTable::keep_moments`]).
+    pub(super) moments: bool,
     pub(super) early: Arena<EarlyPkt>,
     /// Slots ever used (slots at or past it are still zero).
     pub(super) high: usize,
@@ -200,6 +203,7 @@ impl FlowTable {
             flags_hi: Arena::new_lazy(if cfg.full_stats { capacity } else { 0 })
                 .map_err(|e| reserve("flag counts", e))?,
             full_stats: cfg.full_stats,
+            moments: true,
             early: Arena::new(capacity * n).map_err(|e| reserve("early packets", e))?,
             high: 0,
             free: Vec::new(),
@@ -220,6 +224,16 @@ impl FlowTable {
             tally: None,
             counters: FlowCounters::default(),
         })
+    }
+
+    /// With full statistics, whether each packet updates its flow's size
+    /// and inter-arrival moments (on unless set; the pipeline turns it
+    /// off when no output reads them,
+    /// [`crate::export::Exporter::reads_moments`]: the records' `size`
+    /// and `iat` are then `None` and the moments are never read). The
+    /// TCP flag counts are kept either way.
+    pub fn keep_moments(&mut self, on: bool) {
+        self.moments = on;
     }
 
     /// Starts the helper thread that clears the pages of the slots just
@@ -642,7 +656,9 @@ impl FlowTable {
         if self.full_stats {
             // SAFETY: `s` is a slot in use (above).
             let x = unsafe { &mut self.extra.get_unchecked_mut(s).dir[d] };
-            x.moments.update(p.size, p.ts, first);
+            if self.moments {
+                x.moments.update(p.size, p.ts, first);
+            }
             if h.packets[d] % SPILL_EVERY == 0 {
                 spill_flags(&mut self.flags_hi, h, &mut x.flags, s, d);
             }

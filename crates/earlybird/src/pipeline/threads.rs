@@ -250,6 +250,8 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
     if st.spare {
         shard.table.start_prefault();
     }
+    // Records built without moments (`Sink::moments`) read none.
+    shard.table.keep_moments(st.moments);
     // Threads are started (and their memory mapped) before the file's
     // helper runs: a thread start waits for the address space lock that
     // populating holds (10-60 ms measured).
