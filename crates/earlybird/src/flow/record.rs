@@ -163,6 +163,11 @@ pub struct RecordBatch {
     /// ([`crate::export::Renderer`]; the pipeline fills it on the shard
     /// when the exporter thread lags).
     pub rendered: Vec<(usize, Vec<u8>)>,
+    /// Buffers of earlier `rendered` texts, emptied by
+    /// [`RecordBatch::clear`], for the next texts to be written into
+    /// without growing a new buffer (the batch travels back to the shard
+    /// through a pool).
+    pub spare_text: Vec<Vec<u8>>,
     /// Build the records without their packet size and inter-arrival
     /// statistics (no output of the run reads them; see
     /// [`crate::export::Exporter::reads_moments`]).
@@ -327,7 +332,10 @@ impl RecordBatch {
         self.raw_flags_hi.clear();
         self.raw_icmp.clear();
         self.analyzed.clear();
-        self.rendered.clear();
+        for (_, mut text) in self.rendered.drain(..) {
+            text.clear();
+            self.spare_text.push(text);
+        }
     }
 }
 

@@ -240,7 +240,7 @@ impl Sink {
             full.materialize();
             for (i, r) in self.renderers.iter_mut().enumerate() {
                 if let Some(r) = r {
-                    let mut text = Vec::new();
+                    let mut text = full.spare_text.pop().unwrap_or_default();
                     r.render(&full, &mut text);
                     full.rendered.push((i, text));
                 }
