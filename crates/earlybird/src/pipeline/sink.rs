@@ -46,8 +46,9 @@ use crate::telemetry::summary::Summary;
 use crate::{Error, Result};
 
 /// What travels from a shard to the exporter thread. A flow batch is a
-/// few hundred bytes of vector headers moved a few hundred times a second
-/// at most; boxing it would allocate per batch.
+/// few hundred bytes of vector headers, moved once per 2,048 records
+/// (under 1,500 times a second on the worst case); boxing it would
+/// allocate per batch.
 #[allow(clippy::large_enum_variant)]
 pub(super) enum Batch {
     /// Flow records.
