@@ -13,6 +13,13 @@
 # nanosecond stamps (`editcap -F nsecpcap`), whose records the dumper
 # copies file to file. Output goes to /dev/shm.
 #
+# Drop the page cache first (`sync; echo 3 > /proc/sys/vm/drop_caches`, as
+# root) and read the captures once: with a full page cache every page the
+# dump and the IPFIX file take is reclaimed first, which halves the dump
+# rows (BENCHMARKS.md, 2026-11-26).
+#
+# DUMP_DIR (environment, optional): where the dump goes (default /dev/shm).
+#
 # DISK_DIR (environment, optional): a directory on a disk's file system
 # that takes O_DIRECT (ext4, XFS); adds the row `ipfix+stats+dump-direct`,
 # the dump written there past the page cache (`--dump-direct`), the IPFIX
