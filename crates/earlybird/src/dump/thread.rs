@@ -320,14 +320,17 @@ fn whole_run(data: &[u8], refs: &[PacketRef]) -> Option<Item> {
     let n = u32::try_from(refs.len()).ok()?;
     // The walk puts each record right after the one before: the lengths
     // add up exactly when no packet is elsewhere.
-    let total: usize = refs.iter().map(|r| REC_HDR + r.caplen as usize).sum();
-    (end <= data.len() && end - start == total && refs.iter().all(|r| r.link == first.link))
-        .then_some(Item::Run {
-            start: start as u64,
-            end: end as u64,
-            n,
-            link: first.link,
-        })
+    let (mut total, mut one_link) = (0usize, true);
+    for r in refs {
+        total += REC_HDR + r.caplen as usize;
+        one_link &= r.link == first.link;
+    }
+    (end <= data.len() && end - start == total && one_link).then_some(Item::Run {
+        start: start as u64,
+        end: end as u64,
+        n,
+        link: first.link,
+    })
 }
 
 /// Whether the 16 bytes before `r`'s packet are the record header a
@@ -400,21 +403,16 @@ fn replay(
     nanos: bool,
     scratch: &mut Vec<u8>,
 ) {
-    let (at, seen) = if nanos && d.takes_places() {
-        match by_place(d, f, (start, end), n, link, scratch) {
-            Ok(done) => done,
-            Err((at, seen, e)) => {
-                d.input_lost(u64::from(n - seen), format!("input at byte {at}: {e}"));
-                return;
-            }
-        }
+    let done = if nanos && d.takes_places() {
+        by_place(d, f, (start, end), n, link, scratch)
     } else {
-        match d.read_records(f, (start, end), n, !nanos, link, scratch) {
-            Ok(done) => done,
-            Err((at, seen, e)) => {
-                d.input_lost(u64::from(n - seen), format!("input at byte {at}: {e}"));
-                return;
-            }
+        d.read_records(f, (start, end), n, !nanos, link, scratch)
+    };
+    let (at, seen) = match done {
+        Ok(done) => done,
+        Err((at, seen, e)) => {
+            d.input_lost(u64::from(n - seen), format!("input at byte {at}: {e}"));
+            return;
         }
     };
     if at != end || seen != n {

@@ -79,15 +79,14 @@ pub fn build_with(
     }
     let packets = [h.packets[0] as u64, h.packets[1] as u64];
     let bytes = [h.bytes(t, 0), h.bytes(t, 1)];
-    let (size, iat, tcp_flags) = match extra {
-        Some(x) if !moments => (
-            [None; 2],
-            [None; 2],
-            Some([
-                tcp::total(&x.dir[0].flags, flags_hi.map(|h| &h[0])),
-                tcp::total(&x.dir[1].flags, flags_hi.map(|h| &h[1])),
-            ]),
-        ),
+    // Basic statistics: nothing measured (all `None`).
+    let tcp_flags = extra.map(|x| {
+        [
+            tcp::total(&x.dir[0].flags, flags_hi.map(|h| &h[0])),
+            tcp::total(&x.dir[1].flags, flags_hi.map(|h| &h[1])),
+        ]
+    });
+    let (size, iat) = match extra.filter(|_| moments) {
         Some(x) => (
             [
                 x.dir[0].moments.size_stat(packets[0], bytes[0]),
@@ -97,12 +96,7 @@ pub fn build_with(
                 x.dir[0].moments.iat_stat(packets[0]),
                 x.dir[1].moments.iat_stat(packets[1]),
             ],
-            Some([
-                tcp::total(&x.dir[0].flags, flags_hi.map(|h| &h[0])),
-                tcp::total(&x.dir[1].flags, flags_hi.map(|h| &h[1])),
-            ]),
         ),
-        // Basic statistics: nothing measured.
         None => Default::default(),
     };
     let verdict = if h.state & DECIDED != 0 {
