@@ -84,7 +84,8 @@ pub struct BenchConfig {
     /// Flow options.
     pub flow: FlowConfig,
     /// Keep per-second statistics in every run (their rows written to
-    /// /dev/null, the metrics updated), as a probe does.
+    /// /dev/null, the metrics updated when built with the `metrics`
+    /// feature), as a probe does.
     pub per_second: bool,
     /// Dump every packet into this directory in every run (`--dump-dir`).
     pub dump: Option<crate::dump::DumpConfig>,
@@ -121,6 +122,7 @@ fn one_run(
         flow: cfg.flow.clone(),
         shards,
         dump: cfg.dump.clone(),
+        #[cfg(feature = "metrics")]
         metrics: cfg
             .per_second
             .then(|| std::sync::Arc::new(crate::telemetry::metrics::Metrics::new())),

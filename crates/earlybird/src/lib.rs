@@ -47,13 +47,35 @@
 //!   hand on.
 //! - **Models**: [`Model`] (load, save, classify), the [`Classifier`] trait
 //!   a model of your own implements.
-//! - **Train and evaluate**: [`train()`] on a [`Dataset`], [`evaluate()`] on
-//!   another ([`EvalReport`]); [`workflow`] does it from capture files and
-//!   ground-truth CSVs ([`LabelSet`]).
-//! - **Synthetic traffic**: [`generate`] writes a capture ([`GenOptions`]);
-//!   [`replay`] sends captures out of an interface.
-//! - For the command line: [`mod@bench`] (the `earlybird bench` harness) and
-//!   [`outpath`] (output paths checked before a run).
+//! - **Train and evaluate** (feature `tools`): [`train()`] on a
+//!   [`Dataset`], [`evaluate()`] on another ([`EvalReport`]); [`workflow`]
+//!   does it from capture files and ground-truth CSVs ([`LabelSet`]).
+//! - **Synthetic traffic** (feature `tools`): [`generate`] writes a capture
+//!   ([`GenOptions`]); [`replay`] sends captures out of an interface.
+//! - **Metrics** (feature `metrics`): [`Metrics`] takes a run's seconds
+//!   ([`RunOptions::metrics`]), [`MetricsServer`] serves them to Prometheus.
+//! - For the command line: [`mod@bench`] (the `earlybird bench` harness;
+//!   feature `tools`) and [`outpath`] (output paths checked before a run).
+//!
+//! # Features
+//!
+//! The data path needs none of them: `cargo build -p earlybird
+//! --no-default-features` builds decoding, the flow table, features,
+//! inline classification (models load and classify), the exporters (CSV,
+//! JSON lines, IPFIX, …), capture files, live rings, the pipeline and
+//! VoIP call tracking. The defaults are the first four, so a plain build
+//! has everything it had before they existed.
+//!
+//! - `tools`: training and evaluation, the traffic generators, the bench
+//!   harness, replay out of an interface, a call's WAV file
+//!   ([`voip::audio::write_wav`]).
+//! - `compress`: gzip, zstd and xz captures read as streams; without it
+//!   such an input is an error naming the feature.
+//! - `metrics`: [`Metrics`] and [`MetricsServer`] (Prometheus, HTTP).
+//! - `chart`: the PNG chart of an evaluation (with `tools`).
+//! - Off by default: `parquet` (the Parquet exporter, [`ArrowFlows`]),
+//!   `sqlite` and `postgres` (the call store), `ndpi` (the nDPI analyzer,
+//!   through the system's libndpi).
 //!
 //! # Example
 //!
@@ -93,6 +115,7 @@
 #![cfg_attr(not(test), allow(dead_code))]
 
 pub mod analyze;
+#[cfg(feature = "tools")]
 pub mod bench;
 pub(crate) mod classify;
 pub(crate) mod config;
@@ -103,7 +126,9 @@ pub(crate) mod exchange;
 pub(crate) mod export;
 pub(crate) mod features;
 pub(crate) mod flow;
+#[cfg(feature = "tools")]
 pub(crate) mod gen;
+#[cfg(feature = "tools")]
 pub(crate) mod learn;
 pub(crate) mod mark;
 pub mod outpath;
@@ -143,12 +168,19 @@ pub use features::stats::Stat;
 pub use features::Dir;
 pub use flow::events::VERDICTS;
 pub use flow::record::{EndReason, FlowRecord, RecordBatch, RecordKey, TCP_FLAG_NAMES};
+#[cfg(feature = "tools")]
 pub use gen::voip::{generate_voip, GenCall, VoipGenOptions, VoipGenSummary};
+#[cfg(feature = "tools")]
 pub use gen::{generate, GenKind, GenOptions, GenSummary};
+#[cfg(feature = "tools")]
 pub use learn::evaluate::{ClassStats, Report as EvalReport};
+#[cfg(feature = "tools")]
 pub use learn::label;
+#[cfg(feature = "tools")]
 pub use learn::media as media_intervals;
+#[cfg(feature = "tools")]
 pub use learn::workflow;
+#[cfg(feature = "tools")]
 pub use learn::{evaluate, train, Algo, LabelOptions, LabelSet, TrainOptions};
 pub use mark::MarkCounters;
 pub use pipeline::{
@@ -159,12 +191,14 @@ pub use schema::{Cells, Field, FieldType, Kind, OwnedValue, RowBatch, Rows, Valu
 pub use source::af_packet::LiveConfig;
 pub use source::fanout::Fanout;
 pub use source::inputs::{InputOrder, Inputs, SkipReason};
+#[cfg(feature = "tools")]
 pub use source::replay::{replay, ReplayOptions, ReplayReport};
 pub use source::retime::Timestamps;
 pub use source::{CaptureFile, CaptureReader, PacketRef, Warning, BATCH};
 pub use telemetry::alarms::{
     AlarmSpec, Direction as AlarmDirection, Method as AlarmMethod, ALARMS,
 };
+#[cfg(feature = "metrics")]
 pub use telemetry::metrics::{listen_address as metrics_address, Metrics, MetricsServer};
 pub use telemetry::series::{APP_STATS, STATS};
 pub use telemetry::summary::{Report, Totals};

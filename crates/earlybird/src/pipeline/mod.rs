@@ -116,7 +116,8 @@ pub struct RunOptions {
     /// Prometheus metrics the run adds its per-second statistics to
     /// (served by a [`crate::MetricsServer`]). Per-second statistics are
     /// kept when this is set or an output takes their records
-    /// ([`crate::STATS`], [`crate::APP_STATS`]).
+    /// ([`crate::STATS`], [`crate::APP_STATS`]). Feature `metrics`.
+    #[cfg(feature = "metrics")]
     pub metrics: Option<Arc<crate::telemetry::metrics::Metrics>>,
     /// Alarms on the per-second statistics (their records go to the
     /// outputs of kind [`crate::ALARMS`]; raised and cleared alarms are in
@@ -151,6 +152,21 @@ pub enum Placement {
     Exporter,
 }
 
+impl RunOptions {
+    /// Whether the run adds its seconds to Prometheus metrics
+    /// (`RunOptions::metrics`; never without the `metrics` feature).
+    pub(crate) fn feeds_metrics(&self) -> bool {
+        #[cfg(feature = "metrics")]
+        {
+            self.metrics.is_some()
+        }
+        #[cfg(not(feature = "metrics"))]
+        {
+            false
+        }
+    }
+}
+
 impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
@@ -165,6 +181,7 @@ impl Default for RunOptions {
             classifier_threads: 1,
             channel_batches: CHANNEL_BATCHES,
             placement: Placement::Auto,
+            #[cfg(feature = "metrics")]
             metrics: None,
             alarms: Vec::new(),
             dump: None,

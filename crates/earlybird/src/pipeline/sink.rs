@@ -39,6 +39,7 @@ use crate::schema::Value;
 use crate::schema::{Kind, RowBatch};
 use crate::shard::Shard;
 use crate::telemetry::alarms::{Alarms, ALARMS};
+#[cfg(feature = "metrics")]
 use crate::telemetry::metrics::Metrics;
 use crate::telemetry::second::ShardSecond;
 use crate::telemetry::series::{self, Figures, Merger, APP_STATS, STATS};
@@ -324,6 +325,7 @@ pub(super) struct ExportControl {
 pub(super) struct SeriesOut {
     pub(super) merger: Merger,
     pub(super) classes: Arc<[String]>,
+    #[cfg(feature = "metrics")]
     pub(super) metrics: Option<Arc<Metrics>>,
     pub(super) alarms: Option<Alarms>,
     /// Forensic pcaps of raised alarms.
@@ -341,6 +343,7 @@ impl SeriesOut {
         let SeriesOut {
             merger,
             classes,
+            #[cfg(feature = "metrics")]
             metrics,
             alarms,
             forensics,
@@ -348,6 +351,7 @@ impl SeriesOut {
         let mut out = |sec: u64, f: &Figures| {
             series::stats_row(&mut stats, sec, f);
             series::app_rows(&mut apps, sec, f, classes);
+            #[cfg(feature = "metrics")]
             if let Some(m) = metrics {
                 m.observe(sec, f, |i| series::app_name(classes, i));
             }
@@ -359,6 +363,7 @@ impl SeriesOut {
                 };
                 for e in a.observe(sec, value) {
                     let spec = a.spec(e.alarm);
+                    #[cfg(feature = "metrics")]
                     if let Some(m) = metrics {
                         m.alarm(&spec.label(), e.raised);
                     }

@@ -124,7 +124,7 @@ pub(super) fn run_shards(
         .iter()
         .any(|e| e.kind().is(&crate::export::fields::FLOWS) && e.reads_moments());
     // Per-second statistics, when the metrics or an output want them.
-    let per_second = opts.metrics.is_some()
+    let per_second = opts.feeds_metrics()
         || !opts.alarms.is_empty()
         || exporters
             .iter()
@@ -142,6 +142,7 @@ pub(super) fn run_shards(
         series: per_second.then(|| SeriesOut {
             merger: series::Merger::new(opts.shards, model.classes.clone()),
             classes: model.classes.clone(),
+            #[cfg(feature = "metrics")]
             metrics: opts.metrics.clone(),
             alarms,
             forensics: forensics.clone(),

@@ -7,8 +7,10 @@
 //!   name order: `cap-2` before `cap-10`; symbolic links followed, each
 //!   directory visited once), tells streams (`-`, FIFOs, character
 //!   devices: read as they arrive) from files, recognises gzip, zstd and xz
-//!   compression by the first bytes (decompressed as a stream) and checks
-//!   every file's header before anything runs.
+//!   compression by the first bytes (decompressed as a stream; without the
+//!   `compress` feature such an input is an error, skipped among several
+//!   as an unsupported compression) and checks every file's header before
+//!   anything runs.
 //! - Order ([`InputOrder::Time`], the default): files are read in the
 //!   order of their first packet's timestamp (ties in natural name order),
 //!   so the rotated pieces of one capture give the records of the whole in
@@ -39,7 +41,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use super::feed::Feed;
-use super::stream::{ChunkError, Chunker};
+use super::stream::ChunkError;
+#[cfg(feature = "compress")]
+use super::stream::Chunker;
 use super::{CaptureFile, Warning};
 use crate::error::{Error, Result};
 
@@ -100,6 +104,14 @@ pub(super) enum Compression {
     Gzip,
     Zstd,
     Xz,
+}
+
+/// Why a compressed input is not read by a build without the `compress`
+/// feature ("xz-compressed capture: …").
+#[cfg(not(feature = "compress"))]
+fn without_compress(c: Compression) -> String {
+    let name = format!("{c:?}").to_lowercase();
+    format!("{name}-compressed capture: built without the `compress` feature")
 }
 
 /// Where a stream's bytes come from.
@@ -431,6 +443,15 @@ fn check(path: &Path, keep: bool) -> Checked {
                 },
             ))
         }
+        #[cfg(not(feature = "compress"))]
+        Ok(c) => Err((
+            SkipReason::Compression,
+            Error::NotCapture {
+                path: path.to_path_buf(),
+                reason: without_compress(c),
+            },
+        )),
+        #[cfg(feature = "compress")]
         Ok(_) => {
             // The first chunk of the decompressed stream gives the header
             // check and the first timestamp.
@@ -516,9 +537,19 @@ pub(super) fn open_sniffed(origin: &Origin) -> io::Result<Box<dyn Read + Send>> 
     let buffered = io::BufReader::with_capacity(256 * 1024, joined);
     Ok(match compression_of(&head[..n]) {
         Ok(Compression::None) => Box::new(buffered),
+        #[cfg(feature = "compress")]
         Ok(Compression::Gzip) => Box::new(flate2::bufread::MultiGzDecoder::new(buffered)),
+        #[cfg(feature = "compress")]
         Ok(Compression::Zstd) => Box::new(zstd::stream::read::Decoder::with_buffer(buffered)?),
+        #[cfg(feature = "compress")]
         Ok(Compression::Xz) => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(buffered)),
+        #[cfg(not(feature = "compress"))]
+        Ok(c) => {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                without_compress(c),
+            ))
+        }
         Err(what) => {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,

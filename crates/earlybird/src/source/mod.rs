@@ -13,6 +13,7 @@
 //! offset; a file that is unusable from the start is an [`crate::Error`].
 
 pub mod af_packet;
+#[cfg(feature = "tools")]
 mod af_packet_tx;
 pub mod fanout;
 pub(crate) mod feed;
@@ -25,6 +26,7 @@ pub(crate) mod pcap_writer;
 pub mod pcapng;
 pub(crate) mod pcapng_writer;
 pub mod populate;
+#[cfg(feature = "tools")]
 pub mod replay;
 pub mod retime;
 pub mod stream;

@@ -1,6 +1,7 @@
 //! Counters, the per-second statistics and the end-of-run summary.
 pub mod alarms;
 pub mod counters;
+#[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod second;
 pub mod series;
