@@ -10,9 +10,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use clap::Args;
-use earlybird::voip::record::{push_call, push_stream, CALLS, STREAMS};
 use earlybird::voip::tracker::TrackerConfig;
-use earlybird::{workflow, Exporter, Format, RowBatch};
+use earlybird::workflow;
 
 /// `earlybird voip` options.
 #[derive(Args)]
@@ -47,26 +46,47 @@ pub struct VoipArgs {
 
 /// The call tracker's options, shared by `voip` and `flows` (its call
 /// stage).
-#[derive(Args, Clone)]
+#[derive(Args, Clone, serde::Serialize)]
 pub struct TrackerArgs {
     /// A call without SIP or RTP for this many seconds ends (timeout).
-    #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
+    #[arg(
+        help_heading = "VoIP",
+        long,
+        default_value_t = 300.0,
+        value_name = "SECONDS"
+    )]
     pub call_timeout: f64,
     /// Calls held at once (more INVITEs are counted and dropped).
-    #[arg(long, default_value_t = 200_000, value_name = "N")]
+    #[arg(
+        help_heading = "VoIP",
+        long,
+        default_value_t = 200_000,
+        value_name = "N"
+    )]
     pub max_calls: usize,
     /// RTP streams held at once.
-    #[arg(long, default_value_t = 400_000, value_name = "N")]
+    #[arg(
+        help_heading = "VoIP",
+        long,
+        default_value_t = 400_000,
+        value_name = "N"
+    )]
     pub max_streams: usize,
     /// Keep the RTP of every call in this folder, for `calls wav`.
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = "VoIP", long, value_name = "DIR")]
     pub rtp_dir: Option<PathBuf>,
     /// With --rtp-dir: at most this many MiB of RTP per call.
-    #[arg(long, value_name = "MIB", default_value_t = 64, requires = "rtp_dir")]
+    #[arg(
+        help_heading = "VoIP",
+        long,
+        value_name = "MIB",
+        default_value_t = 64,
+        requires = "rtp_dir"
+    )]
     pub rtp_max_mib: u64,
-    /// With --rtp-dir: first remove the calls kept longer than this many
-    /// days (by file time).
-    #[arg(long, value_name = "DAYS", requires = "rtp_dir")]
+    /// With --rtp-dir: first remove the calls kept longer than this many days
+    /// (by file time).
+    #[arg(help_heading = "VoIP", long, value_name = "DAYS", requires = "rtp_dir")]
     pub rtp_keep_days: Option<f64>,
 }
 
@@ -97,81 +117,6 @@ impl TrackerArgs {
                 );
             }
         }
-    }
-}
-
-/// Where call and stream records go: the call database and the record
-/// files (`voip --db/-o/--streams-out`, `flows --voip-db/--calls-out/
-/// --streams-out`).
-pub struct CallOutputs {
-    #[cfg(any(feature = "sqlite", feature = "postgres"))]
-    db: Option<earlybird::voip::store::CallStore>,
-    calls_out: Option<Box<dyn Exporter>>,
-    streams_out: Option<Box<dyn Exporter>>,
-    rows: RowBatch,
-    srows: RowBatch,
-}
-
-impl CallOutputs {
-    /// Opens the database (created if missing) and the record files.
-    pub fn open(
-        db: Option<&str>,
-        calls: Option<&std::path::Path>,
-        streams: Option<&std::path::Path>,
-    ) -> Result<CallOutputs, String> {
-        #[cfg(any(feature = "sqlite", feature = "postgres"))]
-        let db = db
-            .map(earlybird::voip::store::CallStore::open)
-            .transpose()
-            .map_err(|e| e.to_string())?;
-        #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
-        if db.is_some() {
-            return Err(
-                "a call database needs the `sqlite` or `postgres` feature (on by default)".into(),
-            );
-        }
-        Ok(CallOutputs {
-            #[cfg(any(feature = "sqlite", feature = "postgres"))]
-            db,
-            calls_out: calls.map(|p| open(&CALLS, p)).transpose()?,
-            streams_out: streams.map(|p| open(&STREAMS, p)).transpose()?,
-            rows: RowBatch::new(&CALLS),
-            srows: RowBatch::new(&STREAMS),
-        })
-    }
-
-    /// Adds ended calls (their streams in them) and streams without a call.
-    pub fn write(
-        &mut self,
-        calls: &[earlybird::voip::record::CallRecord],
-        alone: &[earlybird::voip::record::StreamRecord],
-    ) -> earlybird::Result<()> {
-        #[cfg(any(feature = "sqlite", feature = "postgres"))]
-        if let Some(db) = self.db.as_mut() {
-            db.insert(calls, alone)?;
-        }
-        if let Some(out) = self.calls_out.as_mut() {
-            self.rows.clear();
-            for c in calls {
-                push_call(&mut self.rows, c);
-            }
-            out.write_rows(&self.rows)?;
-        }
-        if let Some(out) = self.streams_out.as_mut() {
-            self.srows.clear();
-            for s in calls.iter().flat_map(|c| c.streams.iter()).chain(alone) {
-                push_stream(&mut self.srows, s);
-            }
-            out.write_rows(&self.srows)?;
-        }
-        Ok(())
-    }
-
-    /// Finishes the record files; the errors of those that failed.
-    pub fn finish(&mut self) -> Vec<String> {
-        (self.calls_out.iter_mut().chain(self.streams_out.iter_mut()))
-            .filter_map(|o| o.finish().err().map(|e| e.to_string()))
-            .collect()
     }
 }
 
@@ -226,11 +171,6 @@ pub fn print_summary(
     );
 }
 
-fn open(kind: &'static earlybird::Kind, p: &std::path::Path) -> Result<Box<dyn Exporter>, String> {
-    let f = Format::for_output(p, None)?;
-    earlybird::open_row_exporter(kind, f, p).map_err(|e| e.to_string())
-}
-
 pub fn run(a: VoipArgs) -> i32 {
     if a.db.is_none() && a.output.is_none() && a.streams_out.is_none() {
         return crate::out_args::usage("give --db DB, -o FILE or --streams-out FILE");
@@ -244,7 +184,7 @@ pub fn run(a: VoipArgs) -> i32 {
     };
     let cfg = a.tracker.config();
     a.tracker.prune(a.quiet);
-    let mut outs = match CallOutputs::open(
+    let mut outs = match earlybird::CallOutputs::open(
         a.db.as_deref(),
         a.output.as_deref(),
         a.streams_out.as_deref(),

@@ -20,19 +20,18 @@ mod cmd_model;
 mod cmd_replay;
 mod cmd_train;
 mod cmd_voip;
-mod config_file;
 mod ipfix_args;
 mod model_arg;
 mod out_args;
 mod progress;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// earlybird: wire-speed flow meter that labels each flow's application
 /// from its first packets.
 #[derive(Parser)]
 #[command(name = "earlybird", version, about, long_about = None)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     cmd: Command,
 }
@@ -86,13 +85,13 @@ directory, in a missing directory); 2 usage (options, output names); 3 an output
 others are complete); 130 interrupted.";
 
 fn main() {
-    let args = match config_file::expand(std::env::args_os().collect()) {
-        Ok(a) => a,
-        Err(e) => std::process::exit(crate::out_args::usage(e)),
-    };
-    let cli = Cli::parse_from(args);
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let code = match cli.cmd {
-        Command::Flows(a) => cmd_flows::run(*a),
+        Command::Flows(a) => match matches.subcommand_matches("flows") {
+            Some(m) => cmd_flows::run(*a, m),
+            None => 2,
+        },
         Command::Gen(a) => cmd_gen::run(a),
         Command::Bench(a) => cmd_bench::run(a),
         Command::Label(a) => cmd_label::run(a),

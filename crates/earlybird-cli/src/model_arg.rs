@@ -1,4 +1,4 @@
-//! The model `earlybird flows` runs: the default model built into the binary
+//! The model `bench`, `model` and `evaluate` take: the default model built into the binary
 //! (`models/default.ebm`, trained by `models/train_default.sh`; also named
 //! `--model default`), another model file (`--model PATH`) or none
 //! (`--no-model`), with its threshold replaced by `--threshold`.
@@ -13,24 +13,13 @@ use std::sync::Arc;
 
 use earlybird::{Model, ModelRef};
 
-/// The default model, embedded at build time.
-pub static DEFAULT_MODEL: &[u8] = include_bytes!("../../../models/default.ebm");
-
-/// Parses the embedded default model.
-pub fn default_model() -> Result<Model, String> {
-    Model::from_bytes(DEFAULT_MODEL).map_err(|e| format!("built-in default model: {e}"))
-}
-
 /// The name `--model` gives the built-in model (a file of that name is
 /// `./default`).
-pub const DEFAULT_NAME: &str = "default";
+pub const DEFAULT_NAME: &str = earlybird::DEFAULT_MODEL_NAME;
 
 /// The model `--model` names: the built-in one for `None` or `default`.
 pub fn load(path: Option<&Path>) -> Result<Model, String> {
-    match path {
-        Some(p) if p.as_os_str() != DEFAULT_NAME => Model::load(p).map_err(|e| e.to_string()),
-        _ => default_model(),
-    }
+    Model::named(path).map_err(|e| e.to_string())
 }
 
 /// Model for a run: `path` if given (`default`: the built-in model),
@@ -69,7 +58,7 @@ mod tests {
 
     #[test]
     fn default_model_loads() {
-        let m = default_model().unwrap();
+        let m = Model::builtin().unwrap();
         assert!(!m.info.classes.is_empty());
         let r = model_ref(None, false, None).unwrap();
         assert_eq!(r.classes.len(), m.info.classes.len());

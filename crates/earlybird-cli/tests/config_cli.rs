@@ -29,8 +29,8 @@ fn a_config_file_is_the_command_line_it_stands_for() {
         ),
     )
     .unwrap();
-    // --alarm-pcap-window needs --alarm-pcap-dir: the file's table is read as
-    // that option, and refused as on the command line.
+    // --alarm-pcap-window needs --alarm-pcap-dir: refused from a file as on
+    // the command line.
     let (code, _, err) = eb(&["flows", "--config", conf.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--alarm-pcap-dir"), "{err}");
@@ -116,8 +116,54 @@ fn a_bad_file_is_refused_naming_it() {
     let (code, _, err) = eb(&["flows", "--config", conf.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("bad.toml"), "{err}");
-    std::fs::write(&conf, "colour = \"blue\"\n").unwrap();
+    std::fs::write(&conf, "shards = 1\ncolour = \"blue\"\n").unwrap();
     let (code, _, err) = eb(&["flows", "--config", conf.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--colour"), "{err}");
+    assert!(
+        err.contains("bad.toml, line 2: unknown field `colour`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn print_config_prints_what_config_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = root().join("docs/probe.example.toml");
+    let (code, first, err) = eb(&[
+        "flows",
+        "--config",
+        conf.to_str().unwrap(),
+        "--idle-timeout",
+        "42",
+        "-o",
+        "extra.csv",
+        "--print-config",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(first.contains("idle-timeout = 42.0"), "{first}");
+    assert!(first.contains("\"extra.csv\""), "{first}");
+    assert!(
+        first.contains("[dump]\ndir = \"/var/lib/earlybird/dump\""),
+        "{first}"
+    );
+    let printed = dir.path().join("printed.toml");
+    std::fs::write(&printed, &first).unwrap();
+    let (code, again, err) = eb(&[
+        "flows",
+        "--config",
+        printed.to_str().unwrap(),
+        "--print-config",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(again, first);
+    // An old spelling is read, with a warning.
+    let old = dir.path().join("old.toml");
+    std::fs::write(&old, "inputs = [\"x.pcap\"]\nidle_timeout = 9\n").unwrap();
+    let (code, out, err) = eb(&["flows", "--config", old.to_str().unwrap(), "--print-config"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("idle-timeout = 9.0"), "{out}");
+    assert!(
+        err.contains("warning") && err.contains("idle-timeout"),
+        "{err}"
+    );
 }

@@ -87,6 +87,21 @@ pub enum Error {
     /// Invalid configuration given by the user.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// An option's value, or a combination of options, that cannot run
+    /// (the command line exits 2 on it); the text names the options.
+    #[error("{0}")]
+    Usage(String),
+    /// A key of a configuration ([`crate::Config`]) that cannot be read:
+    /// unknown, or of the wrong type.
+    #[error("{origin}{}: {reason}", line.map(|l| format!(", line {l}")).unwrap_or_default())]
+    Setting {
+        /// Where the configuration came from (a file name, "command line").
+        origin: String,
+        /// The line of the key, when known.
+        line: Option<usize>,
+        /// What is wrong, naming the key.
+        reason: String,
+    },
 }
 
 impl Error {

@@ -134,6 +134,7 @@ pub(crate) mod mark;
 pub mod outpath;
 pub(crate) mod pipeline;
 pub(crate) mod prefetch;
+pub(crate) mod probe;
 pub mod sample;
 pub(crate) mod schema;
 pub(crate) mod shard;
@@ -186,6 +187,10 @@ pub use mark::MarkCounters;
 pub use pipeline::{
     collect, collect_inputs, open_all, open_live, run, run_inputs, run_live, CallStage, CallWriter,
     CollectedFlow, ExportPolicy, LiveInput, ModelRef, Placement, RunControl, RunOptions,
+};
+pub use probe::{
+    AlarmPcapSection, CallOutputs, Config, DumpSection, IpfixSection, Plan, Probe, DEFAULT_MODEL,
+    DEFAULT_MODEL_NAME,
 };
 pub use schema::{Cells, Field, FieldType, Kind, OwnedValue, RowBatch, Rows, Value};
 pub use source::af_packet::LiveConfig;

@@ -28,7 +28,7 @@
 //! Everything runs in packet time on the merged seconds: a file gives the
 //! same alarms at any speed.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::schema::{Field, FieldType, Kind};
 
@@ -61,7 +61,7 @@ pub const ALARMS: Kind = Kind::new(
 );
 
 /// How a series is watched (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Method {
     /// Exponentially weighted mean and variance.
@@ -85,7 +85,7 @@ impl Method {
 }
 
 /// Which deviations raise an alarm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// Rises only (floods, surges).
@@ -98,7 +98,7 @@ pub enum Direction {
 }
 
 /// One alarm to watch (a `[[alarm]]` table of the alarms file).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AlarmSpec {
     /// A numeric field of the per-second rows.

@@ -1,0 +1,729 @@
+//! From a [`Config`] to a run: [`Config::plan`] checks everything that can
+//! be checked without creating anything (values, combinations, the model,
+//! the inputs, output names); [`Plan::open`] refuses an output that is an
+//! input (or a directory, or in a missing one), then opens the outputs, the call database, the live sockets and the metrics
+//! endpoint; [`Probe::run`] runs to the end of the input or a stop.
+//!
+//! Errors: [`Error::Usage`] for an option's value or a combination that
+//! cannot run (the command line exits 2 on it), the other variants for an
+//! input, model or output that cannot be used (naming it).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::calls::CallOutputs;
+use super::Config;
+use crate::classify::Model;
+use crate::config::{FlowConfig, FlowHash};
+use crate::dump::{DumpConfig, DumpFormat, ForensicConfig};
+use crate::export::ipfix::{self, IpfixOptions};
+use crate::export::{ExportOptions, Exporter, Format};
+use crate::pipeline::{CallStage, ExportPolicy, LiveInput, ModelRef, RunControl, RunOptions};
+use crate::schema::Kind;
+use crate::source::af_packet::LiveConfig;
+use crate::source::fanout::Fanout;
+use crate::source::inputs::{InputOrder, Inputs};
+use crate::source::retime::Timestamps;
+use crate::telemetry::alarms::AlarmSpec;
+#[cfg(feature = "metrics")]
+use crate::telemetry::metrics::{Metrics, MetricsServer};
+use crate::telemetry::summary::Report;
+use crate::time::SECOND;
+use crate::voip::tracker::TrackerConfig;
+use crate::{Error, Result};
+
+/// The built-in model (`models/default.ebm`, trained by
+/// `models/train_default.sh`): what runs when no model is named, also
+/// named `default`.
+pub static DEFAULT_MODEL: &[u8] = include_bytes!("../../../../models/default.ebm");
+
+/// The name of the built-in model (a file of that name is `./default`).
+pub const DEFAULT_MODEL_NAME: &str = "default";
+
+/// Record batches a shard of a live capture keeps waiting for a slow
+/// output before it drops (a live capture cannot wait).
+pub const LIVE_PENDING: usize = 64;
+
+impl Model {
+    /// The built-in model ([`DEFAULT_MODEL`]).
+    pub fn builtin() -> Result<Model> {
+        Model::from_bytes(DEFAULT_MODEL).map_err(|e| Error::Model {
+            path: DEFAULT_MODEL_NAME.into(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// The model `path` names: the built-in one for `None` or `default`.
+    pub fn named(path: Option<&Path>) -> Result<Model> {
+        match path {
+            Some(p) if p.as_os_str() != DEFAULT_MODEL_NAME => Model::load(p),
+            _ => Model::builtin(),
+        }
+    }
+}
+
+/// What a run reads: capture files, or a live interface.
+enum Input {
+    Files(Inputs),
+    Live(LiveConfig, Option<Duration>),
+}
+
+/// A checked configuration: what the run will read and write, nothing
+/// opened yet.
+pub struct Plan {
+    /// The configuration it came from.
+    pub config: Config,
+    /// The engine's options.
+    pub options: RunOptions,
+    /// The classifier.
+    pub model: ModelRef,
+    /// How flow records are written.
+    pub export: ExportOptions,
+    /// The IPFIX outputs' options.
+    pub ipfix: IpfixOptions,
+    input: Input,
+    /// Flow record outputs and their formats.
+    outputs: Vec<(PathBuf, Format)>,
+    /// Outputs of the other record kinds.
+    rows: Vec<(&'static Kind, PathBuf, Format)>,
+    metrics: Option<std::net::SocketAddr>,
+    tracker: Option<TrackerConfig>,
+}
+
+/// An opened run: outputs created, sockets bound.
+pub struct Probe {
+    /// The checked configuration.
+    pub plan: Plan,
+    exporters: Vec<Box<dyn Exporter>>,
+    live: Option<LiveInput>,
+    calls: Option<Arc<Mutex<CallOutputs>>>,
+    #[cfg(feature = "metrics")]
+    server: Option<MetricsServer>,
+}
+
+/// Nanoseconds of `s` seconds, which must be positive.
+fn secs(s: f64, what: &str) -> Result<u64> {
+    if !(s > 0.0 && s.is_finite()) {
+        return Err(Error::Usage(format!(
+            "--{what} must be a positive number of seconds"
+        )));
+    }
+    Ok((s * SECOND as f64).round() as u64)
+}
+
+/// `Err(Usage)` naming `what` unless `ok`.
+fn need(ok: bool, what: &str) -> Result<()> {
+    match ok {
+        true => Ok(()),
+        false => Err(Error::Usage(what.into())),
+    }
+}
+
+impl Config {
+    /// Checks the configuration and plans the run (see the module docs);
+    /// nothing is created. An output that is an input (or a directory, or
+    /// in a missing one) is refused here.
+    pub fn plan(&self) -> Result<Plan> {
+        self.plan_with(true)
+    }
+
+    /// [`Config::plan`] without looking at the outputs' paths (what
+    /// `--check-config` checks: the configuration of a probe may name
+    /// directories of the machine it is for).
+    pub fn check(&self) -> Result<Plan> {
+        self.plan_with(false)
+    }
+
+    fn plan_with(&self, paths: bool) -> Result<Plan> {
+        let c = self;
+        let usage = |e: String| Error::Usage(e);
+        // Combinations the options cannot run in.
+        need(
+            c.interface.is_some() || !c.inputs.is_empty(),
+            "no input: give capture files (inputs) or an interface",
+        )?;
+        need(
+            c.interface.is_none() || c.inputs.is_empty(),
+            "capture files and --interface exclude each other",
+        )?;
+        if c.interface.is_none() {
+            need(c.duration.is_none(), "--duration needs --interface")?;
+            need(!c.hw_timestamps, "--hw-timestamps needs --interface")?;
+        }
+        need(
+            c.write.is_none() || c.interface.is_none(),
+            "-w copies the packets of capture files; not with --interface",
+        )?;
+        need(c.mark.is_none() || c.write.is_some(), "--mark needs -w")?;
+        need(
+            c.sample_seed.is_none() || c.sample.is_some(),
+            "--sample-seed needs --sample",
+        )?;
+        need(
+            !c.no_model || (c.model.is_none() && c.threshold.is_none() && c.events.is_none()),
+            "--no-model excludes --model, --threshold and --events",
+        )?;
+        let d = &c.dump;
+        let dump_default = super::config::DumpSection::default();
+        need(
+            d.dir.is_some()
+                || (d.format.is_none()
+                    && !d.direct
+                    && d.max_mib.is_none()
+                    && d.seconds.is_none()
+                    && d.app.is_empty()
+                    && d.port.is_empty()
+                    && d.hold_mib == dump_default.hold_mib),
+            "the --dump-* options need --dump-dir",
+        )?;
+        let ap = &c.alarm_pcap;
+        let ap_default = super::config::AlarmPcapSection::default();
+        need(
+            ap.dir.is_some()
+                || (ap.window == ap_default.window && ap.ring_mib == ap_default.ring_mib),
+            "--alarm-pcap-window and --alarm-pcap-ring-mib need --alarm-pcap-dir",
+        )?;
+        need(
+            c.tracks_calls() || c.rtp_dir.is_none(),
+            "--rtp-dir keeps the RTP of tracked calls: give --voip-db, --calls-out or --streams-out",
+        )?;
+        need(
+            c.rtp_dir.is_some() || c.rtp_keep_days.is_none(),
+            "--rtp-keep-days needs --rtp-dir",
+        )?;
+        let flow = FlowConfig {
+            bidirectional: !c.unidirectional,
+            idle_timeout: secs(c.idle_timeout, "idle-timeout")?,
+            active_timeout: secs(c.active_timeout, "active-timeout")?,
+            tcp_close_timeout: secs(c.tcp_close_timeout, "tcp-close-timeout")?,
+            early_packets: c.early_packets,
+            max_flows: c.max_flows,
+            full_stats: match c.stats.as_str() {
+                "full" => true,
+                "basic" => false,
+                s => return Err(usage(format!("--stats {s:?}: full or basic"))),
+            },
+            analyzers: c.analyzer.clone(),
+            media: match &c.media_config {
+                Some(p) => {
+                    let text = std::fs::read_to_string(p).map_err(|source| Error::Io {
+                        path: p.clone(),
+                        source,
+                    })?;
+                    crate::analyze::media::MediaConfig::from_toml(&text, &p.display().to_string())
+                        .map_err(Error::Config)?
+                }
+                None => Default::default(),
+            },
+            sample: match &c.sample {
+                Some(spec) => Some(
+                    crate::sample::Sampling::parse(spec, c.sample_seed.unwrap_or(1))
+                        .map_err(usage)?,
+                ),
+                None => None,
+            },
+            hash: match c.hash.as_str() {
+                "fold" => FlowHash::Fold,
+                "toeplitz" => FlowHash::Toeplitz,
+                h => return Err(usage(format!("--hash {h:?}: fold or toeplitz"))),
+            },
+            ..FlowConfig::default()
+        };
+        let mut options = RunOptions {
+            flow,
+            shards: c.shards,
+            pin: c.pin,
+            export_policy: match (c.drop_after, &c.interface) {
+                (Some(n), _) => ExportPolicy::Drop { max_pending: n },
+                (None, Some(_)) => ExportPolicy::Drop {
+                    max_pending: LIVE_PENDING,
+                },
+                (None, None) => ExportPolicy::Block,
+            },
+            write: c.write.clone(),
+            mark: c.mark.clone(),
+            timestamps: Timestamps::parse(&c.timestamps).map_err(usage)?,
+            dump: self.dump_config()?,
+            ..RunOptions::default()
+        };
+        if let Some(w) = &c.write {
+            crate::outpath::require_extension(w, "pcap").map_err(usage)?;
+        }
+        options.flow.validate()?;
+        // Output names: a name that does not say what is written is a
+        // usage error, before any work.
+        let forced = match c.format.as_deref() {
+            Some(f) => Some(Format::parse(f).ok_or_else(|| {
+                let known = match cfg!(feature = "parquet") {
+                    true => "csv, jsonl, ipfix, parquet, null",
+                    false => "csv, jsonl, ipfix, null",
+                };
+                usage(format!("unknown format {f:?} ({known})"))
+            })?),
+            None => None,
+        };
+        let model = self.model_ref()?;
+        let input = match &c.interface {
+            Some(iface) => {
+                need(c.ring_mib > 0, "--ring-mib must be at least 1")?;
+                let duration = match c.duration {
+                    Some(d) => Some(Duration::from_nanos(secs(d, "duration")?)),
+                    None => None,
+                };
+                let fanout = Fanout::parse(&c.fanout)
+                    .ok_or_else(|| usage(format!("--fanout {:?}: hosts or flows", c.fanout)))?;
+                let live = LiveConfig {
+                    blocks: c.ring_mib,
+                    // SIP messages and RTP payloads are read whole.
+                    snaplen: if c.tracks_calls() { 65_535 } else { c.snaplen },
+                    promiscuous: !c.no_promisc,
+                    fanout,
+                    hw_timestamps: c.hw_timestamps,
+                    ..LiveConfig::new(iface)
+                };
+                Input::Live(live, duration)
+            }
+            None => {
+                let order = InputOrder::parse(&c.input_order).ok_or_else(|| {
+                    usage(format!("--input-order {:?}: time or given", c.input_order))
+                })?;
+                Input::Files(Inputs::plan(&c.inputs, order)?)
+            }
+        };
+        if paths {
+            refuse_outputs_that_are_inputs(c, &input, forced)?;
+        }
+        let stdout = [PathBuf::from("-")];
+        let flow_outputs: &[PathBuf] = match c.output.is_empty() {
+            true => &stdout,
+            false => &c.output,
+        };
+        let mut outputs = Vec::new();
+        for out in flow_outputs {
+            outputs.push((out.clone(), Format::for_output(out, forced).map_err(usage)?));
+        }
+        need(
+            c.events.is_none() || model.model.is_some(),
+            "--events needs a model",
+        )?;
+        let mut rows = Vec::new();
+        for (kind, path) in [
+            (&crate::flow::events::VERDICTS, &c.events),
+            (&crate::telemetry::series::STATS, &c.stats_out),
+            (&crate::telemetry::series::APP_STATS, &c.app_stats_out),
+            (&crate::telemetry::alarms::ALARMS, &c.alarms_out),
+        ] {
+            if let Some(p) = path {
+                rows.push((kind, p.clone(), Format::for_output(p, None).map_err(usage)?));
+            }
+        }
+        let export = ExportOptions {
+            early_packets: options.flow.early_packets,
+            class_names: model.classes.clone(),
+            analyzed: {
+                let mut f = crate::analyze::fields_of(&options.flow.analyzers);
+                if options.flow.sample.is_some() {
+                    f.extend_from_slice(crate::sample::FIELDS);
+                }
+                f.into()
+            },
+        };
+        let ipfix = self.ipfix_options()?;
+        options.alarms = self.alarm_specs()?;
+        if let Some(dir) = &ap.dir {
+            need(
+                !options.alarms.is_empty(),
+                "--alarm-pcap-dir needs an alarm (--alarm or --alarms)",
+            )?;
+            need(
+                ap.window > 0 && ap.ring_mib > 0,
+                "--alarm-pcap-window and --alarm-pcap-ring-mib must be at least 1",
+            )?;
+            options.forensics = Some(ForensicConfig {
+                dir: dir.clone(),
+                window: ap.window.saturating_mul(SECOND),
+                // The shards run ahead of the merged seconds the alarms see.
+                margin: 60 * SECOND,
+                max_bytes: ap.ring_mib.saturating_mul(1 << 20),
+            });
+        }
+        #[cfg(feature = "metrics")]
+        let metrics = match &c.metrics_listen {
+            Some(a) => Some(crate::telemetry::metrics::listen_address(a).map_err(usage)?),
+            None => None,
+        };
+        #[cfg(not(feature = "metrics"))]
+        let metrics = match &c.metrics_listen {
+            Some(_) => return Err(usage("--metrics-listen needs the `metrics` feature".into())),
+            None => None,
+        };
+        let plan = Plan {
+            config: c.clone(),
+            options,
+            model,
+            export,
+            ipfix,
+            input,
+            outputs,
+            rows,
+            metrics,
+            tracker: c.tracks_calls().then(|| self.tracker_config()),
+        };
+        Ok(plan)
+    }
+
+    /// Plans and opens the run: [`Config::plan`] then [`Plan::open`].
+    pub fn build(&self) -> Result<Probe> {
+        self.plan()?.open()
+    }
+
+    /// The model the run labels flows with, its threshold replaced.
+    fn model_ref(&self) -> Result<ModelRef> {
+        if self.no_model {
+            return Ok(ModelRef::default());
+        }
+        let mut model = Model::named(self.model.as_deref())?;
+        if let Some(t) = self.threshold {
+            need(
+                (0.0..=1.0).contains(&t),
+                &format!("--threshold {t} is outside [0, 1]"),
+            )?;
+            need(
+                model.cascade().is_none(),
+                "--threshold does not apply to a cascade model: each of its stages has its own \
+                 threshold (train it again with another --target-precision)",
+            )?;
+            model.info.threshold = t;
+        }
+        let classes: Arc<[String]> = model.info.classes.clone().into();
+        Ok(ModelRef {
+            model: Some(Arc::new(model)),
+            classes,
+        })
+    }
+
+    /// The packet dumper's options (`[dump]`).
+    fn dump_config(&self) -> Result<Option<DumpConfig>> {
+        let d = &self.dump;
+        let Some(dir) = &d.dir else {
+            return Ok(None);
+        };
+        let max_bytes = match d.max_mib {
+            Some(m) if m > 0.0 && m.is_finite() => Some((m * 1_048_576.0) as u64),
+            Some(_) => {
+                return Err(Error::Usage(
+                    "--dump-max-mib must be a positive number".into(),
+                ))
+            }
+            None => None,
+        };
+        let period = match d.seconds {
+            Some(s) => Some(secs(s, "dump-seconds")?),
+            None => None,
+        };
+        need(
+            d.hold_mib >= 0.0 && d.hold_mib.is_finite(),
+            "--dump-hold-mib must be a number ≥ 0",
+        )?;
+        Ok(Some(DumpConfig {
+            dir: dir.clone(),
+            format: match &d.format {
+                Some(f) => DumpFormat::parse(f).map_err(Error::Usage)?,
+                None => DumpFormat::default(),
+            },
+            direct: d.direct,
+            max_bytes,
+            period,
+            ports: d.port.clone(),
+            apps: d.app.clone(),
+            hold_bytes: (d.hold_mib * 1_048_576.0) as u64,
+        }))
+    }
+
+    /// The IPFIX outputs' options (`[ipfix]`).
+    fn ipfix_options(&self) -> Result<IpfixOptions> {
+        let i = &self.ipfix;
+        let secs = |s: f64, what: &str| {
+            need(
+                s.is_finite() && s >= 0.0,
+                &format!("--{what} must be a number of seconds"),
+            )
+            .map(|()| Duration::from_secs_f64(s))
+        };
+        Ok(IpfixOptions {
+            biflow: !self.unidirectional,
+            mtu: i.mtu,
+            domain: i.domain,
+            template_refresh: secs(i.template_refresh, "ipfix-template-refresh")?,
+            template_refresh_messages: i.template_messages.max(1),
+            tcp_queue: i.queue.max(1),
+            tcp_linger: secs(i.linger, "ipfix-linger")?,
+        })
+    }
+
+    /// The alarms: `alarm` and the tables of the `alarms` file, checked.
+    fn alarm_specs(&self) -> Result<Vec<AlarmSpec>> {
+        let mut specs = self.alarm.clone();
+        if let Some(path) = &self.alarms {
+            let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })?;
+            let more = AlarmSpec::parse_file(&text)
+                .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+            specs.extend(more);
+        }
+        if let Some(e) = specs.iter().find_map(|s| s.check().err()) {
+            return Err(Error::Usage(e));
+        }
+        Ok(specs)
+    }
+
+    /// The call tracker's options.
+    pub fn tracker_config(&self) -> TrackerConfig {
+        TrackerConfig {
+            call_timeout_ns: (self.call_timeout.max(0.0) * 1e9) as u64,
+            max_calls: self.max_calls,
+            max_streams: self.max_streams,
+            audio: self
+                .rtp_dir
+                .clone()
+                .map(|d| (d, self.rtp_max_mib.saturating_mul(1 << 20))),
+            ..TrackerConfig::default()
+        }
+    }
+
+    /// With `rtp-dir` and `rtp-keep-days`: removes the calls kept longer;
+    /// how many.
+    pub fn prune_rtp(&self) -> usize {
+        match (&self.rtp_dir, self.rtp_keep_days) {
+            (Some(dir), Some(days)) => {
+                let age = Duration::from_secs_f64(days.max(0.0) * 86_400.0);
+                crate::voip::audio::Archive::prune(dir, age)
+            }
+            _ => 0,
+        }
+    }
+}
+
+impl Plan {
+    /// The byte size of the planned capture files, when known (for a
+    /// progress bar); `None` live or with a stream among them.
+    pub fn total_bytes(&self) -> Option<u64> {
+        match &self.input {
+            Input::Files(i) => i.total_bytes(),
+            Input::Live(..) => None,
+        }
+    }
+
+    /// The live capture's configuration, if the run is live.
+    pub fn live(&self) -> Option<&LiveConfig> {
+        match &self.input {
+            Input::Live(l, _) => Some(l),
+            Input::Files(_) => None,
+        }
+    }
+
+    /// Opens the outputs, the call outputs, the live sockets and the
+    /// metrics endpoint.
+    pub fn open(self) -> Result<Probe> {
+        self.open_with(Vec::new())
+    }
+
+    /// As [`Plan::open`], with `extra` exporters besides the configured
+    /// outputs (a program's own, as Python's Arrow batches); with `extra`
+    /// and no configured `output`, the records go only to `extra`.
+    pub fn open_with(mut self, extra: Vec<Box<dyn Exporter>>) -> Result<Probe> {
+        if !extra.is_empty() && self.config.output.is_empty() {
+            self.outputs.clear();
+        }
+        let calls = match &self.tracker {
+            Some(_) => {
+                let c = &self.config;
+                let outs = CallOutputs::open(
+                    c.voip_db.as_deref(),
+                    c.calls_out.as_deref(),
+                    c.streams_out.as_deref(),
+                )?;
+                Some(Arc::new(Mutex::new(outs)))
+            }
+            None => None,
+        };
+        if let (Some(outs), Some(tracker)) = (&calls, &self.tracker) {
+            let outs = outs.clone();
+            self.options.calls = Some(CallStage::new(
+                tracker.clone(),
+                Box::new(move |calls, alone| {
+                    outs.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .write(calls, alone)
+                }),
+            ));
+        }
+        let mut exporters = extra;
+        let row_group = self.config.parquet_row_group;
+        for (out, fmt) in &self.outputs {
+            exporters.push(match *fmt {
+                Format::Ipfix => ipfix::open(out, &self.export, &self.ipfix)?,
+                f => open_output(None, f, out, &self.export, row_group)?,
+            });
+        }
+        for (kind, path, fmt) in &self.rows {
+            exporters.push(match *fmt {
+                Format::Ipfix if kind.is(&crate::flow::events::VERDICTS) => {
+                    ipfix::open_events(path, &self.ipfix)?
+                }
+                f => open_output(Some(kind), f, path, &self.export, row_group)?,
+            });
+        }
+        let live = match &self.input {
+            Input::Live(cfg, _) => Some(crate::pipeline::open_live(cfg, self.options.shards)?),
+            Input::Files(_) => None,
+        };
+        #[cfg(feature = "metrics")]
+        let server = match self.metrics {
+            Some(addr) => {
+                let metrics = Arc::new(Metrics::new());
+                self.options.metrics = Some(metrics.clone());
+                Some(MetricsServer::start(addr, metrics)?)
+            }
+            None => None,
+        };
+        Ok(Probe {
+            plan: self,
+            exporters,
+            live,
+            calls,
+            #[cfg(feature = "metrics")]
+            server,
+        })
+    }
+}
+
+/// A record output of flows (`kind` `None`) or of `kind` at `path`, with
+/// Parquet's row group size when given.
+fn open_output(
+    kind: Option<&'static Kind>,
+    fmt: Format,
+    path: &Path,
+    export: &ExportOptions,
+    row_group: Option<u64>,
+) -> Result<Box<dyn Exporter>> {
+    #[cfg(feature = "parquet")]
+    if let (Some(rows), "parquet") = (row_group, fmt.name()) {
+        use crate::export::parquet::{ParquetExporter as P, ParquetOptions};
+        let popts = ParquetOptions {
+            row_group_rows: usize::try_from(rows).unwrap_or(usize::MAX),
+            ..ParquetOptions::default()
+        };
+        let stdout = || Box::new(std::io::stdout()) as Box<dyn std::io::Write + Send>;
+        let name = "parquet:stdout";
+        let ex = match (kind, path.as_os_str() == "-") {
+            (None, false) => P::create_flows(path, export, &popts),
+            (None, true) => P::flows_to_writer(stdout(), name, export, &popts),
+            (Some(k), false) => P::create_rows(k, path, &popts),
+            (Some(k), true) => P::rows_to_writer(k, stdout(), name, &popts),
+        }?;
+        return Ok(Box::new(ex));
+    }
+    #[cfg(not(feature = "parquet"))]
+    let _ = row_group;
+    match kind {
+        None => crate::export::open(fmt, path, export),
+        Some(k) => crate::export::open_rows(k, fmt, path),
+    }
+}
+
+impl Probe {
+    /// The metrics endpoint's address, when one serves.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        #[cfg(feature = "metrics")]
+        return self.server.as_ref().map(|s| s.addr());
+        #[cfg(not(feature = "metrics"))]
+        None
+    }
+
+    /// Runs to the end of the input, the end of the live duration or
+    /// `ctl.stop`; every flow and call is flushed. The call outputs'
+    /// errors are in [`Report::output_errors`].
+    pub fn run(self, ctl: &RunControl) -> Result<Report> {
+        let Probe {
+            plan,
+            exporters,
+            live,
+            calls,
+            #[cfg(feature = "metrics")]
+            server,
+        } = self;
+        let result = match (plan.input, live) {
+            (Input::Live(_, duration), Some(socks)) => crate::pipeline::run_live(
+                socks,
+                duration,
+                &plan.options,
+                &plan.model,
+                exporters,
+                ctl,
+            ),
+            (Input::Files(inputs), _) => {
+                crate::pipeline::run_inputs(inputs, &plan.options, &plan.model, exporters, ctl)
+            }
+            (Input::Live(..), None) => Err(Error::Config("a live run without its sockets".into())),
+        };
+        #[cfg(feature = "metrics")]
+        drop(server);
+        let call_errors = calls
+            .map(|o| o.lock().unwrap_or_else(|p| p.into_inner()).finish())
+            .unwrap_or_default();
+        let mut report = result?;
+        report.output_errors.extend(call_errors);
+        Ok(report)
+    }
+}
+
+/// Refuses outputs that are inputs, directories, in missing
+/// directories or named twice (`outpath::check`).
+/// Refuses outputs that are inputs, directories, in missing directories
+/// or named twice (`outpath::check`), before any output is created.
+fn refuse_outputs_that_are_inputs(c: &Config, input: &Input, forced: Option<Format>) -> Result<()> {
+    // Standard output given to -f null is written nothing.
+    let discarded = |p: &&PathBuf| forced == Some(Format::Null) && p.as_os_str() == "-";
+    let stdout = [PathBuf::from("-")];
+    let flows = if c.output.is_empty() {
+        &stdout[..]
+    } else {
+        &c.output
+    };
+    let outputs: Vec<&Path> = (flows.iter())
+        .filter(|p| !discarded(p))
+        .map(PathBuf::as_path)
+        .chain(c.write.as_deref())
+        .chain(c.events.as_deref())
+        .chain(c.stats_out.as_deref())
+        .chain(c.app_stats_out.as_deref())
+        .chain(c.alarms_out.as_deref())
+        .chain(c.calls_out.as_deref())
+        .chain(c.streams_out.as_deref())
+        .chain(
+            (c.voip_db.as_deref())
+                .filter(|d| !d.starts_with("postgres"))
+                .map(Path::new),
+        )
+        .filter(|o| !ipfix::is_network(o))
+        .collect();
+    let planned: Vec<&Path> = match input {
+        Input::Files(i) => i.paths().collect(),
+        Input::Live(..) => Vec::new(),
+    };
+    let read: Vec<&Path> = (c.inputs.iter().map(PathBuf::as_path))
+        .chain(planned)
+        .chain(
+            c.model
+                .as_deref()
+                .filter(|m| m.as_os_str() != DEFAULT_MODEL_NAME),
+        )
+        .chain(c.mark.as_deref())
+        .chain(c.alarms.as_deref())
+        .collect();
+    crate::outpath::check(&outputs, &read)
+}
