@@ -1,14 +1,13 @@
 //! `earlybird._native`: the Python extension module over the engine's
 //! public API (the `earlybird` Python package in `python/` wraps it).
 //!
-//! Contract: [`start`] plans the inputs (files and directories, as
-//! `earlybird flows` does: `Inputs::plan`), or with `interface` opens the
-//! live capture's sockets (`open_live`, as `earlybird flows -i`: an
-//! unusable interface raises at once), builds the run's options from
-//! the CLI's option names (unset options take the engine's defaults, which
-//! are the CLI's) and starts `run_inputs` (`run_live`, until `duration`
-//! or a stop) on a thread of its own with one
-//! output, an [`ArrowFlows`] exporter handing batches of `batch_size` rows
+//! Contract: [`start`] fills in the engine's one configuration
+//! (`earlybird::Config`: a `config` TOML file, then the keyword arguments
+//! as `earlybird flows`'s long options, exactly as the CLI lays its
+//! options over its `--config` file), plans it (`Config::plan`: inputs
+//! planned, an unusable interface raises at once), opens it with one
+//! more output and starts the run on a thread of its own: that output is
+//! an [`ArrowFlows`] exporter handing batches of `batch_size` rows
 //! to a channel of [`QUEUED`] batches. [`Run::next_batch`] gives the next
 //! batch as a `pyarrow.RecordBatch` (no Python object per record), `None`
 //! at the end; the engine waits while the channel is full, so at most
@@ -38,10 +37,7 @@ use arrow_array::RecordBatch as ArrowBatch;
 use arrow_pyarrow::ToPyArrow;
 use arrow_schema::SchemaRef;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use earlybird::{
-    ArrowFlows, Error, ExportOptions, ExportPolicy, Fanout, FlowConfig, FlowHash, InputOrder,
-    Inputs, LiveConfig, Model, ModelRef, Report, RunControl, RunOptions, SECOND,
-};
+use earlybird::{ArrowFlows, Config, Error, Report, RunControl};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
@@ -69,72 +65,8 @@ create_exception!(
     "A model file that cannot be read or used."
 );
 
-/// The CLI's built-in default model (`earlybird flows` without
-/// `--model`), the same file embedded the same way.
-static DEFAULT_MODEL: &[u8] = include_bytes!("../../../models/default.ebm");
-
 /// Batches waiting in the channel between the engine and Python.
 const QUEUED: usize = 2;
-
-/// Live capture: record batches a shard keeps waiting for a slow reader
-/// before it drops the oldest (the CLI's default for `-i`, `--drop-after`).
-const LIVE_PENDING: usize = 64;
-
-/// The live capture's options, named as `earlybird flows -i`'s; `None`
-/// without an interface.
-struct Live {
-    config: LiveConfig,
-    duration: Option<Duration>,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn live(
-    interface: Option<String>,
-    duration: Option<f64>,
-    snaplen: Option<u32>,
-    ring_mib: Option<u32>,
-    no_promisc: bool,
-    fanout: Option<&str>,
-) -> PyResult<Option<Live>> {
-    let Some(iface) = interface else {
-        if duration.is_some()
-            || snaplen.is_some()
-            || ring_mib.is_some()
-            || no_promisc
-            || fanout.is_some()
-        {
-            return Err(PyValueError::new_err(
-                "duration, snaplen, ring_mib, no_promisc and fanout need interface",
-            ));
-        }
-        return Ok(None);
-    };
-    let d = LiveConfig::new(&iface);
-    let blocks = ring_mib.unwrap_or(d.blocks);
-    if blocks == 0 {
-        return Err(PyValueError::new_err("ring_mib must be at least 1"));
-    }
-    let fanout = match fanout {
-        None => Fanout::Hosts,
-        Some(f) => Fanout::parse(f).ok_or_else(|| {
-            PyValueError::new_err(format!("fanout must be \"hosts\" or \"flows\", not {f:?}"))
-        })?,
-    };
-    let duration = match duration {
-        None => None,
-        Some(_) => Some(Duration::from_nanos(secs(duration, "duration", 0)?)),
-    };
-    Ok(Some(Live {
-        config: LiveConfig {
-            blocks,
-            snaplen: snaplen.unwrap_or(d.snaplen),
-            promiscuous: !no_promisc,
-            fanout,
-            ..d
-        },
-        duration,
-    }))
-}
 
 /// The Python exception for an engine error.
 pub(crate) fn to_py(e: Error) -> PyErr {
@@ -144,48 +76,9 @@ pub(crate) fn to_py(e: Error) -> PyErr {
             CaptureError::new_err(text)
         }
         Error::Model { .. } => ModelError::new_err(text),
-        Error::Config(_) => PyValueError::new_err(text),
+        Error::Config(_) | Error::Usage(_) | Error::Setting { .. } => PyValueError::new_err(text),
         _ => EarlybirdError::new_err(text),
     }
-}
-
-/// Seconds as nanoseconds; positive and finite, as the CLI requires.
-fn secs(s: Option<f64>, name: &str, default: u64) -> PyResult<u64> {
-    match s {
-        None => Ok(default),
-        Some(s) if s > 0.0 && s.is_finite() => Ok((s * SECOND as f64).round() as u64),
-        Some(_) => Err(PyValueError::new_err(format!(
-            "{name} must be a positive number of seconds"
-        ))),
-    }
-}
-
-/// The model of a run: `"default"` the built-in one (the CLI's, from
-/// `models/default.ebm`), a path a model file, `None` no model;
-/// `threshold` replaces the model's.
-fn model_ref(model: Option<&str>, threshold: Option<f32>) -> PyResult<ModelRef> {
-    let Some(name) = model else {
-        return Ok(ModelRef::default());
-    };
-    let mut m = if name == "default" {
-        Model::from_bytes(DEFAULT_MODEL)
-            .map_err(|e| ModelError::new_err(format!("built-in default model: {e}")))?
-    } else {
-        Model::load(name).map_err(|e| ModelError::new_err(e.to_string()))?
-    };
-    if let Some(t) = threshold {
-        if !(0.0..=1.0).contains(&t) {
-            return Err(PyValueError::new_err(format!(
-                "threshold {t} is outside [0, 1]"
-            )));
-        }
-        m.info.threshold = t;
-    }
-    let classes: Arc<[String]> = m.info.classes.clone().into();
-    Ok(ModelRef {
-        model: Some(Arc::new(m)),
-        classes,
-    })
 }
 
 /// A run of the engine whose flow records arrive as Arrow batches.
@@ -328,140 +221,82 @@ impl Drop for Run {
     }
 }
 
-/// Starts a run over capture files and directories, or a live interface;
-/// see the module docs.
+/// A Python value of an option as a TOML value: bool, int, float, str
+/// or a list of them (paths come as str from the Python side).
+fn toml_value(v: &Bound<'_, PyAny>, key: &str) -> PyResult<toml::Value> {
+    if let Ok(b) = v.extract::<bool>() {
+        return Ok(b.into());
+    }
+    if let Ok(i) = v.extract::<i64>() {
+        return Ok(i.into());
+    }
+    if let Ok(f) = v.extract::<f64>() {
+        return Ok(f.into());
+    }
+    if let Ok(s) = v.extract::<String>() {
+        return Ok(s.into());
+    }
+    if let Ok(l) = v.cast::<PyList>() {
+        let items = l.iter().map(|x| toml_value(&x, key));
+        return Ok(toml::Value::Array(items.collect::<PyResult<_>>()?));
+    }
+    Err(PyValueError::new_err(format!(
+        "{key}: a bool, number, string or list of them, not {}",
+        v.get_type().name()?
+    )))
+}
+
+/// Starts a run (see the module docs): the configuration is `config`'s
+/// TOML file (or the defaults) with `options` laid over it as the command
+/// line's are (`idle_timeout`, `dump_dir`: `earlybird flows`'s long
+/// options with `_` for `-`); `inputs`, when given, replace the file's
+/// input (its interface too); the records come as Arrow batches.
 #[pyfunction]
-#[pyo3(signature = (
-    inputs, *, batch_size, shards=None, idle_timeout=None, active_timeout=None,
-    tcp_close_timeout=None, early_packets=None, max_flows=None, stats=None,
-    analyzers=Vec::new(), hash=None, unidirectional=false, input_order=None,
-    model=Some("default".to_string()), threshold=None, pin=false, interface=None,
-    duration=None, snaplen=None, ring_mib=None, no_promisc=false, fanout=None,
-    drop_after=None
-))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (inputs, *, batch_size, config=None, options=None))]
 fn start(
     inputs: Vec<PathBuf>,
     batch_size: usize,
-    shards: Option<usize>,
-    idle_timeout: Option<f64>,
-    active_timeout: Option<f64>,
-    tcp_close_timeout: Option<f64>,
-    early_packets: Option<usize>,
-    max_flows: Option<usize>,
-    stats: Option<&str>,
-    analyzers: Vec<String>,
-    hash: Option<&str>,
-    unidirectional: bool,
-    input_order: Option<&str>,
-    model: Option<String>,
-    threshold: Option<f32>,
-    pin: bool,
-    interface: Option<String>,
-    duration: Option<f64>,
-    snaplen: Option<u32>,
-    ring_mib: Option<u32>,
-    no_promisc: bool,
-    fanout: Option<&str>,
-    drop_after: Option<usize>,
+    config: Option<PathBuf>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Run> {
-    let live = live(interface, duration, snaplen, ring_mib, no_promisc, fanout)?;
-    let d = FlowConfig::default();
-    let flow = FlowConfig {
-        bidirectional: !unidirectional,
-        idle_timeout: secs(idle_timeout, "idle_timeout", d.idle_timeout)?,
-        active_timeout: secs(active_timeout, "active_timeout", d.active_timeout)?,
-        tcp_close_timeout: secs(tcp_close_timeout, "tcp_close_timeout", d.tcp_close_timeout)?,
-        early_packets: early_packets.unwrap_or(d.early_packets),
-        max_flows: max_flows.unwrap_or(d.max_flows),
-        full_stats: match stats {
-            None | Some("full") => true,
-            Some("basic") => false,
-            Some(s) => {
-                return Err(PyValueError::new_err(format!(
-                    "stats must be \"full\" or \"basic\", not {s:?}"
-                )))
-            }
-        },
-        hash: match hash {
-            None | Some("fold") => FlowHash::Fold,
-            Some("toeplitz") => FlowHash::Toeplitz,
-            Some(h) => {
-                return Err(PyValueError::new_err(format!(
-                    "hash must be \"fold\" or \"toeplitz\", not {h:?}"
-                )))
-            }
-        },
-        analyzers,
-        ..d
-    };
-    flow.validate().map_err(to_py)?;
     if batch_size == 0 {
         return Err(PyValueError::new_err("batch_size must be at least 1"));
     }
-    let opts = RunOptions {
-        flow,
-        shards: shards.unwrap_or(1),
-        pin,
-        // As the CLI: files wait for the reader (lossless), a live capture
-        // drops batches past `drop_after` rather than stall the shards.
-        export_policy: match (drop_after, &live) {
-            (Some(n), _) => ExportPolicy::Drop { max_pending: n },
-            (None, Some(_)) => ExportPolicy::Drop {
-                max_pending: LIVE_PENDING,
-            },
-            (None, None) => ExportPolicy::Block,
-        },
-        ..RunOptions::default()
+    let mut cfg = match &config {
+        Some(path) => Config::from_file(path).map_err(to_py)?,
+        None => Config::default(),
     };
-    let order = match input_order {
-        None => InputOrder::default(),
-        Some(o) => InputOrder::parse(o).ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "input_order must be \"time\" or \"given\", not {o:?}"
-            ))
-        })?,
-    };
-    let model = model_ref(model.as_deref(), threshold)?;
-    let source = match live {
-        Some(l) => {
-            if !inputs.is_empty() {
-                return Err(PyValueError::new_err(
-                    "give either capture files or an interface, not both",
-                ));
+    let mut given = toml::Table::new();
+    if let Some(opts) = options {
+        for (k, v) in opts.iter() {
+            let key: String = k.extract()?;
+            if v.is_none() {
+                continue;
             }
-            let sockets = earlybird::open_live(&l.config, opts.shards).map_err(to_py)?;
-            Source::Live(sockets, l.duration)
+            given.insert(key.clone(), toml_value(&v, &key)?);
         }
-        None => Source::Files(Inputs::plan(&inputs, order).map_err(to_py)?),
-    };
-    let eopts = ExportOptions {
-        early_packets: opts.flow.early_packets,
-        class_names: model.classes.clone(),
-        analyzed: earlybird::analyze::fields_of(&opts.flow.analyzers).into(),
-    };
-    let schema = ArrowFlows::schema(&eopts);
+    }
+    let live_given = given.contains_key("interface");
+    if !inputs.is_empty() || live_given {
+        cfg.inputs.clear();
+        cfg.interface = None;
+    }
+    cfg.overlay(given, "keyword arguments").map_err(to_py)?;
+    cfg.inputs.extend(inputs);
+    let plan = cfg.plan().map_err(to_py)?;
+    let schema = ArrowFlows::schema(&plan.export);
     let (tx, rx) = crossbeam_channel::bounded(QUEUED);
     let sink: earlybird::ArrowSink = Box::new(move |b| {
         tx.send(b)
             .map_err(|_| "the Python side stopped reading".to_string())
     });
-    let exporter = ArrowFlows::new("python", &eopts, batch_size, sink);
+    let exporter = ArrowFlows::new("python", &plan.export, batch_size, sink);
+    let probe = plan.open_with(vec![Box::new(exporter)]).map_err(to_py)?;
     let ctl = RunControl::default();
     let thread_ctl = ctl.clone();
     let thread = std::thread::Builder::new()
         .name("eb-python-run".into())
-        .spawn(move || {
-            let out: Vec<Box<dyn earlybird::Exporter>> = vec![Box::new(exporter)];
-            match source {
-                Source::Files(planned) => {
-                    earlybird::run_inputs(planned, &opts, &model, out, &thread_ctl)
-                }
-                Source::Live(sockets, duration) => {
-                    earlybird::run_live(sockets, duration, &opts, &model, out, &thread_ctl)
-                }
-            }
-        })
+        .spawn(move || probe.run(&thread_ctl))
         .map_err(|e| EarlybirdError::new_err(format!("cannot start the run: {e}")))?;
     Ok(Run {
         rx: Some(rx),
@@ -473,12 +308,26 @@ fn start(
     })
 }
 
-/// What a run reads.
-enum Source {
-    /// Planned capture files.
-    Files(Inputs),
-    /// A live capture's open sockets, and how long to capture.
-    Live(earlybird::LiveInput, Option<Duration>),
+/// The effective configuration as TOML (`earlybird flows
+/// --print-config`): `config`'s file with `options` over it.
+#[pyfunction]
+#[pyo3(signature = (*, config=None, options=None))]
+fn print_config(config: Option<PathBuf>, options: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
+    let mut cfg = match &config {
+        Some(path) => Config::from_file(path).map_err(to_py)?,
+        None => Config::default(),
+    };
+    let mut given = toml::Table::new();
+    if let Some(opts) = options {
+        for (k, v) in opts.iter() {
+            let key: String = k.extract()?;
+            if !v.is_none() {
+                given.insert(key.clone(), toml_value(&v, &key)?);
+            }
+        }
+    }
+    cfg.overlay(given, "keyword arguments").map_err(to_py)?;
+    Ok(cfg.to_toml())
 }
 
 /// The capture files of files and directories, as `earlybird train`
@@ -492,6 +341,7 @@ fn capture_files(paths: Vec<PathBuf>) -> PyResult<Vec<PathBuf>> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start, m)?)?;
+    m.add_function(wrap_pyfunction!(print_config, m)?)?;
     m.add_function(wrap_pyfunction!(capture_files, m)?)?;
     m.add_class::<Run>()?;
     m.add("EarlybirdError", m.py().get_type::<EarlybirdError>())?;

@@ -155,7 +155,7 @@ def test_errors_name_the_file(tmp_path, corpus):
         earlybird.flows(text).to_arrow()
     with pytest.raises(ValueError, match="early packets"):
         earlybird.flows(REPO / SAMPLES[0], early_packets=0)
-    with pytest.raises(ValueError, match="idle_timeout"):
+    with pytest.raises(ValueError, match="idle-timeout"):
         earlybird.flows(REPO / SAMPLES[0], idle_timeout=-1)
     with pytest.raises(earlybird.ModelError, match="nomodel.ebm"):
         earlybird.flows(REPO / SAMPLES[0], model=tmp_path / "nomodel.ebm")

@@ -155,9 +155,9 @@ def test_keyboard_interrupt_stops_a_live_capture_and_flushes(veth, cli, tmp_path
 def test_live_options_are_checked():
     with pytest.raises(ValueError, match="not both"):
         earlybird.flows(PCAP, interface="lo")
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="give source"):
         earlybird.flows()
-    with pytest.raises(ValueError, match="need interface"):
+    with pytest.raises(ValueError, match="needs --interface"):
         earlybird.flows(PCAP, duration=3)
     with pytest.raises(ValueError, match="duration"):
         earlybird.flows(interface="lo", duration=-1)

@@ -21,6 +21,7 @@ from ._native import CaptureError, EarlybirdError, ModelError
 
 __all__ = [
     "flows",
+    "print_config",
     "train",
     "evaluate",
     "Flows",
@@ -238,89 +239,92 @@ class Flows:
         return pl.from_arrow(self.to_arrow())
 
 
+def _options(options):
+    """Keyword arguments as configuration values: paths as strings,
+    tuples as lists; ``None`` (not given) is left out."""
+    out = {}
+    for key, value in options.items():
+        if value is None:
+            continue
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            out[key] = _os.fspath(value) if isinstance(value, _os.PathLike) else value
+        else:
+            out[key] = [_os.fspath(v) if isinstance(v, _os.PathLike) else v for v in value]
+    return out
+
+
 def flows(
     source=None,
     *,
-    interface=None,
-    duration=None,
-    snaplen=None,
-    ring_mib=None,
-    no_promisc=False,
-    fanout=None,
-    drop_after=None,
-    batch_size=DEFAULT_BATCH_SIZE,
-    shards=None,
-    idle_timeout=None,
-    active_timeout=None,
-    tcp_close_timeout=None,
-    early_packets=None,
-    max_flows=None,
-    stats=None,
-    analyzers=(),
-    hash=None,
-    unidirectional=False,
-    input_order=None,
+    config=None,
     model="default",
-    threshold=None,
-    pin=False,
+    analyzers=(),
+    batch_size=DEFAULT_BATCH_SIZE,
     early_lists=False,
+    **options,
 ):
     """Flow records of capture files (pcap, pcapng; gzip, zstd, xz
     compressed), directories of them (searched recursively) or glob
     patterns, as ``earlybird flows INPUT...`` makes them.
 
-    The options are ``earlybird flows``'s, with ``_`` for ``-``; ``None``
-    takes the CLI's default. ``model``: ``"default"`` (the built-in model,
-    as the CLI without ``--model``), a model file's path, or ``None`` (no
-    classifier, as ``--no-model``). ``analyzers``: names as ``--analyzer``.
-    ``batch_size``: rows per Arrow batch (memory held is a few batches).
-    ``early_lists``: the early packets as three list columns
-    (``early_size``, ``early_dir``, ``early_iat_us``; one entry per packet
-    the flow had, up to N) instead of the CLI's flat ``pkt{i}_*`` columns.
+    Every option of ``earlybird flows`` is a keyword argument, its long
+    name with ``_`` for ``-`` (``idle_timeout=30``, ``dump_dir="/d"``,
+    ``stats_out="s.csv"``, ``sample="systematic:10"``); ``None`` takes the
+    default. ``config``: a probe TOML file (``earlybird flows --config``),
+    read first; the keyword arguments are laid over it as the command
+    line's options are (lists grow, single values are replaced), and
+    ``source`` or ``interface``, when given, replace its input. The
+    records come here; the file's or the arguments' ``output`` files are
+    written too. ``model``: ``"default"`` (the built-in model), a model
+    file's path, or ``None`` (no classifier, as ``--no-model``).
+    ``analyzers``: names as ``--analyzer``. ``batch_size``: rows per
+    Arrow batch (memory held is a few batches). ``early_lists``: the early
+    packets as three list columns (``early_size``, ``early_dir``,
+    ``early_iat_us``; one entry per packet the flow had, up to N) instead
+    of the CLI's flat ``pkt{i}_*`` columns.
 
     Live capture (``earlybird flows -i``; Linux, root or CAP_NET_RAW):
     ``interface`` instead of ``source`` (a name, ``eth0,eth1`` or
     ``any``); the capture runs until ``duration`` seconds have passed,
-    ``stop()`` or a KeyboardInterrupt, then the open flows are flushed.
-    ``snaplen``, ``ring_mib``, ``no_promisc``, ``fanout`` and
-    ``drop_after`` are the CLI's options of the same names (a reader too
-    slow for the capture loses batches past ``drop_after``, 64 by default
-    live, counted in the report, rather than stall the capture).
+    ``stop()`` or a KeyboardInterrupt, then the open flows are flushed (a
+    reader too slow for the capture loses batches past ``drop_after``, 64
+    by default live, counted in the report, rather than stall it).
 
     Raises ``CaptureError`` for an input that does not exist or is not a
     capture, ``ModelError`` for a bad model file, ``ValueError`` for a bad
-    option; an error during the run is raised when the records end.
+    option or configuration key; an error during the run is raised when
+    the records end.
     """
     if isinstance(analyzers, str):
         analyzers = [analyzers]
-    if (interface is None) == (source is None):
+    interface = options.get("interface")
+    if interface is not None and source is not None:
         raise ValueError("give either source (capture files) or interface, not both")
+    if interface is None and source is None and config is None:
+        raise ValueError("give source (capture files), interface or config")
+    options = _options(options)
+    if model is None:
+        options["no_model"] = True
+    elif model != "default":
+        options["model"] = _os.fspath(model)
+    if analyzers:
+        options["analyzer"] = list(analyzers)
     run = _native.start(
-        [] if interface is not None else _expand(source),
+        _expand(source) if source is not None else [],
         batch_size=int(batch_size),
-        shards=shards,
-        idle_timeout=idle_timeout,
-        active_timeout=active_timeout,
-        tcp_close_timeout=tcp_close_timeout,
-        early_packets=early_packets,
-        max_flows=max_flows,
-        stats=stats,
-        analyzers=list(analyzers),
-        hash=hash,
-        unidirectional=unidirectional,
-        input_order=input_order,
-        model=None if model is None else _os.fspath(model),
-        threshold=threshold,
-        pin=pin,
-        interface=interface,
-        duration=duration,
-        snaplen=snaplen,
-        ring_mib=ring_mib,
-        no_promisc=bool(no_promisc),
-        fanout=fanout,
-        drop_after=drop_after,
+        config=None if config is None else _os.fspath(config),
+        options=options,
     )
     return Flows(run, early_lists)
+
+
+def print_config(config=None, **options):
+    """The effective configuration as TOML, as ``earlybird flows
+    --print-config`` prints it: ``config``'s file (or the defaults) with
+    the keyword arguments laid over it."""
+    return _native.print_config(
+        config=None if config is None else _os.fspath(config), options=_options(options)
+    )
 
 
 def train(

@@ -55,9 +55,16 @@ impl Model {
     }
 
     /// The model `path` names: the built-in one for `None` or `default`.
+    /// A file that cannot be read is an [`Error::Model`] naming it.
     pub fn named(path: Option<&Path>) -> Result<Model> {
         match path {
-            Some(p) if p.as_os_str() != DEFAULT_MODEL_NAME => Model::load(p),
+            Some(p) if p.as_os_str() != DEFAULT_MODEL_NAME => Model::load(p).map_err(|e| match e {
+                Error::Io { path, source } => Error::Model {
+                    path,
+                    reason: source.to_string(),
+                },
+                e => e,
+            }),
             _ => Model::builtin(),
         }
     }
