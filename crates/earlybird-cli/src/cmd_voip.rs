@@ -1,17 +1,15 @@
 //! `earlybird voip`: capture files or a live interface (`-i`) → call and
 //! RTP stream records, into a
 //! SQLite call database (`--db`) and/or record files (`-o`, `--streams-out`:
-//! CSV, JSON lines or Parquet by extension). One call to
-//! `earlybird::voip::run::track_files`; SIGINT/SIGTERM end the open calls
-//! and write them (exit 130).
+//! CSV, JSON lines or Parquet by extension). A `flows` run of the
+//! engine's one configuration with the call stage on and no classifier or
+//! flow output (the same calls as `flows --calls-out`); SIGINT/SIGTERM end
+//! the open calls and write them (exit 130).
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use clap::Args;
-use earlybird::voip::tracker::TrackerConfig;
-use earlybird::workflow;
 
 /// `earlybird voip` options.
 #[derive(Args)]
@@ -90,36 +88,6 @@ pub struct TrackerArgs {
     pub rtp_keep_days: Option<f64>,
 }
 
-impl TrackerArgs {
-    /// The tracker's configuration.
-    pub fn config(&self) -> TrackerConfig {
-        TrackerConfig {
-            call_timeout_ns: (self.call_timeout.max(0.0) * 1e9) as u64,
-            max_calls: self.max_calls,
-            max_streams: self.max_streams,
-            audio: self
-                .rtp_dir
-                .clone()
-                .map(|d| (d, self.rtp_max_mib.saturating_mul(1 << 20))),
-            ..TrackerConfig::default()
-        }
-    }
-
-    /// With --rtp-dir and --rtp-keep-days: removes the calls kept longer.
-    pub fn prune(&self, quiet: bool) {
-        if let (Some(dir), Some(days)) = (&self.rtp_dir, self.rtp_keep_days) {
-            let age = std::time::Duration::from_secs_f64(days.max(0.0) * 86_400.0);
-            let n = earlybird::voip::audio::Archive::prune(dir, age);
-            if n > 0 && !quiet {
-                eprintln!(
-                    "earlybird: removed {n} calls older than {days} days from {}",
-                    dir.display()
-                );
-            }
-        }
-    }
-}
-
 /// Prints what a call tracking run saw (`voip`, and `flows` with a call
 /// stage).
 pub fn print_summary(
@@ -171,68 +139,86 @@ pub fn print_summary(
     );
 }
 
+/// The `flows` configuration `voip` stands for: the call stage, no
+/// classifier, no flow output.
+fn configuration(a: &VoipArgs) -> earlybird::Config {
+    let t = &a.tracker;
+    earlybird::Config {
+        inputs: a.files.clone(),
+        // As listed (directories in name order), one time line.
+        input_order: "given".into(),
+        interface: a.interface.clone(),
+        duration: a.duration,
+        no_model: true,
+        format: Some("null".into()),
+        voip_db: a.db.clone(),
+        calls_out: a.output.clone(),
+        streams_out: a.streams_out.clone(),
+        call_timeout: t.call_timeout,
+        max_calls: t.max_calls,
+        max_streams: t.max_streams,
+        rtp_dir: t.rtp_dir.clone(),
+        rtp_max_mib: t.rtp_max_mib,
+        rtp_keep_days: t.rtp_keep_days,
+        quiet: a.quiet,
+        no_progress: true,
+        ..earlybird::Config::default()
+    }
+}
+
 pub fn run(a: VoipArgs) -> i32 {
     if a.db.is_none() && a.output.is_none() && a.streams_out.is_none() {
         return crate::out_args::usage("give --db DB, -o FILE or --streams-out FILE");
     }
-    let files = match a.interface {
-        Some(_) => Vec::new(),
-        None => match workflow::capture_files(&a.files) {
-            Ok(f) => f,
-            Err(e) => return crate::fail(e),
-        },
-    };
-    let cfg = a.tracker.config();
-    a.tracker.prune(a.quiet);
-    let mut outs = match earlybird::CallOutputs::open(
-        a.db.as_deref(),
-        a.output.as_deref(),
-        a.streams_out.as_deref(),
-    ) {
-        Ok(o) => o,
+    let config = configuration(&a);
+    let plan = match config.plan() {
+        Ok(p) => p,
+        Err(earlybird::Error::Usage(e)) => return crate::out_args::usage(e),
         Err(e) => return crate::fail(e),
     };
-    let stop = Arc::new(AtomicBool::new(false));
+    let removed = config.prune_rtp();
+    if let (true, false, Some(dir)) = (removed > 0, a.quiet, &config.rtp_dir) {
+        eprintln!(
+            "earlybird: removed {removed} calls older than {} days from {}",
+            config.rtp_keep_days.unwrap_or_default(),
+            dir.display()
+        );
+    }
+    let probe = match plan.open() {
+        Ok(p) => p,
+        Err(e) => return crate::fail(e),
+    };
+    let ctl = earlybird::RunControl::default();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&stop)) {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&ctl.stop)) {
             return crate::fail(format!("cannot install signal handler: {e}"));
         }
     }
-    let write = |calls: &[earlybird::voip::record::CallRecord],
-                 alone: &[earlybird::voip::record::StreamRecord]|
-     -> earlybird::Result<()> { outs.write(calls, alone) };
-    let result = match &a.interface {
-        Some(iface) => {
-            let live = earlybird::LiveConfig::new(iface);
-            let duration = a
-                .duration
-                .map(|d| std::time::Duration::from_secs_f64(d.max(0.0)));
-            if !a.quiet {
-                eprintln!("earlybird: tracking calls on {iface} (SIGINT or SIGTERM to stop)");
-            }
-            earlybird::voip::run::track_live(&live, duration, cfg, &stop, write)
-        }
-        None => earlybird::voip::run::track_files(&files, cfg, &stop, write),
-    };
-    let mut code = 0;
-    for e in outs.finish() {
-        eprintln!("earlybird: {e}");
-        code = 3;
+    if let (Some(iface), false) = (&a.interface, a.quiet) {
+        eprintln!("earlybird: tracking calls on {iface} (SIGINT or SIGTERM to stop)");
     }
-    let s = match result {
-        Ok(s) => s,
+    let report = match probe.run(&ctl) {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("earlybird: {e}");
             return 3;
         }
     };
-    for w in &s.warnings {
+    let mut code = 0;
+    for e in &report.output_errors {
+        eprintln!("earlybird: {e}");
+        code = 3;
+    }
+    for w in &report.warnings {
         eprintln!("earlybird: warning: {w}");
     }
-    if !a.quiet {
-        print_summary(std::io::stdout(), &s, a.tracker.rtp_dir.is_some());
+    if let (Some(s), false) = (&report.calls, a.quiet) {
+        for w in &s.warnings {
+            eprintln!("earlybird: warning: {w}");
+        }
+        print_summary(std::io::stdout(), s, a.tracker.rtp_dir.is_some());
     }
-    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+    if ctl.stop.load(std::sync::atomic::Ordering::Relaxed) {
         return 130;
     }
     code
