@@ -21,7 +21,7 @@
 //! Needs root (skipped otherwise, and says so), sipp and tcpdump (a failure
 //! under CI when missing).
 
-#[path = "../../earlybird/tests/common.rs"]
+#[path = "../../earlybird/tests/engine/common.rs"]
 mod lib_common;
 mod netlab;
 

@@ -3,7 +3,7 @@
 //! first payload bytes per direction, whatever the shard count; and its
 //! fields in CSV and JSON lines after the record's own.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

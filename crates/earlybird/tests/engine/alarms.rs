@@ -4,7 +4,7 @@
 //! the packets of the seconds before it; the steady traffic alone, with
 //! its natural bursts, raises none.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -17,7 +17,7 @@
 //! capture is one scenario, so the test side is mostly new scenarios. They
 //! are asserted well above chance, not above the majority rate.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::Arc;

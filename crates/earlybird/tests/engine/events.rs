@@ -3,7 +3,7 @@
 //! says, at the packet time of that packet — inline, from several shards,
 //! and from the classifier pool.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::Arc;

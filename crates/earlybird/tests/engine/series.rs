@@ -4,7 +4,7 @@
 //! shards, per-application figures equal to the flow records', and the
 //! Prometheus metrics equal to the rows.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

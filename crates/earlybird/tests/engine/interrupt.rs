@@ -2,7 +2,7 @@
 //! reading early, and every flow seen so far is still flushed to the outputs:
 //! the records hold exactly the packets that were read.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,7 @@
 //! namespaces, AF_PACKET sockets); as any other user the tests say they are
 //! skipped and pass.
 
-mod common;
+use crate::common;
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

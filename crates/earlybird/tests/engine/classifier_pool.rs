@@ -2,7 +2,7 @@
 //! for it, and every verdict that comes back is the one the model gives
 //! inline.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -4,10 +4,11 @@
 //! `testdata/golden/<capture>.csv` and `testdata/golden/<capture>.summary.txt`
 //! byte for byte. The same capture run with 2 shards must give the same CSV.
 //!
-//! `EARLYBIRD_BLESS=1 cargo test -p earlybird --test golden` rewrites the
-//! golden files from the current output (review the diff before committing).
+//! `EARLYBIRD_BLESS=1 cargo test -p earlybird --test engine golden::`
+//! rewrites the golden files from the current output (review the diff
+//! before committing).
 
-mod common;
+use crate::common;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

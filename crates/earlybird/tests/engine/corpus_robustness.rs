@@ -1,7 +1,7 @@
 //! Every file of the malformed and tunnel corpora goes through the whole
 //! pipeline without a panic or a hang; errors must name the file.
 
-mod common;
+use crate::common;
 
 use earlybird::{CaptureFile, ModelRef, RunOptions};
 

@@ -4,7 +4,7 @@
 //! across several files and with small batches (many turns, so with two
 //! shards each shard reads some of them).
 
-mod common;
+use crate::common;
 
 use earlybird::{CaptureFile, ModelRef, RunOptions};
 

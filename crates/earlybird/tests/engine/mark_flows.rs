@@ -3,7 +3,7 @@
 //! DSCP exactly when it comes after the packet at which the verdict was
 //! taken; every other byte is unchanged.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -2,12 +2,13 @@
 //! bidirectional flows (5-tuples and packet counts) on the nDPI test
 //! captures must match the flow lists nDPI wrote for them
 //! (`classify/dev/ndpi_truth.csv`). Every file where they differ is listed
-//! in `tests/expect/ndpi_flow_diffs.tsv` with the reason; the test fails when
-//! a file differs that is not listed, or a listed file now matches.
+//! in `tests/engine/expect/ndpi_flow_diffs.tsv` with the reason; the test
+//! fails when a file differs that is not listed, or a listed file now
+//! matches.
 //! `EARLYBIRD_BLESS=1` rewrites the list (keeping the reasons already
 //! written) for review in the diff.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -34,7 +35,7 @@ fn norm(a: &str) -> String {
 }
 
 fn expect_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/expect/ndpi_flow_diffs.tsv")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/engine/expect/ndpi_flow_diffs.tsv")
 }
 
 #[test]

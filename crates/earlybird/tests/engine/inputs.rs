@@ -4,7 +4,7 @@
 //! input that starts before the latest time read is a separate time
 //! domain; streams and compressed captures give the records of the file.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,6 +14,7 @@ use earlybird::{
     Report, RunOptions, SkipReason,
 };
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 
 fn opts(shards: usize) -> RunOptions {
     RunOptions {
@@ -87,7 +88,16 @@ fn iphone() -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    // Past failures are replayed from inputs.proptest-regressions beside
+    // this file (proptest's default, with main.rs in this folder, would be
+    // ../proptest-regressions/inputs.txt).
+    #![proptest_config(ProptestConfig {
+        cases: 24,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..ProptestConfig::default()
+    })]
 
     /// Pieces of one capture named in any order give the records of the
     /// whole, with one and two shards.

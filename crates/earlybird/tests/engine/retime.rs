@@ -5,7 +5,7 @@
 //! come closer to those of the original capture with either correction;
 //! the file is warned about as batch-stamped, and off changes nothing.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::Path;

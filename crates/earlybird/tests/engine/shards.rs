@@ -4,7 +4,7 @@
 //! batch is read by one shard, which hands the others their packets
 //! (`earlybird::exchange`); small batches make every capture many turns.
 
-mod common;
+use crate::common;
 
 use earlybird::{CaptureFile, GenKind, GenOptions, ModelRef, RunOptions};
 

@@ -10,7 +10,7 @@
 //! where the thesis says it does and that the estimates are within their
 //! expected error.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::Path;

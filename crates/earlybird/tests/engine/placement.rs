@@ -5,7 +5,7 @@
 //! same bytes, on generated traffic of many batches and on real captures
 //! (IPv6, VXLAN), with a model labelling flows.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

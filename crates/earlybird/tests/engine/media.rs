@@ -10,7 +10,7 @@
 //! media flow or byte and flag no other UDP flow that Table 6.2's tests
 //! alone do not.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;

@@ -5,7 +5,7 @@
 //! of the file must come out with the packets and bytes the file run gives
 //! it. Needs root (skipped otherwise, and says so).
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -8,7 +8,7 @@
 //! with shifted timestamps into a file of several MiB, as classic pcap and
 //! as pcapng.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;

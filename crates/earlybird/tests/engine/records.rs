@@ -4,7 +4,7 @@
 //! and what was not measured is `None` in the record and empty / `null` in
 //! the output, never 0.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

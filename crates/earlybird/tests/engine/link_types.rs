@@ -13,7 +13,7 @@
 //! Teredo, CAPWAP) must give flows of their kind. Skips cleanly without
 //! the corpus.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
