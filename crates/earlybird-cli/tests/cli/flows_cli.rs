@@ -1,7 +1,7 @@
 //! `earlybird flows` as a user meets it: bad and cut-off inputs, outputs that
 //! fail, exit codes, and the records written.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

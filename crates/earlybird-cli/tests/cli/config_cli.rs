@@ -3,7 +3,7 @@
 //! example probe configuration in docs/ passes `--check-config`, and a
 //! bad file is refused naming it.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

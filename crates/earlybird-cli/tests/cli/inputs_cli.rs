@@ -2,7 +2,7 @@
 //! directory of rotated pieces in shell-glob order, files named out of time
 //! order, and the whole shared corpus in one run.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

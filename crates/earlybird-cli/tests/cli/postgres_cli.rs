@@ -9,7 +9,7 @@
 //! so), PostgreSQL's server binaries (a failure under CI when missing) and
 //! the corpus (`../shared/corpus`).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -28,7 +28,7 @@
 //! Needs root and ffmpeg, sipp, iperf3, dnsmasq, dig, tcpdump, python3 with
 //! aioquic (SKIPPED without them outside CI, a failure under CI).
 
-mod netlab;
+use crate::netlab;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -255,6 +255,7 @@ fn spawn_quiet(mut c: Command) -> Proc {
 
 #[test]
 fn media_of_real_programs_is_detected_and_their_other_udp_is_not() {
+    let _alone = netlab::alone();
     if !netlab::tools(&[
         "ffmpeg", "sipp", "iperf3", "dnsmasq", "dig", "tcpdump", "python3",
     ]) {

@@ -11,7 +11,7 @@
 //!
 //! The corpus test is SKIPPED without the corpus.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -11,7 +11,7 @@
 //! Needs root and the lab's programs (Debian packages installed by
 //! `.ci/run`); without them the test says SKIPPED, and fails under CI.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -91,6 +91,7 @@ fn accuracy(report: &str) -> f64 {
 
 #[test]
 fn lab_captures_are_labelled_flow_by_flow_and_train_a_classifier() {
+    let _alone = crate::netlab::alone();
     // SAFETY: plain libc call.
     if unsafe { libc::geteuid() } != 0 {
         assert!(!under_ci(), "the lab test needs root under CI");

@@ -4,8 +4,7 @@
 //! CSV holds every packet of the capture in flows. Needs root (skipped
 //! otherwise, and says so).
 
-#[path = "../../earlybird/tests/engine/common.rs"]
-mod lib_common;
+use crate::lib_common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -9,7 +9,7 @@
 //! (Debian: libndpi-bin; SKIPPED when missing, a failure under CI).
 //! Without the `ndpi` feature, it checks that `label` says how to build it.
 
-mod common;
+use crate::common;
 
 use common::eb;
 

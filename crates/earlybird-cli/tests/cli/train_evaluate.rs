@@ -2,7 +2,7 @@
 //! `earlybird flows` labelling with the built-in model (skips without the
 //! corpus).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -3,7 +3,7 @@
 //! is on, off reports nothing new, and several shards give the records
 //! one shard gives.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -21,9 +21,8 @@
 //! Needs root (skipped otherwise, and says so), sipp and tcpdump (a failure
 //! under CI when missing).
 
-#[path = "../../earlybird/tests/engine/common.rs"]
-mod lib_common;
-mod netlab;
+use crate::lib_common;
+use crate::netlab;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -60,6 +59,7 @@ impl Drop for Child {
 
 #[test]
 fn sipp_calls_are_tracked_live_and_from_a_file() {
+    let _alone = netlab::alone();
     if !(have("sipp") && have("tcpdump")) {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
@@ -419,6 +419,7 @@ fn stream_of<'a>(recs: &'a [serde_json::Value], k: &StreamKey) -> &'a serde_json
 
 #[test]
 fn sipp_calls_over_a_lossy_link_report_the_loss_the_link_made() {
+    let _alone = netlab::alone();
     if !netlab::tools(&["sipp", "tcpdump", "python3"]) {
         return;
     }

@@ -9,7 +9,7 @@
 //! nfdump and tshark must be installed (`.ci/run` does); without them a
 //! test says SKIPPED, and fails under CI.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::Read;

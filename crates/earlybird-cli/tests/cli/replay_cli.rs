@@ -3,7 +3,7 @@
 //! interface name is checked before any socket is opened. (Sending itself is
 //! tested in the library's `tests/replay.rs`, over a veth pair.)
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -14,7 +14,7 @@
 //! Needs the corpus (`../shared/corpus`; SKIPPED without it) and sox for
 //! the WAV test (a failure under CI when missing).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

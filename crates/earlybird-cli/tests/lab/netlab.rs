@@ -10,9 +10,10 @@
 //! a program the test started. [`Link::stop`] stops the emulator and
 //! returns its per-direction counters; dropping the link kills every
 //! process left in the namespaces and deletes them, also when the test
-//! fails. [`Proc`] is a child process killed on drop. [`udp_packets`]
-//! reads the UDP/IPv4 packets of a tcpdump file (Ethernet), for truth
-//! counts taken on both sides of the link.
+//! fails. [`alone`] runs the tests one at a time. [`Proc`] is a child
+//! process killed on drop. [`udp_packets`] reads the UDP/IPv4 packets of
+//! a tcpdump file (Ethernet), for truth counts taken on both sides of the
+//! link.
 
 #![allow(dead_code)]
 
@@ -43,6 +44,16 @@ pub fn tools(names: &[&str]) -> bool {
     assert!(!under_ci(), "required under CI: {missing:?}");
     eprintln!("SKIPPED: not installed: {missing:?}");
     false
+}
+
+/// Holds the lab for the calling test until the guard drops: every test
+/// of this binary takes it first, so they run one at a time (they time
+/// real programs; `main.rs`). A test that failed holding it does not
+/// poison it for the next.
+pub fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static LAB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LAB.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A child process, killed (SIGKILL) and reaped on drop.

@@ -4,7 +4,7 @@
 //! too, the config file reaches the option, bad specs and `-w` are
 //! refused, and `evaluate --sample` scores under sampling.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -6,8 +6,7 @@
 //! and promtool (Debian package prometheus; skipped otherwise, and says so,
 //! except under CI where .ci/run installs them).
 
-#[path = "../../earlybird/tests/engine/common.rs"]
-mod lib_common;
+use crate::lib_common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};

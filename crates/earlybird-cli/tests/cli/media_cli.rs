@@ -2,7 +2,7 @@
 //! lines, intervals from `--media-config FILE` and from a `[media]` table of
 //! a `--config` file, and a bad media file refused naming it.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

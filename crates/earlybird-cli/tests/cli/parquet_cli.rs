@@ -9,7 +9,7 @@
 //! missing, the tests fail under CI (`CI=true`) and say SKIPPED elsewhere.
 #![cfg(feature = "parquet")]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -25,7 +25,7 @@ fn testdata() -> PathBuf {
 }
 
 fn script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/parquet_check.py")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cli/parquet_check.py")
 }
 
 /// True when python3 can import every reader; false (the test is skipped,

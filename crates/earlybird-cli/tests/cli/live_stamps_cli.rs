@@ -5,8 +5,7 @@
 //! hardware stamps on it is an error naming the interface. Needs root
 //! (skipped otherwise, and says so; CI runs as root).
 
-#[path = "../../earlybird/tests/engine/common.rs"]
-mod lib_common;
+use crate::lib_common;
 
 use std::process::Command;
 

@@ -11,8 +11,7 @@
 //! must be installed: `.ci/run` does; without it that test says SKIPPED,
 //! and fails under CI).
 
-#[path = "../../earlybird/tests/engine/common.rs"]
-mod lib_common;
+use crate::lib_common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
