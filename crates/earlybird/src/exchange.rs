@@ -44,7 +44,7 @@
 //! shard goes on running, in turn order, each parcel that was read for it
 //! (skipping turns nobody read) until every other shard has stopped and
 //! been drained. So every packet counted as read was run through a table
-//! or counted as skipped (tests/interrupt.rs).
+//! or counted as skipped (tests/engine/interrupt.rs).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
