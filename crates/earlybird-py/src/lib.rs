@@ -76,7 +76,12 @@ pub(crate) fn to_py(e: Error) -> PyErr {
             CaptureError::new_err(text)
         }
         Error::Model { .. } => ModelError::new_err(text),
-        Error::Config(_) | Error::Usage(_) | Error::Setting { .. } => PyValueError::new_err(text),
+        Error::Config(_)
+        | Error::Usage(_)
+        | Error::Setting { .. }
+        | Error::Value { .. }
+        | Error::File { .. }
+        | Error::Training(_) => PyValueError::new_err(text),
         _ => EarlybirdError::new_err(text),
     }
 }

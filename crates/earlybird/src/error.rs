@@ -87,6 +87,59 @@ pub enum Error {
     /// Invalid configuration given by the user.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A value that cannot be read, with the key or option it belongs to
+    /// (`label level`, `algorithm`, `interface list`).
+    #[error("{key} {value:?}: {reason}")]
+    Value {
+        /// The key or option the value was given for.
+        key: String,
+        /// The value as given.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A file the run reads besides its captures (a DSCP map, an alarms
+    /// file, a media configuration, a label or ground-truth file) that
+    /// cannot be read or used.
+    #[error("{}{}: {reason}", path.display(), line.map(|l| format!(", line {l}")).unwrap_or_default())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The line, when known.
+        line: Option<usize>,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A training or evaluation that cannot be done with the data given
+    /// (an empty training set, no labelled flow, no threshold reaching
+    /// the precision asked for).
+    #[error("{0}")]
+    Training(String),
+    /// An engine thread could not be started.
+    #[error("cannot start the {name} thread: {source}")]
+    Spawn {
+        /// The thread (`shard`, `exporter`, `call writer`, …).
+        name: String,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An engine thread panicked: a bug; what it was doing is lost.
+    #[error("the {name} thread panicked")]
+    Thread {
+        /// The thread (`shard`, `exporter`, `record writer`, …).
+        name: String,
+    },
+    /// A socket of the run (the metrics endpoint) cannot listen.
+    #[error("cannot listen on {addr} for {what}: {reason}")]
+    Listen {
+        /// The address asked for.
+        addr: String,
+        /// What the socket is for (`metrics`).
+        what: String,
+        /// What failed.
+        reason: String,
+    },
     /// An option's value, or a combination of options, that cannot run
     /// (the command line exits 2 on it); the text names the options.
     #[error("{0}")]
@@ -118,11 +171,68 @@ impl Error {
         }
     }
 
+    /// An engine thread that panicked (see [`Error::Thread`]).
+    pub fn thread(name: &str) -> Self {
+        Error::Thread { name: name.into() }
+    }
+
+    /// An engine thread that could not start (see [`Error::Spawn`]).
+    pub fn spawn(name: &str) -> impl FnOnce(std::io::Error) -> Self + '_ {
+        move |source| Error::Spawn {
+            name: name.into(),
+            source,
+        }
+    }
+
+    /// A value of `key` that cannot be read (see [`Error::Value`]).
+    pub fn value(key: &str, value: &str, reason: impl ToString) -> Self {
+        Error::Value {
+            key: key.into(),
+            value: value.into(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// A file error with the line when known (see [`Error::File`]).
+    pub fn file(path: impl Into<PathBuf>, line: Option<usize>, reason: impl ToString) -> Self {
+        Error::File {
+            path: path.into(),
+            line,
+            reason: reason.to_string(),
+        }
+    }
+
     /// Wrap an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_carry_their_context_as_fields() {
+        let e = Error::thread("record writer");
+        assert!(matches!(&e, Error::Thread { name } if name == "record writer"));
+        assert_eq!(e.to_string(), "the record writer thread panicked");
+        let e = Error::spawn("shard")(std::io::Error::other("no memory"));
+        assert_eq!(e.to_string(), "cannot start the shard thread: no memory");
+        assert!(std::error::Error::source(&e).is_some());
+        let e = Error::file("truth.csv", Some(3), "bad port \"x\"");
+        assert_eq!(e.to_string(), "truth.csv, line 3: bad port \"x\"");
+        assert_eq!(
+            Error::file("map.toml", None, "no class").to_string(),
+            "map.toml: no class"
+        );
+        let e = Error::value("label level", "apps", "expected app, proto or category");
+        assert_eq!(
+            e.to_string(),
+            "label level \"apps\": expected app, proto or category"
+        );
     }
 }

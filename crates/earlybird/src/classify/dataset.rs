@@ -51,9 +51,11 @@ impl std::str::FromStr for LabelLevel {
             "app" => Ok(LabelLevel::App),
             "proto" => Ok(LabelLevel::Proto),
             "category" => Ok(LabelLevel::Category),
-            _ => Err(Error::Config(format!(
-                "label level {s:?}: expected app, proto or category"
-            ))),
+            _ => Err(Error::value(
+                "label level",
+                s,
+                "expected app, proto or category",
+            )),
         }
     }
 }

@@ -45,6 +45,7 @@ use std::sync::Arc;
 use super::direct::DirectPcap;
 use super::{DumpFilter, DumpFormat};
 use crate::decode::LinkType;
+use crate::error::Error;
 use crate::source::pcap_writer::{
     linktype_number, micros_to_nanos, PcapOut, MAX_SNAPLEN as OUT_SNAPLEN,
 };
@@ -615,7 +616,7 @@ impl Dumper {
         }
         if self.cur.is_none() {
             if let Err(e) = self.open(ts, link) {
-                self.failed(e, 1);
+                self.failed(e.to_string(), 1);
                 return false;
             }
         }
@@ -657,7 +658,7 @@ impl Dumper {
     }
 
     /// Creates the next file, named for its first packet at `ts`.
-    fn open(&mut self, ts: Nanos, link: LinkType) -> Result<(), String> {
+    fn open(&mut self, ts: Nanos, link: LinkType) -> Result<(), Error> {
         self.seq += 1;
         let name = format!(
             "eb-{:010}.{:09}-s{:02}-{:06}.{}",
@@ -668,8 +669,8 @@ impl Dumper {
             self.format.extension()
         );
         let path = self.dir.join(name);
-        let out = Out::create(self.format, self.direct, &path, link)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let out =
+            Out::create(self.format, self.direct, &path, link).map_err(|e| Error::io(&path, e))?;
         let header = Out::header(self.format);
         self.counters.files += 1;
         self.cur = Some(Open {

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::ring::PacketRing;
+use crate::error::Error;
 use crate::time::Nanos;
 
 /// What `--alarm-pcap-dir` asks for.
@@ -145,7 +146,7 @@ impl Forensics {
         shard: usize,
         ring: &PacketRing,
         done: &mut usize,
-    ) -> Vec<Result<Served, String>> {
+    ) -> Vec<Result<Served, Error>> {
         if self.asked.load(Ordering::Acquire) == *done {
             return Vec::new();
         }
@@ -158,7 +159,7 @@ impl Forensics {
         shard: usize,
         ring: &PacketRing,
         done: &mut usize,
-    ) -> Vec<Result<Served, String>> {
+    ) -> Vec<Result<Served, Error>> {
         let pending: Vec<Request> = {
             let r = self.requests.lock().unwrap_or_else(|p| p.into_inner());
             r[(*done).min(r.len())..].to_vec()
@@ -179,7 +180,7 @@ impl Forensics {
 
     /// At the end of the run: the requests no shard served yet, from the
     /// rings handed over.
-    pub fn serve_rest(&self) -> Vec<Result<Served, String>> {
+    pub fn serve_rest(&self) -> Vec<Result<Served, Error>> {
         let mut rings = std::mem::take(&mut *self.rings.lock().unwrap_or_else(|p| p.into_inner()));
         let mut out = Vec::new();
         for (shard, done, ring) in &mut rings {
@@ -190,14 +191,11 @@ impl Forensics {
 }
 
 /// Writes the window `[from, to]` of `ring` to `file`.
-fn write(ring: &PacketRing, file: &Path, from: Nanos, to: Nanos) -> Result<Served, String> {
-    match ring.write_window(file, from, to) {
-        Ok(w) => Ok(Served {
-            file: file.to_path_buf(),
-            packets: w.packets,
-        }),
-        Err(e) => Err(e.to_string()),
-    }
+fn write(ring: &PacketRing, file: &Path, from: Nanos, to: Nanos) -> Result<Served, Error> {
+    ring.write_window(file, from, to).map(|w| Served {
+        file: file.to_path_buf(),
+        packets: w.packets,
+    })
 }
 
 #[cfg(test)]
@@ -241,7 +239,9 @@ mod tests {
         );
         let got = f.serve(0, &rings[0], &mut done[0]);
         assert_eq!(
-            got,
+            got.into_iter()
+                .map(|r| r.map_err(|e| e.to_string()))
+                .collect::<Vec<_>>(),
             vec![Ok(Served {
                 file: files[0].clone(),
                 packets: 4
@@ -257,7 +257,9 @@ mod tests {
         f.hand_over(0, r0, done[0]);
         let rest = f.serve_rest();
         assert_eq!(
-            rest,
+            rest.into_iter()
+                .map(|r| r.map_err(|e| e.to_string()))
+                .collect::<Vec<_>>(),
             vec![Ok(Served {
                 file: files[1].clone(),
                 packets: 4

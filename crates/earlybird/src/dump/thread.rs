@@ -47,6 +47,7 @@ use std::thread::JoinHandle;
 use super::dumper::read_at;
 use super::Dumper;
 use crate::decode::LinkType;
+use crate::error::Error;
 use crate::source::file::RecordsFile;
 use crate::source::pcap_writer::MAX_SNAPLEN;
 use crate::source::PacketRef;
@@ -261,17 +262,14 @@ impl DumpThread {
         }
     }
 
-    /// Waits for every job and returns the dumper; `Err` names what went
-    /// wrong when the thread did not end normally.
-    pub(crate) fn finish(&mut self) -> Result<Dumper, String> {
+    /// Waits for every job and returns the dumper; an [`Error::Thread`]
+    /// when the thread did not end normally (or was finished before).
+    pub(crate) fn finish(&mut self) -> Result<Dumper, Error> {
         self.send();
         drop(self.to.take());
         match self.handle.take().map(JoinHandle::join) {
             Some(Ok(d)) => Ok(d),
-            Some(Err(_)) => {
-                Err("the packet dumper's thread failed; its files may be cut short".into())
-            }
-            None => Err("the packet dumper's thread was already finished".into()),
+            Some(Err(_)) | None => Err(Error::thread("packet dumper")),
         }
     }
 }

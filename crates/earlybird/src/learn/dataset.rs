@@ -114,6 +114,20 @@ fn file_name(p: &str) -> &str {
     p.rsplit(['/', '\\']).next().unwrap_or(p)
 }
 
+/// A ground-truth CSV that cannot be read (the caller names the file).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LabelFileError {
+    /// No header line.
+    #[error("empty file")]
+    Empty,
+    /// The header lacks a column.
+    #[error("missing column {name:?}")]
+    Column {
+        /// The column.
+        name: String,
+    },
+}
+
 impl LabelSet {
     /// Reads a ground-truth CSV; `Unknown` rows are skipped.
     pub fn load(path: impl AsRef<Path>, level: LabelLevel) -> Result<LabelSet> {
@@ -128,8 +142,10 @@ impl LabelSet {
     ) -> Result<LabelSet> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        let mut set = Self::parse(&text, level, opt)
-            .map_err(|reason| Error::Config(format!("label file {}: {reason}", path.display())))?;
+        let mut set = Self::parse(&text, level, opt).map_err(|e| {
+            let line = matches!(e, LabelFileError::Column { .. }).then_some(1);
+            Error::file(path, line, e)
+        })?;
         set.files.push(path.to_path_buf());
         Ok(set)
     }
@@ -139,16 +155,18 @@ impl LabelSet {
         text: &str,
         level: LabelLevel,
         opt: &LabelOptions,
-    ) -> std::result::Result<LabelSet, String> {
+    ) -> std::result::Result<LabelSet, LabelFileError> {
         let mut lines = text.lines();
-        let header = lines.next().ok_or("empty file")?;
+        let header = lines.next().ok_or(LabelFileError::Empty)?;
         let mut fields = Vec::new();
         split_csv(header.trim_end_matches('\r'), &mut fields);
         let col = |name: &str| {
             fields
                 .iter()
                 .position(|f| f.trim() == name)
-                .ok_or(format!("missing column {name:?}"))
+                .ok_or_else(|| LabelFileError::Column {
+                    name: name.to_string(),
+                })
         };
         let c_pcap = col("pcap")?;
         let c_proto = col("proto")?;
@@ -508,7 +526,13 @@ mod tests {
             &LabelOptions::default(),
         )
         .unwrap_err();
-        assert!(e.contains("sport"), "{e}");
+        assert_eq!(
+            e,
+            LabelFileError::Column {
+                name: "sport".into()
+            }
+        );
+        assert!(e.to_string().contains("sport"), "{e}");
         let e = LabelSet::load("/nonexistent/truth.csv", LabelLevel::App).unwrap_err();
         assert!(e.to_string().contains("/nonexistent/truth.csv"));
     }

@@ -133,7 +133,10 @@ pub fn label_captures(
     let at = |n: &str| names.iter().position(|x| x == n);
     let cols: Vec<Option<usize>> = FIELDS.iter().map(|n| at(n)).collect();
     let c_packets = at("ndpi_packets");
-    let write_err = |e: std::io::Error| Error::Config(format!("writing {out_name}: {e}"));
+    let write_err = |e: std::io::Error| Error::Output {
+        name: out_name.to_string(),
+        reason: e.to_string(),
+    };
     writeln!(out, "{COLUMNS}").map_err(write_err)?;
     let mut stats = LabelStats::default();
     for path in files {
@@ -146,7 +149,7 @@ pub fn label_captures(
             }
         };
         let (flows, _) = pipeline::collect(std::slice::from_ref(&cap), &run, &ModelRef::default())
-            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+            .map_err(|e| Error::file(path, None, e))?;
         let pcap = cell(
             &path
                 .file_name()

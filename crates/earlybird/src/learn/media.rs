@@ -70,11 +70,12 @@ pub struct MediaLabels {
     pub by_file: BTreeMap<String, HashMap<Tuple, String>>,
 }
 
-fn addr(s: &str, what: &str) -> Result<[u8; 16]> {
+/// The address `s`; `err` makes the error from its reason.
+fn addr(s: &str, err: impl Fn(String) -> Error) -> Result<[u8; 16]> {
     match s.parse::<IpAddr>() {
         Ok(IpAddr::V4(v)) => Ok(map_v4(v.octets())),
         Ok(IpAddr::V6(v)) => Ok(v.octets()),
-        Err(_) => Err(Error::Config(format!("{what}: bad address {s:?}"))),
+        Err(_) => Err(err(format!("bad address {s:?}"))),
     }
 }
 
@@ -110,14 +111,11 @@ impl MediaLabels {
     }
 
     fn load_json(&mut self, p: &Path) -> Result<()> {
-        let name = p.display().to_string();
-        let text = std::fs::read_to_string(p).map_err(|e| Error::Config(format!("{name}: {e}")))?;
-        let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| Error::Config(format!("{name}: {e}")))?;
+        let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| Error::file(p, Some(e.line()), e.to_string()))?;
         let Some(files) = v.as_object() else {
-            return Err(Error::Config(format!(
-                "{name}: expected an object of capture files"
-            )));
+            return Err(Error::file(p, None, "expected an object of capture files"));
         };
         for (file, entry) in files {
             for var in [
@@ -126,20 +124,18 @@ impl MediaLabels {
                 "rtp_streams_decode_as",
             ] {
                 for s in entry[var].as_array().into_iter().flatten() {
-                    let what = format!("{name}: {file} {var}");
+                    let err =
+                        |reason: String| Error::file(p, None, format!("{file} {var}: {reason}"));
                     let port = |k: &str| {
                         s[k].as_u64()
                             .and_then(|v| u16::try_from(v).ok())
-                            .ok_or_else(|| Error::Config(format!("{what}: bad {k}")))
+                            .ok_or_else(|| err(format!("bad {k}")))
                     };
-                    let text = |k: &str| {
-                        s[k].as_str()
-                            .ok_or_else(|| Error::Config(format!("{what}: no {k}")))
-                    };
+                    let text = |k: &str| s[k].as_str().ok_or_else(|| err(format!("no {k}")));
                     let tu = tuple(
-                        addr(text("src")?, &what)?,
+                        addr(text("src")?, err)?,
                         port("sport")?,
-                        addr(text("dst")?, &what)?,
+                        addr(text("dst")?, err)?,
                         port("dport")?,
                     );
                     self.by_file
@@ -153,15 +149,14 @@ impl MediaLabels {
     }
 
     fn load_csv(&mut self, p: &Path) -> Result<()> {
-        let name = p.display().to_string();
-        let text = std::fs::read_to_string(p).map_err(|e| Error::Config(format!("{name}: {e}")))?;
+        let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;
         let mut lines = text.lines();
         let mut h = Vec::new();
         super::dataset::split_csv(lines.next().unwrap_or("").trim_end_matches('\r'), &mut h);
         let col = |n: &str| {
             h.iter()
                 .position(|x| x == n)
-                .ok_or_else(|| Error::Config(format!("{name}: no column {n}")))
+                .ok_or_else(|| Error::file(p, Some(1), format!("no column {n}")))
         };
         let (pc, pr, s, sp, d, dp, mk) = (
             col("pcap")?,
@@ -177,7 +172,7 @@ impl MediaLabels {
             if line.trim().is_empty() {
                 continue;
             }
-            let what = format!("{name}: line {}", i + 2);
+            let err = |reason: String| Error::file(p, Some(i + 2), reason);
             super::dataset::split_csv(line.trim_end_matches('\r'), &mut row);
             let get = |c: usize| row.get(c).map_or("", String::as_str);
             if get(pr) != "UDP" && get(pr) != "17" {
@@ -186,14 +181,9 @@ impl MediaLabels {
             let port = |c: usize| {
                 get(c)
                     .parse::<u16>()
-                    .map_err(|_| Error::Config(format!("{what}: bad port {:?}", get(c))))
+                    .map_err(|_| err(format!("bad port {:?}", get(c))))
             };
-            let tu = tuple(
-                addr(get(s), &what)?,
-                port(sp)?,
-                addr(get(d), &what)?,
-                port(dp)?,
-            );
+            let tu = tuple(addr(get(s), err)?, port(sp)?, addr(get(d), err)?, port(dp)?);
             let kind = match get(mk) {
                 k @ ("audio" | "video") => k.to_string(),
                 _ => UNSPECIFIED.to_string(),

@@ -67,9 +67,11 @@ impl FromStr for Algo {
             .into_iter()
             .find(|a| a.name() == s)
             .ok_or_else(|| {
-                Error::Config(format!(
-                    "algorithm {s:?}: expected one of nb, c45, forest, svm, ports, gnb"
-                ))
+                Error::value(
+                    "algorithm",
+                    s,
+                    "expected one of nb, c45, forest, svm, ports, gnb",
+                )
             })
     }
 }
@@ -141,10 +143,10 @@ pub fn train(data: &Dataset, opt: &TrainOptions) -> Result<Model> {
         )));
     }
     if data.samples.is_empty() || data.classes.is_empty() {
-        return Err(Error::Config("training set is empty".into()));
+        return Err(Error::Training("training set is empty".into()));
     }
     if data.classes.len() >= u16::MAX as usize {
-        return Err(Error::Config(format!(
+        return Err(Error::Training(format!(
             "{} classes is too many",
             data.classes.len()
         )));
@@ -154,7 +156,7 @@ pub fn train(data: &Dataset, opt: &TrainOptions) -> Result<Model> {
         .iter()
         .any(|s| s.label as usize >= data.classes.len())
     {
-        return Err(Error::Config("a sample's label is not a class".into()));
+        return Err(Error::Training("a sample's label is not a class".into()));
     }
     // Classes without a training sample are left out of the model (a split
     // keeps the full class list on both sides).
@@ -191,7 +193,7 @@ pub fn train(data: &Dataset, opt: &TrainOptions) -> Result<Model> {
         )),
         Algo::Svm => {
             if data.classes.len() > crate::classify::svm::MAX_CLASSES {
-                return Err(Error::Config(format!(
+                return Err(Error::Training(format!(
                     "svm supports at most {} classes",
                     crate::classify::svm::MAX_CLASSES
                 )));
@@ -212,7 +214,9 @@ pub fn train(data: &Dataset, opt: &TrainOptions) -> Result<Model> {
         },
         kind,
     };
-    model.validate().map_err(Error::Config)?;
+    model
+        .validate()
+        .map_err(|e| Error::Training(format!("inconsistent model: {e}")))?;
     Ok(model)
 }
 

@@ -264,7 +264,7 @@ pub fn dataset_from_captures(
             }
         };
         let (flows, _) = pipeline::collect(std::slice::from_ref(&cap), opts, &ModelRef::default())
-            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+            .map_err(|e| Error::file(path, None, e))?;
         let group = file_name(path);
         let before = stats.labelled;
         for f in &flows {
@@ -303,7 +303,7 @@ pub fn prepare(
     run.flow.early_packets = run.flow.early_packets.max(packets).max(MAX_K);
     let (data, captures) = dataset_from_captures(files, labels, &run)?;
     if data.samples.is_empty() {
-        return Err(Error::Config(format!(
+        return Err(Error::Training(format!(
             "no flow of the {} capture(s) has a label: check that the label files name these captures ({captures})",
             files.len()
         )));
@@ -461,14 +461,14 @@ pub fn train_captures(
         }
         let (fit, val) = p.train.split_by_group(0.25, data.seed.wrapping_add(1));
         if val.samples.is_empty() || fit.samples.is_empty() {
-            return Err(Error::Config(
+            return Err(Error::Training(
                 "too few training captures to set validation captures apart for the threshold"
                     .into(),
             ));
         }
         let r = evaluate(&train(&fit, &opts)?, &val);
         let Some(t) = threshold_for_precision(&r.scored, target) else {
-            return Err(Error::Config(format!(
+            return Err(Error::Training(format!(
                 "no threshold reaches precision {:.1} % on the {} validation flows (at threshold 0: {:.1} %)",
                 100.0 * target,
                 val.samples.len(),
@@ -528,7 +528,7 @@ pub fn train_cascade_captures(
     }
     let (fit, val) = p.train.split_by_group(0.25, data.seed.wrapping_add(1));
     if val.samples.is_empty() || fit.samples.is_empty() {
-        return Err(Error::Config(
+        return Err(Error::Training(
             "too few training captures to set validation captures apart for the thresholds".into(),
         ));
     }
@@ -544,7 +544,7 @@ pub fn train_cascade_captures(
             if k < opts.packets {
                 continue;
             }
-            return Err(Error::Config(format!(
+            return Err(Error::Training(format!(
                 "k = {k}: no threshold reaches precision {:.1} % on the {} validation flows (at threshold 0: {:.1} %)",
                 100.0 * target_precision,
                 val.samples.len(),
@@ -566,7 +566,9 @@ pub fn train_cascade_captures(
         },
         kind: ModelKind::Cascade(Cascade { stages }),
     };
-    model.validate().map_err(Error::Config)?;
+    model
+        .validate()
+        .map_err(|e| Error::Training(format!("inconsistent model: {e}")))?;
     finish_training(model, files, labels, &p, chosen)
 }
 
@@ -585,7 +587,7 @@ pub fn evaluate_captures(
         &p.train
     };
     if eval.samples.is_empty() {
-        return Err(Error::Config(
+        return Err(Error::Training(
             "nothing to evaluate: the split left no capture on the test side".into(),
         ));
     }
@@ -604,7 +606,7 @@ pub fn evaluate_captures(
             .take(5)
             .map(|o| o.0.as_str())
             .collect();
-        return Err(Error::Config(format!(
+        return Err(Error::Training(format!(
             "{} of the {} evaluation captures were used to train this model ({}{}): scores on them say nothing about new traffic; evaluate on other captures (or the model's held-out split), or allow the overlap knowingly (--allow-overlap)",
             summary.overlap.len(),
             summary.test_files,
@@ -681,7 +683,7 @@ pub fn compare_captures(
     let packets = algos.iter().map(|a| a.packets).max().unwrap_or(1);
     let p = prepare(files, labels, data, packets)?;
     if p.test.samples.is_empty() {
-        return Err(Error::Config(
+        return Err(Error::Training(
             "the split left no capture on the test side (too few captures per class)".into(),
         ));
     }

@@ -26,7 +26,7 @@ pub struct Marker {
     /// DSCP of flows whose verdict is "unknown".
     pub unknown: Option<u8>,
     /// The first write error; writing stops there, flows go on.
-    pub error: Option<String>,
+    pub error: Option<crate::error::Error>,
     /// Whether packets are marked (else they are copied as read).
     marking: bool,
     /// Per packet of the batch: (IP header offset, IP version, DSCP).
@@ -118,7 +118,7 @@ impl Marker {
                     .unwrap_or(&[]);
                 let mark = self.marks.get(i).copied().flatten();
                 if let Err(e) = self.writer.write(r.link, r.ts, r.orig_len, bytes, mark) {
-                    self.error = Some(e.to_string());
+                    self.error = Some(e);
                     break;
                 }
             }

@@ -68,10 +68,13 @@ impl DscpMap {
 
     /// Same as [`DscpMap::load`] over text; `source` names it in errors.
     pub fn parse(source: &str, text: &str) -> Result<DscpMap> {
-        let err = |msg: String| Error::Config(format!("{source}: {msg}"));
-        let table: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| err(e.to_string().trim_end().to_string()))?;
+        let err = |msg: String| Error::file(source, None, msg);
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            Error::file(source, line, e.to_string().trim_end())
+        })?;
         let mut map = DscpMap {
             source: source.to_string(),
             default: None,
@@ -79,10 +82,13 @@ impl DscpMap {
         };
         for (key, value) in &table {
             match (key.as_str(), value) {
-                ("default", v) => map.default = Some(dscp_value("default", v).map_err(err)?),
+                ("default", v) => {
+                    map.default = Some(dscp_value("default", v).map_err(|e| err(e.to_string()))?)
+                }
                 ("classes", toml::Value::Table(classes)) => {
                     for (name, v) in classes {
-                        let d = dscp_value(&format!("classes.\"{name}\""), v).map_err(err)?;
+                        let d = dscp_value(&format!("classes.\"{name}\""), v)
+                            .map_err(|e| err(e.to_string()))?;
                         map.classes.push((name.clone(), d));
                     }
                 }
@@ -113,13 +119,16 @@ impl DscpMap {
             .filter(|n| *n != UNKNOWN_CLASS && !class_names.iter().any(|c| c == n))
             .collect();
         if !missing.is_empty() {
-            return Err(Error::Config(format!(
-                "{}: class{} {} not in the model; available classes: {}",
-                self.source,
-                if missing.len() == 1 { "" } else { "es" },
-                quoted(missing.iter().copied()),
-                quoted(class_names.iter().map(String::as_str)),
-            )));
+            return Err(Error::file(
+                &self.source,
+                None,
+                format!(
+                    "class{} {} not in the model; available classes: {}",
+                    if missing.len() == 1 { "" } else { "es" },
+                    quoted(missing.iter().copied()),
+                    quoted(class_names.iter().map(String::as_str)),
+                ),
+            ));
         }
         Ok(class_names.iter().map(|c| self.get(c)).collect())
     }
@@ -140,27 +149,61 @@ impl DscpMap {
     }
 }
 
+/// A DSCP map's value that is not a DSCP; each names its key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DscpError {
+    /// A number outside 0..=63.
+    #[error("{key} = {value}: a DSCP number must be in 0..=63")]
+    Range {
+        /// The key (`default`, `classes."DNS"`).
+        key: String,
+        /// The number given.
+        value: i64,
+    },
+    /// A string that is no PHB name.
+    #[error("{key} = \"{value}\": not a PHB name (CS0-CS7, AF11-AF43, EF, LE, DF) nor a number")]
+    Phb {
+        /// The key.
+        key: String,
+        /// The string given.
+        value: String,
+    },
+    /// A table where a DSCP was expected (a class name with a dot).
+    #[error(
+        "{key}: expected a DSCP number 0..=63 or a PHB name, got a table \
+         (quote class names that contain dots: \"TLS.YouTube\" = \"AF41\")"
+    )]
+    Table {
+        /// The key.
+        key: String,
+    },
+    /// A value of another type.
+    #[error("{key}: expected a DSCP number 0..=63 or a PHB name, got {ty}")]
+    Type {
+        /// The key.
+        key: String,
+        /// The TOML type given.
+        ty: &'static str,
+    },
+}
+
 /// A DSCP given as an integer 0..=63 or a PHB name; `key` names it in errors.
-fn dscp_value(key: &str, v: &toml::Value) -> std::result::Result<u8, String> {
+fn dscp_value(key: &str, v: &toml::Value) -> std::result::Result<u8, DscpError> {
+    let key = key.to_string();
     match v {
         toml::Value::Integer(n) => u8::try_from(*n)
             .ok()
             .filter(|&d| d <= dscp::MAX_DSCP)
-            .ok_or_else(|| format!("{key} = {n}: a DSCP number must be in 0..=63")),
-        toml::Value::String(s) => parse_phb(s).ok_or_else(|| {
-            format!(
-                "{key} = \"{s}\": not a PHB name (CS0-CS7, AF11-AF43, EF, LE, DF) \
-                 nor a number"
-            )
+            .ok_or(DscpError::Range { key, value: *n }),
+        toml::Value::String(s) => parse_phb(s).ok_or_else(|| DscpError::Phb {
+            key,
+            value: s.clone(),
         }),
-        toml::Value::Table(_) => Err(format!(
-            "{key}: expected a DSCP number 0..=63 or a PHB name, got a table \
-             (quote class names that contain dots: \"TLS.YouTube\" = \"AF41\")"
-        )),
-        other => Err(format!(
-            "{key}: expected a DSCP number 0..=63 or a PHB name, got {}",
-            other.type_str()
-        )),
+        toml::Value::Table(_) => Err(DscpError::Table { key }),
+        other => Err(DscpError::Type {
+            key,
+            ty: other.type_str(),
+        }),
     }
 }
 
@@ -231,7 +274,34 @@ mod tests {
         let e = err("classes = 3\n");
         assert!(e.contains("`classes` must be a table"), "{e}");
         let e = err("[classes\n");
-        assert!(e.starts_with("invalid configuration: bad.toml: "), "{e}");
+        assert!(e.starts_with("bad.toml, line 1: "), "{e}");
+    }
+
+    #[test]
+    fn a_file_error_carries_the_path_and_the_line() {
+        let e = DscpMap::parse("bad.toml", "default = 1\n[classes\n").unwrap_err();
+        match &e {
+            Error::File { path, line, reason } => {
+                assert_eq!(path, Path::new("bad.toml"));
+                assert_eq!(*line, Some(2), "{reason}");
+            }
+            other => panic!("not a file error: {other:?}"),
+        }
+        assert!(e.to_string().starts_with("bad.toml, line 2: "), "{e}");
+        let e = DscpMap::parse("m.toml", "[classes]\nDNS = 64\n").unwrap_err();
+        assert!(
+            matches!(&e, Error::File { path, line: None, reason }
+                if path == Path::new("m.toml") && reason.starts_with("classes.\"DNS\" = 64")),
+            "{e:?}"
+        );
+        let v = toml::Value::Integer(64);
+        assert_eq!(
+            dscp_value("default", &v),
+            Err(DscpError::Range {
+                key: "default".into(),
+                value: 64
+            })
+        );
     }
 
     #[test]

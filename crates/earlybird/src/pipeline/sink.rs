@@ -171,7 +171,7 @@ impl Sink {
         };
         for r in f.serve(shard.id(), ring, done) {
             if let Err(e) = r {
-                self.forensic_errors.push(e);
+                self.forensic_errors.push(e.to_string());
             }
         }
     }
@@ -571,8 +571,11 @@ pub(super) fn export_loop(
         // The alarms of the last seconds: their pcaps from the rings the
         // shards handed over.
         if let Some(f) = &series.forensics {
-            out.errors
-                .extend(f.serve_rest().into_iter().filter_map(|r| r.err()));
+            out.errors.extend(
+                f.serve_rest()
+                    .into_iter()
+                    .filter_map(|r| r.err().map(|e| e.to_string())),
+            );
         }
     }
     out.each(|_, ex| ex.finish());

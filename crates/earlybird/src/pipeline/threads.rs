@@ -61,7 +61,7 @@ type ShardEnd = (
     Counters,
     Vec<Warning>,
     Option<u64>,
-    Option<std::result::Result<MarkCounters, String>>,
+    Option<Result<MarkCounters>>,
     Option<(DumpCounters, Option<String>)>,
     Vec<String>,
 );
@@ -132,7 +132,7 @@ pub(super) fn run_shards(
     let alarms = (!opts.alarms.is_empty())
         .then(|| Alarms::new(&opts.alarms))
         .transpose()
-        .map_err(Error::Config)?;
+        .map_err(|e| Error::Config(e.to_string()))?;
     let export_ctl = ExportControl {
         flush_every,
         reopen: ctl.reopen.clone(),
@@ -159,20 +159,20 @@ pub(super) fn run_shards(
                     .spawn_scoped(scope, move || st.run())
             })
             .transpose()
-            .map_err(|e| Error::Config(format!("cannot start the call stage thread: {e}")))?;
+            .map_err(Error::spawn("call stage"))?;
         let exporter = std::thread::Builder::new()
             .name("eb-export".into())
             .spawn_scoped(scope, move || {
                 export_loop(export_ends, exporters, export_ctl)
             })
-            .map_err(|e| Error::Config(format!("cannot start the exporter thread: {e}")))?;
+            .map_err(Error::spawn("exporter"))?;
         if let (Some(m), Some(jobs)) = (&costly, &job_rx) {
             for _ in 0..opts.classifier_threads.max(1) {
                 let (m, jobs, done) = (m.clone(), jobs.clone(), done_txs.clone());
                 std::thread::Builder::new()
                     .name("eb-classify".into())
                     .spawn_scoped(scope, move || crate::classify::pool::worker(m, jobs, done))
-                    .map_err(|e| Error::Config(format!("cannot start a classifier thread: {e}")))?;
+                    .map_err(Error::spawn("classifier"))?;
             }
         }
         drop(job_rx);
@@ -199,9 +199,7 @@ pub(super) fn run_shards(
             let handle = std::thread::Builder::new()
                 .name(format!("eb-shard{id}"))
                 .spawn_scoped(scope, move || shard_thread(start, opts, ctl));
-            handles.push(
-                handle.map_err(|e| Error::Config(format!("cannot start a shard thread: {e}")))?,
-            );
+            handles.push(handle.map_err(Error::spawn("shard"))?);
         }
         drop(ends);
         drop(ready_tx);
@@ -228,7 +226,7 @@ pub(super) fn run_shards(
     match calls_result {
         Some(Ok(Ok(s))) => report.calls = Some(s),
         Some(Ok(Err(e))) => report.output_errors.push(e.to_string()),
-        Some(Err(_)) => return Err(Error::Config("the call stage thread panicked".into())),
+        Some(Err(_)) => return Err(Error::thread("call stage")),
         None => {}
     }
     report.marking = opts.mark.is_some();
@@ -328,7 +326,7 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
     let mark_result = shard.marker.take().map(|mut m| match m.error.take() {
         // Errors of the pcap writer name its file.
         Some(e) => Err(e),
-        None => m.writer.finish().map_err(|e| e.to_string()),
+        None => m.writer.finish(),
     });
     let dumped = shard.taps.as_mut().and_then(|t| t.finish_dumper());
     Ok((
@@ -349,8 +347,7 @@ fn gather(
     exported: std::thread::Result<Exported>,
 ) -> Result<()> {
     for r in shards {
-        let (c, w, rss, mark, dumped, forensic) =
-            r.map_err(|_| Error::Config("a shard thread panicked".into()))??;
+        let (c, w, rss, mark, dumped, forensic) = r.map_err(|_| Error::thread("shard"))??;
         report.output_errors.extend(forensic);
         if let Some((d, e)) = dumped {
             report
@@ -361,7 +358,7 @@ fn gather(
         }
         match mark {
             Some(Ok(m)) => report.marked = Some(m),
-            Some(Err(e)) => report.output_errors.push(e),
+            Some(Err(e)) => report.output_errors.push(e.to_string()),
             None => {}
         }
         report.counters.merge(&c);
@@ -371,8 +368,7 @@ fn gather(
     }
     // Every socket of a live run reports the same lost interface.
     report.warnings.dedup();
-    let (summary, errors, closed) =
-        exported.map_err(|_| Error::Config("the exporter thread panicked".into()))?;
+    let (summary, errors, closed) = exported.map_err(|_| Error::thread("exporter"))?;
     report.summary = summary;
     report.output_errors.extend(errors);
     report.outputs_closed = closed;

@@ -232,15 +232,19 @@ impl Ring {
         }
         let names: Vec<&str> = name.split(',').map(str::trim).collect();
         if names.iter().any(|n| n.is_empty()) {
-            return Err(Error::Config(format!(
-                "interface list {name:?}: names separated by commas"
-            )));
+            return Err(Error::value(
+                "interface list",
+                name,
+                "names separated by commas",
+            ));
         }
         let any = names == ["any"];
         if !any && names.contains(&"any") {
-            return Err(Error::Config(format!(
-                "interface list {name:?}: \"any\" already takes every interface"
-            )));
+            return Err(Error::value(
+                "interface list",
+                name,
+                "\"any\" already takes every interface",
+            ));
         }
         // Protocol 0: the socket receives nothing until `bind` names what it
         // captures, so no frame of another interface slips into the ring.

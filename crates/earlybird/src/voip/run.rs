@@ -74,7 +74,7 @@ pub fn track_files(
         drop(tx);
         let written = writer
             .join()
-            .unwrap_or_else(|_| Err(Error::Config("the record writer panicked".into())));
+            .unwrap_or_else(|_| Err(Error::thread("record writer")));
         let mut summary = read?;
         let (calls, streams) = written?;
         summary.calls = calls;
@@ -243,7 +243,7 @@ pub fn track_live(
         drop(tx);
         let (calls, streams) = writer
             .join()
-            .unwrap_or_else(|_| Err(Error::Config("the record writer panicked".into())))?;
+            .unwrap_or_else(|_| Err(Error::thread("record writer")))?;
         summary.calls = calls;
         summary.streams = streams;
         Ok(summary)

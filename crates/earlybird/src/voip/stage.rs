@@ -399,7 +399,7 @@ pub fn run_stage(
         let writer = std::thread::Builder::new()
             .name("eb-callwrite".into())
             .spawn_scoped(s, move || writer_loop(rx, &mut write))
-            .map_err(|e| Error::Config(format!("cannot start the call writer thread: {e}")))?;
+            .map_err(Error::spawn("call writer"))?;
         let mut open = true;
         let mut last_batch = Instant::now();
         loop {
@@ -488,7 +488,7 @@ pub fn run_stage(
         sum.stage_dropped = counters.dropped.load(Ordering::Relaxed);
         let (calls, streams) = writer
             .join()
-            .unwrap_or_else(|_| Err(Error::Config("the call writer thread panicked".into())))?;
+            .unwrap_or_else(|_| Err(Error::thread("call writer")))?;
         sum.calls = calls;
         sum.streams = streams;
         Ok(sum)

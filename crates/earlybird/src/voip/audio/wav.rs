@@ -150,7 +150,7 @@ pub fn write_wav(
         .flatten()
         .map(|c| c.0)
         .min()
-        .ok_or_else(|| Error::Config(format!("no audio kept in {}", folder.display())))?;
+        .ok_or_else(|| Error::file(folder, None, "no audio kept"))?;
     let placed: Vec<Vec<i16>> = chans
         .into_iter()
         .map(|c| match c {
