@@ -65,6 +65,7 @@ fn sampling(a: &EvaluateArgs) -> Result<Option<earlybird::sample::Sampling>, Str
         .as_deref()
         .map(|s| earlybird::sample::Sampling::parse(s, a.sample_seed.unwrap_or(1)))
         .transpose()
+        .map_err(|e| e.to_string())
 }
 
 fn chart(path: &PathBuf, reports: &[(String, &EvalReport)]) -> Result<(), earlybird::Error> {

@@ -481,7 +481,9 @@ pub struct FlowsArgs {
 
 /// `--dump-format`: a dump format's name.
 fn dump_format(s: &str) -> Result<String, String> {
-    earlybird::DumpFormat::parse(s).map(|_| s.to_string())
+    earlybird::DumpFormat::parse(s)
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
 }
 
 /// The command's arguments as clap defines them (for the option walk).

@@ -10,13 +10,17 @@ use earlybird::outpath;
 /// `--png`: a path ending in `.png` (the chart is a PNG whatever the name).
 pub fn png_path(s: &str) -> Result<PathBuf, String> {
     let p = PathBuf::from(s);
-    outpath::require_extension(&p, "png").map(|()| p)
+    outpath::require_extension(&p, "png")
+        .map(|()| p)
+        .map_err(|e| e.to_string())
 }
 
 /// `-w`: a path ending in `.pcap` (a classic pcap is written, not pcapng).
 pub fn pcap_path(s: &str) -> Result<PathBuf, String> {
     let p = PathBuf::from(s);
-    outpath::require_extension(&p, "pcap").map(|()| p)
+    outpath::require_extension(&p, "pcap")
+        .map(|()| p)
+        .map_err(|e| e.to_string())
 }
 
 /// Prints a usage error the way every subcommand does and returns exit

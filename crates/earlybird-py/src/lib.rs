@@ -293,7 +293,7 @@ fn start(
     let (tx, rx) = crossbeam_channel::bounded(QUEUED);
     let sink: earlybird::ArrowSink = Box::new(move |b| {
         tx.send(b)
-            .map_err(|_| "the Python side stopped reading".to_string())
+            .map_err(|_| "the Python side stopped reading".into())
     });
     let exporter = ArrowFlows::new("python", &plan.export, batch_size, sink);
     let probe = plan.open_with(vec![Box::new(exporter)]).map_err(to_py)?;

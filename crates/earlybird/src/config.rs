@@ -99,8 +99,10 @@ impl FlowConfig {
         if self.idle_timeout == 0 || self.active_timeout == 0 {
             return Err(Error::Config("timeouts must be positive".into()));
         }
-        crate::analyze::check_names(&self.analyzers).map_err(Error::Config)?;
-        self.media.check().map_err(Error::Config)?;
+        crate::analyze::check_names(&self.analyzers).map_err(|e| Error::Config(e.to_string()))?;
+        self.media
+            .check()
+            .map_err(|e| Error::Config(e.to_string()))?;
         Ok(())
     }
 }

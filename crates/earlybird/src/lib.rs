@@ -154,6 +154,23 @@ pub use decode::{LinkType, Skip, TunnelKind};
 pub use dump::ForensicConfig;
 pub use dump::{DumpConfig, DumpCounters, DumpFormat};
 pub use error::{Error, Result};
+/// The error types of the engine's layers, one per value or file they
+/// read, each with its context as fields; where a run meets one it becomes
+/// an [`Error`] with the same message.
+pub mod errors {
+    pub use crate::analyze::media::ConfigError as MediaConfigError;
+    pub use crate::analyze::NameError as AnalyzerNameError;
+    pub use crate::dump::FormatError as DumpFormatError;
+    pub use crate::export::OutputNameError;
+    #[cfg(feature = "tools")]
+    pub use crate::learn::dataset::LabelFileError;
+    pub use crate::outpath::ExtensionError;
+    pub use crate::sample::SpecError as SampleSpecError;
+    pub use crate::source::retime::ModeError as TimestampsError;
+    pub use crate::telemetry::alarms::SpecError as AlarmSpecError;
+    #[cfg(feature = "metrics")]
+    pub use crate::telemetry::metrics::AddressError;
+}
 #[cfg(feature = "parquet")]
 pub use export::arrow::{ArrowFlows, ArrowSink};
 /// IPFIX export (RFC 7011): options, collector names, the exporter.

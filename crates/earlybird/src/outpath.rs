@@ -139,16 +139,26 @@ pub fn check(outputs: &[&Path], inputs: &[&Path]) -> Result<()> {
     Ok(())
 }
 
+/// An output whose name does not end in the extension of what is written
+/// (see [`require_extension`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: must end in .{ext} (the file is written as {})", path.display(), ext.to_ascii_uppercase())]
+pub struct ExtensionError {
+    /// The output.
+    pub path: PathBuf,
+    /// The extension it must have.
+    pub ext: String,
+}
+
 /// Fails unless `path`'s extension is `ext` (ASCII case ignored), e.g. a
-/// chart that must be a PNG; the message says what is expected.
-pub fn require_extension(path: &Path, ext: &str) -> std::result::Result<(), String> {
+/// chart that must be a PNG; the error says what is expected.
+pub fn require_extension(path: &Path, ext: &str) -> std::result::Result<(), ExtensionError> {
     match path.extension().and_then(|e| e.to_str()) {
         Some(e) if e.eq_ignore_ascii_case(ext) => Ok(()),
-        _ => Err(format!(
-            "{}: must end in .{ext} (the file is written as {})",
-            path.display(),
-            ext.to_ascii_uppercase()
-        )),
+        _ => Err(ExtensionError {
+            path: path.to_path_buf(),
+            ext: ext.to_string(),
+        }),
     }
 }
 
@@ -215,6 +225,8 @@ mod tests {
         require_extension(Path::new("a/chart.PNG"), "png").unwrap();
         for bad in ["chart", "chart.jpg", "png"] {
             let e = require_extension(Path::new(bad), "png").unwrap_err();
+            assert_eq!((e.path.as_path(), e.ext.as_str()), (Path::new(bad), "png"));
+            let e = e.to_string();
             assert!(e.contains(bad) && e.contains(".png"), "{e}");
         }
     }

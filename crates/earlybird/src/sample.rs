@@ -60,28 +60,56 @@ pub struct Sampling {
 /// Largest N.
 pub const MAX_RATE: u32 = 65_536;
 
+/// A `--sample` value that cannot be read; each names the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// No `:` between the policy and N.
+    #[error("--sample {spec:?}: expected POLICY:N, e.g. systematic:8 (policies: systematic, stratified, random)")]
+    Form {
+        /// The value given.
+        spec: String,
+    },
+    /// A policy that does not exist.
+    #[error("--sample {spec:?}: unknown policy {policy:?} (systematic, stratified, random)")]
+    Policy {
+        /// The value given.
+        spec: String,
+        /// Its policy part.
+        policy: String,
+    },
+    /// N not a number in 2..=[`MAX_RATE`].
+    #[error("--sample {spec:?}: N must be 2..={MAX_RATE}")]
+    Rate {
+        /// The value given.
+        spec: String,
+    },
+}
+
 impl Sampling {
     /// Reads `POLICY:N` (`systematic:8`, `stratified:64`, `random:128`);
     /// the message names what is wrong.
-    pub fn parse(spec: &str, seed: u64) -> Result<Sampling, String> {
-        let (p, n) = spec.split_once(':').ok_or_else(|| {
-            format!("--sample {spec:?}: expected POLICY:N, e.g. systematic:8 (policies: systematic, stratified, random)")
+    pub fn parse(spec: &str, seed: u64) -> Result<Sampling, SpecError> {
+        let (p, n) = spec.split_once(':').ok_or_else(|| SpecError::Form {
+            spec: spec.to_string(),
         })?;
         let policy = match p {
             "systematic" => Policy::Systematic,
             "stratified" => Policy::Stratified,
             "random" => Policy::Random,
             _ => {
-                return Err(format!(
-                    "--sample {spec:?}: unknown policy {p:?} (systematic, stratified, random)"
-                ))
+                return Err(SpecError::Policy {
+                    spec: spec.to_string(),
+                    policy: p.to_string(),
+                })
             }
         };
         let rate: u32 = n
             .parse()
             .ok()
             .filter(|r| (2..=MAX_RATE).contains(r))
-            .ok_or_else(|| format!("--sample {spec:?}: N must be 2..={MAX_RATE}"))?;
+            .ok_or_else(|| SpecError::Rate {
+                spec: spec.to_string(),
+            })?;
         Ok(Sampling { policy, rate, seed })
     }
 }

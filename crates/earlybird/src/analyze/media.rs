@@ -239,41 +239,88 @@ impl Default for MediaConfig {
     }
 }
 
+/// What is wrong with a media configuration.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// The text is not TOML, or a key is unknown or of the wrong type.
+    #[error("{what}: {reason}")]
+    Toml {
+        /// The configuration's source (a file name).
+        what: String,
+        /// What the TOML reader said (with the line).
+        reason: String,
+    },
+    /// A configuration read from `what` that cannot run.
+    #[error("{what}: {source}")]
+    In {
+        /// The configuration's source (a file name).
+        what: String,
+        /// What is wrong.
+        source: Box<ConfigError>,
+    },
+    /// The window is out of range.
+    #[error("media window must be 2..=1000, got {0}")]
+    Window(u32),
+    /// No kind to test.
+    #[error("media: no kind ([audio], [video] or [file]) to test")]
+    NoKind,
+    /// A kind with no test.
+    #[error("media kind {0} tests nothing")]
+    Untested(&'static str),
+    /// A kind's interval that is empty or not a number.
+    #[error("media kind {kind}: bad interval {interval:?}")]
+    Interval {
+        /// The kind.
+        kind: &'static str,
+        /// The interval.
+        interval: [f64; 2],
+    },
+    /// The feedback guard's interval is empty or not a number.
+    #[error("media feedback: bad interval {0:?}")]
+    Feedback([f64; 2]),
+}
+
 impl MediaConfig {
     /// Reads a configuration from TOML text (keys as the fields of
     /// [`MediaConfig`] and [`KindConfig`]; a kind the file leaves out is
     /// not tested, `min_packets` and `window` left out keep their
     /// defaults); `what` names the source in errors.
-    pub fn from_toml(text: &str, what: &str) -> Result<MediaConfig, String> {
-        let c: MediaConfig = toml::from_str(text).map_err(|e| format!("{what}: {e}"))?;
-        c.check().map_err(|e| format!("{what}: {e}"))?;
+    pub fn from_toml(text: &str, what: &str) -> Result<MediaConfig, ConfigError> {
+        let c: MediaConfig = toml::from_str(text).map_err(|e| ConfigError::Toml {
+            what: what.to_string(),
+            reason: e.to_string(),
+        })?;
+        c.check().map_err(|e| ConfigError::In {
+            what: what.to_string(),
+            source: Box::new(e),
+        })?;
         Ok(c)
     }
 
     /// `Ok` when the configuration can run.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ConfigError> {
         if self.window < 2 || self.window > 1000 {
-            return Err(format!(
-                "media window must be 2..=1000, got {}",
-                self.window
-            ));
+            return Err(ConfigError::Window(self.window));
         }
         if self.kinds().next().is_none() {
-            return Err("media: no kind ([audio], [video] or [file]) to test".into());
+            return Err(ConfigError::NoKind);
         }
         for (name, k) in self.kinds() {
             if !k.tests() {
-                return Err(format!("media kind {name} tests nothing"));
+                return Err(ConfigError::Untested(name));
             }
             for iv in k.size.iter().chain(&k.bitrate_kbps) {
                 if iv[0].is_nan() || iv[1].is_nan() || iv[0] > iv[1] {
-                    return Err(format!("media kind {name}: bad interval {iv:?}"));
+                    return Err(ConfigError::Interval {
+                        kind: name,
+                        interval: *iv,
+                    });
                 }
             }
         }
         let f = &self.feedback;
         if f.packets[0].is_nan() || f.packets[1].is_nan() || f.packets[0] > f.packets[1] {
-            return Err(format!("media feedback: bad interval {:?}", f.packets));
+            return Err(ConfigError::Feedback(f.packets));
         }
         Ok(())
     }
@@ -977,9 +1024,12 @@ mod tests {
             "[feedback]\npackets = [0.7, 0.2]\n[audio]\nsize = [[1, 2]]\n",
             "bad.toml",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.starts_with("bad.toml: ") && e.contains("feedback"), "{e}");
-        let e = MediaConfig::from_toml("[fixed_size]\nshar = 1\n", "bad.toml").unwrap_err();
+        let e = MediaConfig::from_toml("[fixed_size]\nshar = 1\n", "bad.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("shar"), "{e}");
     }
 
@@ -996,11 +1046,17 @@ mod tests {
         let m = Media::new(&c);
         let st = feed(&m, 40, 20_000_000, |_| 60);
         assert_eq!(KINDS[usize::from(st.verdict.unwrap().0)], "audio");
-        let e = MediaConfig::from_toml("[audio]\nsize = [[9, 1]]\n", "bad.toml").unwrap_err();
+        let e = MediaConfig::from_toml("[audio]\nsize = [[9, 1]]\n", "bad.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("bad.toml: ") && e.contains("interval"), "{e}");
-        let e = MediaConfig::from_toml("[audio]\nsise = 1\n", "bad.toml").unwrap_err();
+        let e = MediaConfig::from_toml("[audio]\nsise = 1\n", "bad.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("sise"), "{e}");
-        let e = MediaConfig::from_toml("window = 10\n", "none.toml").unwrap_err();
+        let e = MediaConfig::from_toml("window = 10\n", "none.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no kind"), "{e}");
         assert_eq!(MediaConfig::default().check(), Ok(()));
     }

@@ -174,9 +174,30 @@ impl<A: Analyzer> Slots<A> {
     }
 }
 
-/// `Ok` when every name is an analyzer a run can turn on; else a message
+/// An analyzer name a run cannot turn on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// An analyzer of an optional feature this build was made without.
+    #[error("analyzer {name:?} is not in this build: build earlybird with `--features {feature}`")]
+    NotBuilt {
+        /// The analyzer.
+        name: String,
+        /// The cargo feature that has it.
+        feature: &'static str,
+    },
+    /// No analyzer has that name.
+    #[error("unknown analyzer {name:?} (known: {})", known.join(", "))]
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The analyzers of this build.
+        known: Vec<&'static str>,
+    },
+}
+
+/// `Ok` when every name is an analyzer a run can turn on; else an error
 /// naming the first unknown one and the known ones.
-pub fn check_names(names: &[String]) -> Result<(), String> {
+pub fn check_names(names: &[String]) -> Result<(), NameError> {
     match names
         .iter()
         .find(|n| !AVAILABLE.iter().any(|(known, _)| known == n))
@@ -184,15 +205,15 @@ pub fn check_names(names: &[String]) -> Result<(), String> {
         None => Ok(()),
         Some(bad) => {
             if let Some((_, feature, _, _)) = OPTIONAL.iter().find(|o| o.0 == bad) {
-                return Err(format!(
-                    "analyzer {bad:?} is not in this build: build earlybird with `--features {feature}`"
-                ));
+                return Err(NameError::NotBuilt {
+                    name: bad.clone(),
+                    feature,
+                });
             }
-            let known: Vec<&str> = AVAILABLE.iter().map(|(k, _)| *k).collect();
-            Err(format!(
-                "unknown analyzer {bad:?} (known: {})",
-                known.join(", ")
-            ))
+            Err(NameError::Unknown {
+                name: bad.clone(),
+                known: AVAILABLE.iter().map(|(k, _)| *k).collect(),
+            })
         }
     }
 }
@@ -228,7 +249,7 @@ macro_rules! registry {
             /// The analyzers named (each known name at most once, any
             /// order), with their default options; [`check_names`]'s
             /// message when one is unknown.
-            pub(crate) fn new(names: &[String]) -> Result<Active, String> {
+            pub(crate) fn new(names: &[String]) -> Result<Active, NameError> {
                 let media = media::MediaConfig::default();
                 Active::configured(names, &Options { media: &media, sample: None })
             }
@@ -237,7 +258,7 @@ macro_rules! registry {
             pub(crate) fn configured(
                 names: &[String],
                 opts: &Options<'_>,
-            ) -> Result<Active, String> {
+            ) -> Result<Active, NameError> {
                 check_names(names)?;
                 let on = |name: &str| names.iter().any(|n| n == name);
                 let mut a = Active {

@@ -81,13 +81,23 @@ impl DumpFormat {
     }
 
     /// The format named `pcap` or `pcapng`; an error names the others.
-    pub fn parse(s: &str) -> std::result::Result<DumpFormat, String> {
+    pub fn parse(s: &str) -> std::result::Result<DumpFormat, FormatError> {
         match s {
             "pcap" => Ok(DumpFormat::Pcap),
             "pcapng" => Ok(DumpFormat::Pcapng),
-            _ => Err(format!("unknown dump format {s:?}: pcap or pcapng")),
+            _ => Err(FormatError {
+                given: s.to_string(),
+            }),
         }
     }
+}
+
+/// A dump format name that is neither `pcap` nor `pcapng`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown dump format {given:?}: pcap or pcapng")]
+pub struct FormatError {
+    /// The name given.
+    pub given: String,
 }
 
 /// What `--dump-*` asks for (see the module docs).
@@ -303,7 +313,10 @@ impl Taps {
         if let Some(mut t) = self.thread.take() {
             return Some(match t.finish() {
                 Ok(mut d) => (d.finish(), d.error.take()),
-                Err(e) => (DumpCounters::default(), Some(e)),
+                Err(e) => (
+                    DumpCounters::default(),
+                    Some(format!("{e}; its files may be cut short")),
+                ),
             });
         }
         let held = self.held.as_ref().map(|h| h.counters);

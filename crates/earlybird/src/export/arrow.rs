@@ -21,8 +21,13 @@ use super::{fields, ExportOptions, Exporter};
 use crate::error::{Error, Result};
 use crate::flow::record::RecordBatch;
 
-/// Where full Arrow batches go; an error stops the output.
-pub type ArrowSink = Box<dyn FnMut(ArrowBatch) -> std::result::Result<(), String> + Send>;
+/// Where full Arrow batches go; an error (the sink's own: a closed
+/// channel, a failed write) stops the output, its message in the run's
+/// output errors.
+pub type ArrowSink = Box<
+    dyn FnMut(ArrowBatch) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>>
+        + Send,
+>;
 
 /// An exporter of flow records into Arrow record batches.
 pub struct ArrowFlows {
@@ -69,8 +74,8 @@ impl ArrowFlows {
     fn emit(&mut self) -> Result<()> {
         let sent = match self.cols.take() {
             None => return Ok(()),
-            Some(Ok(b)) => (self.sink)(b),
-            Some(Err(e)) => Err(e),
+            Some(Ok(b)) => (self.sink)(b).map_err(|e| e.to_string()),
+            Some(Err(e)) => Err(e.to_string()),
         };
         sent.map_err(|e| {
             let err = self.error(&e);

@@ -50,7 +50,7 @@ pub mod rows;
 pub(crate) mod text;
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::classify::Verdict;
@@ -249,6 +249,78 @@ pub enum Format {
     Parquet,
 }
 
+/// The formats an output can be named for, in messages.
+#[cfg(not(feature = "parquet"))]
+const KNOWN: &str = "known: .csv, .jsonl or .ndjson, .ipfix, ipfix+udp://HOST:PORT, \
+                     ipfix+tcp://HOST:PORT, or \"-\" (standard output) with -f";
+#[cfg(feature = "parquet")]
+const KNOWN: &str = "known: .csv, .jsonl or .ndjson, .parquet, .ipfix, \
+                     ipfix+udp://HOST:PORT, ipfix+tcp://HOST:PORT, or \"-\" (standard \
+                     output) with -f";
+
+/// An output name that does not say a record format (see
+/// [`Format::for_output`]); each names the output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OutputNameError {
+    /// An IPFIX collector with another format forced.
+    #[error("{}: an IPFIX collector, but -f says {} (drop -f)", path.display(), forced.name())]
+    Collector {
+        /// The output.
+        path: PathBuf,
+        /// The format `-f` names.
+        forced: Format,
+    },
+    /// A file name given with `-f null`.
+    #[error(
+        "{}: -f null discards the records and writes no file (drop -o {})",
+        path.display(),
+        path.display()
+    )]
+    NullNamed {
+        /// The output.
+        path: PathBuf,
+    },
+    /// An extension that says another format than `-f`.
+    #[error(
+        "{}: the name says {} but -f says {} (drop -f or rename the output)",
+        path.display(),
+        named.name(),
+        forced.name()
+    )]
+    Contradicts {
+        /// The output.
+        path: PathBuf,
+        /// The format the name says.
+        named: Format,
+        /// The format `-f` names.
+        forced: Format,
+    },
+    /// A `.json` name for JSON lines.
+    #[error(
+        "{}: records are written as JSON lines (one object per line), not one JSON document: \
+         name the file .jsonl or .ndjson",
+        path.display()
+    )]
+    Json {
+        /// The output.
+        path: PathBuf,
+    },
+    /// An extension of no record format.
+    #[error("{}: unknown extension .{ext} ({KNOWN})", path.display())]
+    Extension {
+        /// The output.
+        path: PathBuf,
+        /// The extension (lower case).
+        ext: String,
+    },
+    /// No extension, and not a device or FIFO.
+    #[error("{}: no extension to tell the record format ({KNOWN})", path.display())]
+    NoExtension {
+        /// The output.
+        path: PathBuf,
+    },
+}
+
 impl Format {
     /// The format a file name's extension names: `.csv`, or `.jsonl`,
     /// `.ndjson` (case ignored); `None` for any other name, `.json`
@@ -277,22 +349,18 @@ impl Format {
     /// - any other extension: refused;
     /// - no extension: `forced`, or CSV for what is not a regular file
     ///   (`/dev/null`, a FIFO), else refused.
-    pub fn for_output(path: &Path, forced: Option<Format>) -> std::result::Result<Format, String> {
-        #[cfg(not(feature = "parquet"))]
-        const KNOWN: &str = "known: .csv, .jsonl or .ndjson, .ipfix, ipfix+udp://HOST:PORT, \
-                             ipfix+tcp://HOST:PORT, or \"-\" (standard output) with -f";
-        #[cfg(feature = "parquet")]
-        const KNOWN: &str = "known: .csv, .jsonl or .ndjson, .parquet, .ipfix, \
-                             ipfix+udp://HOST:PORT, ipfix+tcp://HOST:PORT, or \"-\" (standard \
-                             output) with -f";
-        let shown = path.display();
+    pub fn for_output(
+        path: &Path,
+        forced: Option<Format>,
+    ) -> std::result::Result<Format, OutputNameError> {
+        let path_buf = || path.to_path_buf();
         if ipfix::is_network(path) {
             return match forced {
                 None | Some(Format::Ipfix) => Ok(Format::Ipfix),
-                Some(f) => Err(format!(
-                    "{shown}: an IPFIX collector, but -f says {} (drop -f)",
-                    f.name()
-                )),
+                Some(f) => Err(OutputNameError::Collector {
+                    path: path_buf(),
+                    forced: f,
+                }),
             };
         }
         if path.as_os_str() == "-" {
@@ -303,30 +371,26 @@ impl Format {
             if special() {
                 return Ok(Format::Null);
             }
-            return Err(format!(
-                "{shown}: -f null discards the records and writes no file (drop -o {shown})"
-            ));
+            return Err(OutputNameError::NullNamed { path: path_buf() });
         }
         let ext = path
             .extension()
             .map(|e| e.to_string_lossy().to_ascii_lowercase());
         match (Format::from_path(path), ext.as_deref(), forced) {
-            (Some(named), _, Some(f)) if f != named => Err(format!(
-                "{shown}: the name says {} but -f says {} (drop -f or rename the output)",
-                named.name(),
-                f.name()
-            )),
+            (Some(named), _, Some(f)) if f != named => Err(OutputNameError::Contradicts {
+                path: path_buf(),
+                named,
+                forced: f,
+            }),
             (Some(named), _, _) => Ok(named),
-            (None, Some("json"), _) => Err(format!(
-                "{shown}: records are written as JSON lines (one object per line), \
-                 not one JSON document: name the file .jsonl or .ndjson"
-            )),
-            (None, Some(e), _) => Err(format!("{shown}: unknown extension .{e} ({KNOWN})")),
+            (None, Some("json"), _) => Err(OutputNameError::Json { path: path_buf() }),
+            (None, Some(e), _) => Err(OutputNameError::Extension {
+                path: path_buf(),
+                ext: e.to_string(),
+            }),
             (None, None, Some(f)) => Ok(f),
             (None, None, None) if special() => Ok(Format::Csv),
-            (None, None, None) => Err(format!(
-                "{shown}: no extension to tell the record format ({KNOWN})"
-            )),
+            (None, None, None) => Err(OutputNameError::NoExtension { path: path_buf() }),
         }
     }
 

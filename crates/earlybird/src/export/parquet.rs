@@ -410,12 +410,14 @@ impl Columns {
 
     /// The rows gathered so far as one Arrow batch (the builders start
     /// again empty); `None` when there are none.
-    pub(crate) fn take(&mut self) -> Option<std::result::Result<ArrowBatch, String>> {
+    pub(crate) fn take(
+        &mut self,
+    ) -> Option<std::result::Result<ArrowBatch, arrow_schema::ArrowError>> {
         if self.len() == 0 {
             return None;
         }
         let arrays: Vec<ArrayRef> = self.cols.iter_mut().map(Col::finish).collect();
-        Some(ArrowBatch::try_new(self.schema.clone(), arrays).map_err(|e| e.to_string()))
+        Some(ArrowBatch::try_new(self.schema.clone(), arrays))
     }
 
     /// Appends every row of a batch of another kind than flows.
@@ -687,7 +689,7 @@ impl ParquetExporter {
         let batch = match self.cols.take() {
             None => return Ok(()),
             Some(Ok(b)) => b,
-            Some(Err(e)) => return Err(self.fail(ParquetError::ArrowError(e))),
+            Some(Err(e)) => return Err(self.fail(ParquetError::ArrowError(e.to_string()))),
         };
         let Some(w) = self.w.as_mut() else {
             return self.check();

@@ -73,7 +73,7 @@ fn output_names_must_say_their_format() {
     assert_eq!(f("flows", Some(Format::JsonLines)), Ok(Format::JsonLines));
     assert_eq!(f("/dev/null", Some(Format::Null)), Ok(Format::Null));
     let err = |s: &str, forced, want: &str| {
-        let e = f(s, forced).unwrap_err();
+        let e = f(s, forced).unwrap_err().to_string();
         assert!(e.starts_with(s) && e.contains(want), "{s}: {e}");
     };
     err(

@@ -176,7 +176,8 @@ impl FlowTable {
             media: &cfg.media,
             sample: cfg.sample.as_ref(),
         };
-        let ext = Active::configured(&cfg.analyzers, &opts).map_err(crate::Error::Config)?;
+        let ext = Active::configured(&cfg.analyzers, &opts)
+            .map_err(|e| crate::Error::Config(e.to_string()))?;
         let reserve = |what: &str, e: std::io::Error| {
             crate::Error::Config(format!(
                 "cannot reserve memory for {capacity} flows ({what}): {e}; lower --max-flows"

@@ -119,6 +119,12 @@ fn secs(s: f64, what: &str) -> Result<u64> {
     Ok((s * SECOND as f64).round() as u64)
 }
 
+/// A usage error (exit 2 on the command line) from an option's value
+/// error, with its message.
+fn usage(e: impl std::fmt::Display) -> Error {
+    Error::Usage(e.to_string())
+}
+
 /// `Err(Usage)` naming `what` unless `ok`.
 fn need(ok: bool, what: &str) -> Result<()> {
     match ok {
@@ -144,7 +150,6 @@ impl Config {
 
     fn plan_with(&self, paths: bool) -> Result<Plan> {
         let c = self;
-        let usage = |e: String| Error::Usage(e);
         // Combinations the options cannot run in.
         need(
             c.interface.is_some() || !c.inputs.is_empty(),
@@ -219,7 +224,7 @@ impl Config {
                         source,
                     })?;
                     crate::analyze::media::MediaConfig::from_toml(&text, &p.display().to_string())
-                        .map_err(Error::Config)?
+                        .map_err(|e| Error::Config(e.to_string()))?
                 }
                 None => Default::default(),
             },
@@ -436,7 +441,7 @@ impl Config {
         Ok(Some(DumpConfig {
             dir: dir.clone(),
             format: match &d.format {
-                Some(f) => DumpFormat::parse(f).map_err(Error::Usage)?,
+                Some(f) => DumpFormat::parse(f).map_err(usage)?,
                 None => DumpFormat::default(),
             },
             direct: d.direct,
@@ -477,12 +482,11 @@ impl Config {
                 path: path.clone(),
                 source,
             })?;
-            let more = AlarmSpec::parse_file(&text)
-                .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+            let more = AlarmSpec::parse_file(&text).map_err(|e| Error::file(path, None, e))?;
             specs.extend(more);
         }
         if let Some(e) = specs.iter().find_map(|s| s.check().err()) {
-            return Err(Error::Usage(e));
+            return Err(usage(e));
         }
         Ok(specs)
     }

@@ -81,6 +81,6 @@ impl CallOutputs {
 
 /// A record output of `kind` at `p`, its format from its name.
 fn open(kind: &'static Kind, p: &Path) -> Result<Box<dyn Exporter>> {
-    let f = Format::for_output(p, None).map_err(Error::Usage)?;
+    let f = Format::for_output(p, None).map_err(|e| Error::Usage(e.to_string()))?;
     crate::export::open_rows(kind, f, p)
 }

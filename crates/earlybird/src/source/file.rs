@@ -361,19 +361,19 @@ impl CaptureFile {
 
 /// Checks the header of `bytes` and finds its format.
 fn detect(name: &str, bytes: &[u8]) -> Result<Format> {
-    let not_capture = |reason: String| Error::NotCapture {
+    let not_capture = |reason: &dyn std::fmt::Display| Error::NotCapture {
         path: PathBuf::from(name),
-        reason,
+        reason: reason.to_string(),
     };
     if pcapng::is_pcapng(bytes) {
-        pcapng::check_header(bytes).map_err(not_capture)?;
+        pcapng::check_header(bytes).map_err(|e| not_capture(&e))?;
         return Ok(Format::Pcapng);
     }
     if pcap::is_pcap(bytes) {
-        let hdr = pcap::parse_header(bytes).map_err(not_capture)?;
+        let hdr = pcap::parse_header(bytes).map_err(|e| not_capture(&e))?;
         return Ok(Format::Pcap(hdr, LinkType::from_pcap(hdr.linktype)));
     }
-    Err(not_capture(match bytes.first_chunk::<4>() {
+    Err(not_capture(&match bytes.first_chunk::<4>() {
         Some(m) => format!(
             "unknown magic number {:02x}{:02x}{:02x}{:02x} (expected pcap or pcapng)",
             m[0], m[1], m[2], m[3]

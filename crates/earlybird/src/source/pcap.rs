@@ -98,13 +98,29 @@ pub fn is_pcap(bytes: &[u8]) -> bool {
     }
 }
 
+/// What is wrong with a pcap global header (the caller names the file).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    /// The file ends before the header does.
+    #[error("file is {0} bytes, shorter than the 24-byte pcap header")]
+    Short(usize),
+    /// No pcap magic number, in either byte order.
+    #[error("unknown magic number 0x{0:08x}")]
+    Magic(u32),
+    /// A version this reader does not know.
+    #[error("unsupported pcap version {major}.{minor}")]
+    Version {
+        /// Major version.
+        major: u16,
+        /// Minor version.
+        minor: u16,
+    },
+}
+
 /// Parses the 24-byte global header at the start of `bytes`.
-pub fn parse_header(bytes: &[u8]) -> Result<PcapHeader, String> {
+pub fn parse_header(bytes: &[u8]) -> Result<PcapHeader, HeaderError> {
     let Some(h) = bytes.first_chunk::<HEADER_LEN>() else {
-        return Err(format!(
-            "file is {} bytes, shorter than the 24-byte pcap header",
-            bytes.len()
-        ));
+        return Err(HeaderError::Short(bytes.len()));
     };
     let magic = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
     let (big_endian, kind) = if [MAGIC_US, MAGIC_NS, MAGIC_KUZNETSOV].contains(&magic) {
@@ -112,7 +128,7 @@ pub fn parse_header(bytes: &[u8]) -> Result<PcapHeader, String> {
     } else if [MAGIC_US, MAGIC_NS, MAGIC_KUZNETSOV].contains(&magic.swap_bytes()) {
         (true, magic.swap_bytes())
     } else {
-        return Err(format!("unknown magic number 0x{magic:08x}"));
+        return Err(HeaderError::Magic(magic));
     };
     let u16_at = |i: usize| {
         let b = [h[i], h[i + 1]];
@@ -135,7 +151,7 @@ pub fn parse_header(bytes: &[u8]) -> Result<PcapHeader, String> {
         (2, 0..=2) | (543, _) => Lengths::Swapped,
         (2, 3) => Lengths::MaybeSwapped,
         (2, _) => Lengths::Normal,
-        (major, minor) => return Err(format!("unsupported pcap version {major}.{minor}")),
+        (major, minor) => return Err(HeaderError::Version { major, minor }),
     };
     Ok(PcapHeader {
         big_endian,
@@ -548,15 +564,22 @@ mod tests {
 
     #[test]
     fn header_errors() {
-        assert!(parse_header(&LE_US[..23]).unwrap_err().contains("shorter"));
+        assert_eq!(parse_header(&LE_US[..23]), Err(HeaderError::Short(23)));
+        assert!(parse_header(&LE_US[..23])
+            .unwrap_err()
+            .to_string()
+            .contains("shorter"));
         let mut v = LE_US.to_vec();
         v[0] = 0;
-        assert!(parse_header(&v).unwrap_err().contains("magic"));
+        assert!(parse_header(&v).unwrap_err().to_string().contains("magic"));
         assert!(!is_pcap(&v));
         assert!(is_pcap(&LE_US) && is_pcap(&to_be(&LE_US)));
         let mut v = LE_US.to_vec();
         v[4] = 3;
-        assert!(parse_header(&v).unwrap_err().contains("version 3.4"));
+        assert!(parse_header(&v)
+            .unwrap_err()
+            .to_string()
+            .contains("version 3.4"));
         assert_eq!(parse_header(&LE_US).unwrap().lengths, Lengths::Normal);
         let mut v = LE_US.to_vec();
         v[20..24].copy_from_slice(&0x1000_0001u32.to_le_bytes()); // FCS bits set

@@ -145,21 +145,33 @@ fn read_block(data: &[u8], at: usize, order: &mut Order) -> Result<Block, BlockE
     Ok(Block { kind, at, len })
 }
 
+/// What is wrong with the Section Header Block a pcapng file starts with
+/// (the caller names the file).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    /// The file does not start with a Section Header Block.
+    #[error("no pcapng section header block")]
+    NoSection,
+    /// The block is truncated or damaged.
+    #[error("section header: {0}")]
+    Block(String),
+    /// A major version this reader does not know.
+    #[error("unsupported pcapng major version {0}")]
+    Version(u16),
+}
+
 /// Checks that `bytes` starts with a well-formed Section Header Block.
-pub fn check_header(bytes: &[u8]) -> Result<(), String> {
+pub fn check_header(bytes: &[u8]) -> Result<(), HeaderError> {
     if !is_pcapng(bytes) {
-        return Err("no pcapng section header block".into());
+        return Err(HeaderError::NoSection);
     }
     let mut order = Order { big: false };
     let b = read_block(bytes, 0, &mut order).map_err(|e| match e {
-        BlockErr::Truncated(m) | BlockErr::Corrupt(m) => format!("section header: {m}"),
+        BlockErr::Truncated(m) | BlockErr::Corrupt(m) => HeaderError::Block(m),
     })?;
     match order.u16(bytes, b.at + 12) {
         Some(1) => Ok(()),
-        v => Err(format!(
-            "unsupported pcapng major version {}",
-            v.unwrap_or(0)
-        )),
+        v => Err(HeaderError::Version(v.unwrap_or(0))),
     }
 }
 
@@ -370,7 +382,7 @@ impl<'a> PcapngReader<'a> {
                     break;
                 }
             };
-            if let Err(m) = self.block(block, out) {
+            if let Err(BlockErr::Truncated(m) | BlockErr::Corrupt(m)) = self.block(block, out) {
                 self.stop(m);
                 break;
             }
@@ -380,15 +392,15 @@ impl<'a> PcapngReader<'a> {
     }
 
     /// Handles one valid block; an error message ends the walk at it.
-    fn block(&mut self, b: Block, out: &mut Vec<PacketRef>) -> Result<(), String> {
+    fn block(&mut self, b: Block, out: &mut Vec<PacketRef>) -> Result<(), BlockErr> {
         let (d, o, at) = (self.w.data, self.order, b.at);
         let (iface_id, ts, caplen, orig, data_at) = match b.kind {
             SHB => {
                 let major = o.u16(d, at + 12).unwrap_or(0);
                 if major != 1 {
-                    return Err(format!(
+                    return Err(BlockErr::Corrupt(format!(
                         "section with unsupported pcapng major version {major}"
-                    ));
+                    )));
                 }
                 self.save_ifaces();
                 self.ifaces.clear();
@@ -445,22 +457,22 @@ impl<'a> PcapngReader<'a> {
             _ => return Ok(()),
         };
         let Some(iface) = self.ifaces.get(iface_id as usize) else {
-            return Err(format!(
+            return Err(BlockErr::Corrupt(format!(
                 "packet block refers to interface {iface_id}, but the section has {}",
                 self.ifaces.len()
-            ));
+            )));
         };
         if caplen > MAX_CAPLEN {
-            return Err(format!(
+            return Err(BlockErr::Corrupt(format!(
                 "corrupt packet block: captured length {caplen} exceeds {MAX_CAPLEN}"
-            ));
+            )));
         }
         // Packet data must end before the trailing length.
         if data_at + caplen as usize > at + b.len - 4 {
-            return Err(format!(
+            return Err(BlockErr::Corrupt(format!(
                 "corrupt packet block: captured length {caplen} exceeds the block ({} bytes)",
                 b.len
-            ));
+            )));
         }
         self.w.number += 1;
         let Some(link) = iface.link else {
@@ -819,11 +831,18 @@ mod tests {
         let w = W { be: true };
         let f = w.shb();
         assert_eq!(check_header(&f), Ok(()));
-        assert!(check_header(&f[..20]).unwrap_err().contains("past the end"));
+        assert!(check_header(&f[..20])
+            .unwrap_err()
+            .to_string()
+            .contains("past the end"));
         assert!(check_header(b"abcd").is_err());
         let mut v1 = w.shb();
         v1[13] = 2; // version 2 (big-endian low byte of major)
-        assert!(check_header(&v1).unwrap_err().contains("version 2"));
+        assert_eq!(check_header(&v1), Err(HeaderError::Version(2)));
+        assert!(check_header(&v1)
+            .unwrap_err()
+            .to_string()
+            .contains("version 2"));
     }
 
     #[test]

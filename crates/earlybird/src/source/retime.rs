@@ -43,14 +43,24 @@ pub enum Timestamps {
     Wdts,
 }
 
+/// A `timestamps` value that names no mode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("timestamps: {given:?} is not off, udts or wdts")]
+pub struct ModeError {
+    /// The value given.
+    pub given: String,
+}
+
 impl Timestamps {
     /// The mode named `off`, `udts` or `wdts`.
-    pub fn parse(s: &str) -> Result<Timestamps, String> {
+    pub fn parse(s: &str) -> Result<Timestamps, ModeError> {
         match s {
             "off" => Ok(Timestamps::Off),
             "udts" => Ok(Timestamps::Udts),
             "wdts" => Ok(Timestamps::Wdts),
-            _ => Err(format!("timestamps: {s:?} is not off, udts or wdts")),
+            _ => Err(ModeError {
+                given: s.to_string(),
+            }),
         }
     }
 

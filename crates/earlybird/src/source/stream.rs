@@ -167,7 +167,7 @@ impl<R: Read> Chunker<R> {
             return Ok(());
         }
         if pcap::is_pcap(b) {
-            let h = pcap::parse_header(b).map_err(ChunkError::NotCapture)?;
+            let h = pcap::parse_header(b).map_err(|e| ChunkError::NotCapture(e.to_string()))?;
             self.framing = Some(Framing::Pcap {
                 record_len: h.record_len,
                 big: h.big_endian,

@@ -149,33 +149,68 @@ struct AlarmsFile {
     alarm: Vec<AlarmSpec>,
 }
 
+/// What is wrong with an alarm's spec or an alarms file (the caller names
+/// the file).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpecError {
+    /// The alarms file is not TOML, or a table has a key of the wrong type.
+    #[error("{0}")]
+    Toml(String),
+    /// The alarms file has no `[[alarm]]` table.
+    #[error("no [[alarm]] table")]
+    NoAlarm,
+    /// `SERIES:METHOD` with a method that does not exist.
+    #[error("unknown alarm method {method:?} (ewma, cusum, seasonal)")]
+    Method {
+        /// The method given.
+        method: String,
+    },
+    /// A series that is not a per-second field.
+    #[error("alarm series {series:?} is not a per-second field (known: {})", known.join(", "))]
+    Series {
+        /// The series given.
+        series: String,
+        /// The per-second fields an alarm can watch.
+        known: Vec<&'static str>,
+    },
+    /// A parameter out of its range.
+    #[error(
+        "alarm on {series}: alpha must be in (0, 1], threshold > 0, min_change and drift \
+         ≥ 0, bucket > 0 and period ≥ bucket"
+    )]
+    Parameters {
+        /// The alarm's series.
+        series: String,
+    },
+}
+
 impl AlarmSpec {
     /// Reads the `[[alarm]]` tables of an alarms file's text; errors say
     /// what is wrong (the caller names the file).
-    pub fn parse_file(text: &str) -> Result<Vec<AlarmSpec>, String> {
+    pub fn parse_file(text: &str) -> Result<Vec<AlarmSpec>, SpecError> {
         parse_file(text)
     }
 
     /// `SERIES[:METHOD]` (`--alarm`): that series, watched upwards with
     /// the method's defaults.
-    pub fn parse_short(s: &str) -> Result<AlarmSpec, String> {
+    pub fn parse_short(s: &str) -> Result<AlarmSpec, SpecError> {
         parse_short(s)
     }
 }
 
 /// Reads the `[[alarm]]` tables of an alarms file's text; errors say what
 /// is wrong (the caller names the file).
-pub fn parse_file(text: &str) -> Result<Vec<AlarmSpec>, String> {
-    let f: AlarmsFile = toml::from_str(text).map_err(|e| e.to_string())?;
+pub fn parse_file(text: &str) -> Result<Vec<AlarmSpec>, SpecError> {
+    let f: AlarmsFile = toml::from_str(text).map_err(|e| SpecError::Toml(e.to_string()))?;
     if f.alarm.is_empty() {
-        return Err("no [[alarm]] table".into());
+        return Err(SpecError::NoAlarm);
     }
     Ok(f.alarm)
 }
 
 /// `SERIES[:METHOD]` (`--alarm`): that series, watched upwards with the
 /// method's defaults.
-pub fn parse_short(s: &str) -> Result<AlarmSpec, String> {
+pub fn parse_short(s: &str) -> Result<AlarmSpec, SpecError> {
     let (series, method) = match s.split_once(':') {
         Some((a, m)) => (a, Some(m)),
         None => (s, None),
@@ -185,9 +220,9 @@ pub fn parse_short(s: &str) -> Result<AlarmSpec, String> {
         Some("cusum") => Method::Cusum,
         Some("seasonal") => Method::Seasonal,
         Some(m) => {
-            return Err(format!(
-                "unknown alarm method {m:?} (ewma, cusum, seasonal)"
-            ))
+            return Err(SpecError::Method {
+                method: m.to_string(),
+            })
         }
     };
     let spec = AlarmSpec {
@@ -211,17 +246,15 @@ pub fn parse_short(s: &str) -> Result<AlarmSpec, String> {
 
 impl AlarmSpec {
     /// Checks the spec against the fields of the per-second rows.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SpecError> {
         let stats = &super::series::STATS;
         match stats.position(&self.series) {
             Some(i) if self.series != "time" && stats.fields[i].ty == FieldType::U64 => {}
             _ => {
-                let names: Vec<&str> = stats.fields[1..].iter().map(|f| f.name).collect();
-                return Err(format!(
-                    "alarm series {:?} is not a per-second field (known: {})",
-                    self.series,
-                    names.join(", ")
-                ));
+                return Err(SpecError::Series {
+                    series: self.series.clone(),
+                    known: stats.fields[1..].iter().map(|f| f.name).collect(),
+                });
             }
         }
         let ok = self.alpha > 0.0
@@ -232,11 +265,9 @@ impl AlarmSpec {
             && self.bucket > 0
             && self.period >= self.bucket;
         if !ok {
-            return Err(format!(
-                "alarm on {}: alpha must be in (0, 1], threshold > 0, min_change and drift \
-                 ≥ 0, bucket > 0 and period ≥ bucket",
-                self.series
-            ));
+            return Err(SpecError::Parameters {
+                series: self.series.clone(),
+            });
         }
         Ok(())
     }
@@ -418,7 +449,7 @@ pub struct Alarms {
 
 impl Alarms {
     /// Watches every spec (checked: see [`AlarmSpec::check`]).
-    pub fn new(specs: &[AlarmSpec]) -> Result<Alarms, String> {
+    pub fn new(specs: &[AlarmSpec]) -> Result<Alarms, SpecError> {
         for s in specs {
             s.check()?;
         }

@@ -356,9 +356,17 @@ pub struct MetricsServer {
     thread: Option<JoinHandle<()>>,
 }
 
+/// A `--metrics-listen` value that is not an address to listen on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{given:?} is not an address to listen on (PORT, :PORT or HOST:PORT)")]
+pub struct AddressError {
+    /// The value given.
+    pub given: String,
+}
+
 /// The address `--metrics-listen` names: `PORT` and `:PORT` are the
 /// loopback address 127.0.0.1; `HOST:PORT` and `[V6]:PORT` as given.
-pub fn listen_address(s: &str) -> std::result::Result<SocketAddr, String> {
+pub fn listen_address(s: &str) -> std::result::Result<SocketAddr, AddressError> {
     let t = s.trim();
     let full = if t.parse::<u16>().is_ok() {
         format!("127.0.0.1:{t}")
@@ -370,25 +378,31 @@ pub fn listen_address(s: &str) -> std::result::Result<SocketAddr, String> {
     full.to_socket_addrs()
         .ok()
         .and_then(|mut a| a.next())
-        .ok_or_else(|| format!("{s:?} is not an address to listen on (PORT, :PORT or HOST:PORT)"))
+        .ok_or_else(|| AddressError {
+            given: s.to_string(),
+        })
 }
 
 impl MetricsServer {
     /// Serves `metrics` on `addr` (port 0: any free port, see
     /// [`MetricsServer::addr`]).
     pub fn start(addr: SocketAddr, metrics: Arc<Metrics>) -> Result<MetricsServer> {
-        let server = tiny_http::Server::http(addr)
-            .map_err(|e| Error::Config(format!("cannot listen on {addr} for metrics: {e}")))?;
-        let bound = server
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| Error::Config(format!("{addr}: not an IP address")))?;
+        let server = tiny_http::Server::http(addr).map_err(|e| Error::Listen {
+            addr: addr.to_string(),
+            what: "metrics".into(),
+            reason: e.to_string(),
+        })?;
+        let bound = server.server_addr().to_ip().ok_or_else(|| Error::Listen {
+            addr: addr.to_string(),
+            what: "metrics".into(),
+            reason: "not an IP address".into(),
+        })?;
         let server = Arc::new(server);
         let s = server.clone();
         let thread = std::thread::Builder::new()
             .name("eb-metrics".into())
             .spawn(move || serve(&s, &metrics))
-            .map_err(|e| Error::Config(format!("cannot start the metrics thread: {e}")))?;
+            .map_err(Error::spawn("metrics"))?;
         Ok(MetricsServer {
             server,
             addr: bound,

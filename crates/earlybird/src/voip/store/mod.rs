@@ -50,13 +50,23 @@ pub struct Query {
     pub limit: Option<u64>,
 }
 
+/// A status filter that is neither a code, a class nor `none`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("status {given:?}: a code (486), a class (4xx) or none")]
+pub struct StatusError {
+    /// The filter given.
+    pub given: String,
+}
+
 impl Query {
     /// Parses a status filter: `404`, `4xx`, or `none` (`Ok(None)`).
-    pub fn parse_status(s: &str) -> std::result::Result<Option<(u16, u16)>, String> {
+    pub fn parse_status(s: &str) -> std::result::Result<Option<(u16, u16)>, StatusError> {
         if s == "none" {
             return Ok(None);
         }
-        let bad = || format!("status {s:?}: a code (486), a class (4xx) or none");
+        let bad = || StatusError {
+            given: s.to_string(),
+        };
         if s.len() == 3 && s.ends_with("xx") {
             let d = s[..1].parse::<u16>().map_err(|_| bad())?;
             if !(1..=6).contains(&d) {
