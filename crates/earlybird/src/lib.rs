@@ -160,6 +160,7 @@ pub use error::{Error, Result};
 pub mod errors {
     pub use crate::analyze::media::ConfigError as MediaConfigError;
     pub use crate::analyze::NameError as AnalyzerNameError;
+    pub use crate::classify::model::{Invalid as InvalidModel, ModelError};
     pub use crate::dump::FormatError as DumpFormatError;
     pub use crate::export::OutputNameError;
     #[cfg(feature = "tools")]

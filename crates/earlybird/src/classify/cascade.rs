@@ -22,7 +22,7 @@
 use std::sync::Arc;
 
 use super::compiled_tree::{EntryVerdict, FastTree};
-use super::model::{Model, ModelInfo, ModelKind};
+use super::model::{Invalid, Model, ModelError, ModelInfo, ModelKind};
 use super::{conf_u16, Classifier, FlowFeatures, Verdict};
 use crate::features::early::{EarlyPkt, MAX_EARLY};
 
@@ -71,49 +71,49 @@ impl Cascade {
     }
 
     /// Checks the stages against the cascade's header (`info`).
-    pub fn validate(&self, info: &ModelInfo) -> Result<(), String> {
+    pub fn validate(&self, info: &ModelInfo) -> Result<(), Invalid> {
         if self.stages.is_empty() {
-            return Err("cascade without stages".into());
+            return Err(Invalid("cascade without stages".into()));
         }
         if self.last() != info.packets {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "cascade stages end at packet {}, header says {}",
                 self.last(),
                 info.packets
-            ));
+            )));
         }
         let mut prev = 0;
         for s in &self.stages {
             let k = s.info.packets;
             if k <= prev {
-                return Err(format!(
+                return Err(Invalid(format!(
                     "cascade stage of {k} packets after one of {prev}: stages must use more packets in turn"
-                ));
+                )));
             }
             prev = k;
             if matches!(s.kind, ModelKind::Cascade(_) | ModelKind::Svm(_)) {
-                return Err(format!(
+                return Err(Invalid(format!(
                     "cascade stage {k} is {}: not allowed in a cascade",
                     s.kind.algo()
-                ));
+                )));
             }
             if s.info.classes != info.classes {
-                return Err(format!("cascade stage {k} has other classes"));
+                return Err(Invalid(format!("cascade stage {k} has other classes")));
             }
             s.validate()
-                .map_err(|e| format!("cascade stage {k}: {e}"))?;
+                .map_err(|e| Invalid(format!("cascade stage {k}: {e}")))?;
         }
         Ok(())
     }
 
     /// The body as written in the model file.
-    pub(crate) fn body_json(&self) -> Result<Vec<u8>, String> {
+    pub(crate) fn body_json(&self) -> Result<Vec<u8>, ModelError> {
         let stages = self
             .stages
             .iter()
             .map(|s| {
                 let body = serde_json::from_slice(&s.body_json()?)
-                    .map_err(|e| format!("cannot encode stage: {e}"))?;
+                    .map_err(|e| ModelError::EncodeStage(e.to_string()))?;
                 Ok(StageFile {
                     packets: s.info.packets,
                     algo: s.kind.algo().into(),
@@ -121,19 +121,21 @@ impl Cascade {
                     body,
                 })
             })
-            .collect::<Result<Vec<_>, String>>()?;
-        serde_json::to_vec(&CascadeFile { stages }).map_err(|e| format!("cannot encode body: {e}"))
+            .collect::<Result<Vec<_>, ModelError>>()?;
+        serde_json::to_vec(&CascadeFile { stages }).map_err(|e| ModelError::Encode(e.to_string()))
     }
 
     /// Parses a cascade body; each stage gets the header's classes and
     /// level, its own N and threshold.
-    pub(crate) fn from_json(info: &ModelInfo, body: &[u8]) -> Result<Cascade, String> {
-        let file: CascadeFile =
-            serde_json::from_slice(body).map_err(|e| format!("bad cascade body: {e}"))?;
+    pub(crate) fn from_json(info: &ModelInfo, body: &[u8]) -> Result<Cascade, ModelError> {
+        let file: CascadeFile = serde_json::from_slice(body).map_err(|e| ModelError::Body {
+            algo: "cascade".into(),
+            reason: e.to_string(),
+        })?;
         let mut stages = Vec::with_capacity(file.stages.len());
         for s in file.stages {
             if s.algo == "cascade" {
-                return Err("a cascade stage cannot be a cascade".into());
+                return Err(ModelError::NestedCascade);
             }
             let stage_info = ModelInfo {
                 classes: info.classes.clone(),
@@ -142,11 +144,13 @@ impl Cascade {
                 threshold: s.threshold,
                 ..ModelInfo::default()
             };
-            let body = serde_json::to_vec(&s.body).map_err(|e| e.to_string())?;
-            stages.push(
-                Model::from_body(stage_info, &s.algo, &body)
-                    .map_err(|e| format!("cascade stage {}: {e}", s.packets))?,
-            );
+            let stage = |source| ModelError::Stage {
+                packets: s.packets,
+                source: Box::new(source),
+            };
+            let body = serde_json::to_vec(&s.body)
+                .map_err(|e| stage(ModelError::Encode(e.to_string())))?;
+            stages.push(Model::from_body(stage_info, &s.algo, &body).map_err(stage)?);
         }
         Ok(Cascade { stages })
     }
@@ -411,7 +415,7 @@ mod tests {
         // Stages that do not end at N, or of another N, are refused.
         let mut bad = m.clone();
         bad.info.packets = 5;
-        assert!(bad.validate().unwrap_err().contains("end at packet"));
+        assert!(bad.validate().unwrap_err().0.contains("end at packet"));
         let mut bad = m.clone();
         if let ModelKind::Cascade(c) = &mut bad.kind {
             c.stages.swap(0, 1);
@@ -422,6 +426,6 @@ mod tests {
             c.stages[2] = m.clone();
             c.stages[2].info.packets = 4;
         }
-        assert!(bad.validate().unwrap_err().contains("not allowed"));
+        assert!(bad.validate().unwrap_err().0.contains("not allowed"));
     }
 }

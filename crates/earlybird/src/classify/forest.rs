@@ -11,6 +11,7 @@
 //! panic.
 
 use super::dataset::{Dataset, SplitMix64};
+use super::model::Invalid;
 use super::tree::{Tree, TreeOptions};
 use super::{compiled_tree, vector, FlowFeatures};
 
@@ -61,16 +62,16 @@ impl Forest {
     }
 
     /// Checks a loaded forest.
-    pub fn validate(&self, classes: usize) -> Result<(), String> {
+    pub fn validate(&self, classes: usize) -> Result<(), Invalid> {
         if self.trees.is_empty() || self.trees.len() > MAX_TREES {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "forest has {} trees, expected 1..={MAX_TREES}",
                 self.trees.len()
-            ));
+            )));
         }
         for t in &self.trees {
             if t.packets() != self.packets || t.use_ports() != self.use_ports {
-                return Err("forest trees disagree on features".into());
+                return Err(Invalid("forest trees disagree on features".into()));
             }
             t.validate(classes)?;
         }

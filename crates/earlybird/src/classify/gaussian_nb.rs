@@ -31,6 +31,7 @@
 use serde_json::value::RawValue;
 
 use super::dataset::Dataset;
+use super::model::Invalid;
 use super::{vector, FlowFeatures};
 use crate::features::early::MAX_EARLY;
 
@@ -77,25 +78,25 @@ struct RawBody {
     class_prior: Vec<Box<RawValue>>,
 }
 
-fn number(v: &RawValue, what: &str) -> Result<f64, String> {
+fn number(v: &RawValue, what: &str) -> Result<f64, Invalid> {
     v.get()
         .trim()
         .parse::<f64>()
-        .map_err(|_| format!("{what}: {} is not a number", v.get()))
+        .map_err(|_| Invalid(format!("{what}: {} is not a number", v.get())))
 }
 
 impl TryFrom<RawBody> for GaussianNb {
-    type Error = String;
-    fn try_from(r: RawBody) -> Result<GaussianNb, String> {
-        let flat = |rows: &[Vec<Box<RawValue>>], what: &str| -> Result<Vec<f64>, String> {
+    type Error = Invalid;
+    fn try_from(r: RawBody) -> Result<GaussianNb, Invalid> {
+        let flat = |rows: &[Vec<Box<RawValue>>], what: &str| -> Result<Vec<f64>, Invalid> {
             let f = rows.first().map_or(0, Vec::len);
             let mut out = Vec::with_capacity(rows.len() * f);
             for (c, row) in rows.iter().enumerate() {
                 if row.len() != f {
-                    return Err(format!(
+                    return Err(Invalid(format!(
                         "{what}[{c}] has {} numbers, {what}[0] {f}",
                         row.len()
-                    ));
+                    )));
                 }
                 for v in row {
                     out.push(number(v, what)?);
@@ -106,13 +107,13 @@ impl TryFrom<RawBody> for GaussianNb {
         let theta = flat(&r.theta, "theta")?;
         let var = flat(&r.var, "var")?;
         if r.theta.len() != r.var.len() || theta.len() != var.len() {
-            return Err("theta and var differ in shape".into());
+            return Err(Invalid("theta and var differ in shape".into()));
         }
         let class_prior = r
             .class_prior
             .iter()
             .map(|v| number(v, "class_prior"))
-            .collect::<Result<Vec<f64>, String>>()?;
+            .collect::<Result<Vec<f64>, Invalid>>()?;
         Ok(GaussianNb::new(
             r.packets,
             r.use_ports,
@@ -300,42 +301,44 @@ impl GaussianNb {
     }
 
     /// Checks a loaded model for `classes` classes.
-    pub fn validate(&self, classes: usize) -> Result<(), String> {
+    pub fn validate(&self, classes: usize) -> Result<(), Invalid> {
         let f = self.features();
         if self.packets == 0 || self.packets > MAX_EARLY {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "packets = {}, expected 1..={MAX_EARLY}",
                 self.packets
-            ));
+            )));
         }
         if self.class_prior.len() != classes {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "header has {classes} classes, body {} priors",
                 self.class_prior.len()
-            ));
+            )));
         }
         for (what, v) in [("theta", &self.theta), ("var", &self.var)] {
             if v.len() != classes * f {
-                return Err(format!(
+                return Err(Invalid(format!(
                     "{what} has {} numbers, expected {classes} classes × {f} features",
                     v.len()
-                ));
+                )));
             }
         }
         if let Some(x) = self.theta.iter().find(|x| !x.is_finite()) {
-            return Err(format!("theta holds {x}, expected finite means"));
+            return Err(Invalid(format!("theta holds {x}, expected finite means")));
         }
         if let Some(x) = self.var.iter().find(|x| !(x.is_finite() && **x > 0.0)) {
-            return Err(format!("var holds {x}, expected finite variances > 0"));
+            return Err(Invalid(format!(
+                "var holds {x}, expected finite variances > 0"
+            )));
         }
         if let Some(p) = self.class_prior.iter().find(|p| !(0.0..=1.0).contains(*p)) {
-            return Err(format!("class prior {p} outside [0, 1]"));
+            return Err(Invalid(format!("class prior {p} outside [0, 1]")));
         }
         if self.class_prior.iter().all(|p| *p == 0.0) {
-            return Err("every class prior is 0".into());
+            return Err(Invalid("every class prior is 0".into()));
         }
         if let Some(x) = self.norm.iter().find(|x| !x.is_finite()) {
-            return Err(format!("a class's normalising term is {x}"));
+            return Err(Invalid(format!("a class's normalising term is {x}")));
         }
         Ok(())
     }
@@ -540,7 +543,7 @@ mod tests {
         ] {
             let e = match serde_json::from_str::<GaussianNb>(&bad) {
                 Err(e) => e.to_string(),
-                Ok(m) => m.validate(2).unwrap_err(),
+                Ok(m) => m.validate(2).unwrap_err().to_string(),
             };
             assert!(e.contains(want), "{bad}: {e}");
         }

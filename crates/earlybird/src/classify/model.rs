@@ -131,40 +131,135 @@ pub fn fnv1a64(data: &[u8]) -> u64 {
     h
 }
 
+/// Parts of a model that disagree (class counts, sizes, indices); the
+/// text says which.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
+/// What is wrong with a model file or a model's parts (the caller names
+/// the file: [`Model::load`] makes it an [`Error::Model`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    /// An empty file.
+    #[error("empty file, not an earlybird model")]
+    Empty,
+    /// No header line.
+    #[error("no header line: truncated, or not an earlybird model")]
+    NoHeader,
+    /// A header line that is not JSON.
+    #[error("not an earlybird model: header is not JSON ({0})")]
+    HeaderJson(String),
+    /// A header of another format.
+    #[error("not an earlybird model: format {0:?}")]
+    Format(String),
+    /// A header without its format.
+    #[error("not an earlybird model: header has no \"format\"")]
+    NoFormat,
+    /// A model file of another version.
+    #[error("model file version {0}, this build reads version {VERSION}")]
+    Version(u64),
+    /// A header without its version.
+    #[error("header has no numeric \"version\"")]
+    NoVersion,
+    /// A header that cannot be read.
+    #[error("bad header: {0}")]
+    Header(String),
+    /// A body shorter than the header says.
+    #[error("truncated: body has {have} of {want} bytes")]
+    Truncated {
+        /// Bytes in the file.
+        have: usize,
+        /// Bytes the header says.
+        want: usize,
+    },
+    /// Bytes after the body.
+    #[error("{0} bytes of unexpected data after the body")]
+    Trailing(usize),
+    /// A body whose checksum is not the header's.
+    #[error("checksum mismatch (body {body}, header {header}): file is corrupt")]
+    Checksum {
+        /// The body's checksum.
+        body: String,
+        /// The header's.
+        header: String,
+    },
+    /// A body that is not the algorithm's JSON.
+    #[error("bad {algo} body: {reason}")]
+    Body {
+        /// The algorithm.
+        algo: String,
+        /// What the JSON reader said.
+        reason: String,
+    },
+    /// An algorithm this build does not know.
+    #[error("unknown algorithm {0:?}")]
+    Algorithm(String),
+    /// A cascade stage that is a cascade.
+    #[error("a cascade stage cannot be a cascade")]
+    NestedCascade,
+    /// A cascade stage that cannot be read.
+    #[error("cascade stage {packets}: {source}")]
+    Stage {
+        /// The stage's N.
+        packets: usize,
+        /// What is wrong with it.
+        source: Box<ModelError>,
+    },
+    /// Parts that disagree.
+    #[error("inconsistent model: {0}")]
+    Inconsistent(#[from] Invalid),
+    /// A body that cannot be written as JSON.
+    #[error("cannot encode body: {0}")]
+    Encode(String),
+    /// A cascade stage that cannot be written as JSON.
+    #[error("cannot encode stage: {0}")]
+    EncodeStage(String),
+    /// A header that cannot be written as JSON.
+    #[error("cannot encode header: {0}")]
+    EncodeHeader(String),
+}
+
 impl Model {
     /// Checks that the parts agree (class counts, sizes, indices).
-    pub fn validate(&self) -> std::result::Result<(), String> {
+    pub fn validate(&self) -> std::result::Result<(), Invalid> {
         let c = self.info.classes.len();
         if c == 0 {
-            return Err("model has no class".into());
+            return Err(Invalid("model has no class".into()));
         }
         if c >= Verdict::UNKNOWN as usize {
-            return Err(format!("{c} classes is too many"));
+            return Err(Invalid(format!("{c} classes is too many")));
         }
         if self.info.packets == 0 || self.info.packets > MAX_EARLY {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "packets = {}, expected 1..={MAX_EARLY}",
                 self.info.packets
-            ));
+            )));
         }
         if !(0.0..=1.0).contains(&self.info.threshold) {
-            return Err(format!("threshold {} outside [0, 1]", self.info.threshold));
+            return Err(Invalid(format!(
+                "threshold {} outside [0, 1]",
+                self.info.threshold
+            )));
         }
         let packets_agree = |p: usize| {
             if p == self.info.packets {
                 Ok(())
             } else {
-                Err(format!(
+                Err(Invalid(format!(
                     "header says {} packets, body {p}",
                     self.info.packets
-                ))
+                )))
             }
         };
         match &self.kind {
             ModelKind::NaiveBayes(m) => {
                 packets_agree(m.packets)?;
                 if m.classes != c {
-                    return Err(format!("header has {c} classes, body {}", m.classes));
+                    return Err(Invalid(format!(
+                        "header has {c} classes, body {}",
+                        m.classes
+                    )));
                 }
                 m.validate()
             }
@@ -179,7 +274,10 @@ impl Model {
             ModelKind::Svm(s) => {
                 packets_agree(s.packets)?;
                 if s.classes != c {
-                    return Err(format!("header has {c} classes, body {}", s.classes));
+                    return Err(Invalid(format!(
+                        "header has {c} classes, body {}",
+                        s.classes
+                    )));
                 }
                 s.validate()
             }
@@ -195,9 +293,9 @@ impl Model {
     /// Writes the model file.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
-        let err = |reason: String| Error::Model {
+        let err = |e: ModelError| Error::Model {
             path: path.to_path_buf(),
-            reason,
+            reason: e.to_string(),
         };
         let body = self.body_json().map_err(err)?;
         let header = Header {
@@ -215,8 +313,8 @@ impl Model {
             body_bytes: body.len(),
             body_fnv1a64: format!("{:016x}", fnv1a64(&body)),
         };
-        let mut out =
-            serde_json::to_vec(&header).map_err(|e| err(format!("cannot encode header: {e}")))?;
+        let mut out = serde_json::to_vec(&header)
+            .map_err(|e| err(ModelError::EncodeHeader(e.to_string())))?;
         out.push(b'\n');
         out.extend_from_slice(&body);
         out.push(b'\n');
@@ -227,61 +325,54 @@ impl Model {
     pub fn load(path: impl AsRef<Path>) -> Result<Model> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        Self::from_bytes(&bytes).map_err(|reason| Error::Model {
+        Self::from_bytes(&bytes).map_err(|e| Error::Model {
             path: path.to_path_buf(),
-            reason,
+            reason: e.to_string(),
         })
     }
 
     /// Parses the contents of a model file (see [`Model::load`]).
-    pub fn from_bytes(bytes: &[u8]) -> std::result::Result<Model, String> {
+    pub fn from_bytes(bytes: &[u8]) -> std::result::Result<Model, ModelError> {
         let Some(nl) = bytes.iter().position(|&b| b == b'\n') else {
             return Err(if bytes.is_empty() {
-                "empty file, not an earlybird model".into()
+                ModelError::Empty
             } else {
-                "no header line: truncated, or not an earlybird model".into()
+                ModelError::NoHeader
             });
         };
         let value: serde_json::Value = serde_json::from_slice(&bytes[..nl])
-            .map_err(|e| format!("not an earlybird model: header is not JSON ({e})"))?;
+            .map_err(|e| ModelError::HeaderJson(e.to_string()))?;
         match value.get("format").and_then(|f| f.as_str()) {
             Some(FORMAT) => {}
-            Some(other) => return Err(format!("not an earlybird model: format {other:?}")),
-            None => return Err("not an earlybird model: header has no \"format\"".into()),
+            Some(other) => return Err(ModelError::Format(other.to_string())),
+            None => return Err(ModelError::NoFormat),
         }
         match value.get("version").and_then(|v| v.as_u64()) {
             Some(v) if v == VERSION as u64 => {}
-            Some(v) => {
-                return Err(format!(
-                    "model file version {v}, this build reads version {VERSION}"
-                ))
-            }
-            None => return Err("header has no numeric \"version\"".into()),
+            Some(v) => return Err(ModelError::Version(v)),
+            None => return Err(ModelError::NoVersion),
         }
-        let h: Header = serde_json::from_value(value).map_err(|e| format!("bad header: {e}"))?;
+        let h: Header =
+            serde_json::from_value(value).map_err(|e| ModelError::Header(e.to_string()))?;
         let mut body = &bytes[nl + 1..];
         if body.len() == h.body_bytes + 1 && body.last() == Some(&b'\n') {
             body = &body[..h.body_bytes];
         }
         if body.len() < h.body_bytes {
-            return Err(format!(
-                "truncated: body has {} of {} bytes",
-                body.len(),
-                h.body_bytes
-            ));
+            return Err(ModelError::Truncated {
+                have: body.len(),
+                want: h.body_bytes,
+            });
         }
         if body.len() > h.body_bytes {
-            return Err(format!(
-                "{} bytes of unexpected data after the body",
-                body.len() - h.body_bytes
-            ));
+            return Err(ModelError::Trailing(body.len() - h.body_bytes));
         }
         let sum = format!("{:016x}", fnv1a64(body));
         if sum != h.body_fnv1a64 {
-            return Err(format!(
-                "checksum mismatch (body {sum}, header {}): file is corrupt",
-                h.body_fnv1a64
-            ));
+            return Err(ModelError::Checksum {
+                body: sum,
+                header: h.body_fnv1a64,
+            });
         }
         let info = ModelInfo {
             classes: h.classes,
@@ -304,12 +395,15 @@ impl Model {
         info: ModelInfo,
         algo: &str,
         body: &[u8],
-    ) -> std::result::Result<Model, String> {
+    ) -> std::result::Result<Model, ModelError> {
         fn body_as<T: serde::de::DeserializeOwned>(
             b: &[u8],
             algo: &str,
-        ) -> std::result::Result<T, String> {
-            serde_json::from_slice(b).map_err(|e| format!("bad {algo} body: {e}"))
+        ) -> std::result::Result<T, ModelError> {
+            serde_json::from_slice(b).map_err(|e| ModelError::Body {
+                algo: algo.into(),
+                reason: e.to_string(),
+            })
         }
         let kind = match algo {
             "nb" => ModelKind::NaiveBayes(body_as(body, "nb")?),
@@ -319,18 +413,16 @@ impl Model {
             "ports" => ModelKind::Ports(body_as(body, "ports")?),
             "gnb" => ModelKind::GaussianNb(body_as(body, "gnb")?),
             "cascade" => ModelKind::Cascade(Cascade::from_json(&info, body)?),
-            other => return Err(format!("unknown algorithm {other:?}")),
+            other => return Err(ModelError::Algorithm(other.to_string())),
         };
         let model = Model { info, kind };
-        model
-            .validate()
-            .map_err(|e| format!("inconsistent model: {e}"))?;
+        model.validate()?;
         Ok(model)
     }
 
     /// The body of the model file as JSON (what [`Model::save`] writes
     /// after the header line).
-    pub fn body_json(&self) -> std::result::Result<Vec<u8>, String> {
+    pub fn body_json(&self) -> std::result::Result<Vec<u8>, ModelError> {
         match &self.kind {
             ModelKind::NaiveBayes(m) => serde_json::to_vec(m),
             ModelKind::Tree(m) => serde_json::to_vec(m),
@@ -340,7 +432,7 @@ impl Model {
             ModelKind::GaussianNb(m) => serde_json::to_vec(m),
             ModelKind::Cascade(m) => return m.body_json(),
         }
-        .map_err(|e| format!("cannot encode body: {e}"))
+        .map_err(|e| ModelError::Encode(e.to_string()))
     }
 
     /// Class and confidence before thresholding, from the first

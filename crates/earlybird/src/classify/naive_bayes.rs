@@ -20,6 +20,7 @@
 //! allocates `C × N × BINS` f32.
 
 use super::dataset::Dataset;
+use super::model::Invalid;
 use crate::features::early::{EarlyPkt, MAX_EARLY};
 use crate::features::Dir;
 
@@ -198,20 +199,20 @@ impl NaiveBayes {
     }
 
     /// Checks that the table sizes agree with C and N (after loading).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), Invalid> {
         if self.log_prior.len() != self.classes {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "naive bayes: {} priors for {} classes",
                 self.log_prior.len(),
                 self.classes
-            ));
+            )));
         }
         if self.table.len() != self.classes * self.packets * BINS {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "naive bayes: table has {} entries, expected {}",
                 self.table.len(),
                 self.classes * self.packets * BINS
-            ));
+            )));
         }
         if self
             .table
@@ -219,7 +220,7 @@ impl NaiveBayes {
             .chain(&self.log_prior)
             .any(|v| !v.is_finite())
         {
-            return Err("naive bayes: non-finite log-probability".into());
+            return Err(Invalid("naive bayes: non-finite log-probability".into()));
         }
         Ok(())
     }

@@ -17,6 +17,7 @@
 use std::collections::BTreeMap;
 
 use super::dataset::Dataset;
+use super::model::Invalid;
 
 /// Lowest ephemeral port (Linux's default range starts here; IANA's at
 /// 49152): server ports at or above it are not learnt.
@@ -89,13 +90,13 @@ impl PortTable {
     }
 
     /// Checks a loaded table: sorted keys, classes in range.
-    pub fn validate(&self, classes: usize) -> Result<(), String> {
+    pub fn validate(&self, classes: usize) -> Result<(), Invalid> {
         for v in [&self.ports, &self.protos] {
             if v.windows(2).any(|w| w[0].key >= w[1].key) {
-                return Err("port table keys are not sorted".into());
+                return Err(Invalid("port table keys are not sorted".into()));
             }
             if v.iter().any(|e| e.class as usize >= classes) {
-                return Err("port table class out of range".into());
+                return Err(Invalid("port table class out of range".into()));
             }
         }
         Ok(())

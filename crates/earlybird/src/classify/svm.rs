@@ -16,6 +16,7 @@
 //! per prediction and do not serialise to our model file.
 
 use super::dataset::{Dataset, SplitMix64};
+use super::model::Invalid;
 use super::{vector, FlowFeatures};
 
 /// Largest number of classes an SVM model can vote over.
@@ -277,20 +278,22 @@ impl Svm {
     }
 
     /// Checks a loaded model's sizes and indices.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), Invalid> {
         let nf = self.features();
         if self.packets > crate::features::early::MAX_EARLY || self.classes > MAX_CLASSES {
-            return Err("svm: too many packets or classes".into());
+            return Err(Invalid("svm: too many packets or classes".into()));
         }
         if self.mean.len() != nf || self.scale.len() != nf || self.sv.len() != self.coef.len() * nf
         {
-            return Err("svm: vector sizes disagree with the feature count".into());
+            return Err(Invalid(
+                "svm: vector sizes disagree with the feature count".into(),
+            ));
         }
         for p in &self.pairs {
             let end = p.start as usize + p.len as usize;
             if p.a as usize >= self.classes || p.b as usize >= self.classes || end > self.coef.len()
             {
-                return Err("svm: pair out of range".into());
+                return Err(Invalid("svm: pair out of range".into()));
             }
         }
         Ok(())

@@ -23,6 +23,7 @@
 
 use super::compiled_tree::{FlatTree, MAX_NODES};
 use super::dataset::{Dataset, SplitMix64};
+use super::model::Invalid;
 use super::{vector, FlowFeatures};
 
 /// `feature` value of a leaf node.
@@ -454,23 +455,26 @@ impl Tree {
     }
 
     /// Checks a loaded tree: the walk must end and classes must exist.
-    pub fn validate(&self, classes: usize) -> Result<(), String> {
+    pub fn validate(&self, classes: usize) -> Result<(), Invalid> {
         let nf = vector::count(self.packets, self.use_ports);
         if self.nodes.is_empty() {
-            return Err("tree has no nodes".into());
+            return Err(Invalid("tree has no nodes".into()));
         }
         if self.nodes.len() > MAX_NODES {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "tree has {} nodes, at most {MAX_NODES}",
                 self.nodes.len()
-            ));
+            )));
         }
         if self.packets > crate::features::early::MAX_EARLY {
-            return Err(format!("tree uses {} packets", self.packets));
+            return Err(Invalid(format!("tree uses {} packets", self.packets)));
         }
         for (i, n) in self.nodes.iter().enumerate() {
             if (n.class as usize) >= classes {
-                return Err(format!("tree node {i}: class {} out of range", n.class));
+                return Err(Invalid(format!(
+                    "tree node {i}: class {} out of range",
+                    n.class
+                )));
             }
             if n.feature == LEAF {
                 continue;
@@ -481,7 +485,9 @@ impl Tree {
                 && (n.left as usize) < self.nodes.len()
                 && (n.right as usize) < self.nodes.len();
             if !ok {
-                return Err(format!("tree node {i}: bad feature or child index"));
+                return Err(Invalid(format!(
+                    "tree node {i}: bad feature or child index"
+                )));
             }
         }
         Ok(())
