@@ -397,15 +397,17 @@ impl Config {
         }
         let mut model = Model::named(self.model.as_deref())?;
         if let Some(t) = self.threshold {
-            need(
-                (0.0..=1.0).contains(&t),
-                &format!("--threshold {t} is outside [0, 1]"),
-            )?;
-            need(
-                model.cascade().is_none(),
-                "--threshold does not apply to a cascade model: each of its stages has its own \
-                 threshold (train it again with another --target-precision)",
-            )?;
+            // Errors of the model's use, not of the options' form: exit 1.
+            if !(0.0..=1.0).contains(&t) {
+                return Err(Error::Config(format!("--threshold {t} is outside [0, 1]")));
+            }
+            if model.cascade().is_some() {
+                return Err(Error::Config(
+                    "--threshold does not apply to a cascade model: each of its stages has its \
+                     own threshold (train it again with another --target-precision)"
+                        .into(),
+                ));
+            }
             model.info.threshold = t;
         }
         let classes: Arc<[String]> = model.info.classes.clone().into();
