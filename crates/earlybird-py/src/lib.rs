@@ -29,7 +29,6 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -251,6 +250,33 @@ fn toml_value(v: &Bound<'_, PyAny>, key: &str) -> PyResult<toml::Value> {
     )))
 }
 
+/// The configuration of `config`'s file (or the defaults) with `options`
+/// laid over it as the command line's are; with `replace_input` or an
+/// `interface` among `options`, the file's input is dropped first.
+fn configuration(
+    config: Option<&std::path::Path>,
+    options: Option<&Bound<'_, PyDict>>,
+    replace_input: bool,
+) -> PyResult<Config> {
+    let mut cfg = match config {
+        Some(path) => Config::from_file(path).map_err(to_py)?,
+        None => Config::default(),
+    };
+    let mut given = toml::Table::new();
+    for (k, v) in options.into_iter().flat_map(|o| o.iter()) {
+        let key: String = k.extract()?;
+        if !v.is_none() {
+            given.insert(key.clone(), toml_value(&v, &key)?);
+        }
+    }
+    if replace_input || given.contains_key("interface") {
+        cfg.inputs.clear();
+        cfg.interface = None;
+    }
+    cfg.overlay(given, "keyword arguments").map_err(to_py)?;
+    Ok(cfg)
+}
+
 /// Starts a run (see the module docs): the configuration is `config`'s
 /// TOML file (or the defaults) with `options` laid over it as the command
 /// line's are (`idle_timeout`, `dump_dir`: `earlybird flows`'s long
@@ -267,26 +293,8 @@ fn start(
     if batch_size == 0 {
         return Err(PyValueError::new_err("batch_size must be at least 1"));
     }
-    let mut cfg = match &config {
-        Some(path) => Config::from_file(path).map_err(to_py)?,
-        None => Config::default(),
-    };
-    let mut given = toml::Table::new();
-    if let Some(opts) = options {
-        for (k, v) in opts.iter() {
-            let key: String = k.extract()?;
-            if v.is_none() {
-                continue;
-            }
-            given.insert(key.clone(), toml_value(&v, &key)?);
-        }
-    }
-    let live_given = given.contains_key("interface");
-    if !inputs.is_empty() || live_given {
-        cfg.inputs.clear();
-        cfg.interface = None;
-    }
-    cfg.overlay(given, "keyword arguments").map_err(to_py)?;
+    let replace_input = !inputs.is_empty();
+    let mut cfg = configuration(config.as_deref(), options, replace_input)?;
     cfg.inputs.extend(inputs);
     let plan = cfg.plan().map_err(to_py)?;
     let schema = ArrowFlows::schema(&plan.export);
@@ -318,20 +326,7 @@ fn start(
 #[pyfunction]
 #[pyo3(signature = (*, config=None, options=None))]
 fn print_config(config: Option<PathBuf>, options: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
-    let mut cfg = match &config {
-        Some(path) => Config::from_file(path).map_err(to_py)?,
-        None => Config::default(),
-    };
-    let mut given = toml::Table::new();
-    if let Some(opts) = options {
-        for (k, v) in opts.iter() {
-            let key: String = k.extract()?;
-            if !v.is_none() {
-                given.insert(key.clone(), toml_value(&v, &key)?);
-            }
-        }
-    }
-    cfg.overlay(given, "keyword arguments").map_err(to_py)?;
+    let cfg = configuration(config.as_deref(), options, false)?;
     Ok(cfg.to_toml())
 }
 
