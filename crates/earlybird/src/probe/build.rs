@@ -367,7 +367,7 @@ impl Config {
         };
         #[cfg(not(feature = "metrics"))]
         let metrics = match &c.metrics_listen {
-            Some(_) => return Err(usage("--metrics-listen needs the `metrics` feature".into())),
+            Some(_) => return Err(usage("--metrics-listen needs the `metrics` feature")),
             None => None,
         };
         let plan = Plan {
