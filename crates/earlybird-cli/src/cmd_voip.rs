@@ -18,6 +18,8 @@ pub struct VoipArgs {
     /// order as one time line.
     #[arg(required_unless_present = "interface", value_name = "SOURCE")]
     pub files: Vec<PathBuf>,
+    /// Capture live from this interface instead of files.
+    ///
     /// Capture live from this interface instead (AF_PACKET; root or
     /// CAP_NET_RAW), until SIGINT/SIGTERM or --duration.
     #[arg(short, long, value_name = "IFACE", conflicts_with = "files")]
@@ -32,6 +34,8 @@ pub struct VoipArgs {
     /// Call records to this file (.csv, .jsonl/.json, .parquet).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// RTP stream records to this file.
+    ///
     /// RTP stream records (every stream, with or without a call).
     #[arg(long, value_name = "FILE")]
     pub streams_out: Option<PathBuf>,
@@ -46,6 +50,8 @@ pub struct VoipArgs {
 /// stage).
 #[derive(Args, Clone, serde::Serialize)]
 pub struct TrackerArgs {
+    /// Seconds after which a silent call ends.
+    ///
     /// A call without SIP or RTP for this many seconds ends (timeout).
     #[arg(
         help_heading = "VoIP",
@@ -54,6 +60,8 @@ pub struct TrackerArgs {
         value_name = "SECONDS"
     )]
     pub call_timeout: f64,
+    /// Calls tracked at once.
+    ///
     /// Calls held at once (more INVITEs are counted and dropped).
     #[arg(
         help_heading = "VoIP",
@@ -82,6 +90,8 @@ pub struct TrackerArgs {
         requires = "rtp_dir"
     )]
     pub rtp_max_mib: u64,
+    /// Remove kept calls older than this first.
+    ///
     /// With --rtp-dir: first remove the calls kept longer than this many days
     /// (by file time).
     #[arg(help_heading = "VoIP", long, value_name = "DAYS", requires = "rtp_dir")]

@@ -7,6 +7,8 @@ use clap::Args;
 
 #[derive(Args, serde::Serialize)]
 pub struct IpfixArgs {
+    /// IPFIX/UDP: largest message.
+    ///
     /// IPFIX over UDP: largest message in bytes of UDP payload (records are
     /// packed into messages up to this size).
     #[arg(
@@ -19,6 +21,8 @@ pub struct IpfixArgs {
     /// IPFIX: observation domain id of every message.
     #[arg(help_heading = "IPFIX", long, value_name = "ID", default_value_t = 0)]
     ipfix_domain: u32,
+    /// IPFIX/UDP: resend templates after N s.
+    ///
     /// IPFIX over UDP: send the templates again after this many seconds…
     #[arg(
         help_heading = "IPFIX",
@@ -27,9 +31,13 @@ pub struct IpfixArgs {
         default_value_t = 60.0
     )]
     ipfix_template_refresh: f64,
+    /// IPFIX/UDP: or after N messages.
+    ///
     /// …or after this many data messages, whichever comes first.
     #[arg(help_heading = "IPFIX", long, value_name = "N", default_value_t = 100)]
     ipfix_template_messages: u32,
+    /// IPFIX/TCP: messages queued for the collector.
+    ///
     /// IPFIX over TCP: messages queued for a slow or absent collector before
     /// records are dropped (counted, reported; the run never waits for the
     /// collector).
@@ -40,6 +48,8 @@ pub struct IpfixArgs {
         default_value_t = 256
     )]
     ipfix_queue: usize,
+    /// IPFIX/TCP: seconds to drain at the end.
+    ///
     /// IPFIX over TCP: seconds the end of the run waits for queued messages to
     /// reach the collector.
     #[arg(
