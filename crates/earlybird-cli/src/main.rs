@@ -20,6 +20,7 @@ mod cmd_model;
 mod cmd_replay;
 mod cmd_train;
 mod cmd_voip;
+mod flows_args;
 mod ipfix_args;
 mod model_arg;
 mod out_args;
