@@ -15,7 +15,6 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 use super::audio::{Archive, ArchiveCounters};
 use super::record::{CallRecord, StreamRecord};
@@ -23,7 +22,6 @@ use super::tap::{extract, SipConnections};
 use super::tracker::{Tracker, TrackerConfig, TrackerCounters};
 use crate::decode::Decoded;
 use crate::error::{Error, Result};
-use crate::source::af_packet::{LiveConfig, Ring};
 use crate::source::file::CaptureFile;
 use crate::source::PacketRef;
 
@@ -199,55 +197,6 @@ pub(crate) fn advance_idle(t: &mut Tracker) {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     t.advance(now.saturating_sub(1_000_000_000));
-}
-
-/// Runs the tracker on a live interface until `stop`, the end of
-/// `duration` (wall clock) or a socket error (returned as a warning).
-/// Frames are kept whole (snaplen 65,535: SIP messages and RTP payloads
-/// are read in full). When no packet comes for a poll interval, the
-/// tracker's time moves to the wall clock less a second, so idle calls
-/// still time out, as idle flows do in `flows -i`.
-pub fn track_live(
-    live: &LiveConfig,
-    duration: Option<Duration>,
-    cfg: TrackerConfig,
-    stop: &AtomicBool,
-    mut write: impl FnMut(&[CallRecord], &[StreamRecord]) -> Result<()> + Send,
-) -> Result<VoipSummary> {
-    let mut lc = live.clone();
-    lc.snaplen = 65_535;
-    let mut ring = Ring::open(&lc, None)?;
-    let mut feed = Feed::new(cfg)?;
-    let (tx, rx) = crossbeam_channel::bounded::<Batch>(16);
-    std::thread::scope(|s| {
-        let writer = s.spawn(move || writer_loop(rx, &mut write));
-        let deadline = duration.map(|d| Instant::now() + d);
-        let mut refs = Vec::new();
-        let mut open = true;
-        while open && !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
-            match ring.next_block(100) {
-                Err(e) => {
-                    feed.sum.warnings.push(e.to_string());
-                    break;
-                }
-                Ok(Some(mut block)) => {
-                    while block.next_batch(&mut refs, 256) > 0 {
-                        feed.batch(block.data(), &refs);
-                    }
-                }
-                Ok(None) => advance_idle(&mut feed.t),
-            }
-            open = send_records(&mut feed.t, &tx, false);
-        }
-        let mut summary = feed.finish(&tx, open);
-        drop(tx);
-        let (calls, streams) = writer
-            .join()
-            .unwrap_or_else(|_| Err(Error::thread("record writer")))?;
-        summary.calls = calls;
-        summary.streams = streams;
-        Ok(summary)
-    })
 }
 
 /// The writer thread: hands each batch to `write`, counts what it wrote.
