@@ -6,23 +6,23 @@
 //! shard `t mod N`: it walks the batch's records, decodes every packet once
 //! (key and symmetric flow hash), counts them
 //! ([`crate::shard::Shard::split`]) and puts each packet, decoded, in input
-//! order, into its shard's [`Parcel`] — its own included, kept on a local
+//! order, into its shard's [`ShardBatch`] — its own included, kept on a local
 //! queue.
 //! The other shards step over the batch's record headers
 //! ([`crate::source::CaptureReader::skip_batch`], which keeps them on the
 //! same batch boundaries), or jump to where the batch ends when its reader
 //! has already published that ([`Ends::publish_end`], one atomic store per
 //! batch, and [`Ends::end_of_turn`]). Every shard then *runs* the turns in order, each
-//! from the parcel its reader made: its packets in input order, its clock
+//! from the shard batch its reader made: its packets in input order, its clock
 //! advancing batch by batch as if it had read the whole file, so records
 //! do not depend on the number of shards.
 //!
 //! Reading runs up to [`LOOKAHEAD`] turns ahead of running, so a reader
 //! never waits for its own table work of the turns before, and the shards
-//! overlap instead of taking turns. Parcels travel over one bounded channel
+//! overlap instead of taking turns. Shard batches travel over one bounded channel
 //! per ordered pair of shards ([`Ends`], [`DEPTH`] deep) and come back
 //! emptied for reuse: nothing is allocated per batch once the first
-//! parcels exist. Waiting cannot form a cycle: a shard waits for a parcel
+//! shard batches exist. Waiting cannot form a cycle: a shard waits for a shard batch
 //! only when the shard that reads that turn has not read it yet, which
 //! puts that shard's running more than `LOOKAHEAD` turns behind; and
 //! `DEPTH` is at least `LOOKAHEAD`, so a reader never waits on a full
@@ -35,13 +35,13 @@
 //! each shard publishes how many turns of the file it has found
 //! ([`Ends::progress`], one store per turn), and a shard whose reader has
 //! ended goes on with the turns any other shard found
-//! ([`Ends::turn_after_end`]: for its own it sends empty parcels, since
+//! ([`Ends::turn_after_end`]: for its own it sends empty shard batches, since
 //! their bytes are gone) until every shard's reader has ended: the file
 //! ends at the most turns any shard found.
 //!
 //! Nothing read is lost when a run stops early (a stop request, or a shard
 //! that left): a shard that stops reading drops its sending ends, and every
-//! shard goes on running, in turn order, each parcel that was read for it
+//! shard goes on running, in turn order, each shard batch that was read for it
 //! (skipping turns nobody read) until every other shard has stopped and
 //! been drained. So every packet counted as read was run through a table
 //! or counted as skipped (tests/engine/interrupt.rs).
@@ -52,13 +52,13 @@ use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 
-use crate::shard::Parcel;
+use crate::shard::ShardBatch;
 use crate::source::retime::RunState;
 
 /// Turns a shard reads ahead of the turn it runs.
 pub const LOOKAHEAD: usize = 16;
 
-/// Parcels in flight from one shard to another (at least [`LOOKAHEAD`]).
+/// Shard batches in flight from one shard to another (at least [`LOOKAHEAD`]).
 pub const DEPTH: usize = LOOKAHEAD;
 
 /// Turns whose end position can be published at once (a ring, far more
@@ -87,7 +87,7 @@ struct Progress {
 /// ended ([`Ends::turn_after_end`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Agreement {
-    /// Another shard found it: run it (send empty parcels if it is ours).
+    /// Another shard found it: run it (send empty shard batches if it is ours).
     Exists,
     /// Every other shard's reader has ended before it: the file ends.
     End,
@@ -109,20 +109,20 @@ pub struct Ends {
     /// turn (`--timestamps`), published by its reader before the turn's
     /// end, so the others can jump over the turn and go on from it.
     turn_states: TurnStates,
-    /// `to[j]`: parcels for shard `j` (`None` for this shard).
-    to: Vec<Option<Sender<Parcel>>>,
-    /// `from[j]`: parcels shard `j` read for this one.
-    from: Vec<Option<Receiver<Parcel>>>,
-    /// `back_to[j]`: emptied parcels going back to shard `j`.
-    back_to: Vec<Option<Sender<Parcel>>>,
-    /// `back_from[j]`: this shard's parcels, emptied by shard `j`.
-    back_from: Vec<Option<Receiver<Parcel>>>,
-    /// The parcels being filled, one per shard.
-    filling: Vec<Parcel>,
-    /// This shard's own parcels, read and not yet run.
-    mine: VecDeque<Parcel>,
-    /// Emptied parcels of this shard's own.
-    spare: Vec<Parcel>,
+    /// `to[j]`: shard batches for shard `j` (`None` for this shard).
+    to: Vec<Option<Sender<ShardBatch>>>,
+    /// `from[j]`: shard batches shard `j` read for this one.
+    from: Vec<Option<Receiver<ShardBatch>>>,
+    /// `back_to[j]`: emptied shard batches going back to shard `j`.
+    back_to: Vec<Option<Sender<ShardBatch>>>,
+    /// `back_from[j]`: this shard's shard batches, emptied by shard `j`.
+    back_from: Vec<Option<Receiver<ShardBatch>>>,
+    /// The shard batches being filled, one per shard.
+    filling: Vec<ShardBatch>,
+    /// This shard's own shard batches, read and not yet run.
+    mine: VecDeque<ShardBatch>,
+    /// Emptied shard batches of this shard's own.
+    spare: Vec<ShardBatch>,
     /// `gone[j]`: shard `j` has stopped reading and everything it read
     /// for this shard has been taken.
     gone: Vec<bool>,
@@ -148,7 +148,7 @@ pub fn mesh(shards: usize, batch: usize) -> Vec<Ends> {
             from: (0..shards).map(|_| None).collect(),
             back_to: (0..shards).map(|_| None).collect(),
             back_from: (0..shards).map(|_| None).collect(),
-            filling: (0..shards).map(|_| Parcel::none()).collect(),
+            filling: (0..shards).map(|_| ShardBatch::none()).collect(),
             mine: VecDeque::new(),
             spare: Vec::new(),
             gone: vec![false; shards],
@@ -163,7 +163,7 @@ pub fn mesh(shards: usize, batch: usize) -> Vec<Ends> {
             let (tx, rx) = bounded(DEPTH);
             ends[a].to[b] = Some(tx);
             ends[b].from[a] = Some(rx);
-            // Room for every parcel that can exist between the two, so
+            // Room for every shard batch that can exist between the two, so
             // giving one back never waits.
             let (tx, rx) = bounded(DEPTH + 2);
             ends[b].back_to[a] = Some(tx);
@@ -206,9 +206,9 @@ impl Ends {
             .then_some(word >> TURN_BITS)
     }
 
-    /// Empty parcels for the next batch this shard reads, one per shard
+    /// Empty shard batches for the next batch this shard reads, one per shard
     /// (reused ones where they came back).
-    pub fn parcels(&mut self) -> &mut [Parcel] {
+    pub fn shard_batches(&mut self) -> &mut [ShardBatch] {
         for (j, p) in self.filling.iter_mut().enumerate() {
             if !p.is_none() {
                 continue;
@@ -218,18 +218,18 @@ impl Ends {
             } else {
                 self.back_from[j].as_ref().and_then(|r| r.try_recv().ok())
             };
-            *p = reused.unwrap_or_else(|| Parcel::with_capacity(self.capacity));
+            *p = reused.unwrap_or_else(|| ShardBatch::with_capacity(self.capacity));
             p.clear();
         }
         &mut self.filling
     }
 
-    /// Sends the filled parcels (this shard's own goes on its local queue).
+    /// Sends the filled shard batches (this shard's own goes on its local queue).
     /// False when another shard has left.
     pub fn send(&mut self) -> bool {
         let mut all = true;
         for (j, p) in self.filling.iter_mut().enumerate() {
-            let p = std::mem::replace(p, Parcel::none());
+            let p = std::mem::replace(p, ShardBatch::none());
             if j == self.id {
                 self.mine.push_back(p);
             } else if let Some(tx) = &self.to[j] {
@@ -301,12 +301,12 @@ impl Ends {
         }
     }
 
-    /// The parcel of the next turn `reader` read, waiting for it if that
+    /// The shard batch of the next turn `reader` read, waiting for it if that
     /// is another shard. `None` when that turn was never read: this
     /// shard's own turn past where it stopped reading, or another shard's
     /// once that shard has stopped reading and everything it sent has been
     /// taken (it is then [`Ends::peers_gone`]).
-    pub fn take(&mut self, reader: usize) -> Option<Parcel> {
+    pub fn take(&mut self, reader: usize) -> Option<ShardBatch> {
         if reader == self.id {
             return self.mine.pop_front();
         }
@@ -324,8 +324,8 @@ impl Ends {
         (0..self.gone.len()).all(|j| j == self.id || self.gone[j])
     }
 
-    /// Returns a run parcel to the shard that read it.
-    pub fn give_back(&mut self, reader: usize, mut p: Parcel) {
+    /// Returns a run shard batch to the shard that read it.
+    pub fn give_back(&mut self, reader: usize, mut p: ShardBatch) {
         p.clear();
         match &self.back_to[reader] {
             None => self.spare.push(p),

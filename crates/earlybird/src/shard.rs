@@ -9,9 +9,9 @@
 //! - [`Shard::batch`]: the only shard of a run decodes and runs a batch.
 //! - [`Shard::split`]: with several shards, the shard whose turn it is
 //!   reads a batch for all of them: it counts every packet, decodes and
-//!   hashes each once, and puts it into the [`Parcel`] of the shard its
+//!   hashes each once, and puts it into the [`ShardBatch`] of the shard its
 //!   symmetric flow hash selects ([`crate::flow::key::shard_of`]).
-//! - [`Shard::run_parcel`]: every shard runs, turn by turn, the parcels
+//! - [`Shard::run_shard_batch`]: every shard runs, turn by turn, the shard batches
 //!   made for it (see [`crate::exchange`] for the turns and channels).
 //!
 //! Packets that belong to no flow are counted by the shard that read them.
@@ -32,7 +32,7 @@ use crate::decode::LinkType;
 use crate::decode::{decode, fast, Decoded, Skip};
 use crate::dump::Taps;
 use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
-use crate::flow::packet::{is_icmp, Payload, Pkt, Side};
+use crate::flow::packet::{is_icmp, Payload, Pkt, V6Icmp};
 use crate::flow::record::RecordBatch;
 use crate::flow::table::FlowTable;
 use crate::flow::tally::Tally;
@@ -42,26 +42,27 @@ use crate::source::PacketRef;
 use crate::telemetry::second::{Part, Seconds, ShardSecond};
 use crate::telemetry::Counters;
 
-/// No parcel frames (one shard, or no taps).
+/// No shard batch frames (one shard, or no taps).
 const NO_FRAMES: (&[PacketRef], &[(u32, PacketRef)]) = (&[], &[]);
 
-/// [`Shard::decode`] modes: the only shard keeps every packet; a reader
-/// of several shards puts each packet into its shard's [`Parcel`].
-const SOLO: u8 = 0;
-const SPLIT: u8 = 1;
+/// [`Shard::decode`]'s `SPLIT` flag: a reader of several shards puts
+/// each packet into its shard's [`ShardBatch`]; the only shard keeps every
+/// packet.
+const SPLIT_ALL: bool = true;
+const KEEP_ALL: bool = false;
 
 /// The packets of one batch that belong to one shard, decoded and hashed
 /// by the shard that read the batch ([`Shard::split`]), in input order, with
 /// the batch's largest timestamp (the receiver's clock advances to it as
 /// the reader's does).
 #[derive(Debug)]
-pub struct Parcel {
+pub struct ShardBatch {
     /// The packets, ready for the flow table.
     pub pkts: Vec<Pkt>,
     /// What IPv6 and ICMP packets carry beside them: entry 0 is unused
     /// (other packets point at it), such a packet's `idx` is the place of
     /// its side.
-    pub wide: Vec<Side>,
+    pub wide: Vec<V6Icmp>,
     /// Where each packet's transport payload is, in input order with
     /// `pkts` (filled only when an analyzer reads payload).
     pub spans: Vec<Span>,
@@ -72,52 +73,52 @@ pub struct Parcel {
     /// Where each packet is in the batch, in input order with `pkts`
     /// (filled only when the shards have packet taps: `crate::dump`).
     pub frames: Vec<PacketRef>,
-    /// With taps, in the reader's own parcel: the packets of the batch that
+    /// With taps, in the reader's own shard batch: the packets of the batch that
     /// belong to no flow, each after the number of `pkts` that came before
     /// it (so the reader's taps get them in input order).
-    pub strays: Vec<(u32, PacketRef)>,
+    pub no_flow: Vec<(u32, PacketRef)>,
 }
 
-impl Parcel {
-    /// An empty parcel with room for `n` packets.
-    pub fn with_capacity(n: usize) -> Parcel {
-        Parcel {
+impl ShardBatch {
+    /// An empty shard batch with room for `n` packets.
+    pub fn with_capacity(n: usize) -> ShardBatch {
+        ShardBatch {
             pkts: Vec::with_capacity(n),
-            wide: vec![Side::default()],
+            wide: vec![V6Icmp::default()],
             spans: Vec::new(),
             max_ts: 0,
             min_ts: 0,
             frames: Vec::new(),
-            strays: Vec::new(),
+            no_flow: Vec::new(),
         }
     }
 
-    /// A parcel with no buffers (what is left where one was taken away);
+    /// A shard batch with no buffers (what is left where one was taken away);
     /// allocates nothing.
-    pub fn none() -> Parcel {
-        Parcel {
+    pub fn none() -> ShardBatch {
+        ShardBatch {
             pkts: Vec::new(),
             wide: Vec::new(),
             spans: Vec::new(),
             max_ts: 0,
             min_ts: 0,
             frames: Vec::new(),
-            strays: Vec::new(),
+            no_flow: Vec::new(),
         }
     }
 
-    /// True for [`Parcel::none`].
+    /// True for [`ShardBatch::none`].
     pub fn is_none(&self) -> bool {
         self.wide.is_empty()
     }
 
-    /// Empties the parcel, keeping its buffers.
+    /// Empties the shard batch, keeping its buffers.
     pub fn clear(&mut self) {
         self.pkts.clear();
         self.wide.truncate(1);
         self.spans.clear();
         self.frames.clear();
-        self.strays.clear();
+        self.no_flow.clear();
         self.max_ts = 0;
         self.min_ts = 0;
     }
@@ -192,7 +193,7 @@ pub struct Shard {
     pkts: Vec<Pkt>,
     /// What the batch's IPv6 and ICMP packets carry beside them, by index
     /// in the batch.
-    wide: Vec<Side>,
+    wide: Vec<V6Icmp>,
     /// An analyzer is on: the first pass keeps each packet's payload span
     /// and the second shows the packets to the analyzers (each pass is
     /// compiled twice, with and without, and picked once per batch).
@@ -208,8 +209,8 @@ pub struct Shard {
     seconds: Option<[Seconds; 2]>,
     /// Seconds closed and not yet handed to the exporter thread.
     pub closed: Vec<ShardSecond>,
-    /// The packets of no flow of one part of a parcel (kept for reuse).
-    stray_buf: Vec<(u32, PacketRef)>,
+    /// The packets of no flow of one part of a shard batch (kept for reuse).
+    no_flow_buf: Vec<(u32, PacketRef)>,
     /// Packet sampling (`None`: every packet is run).
     sampler: Option<Sampler>,
     /// The packets of a batch the sampler kept (reused).
@@ -249,7 +250,7 @@ impl Shard {
             taps: None,
             seconds: None,
             closed: Vec::new(),
-            stray_buf: Vec::new(),
+            no_flow_buf: Vec::new(),
             sampler: cfg.sample.as_ref().map(|s| Sampler::new(s, id as u64)),
             kept: Vec::new(),
             by_part: cfg.sample.is_some(),
@@ -389,16 +390,16 @@ impl Shard {
         }
     }
 
-    /// [`Self::batch`] with analyzers (`A`) or without, with packet taps
-    /// (`D`) or without.
+    /// [`Self::batch`] with analyzers (`ANALYZE`) or without, with packet taps
+    /// (`TAPS`) or without.
     #[inline(always)]
-    fn batch_as<const A: bool, const D: bool>(&mut self, data: &[u8], refs: &[PacketRef]) {
+    fn batch_as<const ANALYZE: bool, const TAPS: bool>(&mut self, data: &[u8], refs: &[PacketRef]) {
         self.begin(refs.len());
-        let (min_ts, max_ts) = self.decode::<SOLO, A, false>(data, refs, &mut []);
+        let (min_ts, max_ts) = self.decode::<KEEP_ALL, ANALYZE, false>(data, refs, &mut []);
         let pkts = std::mem::take(&mut self.pkts);
         let wide = std::mem::take(&mut self.wide);
         let spans = std::mem::take(&mut self.spans);
-        self.account::<A, D>(
+        self.account::<ANALYZE, TAPS>(
             &pkts,
             &wide,
             &spans,
@@ -407,7 +408,7 @@ impl Shard {
             NO_FRAMES,
             (min_ts, max_ts),
         );
-        if D {
+        if TAPS {
             if let Some(t) = self.taps.as_deref_mut() {
                 t.whole_batch(data, refs);
             }
@@ -419,16 +420,16 @@ impl Shard {
 
     /// Reads a batch for every shard of a run without running any of it:
     /// counts all of its packets (as [`Shard::batch`] does), decodes and
-    /// hashes each packet that belongs to a flow into `parcels[owner]`,
-    /// this shard's own included, and sets every parcel's `max_ts` to the
+    /// hashes each packet that belongs to a flow into `shard batches[owner]`,
+    /// this shard's own included, and sets every shard batch's `max_ts` to the
     /// batch's (so every shard's clock moves as if it had seen the whole
     /// batch). Packets that belong to no flow are counted here and go
     /// nowhere.
-    pub fn split(&mut self, data: &[u8], refs: &[PacketRef], parcels: &mut [Parcel]) {
+    pub fn split(&mut self, data: &[u8], refs: &[PacketRef], shard_batches: &mut [ShardBatch]) {
         let (min_ts, max_ts) = if !self.by_part {
-            self.split_whole(data, refs, parcels)
+            self.split_whole(data, refs, shard_batches)
         } else if self.sampler.is_some() {
-            self.split_sampled(data, refs, parcels)
+            self.split_sampled(data, refs, shard_batches)
         } else {
             // Per-second statistics: what this reader counts is cut where
             // a second ends, as in `batch_by_second`.
@@ -438,13 +439,13 @@ impl Shard {
                 self.tick(Part::Read, first.ts);
                 let end = self.second_end(Part::Read);
                 let (part, tail) = rest.split_at(in_second(rest.iter().map(|r| r.ts), end));
-                let (lo, hi) = self.split_whole(data, part, parcels);
+                let (lo, hi) = self.split_whole(data, part, shard_batches);
                 (min_ts, max_ts) = (min_ts.min(lo), max_ts.max(hi));
                 rest = tail;
             }
             (min_ts, max_ts)
         };
-        for p in parcels.iter_mut() {
+        for p in shard_batches.iter_mut() {
             p.max_ts = max_ts;
             p.min_ts = min_ts;
         }
@@ -459,7 +460,7 @@ impl Shard {
         &mut self,
         data: &[u8],
         refs: &[PacketRef],
-        parcels: &mut [Parcel],
+        shard_batches: &mut [ShardBatch],
     ) -> (u64, u64) {
         let (mut min_ts, mut max_ts) = (u64::MAX, 0);
         let mut rest = refs;
@@ -474,7 +475,7 @@ impl Shard {
             let (part, tail) = rest.split_at(n);
             let mut kept = std::mem::take(&mut self.kept);
             let skipped = self.sample(part, &mut kept);
-            self.split_whole(data, &kept, parcels);
+            self.split_whole(data, &kept, shard_batches);
             self.kept = kept;
             (min_ts, max_ts) = (min_ts.min(skipped.min_ts), max_ts.max(skipped.max_ts));
             rest = tail;
@@ -483,18 +484,25 @@ impl Shard {
     }
 
     /// Runs the packets a [`Shard::split`] (this shard's or another's) put
-    /// into a parcel for this shard; they were counted there. `data` is the
-    /// capture the parcel's batch was read from (its payload spans point
+    /// into a shard batch for this shard; they were counted there. `data` is the
+    /// capture the shard batch's batch was read from (its payload spans point
     /// into it).
-    pub fn run_parcel(&mut self, parcel: &Parcel, data: &[u8]) {
+    pub fn run_shard_batch(&mut self, shard_batch: &ShardBatch, data: &[u8]) {
         self.table.drain_verdicts(false);
         if self.seconds.is_some() {
-            self.run_parcel_by_second(parcel, data);
+            self.run_shard_batch_by_second(shard_batch, data);
             return;
         }
-        let times = (parcel.min_ts, parcel.max_ts);
-        let frames = (&parcel.frames[..], &parcel.strays[..]);
-        self.run_part(&parcel.pkts, parcel, &parcel.spans, frames, data, times);
+        let times = (shard_batch.min_ts, shard_batch.max_ts);
+        let frames = (&shard_batch.frames[..], &shard_batch.no_flow[..]);
+        self.run_part(
+            &shard_batch.pkts,
+            shard_batch,
+            &shard_batch.spans,
+            frames,
+            data,
+            times,
+        );
     }
 
     /// [`Shard::split`] of `refs` in one part; returns its smallest and
@@ -504,30 +512,30 @@ impl Shard {
         &mut self,
         data: &[u8],
         refs: &[PacketRef],
-        parcels: &mut [Parcel],
+        shard_batches: &mut [ShardBatch],
     ) -> (u64, u64) {
         match (self.analyze, self.taps.is_some()) {
-            (false, false) => self.decode::<SPLIT, false, false>(data, refs, parcels),
-            (true, false) => self.decode::<SPLIT, true, false>(data, refs, parcels),
-            (false, true) => self.decode::<SPLIT, false, true>(data, refs, parcels),
-            (true, true) => self.decode::<SPLIT, true, true>(data, refs, parcels),
+            (false, false) => self.decode::<SPLIT_ALL, false, false>(data, refs, shard_batches),
+            (true, false) => self.decode::<SPLIT_ALL, true, false>(data, refs, shard_batches),
+            (false, true) => self.decode::<SPLIT_ALL, false, true>(data, refs, shard_batches),
+            (true, true) => self.decode::<SPLIT_ALL, true, true>(data, refs, shard_batches),
         }
     }
 
-    /// [`Shard::run_parcel`] keeping per-second statistics: the parcel is
+    /// [`Shard::run_shard_batch`] keeping per-second statistics: the shard batch is
     /// run in parts that each lie within one second of packet time (the
     /// packets of no flow go with the part they came in).
     #[inline(never)]
-    fn run_parcel_by_second(&mut self, parcel: &Parcel, data: &[u8]) {
-        let pkts = &parcel.pkts;
-        self.tick(Part::Run, parcel.min_ts);
+    fn run_shard_batch_by_second(&mut self, shard_batch: &ShardBatch, data: &[u8]) {
+        let pkts = &shard_batch.pkts;
+        self.tick(Part::Run, shard_batch.min_ts);
         if pkts.is_empty() {
-            let frames = (&[][..], &parcel.strays[..]);
-            let times = (parcel.min_ts, parcel.max_ts);
-            self.run_part(pkts, parcel, &[], frames, data, times);
+            let frames = (&[][..], &shard_batch.no_flow[..]);
+            let times = (shard_batch.min_ts, shard_batch.max_ts);
+            self.run_part(pkts, shard_batch, &[], frames, data, times);
             return;
         }
-        let mut strays = std::mem::take(&mut self.stray_buf);
+        let mut no_flow = std::mem::take(&mut self.no_flow_buf);
         let mut i = 0;
         while i < pkts.len() {
             self.tick(Part::Run, pkts[i].ts);
@@ -535,40 +543,40 @@ impl Shard {
             let j = i + in_second(pkts[i..].iter().map(|p| p.ts), end);
             let last = j == pkts.len();
             let max_ts = if last {
-                parcel.max_ts
+                shard_batch.max_ts
             } else {
                 pkts[i..j].iter().map(|p| p.ts).max().unwrap_or(0)
             };
-            let spans = parcel.spans.get(i..j).unwrap_or(&[]);
+            let spans = shard_batch.spans.get(i..j).unwrap_or(&[]);
             // The packets of no flow before packet j (after the last one
             // too, in the last part), placed from packet i.
-            strays.clear();
-            strays.extend(
-                (parcel.strays.iter())
+            no_flow.clear();
+            no_flow.extend(
+                (shard_batch.no_flow.iter())
                     .filter(|(at, _)| (*at as usize) >= i && ((*at as usize) < j || last))
                     .map(|&(at, r)| (at - i as u32, r)),
             );
-            let frames = (parcel.frames.get(i..j).unwrap_or(&[]), &strays[..]);
-            let times = (parcel.min_ts, max_ts);
-            self.run_part(&pkts[i..j], parcel, spans, frames, data, times);
+            let frames = (shard_batch.frames.get(i..j).unwrap_or(&[]), &no_flow[..]);
+            let times = (shard_batch.min_ts, max_ts);
+            self.run_part(&pkts[i..j], shard_batch, spans, frames, data, times);
             i = j;
         }
-        self.stray_buf = strays;
+        self.no_flow_buf = no_flow;
     }
 
-    /// Runs `pkts` of `parcel` (their payload spans `spans`, their frames
+    /// Runs `pkts` of `shard batch` (their payload spans `spans`, their frames
     /// and the packets of no flow among them `frames`) through the table.
     #[inline(always)]
     fn run_part(
         &mut self,
         pkts: &[Pkt],
-        parcel: &Parcel,
+        shard_batch: &ShardBatch,
         spans: &[Span],
         frames: (&[PacketRef], &[(u32, PacketRef)]),
         data: &[u8],
         times: (u64, u64),
     ) {
-        let wide = &parcel.wide;
+        let wide = &shard_batch.wide;
         match (self.analyze, self.taps.is_some()) {
             (false, false) => {
                 self.account::<false, false>(pkts, wide, spans, data, &[], NO_FRAMES, times)
@@ -587,23 +595,23 @@ impl Shard {
     fn begin(&mut self, n: usize) {
         self.table.drain_verdicts(false);
         if self.wide.len() < n {
-            self.wide.resize(n, Side::default());
+            self.wide.resize(n, V6Icmp::default());
         }
     }
 
     /// First pass: decodes, counts and hashes the batch, into `self.pkts`
-    /// ([`SOLO`]) or into the parcel of each packet's shard ([`SPLIT`], from
+    /// (`KEEP_ALL`) or into the shard batch of each packet's shard (`SPLIT_ALL`, from
     /// the symmetric shard hash of the raw header fields, taken before the
     /// key is built). Returns the smallest and the largest timestamp. With
-    /// taps (`D`, [`SPLIT`] only) each packet's place in the batch goes
-    /// into its parcel beside it, and a packet that belongs to no flow into
-    /// this shard's own parcel's `strays` (for [`Taps::stray`]).
+    /// taps (`TAPS`, `SPLIT_ALL` only) each packet's place in the batch goes
+    /// into its shard batch beside it, and a packet that belongs to no flow into
+    /// this shard's own shard batch's `no_flow` (for [`Taps::no_flow_packet`]).
     #[inline(always)]
-    fn decode<const MODE: u8, const A: bool, const D: bool>(
+    fn decode<const SPLIT: bool, const ANALYZE: bool, const TAPS: bool>(
         &mut self,
         data: &[u8],
         refs: &[PacketRef],
-        fwd: &mut [Parcel],
+        fwd: &mut [ShardBatch],
     ) -> (u64, u64) {
         let mut d = Decoded::default();
         let (mut min_ts, mut max_ts) = (u64::MAX, 0);
@@ -628,9 +636,10 @@ impl Shard {
                 let (src, sport, dst, dport) = (f.src(), f.sport(), f.dst(), f.dport());
                 // One symmetric hash picks the shard and indexes the table.
                 let flow_hash = shard_hash_v4(src, sport, dst, dport, f.proto);
-                let owner = match MODE {
-                    SPLIT => shard_of(flow_hash, self.shards),
-                    _ => 0,
+                let owner = if SPLIT {
+                    shard_of(flow_hash, self.shards)
+                } else {
+                    0
                 };
                 let (key, from_a) =
                     TableKey::v4(src, sport, dst, dport, f.proto, self.bidirectional);
@@ -651,32 +660,33 @@ impl Shard {
                     idx: idx as u16,
                     ip_offset: fast::IP_OFFSET,
                 };
-                if A {
-                    self.push_span::<MODE>(
+                if ANALYZE {
+                    self.push_span::<SPLIT>(
                         fwd,
                         owner,
                         Span::of(r, fast::IP_OFFSET, f.payload_offset, f.payload_len),
                     );
                 }
-                if MODE == SPLIT && D {
+                if SPLIT && TAPS {
                     fwd[owner].frames.push(*r);
                 }
-                self.push::<MODE>(fwd, owner, pkt, None);
+                self.push::<SPLIT>(fwd, owner, pkt, None);
                 continue;
             }
             if let Err(skip) = decode(r.link, bytes, &mut d) {
                 self.counters.skipped[skip as usize] += 1;
-                if MODE == SPLIT && D {
+                if SPLIT && TAPS {
                     let own = &mut fwd[self.id];
-                    own.strays.push((own.pkts.len() as u32, *r));
+                    own.no_flow.push((own.pkts.len() as u32, *r));
                 }
                 continue;
             }
             let (key, from_a) = Key::from_decoded(&d, self.bidirectional);
             let flow_hash = key.shard_hash();
-            let owner = match MODE {
-                SPLIT => shard_of(flow_hash, self.shards),
-                _ => 0,
+            let owner = if SPLIT {
+                shard_of(flow_hash, self.shards)
+            } else {
+                0
             };
             let v6 = d.ip_version == 6;
             let pkt = Pkt {
@@ -693,59 +703,64 @@ impl Shard {
                 idx: idx as u16,
                 ip_offset: d.ip_offset,
             };
-            let side = (v6 || is_icmp(d.proto)).then_some(Side {
+            let side = (v6 || is_icmp(d.proto)).then_some(V6Icmp {
                 wide: [key.a, key.b],
                 icmp: d.icmp,
             });
-            if A {
-                self.push_span::<MODE>(
+            if ANALYZE {
+                self.push_span::<SPLIT>(
                     fwd,
                     owner,
                     Span::of(r, d.ip_offset, d.payload_offset, d.payload_len),
                 );
             }
-            if MODE == SPLIT && D {
+            if SPLIT && TAPS {
                 fwd[owner].frames.push(*r);
             }
-            self.push::<MODE>(fwd, owner, pkt, side);
+            self.push::<SPLIT>(fwd, owner, pkt, side);
         }
         (min_ts, max_ts)
     }
 
-    /// Appends a decoded, hashed packet to `self.pkts` ([`SOLO`], its side
+    /// Appends a decoded, hashed packet to `self.pkts` (`KEEP_ALL`, its side
     /// (IPv6 addresses, ICMP type) beside it at its place in the batch,
-    /// `pkt.idx`) or to its shard's parcel ([`SPLIT`], its side appended to
-    /// the parcel's and `idx` pointing at it).
+    /// `pkt.idx`) or to its shard's shard batch (`SPLIT_ALL`, its side appended to
+    /// the shard batch's and `idx` pointing at it).
     #[inline(always)]
-    fn push<const MODE: u8>(
+    fn push<const SPLIT: bool>(
         &mut self,
-        fwd: &mut [Parcel],
+        fwd: &mut [ShardBatch],
         owner: usize,
         mut pkt: Pkt,
-        wide: Option<Side>,
+        wide: Option<V6Icmp>,
     ) {
-        if MODE == SOLO {
+        if !SPLIT {
             if let Some(w) = wide {
                 self.wide[pkt.idx as usize] = w;
             }
             self.pkts.push(pkt);
         } else {
-            let parcel = &mut fwd[owner];
-            // The parcel's buffer was last read by the shard it goes to.
-            crate::prefetch::write(parcel.pkts.as_ptr().wrapping_add(parcel.pkts.len() + 8));
+            let shard_batch = &mut fwd[owner];
+            // The shard batch's buffer was last read by the shard it goes to.
+            crate::prefetch::write(
+                shard_batch
+                    .pkts
+                    .as_ptr()
+                    .wrapping_add(shard_batch.pkts.len() + 8),
+            );
             pkt.idx = 0;
             if let Some(w) = wide {
-                pkt.idx = parcel.wide.len() as u16;
-                parcel.wide.push(w);
+                pkt.idx = shard_batch.wide.len() as u16;
+                shard_batch.wide.push(w);
             }
-            parcel.pkts.push(pkt);
+            shard_batch.pkts.push(pkt);
         }
     }
 
     /// Keeps a packet's payload span beside it (an analyzer reads payload).
     #[inline(always)]
-    fn push_span<const MODE: u8>(&mut self, fwd: &mut [Parcel], owner: usize, span: Span) {
-        if MODE == SOLO {
+    fn push_span<const SPLIT: bool>(&mut self, fwd: &mut [ShardBatch], owner: usize, span: Span) {
+        if !SPLIT {
             self.spans.push(span);
         } else {
             fwd[owner].spans.push(span);
@@ -754,29 +769,29 @@ impl Shard {
 
     /// Second pass: runs `pkts` (sides in `wide` at each packet's `idx`) through the flow table (and the DSCP marker, which writes the
     /// batch `refs` over `data`), then advances the clock to `max_ts` and
-    /// sweeps. With taps (`D`), each packet goes to them after its flow
+    /// sweeps. With taps (`TAPS`), each packet goes to them after its flow
     /// is updated: one shard finds it in `refs` at its `idx` (and only a
     /// filtered dumper takes it here, the rest take the whole batch after),
-    /// a parcel's packets are in `frames.0` (the taps take all of them, and
+    /// a shard batch's packets are in `frames.0` (the taps take all of them, and
     /// the packets of no flow in `frames.1` each at its place).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn account<const A: bool, const D: bool>(
+    fn account<const ANALYZE: bool, const TAPS: bool>(
         &mut self,
         pkts: &[Pkt],
-        wide: &[Side],
+        wide: &[V6Icmp],
         spans: &[Span],
         data: &[u8],
         refs: &[PacketRef],
-        (frames, strays): (&[PacketRef], &[(u32, PacketRef)]),
+        (frames, no_flow): (&[PacketRef], &[(u32, PacketRef)]),
         (min_ts, max_ts): (u64, u64),
     ) {
-        let mut stray = 0;
+        let mut next_no_flow = 0;
         let solo = !refs.is_empty();
-        let tap_each = D && (!solo || self.taps.as_deref().is_some_and(Taps::filtering));
+        let tap_each = TAPS && (!solo || self.taps.as_deref().is_some_and(Taps::filtering));
         let floor = self.table.now();
         // An analyzer on reads the IP packet (the span then cuts it too).
-        let ip_view = A && self.table.wants_ip();
+        let ip_view = ANALYZE && self.table.wants_ip();
         self.table.begin_batch();
         // Second pass, software-pipelined: while packet i updates its flow,
         // the index bucket of packet i + 2·AHEAD and the entry lines of
@@ -798,11 +813,15 @@ impl Shard {
             if let Some(q) = pkts.get(i + AHEAD) {
                 hints[i % AHEAD] = self.table.prefetch_entry(q.hash);
             }
-            if D && strays.get(stray).is_some_and(|&(at, _)| at as usize <= i) {
-                stray = self.strays_before(i, strays, stray, data);
+            if TAPS
+                && no_flow
+                    .get(next_no_flow)
+                    .is_some_and(|&(at, _)| at as usize <= i)
+            {
+                next_no_flow = self.no_flow_before(i, no_flow, next_no_flow, data);
             }
             let p = &pkts[i];
-            let pl = if A {
+            let pl = if ANALYZE {
                 spans
                     .get(i)
                     .map_or(Payload::NONE, |s| s.payload(data, ip_view))
@@ -811,9 +830,9 @@ impl Shard {
             };
             let slot = self
                 .table
-                .packet_at::<A>(p, &wide[p.idx as usize], hint, pl);
+                .packet_at::<ANALYZE>(p, &wide[p.idx as usize], hint, pl);
             self.counters.ip_bytes_flowed += p.size as u64;
-            if D && tap_each {
+            if TAPS && tap_each {
                 let r = if solo {
                     refs.get(p.idx as usize)
                 } else {
@@ -834,8 +853,8 @@ impl Shard {
                 }
             }
         }
-        if D && stray < strays.len() {
-            self.strays_before(usize::MAX, strays, stray, data);
+        if TAPS && next_no_flow < no_flow.len() {
+            self.no_flow_before(usize::MAX, no_flow, next_no_flow, data);
         }
         if let Some(m) = &mut self.marker {
             m.write_batch(data, refs);
@@ -846,7 +865,7 @@ impl Shard {
         }
         self.table.observe_time(max_ts);
         self.table.sweep();
-        if D {
+        if TAPS {
             self.resolve_held();
         }
     }
@@ -862,20 +881,20 @@ impl Shard {
         }
     }
 
-    /// Hands the taps the packets of no flow from `strays[k..]` that came
-    /// before the parcel's packet `i`; returns where the next one is.
+    /// Hands the taps the packets of no flow from `packets of no flow[k..]` that came
+    /// before the shard batch's packet `i`; returns where the next one is.
     #[cold]
     #[inline(never)]
-    fn strays_before(
+    fn no_flow_before(
         &mut self,
         i: usize,
-        strays: &[(u32, PacketRef)],
+        no_flow: &[(u32, PacketRef)],
         mut k: usize,
         data: &[u8],
     ) -> usize {
-        while let Some((_, r)) = strays.get(k).filter(|(at, _)| (*at as usize) <= i) {
+        while let Some((_, r)) = no_flow.get(k).filter(|(at, _)| (*at as usize) <= i) {
             if let Some(t) = self.taps.as_deref_mut() {
-                t.stray(data, r);
+                t.no_flow_packet(data, r);
             }
             k += 1;
         }
@@ -896,7 +915,7 @@ impl Shard {
     /// Writes the packets of a batch this shard read for others (several
     /// shards, `-w` without marking: shard 0 reads every batch, in input
     /// order, and writes it here; its own turns' packets are written by
-    /// this call too, not by [`Shard::run_parcel`]).
+    /// this call too, not by [`Shard::run_shard_batch`]).
     pub fn copy(&mut self, data: &[u8], refs: &[PacketRef]) {
         if let Some(m) = &mut self.marker {
             m.write_batch(data, refs);

@@ -6,7 +6,7 @@
 use super::ndpi::live_flows;
 use crate::config::FlowConfig;
 use crate::flow::key::Key;
-use crate::flow::packet::{Payload, Pkt, Side};
+use crate::flow::packet::{Payload, Pkt, V6Icmp};
 use crate::flow::table::FlowTable;
 use crate::schema::Value;
 
@@ -64,7 +64,7 @@ fn feed_dir(t: &mut FlowTable, ts: u64, sport: u16, dport: u16, ip: &[u8], back:
         len: (ip.len() - 28) as u16,
         ip,
     };
-    t.packet_full(&p, &Side::default(), 0, pl);
+    t.packet_full(&p, &V6Icmp::default(), 0, pl);
 }
 
 fn feed(t: &mut FlowTable, ts: u64, sport: u16, dport: u16, ip: &[u8]) {

@@ -4,7 +4,7 @@
 use super::{Action, Analyzer, PacketView};
 use crate::config::FlowConfig;
 use crate::flow::key::Key;
-use crate::flow::packet::{Payload, Pkt, Side};
+use crate::flow::packet::{Payload, Pkt, V6Icmp};
 use crate::flow::record::EndReason;
 use crate::flow::table::FlowTable;
 use crate::schema::{Cells, Field, FieldType, Value};
@@ -58,7 +58,7 @@ fn an_analyzer_ends_a_flow_and_the_next_packet_starts_another() {
     for i in 0..7 {
         t.packet_full(
             &pkt(1_000 + i, i % 2 == 0),
-            &Side::default(),
+            &V6Icmp::default(),
             0,
             Payload::NONE,
         );
@@ -99,8 +99,8 @@ fn payload_reaches_the_analyzer_and_its_fields_follow_in_registry_order() {
         len: 300,
         ip: &[],
     };
-    t.packet_full(&pkt(1, true), &Side::default(), 0, Payload::NONE);
-    t.packet_full(&pkt(2, true), &Side::default(), 0, hello);
+    t.packet_full(&pkt(1, true), &V6Icmp::default(), 0, Payload::NONE);
+    t.packet_full(&pkt(2, true), &V6Icmp::default(), 0, hello);
     t.flush();
     t.out.materialize();
     let row: Vec<_> = t.out.analyzed.row(0).collect();

@@ -12,9 +12,9 @@
 //!     unfiltered dumper; a filtered dumper gets the packets of matching
 //!     flows one by one as the flow table runs them ([`Taps::flow_packet`]);
 //!   - several shards: each shard hands its taps the packets of its own
-//!     flows as it runs its parcels ([`Taps::flow_packet`]), and the shard
+//!     flows as it runs its shard batches ([`Taps::flow_packet`]), and the shard
 //!     that read a batch hands its taps the packets that belong to no flow
-//!     ([`Taps::stray`]); every packet thus reaches exactly one shard's
+//!     ([`Taps::no_flow_packet`]); every packet thus reaches exactly one shard's
 //!     taps, and each shard writes its own files (no lock).
 //! - [`DumpFilter`]: with no filter every packet is dumped. With
 //!   `--dump-port` a packet is dumped when its flow has one of the ports
@@ -473,7 +473,7 @@ impl Taps {
     /// Several shards: a packet that belongs to no flow, read by this
     /// shard: to the ring and to an unfiltered dumper.
     #[cold]
-    pub fn stray(&mut self, data: &[u8], r: &PacketRef) {
+    pub fn no_flow_packet(&mut self, data: &[u8], r: &PacketRef) {
         let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
             return;
         };
@@ -583,7 +583,7 @@ mod tests {
     }
 
     #[test]
-    fn the_ring_gets_every_packet_through_one_shard_or_the_parcels_of_two() {
+    fn the_ring_gets_every_packet_through_one_shard_or_the_shard_batches_of_two() {
         let input = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../testdata/pcap/ndpi__iphone.pcap");
         let want = read(&input);
@@ -609,16 +609,16 @@ mod tests {
         for s in &mut shards {
             s.taps = ring_taps();
         }
-        let mut parcels: Vec<_> = (0..2)
-            .map(|_| crate::shard::Parcel::with_capacity(64))
+        let mut shard_batches: Vec<_> = (0..2)
+            .map(|_| crate::shard::ShardBatch::with_capacity(64))
             .collect();
         let mut r = file.reader();
         let mut turn = 0;
         while r.next_batch(&mut refs, 64) > 0 {
-            parcels.iter_mut().for_each(|p| p.clear());
-            shards[turn % 2].split(r.data(), &refs, &mut parcels);
-            for (s, p) in shards.iter_mut().zip(&parcels) {
-                s.run_parcel(p, r.data());
+            shard_batches.iter_mut().for_each(|p| p.clear());
+            shards[turn % 2].split(r.data(), &refs, &mut shard_batches);
+            for (s, p) in shards.iter_mut().zip(&shard_batches) {
+                s.run_shard_batch(p, r.data());
             }
             turn += 1;
         }

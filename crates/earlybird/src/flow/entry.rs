@@ -3,10 +3,10 @@
 //!
 //! Contract: [`Entry`] is exactly 64 bytes and 64-byte aligned; lookup,
 //! per-packet update and expiry read and write only it (plus the early
-//! packet array while a flow has fewer than N packets, and [`Extra`] with
-//! `--stats full`). [`Tail`] holds what is written once when a flow starts
+//! packet array while a flow has fewer than N packets, and [`FullStats`] with
+//! `--stats full`). [`EntryTail`] holds what is written once when a flow starts
 //! (its MACs) and the rarely changing high bits of the byte counters;
-//! [`Wide`] the 16-byte addresses of IPv6 flows, [`IcmpHead`] the ICMP type
+//! [`V6Addrs`] the 16-byte addresses of IPv6 flows, [`IcmpHead`] the ICMP type
 //! and code of ICMP flows. Nothing here allocates.
 //!
 //! Measured reason for this layout (BENCHMARKS.md "Memory"): with the key
@@ -24,7 +24,7 @@ use crate::features::tcp::{FlagCounts, FlagLanes, TcpState};
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C, align(64))]
 pub struct Entry {
-    /// The flow key (compact form; IPv6 addresses are in [`Wide`]).
+    /// The flow key (compact form; IPv6 addresses are in [`V6Addrs`]).
     pub key: TableKey,
     /// `IN_USE | CLIENT_IS_A | DECIDED | SPILLED | CLOSED | PENDING | HELD`.
     pub state: u8,
@@ -38,7 +38,7 @@ pub struct Entry {
     /// overflows).
     pub packets: [u32; 2],
     /// Low 32 bits of the bytes (sum of IP lengths) per direction; the
-    /// carries go to [`Tail::bytes_hi`].
+    /// carries go to [`EntryTail::bytes_hi`].
     pub bytes_lo: [u32; 2],
     /// Verdict confidence × 65535.
     pub conf: u16,
@@ -55,7 +55,7 @@ pub struct Entry {
 impl Entry {
     /// Bytes sent in direction `d`, with the high bits from `tail`.
     #[inline]
-    pub fn bytes(&self, tail: &Tail, d: usize) -> u64 {
+    pub fn bytes(&self, tail: &EntryTail, d: usize) -> u64 {
         (tail.bytes_hi[d] as u64) << 32 | self.bytes_lo[d] as u64
     }
 
@@ -87,7 +87,7 @@ pub const HELD: u8 = 64;
 /// What a flow writes once, and the carries of its byte counters. 16 bytes.
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C)]
-pub struct Tail {
+pub struct EntryTail {
     /// MAC addresses of the first packet (source, destination).
     pub macs: [[u8; 6]; 2],
     /// Bits 32..48 of the byte counters per direction. A flow ends with
@@ -97,7 +97,7 @@ pub struct Tail {
 }
 
 /// The 16-byte addresses of an IPv6 flow (endpoints `a`, `b`).
-pub type Wide = [[u8; 16]; 2];
+pub type V6Addrs = [[u8; 16]; 2];
 
 /// Type and code of an ICMP / ICMPv6 flow's first packet, in a side array
 /// touched only by ICMP flows: `[1, type, code]`, or all zero when that
@@ -108,7 +108,7 @@ pub type IcmpHead = [u8; 3];
 /// and TCP flag counts (a packet updates only its direction's line).
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C, align(64))]
-pub struct DirExtra {
+pub struct DirStats {
     /// Size and inter-arrival moments.
     pub moments: Moments,
     /// TCP flag counts since the last spill into [`FlagCounts`] (see
@@ -116,14 +116,14 @@ pub struct DirExtra {
     pub flags: FlagLanes,
 }
 
-/// What `--stats full` (the default) adds per flow: one [`DirExtra`] line
+/// What `--stats full` (the default) adds per flow: one [`DirStats`] line
 /// per direction, indexed by [`crate::features::Dir`]. 128 bytes. A
 /// flow that has spilled flag counts ([`SPILLED`]) keeps them in a side
 /// array committed only where used.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Extra {
+pub struct FullStats {
     /// Per-direction statistics.
-    pub dir: [DirExtra; 2],
+    pub dir: [DirStats; 2],
 }
 
 /// The flow has spilled flag counts in the table's side array.
@@ -135,20 +135,20 @@ pub const SPILLED: u8 = 8;
 // `TcpState` (one u8).
 unsafe impl ZeroValid for Entry {}
 // SAFETY: arrays of integers.
-unsafe impl ZeroValid for Tail {}
+unsafe impl ZeroValid for EntryTail {}
 // SAFETY: `Moments` (integers and floats) and `FlagLanes` (integers), per
 // direction.
-unsafe impl ZeroValid for Extra {}
+unsafe impl ZeroValid for FullStats {}
 // SAFETY: integers and a `Dir`, whose zero discriminant is `Dir::Fwd`.
 unsafe impl ZeroValid for EarlyPkt {}
 // SAFETY: an array of bytes.
-unsafe impl ZeroValid for Wide {}
+unsafe impl ZeroValid for V6Addrs {}
 // SAFETY: an array of bytes.
 unsafe impl ZeroValid for IcmpHead {}
 // SAFETY: an array of integers.
 unsafe impl ZeroValid for FlagCounts {}
 
 const _: () = assert!(std::mem::size_of::<Entry>() == 64);
-const _: () = assert!(std::mem::size_of::<Tail>() == 16);
-const _: () = assert!(std::mem::size_of::<DirExtra>() == 64);
-const _: () = assert!(std::mem::size_of::<Extra>() == 128);
+const _: () = assert!(std::mem::size_of::<EntryTail>() == 16);
+const _: () = assert!(std::mem::size_of::<DirStats>() == 64);
+const _: () = assert!(std::mem::size_of::<FullStats>() == 128);

@@ -64,7 +64,7 @@ impl FlowTable {
                 h.bytes(tail, 0) + h.bytes(tail, 1),
             );
         }
-        if self.ext_rows {
+        if self.analyzer_rows {
             let tail = &self.tails[s];
             let seen = (
                 u64::from(h.packets[0]) + u64::from(h.packets[1]),
@@ -73,7 +73,7 @@ impl FlowTable {
             if self.sample_rate > 1 {
                 self.out.correct_last_early(self.sample_rate);
             }
-            self.ext.record(s, &mut self.out.analyzed, seen);
+            self.analyzers.record(s, &mut self.out.analyzed, seen);
         }
         // `state` is from before a verdict taken here, which never changes
         // the mark.

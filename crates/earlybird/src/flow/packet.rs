@@ -1,12 +1,12 @@
 //! What the flow table takes per packet: the [`Pkt`] a shard's first pass
 //! builds (key, hash, timestamp, sizes, flags), what a packet of the
-//! general decoding path carries beside it ([`Side`]: IPv6 addresses, ICMP
+//! general decoding path carries beside it ([`V6Icmp`]: IPv6 addresses, ICMP
 //! type) and its transport payload for the analyzers ([`Payload`]).
 //!
 //! Contract: plain `Copy` values, no allocation; a `Pkt` is 56 bytes so a
-//! batch of them stays small in the parcels shards exchange.
+//! batch of them stays small in the shard batches shards exchange.
 
-use super::entry::Wide;
+use super::entry::V6Addrs;
 use super::key::{Key, TableKey};
 use crate::decode::icmp::Icmp;
 use crate::decode::ipproto;
@@ -60,17 +60,17 @@ impl Payload<'_> {
 /// (read only by IPv6 and ICMP flows; the fast path's IPv4 TCP/UDP packets
 /// need none).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Side {
+pub struct V6Icmp {
     /// The 16-byte addresses of endpoints `a`, `b` of an IPv6 packet.
-    pub wide: Wide,
+    pub wide: V6Addrs,
     /// Type and code of an ICMP / ICMPv6 packet that has them.
     pub icmp: Option<Icmp>,
 }
 
-impl Side {
+impl V6Icmp {
     /// The side of an IPv6 packet of no ICMP type.
-    pub fn of_wide(wide: Wide) -> Side {
-        Side { wide, icmp: None }
+    pub fn of_v6(wide: V6Addrs) -> V6Icmp {
+        V6Icmp { wide, icmp: None }
     }
 }
 

@@ -7,7 +7,7 @@
 //! here; `docs/RECORD_FIELDS.md` is checked against
 //! [`crate::export::fields::FIELDS`] by a test.
 
-use super::entry::{Entry, Extra, IcmpHead, Tail, Wide, SPILLED};
+use super::entry::{Entry, EntryTail, FullStats, IcmpHead, V6Addrs, SPILLED};
 use super::packet::is_icmp;
 use super::snapshot::{build_with, RawFlow};
 use crate::classify::Verdict;
@@ -149,9 +149,9 @@ pub struct RecordBatch {
     /// Snapshots not yet turned into records (they come after `records`).
     raw: Vec<RawFlow>,
     /// `--stats full`: one per snapshot.
-    raw_extra: Vec<Extra>,
+    raw_extra: Vec<FullStats>,
     /// The addresses of the IPv6 snapshots, in order.
-    raw_wide: Vec<Wide>,
+    raw_wide: Vec<V6Addrs>,
     /// The spilled flag counts of the snapshots that have them, in order.
     raw_flags_hi: Vec<FlagCounts>,
     /// The ICMP type and code of the ICMP snapshots, in order.
@@ -222,7 +222,7 @@ impl RecordBatch {
     pub fn push_raw(
         &mut self,
         entry: &Entry,
-        tail: &Tail,
+        tail: &EntryTail,
         end: EndReason,
         beside: Beside<'_>,
         slot: &[EarlyPkt],
@@ -343,9 +343,9 @@ impl RecordBatch {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Beside<'a> {
     /// Full statistics (every snapshot of a batch has them, or none does).
-    pub extra: Option<&'a Extra>,
+    pub extra: Option<&'a FullStats>,
     /// The addresses of an IPv6 flow.
-    pub wide: Option<&'a Wide>,
+    pub wide: Option<&'a V6Addrs>,
     /// The flag counts of a flow that has [`SPILLED`] them.
     pub flags_hi: Option<&'a FlagCounts>,
     /// The ICMP type and code of an ICMP / ICMPv6 flow.

@@ -3,9 +3,9 @@
 //! thread, off the shard's core.
 //!
 //! Contract: a [`RawFlow`] is a plain copy of a slot's [`Entry`] and
-//! [`Tail`] plus the end reason; with `--stats full` the slot's [`Extra`]
+//! [`EntryTail`] plus the end reason; with `--stats full` the slot's [`FullStats`]
 //! travels beside it (and its spilled flag counts, if any), an IPv6
-//! flow's addresses ([`Wide`]) and an ICMP flow's type and code
+//! flow's addresses ([`V6Addrs`]) and an ICMP flow's type and code
 //! ([`IcmpHead`]). [`build`]
 //! turns them into exactly the record the table would have built in place
 //! (`tests`: every field, IPv4 and IPv6, both client sides, decided or
@@ -18,7 +18,7 @@
 //! pipeline builds records on the shard instead (`pipeline::Sink`), so the
 //! work lands where a core is idle.
 
-use super::entry::{Entry, Extra, IcmpHead, Tail, Wide, CLIENT_IS_A, DECIDED};
+use super::entry::{Entry, EntryTail, FullStats, IcmpHead, V6Addrs, CLIENT_IS_A, DECIDED};
 use super::record::{EndReason, FlowRecord, RecordKey};
 use crate::classify::Verdict;
 use crate::decode::icmp::Icmp;
@@ -31,7 +31,7 @@ pub struct RawFlow {
     /// The slot's hot line (key, counters, timestamps, verdict).
     pub entry: Entry,
     /// MACs and the byte counters' carries.
-    pub tail: Tail,
+    pub tail: EntryTail,
     /// Why the flow ended.
     pub end: EndReason,
 }
@@ -43,8 +43,8 @@ pub struct RawFlow {
 #[inline]
 pub fn build(
     raw: &RawFlow,
-    extra: Option<&Extra>,
-    wide: Option<&Wide>,
+    extra: Option<&FullStats>,
+    wide: Option<&V6Addrs>,
     flags_hi: Option<&FlagCounts>,
     icmp: Option<&IcmpHead>,
 ) -> FlowRecord {
@@ -57,8 +57,8 @@ pub fn build(
 #[inline]
 pub fn build_with(
     raw: &RawFlow,
-    extra: Option<&Extra>,
-    wide: Option<&Wide>,
+    extra: Option<&FullStats>,
+    wide: Option<&V6Addrs>,
     flags_hi: Option<&FlagCounts>,
     icmp: Option<&IcmpHead>,
     moments: bool,
@@ -163,7 +163,7 @@ mod tests {
                 last_ts: 90,
                 ..Entry::default()
             },
-            tail: Tail {
+            tail: EntryTail {
                 macs: [[1; 6], [2; 6]],
                 bytes_hi: [1, 0],
             },
@@ -229,8 +229,8 @@ mod tests {
             kind: KIND_V6,
             ..v4_key()
         };
-        let wide: Wide = [[0x20; 16], [0x30; 16]];
-        let mut x = Extra::default();
+        let wide: V6Addrs = [[0x20; 16], [0x30; 16]];
+        let mut x = FullStats::default();
         x.dir[0].moments.update(100, 10, true);
         x.dir[0].moments.update(300, 50, false);
         x.dir[1].flags[4] = 2;

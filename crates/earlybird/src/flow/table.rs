@@ -13,12 +13,12 @@
 //! Layout: an open-addressing index of `u32` entries (8-bit hash tag + 24-bit
 //! slot number, linear probing, backward-shift deletion, load ≤ 1/2) points
 //! into parallel slot arrays: [`Entry`] (one cache line: compact key,
-//! counters, timestamps, verdict), [`Tail`] (MACs, byte-counter carries),
-//! [`Extra`] full statistics (empty with `--stats basic`), the early-packet
+//! counters, timestamps, verdict), [`EntryTail`] (MACs, byte-counter carries),
+//! [`FullStats`] full statistics (empty with `--stats basic`), the early-packet
 //! array (N entries per slot) and, touched by IPv6 flows only, their
-//! 16-byte addresses ([`Wide`]), by ICMP / ICMPv6 flows only, the type and
+//! 16-byte addresses ([`V6Addrs`]), by ICMP / ICMPv6 flows only, the type and
 //! code of their first packet ([`IcmpHead`]). Both come with a packet of
-//! the general decoding path beside its [`Pkt`] ([`Side`]), so the fast
+//! the general decoding path beside its [`Pkt`] ([`V6Icmp`]), so the fast
 //! path's packets carry nothing more.
 //!
 //! Flow boundaries are decided from packet timestamps only and at lookup
@@ -60,10 +60,11 @@ use super::arena::{Arena, ZeroValid};
 use super::prefault::{Prefaulter, Region};
 
 use super::entry::{
-    Entry, Extra, IcmpHead, Tail, Wide, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING, SPILLED,
+    Entry, EntryTail, FullStats, IcmpHead, V6Addrs, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING,
+    SPILLED,
 };
 use super::expiry::close_reason;
-use super::packet::{is_icmp, Payload, Pkt, Side};
+use super::packet::{is_icmp, Payload, Pkt, V6Icmp};
 use super::record::{EndReason, RecordBatch};
 use crate::classify::inline::Inline;
 use crate::classify::Classifier;
@@ -110,8 +111,8 @@ pub struct FlowTable {
     pub(super) index: Arena<u32>,
     pub(super) mask: usize,
     pub(super) entries: Arena<Entry>,
-    pub(super) tails: Arena<Tail>,
-    pub(super) wide: Arena<Wide>,
+    pub(super) tails: Arena<EntryTail>,
+    pub(super) wide: Arena<V6Addrs>,
     /// An IPv6 flow has used the `wide` array.
     pub(super) wide_used: bool,
     /// The first packet's ICMP type and code of ICMP / ICMPv6 flows
@@ -119,8 +120,8 @@ pub struct FlowTable {
     pub(super) icmp: Arena<IcmpHead>,
     /// An ICMP flow has used the `icmp` array.
     pub(super) icmp_used: bool,
-    pub(super) extra: Arena<Extra>,
-    /// Flag counts spilled out of [`Extra`]'s 16-bit lanes (flows with
+    pub(super) extra: Arena<FullStats>,
+    /// Flag counts spilled out of [`FullStats`]'s 16-bit lanes (flows with
     /// [`SPILLED`] only; committed where touched).
     pub(super) flags_hi: Arena<FlagCounts>,
     pub(super) full_stats: bool,
@@ -141,11 +142,11 @@ pub struct FlowTable {
     /// The classifier run when a flow has its first packets.
     pub(super) inline: Inline,
     /// The per-flow analyzers turned on.
-    pub(super) ext: Active,
+    pub(super) analyzers: Active,
     /// At least one analyzer is on.
-    pub(super) ext_on: bool,
+    pub(super) analyzers_on: bool,
     /// Records get a row of analyzer (or sampling) cells.
-    pub(super) ext_rows: bool,
+    pub(super) analyzer_rows: bool,
     /// N of the run's packet sampling (1: none).
     pub(super) sample_rate: u32,
     /// Finished records waiting to be handed to the exporters.
@@ -176,7 +177,7 @@ impl FlowTable {
             media: &cfg.media,
             sample: cfg.sample.as_ref(),
         };
-        let ext = Active::configured(&cfg.analyzers, &opts)
+        let analyzers = Active::configured(&cfg.analyzers, &opts)
             .map_err(|e| crate::Error::Config(e.to_string()))?;
         let reserve = |what: &str, e: std::io::Error| {
             crate::Error::Config(format!(
@@ -215,10 +216,10 @@ impl FlowTable {
             now: 0,
             floor: 0,
             inline: Inline::new(model, n).sampled(cfg.sample.map_or(1, |s| s.rate)),
-            ext_on: ext.any(),
-            ext_rows: ext.rows(),
+            analyzers_on: analyzers.any(),
+            analyzer_rows: analyzers.rows(),
             sample_rate: cfg.sample.map_or(1, |s| s.rate),
-            ext,
+            analyzers,
             out: RecordBatch::with_capacity(1024, n),
             events: None,
             held_ended: Vec::new(),
@@ -284,9 +285,9 @@ impl FlowTable {
     /// array not included).
     fn slot_bytes(&self) -> usize {
         std::mem::size_of::<Entry>()
-            + std::mem::size_of::<Tail>()
+            + std::mem::size_of::<EntryTail>()
             + if self.full_stats {
-                std::mem::size_of::<Extra>()
+                std::mem::size_of::<FullStats>()
             } else {
                 0
             }
@@ -300,7 +301,7 @@ impl FlowTable {
         let side = |used: bool, size: usize| if used { self.high * size } else { 0 };
         self.high * self.slot_bytes()
             + self.index.capacity() * 4
-            + side(self.wide_used, std::mem::size_of::<Wide>())
+            + side(self.wide_used, std::mem::size_of::<V6Addrs>())
             + side(self.icmp_used, std::mem::size_of::<IcmpHead>())
     }
 
@@ -366,14 +367,14 @@ impl FlowTable {
     #[inline]
     pub fn packet(&mut self, p: &Pkt) -> usize {
         debug_assert!(!p.key.is_v6(), "IPv6 packets go through packet_wide");
-        self.packet_wide(p, &Side::default())
+        self.packet_wide(p, &V6Icmp::default())
     }
 
     /// Accounts one packet with what it carries beside it (`side`: IPv6
     /// addresses of endpoints `a`, `b`, unused for IPv4; ICMP type and
     /// code, read when an ICMP flow starts); returns the slot of its flow.
     #[inline]
-    pub fn packet_wide(&mut self, p: &Pkt, side: &Side) -> usize {
+    pub fn packet_wide(&mut self, p: &Pkt, side: &V6Icmp) -> usize {
         self.packet_hinted(p, side, 0)
     }
 
@@ -385,43 +386,43 @@ impl FlowTable {
     /// to the probe. (Always inlined: the shard's second pass has two
     /// callers, and a call per packet cost 3.5 % more instructions.)
     #[inline(always)]
-    pub fn packet_hinted(&mut self, p: &Pkt, side: &Side, hint: u32) -> usize {
+    pub fn packet_hinted(&mut self, p: &Pkt, side: &V6Icmp, hint: u32) -> usize {
         self.packet_full(p, side, hint, Payload::NONE)
     }
 
     /// Whether an analyzer turned on reads payload (the caller then passes
     /// each packet's [`Payload`] to [`Self::packet_full`]).
     pub fn wants_payload(&self) -> bool {
-        self.ext.wants_payload()
+        self.analyzers.wants_payload()
     }
 
     /// True when an analyzer on reads the IP packet ([`PacketView::ip`]).
     pub fn wants_ip(&self) -> bool {
-        self.ext.wants_ip()
+        self.analyzers.wants_ip()
     }
 
     /// The record fields the analyzers turned on add, in order.
     pub fn analyzer_fields(&self) -> Vec<crate::schema::Field> {
-        self.ext.fields()
+        self.analyzers.fields()
     }
 
     /// The `media` analyzer's per-kind figures since the last call, when
     /// it is on (for the per-second statistics).
     pub fn take_media_counts(&self) -> Option<[crate::analyze::media::KindCounts; 3]> {
-        self.ext.take_media()
+        self.analyzers.take_media()
     }
 
     /// True when an analyzer is turned on.
     #[inline]
     pub fn analyzing(&self) -> bool {
-        self.ext_on
+        self.analyzers_on
     }
 
     /// [`Self::packet_hinted`] with the packet's transport payload, for the
     /// analyzers turned on.
     #[inline]
-    pub fn packet_full(&mut self, p: &Pkt, side: &Side, hint: u32, pl: Payload<'_>) -> usize {
-        if self.ext_on {
+    pub fn packet_full(&mut self, p: &Pkt, side: &V6Icmp, hint: u32, pl: Payload<'_>) -> usize {
+        if self.analyzers_on {
             self.packet_at::<true>(p, side, hint, pl)
         } else {
             self.packet_at::<false>(p, side, hint, pl)
@@ -436,11 +437,11 @@ impl FlowTable {
     pub(crate) fn packet_at<const ANALYZE: bool>(
         &mut self,
         p: &Pkt,
-        side: &Side,
+        side: &V6Icmp,
         hint: u32,
         pl: Payload<'_>,
     ) -> usize {
-        debug_assert_eq!(ANALYZE, self.ext_on);
+        debug_assert_eq!(ANALYZE, self.analyzers_on);
         if p.ts > self.now {
             self.now = p.ts;
         }
@@ -483,7 +484,7 @@ impl FlowTable {
     /// Does slot `s` (in range) hold the key of packet `p` (whose IPv6
     /// addresses are `wide`)?
     #[inline(always)]
-    fn holds(&self, s: usize, p: &Pkt, wide: &Wide) -> bool {
+    fn holds(&self, s: usize, p: &Pkt, wide: &V6Addrs) -> bool {
         // SAFETY: callers pass slot numbers read from the index (module docs).
         let e = unsafe { self.entries.get_unchecked(s) };
         e.key == p.key && (!p.key.is_v6() || self.wide[s] == *wide)
@@ -496,7 +497,7 @@ impl FlowTable {
         &mut self,
         s: usize,
         p: &Pkt,
-        side: &Side,
+        side: &V6Icmp,
         pl: Payload<'_>,
     ) -> usize {
         let s = if let Some(reason) = self.ends_before(s, p) {
@@ -542,7 +543,7 @@ impl FlowTable {
     }
 
     /// Creates a flow for `p`, probing for its empty bucket.
-    fn insert(&mut self, p: &Pkt, side: &Side) -> usize {
+    fn insert(&mut self, p: &Pkt, side: &V6Icmp) -> usize {
         let mut i = p.hash as usize & self.mask;
         while self.index[i] != 0 {
             i = (i + 1) & self.mask;
@@ -551,7 +552,7 @@ impl FlowTable {
     }
 
     /// Creates a flow for `p` in empty bucket `i`.
-    fn insert_at(&mut self, p: &Pkt, side: &Side, mut i: usize) -> usize {
+    fn insert_at(&mut self, p: &Pkt, side: &V6Icmp, mut i: usize) -> usize {
         if self.used >= self.capacity {
             self.make_room();
             // The index changed: find the empty bucket again.
@@ -564,7 +565,7 @@ impl FlowTable {
             Some(s) => {
                 // A reused slot still holds its last flow's statistics.
                 if self.full_stats {
-                    self.extra[s as usize] = Extra::default();
+                    self.extra[s as usize] = FullStats::default();
                 }
                 s as usize
             }
@@ -588,7 +589,7 @@ impl FlowTable {
             last_ts: p.ts,
             ..Entry::default()
         };
-        self.tails[s] = Tail {
+        self.tails[s] = EntryTail {
             macs: p.macs,
             bytes_hi: [0; 2],
         };
@@ -600,8 +601,8 @@ impl FlowTable {
             self.icmp[s] = side.icmp.map_or([0; 3], |m| [1, m.ty, m.code]);
             self.icmp_used = true;
         }
-        if self.ext_on {
-            self.ext.start(s);
+        if self.analyzers_on {
+            self.analyzers.start(s);
         }
         self.used += 1;
         self.counters.created += 1;
@@ -696,7 +697,7 @@ impl FlowTable {
             payload: pl.bytes,
             ip: pl.ip,
         };
-        if self.ext.packet(s, &view) == Action::End {
+        if self.analyzers.packet(s, &view) == Action::End {
             self.end(s, EndReason::Active);
         }
     }

@@ -2,7 +2,7 @@
 //! FIN/RST, table full, index deletion.
 
 use super::key::Key;
-use super::packet::{Pkt, Side};
+use super::packet::{Pkt, V6Icmp};
 use super::record::EndReason;
 use super::table::FlowTable;
 use crate::config::FlowConfig;
@@ -382,7 +382,7 @@ fn hinted_lookups_equal_probed_lookups() {
                     n => seen[(i * 7) % n] as u32 + 1,
                 },
             };
-            let s = t.packet_hinted(&pkts[i], &Side::default(), hint);
+            let s = t.packet_hinted(&pkts[i], &V6Icmp::default(), hint);
             seen.push(s);
             if i % 64 == 0 {
                 t.sweep();
@@ -439,7 +439,7 @@ fn ipv6_flows_with_equal_folds_stay_apart() {
             ..Pkt::from_key(&key, true, from_a)
         };
         recs.push(p.key);
-        t.packet_wide(&p, &Side::of_wide([key.a, key.b]));
+        t.packet_wide(&p, &V6Icmp::of_v6([key.a, key.b]));
     }
     assert_eq!(recs[0], recs[1], "the compact keys collide by construction");
     assert_eq!(t.len(), 2);
@@ -692,16 +692,16 @@ fn icmp_flows_record_their_first_type_and_code() {
             ..Pkt::from_key(&key, false, from_a)
         }
     };
-    let side = |ty, code| Side {
+    let side = |ty, code| V6Icmp {
         icmp: Some(Icmp { ty, code }),
-        ..Side::default()
+        ..V6Icmp::default()
     };
     // Echo request, then its reply (type 0).
     t.packet_wide(&icmp_pkt(1, 2, 1_000, 1), &side(8, 0));
     t.packet_wide(&icmp_pkt(2, 1, 2_000, 1), &side(0, 0));
     t.flush();
     // The same slot again: a first packet too short for a type.
-    t.packet_wide(&icmp_pkt(3, 4, 20 * SECOND, 1), &Side::default());
+    t.packet_wide(&icmp_pkt(3, 4, 20 * SECOND, 1), &V6Icmp::default());
     t.packet_wide(&icmp_pkt(4, 3, 20 * SECOND + 5, 1), &side(3, 1));
     t.flush();
     // ICMPv6 port unreachable, and a TCP flow.

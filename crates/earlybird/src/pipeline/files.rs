@@ -2,7 +2,7 @@
 //!
 //! Contract: [`shard_loop`] (one shard) reads every batch of every capture
 //! and runs it; [`shard_loop_shared`] (one of several shards) reads its
-//! turns, splits them among the shards and runs every turn's parcel made
+//! turns, splits them among the shards and runs every turn's shard batch made
 //! for it (see [`crate::exchange`]). Both take the captures from [`Files`]
 //! in order; before a capture that does not continue the one before (the
 //! next chunk of a stream does) they start a new time domain when it
@@ -139,7 +139,7 @@ pub(super) fn shard_loop(
 
 /// [`shard_loop`] for one of several shards: reads its turns of batches up
 /// to [`crate::exchange::LOOKAHEAD`] turns ahead, splitting them among the
-/// shards, steps over the other turns, and runs every turn's parcel for
+/// shards, steps over the other turns, and runs every turn's shard batch for
 /// this shard in order (see [`crate::exchange`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn shard_loop_shared(
@@ -161,7 +161,7 @@ pub(super) fn shard_loop_shared(
     let mut warnings = Vec::new();
     let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
     let mut done_bytes = 0u64;
-    // Turns are numbered across files. Parcels hold decoded packets, not
+    // Turns are numbered across files. Shard batches hold decoded packets, not
     // pointers into the file, but every turn of a file is run before the
     // next file is read: the reader, its warning and its counts belong to
     // one file at a time.
@@ -209,7 +209,7 @@ pub(super) fn shard_loop_shared(
                         ends.publish_end(read, reader.position());
                     }
                     if n > 0 {
-                        shard.split(data, &refs, ends.parcels());
+                        shard.split(data, &refs, ends.shard_batches());
                         shard.copy(data, &refs);
                         if !ends.send() {
                             // Another shard left: stop reading, run what
@@ -266,7 +266,7 @@ pub(super) fn shard_loop_shared(
                 match ends.turn_after_end(fi, read) {
                     crate::exchange::Agreement::Exists => {
                         if read % shards == id {
-                            ends.parcels();
+                            ends.shard_batches();
                             if !ends.send() {
                                 stopping = true;
                                 ends.stop_sending();
@@ -290,12 +290,12 @@ pub(super) fn shard_loop_shared(
                 std::thread::yield_now();
                 continue;
             }
-            let parcel = ends.take(run % shards);
+            let shard_batch = ends.take(run % shards);
             if copying && run == read && !end_of_file {
                 // Stopping: another shard read this turn before it heard
                 // of the stop; its packets are counted, so they are
                 // written too (a turn nobody read is stepped over).
-                let n = match parcel {
+                let n = match shard_batch {
                     Some(_) => {
                         let n = reader.next_batch(&mut refs, batch);
                         if retime.on() {
@@ -312,10 +312,10 @@ pub(super) fn shard_loop_shared(
                     read += 1;
                 }
             }
-            match parcel {
-                Some(parcel) => {
-                    shard.run_parcel(&parcel, data);
-                    ends.give_back(run % shards, parcel);
+            match shard_batch {
+                Some(shard_batch) => {
+                    shard.run_shard_batch(&shard_batch, data);
+                    ends.give_back(run % shards, shard_batch);
                 }
                 None if !stopping => {
                     // Another shard left without its turn: run what was
