@@ -60,6 +60,20 @@ fn ppp_and_hdlc_framings() {
         ok(LinkType::PppHdlc, &cat(&[&[0x0f, 0x00, 0x08, 0x00], &ip])).ip_offset,
         4
     );
+    // LINKTYPE_PPP too: a router's capture that holds both framings.
+    for hdlc in [[0x0f, 0x00, 0x08, 0x00], [0x8f, 0x00, 0x08, 0x00]] {
+        let d = ok(LinkType::Ppp, &cat(&[&hdlc, &ip]));
+        assert_eq!((d.src, d.dport, d.ip_offset), (map_v4(V4_A), 443, 4));
+    }
+    assert_eq!(
+        ok(
+            LinkType::Ppp,
+            &cat(&[&[0x0f, 0x00, 0x86, 0xdd], &ipv6(17, &udp(5060, 5060, b"x"))])
+        )
+        .ip_offset,
+        4
+    );
+    assert_eq!(skip(LinkType::Ppp, &[0x0f, 0x00]), Skip::Truncated);
     assert_eq!(
         skip(LinkType::Ppp, &[0xff, 0x03, 0xc0, 0x21, 1]),
         Skip::NotIp

@@ -148,11 +148,11 @@ fn link_layer(
             let (next, n) = chdlc::parse(at(data, off))?;
             follow(cx, data, off + n, next, out)?
         }
-        LinkType::Ppp => {
-            let (next, n) = ppp::parse(at(data, off))?;
-            follow(cx, data, off + n, next, out)?
-        }
-        LinkType::PppHdlc => {
+        // Routers' PPP captures hold Cisco HDLC frames too (serial links
+        // that switch framing): their address byte, 0x0F or 0x8F, is no
+        // PPP address or (compressed) protocol, so it tells them apart
+        // in both PPP link types.
+        LinkType::Ppp | LinkType::PppHdlc => {
             let first = *data.get(off).ok_or(Skip::Truncated)?;
             let (next, n) = if chdlc::is_cisco_address(first) {
                 chdlc::parse(at(data, off))?

@@ -319,3 +319,68 @@ fn new_tunnels_are_followed() {
         .any(|f| (f.record.key.sport, f.record.key.dport) == (68, 67)));
     assert!(capwap.iter().any(|f| f.record.key.proto == 58));
 }
+
+/// A classic pcap (microseconds, little-endian) of link type `lt` holding
+/// `frames`, one a millisecond.
+fn pcap(lt: u32, frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for w in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, lt] {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
+    for (i, f) in frames.iter().enumerate() {
+        for w in [
+            1_700_000_000u32,
+            1000 * i as u32,
+            f.len() as u32,
+            f.len() as u32,
+        ] {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        out.extend_from_slice(f);
+    }
+    out
+}
+
+/// An IPv4 TCP segment 10.0.0.1:40000 → 10.0.0.2:80 with `flags`.
+fn segment(flags: u8) -> Vec<u8> {
+    let mut ip = vec![
+        0x45, 0, 0, 40, 0, 1, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+    ];
+    ip.extend_from_slice(&40000u16.to_be_bytes());
+    ip.extend_from_slice(&80u16.to_be_bytes());
+    ip.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+    ip
+}
+
+#[test]
+fn a_ppp_capture_that_also_holds_cisco_hdlc_frames_gives_one_flow() {
+    // A router's PPP capture (LINKTYPE_PPP, 9) whose serial link also
+    // carries Cisco HDLC frames (address 0x0F unicast, 0x8F broadcast;
+    // EtherType 0x0800 after the control byte): every frame is the same
+    // connection, so one flow of six packets, none skipped.
+    let frames: Vec<Vec<u8>> = [
+        (&[0xff, 0x03, 0x00, 0x21][..], 0x02),
+        (&[0x0f, 0x00, 0x08, 0x00][..], 0x12),
+        (&[0x00, 0x21][..], 0x10),
+        (&[0x8f, 0x00, 0x08, 0x00][..], 0x18),
+        (&[0x21][..], 0x10),
+        (&[0x0f, 0x00, 0x08, 0x00][..], 0x11),
+    ]
+    .iter()
+    .map(|(head, flags)| [head.to_vec(), segment(*flags)].concat())
+    .collect();
+    let dir = std::env::temp_dir().join(format!("eb-ppp-hdlc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ppp_with_chdlc.pcap");
+    std::fs::write(&path, pcap(9, &frames)).unwrap();
+    let (flows, r) = run(&path);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(r.counters.packets_read, 6);
+    assert_eq!(skipped(&r), 0, "{:?}", r.counters.skipped);
+    assert_eq!(flows.len(), 1);
+    let total: u64 = flows
+        .iter()
+        .map(|f| f.record.packets[0] + f.record.packets[1])
+        .sum();
+    assert_eq!(total, 6);
+}
