@@ -79,6 +79,12 @@ impl Reassembly {
         self.ahead_bytes
     }
 
+    /// Sequence number the next in-order byte will have (`None` before
+    /// the first segment).
+    pub fn next_seq(&self) -> Option<u32> {
+        self.next()
+    }
+
     /// Sequence number the next in-order byte will have.
     fn next(&self) -> Option<u32> {
         self.start.map(|s| s.wrapping_add(self.buf.len() as u32))

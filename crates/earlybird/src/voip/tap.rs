@@ -11,7 +11,7 @@
 //! [`SipConnections`] is the bounded set of TCP connections a shard has
 //! seen SIP on, so that only their segments travel to the call stage.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use super::sip::looks_like_sip;
 use super::tracker::{Addr, Fragment, Tcp, VoipPacket};
@@ -131,9 +131,18 @@ fn tcp_header<'a>(frame: &'a [u8], start: usize, d: &Decoded) -> Option<&'a [u8]
 
 /// The TCP connections (both directions) a shard has seen SIP on, at most
 /// `max` (see the module docs).
+///
+/// A connection is forgotten once both ends have sent their FIN, or at a
+/// RST, and the segment that closes it still goes to the tracker, so the
+/// tracker ends both directions too. Forgetting it at the first FIN lost
+/// the other end's FIN, and a later connection on the same four-tuple
+/// (phones reuse 5060 ↔ 5060) then met the old connection's sequence
+/// numbers in the tracker and lost its messages.
 #[derive(Debug, Default)]
 pub struct SipConnections {
-    set: HashSet<(Addr, u16, Addr, u16)>,
+    /// Per connection, the ends that have sent a FIN (bit 0: the lower
+    /// endpoint of the key, bit 1: the other).
+    set: HashMap<(Addr, u16, Addr, u16), u8>,
     max: usize,
     /// Connections not remembered because the set was full.
     pub dropped: u64,
@@ -143,7 +152,7 @@ impl SipConnections {
     /// An empty set of at most `max` connections.
     pub fn new(max: usize) -> SipConnections {
         SipConnections {
-            set: HashSet::new(),
+            set: HashMap::new(),
             max,
             dropped: 0,
         }
@@ -151,40 +160,95 @@ impl SipConnections {
 
     /// Whether TCP segment `p` belongs to a SIP connection: it does when
     /// its connection was seen with SIP before or its payload starts like
-    /// SIP. A FIN or RST forgets the connection (after this segment).
+    /// SIP. A RST, or the second end's FIN, forgets the connection (after
+    /// this segment, which is wanted).
     pub fn wants(&mut self, p: &VoipPacket<'_>) -> bool {
-        let key = if (p.src, p.sport) <= (p.dst, p.dport) {
+        let lower = (p.src, p.sport) <= (p.dst, p.dport);
+        let key = if lower {
             (p.src, p.sport, p.dst, p.dport)
         } else {
             (p.dst, p.dport, p.src, p.sport)
         };
-        let closing = p.tcp.is_some_and(|t| t.flags & 0x05 != 0);
+        let flags = p.tcp.map_or(0, |t| t.flags);
+        let (fin, rst) = (flags & 0x01 != 0, flags & 0x04 != 0);
         // An empty set (no SIP over TCP seen) knows no connection: no
         // hashing then.
-        if self.set.is_empty() {
-            if closing || !looks_like_sip(p.payload) {
-                return false;
-            }
-        } else {
-            let known = self.set.contains(&key);
-            if closing {
-                if known {
+        if !self.set.is_empty() {
+            if let Some(ends) = self.set.get_mut(&key) {
+                if fin {
+                    *ends |= if lower { 1 } else { 2 };
+                }
+                if rst || *ends == 3 {
                     self.set.remove(&key);
                 }
-                return known;
-            }
-            if known {
                 return true;
             }
-            if !looks_like_sip(p.payload) {
-                return false;
-            }
+        }
+        if fin || rst || !looks_like_sip(p.payload) {
+            return false;
         }
         if self.set.len() >= self.max {
             self.dropped += 1;
             return false;
         }
-        self.set.insert(key);
+        self.set.insert(key, 0);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(from_a: bool, flags: u8, payload: &[u8]) -> VoipPacket<'_> {
+        let (a, b) = ([1; 16], [2; 16]);
+        let (src, dst) = if from_a { (a, b) } else { (b, a) };
+        VoipPacket {
+            ts: 0,
+            src,
+            dst,
+            sport: 5060,
+            dport: 5060,
+            tcp: Some(Tcp { seq: 0, flags }),
+            frag: None,
+            payload,
+        }
+    }
+
+    const INVITE: &[u8] = b"INVITE sip:b@x SIP/2.0\r\n";
+
+    #[test]
+    fn a_connection_is_followed_until_both_ends_close_it() {
+        let mut c = SipConnections::new(8);
+        assert!(
+            !c.wants(&seg(true, 0x02, b"")),
+            "a SYN of no SIP connection"
+        );
+        assert!(c.wants(&seg(true, 0x18, INVITE)));
+        assert!(c.wants(&seg(false, 0x18, b"SIP/2.0 200 OK\r\n")));
+        // Each end's FIN reaches the tracker; the second forgets it.
+        assert!(c.wants(&seg(true, 0x11, b"")));
+        assert!(c.wants(&seg(false, 0x11, b"")));
+        assert!(!c.wants(&seg(true, 0x10, b"")), "forgotten after both FINs");
+        // The same four-tuple again: followed from its first SIP bytes.
+        assert!(c.wants(&seg(true, 0x18, INVITE)));
+        assert!(c.wants(&seg(false, 0x10, b"")));
+        // A RST from either end forgets it at once.
+        assert!(c.wants(&seg(false, 0x14, b"")));
+        assert!(!c.wants(&seg(true, 0x10, b"")));
+        assert!(
+            !c.wants(&seg(true, 0x11, b"")),
+            "a FIN of no SIP connection"
+        );
+    }
+
+    #[test]
+    fn the_set_is_bounded_and_counts_what_it_cannot_follow() {
+        let mut c = SipConnections::new(1);
+        assert!(c.wants(&seg(true, 0x18, INVITE)));
+        let mut other = seg(true, 0x18, INVITE);
+        other.sport = 5061;
+        assert!(!c.wants(&other));
+        assert_eq!(c.dropped, 1);
     }
 }

@@ -444,7 +444,15 @@ impl Tracker {
             return;
         };
         conn.last_ns = p.ts;
-        conn.r.segment(t.seq, t.flags & 0x02 != 0, p.payload);
+        let syn = t.flags & 0x02 != 0;
+        if syn && conn.r.next_seq() != Some(t.seq.wrapping_add(1)) {
+            // A new connection on the same four-tuple (the old one's close
+            // was not seen): what the old one left is done with.
+            self.count_tcp(&conn);
+            self.counters.tcp_dropped_bytes += (conn.r.data().len() + conn.r.pending()) as u64;
+            conn.r = Reassembly::new(self.cfg.tcp_window);
+        }
+        conn.r.segment(t.seq, syn, p.payload);
         loop {
             // Keep-alives (RFC 5626: CRLF) between messages.
             let skip = conn

@@ -181,3 +181,96 @@ fn calls_match_tshark() {
         "streams with SDP found without their call"
     );
 }
+
+#[test]
+fn a_volte_call_whose_sip_connections_reuse_their_ports_keeps_its_status() {
+    // A phone's VoLTE call inside GTP-U (IPv6 in IPv6): REGISTER, INVITE
+    // and the second REGISTER each open a TCP connection on the same four
+    // ports (5060 ↔ 5060) and close it with a FIN from each end. Every
+    // SIP message must reach the tracker, so the call has the INVITE's
+    // final status, its ringing and answer times, and its BYE, each as
+    // tshark reads them from the same capture.
+    let Some(c) = corpus() else { return };
+    let Some(tshark) = crate::common::tool("tshark", "tshark") else {
+        return;
+    };
+    let path = c.join("tunnels/arkime__gtp-iphone.pcap");
+    let out = std::process::Command::new(tshark)
+        .args(["-r", path.to_str().unwrap(), "-Y", "sip", "-T", "fields"])
+        .args([
+            "-e",
+            "frame.time_epoch",
+            "-e",
+            "sip.Call-ID",
+            "-e",
+            "sip.Method",
+        ])
+        .args(["-e", "sip.Status-Code", "-e", "sip.CSeq.method"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(rows.len(), 17, "tshark's SIP messages: {text}");
+    let (got, _) = track(&path);
+    assert_eq!(got.len(), 1, "{got:?}");
+    let call = &got[0];
+    let of_invite = |code: &str| {
+        rows.iter()
+            .find(|r| r[1] == call.call_id && r[3] == code && r[4] == "INVITE")
+            .and_then(|r| ns(&serde_json::json!(r[0].parse::<f64>().unwrap())))
+    };
+    let invite = rows
+        .iter()
+        .find(|r| r[1] == call.call_id && r[2] == "INVITE")
+        .unwrap();
+    assert_eq!(
+        Some(us(call.invite_ns)),
+        ns(&serde_json::json!(invite[0].parse::<f64>().unwrap()))
+    );
+    assert_eq!(call.status, Some(200));
+    assert_eq!(call.ringing_ns.map(us), of_invite("180"));
+    assert_eq!(call.answer_ns.map(us), of_invite("200"));
+    assert_eq!(call.end_cause, EndCause::ByeCallee);
+}
+
+#[test]
+fn a_syn_on_a_four_tuple_in_use_starts_the_direction_afresh() {
+    // A connection's close was not captured and it left half a message;
+    // a new connection on the same four-tuple (its SYN seen) must be read
+    // from its own sequence numbers, not wait behind the old one's.
+    use earlybird::voip::tracker::{Tcp, VoipPacket};
+    let (a, b) = ([0xfd; 16], [0xfe; 16]);
+    let seg = |from_a: bool, seq: u32, flags: u8, ts: u64, payload: &'static [u8]| VoipPacket {
+        ts,
+        src: if from_a { a } else { b },
+        dst: if from_a { b } else { a },
+        sport: 5060,
+        dport: 5060,
+        tcp: Some(Tcp { seq, flags }),
+        frag: None,
+        payload,
+    };
+    const INVITE: &[u8] = b"INVITE sip:bob@x SIP/2.0\r\nVia: SIP/2.0/TCP a;branch=z9hG4bK1\r\n\
+From: <sip:alice@x>;tag=1\r\nTo: <sip:bob@x>\r\nCall-ID: reuse-1\r\nCSeq: 1 INVITE\r\n\
+Content-Length: 0\r\n\r\n";
+    const OK: &[u8] = b"SIP/2.0 200 OK\r\nVia: SIP/2.0/TCP a;branch=z9hG4bK1\r\n\
+From: <sip:alice@x>;tag=1\r\nTo: <sip:bob@x>;tag=2\r\nCall-ID: reuse-1\r\nCSeq: 1 INVITE\r\n\
+Content-Length: 0\r\n\r\n";
+    let mut t = Tracker::new(TrackerConfig::default());
+    let s = 1_000_000_000;
+    t.packet(&seg(
+        true,
+        1000,
+        0x18,
+        s,
+        b"REGISTER sip:x SIP/2.0\r\nVia: SIP/2.0/TCP a\r\n",
+    ));
+    t.packet(&seg(false, 7000, 0x18, s + 1, b"SIP/2.0 100 Trying\r\n"));
+    t.packet(&seg(true, 90_000, 0x02, s + 2, b""));
+    t.packet(&seg(false, 123_456, 0x12, s + 3, b""));
+    t.packet(&seg(true, 90_001, 0x18, s + 4, INVITE));
+    t.packet(&seg(false, 123_457, 0x18, s + 5, OK));
+    t.finish();
+    let call = t.calls_out.iter().find(|c| c.call_id == "reuse-1");
+    assert_eq!(call.and_then(|c| c.status), Some(200), "{:?}", t.calls_out);
+}
