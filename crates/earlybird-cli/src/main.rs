@@ -37,7 +37,13 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 ///
 /// With no arguments it prints this help with a few examples, exit code 2
 /// (a usage error, as a missing subcommand always was).
-#[command(name = "earlybird", version, about, long_about = None, arg_required_else_help = true)]
+#[command(
+    name = "earlybird",
+    version,
+    about = "Flow meter that labels each flow's application from its first packets",
+    long_about = None,
+    arg_required_else_help = true
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     cmd: Command,
