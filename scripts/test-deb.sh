@@ -25,6 +25,9 @@ if [ "${1:-}" = --binary ]; then binary=$2; fi
 
 step() { echo "== test-deb: $*"; }
 fail() { echo "test-deb: FAILED: $*" >&2; exit 1; }
+for tool in dpkg-deb dpkg-shlibdeps lintian man systemd-analyze ip setpriv prlimit logrotate; do
+  command -v $tool >/dev/null || fail "$tool is missing (.ci/run installs it)"
+done
 
 work=$(mktemp -d)
 tag="ebd$$"
@@ -161,13 +164,9 @@ echo "  $got packets in the live records, $want in the file's"
 [ "$want" -gt 400 ] && [ "$got" = "$want" ] || { cat "$work/live.err" >&2; fail "live capture: $got packets, want $want"; }
 
 step "logrotate"
-if command -v logrotate >/dev/null; then
-  logrotate -d /etc/logrotate.d/earlybird >"$work/logrotate.txt" 2>&1 ||
-    { cat "$work/logrotate.txt" >&2; fail "logrotate rejects the snippet"; }
-  grep -q "ci-live.csv" "$work/logrotate.txt" || { cat "$work/logrotate.txt" >&2; fail "logrotate does not consider the records"; }
-else
-  echo "  logrotate is not installed: not checked"
-fi
+logrotate -d /etc/logrotate.d/earlybird >"$work/logrotate.txt" 2>&1 ||
+  { cat "$work/logrotate.txt" >&2; fail "logrotate rejects the snippet"; }
+grep -q "ci-live.csv" "$work/logrotate.txt" || { cat "$work/logrotate.txt" >&2; fail "logrotate does not consider the records"; }
 
 step "dpkg --purge"
 files=$(dpkg -L earlybird | while read -r f; do [ -f "$f" ] && echo "$f"; done)

@@ -1,5 +1,7 @@
 //! The `earlybird` command line: argument parsing only; every subcommand is
-//! one call into the engine's public API (the crate root of `earlybird`).
+//! one call into the engine's public API (the crate root of `earlybird`),
+//! but `completions` and the hidden `manpages`, which describe the command
+//! line itself.
 //!
 //! Exit codes: 0 success (also when the reader of standard output went
 //! away: `earlybird flows … | head`); 1 an input or the configuration is
@@ -33,10 +35,10 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// earlybird: wire-speed flow meter that labels each flow's application
 /// from its first packets.
-#[derive(Parser)]
 ///
-/// With no arguments it prints this help with a few examples, exit code 2
+/// With no arguments it prints its help with a few examples, exit code 2
 /// (a usage error, as a missing subcommand always was).
+#[derive(Parser)]
 #[command(
     name = "earlybird",
     version,
