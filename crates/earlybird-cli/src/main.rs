@@ -1,5 +1,7 @@
 //! The `earlybird` command line: argument parsing only; every subcommand is
-//! one call into the engine's public API (the crate root of `earlybird`).
+//! one call into the engine's public API (the crate root of `earlybird`),
+//! but `completions` and the hidden `manpages`, which describe the command
+//! line itself.
 //!
 //! Exit codes: 0 success (also when the reader of standard output went
 //! away: `earlybird flows … | head`); 1 an input or the configuration is
@@ -12,14 +14,17 @@
 mod cmd_bench;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod cmd_calls;
+mod cmd_completions;
 mod cmd_evaluate;
 mod cmd_flows;
 mod cmd_gen;
 mod cmd_label;
+mod cmd_man;
 mod cmd_model;
 mod cmd_replay;
 mod cmd_train;
 mod cmd_voip;
+mod examples;
 mod flows_args;
 mod ipfix_args;
 mod model_arg;
@@ -30,8 +35,17 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// earlybird: wire-speed flow meter that labels each flow's application
 /// from its first packets.
+///
+/// With no arguments it prints its help with a few examples, exit code 2
+/// (a usage error, as a missing subcommand always was).
 #[derive(Parser)]
-#[command(name = "earlybird", version, about, long_about = None)]
+#[command(
+    name = "earlybird",
+    version,
+    about = "Flow meter that labels each flow's application from its first packets",
+    long_about = None,
+    arg_required_else_help = true
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     cmd: Command,
@@ -71,6 +85,9 @@ enum Command {
     /// write its audio as WAV.
     #[cfg(any(feature = "sqlite", feature = "postgres"))]
     Calls(cmd_calls::CallsArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or
+    /// PowerShell on standard output.
+    Completions(cmd_completions::CompletionsArgs),
 }
 
 /// Signals and exit codes, under `earlybird flows --help`.
@@ -85,8 +102,20 @@ input, the configuration or an output path is unusable (an output that is an inp
 directory, in a missing directory); 2 usage (options, output names); 3 an output failed (the \
 others are complete); 130 interrupted.";
 
+/// The command line as users see it: the clap definition with each
+/// command's examples at the end of its help (examples.rs). The help, the
+/// man pages and the completion scripts are made from it.
+pub(crate) fn cli_command() -> clap::Command {
+    examples::add(Cli::command())
+}
+
 fn main() {
-    let matches = Cli::command().get_matches();
+    // `manpages` (hidden) is added here only, so that no completion script
+    // offers it (clap_complete's bash script lists hidden commands too).
+    let matches = cli_command().subcommand(cmd_man::command()).get_matches();
+    if let Some(("manpages", m)) = matches.subcommand() {
+        std::process::exit(cmd_man::run(m));
+    }
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let code = match cli.cmd {
         Command::Flows(a) => match matches.subcommand_matches("flows") {
@@ -104,6 +133,7 @@ fn main() {
         Command::Voip(a) => cmd_voip::run(a),
         #[cfg(any(feature = "sqlite", feature = "postgres"))]
         Command::Calls(a) => cmd_calls::run(a),
+        Command::Completions(a) => cmd_completions::run(a),
     };
     std::process::exit(code);
 }
