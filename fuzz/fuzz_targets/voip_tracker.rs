@@ -58,6 +58,7 @@ fuzz_target!(|data: &[u8]| {
                 more: h[0] & 1 == 1,
                 version: 4,
             }),
+            sctp: kind == 3,
             payload,
         };
         t.packet(&p);

@@ -18,6 +18,7 @@ pub mod record;
 pub mod rtp;
 pub mod rtp_stats;
 pub mod run;
+pub mod sctp;
 pub mod sdp;
 pub mod sip;
 pub mod stage;

@@ -152,7 +152,7 @@ pub struct CallRecord {
     pub caller_ip: String,
     /// Destination of the INVITE.
     pub callee_ip: String,
-    /// UDP or TCP.
+    /// UDP, TCP or SCTP.
     pub transport: &'static str,
     /// INVITE time, Unix ns.
     pub invite_ns: u64,
@@ -222,7 +222,7 @@ pub const CALLS: Kind = Kind::new(
         Field::new("callee_ua", Str, "", "User-Agent/Server of the responses"),
         Field::new("caller_ip", Str, "", "Source address of the INVITE"),
         Field::new("callee_ip", Str, "", "Destination address of the INVITE"),
-        Field::new("transport", Str, "", "UDP or TCP"),
+        Field::new("transport", Str, "", "UDP, TCP or SCTP"),
         Field::new("start_ns", U64, "ns", "INVITE time (Unix)"),
         Field::new("ringing_ns", U64, "ns", "First 180/183 (Unix)"),
         Field::new("answer_ns", U64, "ns", "2xx to the INVITE (Unix)"),

@@ -100,6 +100,7 @@ struct Held {
     dport: u16,
     tcp: Option<Tcp>,
     frag: Option<Fragment>,
+    sctp: bool,
     start: u32,
     end: u32,
 }
@@ -127,6 +128,7 @@ impl TapBatch {
             dport: h.dport,
             tcp: h.tcp,
             frag: h.frag,
+            sctp: h.sctp,
             payload: &self.bytes[h.start as usize..h.end as usize],
         }
     }
@@ -194,6 +196,7 @@ impl ShardTap {
             dport: v.dport,
             tcp: v.tcp,
             frag: v.frag,
+            sctp: v.sctp,
             start,
             end: self.batch.bytes.len() as u32,
         });

@@ -3,9 +3,11 @@
 //! Contract: [`extract`] decodes one frame (the decoder's tunnels
 //! included) and returns the UDP datagram or TCP segment it carries as a
 //! [`VoipPacket`] when the call tracker may want it: UDP payloads that
-//! look like SIP, RTP or RTCP (first two bits 2), and TCP segments (every
+//! look like SIP, RTP or RTCP (first two bits 2), TCP segments (every
 //! one: whether a connection carries SIP is decided by the tracker's
-//! caller, see [`SipConnections`]). The fragments of a UDP datagram
+//! caller, see [`SipConnections`]), and SCTP packets with a whole DATA
+//! message that looks like SIP (their chunks as the payload, RFC 4168;
+//! `voip/sctp.rs`). The fragments of a UDP datagram
 //! are returned as fragments (the tracker reassembles them); other frames
 //! the decoder skips give `None`; nothing here panics on any input.
 //! [`SipConnections`] is the bounded set of TCP connections a shard has
@@ -52,6 +54,13 @@ pub fn extract<'a>(
                 flags: d.tcp_flags,
             })
         }
+        132 => {
+            // SIP over SCTP: wanted when one of its whole messages is.
+            if !super::sctp::messages(payload).any(looks_like_sip) {
+                return None;
+            }
+            None
+        }
         _ => return None,
     };
     Some(VoipPacket {
@@ -62,6 +71,7 @@ pub fn extract<'a>(
         dport: d.dport,
         tcp,
         frag: None,
+        sctp: d.proto == 132,
         payload,
     })
 }
@@ -107,6 +117,7 @@ fn fragment<'a>(ts: u64, frame: &'a [u8], d: &Decoded, first: bool) -> Option<Vo
         sport: if first { d.sport } else { 0 },
         dport: if first { d.dport } else { 0 },
         tcp: None,
+        sctp: false,
         frag: Some(Fragment {
             ident,
             offset,
@@ -211,6 +222,7 @@ mod tests {
             dport: 5060,
             tcp: Some(Tcp { seq: 0, flags }),
             frag: None,
+            sctp: false,
             payload,
         }
     }

@@ -96,6 +96,9 @@ pub struct VoipPacket<'a> {
     /// UDP header) and the ports are those of the first fragment (0 in
     /// the others).
     pub frag: Option<Fragment>,
+    /// An SCTP packet: `payload` is its chunks (after the common header),
+    /// whose whole DATA messages are SIP (`voip/sctp.rs`).
+    pub sctp: bool,
     /// The transport payload as captured (a view into the frame).
     pub payload: &'a [u8],
 }
@@ -347,6 +350,17 @@ impl Tracker {
             self.fragment(p, f);
             return;
         }
+        if p.sctp {
+            for m in super::sctp::messages(p.payload) {
+                if sip::looks_like_sip(m) {
+                    match sip::parse(m, Framing::Datagram) {
+                        Ok(m) => self.sip(&m, p, "SCTP"),
+                        Err(_) => self.counters.sip_errors += 1,
+                    }
+                }
+            }
+            return;
+        }
         match p.tcp {
             Some(t) => self.tcp_segment(p, t),
             None => {
@@ -386,6 +400,7 @@ impl Tracker {
             dport: u16::from_be_bytes([h[2], h[3]]),
             tcp: None,
             frag: None,
+            sctp: false,
             payload: &whole[8..len],
         };
         self.packet(&inner);

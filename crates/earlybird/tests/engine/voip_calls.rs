@@ -248,6 +248,7 @@ fn a_syn_on_a_four_tuple_in_use_starts_the_direction_afresh() {
         dport: 5060,
         tcp: Some(Tcp { seq, flags }),
         frag: None,
+        sctp: false,
         payload,
     };
     const INVITE: &[u8] = b"INVITE sip:bob@x SIP/2.0\r\nVia: SIP/2.0/TCP a;branch=z9hG4bK1\r\n\
@@ -273,4 +274,149 @@ Content-Length: 0\r\n\r\n";
     t.finish();
     let call = t.calls_out.iter().find(|c| c.call_id == "reuse-1");
     assert_eq!(call.and_then(|c| c.status), Some(200), "{:?}", t.calls_out);
+}
+
+/// An SCTP DATA chunk (RFC 9260 §3.3.1) of number `tsn` holding the whole
+/// message `data` (B and E flags), padded to four bytes; its stream
+/// sequence number is `tsn` mod 1000.
+fn sctp_data(tsn: u32, data: &[u8]) -> Vec<u8> {
+    let mut c = vec![0, 0x03];
+    c.extend_from_slice(&((16 + data.len()) as u16).to_be_bytes());
+    c.extend_from_slice(&tsn.to_be_bytes());
+    // Stream 0, its sequence number (one a message), no protocol id.
+    c.extend_from_slice(&[0, 0]);
+    c.extend_from_slice(&(tsn as u16 % 1000).to_be_bytes());
+    c.extend_from_slice(&[0, 0, 0, 0]);
+    c.extend_from_slice(data);
+    c.resize(c.len().div_ceil(4) * 4, 0);
+    c
+}
+
+/// An Ethernet/IPv4/SCTP frame from `from` to the other of 10.0.0.1 and
+/// 10.0.0.2 (both on port 5060) carrying `chunks`.
+fn sctp_frame(from: u8, chunks: &[u8]) -> Vec<u8> {
+    let to = 3 - from;
+    let mut f = vec![0, 0, 0, 0, 0, to, 0, 0, 0, 0, 0, from, 0x08, 0x00];
+    let total = (20 + 12 + chunks.len()) as u16;
+    f.extend_from_slice(&[0x45, 0, 0, 0, 0, 1, 0x40, 0, 64, 132, 0, 0]);
+    f[16..18].copy_from_slice(&total.to_be_bytes());
+    f.extend_from_slice(&[10, 0, 0, from, 10, 0, 0, to]);
+    // Ports 5060, the peer's verification tag (one per direction), no
+    // checksum (tshark does not check it unless asked).
+    f.extend_from_slice(&[0x13, 0xc4, 0x13, 0xc4, 0, 0, 0, 6 + to, 0, 0, 0, 0]);
+    f.extend_from_slice(chunks);
+    f
+}
+
+#[test]
+fn a_call_over_sctp_is_tracked_as_tshark_reads_it() {
+    // SIP over SCTP (RFC 4168), as telephony cores carry it: a call whose
+    // messages come in DATA chunks, one bundled after a SACK and two
+    // (180 and 200) in one packet. The capture is made here; tshark reads
+    // the same file.
+    let Some(tshark) = crate::common::tool("tshark", "tshark") else {
+        return;
+    };
+    let msg = |start: &str, cseq: &str, to_tag: bool| {
+        format!(
+            "{start}\r\nVia: SIP/2.0/SCTP 10.0.0.1:5060;branch=z9hG4bK{cseq}\r\n\
+             From: <sip:alice@10.0.0.1>;tag=a\r\nTo: <sip:bob@10.0.0.2>{}\r\n\
+             Call-ID: sctp-call-1\r\nCSeq: {cseq}\r\nContent-Length: 0\r\n\r\n",
+            if to_tag { ";tag=b" } else { "" }
+        )
+        .into_bytes()
+    };
+    let sack = [
+        3u8, 0, 0, 16, 0, 0, 0x03, 0xe8, 0, 0, 0xff, 0xff, 0, 0, 0, 0,
+    ];
+    let frames = [
+        sctp_frame(
+            1,
+            &sctp_data(
+                1000,
+                &msg("INVITE sip:bob@10.0.0.2 SIP/2.0", "1 INVITE", false),
+            ),
+        ),
+        sctp_frame(
+            2,
+            &[
+                &sack[..],
+                &sctp_data(2000, &msg("SIP/2.0 100 Trying", "1 INVITE", false)),
+            ]
+            .concat(),
+        ),
+        sctp_frame(
+            2,
+            &[
+                sctp_data(2001, &msg("SIP/2.0 180 Ringing", "1 INVITE", true)),
+                sctp_data(2002, &msg("SIP/2.0 200 OK", "1 INVITE", true)),
+            ]
+            .concat(),
+        ),
+        sctp_frame(
+            1,
+            &sctp_data(1001, &msg("ACK sip:bob@10.0.0.2 SIP/2.0", "1 ACK", true)),
+        ),
+        sctp_frame(
+            1,
+            &sctp_data(1002, &msg("BYE sip:bob@10.0.0.2 SIP/2.0", "2 BYE", true)),
+        ),
+        sctp_frame(2, &sctp_data(2003, &msg("SIP/2.0 200 OK", "2 BYE", true))),
+    ];
+    let mut pcap = Vec::new();
+    for w in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
+        pcap.extend_from_slice(&w.to_le_bytes());
+    }
+    for (i, f) in frames.iter().enumerate() {
+        for w in [
+            1_700_000_000u32 + i as u32,
+            0,
+            f.len() as u32,
+            f.len() as u32,
+        ] {
+            pcap.extend_from_slice(&w.to_le_bytes());
+        }
+        pcap.extend_from_slice(f);
+    }
+    let dir = std::env::temp_dir().join(format!("eb-sip-sctp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sip_sctp.pcap");
+    std::fs::write(&path, &pcap).unwrap();
+    let out = std::process::Command::new(tshark)
+        .args(["-r", path.to_str().unwrap(), "-Y", "sip", "-T", "fields"])
+        .args([
+            "-e",
+            "frame.time_epoch",
+            "-e",
+            "sip.Method",
+            "-e",
+            "sip.Status-Code",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    // tshark's line per frame: the bundled 180 and 200 share one.
+    assert_eq!(text.lines().count(), 6, "{text}");
+    let (got, _) = track(&path);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(got.len(), 1, "{got:?}");
+    let c = &got[0];
+    let at = |frame: usize| {
+        let t: f64 = text
+            .lines()
+            .nth(frame)
+            .unwrap()
+            .split('\t')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        ns(&serde_json::json!(t))
+    };
+    assert_eq!((c.call_id.as_str(), c.transport), ("sctp-call-1", "SCTP"));
+    assert_eq!(c.status, Some(200));
+    assert_eq!(Some(us(c.invite_ns)), at(0));
+    assert_eq!(c.ringing_ns.map(us), at(2));
+    assert_eq!(c.answer_ns.map(us), at(2));
+    assert_eq!(c.end_cause, EndCause::ByeCaller);
 }
