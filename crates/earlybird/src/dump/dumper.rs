@@ -710,10 +710,22 @@ impl Dumper {
     /// A failure with the file open (or while opening): `lost` packets are
     /// not on disk; the file is cut back to its last complete record.
     #[cold]
-    fn failed(&mut self, msg: String, lost: u64) {
+    fn failed(&mut self, msg: String, mut lost: u64) {
         // Its packets are among the `lost` (still pending in the file).
         self.run = Run::default();
-        if let Some(c) = self.cur.take() {
+        if let Some(mut c) = self.cur.take() {
+            // A direct file's failed write came back with the writes before
+            // it, which may have made records whole since they were last
+            // counted: those are on disk, not lost.
+            if let Out::Direct(o) = &c.out {
+                let (bytes, records) = o.confirmed();
+                let n = (records - c.packets).min(c.pending);
+                c.synced = bytes;
+                c.packets += n;
+                c.pending -= n;
+                self.counters.written += n;
+                lost -= n.min(lost);
+            }
             let (path, synced, header) = (c.path.clone(), c.synced, c.header);
             // Whatever the buffer still holds is dropped with it.
             drop(c);
