@@ -349,6 +349,13 @@ impl DirectPcap {
     /// Writes what the buffer holds (its last block padded with zeros),
     /// waits for every write and cuts the file to the records' length.
     pub(crate) fn finish(mut self) -> io::Result<()> {
+        self.complete()
+    }
+
+    /// [`DirectPcap::finish`] in place: on a failure
+    /// [`DirectPcap::confirmed`] still says which records the writes before
+    /// it made whole. Nothing more is written after it.
+    pub(crate) fn complete(&mut self) -> io::Result<()> {
         let len = self.base + self.pos as u64;
         let padded = self.pos.div_ceil(ALIGN) * ALIGN;
         if padded > 0 {

@@ -689,16 +689,35 @@ impl Dumper {
     /// Finishes the open file, if any.
     fn close(&mut self) {
         self.flush_run();
-        let Some(c) = self.cur.take() else {
+        let Some(mut c) = self.cur.take() else {
             return;
         };
-        let (path, pending, bytes, synced) = (c.path, c.pending, c.bytes, c.synced);
-        match c.out.finish() {
+        // A direct file is finished in place, so that on a failure the
+        // records its earlier writes made whole are known (see `failed`).
+        let (done, confirmed) = match &mut c.out {
+            Out::Direct(o) => {
+                let done = o.complete();
+                (Some(done), Some(o.confirmed()))
+            }
+            _ => (None, None),
+        };
+        let (path, mut pending, bytes, mut synced) = (c.path, c.pending, c.bytes, c.synced);
+        let done = match done {
+            Some(d) => d,
+            None => c.out.finish(),
+        };
+        match done {
             Ok(_) => {
                 self.counters.written += pending;
                 self.counters.bytes += bytes;
             }
             Err(e) => {
+                if let Some((on_disk, records)) = confirmed {
+                    let n = (records - c.packets).min(pending);
+                    self.counters.written += n;
+                    pending -= n;
+                    synced = on_disk;
+                }
                 let msg = format!("{}: {e}", path.display());
                 cut_back(&path, synced, c.header);
                 self.counters.bytes += synced;
