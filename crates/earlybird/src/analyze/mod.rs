@@ -38,6 +38,7 @@
 //! Early features, full statistics and DSCP marking are not analyzers: see
 //! `docs/ARCHITECTURE.md`, "Per-flow analyzers", for why.
 
+pub mod http;
 pub mod media;
 #[cfg(feature = "ndpi")]
 pub mod ndpi;
@@ -370,6 +371,7 @@ impl Active {
 registry! {
     payload: payload::PayloadBytes,
     media: media::Media,
+    http: http::Http,
     // nDPI's verdict per flow (libndpi; feature "ndpi").
     #[cfg(feature = "ndpi")]
     ndpi: ndpi::Ndpi,
