@@ -46,6 +46,7 @@ mod ndpi_fields;
 #[cfg(feature = "ndpi")]
 mod ndpi_lib;
 pub mod payload;
+pub mod ssh;
 
 /// Analyzers built only with a cargo feature: (name, feature, what it
 /// adds, its fields), in every build, for the field reference.
@@ -372,6 +373,7 @@ registry! {
     payload: payload::PayloadBytes,
     media: media::Media,
     http: http::Http,
+    ssh: ssh::Ssh,
     // nDPI's verdict per flow (libndpi; feature "ndpi").
     #[cfg(feature = "ndpi")]
     ndpi: ndpi::Ndpi,
