@@ -38,6 +38,8 @@
 //! Early features, full statistics and DSCP marking are not analyzers: see
 //! `docs/ARCHITECTURE.md`, "Per-flow analyzers", for why.
 
+pub mod dns;
+pub mod dns_wire;
 pub mod http;
 pub mod media;
 #[cfg(feature = "ndpi")]
@@ -374,6 +376,7 @@ registry! {
     media: media::Media,
     http: http::Http,
     ssh: ssh::Ssh,
+    dns: dns::Dns,
     // nDPI's verdict per flow (libndpi; feature "ndpi").
     #[cfg(feature = "ndpi")]
     ndpi: ndpi::Ndpi,
