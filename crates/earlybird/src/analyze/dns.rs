@@ -71,8 +71,12 @@ impl Seen {
         let Ok(m) = dns_wire::parse(b) else {
             return false;
         };
-        if m.header.opcode != 0 || m.questions.is_empty() {
+        if m.header.opcode != 0 {
             return false;
+        }
+        if m.questions.is_empty() {
+            // DNS, but nothing asked (an mDNS announcement): read on.
+            return m.header.response;
         }
         if self.query.is_none() {
             let q = &m.questions[0];
@@ -81,8 +85,7 @@ impl Seen {
                 self.id = Some(m.header.id);
             }
         }
-        if m.header.response && self.rcode.is_none() && self.id.is_none_or(|id| id == m.header.id)
-        {
+        if m.header.response && self.rcode.is_none() && self.id.is_none_or(|id| id == m.header.id) {
             self.rcode = Some(m.header.rcode);
             self.answers = m
                 .answers
@@ -317,6 +320,17 @@ mod tests {
         let s = st.seen().unwrap();
         assert_eq!(s.query, Some(("b.example".into(), 1)));
         assert_eq!(s.answers_text(), "192.0.2.1");
+    }
+
+    #[test]
+    fn an_announcement_before_the_query() {
+        // A response with no question and no record, then a query.
+        let ann = [0, 0, 0x84, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let q = query("_airport._tcp.local");
+        let st = run(&[(&ann, true, UDP), (&q, true, UDP)]);
+        let s = st.seen().unwrap();
+        assert_eq!(s.query, Some(("_airport._tcp.local".into(), 1)));
+        assert_eq!(s.rcode, None);
     }
 
     #[test]

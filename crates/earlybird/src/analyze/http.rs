@@ -1,10 +1,12 @@
 //! The `http` analyzer: the Host and User-Agent headers of the first
-//! HTTP/1.x request of a TCP flow (the client's side).
+//! HTTP/1.x request of a TCP flow.
 //!
-//! Contract: the flow's first client payload must start with an HTTP
-//! method token and a space (`GET `, `POST ` …), else the flow is not
-//! HTTP and the analyzer stops looking at it. From there the client's
-//! payload bytes are kept, in arrival order, in a buffer of at most
+//! Contract: the requester is the side whose first payload starts with an
+//! HTTP method token and a space (`GET `, `POST ` …): the client, or the
+//! other side of a flow seen from its middle that starts with a reply.
+//! When neither side's first payload does, the flow is not HTTP and the
+//! analyzer stops looking at it. From there the requester's payload bytes
+//! are kept, in arrival order, in a buffer of at most
 //! [`MAX_HEAD`] bytes until the blank line that ends the request's header
 //! block; then the header block is read and the buffer freed. The request
 //! line must end with `HTTP/1.0` or `HTTP/1.1`, else nothing is read.
@@ -49,15 +51,22 @@ pub struct Head {
 }
 
 /// Where a flow is.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 enum Phase {
-    /// No client payload yet.
-    #[default]
-    Waiting,
-    /// Inside the first request's header block: its bytes so far.
-    Reading(Vec<u8>),
+    /// No request yet; the bit of a direction (1 client, 2 server) is set
+    /// once its first payload was not one.
+    Waiting(u8),
+    /// Inside the first request's header block: the requester (true: the
+    /// client) and the block's bytes so far.
+    Reading(bool, Vec<u8>),
     /// Done (read, or not HTTP): the result, when there is one.
     Done(Option<Box<Head>>),
+}
+
+impl Default for Phase {
+    fn default() -> Phase {
+        Phase::Waiting(0)
+    }
 }
 
 /// Per-flow state.
@@ -68,9 +77,9 @@ pub struct State {
 
 /// True when `b` starts with a request method and a space.
 pub fn starts_request(b: &[u8]) -> bool {
-    METHODS.iter().any(|m| {
-        b.len() > m.len() && b.starts_with(m) && b[m.len()] == b' '
-    })
+    METHODS
+        .iter()
+        .any(|m| b.len() > m.len() && b.starts_with(m) && b[m.len()] == b' ')
 }
 
 /// True when `b` may still become the start of a request: it starts one,
@@ -108,8 +117,7 @@ pub fn parse_head(b: &[u8]) -> Option<Head> {
     let mut lines = b.split_inclusive(|&c| c == b'\n');
     let first = lines.next()?;
     let first = whole(first)?;
-    if !starts_request(first) || !(first.ends_with(b" HTTP/1.1") || first.ends_with(b" HTTP/1.0"))
-    {
+    if !starts_request(first) || !(first.ends_with(b" HTTP/1.1") || first.ends_with(b" HTTP/1.0")) {
         return None;
     }
     let mut head = Head::default();
@@ -153,7 +161,7 @@ fn text(v: &[u8]) -> String {
 impl State {
     /// Reads what the buffer holds and frees it.
     fn conclude(&mut self) {
-        if let Phase::Reading(buf) = &self.phase {
+        if let Phase::Reading(_, buf) = &self.phase {
             let head = parse_head(buf).map(Box::new);
             self.phase = Phase::Done(head);
         }
@@ -189,23 +197,33 @@ impl Analyzer for Http {
     ];
 
     fn packet(&self, st: &mut State, p: &PacketView<'_>) -> Action {
-        if p.proto != TCP || !p.from_client || p.payload_len == 0 {
+        if p.proto != TCP || p.payload_len == 0 {
             return Action::Continue;
         }
         match &mut st.phase {
             Phase::Done(_) => return Action::Continue,
-            Phase::Waiting => {
-                if !may_start_request(p.payload) {
-                    st.phase = Phase::Done(None);
+            Phase::Waiting(seen) => {
+                let bit = if p.from_client { 1 } else { 2 };
+                if *seen & bit != 0 {
                     return Action::Continue;
                 }
-                st.phase = Phase::Reading(Vec::new());
+                if !may_start_request(p.payload) {
+                    *seen |= bit;
+                    if *seen == 3 {
+                        st.phase = Phase::Done(None);
+                    }
+                    return Action::Continue;
+                }
+                st.phase = Phase::Reading(p.from_client, Vec::new());
             }
-            Phase::Reading(_) => {}
+            Phase::Reading(..) => {}
         }
-        let Phase::Reading(buf) = &mut st.phase else {
+        let Phase::Reading(requester, buf) = &mut st.phase else {
             return Action::Continue;
         };
+        if *requester != p.from_client {
+            return Action::Continue;
+        }
         // Look for the end from a little before the new bytes: the blank
         // line may straddle two segments.
         let from = buf.len().saturating_sub(3);
@@ -307,11 +325,25 @@ mod tests {
     }
 
     #[test]
-    fn server_bytes_and_other_protocols_are_ignored() {
+    fn a_flow_seen_from_a_reply_on() {
         let a = Http;
         let mut st = State::default();
-        a.packet(&mut st, &view(b"HTTP/1.1 200 OK\r\nHost: x\r\n\r\n", false));
-        assert!(matches!(st.phase, Phase::Waiting));
+        a.packet(&mut st, &view(b"HTTP/1.1 200 OK\r\nHost: x\r\n\r\n", true));
+        assert!(matches!(st.phase, Phase::Waiting(1)));
+        a.packet(&mut st, &view(&REQ[..30], false));
+        // The reply side's later bytes are not the request's.
+        a.packet(&mut st, &view(b"more reply\r\n", true));
+        a.packet(&mut st, &view(&REQ[30..], false));
+        assert_eq!(st.head().unwrap().host.as_deref(), Some("www.example.org"));
+    }
+
+    #[test]
+    fn other_protocols_are_ignored() {
+        let a = Http;
+        let mut st = State::default();
+        a.packet(&mut st, &view(b"220 smtp ready\r\n", false));
+        a.packet(&mut st, &view(b"EHLO x\r\n", true));
+        assert!(matches!(st.phase, Phase::Done(None)));
         let st = run(&[b"\x16\x03\x01\x02\x00GET / HTTP/1.1\r\nHost: x\r\n\r\n"]);
         assert_eq!(st.head(), None);
         let st = run(&[b"GETX / HTTP/1.1\r\nHost: x\r\n\r\n"]);
@@ -356,7 +388,7 @@ mod tests {
         let mut st = State::default();
         a.packet(&mut st, &view(&big, true));
         for _ in 0..200 {
-            if let Phase::Reading(buf) = &st.phase {
+            if let Phase::Reading(_, buf) = &st.phase {
                 assert!(buf.len() <= MAX_HEAD);
             }
             a.packet(&mut st, &view(filler, true));

@@ -178,6 +178,16 @@ impl Analyzer for Ssh {
             return Action::Continue;
         }
         sides[d].feed(p.payload);
+        if p.from_client
+            && sides[0].is_done()
+            && sides[0].banner().is_none()
+            && sides[1].banner().is_none()
+        {
+            // The client spoke something else: not SSH; nothing held.
+            st.sides = None;
+            st.off = true;
+            return Action::Continue;
+        }
         if p.payload.len() < usize::from(p.payload_len) {
             sides[d].stop();
         }
@@ -272,11 +282,18 @@ mod tests {
         // A server's text when the client then speaks something else.
         let st = run(&[(b"220 mail ESMTP\r\n", false), (b"EHLO x\r\n", true)]);
         assert_eq!(st.banners(), (None, None));
+        assert!(st.off && st.sides.is_none());
+        // The same when the client's first segment looked like a start.
+        let st = run(&[(b"SS", true), (b"X\r\n", true), (S, false)]);
+        assert_eq!(st.banners(), (None, None));
     }
 
     #[test]
     fn not_ssh() {
-        let st = run(&[(b"GET / HTTP/1.1\r\n\r\n", true), (b"HTTP/1.1 200 OK\r\n", false)]);
+        let st = run(&[
+            (b"GET / HTTP/1.1\r\n\r\n", true),
+            (b"HTTP/1.1 200 OK\r\n", false),
+        ]);
         assert_eq!(st.banners(), (None, None));
         // A binary server side is given up at its first NUL.
         let mut b = Banner::new(true);
