@@ -30,6 +30,7 @@ pub mod naive_bayes;
 pub mod pool;
 pub mod ports;
 pub mod provenance;
+pub mod services;
 pub mod svm;
 #[cfg(test)]
 pub(crate) mod testutil;
