@@ -39,6 +39,7 @@
 //! `docs/ARCHITECTURE.md`, "Per-flow analyzers", for why.
 
 pub mod dns;
+pub mod dns_cache;
 pub mod dns_wire;
 pub mod http;
 pub mod media;
