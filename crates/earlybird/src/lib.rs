@@ -145,6 +145,7 @@ pub mod voip;
 
 pub use classify::cascade::Cascade;
 pub use classify::provenance::{FileDigest, HeldOut};
+pub use classify::services;
 pub use classify::{
     Classifier, Dataset, FlowFeatures, LabelLevel, Model, ModelInfo, ModelKind, Sample, Verdict,
 };

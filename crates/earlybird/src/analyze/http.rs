@@ -402,7 +402,7 @@ mod tests {
     #[test]
     fn values_are_trimmed_cut_and_made_text() {
         let mut req = b"GET / HTTP/1.1\r\nUser-Agent: \xff\xfeok\r\nHost: ".to_vec();
-        req.extend(std::iter::repeat(b'h').take(400));
+        req.extend(std::iter::repeat_n(b'h', 400));
         req.extend_from_slice(b"\r\n\r\n");
         let st = run(&[&req]);
         let h = st.head().unwrap();
