@@ -144,6 +144,7 @@ pub(crate) mod time;
 pub mod voip;
 
 pub use classify::cascade::Cascade;
+pub use classify::payload_label;
 pub use classify::provenance::{FileDigest, HeldOut};
 pub use classify::services;
 pub use classify::{

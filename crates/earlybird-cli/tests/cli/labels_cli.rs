@@ -2,7 +2,8 @@
 //! captures, against tshark as the independent decoder: DNS query names
 //! (`dns.qry.name`, mDNS included), HTTP Host headers (`http.host` of the
 //! requests over TCP) and SSH identification strings (`ssh.protocol`),
-//! per conversation, counted both ways.
+//! per conversation, counted both ways; and the same names with 1 and 3
+//! shards.
 //!
 //! earlybird reads these protocols on any port; tshark only on the ports
 //! it knows (and its heuristics). So a name earlybird has on a conversation
@@ -82,10 +83,12 @@ fn captures(dir: &Path) -> Vec<PathBuf> {
     out.into_iter().filter(|p| p.is_file()).collect()
 }
 
-fn earlybird_names(pcap: &Path) -> Names {
+fn earlybird_names(pcap: &Path, shards: &str) -> Names {
     let (code, out, err) = eb(&[
         "flows",
         pcap.to_str().unwrap(),
+        "--shards",
+        shards,
         "--analyzer",
         "dns,http,ssh",
         "--no-model",
@@ -226,7 +229,13 @@ fn dns_http_and_ssh_names_equal_tsharks_on_the_dev_corpus() {
     let mut count: BTreeMap<&str, [usize; 4]> = BTreeMap::new();
     let mut faults = Vec::new();
     for pcap in &files {
-        let e = earlybird_names(pcap);
+        let e = earlybird_names(pcap, "1");
+        // The same names whatever the shard count.
+        assert!(
+            earlybird_names(pcap, "3") == e,
+            "{}: other names with 3 shards",
+            pcap.display()
+        );
         let t = tshark_names(pcap);
         let name = pcap.file_name().unwrap().to_string_lossy().into_owned();
         for kind in ["dns", "http", "ssh"] {
