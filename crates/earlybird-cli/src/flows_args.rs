@@ -327,7 +327,10 @@ pub struct FlowsArgs {
     /// "payload": transport payload packets and bytes per direction, and the
     /// first 16 payload bytes of each direction in hex. "media": audio, video
     /// or file transfer of UDP flows from packet sizes and inter-arrivals
-    /// (docs/MEDIA.md).
+    /// (docs/MEDIA.md). "http": Host and User-Agent of the first HTTP/1.x
+    /// request. "ssh": both SSH identification strings. "dns": name and
+    /// type of the first DNS query, response code and answers
+    /// (docs/OPERATIONS.md, "Payload names").
     #[arg(
         help_heading = "Flows",
         long = "analyzer",

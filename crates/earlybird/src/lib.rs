@@ -144,7 +144,9 @@ pub(crate) mod time;
 pub mod voip;
 
 pub use classify::cascade::Cascade;
+pub use classify::payload_label;
 pub use classify::provenance::{FileDigest, HeldOut};
+pub use classify::services;
 pub use classify::{
     Classifier, Dataset, FlowFeatures, LabelLevel, Model, ModelInfo, ModelKind, Sample, Verdict,
 };

@@ -27,6 +27,7 @@ mod flows_cli;
 mod inputs_cli;
 mod ipfix_cli;
 mod label_cli;
+mod labels_cli;
 mod live_cli;
 mod live_stamps_cli;
 mod media_cli;

@@ -38,6 +38,10 @@
 //! Early features, full statistics and DSCP marking are not analyzers: see
 //! `docs/ARCHITECTURE.md`, "Per-flow analyzers", for why.
 
+pub mod dns;
+pub mod dns_cache;
+pub mod dns_wire;
+pub mod http;
 pub mod media;
 #[cfg(feature = "ndpi")]
 pub mod ndpi;
@@ -45,6 +49,7 @@ mod ndpi_fields;
 #[cfg(feature = "ndpi")]
 mod ndpi_lib;
 pub mod payload;
+pub mod ssh;
 
 /// Analyzers built only with a cargo feature: (name, feature, what it
 /// adds, its fields), in every build, for the field reference.
@@ -370,6 +375,9 @@ impl Active {
 registry! {
     payload: payload::PayloadBytes,
     media: media::Media,
+    http: http::Http,
+    ssh: ssh::Ssh,
+    dns: dns::Dns,
     // nDPI's verdict per flow (libndpi; feature "ndpi").
     #[cfg(feature = "ndpi")]
     ndpi: ndpi::Ndpi,

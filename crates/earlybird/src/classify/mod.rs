@@ -27,9 +27,11 @@ pub mod gaussian_nb;
 pub mod inline;
 pub mod model;
 pub mod naive_bayes;
+pub mod payload_label;
 pub mod pool;
 pub mod ports;
 pub mod provenance;
+pub mod services;
 pub mod svm;
 #[cfg(test)]
 pub(crate) mod testutil;

@@ -1,0 +1,392 @@
+//! The `dns` analyzer: the name and type of a flow's first DNS query, and
+//! the response code and A, AAAA and CNAME answers of its first response
+//! (messages read by `dns_wire`).
+//!
+//! Contract: over UDP each packet's payload is one message; over TCP each
+//! direction's first message is read after its two-byte length (RFC 1035,
+//! 4.2.2), from at most [`MAX_TCP`] bytes held per direction until it is
+//! whole. The flow's first message with payload must read whole as a
+//! standard query or response (OPCODE 0, at least one question), else the
+//! flow is not DNS and the analyzer stops looking at it; port numbers are
+//! not looked at, so DNS on any port (mDNS, LLMNR) counts. The first
+//! message's first question gives `dns_query` and `dns_qtype` (a flow seen
+//! from its response on takes the response's question); the first
+//! response (with the query's ID when the query was seen) gives
+//! `dns_rcode` and `dns_answers`. Later messages, and messages that do not
+//! read whole (a packet cut by the snap length included), are not read.
+//! Nothing is held once the query and the response are read. Never fails,
+//! never panics.
+
+use super::dns_wire::{self, Data};
+use super::{Action, Analyzer, PacketView};
+use crate::schema::{Cells, Field, FieldType};
+use std::fmt::Write;
+
+/// Most bytes held per TCP direction while its first message is not whole.
+pub const MAX_TCP: usize = 4096;
+
+/// IP protocol numbers.
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+
+/// The analyzer (it has no configuration).
+#[derive(Debug, Default)]
+pub struct Dns;
+
+/// What was read of a flow's DNS.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Seen {
+    /// The first question's name and type.
+    pub query: Option<(String, u16)>,
+    /// The query's transaction ID (when a query was seen).
+    pub id: Option<u16>,
+    /// The first response's RCODE.
+    pub rcode: Option<u8>,
+    /// The first response's answers (see [`Seen::answers_text`]).
+    pub answers: Vec<Data>,
+}
+
+impl Seen {
+    /// The answers as text: addresses and canonical names, in order,
+    /// separated by commas.
+    pub fn answers_text(&self) -> String {
+        let mut s = String::new();
+        for a in &self.answers {
+            if !s.is_empty() {
+                s.push(',');
+            }
+            let _ = match a {
+                Data::A(x) => write!(s, "{x}"),
+                Data::Aaaa(x) => write!(s, "{x}"),
+                Data::Cname(n) => write!(s, "{n}"),
+                Data::Other => Ok(()),
+            };
+        }
+        s
+    }
+
+    /// Takes one whole message; false when it is not a standard DNS
+    /// message.
+    fn message(&mut self, b: &[u8]) -> bool {
+        let Ok(m) = dns_wire::parse(b) else {
+            return false;
+        };
+        if m.header.opcode != 0 {
+            return false;
+        }
+        if m.questions.is_empty() {
+            // DNS, but nothing asked (an mDNS announcement): read on.
+            return m.header.response;
+        }
+        if self.query.is_none() {
+            let q = &m.questions[0];
+            self.query = Some((q.name.clone(), q.qtype));
+            if !m.header.response {
+                self.id = Some(m.header.id);
+            }
+        }
+        if m.header.response && self.rcode.is_none() && self.id.is_none_or(|id| id == m.header.id) {
+            self.rcode = Some(m.header.rcode);
+            self.answers = m
+                .answers
+                .into_iter()
+                .filter(|a| a.data != Data::Other)
+                .map(|a| a.data)
+                .collect();
+        }
+        true
+    }
+}
+
+/// Per-flow state.
+#[derive(Debug, Default)]
+pub struct State {
+    seen: Option<Box<Seen>>,
+    /// TCP: each direction's bytes until its first message is whole;
+    /// `None` once read (or given up).
+    tcp: Option<Box<[Option<Vec<u8>>; 2]>>,
+    /// Not DNS, or done: later packets are not looked at.
+    off: bool,
+}
+
+impl State {
+    /// What was read (`None`: no DNS message).
+    pub fn seen(&self) -> Option<&Seen> {
+        self.seen.as_deref()
+    }
+
+    /// Takes a whole message; the first of the flow decides whether it is
+    /// DNS.
+    fn message(&mut self, b: &[u8]) {
+        let first = self.seen.is_none();
+        let seen = self.seen.get_or_insert_with(Box::default);
+        if !seen.message(b) && first {
+            self.seen = None;
+            self.off = true;
+            self.tcp = None;
+        }
+        if self.seen.as_ref().is_some_and(|s| s.rcode.is_some()) {
+            self.off = true;
+            self.tcp = None;
+        }
+    }
+}
+
+impl Analyzer for Dns {
+    type State = State;
+    const NAME: &'static str = "dns";
+    const ABOUT: &'static str =
+        "name and type of the first DNS query, response code and A/AAAA/CNAME answers";
+    const PAYLOAD: bool = true;
+    const FIELDS: &'static [Field] = &[
+        Field::new(
+            "dns_query",
+            FieldType::Str,
+            "",
+            "Name of the first question of the flow's first DNS message (no final dot; the root is `.`); empty when the flow is not DNS",
+        ),
+        Field::new(
+            "dns_qtype",
+            FieldType::U16,
+            "",
+            "Type of that question (1 A, 28 AAAA, 5 CNAME, 65 HTTPS …)",
+        ),
+        Field::new(
+            "dns_rcode",
+            FieldType::U8,
+            "",
+            "Response code of the flow's first response (0 no error, 3 no such name …); empty when no response was read",
+        ),
+        Field::new(
+            "dns_answers",
+            FieldType::Str,
+            "",
+            "A and AAAA addresses and CNAME names of the first response's answers, in order, comma-separated (at most 16)",
+        ),
+    ];
+
+    fn packet(&self, st: &mut State, p: &PacketView<'_>) -> Action {
+        if st.off || p.payload_len == 0 {
+            return Action::Continue;
+        }
+        let cut = p.payload.len() < usize::from(p.payload_len);
+        match p.proto {
+            UDP => {
+                if cut {
+                    // A cut message is not read (a cut first one does not
+                    // decide whether the flow is DNS).
+                    return Action::Continue;
+                }
+                st.message(p.payload);
+            }
+            TCP => {
+                let d = usize::from(!p.from_client);
+                let bufs = st
+                    .tcp
+                    .get_or_insert_with(|| Box::new([Some(Vec::new()), Some(Vec::new())]));
+                let Some(buf) = &mut bufs[d] else {
+                    return Action::Continue;
+                };
+                let room = MAX_TCP - buf.len();
+                buf.extend_from_slice(&p.payload[..p.payload.len().min(room)]);
+                if buf.len() < 2 {
+                    return Action::Continue;
+                }
+                let need = 2 + usize::from(u16::from_be_bytes([buf[0], buf[1]]));
+                if buf.len() >= need {
+                    let msg = std::mem::take(buf);
+                    bufs[d] = None;
+                    st.message(&msg[2..need]);
+                } else if cut || buf.len() >= MAX_TCP {
+                    bufs[d] = None;
+                    if st.seen.is_none() {
+                        st.off = true;
+                        st.tcp = None;
+                    }
+                }
+            }
+            _ => st.off = true,
+        }
+        Action::Continue
+    }
+
+    fn finish(&self, st: &mut State) {
+        st.tcp = None;
+    }
+
+    fn record(&self, st: &State, out: &mut Cells<'_>) {
+        let Some(s) = st.seen() else {
+            for _ in 0..4 {
+                out.null();
+            }
+            return;
+        };
+        match &s.query {
+            Some((name, qtype)) => {
+                out.text(name);
+                out.u64(u64::from(*qtype));
+            }
+            None => {
+                out.null();
+                out.null();
+            }
+        }
+        match s.rcode {
+            Some(r) => {
+                out.u64(u64::from(r));
+                out.text(&s.answers_text());
+            }
+            None => {
+                out.null();
+                out.null();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(payload: &[u8], from_client: bool, proto: u8) -> PacketView<'_> {
+        PacketView {
+            ts: 0,
+            from_client,
+            index: 1,
+            size: 28 + payload.len() as u16,
+            tcp_flags: 0,
+            proto,
+            payload_len: payload.len() as u16,
+            payload,
+            ip: &[],
+        }
+    }
+
+    /// A query for `name` (type A, ID 0xbeef).
+    fn query(name: &str) -> Vec<u8> {
+        let mut m = vec![0xbe, 0xef, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        for l in name.split('.') {
+            m.push(l.len() as u8);
+            m.extend_from_slice(l.as_bytes());
+        }
+        m.extend_from_slice(&[0, 0, 1, 0, 1]);
+        m
+    }
+
+    /// The response to [`query`] with `id`: one A record 192.0.2.1.
+    fn response(name: &str, id: u16) -> Vec<u8> {
+        let mut m = query(name);
+        m[0..2].copy_from_slice(&id.to_be_bytes());
+        m[2] = 0x81;
+        m[3] = 0x80;
+        m[7] = 1;
+        m.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 30, 0, 4, 192, 0, 2, 1]);
+        m
+    }
+
+    fn run(packets: &[(&[u8], bool, u8)]) -> State {
+        let mut st = State::default();
+        for (b, c, proto) in packets {
+            Dns.packet(&mut st, &view(b, *c, *proto));
+        }
+        Dns.finish(&mut st);
+        st
+    }
+
+    #[test]
+    fn query_and_response_over_udp() {
+        let q = query("www.example.org");
+        let r = response("www.example.org", 0xbeef);
+        let st = run(&[(&q, true, UDP), (&r, false, UDP)]);
+        let s = st.seen().unwrap();
+        assert_eq!(s.query, Some(("www.example.org".into(), 1)));
+        assert_eq!(s.rcode, Some(0));
+        assert_eq!(s.answers_text(), "192.0.2.1");
+        assert!(st.off, "done: nothing more is read");
+    }
+
+    #[test]
+    fn a_response_with_another_id_is_not_the_answer() {
+        let q = query("a.example");
+        let r = response("a.example", 1);
+        let st = run(&[(&q, true, UDP), (&r, false, UDP)]);
+        assert_eq!(st.seen().unwrap().rcode, None);
+    }
+
+    #[test]
+    fn a_flow_seen_from_its_response() {
+        let r = response("b.example", 7);
+        let st = run(&[(&r, false, UDP)]);
+        let s = st.seen().unwrap();
+        assert_eq!(s.query, Some(("b.example".into(), 1)));
+        assert_eq!(s.answers_text(), "192.0.2.1");
+    }
+
+    #[test]
+    fn an_announcement_before_the_query() {
+        // A response with no question and no record, then a query.
+        let ann = [0, 0, 0x84, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let q = query("_airport._tcp.local");
+        let st = run(&[(&ann, true, UDP), (&q, true, UDP)]);
+        let s = st.seen().unwrap();
+        assert_eq!(s.query, Some(("_airport._tcp.local".into(), 1)));
+        assert_eq!(s.rcode, None);
+    }
+
+    #[test]
+    fn not_dns() {
+        let st = run(&[(b"\x17\x03\x03\x00\x10hello there, not dns", true, UDP)]);
+        assert!(st.seen().is_none() && st.off);
+        // A later DNS-looking packet does not make it DNS.
+        let q = query("c.example");
+        let st = run(&[(b"junk", true, UDP), (&q, true, UDP)]);
+        assert!(st.seen().is_none());
+    }
+
+    #[test]
+    fn tcp_messages_split_anywhere() {
+        let q = query("tcp.example");
+        let mut qf = (q.len() as u16).to_be_bytes().to_vec();
+        qf.extend_from_slice(&q);
+        let r = response("tcp.example", 0xbeef);
+        let mut rf = (r.len() as u16).to_be_bytes().to_vec();
+        rf.extend_from_slice(&r);
+        for cut in 1..qf.len() {
+            let st = run(&[
+                (&qf[..cut], true, TCP),
+                (&qf[cut..], true, TCP),
+                (&rf[..3], false, TCP),
+                (&rf[3..], false, TCP),
+            ]);
+            let s = st.seen().unwrap();
+            assert_eq!(s.query, Some(("tcp.example".into(), 1)), "cut {cut}");
+            assert_eq!(s.answers_text(), "192.0.2.1", "cut {cut}");
+            assert!(st.tcp.is_none());
+        }
+    }
+
+    #[test]
+    fn tcp_buffer_is_bounded() {
+        let mut st = State::default();
+        Dns.packet(&mut st, &view(&[0xff, 0xff], true, TCP));
+        for _ in 0..100 {
+            Dns.packet(&mut st, &view(&[0; 100], true, TCP));
+            if let Some(b) = &st.tcp {
+                assert!(b[0].as_ref().is_none_or(|v| v.len() <= MAX_TCP));
+            }
+        }
+        assert!(st.off && st.tcp.is_none());
+    }
+
+    #[test]
+    fn a_cut_udp_packet_is_not_read() {
+        let q = query("cut.example");
+        let mut st = State::default();
+        let mut p = view(&q[..20], true, UDP);
+        p.payload_len = q.len() as u16;
+        Dns.packet(&mut st, &p);
+        assert!(st.seen().is_none() && !st.off);
+        Dns.packet(&mut st, &view(&q, true, UDP));
+        assert_eq!(st.seen().unwrap().query.as_ref().unwrap().0, "cut.example");
+    }
+}

@@ -1,0 +1,352 @@
+//! The `ssh` analyzer: the identification strings (software banners) both
+//! sides of an SSH connection send first (RFC 4253 section 4.2).
+//!
+//! Contract: per direction of a TCP flow, the payload is read as lines
+//! (ended by a line feed, a carriage return before it dropped). The
+//! client's first line must start with `SSH-`; the server may send other
+//! lines before its own (RFC 4253 allows it), at most [`MAX_SKIP`] bytes
+//! of them, each free of NUL bytes. The first line starting with `SSH-`
+//! is the banner, written whole (`SSH-2.0-OpenSSH_9.6 comment`) without
+//! its line end; it is at most 255 bytes with its line end (the RFC's
+//! bound), and a longer one, or bytes that are not a banner where it must
+//! be, end the direction with no banner. A direction whose packet was cut
+//! by the snap length stops there (the line under way is not read).
+//! Bytes that are not UTF-8 become U+FFFD. At most 255 bytes are held per
+//! direction, and nothing once its banner is read. Never fails, never
+//! panics.
+
+use super::{Action, Analyzer, PacketView};
+use crate::schema::{Cells, Field, FieldType};
+
+/// Longest identification string, its CR LF included (RFC 4253, 4.2).
+pub const MAX_LINE: usize = 255;
+
+/// Most bytes of other lines a server may send before its banner.
+pub const MAX_SKIP: usize = 1024;
+
+/// IP protocol number of TCP.
+const TCP: u8 = 6;
+
+/// The analyzer (it has no configuration).
+#[derive(Debug, Default)]
+pub struct Ssh;
+
+/// Reads one direction's banner from its bytes, fed in order.
+#[derive(Debug, Default, Clone)]
+pub struct Banner {
+    /// The line under way (at most [`MAX_LINE`] bytes are kept).
+    line: Vec<u8>,
+    /// The line under way is longer than [`MAX_LINE`].
+    long: bool,
+    /// Bytes of other lines seen before the banner.
+    skipped: usize,
+    /// Lines before the banner are allowed (the server's side).
+    may_skip: bool,
+    /// `Some` once over: the banner, or `None` when there is none.
+    done: Option<Option<Box<str>>>,
+}
+
+impl Banner {
+    /// A reader for the client's side (`may_skip` false) or the server's.
+    pub fn new(may_skip: bool) -> Banner {
+        Banner {
+            may_skip,
+            ..Banner::default()
+        }
+    }
+
+    /// True once the banner is read or known absent.
+    pub fn is_done(&self) -> bool {
+        self.done.is_some()
+    }
+
+    /// The banner, once read.
+    pub fn banner(&self) -> Option<&str> {
+        self.done.as_ref().and_then(|b| b.as_deref())
+    }
+
+    /// Gives up: no banner.
+    pub fn stop(&mut self) {
+        if self.done.is_none() {
+            self.done = Some(None);
+            self.line = Vec::new();
+        }
+    }
+
+    /// Feeds the direction's next bytes.
+    pub fn feed(&mut self, mut b: &[u8]) {
+        while !b.is_empty() && self.done.is_none() {
+            let (part, rest, ended) = match b.iter().position(|&c| c == b'\n') {
+                Some(i) => (&b[..i], &b[i + 1..], true),
+                None => (b, &b[b.len()..], false),
+            };
+            b = rest;
+            let room = MAX_LINE - self.line.len();
+            self.line.extend_from_slice(&part[..part.len().min(room)]);
+            self.long |= part.len() > room;
+            // As soon as the line's start says what it is.
+            let n = self.line.len().min(4);
+            let banner = self.line.starts_with(b"SSH-");
+            if !banner && self.line[..n] != b"SSH-"[..n] && !self.may_skip {
+                self.stop();
+                return;
+            }
+            if !banner && (self.line.contains(&0) || self.skipped + self.line.len() > MAX_SKIP) {
+                self.stop();
+                return;
+            }
+            if !ended {
+                if banner && self.long {
+                    self.stop();
+                }
+                continue;
+            }
+            let line = self.line.strip_suffix(b"\r").unwrap_or(&self.line);
+            if banner {
+                // The bound counts CR LF.
+                if self.long || line.len() + 2 > MAX_LINE {
+                    self.stop();
+                    return;
+                }
+                let text: Box<str> = String::from_utf8_lossy(line).into();
+                self.done = Some(Some(text));
+                self.line = Vec::new();
+                return;
+            }
+            self.skipped += self.line.len() + 1;
+            self.line.clear();
+            self.long = false;
+        }
+    }
+}
+
+/// Per-flow state: the client's side, then the server's.
+#[derive(Debug, Default)]
+pub struct State {
+    sides: Option<Box<[Banner; 2]>>,
+    /// Not SSH: the client spoke first, and not SSH.
+    off: bool,
+}
+
+impl State {
+    /// The (client, server) banners read.
+    pub fn banners(&self) -> (Option<&str>, Option<&str>) {
+        match &self.sides {
+            Some(s) => (s[0].banner(), s[1].banner()),
+            None => (None, None),
+        }
+    }
+}
+
+impl Analyzer for Ssh {
+    type State = State;
+    const NAME: &'static str = "ssh";
+    const ABOUT: &'static str = "the software banners (identification strings) of both SSH sides";
+    const PAYLOAD: bool = true;
+    const FIELDS: &'static [Field] = &[
+        Field::new(
+            "ssh_client",
+            FieldType::Str,
+            "",
+            "The client's SSH identification string (e.g. SSH-2.0-OpenSSH_9.6), without its line end; empty when none was read",
+        ),
+        Field::new(
+            "ssh_server",
+            FieldType::Str,
+            "",
+            "The server's SSH identification string, without its line end; empty when none was read",
+        ),
+    ];
+
+    fn packet(&self, st: &mut State, p: &PacketView<'_>) -> Action {
+        if st.off || p.proto != TCP || p.payload_len == 0 {
+            return Action::Continue;
+        }
+        if st.sides.is_none() && p.from_client {
+            // The client speaks first and not SSH: nothing is held.
+            let n = p.payload.len().min(4);
+            if p.payload[..n] != b"SSH-"[..n] {
+                st.off = true;
+                return Action::Continue;
+            }
+        }
+        let sides = st
+            .sides
+            .get_or_insert_with(|| Box::new([Banner::new(false), Banner::new(true)]));
+        let d = usize::from(!p.from_client);
+        if sides[d].is_done() {
+            return Action::Continue;
+        }
+        sides[d].feed(p.payload);
+        if p.from_client
+            && sides[0].is_done()
+            && sides[0].banner().is_none()
+            && sides[1].banner().is_none()
+        {
+            // The client spoke something else: not SSH; nothing held.
+            st.sides = None;
+            st.off = true;
+            return Action::Continue;
+        }
+        if p.payload.len() < usize::from(p.payload_len) {
+            sides[d].stop();
+        }
+        Action::Continue
+    }
+
+    fn finish(&self, st: &mut State) {
+        if let Some(s) = &mut st.sides {
+            for side in s.iter_mut() {
+                side.stop();
+            }
+        }
+    }
+
+    fn record(&self, st: &State, out: &mut Cells<'_>) {
+        let (c, s) = st.banners();
+        for v in [c, s] {
+            match v {
+                Some(t) => out.text(t),
+                None => out.null(),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(payload: &[u8], from_client: bool) -> PacketView<'_> {
+        PacketView {
+            ts: 0,
+            from_client,
+            index: 1,
+            size: 40 + payload.len() as u16,
+            tcp_flags: 0x18,
+            proto: TCP,
+            payload_len: payload.len() as u16,
+            payload,
+            ip: &[],
+        }
+    }
+
+    const C: &[u8] = b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n\x00\x00\x05\xdc\x07\x14kex";
+    const S: &[u8] = b"SSH-2.0-dropbear_2022.83\r\n";
+
+    fn run(packets: &[(&[u8], bool)]) -> State {
+        let a = Ssh;
+        let mut st = State::default();
+        for (b, c) in packets {
+            a.packet(&mut st, &view(b, *c));
+        }
+        a.finish(&mut st);
+        st
+    }
+
+    #[test]
+    fn both_banners() {
+        let st = run(&[(S, false), (C, true)]);
+        assert_eq!(
+            st.banners(),
+            (
+                Some("SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13"),
+                Some("SSH-2.0-dropbear_2022.83")
+            )
+        );
+    }
+
+    #[test]
+    fn split_at_every_byte_gives_the_same() {
+        for cut in 1..C.len() {
+            let st = run(&[(&C[..cut], true), (&C[cut..], true), (S, false)]);
+            assert_eq!(
+                st.banners().0,
+                Some("SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13"),
+                "cut {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn server_lines_before_its_banner() {
+        let st = run(&[
+            (b"Welcome\r\nto the host\n", false),
+            (b"SSH-1.99-Cisco-1.25\n", false),
+        ]);
+        assert_eq!(st.banners().1, Some("SSH-1.99-Cisco-1.25"));
+        // Not from the client.
+        let st = run(&[(b"hello\r\nSSH-2.0-x\r\n", true)]);
+        assert_eq!(st.banners(), (None, None));
+        assert!(st.off && st.sides.is_none());
+        // A server's text when the client then speaks something else.
+        let st = run(&[(b"220 mail ESMTP\r\n", false), (b"EHLO x\r\n", true)]);
+        assert_eq!(st.banners(), (None, None));
+        assert!(st.off && st.sides.is_none());
+        // The same when the client's first segment looked like a start.
+        let st = run(&[(b"SS", true), (b"X\r\n", true), (S, false)]);
+        assert_eq!(st.banners(), (None, None));
+    }
+
+    #[test]
+    fn not_ssh() {
+        let st = run(&[
+            (b"GET / HTTP/1.1\r\n\r\n", true),
+            (b"HTTP/1.1 200 OK\r\n", false),
+        ]);
+        assert_eq!(st.banners(), (None, None));
+        // A binary server side is given up at its first NUL.
+        let mut b = Banner::new(true);
+        b.feed(b"\x16\x03\x01\x00");
+        assert!(b.is_done() && b.banner().is_none());
+        // Lines forever: given up at the bound.
+        let mut b = Banner::new(true);
+        for _ in 0..200 {
+            b.feed(b"more text\r\n");
+        }
+        assert!(b.is_done() && b.banner().is_none());
+    }
+
+    #[test]
+    fn bounds_of_the_banner() {
+        let mut ok = b"SSH-2.0-".to_vec();
+        ok.resize(MAX_LINE - 2, b'a');
+        ok.extend_from_slice(b"\r\n");
+        let mut b = Banner::new(false);
+        b.feed(&ok);
+        assert_eq!(b.banner().map(str::len), Some(MAX_LINE - 2));
+        let mut long = b"SSH-2.0-".to_vec();
+        long.resize(MAX_LINE - 1, b'a');
+        long.extend_from_slice(b"\r\n");
+        let mut b = Banner::new(false);
+        b.feed(&long);
+        assert!(b.is_done() && b.banner().is_none());
+        // Endless banner bytes: given up, never more than the bound held.
+        let mut b = Banner::new(false);
+        b.feed(b"SSH-2.0-");
+        for _ in 0..100 {
+            b.feed(&[b'x'; 100]);
+            assert!(b.line.len() <= MAX_LINE);
+        }
+        assert!(b.is_done() && b.banner().is_none());
+    }
+
+    #[test]
+    fn a_cut_packet_stops_its_direction() {
+        let a = Ssh;
+        let mut st = State::default();
+        let mut p = view(b"SSH-2.0-Open", true);
+        p.payload_len = 40;
+        a.packet(&mut st, &p);
+        a.packet(&mut st, &view(b"SSH_9\r\n", true));
+        a.packet(&mut st, &view(S, false));
+        a.finish(&mut st);
+        assert_eq!(st.banners(), (None, Some("SSH-2.0-dropbear_2022.83")));
+    }
+
+    #[test]
+    fn a_flow_ending_mid_banner_has_none() {
+        let st = run(&[(b"SSH-2.0-OpenSSH", true)]);
+        assert_eq!(st.banners(), (None, None));
+    }
+}
