@@ -38,6 +38,7 @@
 //! Early features, full statistics and DSCP marking are not analyzers: see
 //! `docs/ARCHITECTURE.md`, "Per-flow analyzers", for why.
 
+pub mod handshake;
 pub mod media;
 #[cfg(feature = "ndpi")]
 pub mod ndpi;
@@ -45,6 +46,9 @@ mod ndpi_fields;
 #[cfg(feature = "ndpi")]
 mod ndpi_lib;
 pub mod payload;
+pub mod quic;
+pub mod tls;
+pub mod tls_hello;
 
 /// Analyzers built only with a cargo feature: (name, feature, what it
 /// adds, its fields), in every build, for the field reference.
@@ -370,6 +374,7 @@ impl Active {
 registry! {
     payload: payload::PayloadBytes,
     media: media::Media,
+    tls: tls::Tls,
     // nDPI's verdict per flow (libndpi; feature "ndpi").
     #[cfg(feature = "ndpi")]
     ndpi: ndpi::Ndpi,
