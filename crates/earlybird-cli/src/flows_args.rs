@@ -327,7 +327,8 @@ pub struct FlowsArgs {
     /// "payload": transport payload packets and bytes per direction, and the
     /// first 16 payload bytes of each direction in hex. "media": audio, video
     /// or file transfer of UDP flows from packet sizes and inter-arrivals
-    /// (docs/MEDIA.md).
+    /// (docs/MEDIA.md). "tls": SNI, ALPN, version, JA4, JA3 and ECH of TLS
+    /// and QUIC handshakes (docs/OPERATIONS.md, "TLS and QUIC names").
     #[arg(
         help_heading = "Flows",
         long = "analyzer",

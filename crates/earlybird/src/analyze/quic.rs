@@ -3,9 +3,11 @@
 //!
 //! Contract:
 //! - [`initial_keys`]: the Initial keys (RFC 9001 section 5.2) of QUIC v1,
-//!   v2 (RFC 9369: its salt and `quicv2` labels) and the drafts 23 to 32
-//!   (their two salts), for the client's or the server's packets, from the
-//!   client's first Destination Connection ID. Other versions: `None`.
+//!   v2 (RFC 9369: its salt and `quicv2` labels), the drafts 22 to 32 (their
+//!   three salts) and the vendor versions built on them (Facebook mvfst
+//!   0xfaceb001/2, Google T050/T051), for the client's or the server's
+//!   packets, from the client's first Destination Connection ID. Other
+//!   versions: `None`.
 //! - [`long_header`] reads one long-header packet at the start of a
 //!   datagram (coalesced packets follow it: [`LongHeader::len`] is where
 //!   the next starts); [`open_initial`] removes header protection (AES-128,
@@ -71,14 +73,35 @@ const SALT_D23: [u8; 20] = [
     0x65, 0xbe, 0xf9, 0xf5, 0x02,
 ];
 
+/// draft-ietf-quic-tls-22.
+const SALT_D22: [u8; 20] = [
+    0x7f, 0xbc, 0xdb, 0x0e, 0x7c, 0x66, 0xbb, 0xe9, 0x19, 0x3a, 0x96, 0xcd, 0x21, 0x51, 0x9e,
+    0xbd, 0x7a, 0x02, 0x64, 0x4a,
+];
+/// Google's T050 (TLS handshake in IETF QUIC packets).
+const SALT_T50: [u8; 20] = [
+    0x7f, 0xf5, 0x79, 0xe5, 0xac, 0xd0, 0x72, 0x91, 0x55, 0x80, 0x30, 0x4c, 0x43, 0xa2, 0x36,
+    0x7c, 0x60, 0x48, 0x83, 0x10,
+];
+/// Google's T051.
+const SALT_T51: [u8; 20] = [
+    0x7a, 0x4e, 0xde, 0xf4, 0xe7, 0xcc, 0xee, 0x5f, 0xa4, 0x50, 0x6c, 0x19, 0x12, 0x4f, 0xc8,
+    0xcc, 0xda, 0x6e, 0x03, 0x3d,
+];
+
 /// The Initial salt and whether the labels are v2's, for a version whose
-/// Initial packets this module opens.
+/// Initial packets this module opens: v1, v2, the drafts 22 to 32,
+/// Facebook's mvfst versions of drafts 22 and 27, Google's T050 and T051
+/// (a wrong salt cannot go unnoticed: the packet does not authenticate).
 fn version_params(version: u32) -> Option<(&'static [u8; 20], bool)> {
     match version {
         V1 => Some((&SALT_V1, false)),
         V2 => Some((&SALT_V2, true)),
         0xff00_001d..=0xff00_0020 => Some((&SALT_D29, false)),
-        0xff00_0017..=0xff00_001c => Some((&SALT_D23, false)),
+        0xff00_0017..=0xff00_001c | 0xface_b002 => Some((&SALT_D23, false)),
+        0xff00_0016 | 0xface_b001 => Some((&SALT_D22, false)),
+        0x5430_3530 => Some((&SALT_T50, false)),
+        0x5430_3531 => Some((&SALT_T51, false)),
         _ => None,
     }
 }

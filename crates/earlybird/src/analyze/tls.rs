@@ -3,17 +3,22 @@
 //! Client Hello offered.
 //!
 //! Contract:
-//! - TCP: a flow is read when the client's stream starts with a TLS
-//!   handshake record (`16 03`); each direction's first bytes are
+//! - TCP: a flow is read when its first payload (from either side: a
+//!   capture may miss the flow's first packets; that side is the TLS
+//!   client) is a TLS handshake record holding a ClientHello (`16 03 ..
+//!   01`); each direction's first bytes are
 //!   reassembled in sequence order ([`super::handshake`]; sequence numbers
 //!   from the TCP header, so the analyzer reads the IP packet) up to
 //!   [`CLIENT_CAP`] and [`SERVER_CAP`] bytes, until its hello is read.
-//! - UDP: a flow is read when the client's first datagram is at least
+//! - UDP: a flow is read when its first datagram is at least
 //!   1,200 bytes on the wire (RFC 9000 section 14.1) and starts with a
 //!   QUIC long header, or Google QUIC's public header with version flag.
-//!   Initial packets of QUIC v1, v2 and drafts 23 to 32 are opened
+//!   Initial packets of QUIC v1, v2, drafts 22 to 32 and the vendor
+//!   versions built on them ([`quic::initial_keys`]) are opened
 //!   ([`super::quic`]) with the keys of the client's first Destination
 //!   Connection ID (or of a later one, after a Retry), both directions;
+//!   the client is the side whose Initial opens with its own Destination
+//!   Connection ID's keys (a capture may miss the flow's first packets);
 //!   their CRYPTO frames are reassembled by offset (out of order, across
 //!   packets, coalesced packets) and the hellos read from them. Google QUIC
 //!   Q043 to Q049: the CHLO's SNI tag from the clear bytes. Other versions
@@ -80,6 +85,15 @@ pub struct State {
 #[derive(Debug)]
 struct Handshake {
     quic: bool,
+    /// The flow direction (0: the flow's client) of the TLS or QUIC
+    /// client; `None` until known (QUIC: its first Initial that opens).
+    /// The arrays below are by role: 0 the TLS client, 1 the server.
+    client: Option<usize>,
+    /// TCP: the client's first payload came past the stream's start, so
+    /// whether it is TLS waits for the start.
+    provisional: bool,
+    /// The start came and it is not TLS.
+    not_tls: bool,
     tcp: [TcpStream; 2],
     streams: [Reassembly; 2],
     /// The hello of this direction was read (or cannot be).
@@ -99,9 +113,12 @@ impl Drop for Handshake {
 }
 
 impl Handshake {
-    fn new(quic: bool, account: &Arc<AtomicUsize>) -> Box<Handshake> {
+    fn new(quic: bool, client: Option<usize>, account: &Arc<AtomicUsize>) -> Box<Handshake> {
         Box::new(Handshake {
             quic,
+            client,
+            provisional: false,
+            not_tls: false,
             tcp: [TcpStream::default(); 2],
             streams: [Reassembly::default(), Reassembly::default()],
             read: [false; 2],
@@ -146,6 +163,18 @@ impl Handshake {
     /// Reads a hello from `bytes` (the start of direction `d`'s stream);
     /// true when it was read or cannot be.
     fn hello(&mut self, d: usize, bytes: &[u8]) -> bool {
+        if self.provisional && d == 0 {
+            if bytes.len() < 6 {
+                return false;
+            }
+            if bytes[..2] != [0x16, 0x03] || bytes[5] != tls_hello::CLIENT_HELLO {
+                self.not_tls = true;
+                self.finish_direction(0);
+                self.finish_direction(1);
+                return true;
+            }
+            self.provisional = false;
+        }
         let msg = if self.quic {
             tls_hello::crypto_message(bytes).map(|m| m.map(|(t, b)| (t, std::borrow::Cow::Borrowed(b))))
         } else {
@@ -222,52 +251,92 @@ impl Handshake {
         self.account();
     }
 
-    /// One QUIC datagram of direction `d`.
-    fn datagram(&mut self, d: usize, mut dg: &[u8], wire: usize) {
+    /// One QUIC datagram of flow direction `dir`.
+    fn datagram(&mut self, dir: usize, mut dg: &[u8], wire: usize) {
         let snapped = dg.len() < wire;
-        while !dg.is_empty() && !self.read[d] {
+        while !dg.is_empty() {
             let h = match quic::long_header(dg) {
                 Ok(h) => h,
                 Err(_) => return, // short-header packets, padding
             };
-            if d == 0 && self.dcid.is_empty() {
-                self.found.quic_version = Some(h.version);
-                if !quic::supported(h.version) {
-                    let why = format!("unsupported QUIC version {}", quic::version_name(h.version));
-                    self.fail(0, why);
-                    self.read[1] = true;
-                    return;
+            let next = dg.get(h.len..).unwrap_or(&[]);
+            if self.client.is_none() {
+                // The client is the side whose Initial opens with the keys
+                // of its own Destination Connection ID.
+                if h.version != 0 && self.found.quic_version.is_none() {
+                    self.found.quic_version = Some(h.version);
                 }
-                self.dcid = h.dcid.to_vec();
-            }
-            if h.initial && !self.dcid.is_empty() {
-                match self.open(d, dg, &h) {
-                    Ok(plain) => {
-                        let mut pieces = Vec::new();
-                        if let Err(e) = quic::crypto_frames(&plain, |off, data| pieces.push((off, data.to_vec()))) {
-                            self.fail(d, format!("error: QUIC frames {e}"));
-                            return;
-                        }
-                        for (off, data) in pieces {
-                            self.piece(d, off, &data, data.len());
-                        }
+                if !quic::supported(h.version) {
+                    if h.version != 0 && self.found.status.is_none() {
+                        self.found.status = Some(format!(
+                            "unsupported QUIC version {}",
+                            quic::version_name(h.version)
+                        ));
                     }
+                    dg = next;
+                    continue;
+                }
+                if !h.initial {
+                    dg = next;
+                    continue;
+                }
+                let Some(keys) = quic::initial_keys(h.version, h.dcid, false) else {
+                    return;
+                };
+                match quic::open_initial(dg, &h, &keys) {
+                    Ok(plain) => {
+                        self.client = Some(dir);
+                        self.dcid = h.dcid.to_vec();
+                        self.found.quic_version = Some(h.version);
+                        self.found.status = None;
+                        self.frames(0, &plain);
+                    }
+                    Err(_) if snapped => {
+                        self.found.quic_version = Some(h.version);
+                        self.fail(0, "cut-snap".into());
+                        self.read[1] = true;
+                        return;
+                    }
+                    Err(_) => {}
+                }
+                dg = next;
+                continue;
+            }
+            let r = usize::from(self.client != Some(dir));
+            if self.read[r] {
+                return;
+            }
+            if h.initial && quic::supported(h.version) {
+                match self.open(r, dg, &h) {
+                    Ok(plain) => self.frames(r, &plain),
                     Err(e) if snapped && e.what.contains("snap length") => {
-                        self.fail(d, "cut-snap".into());
+                        self.fail(r, "cut-snap".into());
                         return;
                     }
                     Err(e) => {
-                        self.fail(d, format!("error: QUIC {e}"));
+                        self.fail(r, format!("error: QUIC {e}"));
                         return;
                     }
                 }
             }
-            dg = dg.get(h.len..).unwrap_or(&[]);
+            dg = next;
         }
     }
 
-    /// Opens an Initial packet of direction `d`; after a Retry the client
-    /// uses keys of its new Destination Connection ID.
+    /// The CRYPTO frames of an opened Initial packet of role `r`.
+    fn frames(&mut self, r: usize, plain: &[u8]) {
+        let mut pieces = Vec::new();
+        if let Err(e) = quic::crypto_frames(plain, |off, data| pieces.push((off, data.to_vec()))) {
+            self.fail(r, format!("error: QUIC frames {e}"));
+            return;
+        }
+        for (off, data) in pieces {
+            self.piece(r, off, &data, data.len());
+        }
+    }
+
+    /// Opens an Initial packet of role `d`; after a Retry the client uses
+    /// keys of its new Destination Connection ID.
     fn open(&mut self, d: usize, dg: &[u8], h: &quic::LongHeader<'_>) -> Result<Vec<u8>, quic::QuicError> {
         let keys = quic::initial_keys(h.version, &self.dcid, d == 1);
         let Some(keys) = keys else {
@@ -303,29 +372,36 @@ fn gquic_version(p: &[u8]) -> Option<u32> {
 }
 
 impl Tls {
-    fn start_tcp(&self, st: &mut State, p: &PacketView<'_>) {
-        if !p.from_client || p.payload.len() < 2 || p.payload[..2] != [0x16, 0x03] {
-            // The first payload decides (a server speaking first is not
-            // TLS).
+    /// The flow's first payload decides: a TLS handshake record with a
+    /// ClientHello (from either side: a capture may miss the flow's first
+    /// packets) or nothing; when it lies past the start of a stream whose
+    /// SYN was seen, the start decides when it comes.
+    fn start_tcp(&self, st: &mut State, dir: usize, seq: u32, p: &PacketView<'_>) {
+        let b = p.payload;
+        let past_start = st.syn[dir].is_some_and(|s| s.wrapping_add(1) != seq);
+        if !past_start && (b.len() < 6 || b[..2] != [0x16, 0x03] || b[5] != tls_hello::CLIENT_HELLO) {
             st.done = true;
             return;
         }
-        let mut hs = Handshake::new(false, &self.held);
-        for d in 0..2 {
+        let mut hs = Handshake::new(false, Some(dir), &self.held);
+        hs.provisional = past_start;
+        for (r, d) in [(0, dir), (1, 1 - dir)] {
             if let Some(s) = st.syn[d] {
-                hs.tcp[d].syn(s);
+                hs.tcp[r].syn(s);
             }
         }
         st.hs = Some(hs);
     }
 
+    /// The flow's first datagram decides: at least 1,200 bytes with a
+    /// Google QUIC or QUIC long header, or nothing.
     fn start_udp(&self, st: &mut State, p: &PacketView<'_>) {
         st.done = true;
-        if !p.from_client || usize::from(p.payload_len) < 1200 || p.payload.is_empty() {
+        if usize::from(p.payload_len) < 1200 || p.payload.is_empty() {
             return;
         }
         if let Some(v) = gquic_version(p.payload) {
-            let mut hs = Handshake::new(true, &self.held);
+            let mut hs = Handshake::new(true, None, &self.held);
             hs.found.quic_version = Some(v);
             match quic::gquic_sni(p.payload) {
                 Ok(Some(sni)) => {
@@ -344,12 +420,11 @@ impl Tls {
             st.hs = Some(hs);
             return;
         }
-        let first = p.payload[0];
-        if first & 0xc0 != 0xc0 || quic::long_header(p.payload).is_err() {
+        if p.payload[0] & 0xc0 != 0xc0 || quic::long_header(p.payload).is_err() {
             return;
         }
         st.done = false;
-        st.hs = Some(Handshake::new(true, &self.held));
+        st.hs = Some(Handshake::new(true, None, &self.held));
     }
 }
 
@@ -407,7 +482,7 @@ impl Analyzer for Tls {
             "tls_status",
             FieldType::Str,
             "",
-            "ok (the ClientHello was read) or why not: cut-snap (the capture's snap length cut it), cut-cap, cut-gap (a hole in the stream), cut-memory, incomplete (the flow ended first), unsupported QUIC version V, no clear client hello in Google QUIC V, error: WHAT at offset N; empty when the flow is neither TLS nor QUIC",
+            "ok (the ClientHello was read) or why not: cut-snap (the capture's snap length cut it), cut-cap, cut-gap (a hole in the stream), cut-memory, incomplete (the flow ended first), unsupported QUIC version V, no QUIC Initial opened, no clear client hello in Google QUIC V, error: WHAT at offset N; empty when the flow is neither TLS nor QUIC",
         ),
     ];
 
@@ -424,20 +499,27 @@ impl Analyzer for Tls {
                 if flags & SYN != 0 {
                     st.syn[d] = Some(seq);
                     if let Some(hs) = &mut st.hs {
-                        hs.tcp[d].syn(seq);
+                        let r = usize::from(hs.client != Some(d));
+                        hs.tcp[r].syn(seq);
                     }
                 }
                 if p.payload_len == 0 {
                     return Action::Continue;
                 }
                 if st.hs.is_none() {
-                    self.start_tcp(st, p);
+                    self.start_tcp(st, d, seq, p);
                 }
                 let Some(hs) = &mut st.hs else {
                     return Action::Continue;
                 };
-                if let Some((off, data, wire)) = hs.tcp[d].place(seq, p.payload, usize::from(p.payload_len)) {
-                    hs.piece(d, off, data, wire);
+                let r = usize::from(hs.client != Some(d));
+                if let Some((off, data, wire)) = hs.tcp[r].place(seq, p.payload, usize::from(p.payload_len)) {
+                    hs.piece(r, off, data, wire);
+                }
+                if hs.not_tls {
+                    st.hs = None;
+                    st.done = true;
+                    return Action::Continue;
                 }
                 if hs.done() {
                     st.done = true;
@@ -453,9 +535,7 @@ impl Analyzer for Tls {
                 let Some(hs) = &mut st.hs else {
                     return Action::Continue;
                 };
-                if !hs.read[d] {
-                    hs.datagram(d, p.payload, usize::from(p.payload_len));
-                }
+                hs.datagram(d, p.payload, usize::from(p.payload_len));
                 if hs.done() {
                     st.done = true;
                 }
@@ -466,9 +546,14 @@ impl Analyzer for Tls {
     }
 
     fn finish(&self, st: &mut State) {
+        if st.hs.as_ref().is_some_and(|hs| hs.provisional) {
+            // The stream's start never came: not known to be TLS.
+            st.hs = None;
+        }
         if let Some(hs) = &mut st.hs {
             if !hs.read[0] {
                 let why = match hs.streams[0].cut() {
+                    _ if hs.quic && hs.client.is_none() => "no QUIC Initial opened".into(),
                     Some(c) => format!("cut-{}", c.name()),
                     None if hs.streams[0].has_hole() => "cut-gap".into(),
                     None => "incomplete".into(),

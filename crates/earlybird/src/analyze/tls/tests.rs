@@ -118,7 +118,19 @@ fn tcp_hello_cut_by_the_snap_length_or_a_hole() {
     let cells = run(TCP, &[(true, p, ch.len())], 40);
     assert_eq!(cells[0], OwnedValue::Null);
     assert_eq!(cells[7], text("cut-snap"));
-    // The first 100 bytes never arrive.
+    // Bytes 100 to 120 never arrive.
+    let cells = run(
+        TCP,
+        &[
+            (true, tcp_packet(0, SYN, &[]), 0),
+            (true, tcp_packet(121, 0x18, &ch[120..]), ch.len() - 120),
+            (true, tcp_packet(1, 0x18, &ch[..100]), 100),
+        ],
+        40,
+    );
+    assert_eq!(cells[0], OwnedValue::Null);
+    assert_eq!(cells[7], text("cut-gap"));
+    // The stream's start never arrives: not known to be TLS at all.
     let cells = run(
         TCP,
         &[
@@ -127,7 +139,31 @@ fn tcp_hello_cut_by_the_snap_length_or_a_hole() {
         ],
         40,
     );
-    assert_eq!(cells[7], text("cut-gap"));
+    assert!(cells.iter().all(|c| *c == OwnedValue::Null));
+    // It arrives last: the hello is read.
+    let cells = run(
+        TCP,
+        &[
+            (true, tcp_packet(0, SYN, &[]), 0),
+            (true, tcp_packet(101, 0x18, &ch[100..]), ch.len() - 100),
+            (true, tcp_packet(1, 0x18, &ch[..100]), 100),
+        ],
+        40,
+    );
+    assert_eq!(cells[0], text("example.com"));
+    // A server's SYN-ACK first (the capture missed the client's SYN): the
+    // side that sends the ClientHello is the TLS client.
+    let cells = run(
+        TCP,
+        &[
+            (true, tcp_packet(7000, SYN | 0x10, &[]), 0),
+            (false, tcp_packet(1, 0x18, &ch), ch.len()),
+            (true, tcp_packet(7001, 0x18, &server_hello_record()), 95),
+        ],
+        40,
+    );
+    assert_eq!(cells[0], text("example.com"));
+    assert_eq!(cells[2], text("1.3"));
     // Half the hello, then the flow ends.
     let cells = run(TCP, &[(true, tcp_packet(1, 0x18, &ch[..120]), 120)], 40);
     assert_eq!(cells[7], text("incomplete"));
@@ -164,9 +200,15 @@ fn quic_initials_v1_and_v2() {
 #[test]
 fn quic_unknown_version_is_named_not_guessed() {
     let mut d = unhex(crate::analyze::quic::tests_vectors::V1_CLIENT_PACKET);
+    d[1..5].copy_from_slice(&0xabcd_0001u32.to_be_bytes());
+    let cells = run(UDP, &[(true, d.clone(), d.len())], 0);
+    assert_eq!(cells[0], OwnedValue::Null);
+    assert_eq!(cells[6], text("0xabcd0001"));
+    assert_eq!(cells[7], text("unsupported QUIC version 0xabcd0001"));
+    // A known version whose Initial does not open with its keys.
     d[1..5].copy_from_slice(&0xfaceb002u32.to_be_bytes());
     let cells = run(UDP, &[(true, d.clone(), d.len())], 0);
     assert_eq!(cells[0], OwnedValue::Null);
     assert_eq!(cells[6], text("0xfaceb002"));
-    assert_eq!(cells[7], text("unsupported QUIC version 0xfaceb002"));
+    assert_eq!(cells[7], text("no QUIC Initial opened"));
 }

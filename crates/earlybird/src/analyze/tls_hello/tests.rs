@@ -96,8 +96,9 @@ fn truncated_and_bad_hellos_are_errors_with_offsets() {
         let _ = server_hello(&body[..n]);
     }
     let e = client_hello(&body[..40]).unwrap_err();
+    // The list's length (at 35) says 4 bytes; 3 follow it.
     assert_eq!(e.what, "truncated cipher suites");
-    assert_eq!(e.offset, 35);
+    assert_eq!(e.offset, 37);
     let mut odd = body.to_vec();
     odd[36] = 3; // odd cipher suites length
     assert!(client_hello(&odd).is_err());
