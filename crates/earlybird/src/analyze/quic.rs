@@ -15,8 +15,9 @@
 //!   plaintext frames; [`crypto_frames`] walks them (PADDING, PING, ACK,
 //!   CRYPTO, CONNECTION_CLOSE: the frames an Initial packet may carry) and
 //!   hands every CRYPTO frame's offset and data to the caller.
-//! - [`gquic_sni`]: the SNI tag of a Google QUIC (Q043 to Q049) client
-//!   hello found in a datagram's clear bytes.
+//! - [`gquic_sni`]: the SNI tag of a Google QUIC client hello found in a
+//!   datagram's clear bytes (Q043 to Q049) or in a Q050 Initial packet's
+//!   opened payload.
 //! - Errors say what was wrong at which offset of the datagram (or of the
 //!   plaintext, for frames); a datagram cut by the snap length is an error
 //!   ([`QuicError::what`] says so). Pure functions; never panic.
@@ -53,6 +54,13 @@ fn err<T>(offset: usize, what: &'static str) -> Result<T, QuicError> {
 pub const V1: u32 = 0x0000_0001;
 /// QUIC version 2 (RFC 9369).
 pub const V2: u32 = 0x6b33_43cf;
+/// Google QUIC Q050: IETF-style protected Initial packets carrying a CHLO
+/// (read with [`gquic_sni`] from the opened payload).
+pub const Q050: u32 = 0x5130_3530;
+/// Google T050: TLS in IETF-style packets, CRYPTO frames of type 0x08.
+const T050: u32 = 0x5430_3530;
+/// Google T051 (as T050).
+const T051: u32 = 0x5430_3531;
 
 const SALT_V1: [u8; 20] = [
     0x38, 0x76, 0x2c, 0xf7, 0xf5, 0x59, 0x34, 0xb3, 0x4d, 0x17, 0x9a, 0xe6, 0xa4, 0xc8, 0x0c,
@@ -78,6 +86,11 @@ const SALT_D22: [u8; 20] = [
     0x7f, 0xbc, 0xdb, 0x0e, 0x7c, 0x66, 0xbb, 0xe9, 0x19, 0x3a, 0x96, 0xcd, 0x21, 0x51, 0x9e,
     0xbd, 0x7a, 0x02, 0x64, 0x4a,
 ];
+/// Google's Q050 (its crypto handshake in IETF-style Initial packets).
+const SALT_Q50: [u8; 20] = [
+    0x50, 0x45, 0x74, 0xef, 0xd0, 0x66, 0xfe, 0x2f, 0x9d, 0x94, 0x5c, 0xfc, 0xdb, 0xd3, 0xa7,
+    0xf0, 0xd3, 0xb5, 0x6b, 0x45,
+];
 /// Google's T050 (TLS handshake in IETF QUIC packets).
 const SALT_T50: [u8; 20] = [
     0x7f, 0xf5, 0x79, 0xe5, 0xac, 0xd0, 0x72, 0x91, 0x55, 0x80, 0x30, 0x4c, 0x43, 0xa2, 0x36,
@@ -91,19 +104,31 @@ const SALT_T51: [u8; 20] = [
 
 /// The Initial salt and whether the labels are v2's, for a version whose
 /// Initial packets this module opens: v1, v2, the drafts 22 to 32,
-/// Facebook's mvfst versions of drafts 22 and 27, Google's T050 and T051
-/// (a wrong salt cannot go unnoticed: the packet does not authenticate).
-fn version_params(version: u32) -> Option<(&'static [u8; 20], bool)> {
+/// Facebook's mvfst versions of drafts 22 and 27, Google's Q050, T050 and
+/// T051, and the versions reserved to force version negotiation
+/// (`0x?a?a?a?a`, RFC 9000 section 15), whose clients protect Initial
+/// packets as v1's (a wrong salt cannot go unnoticed: the packet does not
+/// authenticate).
+fn version_params(version: u32) -> Option<(&'static [[u8; 20]], bool)> {
     match version {
-        V1 => Some((&SALT_V1, false)),
-        V2 => Some((&SALT_V2, true)),
-        0xff00_001d..=0xff00_0020 => Some((&SALT_D29, false)),
-        0xff00_0017..=0xff00_001c | 0xface_b002 => Some((&SALT_D23, false)),
-        0xff00_0016 | 0xface_b001 => Some((&SALT_D22, false)),
-        0x5430_3530 => Some((&SALT_T50, false)),
-        0x5430_3531 => Some((&SALT_T51, false)),
+        V1 => Some((&[SALT_V1], false)),
+        V2 => Some((&[SALT_V2], true)),
+        0xff00_001d..=0xff00_0020 => Some((&[SALT_D29], false)),
+        0xff00_0017..=0xff00_001c | 0xface_b002 => Some((&[SALT_D23], false)),
+        0xff00_0016 | 0xface_b001 => Some((&[SALT_D22], false)),
+        Q050 => Some((&[SALT_Q50], false)),
+        T050 => Some((&[SALT_T50], false)),
+        T051 => Some((&[SALT_T51], false)),
+        v if v & 0x0f0f_0f0f == 0x0a0a_0a0a => Some((&[SALT_V1, SALT_D29], false)),
         _ => None,
     }
+}
+
+/// How many Initial salts a version may use (several for the versions
+/// reserved to force negotiation: their clients protect as v1 or as
+/// draft 29); 0 for versions this module does not open.
+pub fn salt_count(version: u32) -> usize {
+    version_params(version).map_or(0, |(s, _)| s.len())
 }
 
 /// True for the versions whose Initial packets this module opens.
@@ -123,7 +148,7 @@ pub fn version_name(version: u32) -> String {
         V1 => "1".into(),
         V2 => "2".into(),
         0xff00_0000..=0xff00_00ff => format!("draft-{}", version & 0xff),
-        v if is_gquic(v) || v >> 16 == u32::from_be_bytes(*b"T0\0\0") >> 16 => {
+        v if is_gquic(v) || matches!(v, T050 | T051) => {
             String::from_utf8_lossy(&v.to_be_bytes()).into_owned()
         }
         v => format!("0x{v:08x}"),
@@ -157,7 +182,14 @@ fn expand_label(prk: &Hkdf<Sha256>, label: &str, out: &mut [u8]) {
 /// false) or the server's, from the client's first Destination
 /// Connection ID; `None` for versions this module does not open.
 pub fn initial_keys(version: u32, dcid: &[u8], server: bool) -> Option<InitialKeys> {
-    let (salt, v2) = version_params(version)?;
+    initial_keys_with(0, version, dcid, server)
+}
+
+/// As [`initial_keys`], with the version's `salt`-th salt (see
+/// [`salt_count`]).
+pub fn initial_keys_with(salt: usize, version: u32, dcid: &[u8], server: bool) -> Option<InitialKeys> {
+    let (salts, v2) = version_params(version)?;
+    let salt = salts.get(salt)?;
     let (initial, _) = Hkdf::<Sha256>::extract(Some(salt), dcid);
     let initial = Hkdf::<Sha256>::from_prk(&initial).ok()?;
     let mut secret = [0u8; 32];
@@ -242,7 +274,7 @@ pub fn long_header(d: &[u8]) -> Result<LongHeader<'_>, QuicError> {
         *pos += 1 + n;
         Ok(c)
     };
-    if is_gquic(version) {
+    if is_gquic(version) && version != Q050 {
         return err(1, "Google QUIC header");
     }
     let dcid = cid(&mut pos, "truncated destination connection id")?;
@@ -324,13 +356,30 @@ pub fn open_initial(d: &[u8], h: &LongHeader<'_>, keys: &InitialKeys) -> Result<
 
 /// Walks the frames of an Initial packet's plaintext, calling `crypto`
 /// with each CRYPTO frame's stream offset and data.
-pub fn crypto_frames(p: &[u8], mut crypto: impl FnMut(u64, &[u8])) -> Result<(), QuicError> {
+pub fn crypto_frames(p: &[u8], crypto: impl FnMut(u64, &[u8])) -> Result<(), QuicError> {
+    crypto_frames_of(V1, p, crypto)
+}
+
+/// As [`crypto_frames`] for the frames of `version` (Google's T050 and
+/// T051 number the CRYPTO frame 0x08).
+pub fn crypto_frames_of(version: u32, p: &[u8], mut crypto: impl FnMut(u64, &[u8])) -> Result<(), QuicError> {
+    let crypto_type = if matches!(version, T050 | T051) { 0x08 } else { 0x06 };
     let mut pos = 0;
     while pos < p.len() {
         let at = pos;
         let ty = varint(p, &mut pos, "truncated frame type")?;
         match ty {
             0x00 | 0x01 => {}
+            t if t == crypto_type => {
+                let off = varint(p, &mut pos, "truncated CRYPTO offset")?;
+                let len = varint(p, &mut pos, "truncated CRYPTO length")?;
+                let end = pos.saturating_add(usize::try_from(len).unwrap_or(usize::MAX));
+                let Some(data) = p.get(pos..end) else {
+                    return err(pos, "truncated CRYPTO data");
+                };
+                crypto(off, data);
+                pos = end;
+            }
             0x02 | 0x03 => {
                 varint(p, &mut pos, "truncated ACK")?;
                 varint(p, &mut pos, "truncated ACK")?;
@@ -345,16 +394,6 @@ pub fn crypto_frames(p: &[u8], mut crypto: impl FnMut(u64, &[u8])) -> Result<(),
                         varint(p, &mut pos, "truncated ACK ECN counts")?;
                     }
                 }
-            }
-            0x06 => {
-                let off = varint(p, &mut pos, "truncated CRYPTO offset")?;
-                let len = varint(p, &mut pos, "truncated CRYPTO length")?;
-                let end = pos.saturating_add(usize::try_from(len).unwrap_or(usize::MAX));
-                let Some(data) = p.get(pos..end) else {
-                    return err(pos, "truncated CRYPTO data");
-                };
-                crypto(off, data);
-                pos = end;
             }
             0x1c => {
                 varint(p, &mut pos, "truncated CONNECTION_CLOSE")?;

@@ -21,7 +21,8 @@
 //!   Connection ID's keys (a capture may miss the flow's first packets);
 //!   their CRYPTO frames are reassembled by offset (out of order, across
 //!   packets, coalesced packets) and the hellos read from them. Google QUIC
-//!   Q043 to Q049: the CHLO's SNI tag from the clear bytes. Other versions
+//!   up to Q049: the CHLO's SNI tag from the clear bytes; Q050: from its
+//!   opened Initial packet. Other versions
 //!   are named in `quic_version` and counted in `tls_status`, not guessed.
 //! - Fields come from the ClientHello (`sni`, `alpn`, `ja4`, `ja3`, `ech`)
 //!   and the ServerHello (`tls_version`); `tls_status` says `ok` when the
@@ -100,6 +101,8 @@ struct Handshake {
     read: [bool; 2],
     /// QUIC: the client's first Destination Connection ID.
     dcid: Vec<u8>,
+    /// QUIC: which of its version's salts opened the client's Initial.
+    salt: usize,
     found: Found,
     /// Bytes counted in the table's account.
     held: usize,
@@ -123,6 +126,7 @@ impl Handshake {
             streams: [Reassembly::default(), Reassembly::default()],
             read: [false; 2],
             dcid: Vec::new(),
+            salt: 0,
             found: Found::default(),
             held: 0,
             account: Arc::clone(account),
@@ -280,24 +284,45 @@ impl Handshake {
                     dg = next;
                     continue;
                 }
-                let Some(keys) = quic::initial_keys(h.version, h.dcid, false) else {
-                    return;
+                let opened = (0..quic::salt_count(h.version)).find_map(|salt| {
+                    let keys = quic::initial_keys_with(salt, h.version, h.dcid, false)?;
+                    Some((salt, quic::open_initial(dg, &h, &keys)))
+                        .filter(|(_, r)| r.is_ok() || snapped)
+                });
+                let Some((salt, opened)) = opened else {
+                    dg = next;
+                    continue;
                 };
-                match quic::open_initial(dg, &h, &keys) {
+                self.salt = salt;
+                match opened {
+                    Ok(plain) if h.version == quic::Q050 => {
+                        self.client = Some(dir);
+                        self.found.quic_version = Some(h.version);
+                        self.found.status = Some(match quic::gquic_sni(&plain) {
+                            Ok(Some(sni)) => {
+                                self.found.sni = Some(sni);
+                                "ok".into()
+                            }
+                            Ok(None) => "no client hello in the Google QUIC Q050 Initial".into(),
+                            Err(e) => format!("error: Google QUIC {e}"),
+                        });
+                        self.read = [true; 2];
+                        return;
+                    }
                     Ok(plain) => {
                         self.client = Some(dir);
                         self.dcid = h.dcid.to_vec();
                         self.found.quic_version = Some(h.version);
                         self.found.status = None;
-                        self.frames(0, &plain);
+                        self.frames(0, h.version, &plain);
                     }
-                    Err(_) if snapped => {
+                    Err(_) => {
+                        // Snapped: a cut Initial cannot be opened.
                         self.found.quic_version = Some(h.version);
                         self.fail(0, "cut-snap".into());
                         self.read[1] = true;
                         return;
                     }
-                    Err(_) => {}
                 }
                 dg = next;
                 continue;
@@ -308,7 +333,7 @@ impl Handshake {
             }
             if h.initial && quic::supported(h.version) {
                 match self.open(r, dg, &h) {
-                    Ok(plain) => self.frames(r, &plain),
+                    Ok(plain) => self.frames(r, h.version, &plain),
                     Err(e) if snapped && e.what.contains("snap length") => {
                         self.fail(r, "cut-snap".into());
                         return;
@@ -324,9 +349,9 @@ impl Handshake {
     }
 
     /// The CRYPTO frames of an opened Initial packet of role `r`.
-    fn frames(&mut self, r: usize, plain: &[u8]) {
+    fn frames(&mut self, r: usize, version: u32, plain: &[u8]) {
         let mut pieces = Vec::new();
-        if let Err(e) = quic::crypto_frames(plain, |off, data| pieces.push((off, data.to_vec()))) {
+        if let Err(e) = quic::crypto_frames_of(version, plain, |off, data| pieces.push((off, data.to_vec()))) {
             self.fail(r, format!("error: QUIC frames {e}"));
             return;
         }
@@ -338,7 +363,7 @@ impl Handshake {
     /// Opens an Initial packet of role `d`; after a Retry the client uses
     /// keys of its new Destination Connection ID.
     fn open(&mut self, d: usize, dg: &[u8], h: &quic::LongHeader<'_>) -> Result<Vec<u8>, quic::QuicError> {
-        let keys = quic::initial_keys(h.version, &self.dcid, d == 1);
+        let keys = quic::initial_keys_with(self.salt, h.version, &self.dcid, d == 1);
         let Some(keys) = keys else {
             return Err(quic::QuicError {
                 offset: 1,
@@ -347,7 +372,7 @@ impl Handshake {
         };
         match quic::open_initial(dg, h, &keys) {
             Err(e) if d == 0 && h.dcid != self.dcid.as_slice() => {
-                let Some(k) = quic::initial_keys(h.version, h.dcid, false) else {
+                let Some(k) = quic::initial_keys_with(self.salt, h.version, h.dcid, false) else {
                     return Err(e);
                 };
                 let plain = quic::open_initial(dg, h, &k)?;
@@ -400,7 +425,7 @@ impl Tls {
         if usize::from(p.payload_len) < 1200 || p.payload.is_empty() {
             return;
         }
-        if let Some(v) = gquic_version(p.payload) {
+        if let Some(v) = gquic_version(p.payload).filter(|v| *v != quic::Q050) {
             let mut hs = Handshake::new(true, None, &self.held);
             hs.found.quic_version = Some(v);
             match quic::gquic_sni(p.payload) {
