@@ -119,8 +119,11 @@ impl Reassembly {
                 return false;
             }
             self.aside_bytes += keep;
-            self.aside
-                .push((offset, data[..keep].to_vec(), wire.min(u32::MAX as usize) as u32));
+            self.aside.push((
+                offset,
+                data[..keep].to_vec(),
+                wire.min(u32::MAX as usize) as u32,
+            ));
             return false;
         }
         let grew = self.append(offset, data, wire, cap);
@@ -186,7 +189,12 @@ impl TcpStream {
 
     /// The offset of a segment's first byte and the bytes of it to keep,
     /// trimmed of what lies before offset 0; `None` when all of it does.
-    pub fn place<'a>(&mut self, seq: u32, data: &'a [u8], wire: usize) -> Option<(u64, &'a [u8], usize)> {
+    pub fn place<'a>(
+        &mut self,
+        seq: u32,
+        data: &'a [u8],
+        wire: usize,
+    ) -> Option<(u64, &'a [u8], usize)> {
         let base = *self.base.get_or_insert(seq);
         let rel = seq.wrapping_sub(base) as i32;
         if rel >= 0 {
@@ -236,7 +244,10 @@ pub fn tcp_seq(ip: &[u8]) -> Option<(u32, u8)> {
         return None;
     }
     let tcp = ip.get(off..off + 14)?;
-    Some((u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]), tcp[13]))
+    Some((
+        u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]),
+        tcp[13],
+    ))
 }
 
 #[cfg(test)]

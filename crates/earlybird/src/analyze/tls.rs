@@ -180,7 +180,8 @@ impl Handshake {
             self.provisional = false;
         }
         let msg = if self.quic {
-            tls_hello::crypto_message(bytes).map(|m| m.map(|(t, b)| (t, std::borrow::Cow::Borrowed(b))))
+            tls_hello::crypto_message(bytes)
+                .map(|m| m.map(|(t, b)| (t, std::borrow::Cow::Borrowed(b))))
         } else {
             tls_hello::record_message(bytes)
         };
@@ -198,8 +199,11 @@ impl Handshake {
                     let f = &mut self.found;
                     f.sni = ch.sni.clone();
                     if !ch.alpn.is_empty() {
-                        let names: Vec<String> =
-                            ch.alpn.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+                        let names: Vec<String> = ch
+                            .alpn
+                            .iter()
+                            .map(|a| String::from_utf8_lossy(a).into_owned())
+                            .collect();
                         f.alpn = Some(names.join(","));
                     }
                     f.ja4 = Some(tls_hello::ja4(&ch, self.quic));
@@ -214,7 +218,10 @@ impl Handshake {
                     self.found.version = Some(sh.chosen());
                 }
             }
-            (0, _) => self.fail(0, "error: the client's first handshake message is not a ClientHello".into()),
+            (0, _) => self.fail(
+                0,
+                "error: the client's first handshake message is not a ClientHello".into(),
+            ),
             _ => {}
         }
         self.finish_direction(d);
@@ -351,7 +358,9 @@ impl Handshake {
     /// The CRYPTO frames of an opened Initial packet of role `r`.
     fn frames(&mut self, r: usize, version: u32, plain: &[u8]) {
         let mut pieces = Vec::new();
-        if let Err(e) = quic::crypto_frames_of(version, plain, |off, data| pieces.push((off, data.to_vec()))) {
+        if let Err(e) = quic::crypto_frames_of(version, plain, |off, data| {
+            pieces.push((off, data.to_vec()))
+        }) {
             self.fail(r, format!("error: QUIC frames {e}"));
             return;
         }
@@ -362,7 +371,12 @@ impl Handshake {
 
     /// Opens an Initial packet of role `d`; after a Retry the client uses
     /// keys of its new Destination Connection ID.
-    fn open(&mut self, d: usize, dg: &[u8], h: &quic::LongHeader<'_>) -> Result<Vec<u8>, quic::QuicError> {
+    fn open(
+        &mut self,
+        d: usize,
+        dg: &[u8],
+        h: &quic::LongHeader<'_>,
+    ) -> Result<Vec<u8>, quic::QuicError> {
         let keys = quic::initial_keys_with(self.salt, h.version, &self.dcid, d == 1);
         let Some(keys) = keys else {
             return Err(quic::QuicError {
@@ -388,7 +402,10 @@ impl Handshake {
 /// style: flags with the version bit, an 8-byte connection id, the
 /// version), or of an IETF-style long header.
 fn gquic_version(p: &[u8]) -> Option<u32> {
-    let v = |at: usize| p.get(at..at + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    let v = |at: usize| {
+        p.get(at..at + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
     let first = *p.first()?;
     [v(1), if first & 0x09 == 0x09 { v(9) } else { None }]
         .into_iter()
@@ -404,7 +421,8 @@ impl Tls {
     fn start_tcp(&self, st: &mut State, dir: usize, seq: u32, p: &PacketView<'_>) {
         let b = p.payload;
         let past_start = st.syn[dir].is_some_and(|s| s.wrapping_add(1) != seq);
-        if !past_start && (b.len() < 6 || b[..2] != [0x16, 0x03] || b[5] != tls_hello::CLIENT_HELLO) {
+        if !past_start && (b.len() < 6 || b[..2] != [0x16, 0x03] || b[5] != tls_hello::CLIENT_HELLO)
+        {
             st.done = true;
             return;
         }
@@ -538,7 +556,9 @@ impl Analyzer for Tls {
                     return Action::Continue;
                 };
                 let r = usize::from(hs.client != Some(d));
-                if let Some((off, data, wire)) = hs.tcp[r].place(seq, p.payload, usize::from(p.payload_len)) {
+                if let Some((off, data, wire)) =
+                    hs.tcp[r].place(seq, p.payload, usize::from(p.payload_len))
+                {
                     hs.piece(r, off, data, wire);
                 }
                 if hs.not_tls {

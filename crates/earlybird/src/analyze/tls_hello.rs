@@ -274,7 +274,9 @@ pub fn client_hello(body: &[u8]) -> Result<ClientHello, HelloError> {
         version: hello_start(&mut r)?,
         ..ClientHello::default()
     };
-    ch.ciphers = r.vec(2, "truncated cipher suites")?.u16s("odd cipher suites length")?;
+    ch.ciphers = r
+        .vec(2, "truncated cipher suites")?
+        .u16s("odd cipher suites length")?;
     r.vec(1, "truncated compression methods")?;
     if r.left() == 0 {
         return Ok(ch);
@@ -302,16 +304,22 @@ pub fn client_hello(body: &[u8]) -> Result<ClientHello, HelloError> {
                 }
             }
             EXT_VERSIONS => {
-                ch.versions = data.vec(1, "truncated supported versions")?.u16s("odd supported versions length")?;
+                ch.versions = data
+                    .vec(1, "truncated supported versions")?
+                    .u16s("odd supported versions length")?;
             }
             EXT_GROUPS => {
-                ch.groups = data.vec(2, "truncated supported groups")?.u16s("odd supported groups length")?;
+                ch.groups = data
+                    .vec(2, "truncated supported groups")?
+                    .u16s("odd supported groups length")?;
             }
             EXT_POINT_FORMATS => {
                 ch.point_formats = data.vec(1, "truncated point formats")?.b.to_vec();
             }
             EXT_SIG_ALGS => {
-                ch.sig_algs = data.vec(2, "truncated signature algorithms")?.u16s("odd signature algorithms length")?;
+                ch.sig_algs = data
+                    .vec(2, "truncated signature algorithms")?
+                    .u16s("odd signature algorithms length")?;
             }
             EXT_ECH => ch.ech = true,
             _ => {}
@@ -355,7 +363,12 @@ fn join<T: Copy>(v: &[T], sep: &str, f: impl Fn(T) -> String) -> String {
 
 /// The JA3 string (before hashing).
 pub fn ja3_string(ch: &ClientHello) -> String {
-    let keep = |v: &[u16]| v.iter().copied().filter(|x| !is_grease(*x)).collect::<Vec<_>>();
+    let keep = |v: &[u16]| {
+        v.iter()
+            .copied()
+            .filter(|x| !is_grease(*x))
+            .collect::<Vec<_>>()
+    };
     format!(
         "{},{},{},{},{}",
         ch.version,
@@ -406,8 +419,18 @@ fn ja4_alpn(alpn: &[Vec<u8>]) -> String {
 /// The JA4 fingerprint of a ClientHello sent over TCP (`quic` false) or
 /// in a QUIC Initial (`quic` true).
 pub fn ja4(ch: &ClientHello, quic: bool) -> String {
-    let ciphers: Vec<u16> = ch.ciphers.iter().copied().filter(|x| !is_grease(*x)).collect();
-    let exts: Vec<u16> = ch.extensions.iter().copied().filter(|x| !is_grease(*x)).collect();
+    let ciphers: Vec<u16> = ch
+        .ciphers
+        .iter()
+        .copied()
+        .filter(|x| !is_grease(*x))
+        .collect();
+    let exts: Vec<u16> = ch
+        .extensions
+        .iter()
+        .copied()
+        .filter(|x| !is_grease(*x))
+        .collect();
     let version = ch
         .versions
         .iter()
@@ -446,12 +469,20 @@ pub fn ja4(ch: &ClientHello, quic: bool) -> String {
         .collect();
     e.sort_unstable();
     let mut c = join(&e, ",", |x| format!("{x:04x}"));
-    let sigs: Vec<u16> = ch.sig_algs.iter().copied().filter(|x| !is_grease(*x)).collect();
+    let sigs: Vec<u16> = ch
+        .sig_algs
+        .iter()
+        .copied()
+        .filter(|x| !is_grease(*x))
+        .collect();
     if !sigs.is_empty() {
         c.push('_');
         c.push_str(&join(&sigs, ",", |x| format!("{x:04x}")));
     }
-    format!("{a}_{b}_{}", if e.is_empty() { hash12("") } else { hash12(&c) })
+    format!(
+        "{a}_{b}_{}",
+        if e.is_empty() { hash12("") } else { hash12(&c) }
+    )
 }
 
 #[cfg(test)]

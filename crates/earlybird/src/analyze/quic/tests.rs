@@ -121,7 +121,10 @@ fn bad_and_short_input_is_an_error() {
     for n in 0..40 {
         let _ = long_header(&d[..n]);
     }
-    assert_eq!(long_header(&[0x40, 0, 0, 0, 1]).unwrap_err().what, "not a long header");
+    assert_eq!(
+        long_header(&[0x40, 0, 0, 0, 1]).unwrap_err().what,
+        "not a long header"
+    );
     assert!(crypto_frames(&[0x06, 0x00, 0x10, 1, 2], |_, _| {}).is_err());
     assert_eq!(
         crypto_frames(&[0x08], |_, _| {}).unwrap_err().what,

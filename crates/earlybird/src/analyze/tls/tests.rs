@@ -42,7 +42,9 @@ fn server_hello_record() -> Vec<u8> {
 
 /// An IPv4 + TCP packet (no options) with `payload`.
 fn tcp_packet(seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
-    let mut p = vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+    let mut p = vec![
+        0x45, 0, 0, 0, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+    ];
     p.extend_from_slice(&[0xc0, 0x00, 0x01, 0xbb]);
     p.extend_from_slice(&seq.to_be_bytes());
     p.extend_from_slice(&[0, 0, 0, 0, 0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
@@ -76,7 +78,11 @@ fn run(proto: u8, packets: &[(bool, Vec<u8>, usize)], payload_at: usize) -> Vec<
     rows.push_row(Tls::FIELDS.len(), |c| tls.record(&st, c));
     let cells: Vec<OwnedValue> = rows.row(0).map(|v| v.to_owned()).collect();
     drop(st);
-    assert_eq!(tls.held.load(Ordering::Relaxed), 0, "every byte returned to the account");
+    assert_eq!(
+        tls.held.load(Ordering::Relaxed),
+        0,
+        "every byte returned to the account"
+    );
     cells
 }
 
@@ -89,7 +95,13 @@ fn tcp_hello_out_of_order_with_retransmission() {
     let ch = client_hello_record();
     let sh = server_hello_record();
     let isn = 0xffff_ff00u32; // the stream wraps the sequence space
-    let c = |off: usize, b: &[u8]| (true, tcp_packet(isn.wrapping_add(1 + off as u32), 0x18, b), b.len());
+    let c = |off: usize, b: &[u8]| {
+        (
+            true,
+            tcp_packet(isn.wrapping_add(1 + off as u32), 0x18, b),
+            b.len(),
+        )
+    };
     let packets = vec![
         (true, tcp_packet(isn, SYN, &[]), 0),
         (false, tcp_packet(7000, SYN | 0x10, &[]), 0),
@@ -171,7 +183,11 @@ fn tcp_hello_cut_by_the_snap_length_or_a_hole() {
 
 #[test]
 fn not_tls_leaves_every_field_empty() {
-    let cells = run(TCP, &[(true, tcp_packet(1, 0x18, b"GET / HTTP/1.1\r\n"), 16)], 40);
+    let cells = run(
+        TCP,
+        &[(true, tcp_packet(1, 0x18, b"GET / HTTP/1.1\r\n"), 16)],
+        40,
+    );
     assert!(cells.iter().all(|c| *c == OwnedValue::Null));
     let dns = vec![0x12u8; 60];
     let cells = run(UDP, &[(true, dns.clone(), 60)], 0);

@@ -37,7 +37,9 @@ fn client_hello_fields() {
     assert_eq!(ch.ciphers, vec![0x1301, 0x1302]);
     assert_eq!(
         ch.extensions,
-        vec![0x0000, 0xff01, 0x000a, 0x0010, 0x0005, 0x0033, 0x002b, 0x000d, 0x002d, 0x001c, 0x0039]
+        vec![
+            0x0000, 0xff01, 0x000a, 0x0010, 0x0005, 0x0033, 0x002b, 0x000d, 0x002d, 0x001c, 0x0039
+        ]
     );
     assert_eq!(ch.sni.as_deref(), Some("example.com"));
     assert_eq!(ch.alpn, vec![b"alpn".to_vec()]);
@@ -49,7 +51,10 @@ fn client_hello_fields() {
         vec![0x0403, 0x0503, 0x0603, 0x0203, 0x0804, 0x0805, 0x0806]
     );
     assert!(!ch.ech);
-    assert_eq!(ja3_string(&ch), "771,4865-4866,0-65281-10-16-5-51-43-13-45-28-57,29-23-24,");
+    assert_eq!(
+        ja3_string(&ch),
+        "771,4865-4866,0-65281-10-16-5-51-43-13-45-28-57,29-23-24,"
+    );
     // JA4 `a` by hand: QUIC, 1.3, SNI, 2 ciphers, 11 extensions, "alpn".
     assert!(ja4(&ch, true).starts_with("q13d0211an_"));
     assert!(ja4(&ch, false).starts_with("t13d0211an_"));
@@ -138,17 +143,19 @@ fn ja4_specification_example() {
     let ch = ClientHello {
         version: 0x0303,
         ciphers: vec![
-            0x1301, 0x1302, 0x1303, 0xc02b, 0xc02f, 0xc02c, 0xc030, 0xcca9, 0xcca8, 0xc013,
-            0xc014, 0x009c, 0x009d, 0x002f, 0x0035,
+            0x1301, 0x1302, 0x1303, 0xc02b, 0xc02f, 0xc02c, 0xc030, 0xcca9, 0xcca8, 0xc013, 0xc014,
+            0x009c, 0x009d, 0x002f, 0x0035,
         ],
         extensions: vec![
-            0x001b, 0x0000, 0x0033, 0x0010, 0x4469, 0x0017, 0x002d, 0x000d, 0x0005, 0x0023,
-            0x0012, 0x002b, 0xff01, 0x000b, 0x000a, 0x0015,
+            0x001b, 0x0000, 0x0033, 0x0010, 0x4469, 0x0017, 0x002d, 0x000d, 0x0005, 0x0023, 0x0012,
+            0x002b, 0xff01, 0x000b, 0x000a, 0x0015,
         ],
         sni: Some("example.com".into()),
         alpn: vec![b"h2".to_vec(), b"http/1.1".to_vec()],
         versions: vec![0x0304, 0x0303],
-        sig_algs: vec![0x0403, 0x0804, 0x0401, 0x0503, 0x0805, 0x0501, 0x0806, 0x0601],
+        sig_algs: vec![
+            0x0403, 0x0804, 0x0401, 0x0503, 0x0805, 0x0501, 0x0806, 0x0601,
+        ],
         ..ClientHello::default()
     };
     assert_eq!(ja4(&ch, false), "t13d1516h2_8daaf6152771_e5627efa2ab1");
@@ -195,7 +202,10 @@ fn ja3_leaves_grease_out() {
         point_formats: vec![0],
         ..ClientHello::default()
     };
-    assert_eq!(ja3_string(&ch), "771,4865-4866-49195,0-23-65281-10-11,29-23-24,0");
+    assert_eq!(
+        ja3_string(&ch),
+        "771,4865-4866-49195,0-23-65281-10-11,29-23-24,0"
+    );
     // MD5 of that string, by an independent tool (coreutils md5sum).
     assert_eq!(ja3(&ch), "d513a2c384da97e772fef72dfe6d8276");
 }
