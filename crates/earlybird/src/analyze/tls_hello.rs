@@ -177,7 +177,7 @@ impl<'a> Reader<'a> {
         Ok(Reader::new(self.take(n, what)?, base))
     }
     fn u16s(mut self, what: &'static str) -> Result<Vec<u16>, HelloError> {
-        if self.left() % 2 != 0 {
+        if !self.left().is_multiple_of(2) {
             return Err(self.err(what));
         }
         let mut v = Vec::with_capacity(self.left() / 2);
@@ -188,10 +188,14 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A handshake message: its type and body (borrowed from the input when
+/// it lies in one record, else joined from several).
+pub type Message<'a> = (u8, Cow<'a, [u8]>);
+
 /// The first handshake message in the bytes of a TLS stream (records of
 /// content type 22): `(type, body)`, `Ok(None)` while incomplete, an error
 /// when a record is not a handshake record.
-pub fn record_message(stream: &[u8]) -> Result<Option<(u8, Cow<'_, [u8]>)>, HelloError> {
+pub fn record_message(stream: &[u8]) -> Result<Option<Message<'_>>, HelloError> {
     let mut pos = 0;
     let mut joined: Vec<u8> = Vec::new();
     loop {
