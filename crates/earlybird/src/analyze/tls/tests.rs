@@ -228,3 +228,30 @@ fn quic_unknown_version_is_named_not_guessed() {
     assert_eq!(cells[6], text("0xfaceb002"));
     assert_eq!(cells[7], text("no QUIC Initial opened"));
 }
+
+/// What every flow of a table pays with the analyzer on, before its first
+/// payload looks like a handshake: the per-flow state, no allocation.
+#[test]
+fn a_flow_that_is_not_a_handshake_costs_32_bytes() {
+    assert!(
+        std::mem::size_of::<State>() <= 32,
+        "{}",
+        std::mem::size_of::<State>()
+    );
+    let tls = Tls::default();
+    let mut st = State::default();
+    let ip = tcp_packet(1, 0x18, b"GET / HTTP/1.1\r\n");
+    let view = PacketView {
+        ts: 0,
+        from_client: true,
+        index: 1,
+        size: ip.len() as u16,
+        tcp_flags: 0x18,
+        proto: TCP,
+        payload_len: 16,
+        payload: &ip[40..],
+        ip: &ip,
+    };
+    tls.packet(&mut st, &view);
+    assert!(st.hs.is_none() && st.done);
+}
