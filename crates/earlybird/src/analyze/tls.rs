@@ -31,9 +31,11 @@
 //! - Memory: a flow holds nothing but a few bytes until its first payload
 //!   looks like a handshake; then at most twice the caps per direction
 //!   until its hellos are read (then the bytes are freed and only the
-//!   results kept). All flows of a table together hold at most
-//!   [`BUDGET`] bytes of handshake: a handshake that would pass it stops
-//!   with `tls_status` `cut-memory`. Never panics on input.
+//!   results kept). All flows of a table together hold about [`BUDGET`]
+//!   bytes of handshake at most (checked before each piece is kept; a
+//!   vector's spare capacity is counted, the per-flow record of a few
+//!   hundred bytes is not): a handshake that would pass it stops with
+//!   `tls_status` `cut-memory`. Never panics on input.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
