@@ -330,7 +330,9 @@ pub struct FlowsArgs {
     /// (docs/MEDIA.md). "http": Host and User-Agent of the first HTTP/1.x
     /// request. "ssh": both SSH identification strings. "dns": name and
     /// type of the first DNS query, response code and answers
-    /// (docs/OPERATIONS.md, "Payload names").
+    /// (docs/OPERATIONS.md, "Payload names"). "tls": SNI, ALPN, version,
+    /// JA4, JA3 and ECH of TLS and QUIC handshakes (docs/OPERATIONS.md,
+    /// "TLS and QUIC names").
     #[arg(
         help_heading = "Flows",
         long = "analyzer",

@@ -37,5 +37,6 @@ mod postgres_cli;
 mod replay_cli;
 mod sample_cli;
 mod timestamps_cli;
+mod tls_cli;
 mod train_evaluate;
 mod voip_cli;

@@ -42,6 +42,7 @@ pub mod dns;
 pub mod dns_cache;
 pub mod dns_wire;
 pub mod http;
+pub mod handshake;
 pub mod media;
 #[cfg(feature = "ndpi")]
 pub mod ndpi;
@@ -50,6 +51,9 @@ mod ndpi_fields;
 mod ndpi_lib;
 pub mod payload;
 pub mod ssh;
+pub mod quic;
+pub mod tls;
+pub mod tls_hello;
 
 /// Analyzers built only with a cargo feature: (name, feature, what it
 /// adds, its fields), in every build, for the field reference.
@@ -378,6 +382,7 @@ registry! {
     http: http::Http,
     ssh: ssh::Ssh,
     dns: dns::Dns,
+    tls: tls::Tls,
     // nDPI's verdict per flow (libndpi; feature "ndpi").
     #[cfg(feature = "ndpi")]
     ndpi: ndpi::Ndpi,
