@@ -3,11 +3,12 @@
 //! Grafana's dashboard schema (PyPI's grafana-foundation-sdk), and every
 //! PromQL expression of it against a real Prometheus (Debian package
 //! prometheus) that scrapes a live capture in a network namespace while a
-//! replay raises an alarm and feeds every series the dashboard shows,
-//! media included. Grafana itself is not run. The live part needs root
-//! and the corpus (skipped otherwise, and says so); without the Python
-//! package or Prometheus the tests are skipped, except under CI where
-//! .ci/run installs them.
+//! replay raises an alarm, fills the probe's ring until the kernel drops
+//! packets, and feeds every series the dashboard shows, media included.
+//! Grafana itself is not run. The live part needs root and the corpus
+//! (skipped otherwise, and says so); without the Python package or
+//! Prometheus the tests are skipped, except under CI where .ci/run
+//! installs them.
 
 use crate::lib_common;
 
@@ -160,6 +161,7 @@ fn every_query_of_the_dashboard_returns_data_from_prometheus() {
             .args(["netns", "exec", &net.ns_a, bin])
             .args(["flows", "--idle-timeout", "1", "--analyzer", "media"])
             .args(["-i", &net.a, "--duration", "300", "-f", "null"])
+            .args(["--ring-mib", "1"])
             .arg("--alarms")
             .arg(&alarms)
             .args(["--metrics-listen", &metrics_port.to_string()])
@@ -218,9 +220,20 @@ fn every_query_of_the_dashboard_returns_data_from_prometheus() {
         value(m, "earlybird_seconds_total") >= Some(5.0)
     });
     assert!(value(&now, "earlybird_seconds_total") >= Some(5.0), "{now}");
-    // Applications and transports (a phone's traffic), and an RTP call for
-    // the media analyzer.
-    net.replay(bin, &lib_common::testdata().join("pcap/ndpi__iphone.pcap"));
+    // Applications and transports (a phone's traffic, 20 times), sent
+    // while the probe is stopped: its 1 MiB ring fills and the kernel
+    // drops the rest (the summary counts them; they are not a metric).
+    // SAFETY: signals the child process started above.
+    unsafe { libc::kill(cap.0.id() as i32, libc::SIGSTOP) };
+    let sent = Command::new("ip")
+        .args(["netns", "exec", &net.ns, bin, "replay", "--loops", "20"])
+        .args(["-i", &net.b])
+        .arg(lib_common::testdata().join("pcap/ndpi__iphone.pcap"))
+        .output();
+    // SAFETY: as above.
+    unsafe { libc::kill(cap.0.id() as i32, libc::SIGCONT) };
+    assert!(sent.unwrap().status.success());
+    // And an RTP call for the media analyzer.
     // The media analyzer decides on the packets' spacing: the call goes
     // at its own pace (33 packets a second, 7 s).
     let sent = Command::new("ip")
@@ -259,6 +272,16 @@ fn every_query_of_the_dashboard_returns_data_from_prometheus() {
     );
     prom.stop(libc::SIGTERM);
     assert_eq!(cap.stop(libc::SIGINT), Some(130));
+    let mut summary = String::new();
+    err.read_to_string(&mut summary).unwrap();
+    let dropped = summary
+        .lines()
+        .find_map(|l| l.strip_prefix("interface: "))
+        .and_then(|l| l.split(", ").nth(1))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse::<u64>().ok());
+    eprintln!("kernel drops: {dropped:?}");
+    assert!(dropped > Some(0), "{summary}");
     eprintln!("{said}");
     assert!(ok, "{said}");
     // "queries: N of M returned data": all of them, and every panel's.
