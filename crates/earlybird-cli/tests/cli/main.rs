@@ -24,6 +24,7 @@ mod callstage_cli;
 mod config_cli;
 mod dump_cli;
 mod flows_cli;
+mod grafana_cli;
 mod inputs_cli;
 mod ipfix_cli;
 mod label_cli;
