@@ -74,6 +74,18 @@ pub struct FlowsArgs {
     /// which stamp each packet got.
     #[arg(help_heading = "Input", long)]
     hw_timestamps: bool,
+    /// Only the packets this capture filter keeps (tcpdump's syntax).
+    ///
+    /// Read only the packets this capture filter keeps: an expression in
+    /// tcpdump's syntax ("tcp port 443", "host 10.0.0.1 and not udp", "vlan
+    /// 100"), compiled by libpcap.
+    ///
+    /// Files and pipes: run over every packet before the shards, as `tcpdump
+    /// -r FILE -w - EXPRESSION | earlybird flows -` would. Live: run in the
+    /// kernel on each socket. The packets left out are counted ("filtered" in
+    /// the summary, earlybird_filtered_packets_total on /metrics).
+    #[arg(help_heading = "Input", long, value_name = "EXPRESSION")]
+    filter: Option<String>,
     /// Live, several shards: how the kernel spreads packets.
     ///
     /// Live capture with several shards: how the kernel spreads packets over

@@ -51,6 +51,9 @@ pub struct Config {
     pub hw_timestamps: bool,
     /// Live, several shards: `hosts` (default) or `flows`.
     pub fanout: String,
+    /// Capture filter in tcpdump's syntax, compiled by libpcap: only the
+    /// packets it keeps are read (files, pipes and live). Default none.
+    pub filter: Option<String>,
     /// Batch-timestamp correction of files: `off` (default), `udts`,
     /// `wdts`.
     pub timestamps: String,
@@ -240,6 +243,7 @@ impl Default for Config {
             no_promisc: false,
             hw_timestamps: false,
             fanout: "hosts".into(),
+            filter: None,
             timestamps: "off".into(),
             sample: None,
             sample_seed: None,

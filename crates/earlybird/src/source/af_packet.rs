@@ -77,6 +77,8 @@ pub struct LiveConfig {
     /// [`super::hwstamp::HwStamping`]); an interface without them is an
     /// error.
     pub hw_timestamps: bool,
+    /// A capture filter (`--filter`) run in the kernel on every socket.
+    pub filter: Option<std::sync::Arc<super::capfilter::CaptureFilter>>,
 }
 
 impl LiveConfig {
@@ -92,6 +94,7 @@ impl LiveConfig {
             promiscuous: true,
             fanout: Fanout::Hosts,
             hw_timestamps: false,
+            filter: None,
         }
     }
 }

@@ -1,0 +1,302 @@
+//! Capture filters in tcpdump's syntax (`--filter "EXPRESSION"`), compiled
+//! by the system's libpcap (`pcap_compile` on a `pcap_open_dead` handle).
+//!
+//! Contract:
+//! - [`CaptureFilter::new`] compiles the expression for Ethernet at once,
+//!   so a bad expression is an error before anything is read; the error
+//!   names the expression and gives libpcap's message. Programs for the
+//!   other link types of a run are compiled when a packet of that type
+//!   first comes ([`CaptureFilter::program`]).
+//! - [`Program::matches`] runs a compiled classic BPF program over one
+//!   packet in user space with libpcap's own interpreter (`bpf_filter`),
+//!   which never reads outside the bytes it is given (a load past the end
+//!   rejects the packet, as the kernel does).
+//! - Files, pipes and replays: the input thread runs the filter over each
+//!   capture before the shards see it (`source/feed.rs`); live AF_PACKET
+//!   captures run it in the kernel (`source/af_packet.rs`). Either way the
+//!   packets left out are counted once, in [`CaptureFilter::filtered`].
+//! - Without the `filter` feature (libpcap not linked) every expression is
+//!   an error that says so.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::decode::LinkType;
+use crate::error::{Error, Result};
+
+/// A compiled classic BPF program (instructions as the kernel's
+/// `sock_filter`, the same layout as libpcap's `bpf_insn`).
+#[derive(Debug, Clone)]
+pub struct Program {
+    insns: Vec<libc::sock_filter>,
+}
+
+impl Program {
+    /// The program's instructions.
+    pub fn instructions(&self) -> &[libc::sock_filter] {
+        &self.insns
+    }
+
+    /// Whether the program keeps a packet whose captured bytes are `pkt`
+    /// and whose length on the wire was `wire_len`.
+    #[inline]
+    pub fn matches(&self, pkt: &[u8], wire_len: u32) -> bool {
+        run(&self.insns, pkt, wire_len) != 0
+    }
+}
+
+#[cfg(feature = "filter")]
+fn run(insns: &[libc::sock_filter], pkt: &[u8], wire_len: u32) -> u32 {
+    // SAFETY: `insns` is a program libpcap compiled (its validator ran in
+    // pcap_compile); bpf_filter reads at most `pkt.len()` bytes of `pkt`.
+    unsafe {
+        ffi::bpf_filter(
+            insns.as_ptr(),
+            pkt.as_ptr(),
+            wire_len.max(pkt.len() as u32),
+            pkt.len() as libc::c_uint,
+        )
+    }
+}
+
+#[cfg(not(feature = "filter"))]
+fn run(_insns: &[libc::sock_filter], _pkt: &[u8], _wire_len: u32) -> u32 {
+    // No program can exist without the feature (compile always fails).
+    0
+}
+
+/// The DLT_* number libpcap's compiler takes for a link type (the pcap
+/// file's LINKTYPE_* number, except where the two differ on Linux).
+fn dlt_of(link: LinkType) -> i32 {
+    match super::pcap_writer::linktype_number(link) {
+        // LINKTYPE_RAW is DLT_RAW (12 on Linux).
+        101 => 12,
+        // LINKTYPE_ATM_RFC1483 is DLT_ATM_RFC1483 (11).
+        100 => 11,
+        n => n as i32,
+    }
+}
+
+#[cfg(feature = "filter")]
+mod ffi {
+    use std::ffi::{c_char, c_int, c_uint, c_void};
+
+    #[repr(C)]
+    pub struct BpfProgram {
+        pub bf_len: c_uint,
+        pub bf_insns: *mut libc::sock_filter,
+    }
+
+    #[link(name = "pcap")]
+    extern "C" {
+        pub fn pcap_open_dead(linktype: c_int, snaplen: c_int) -> *mut c_void;
+        pub fn pcap_compile(
+            p: *mut c_void,
+            fp: *mut BpfProgram,
+            expr: *const c_char,
+            optimize: c_int,
+            netmask: u32,
+        ) -> c_int;
+        pub fn pcap_geterr(p: *mut c_void) -> *const c_char;
+        pub fn pcap_freecode(fp: *mut BpfProgram);
+        pub fn pcap_close(p: *mut c_void);
+        pub fn bpf_filter(
+            pc: *const libc::sock_filter,
+            pkt: *const u8,
+            wirelen: c_uint,
+            buflen: c_uint,
+        ) -> c_uint;
+    }
+}
+
+/// The snaplen programs are compiled for: every accepting `ret` returns
+/// it (the largest libpcap readers take).
+pub const COMPILE_SNAPLEN: u32 = 262_144;
+
+/// Compiles `expression` for link type `dlt` (a DLT_* number).
+#[cfg(feature = "filter")]
+pub fn compile(expression: &str, dlt: i32) -> Result<Program> {
+    use std::ffi::{CStr, CString};
+    let bad = |why: String| Error::Config(format!("--filter {expression:?}: {why}"));
+    let text = CString::new(expression).map_err(|_| bad("contains a NUL byte".into()))?;
+    // libpcap's compiler keeps global state in older releases: one
+    // compilation at a time.
+    static COMPILER: Mutex<()> = Mutex::new(());
+    let _one = COMPILER.lock().unwrap_or_else(|p| p.into_inner());
+    // SAFETY: a dead handle only carries the link type and snaplen.
+    let handle = unsafe { ffi::pcap_open_dead(dlt, COMPILE_SNAPLEN as i32) };
+    if handle.is_null() {
+        return Err(bad(format!("libpcap cannot open a handle for DLT {dlt}")));
+    }
+    let mut prog = ffi::BpfProgram {
+        bf_len: 0,
+        bf_insns: std::ptr::null_mut(),
+    };
+    // SAFETY: valid handle, program struct and NUL-terminated text;
+    // PCAP_NETMASK_UNKNOWN (only `ip broadcast` needs a netmask).
+    let r = unsafe { ffi::pcap_compile(handle, &mut prog, text.as_ptr(), 1, 0xffff_ffff) };
+    let result = if r != 0 {
+        // SAFETY: the handle's error text, NUL-terminated, valid until the
+        // handle is closed (copied before).
+        let msg = unsafe { CStr::from_ptr(ffi::pcap_geterr(handle)) };
+        Err(bad(format!("libpcap: {}", msg.to_string_lossy())))
+    } else {
+        // SAFETY: libpcap filled `bf_len` instructions at `bf_insns`.
+        let insns =
+            unsafe { std::slice::from_raw_parts(prog.bf_insns, prog.bf_len as usize) }.to_vec();
+        // SAFETY: the program pcap_compile allocated, freed once.
+        unsafe { ffi::pcap_freecode(&mut prog) };
+        Ok(Program { insns })
+    };
+    // SAFETY: the handle opened above, closed once.
+    unsafe { ffi::pcap_close(handle) };
+    result
+}
+
+/// Without the `filter` feature: every expression is an error.
+#[cfg(not(feature = "filter"))]
+pub fn compile(expression: &str, _dlt: i32) -> Result<Program> {
+    Err(Error::Config(format!(
+        "--filter {expression:?}: this build has no capture filters \
+         (the `filter` feature links libpcap)"
+    )))
+}
+
+/// A run's capture filter (see the module docs).
+#[derive(Debug)]
+pub struct CaptureFilter {
+    expression: String,
+    /// Programs compiled so far, by link type (a compilation that failed
+    /// is kept as its error message).
+    programs: Mutex<Vec<(LinkType, std::result::Result<Arc<Program>, String>)>>,
+    filtered: Arc<AtomicU64>,
+}
+
+impl PartialEq for CaptureFilter {
+    fn eq(&self, other: &Self) -> bool {
+        self.expression == other.expression
+    }
+}
+
+impl Eq for CaptureFilter {}
+
+impl CaptureFilter {
+    /// Compiles `expression` (tcpdump's syntax) for Ethernet; an error
+    /// names it and gives libpcap's message.
+    pub fn new(expression: &str) -> Result<CaptureFilter> {
+        let ether = compile(expression, dlt_of(LinkType::Ethernet))?;
+        Ok(CaptureFilter {
+            expression: expression.to_string(),
+            programs: Mutex::new(vec![(LinkType::Ethernet, Ok(Arc::new(ether)))]),
+            filtered: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// The expression as given.
+    pub fn expression(&self) -> &str {
+        &self.expression
+    }
+
+    /// The program for packets of `link`, compiled on first use; an error
+    /// when libpcap cannot compile the expression for that link type.
+    pub fn program(&self, link: LinkType) -> Result<Arc<Program>> {
+        let mut progs = self.programs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, p)) = progs.iter().find(|(l, _)| *l == link) {
+            return p.clone().map_err(Error::Config);
+        }
+        let p = compile(&self.expression, dlt_of(link))
+            .map(Arc::new)
+            .map_err(|e| format!("{e} (for {link:?} packets)"));
+        progs.push((link, p.clone()));
+        p.map_err(Error::Config)
+    }
+
+    /// Packets left out so far.
+    pub fn filtered(&self) -> u64 {
+        self.filtered.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` more packets left out.
+    pub(crate) fn count(&self, n: u64) {
+        if n > 0 {
+            self.filtered.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// The shared count of packets left out (the metrics endpoint reads it).
+    pub fn counter(&self) -> Arc<AtomicU64> {
+        self.filtered.clone()
+    }
+}
+
+#[cfg(all(test, feature = "filter"))]
+mod tests {
+    use super::*;
+
+    /// An Ethernet + IPv4 + TCP frame from 10.0.0.1:1234 to 10.0.0.2:80
+    /// with TCP flags `flags`, optionally 802.1Q-tagged with VLAN `vlan`.
+    fn frame(vlan: Option<u16>, flags: u8) -> Vec<u8> {
+        let mut f = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1];
+        if let Some(v) = vlan {
+            f.extend_from_slice(&[0x81, 0x00]);
+            f.extend_from_slice(&v.to_be_bytes());
+        }
+        f.extend_from_slice(&[0x08, 0x00]);
+        f.extend_from_slice(&[
+            0x45, 0, 0, 40, 0, 1, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+        ]);
+        f.extend_from_slice(&[0x04, 0xd2, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, flags]);
+        f.extend_from_slice(&[0xff, 0xff, 0, 0, 0, 0]);
+        f
+    }
+
+    fn keeps(expr: &str, pkt: &[u8]) -> bool {
+        let f = CaptureFilter::new(expr).expect("compiles");
+        f.program(LinkType::Ethernet)
+            .expect("ethernet")
+            .matches(pkt, pkt.len() as u32)
+    }
+
+    #[test]
+    fn expressions_select_what_tcpdump_would() {
+        let syn = frame(None, 0x02);
+        assert!(keeps("host 10.0.0.2", &syn));
+        assert!(!keeps("host 10.0.0.3", &syn));
+        assert!(keeps("net 10.0.0.0/24 and tcp port 80", &syn));
+        assert!(!keeps("udp", &syn));
+        assert!(keeps("tcp[tcpflags] & tcp-syn != 0", &syn));
+        assert!(!keeps("tcp[tcpflags] & tcp-fin != 0", &syn));
+        // A tag on the wire: `vlan` keeps it and reads on behind it.
+        let tagged = frame(Some(100), 0x11);
+        assert!(keeps("vlan 100 and tcp port 80", &tagged));
+        assert!(!keeps("vlan 200", &tagged));
+        assert!(!keeps("vlan", &syn));
+        assert!(!keeps("tcp port 80", &tagged));
+    }
+
+    #[test]
+    fn a_cut_packet_is_not_read_past_its_end() {
+        let syn = frame(None, 0x02);
+        let f = CaptureFilter::new("tcp port 80").unwrap();
+        let p = f.program(LinkType::Ethernet).unwrap();
+        assert!(!p.matches(&syn[..30], syn.len() as u32));
+        assert!(!p.matches(&[], 60));
+    }
+
+    #[test]
+    fn errors_name_the_expression_and_give_libpcaps_message() {
+        let e = CaptureFilter::new("tcp porrt 80").unwrap_err().to_string();
+        assert!(e.contains("\"tcp porrt 80\""), "{e}");
+        assert!(e.contains("libpcap: "), "{e}");
+        let f = CaptureFilter::new("ether host 02:00:00:00:00:01").unwrap();
+        let e = f.program(LinkType::Raw).unwrap_err().to_string();
+        assert!(e.contains("Raw"), "{e}");
+        // Raw IP: the program starts at the IP header.
+        let p = CaptureFilter::new("dst port 80")
+            .unwrap()
+            .program(LinkType::Raw)
+            .unwrap();
+        let syn = frame(None, 0x02);
+        assert!(p.matches(&syn[14..], 40));
+    }
+}
