@@ -23,6 +23,7 @@ mod lib_common;
 mod callstage_cli;
 mod config_cli;
 mod dump_cli;
+mod filter_cli;
 mod flows_cli;
 mod inputs_cli;
 mod ipfix_cli;

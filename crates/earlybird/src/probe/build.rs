@@ -609,7 +609,8 @@ impl Plan {
             Some(addr) => {
                 let metrics = Arc::new(Metrics::new());
                 if let Some(f) = &self.filter {
-                    metrics.watch_filtered(f.counter());
+                    let f = f.clone();
+                    metrics.watch_filtered(Box::new(move || f.filtered()));
                 }
                 self.options.metrics = Some(metrics.clone());
                 Some(MetricsServer::start(addr, metrics)?)

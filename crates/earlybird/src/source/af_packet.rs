@@ -31,6 +31,12 @@
 //!   socket reserves in front of each frame (`PACKET_RESERVE`) and the tag
 //!   goes between them and the EtherType — so a frame reads as it was on
 //!   the wire and its flow keeps its VLAN.
+//! - A capture filter (`--filter`, [`super::capfilter`]) runs in the
+//!   kernel, after the choice of interfaces in the socket's program, over
+//!   untagged frames; tagged frames are judged by the walk once their tag
+//!   is back ([`Frames::with_filter`]), and those it leaves out are counted
+//!   ([`Walked::filtered`]) and not handed out. `-i any` takes no filter
+//!   (its frames have different link types).
 //! - Loopback hands every packet to packet sockets twice (leaving and
 //!   coming back in); on a loopback interface the socket ignores the
 //!   outgoing copy (`PACKET_IGNORE_OUTGOING`), so each is counted once.
@@ -44,7 +50,9 @@
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
+use super::capfilter::{kernel_programs, CaptureFilter, Program};
 use super::fanout::{host_pair_program, Fanout};
 use super::hwstamp::{Stamped, TsInfo};
 use super::netdev::{bind, hw_type, ifindex, packet_socket, set_opt, RingMap};
@@ -161,6 +169,9 @@ pub struct Ring {
     ts_info: Vec<(String, Option<TsInfo>)>,
     /// Hardware stamps turned on by the run (`--hw-timestamps`).
     hw_asked: bool,
+    /// The capture filter, and its program the walk runs over tagged
+    /// frames.
+    filter: Option<(Arc<CaptureFilter>, Arc<Program>)>,
 }
 
 /// The link type of frames read with a raw packet socket from an
@@ -210,6 +221,35 @@ pub fn capture_filter(indexes: &[libc::c_int], snaplen: u32) -> Vec<libc::sock_f
     p.push(op(RET_K, 0, 0, 0));
     p.push(op(RET_K, 0, 0, snaplen));
     p
+}
+
+/// A socket without a ring that counts, with `program`, the packets a
+/// capture filter leaves out in the kernel (see `super::capfilter`): the
+/// few that fit its smallest receive buffer wait there unread, the rest
+/// are dropped, and the kernel counts both.
+fn counting_socket(
+    name: &str,
+    program: &[libc::sock_filter],
+    bound: libc::c_int,
+    loopback: bool,
+) -> Result<OwnedFd> {
+    let err = |what: &'static str| move |e: std::io::Error| Error::interface(name, what, e);
+    let fd = packet_socket(name)?;
+    let small: libc::c_int = 1;
+    set_opt(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &small).map_err(err("SO_RCVBUF"))?;
+    let prog = libc::sock_fprog {
+        len: program.len() as u16,
+        filter: program.as_ptr() as *mut libc::sock_filter,
+    };
+    set_opt(&fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &prog)
+        .map_err(err("capture filter's counting program"))?;
+    if loopback {
+        let on: libc::c_int = 1;
+        set_opt(&fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &on)
+            .map_err(err("PACKET_IGNORE_OUTGOING"))?;
+    }
+    bind(&fd, name, bound, libc::ETH_P_ALL as u16)?;
+    Ok(fd)
 }
 
 /// A fanout group id for this run: unique among the processes of the
@@ -280,7 +320,35 @@ impl Ring {
             .map_err(err("PACKET_VERSION 3"))?;
         let hardware = ts_info.iter().any(|(_, i)| i.is_some_and(|i| i.hardware()));
         super::hwstamp::socket_options(&fd, name, hardware)?;
-        let filter = capture_filter(&indexes, cfg.snaplen.max(64));
+        // One interface: bound to it. Several: bound to every interface,
+        // the filter keeping theirs, so their packets share one ring in the
+        // order the kernel received them.
+        let bound = if indexes.len() == 1 { indexes[0] } else { 0 };
+        let snaplen = cfg.snaplen.max(64);
+        let mut filter = capture_filter(&indexes, snaplen);
+        let user = match (&cfg.filter, link) {
+            (None, _) => None,
+            (Some(_), None) => {
+                return Err(Error::Interface {
+                    name: name.into(),
+                    reason: "--filter cannot be used with \"any\" (its interfaces have \
+                             different link types): name the interfaces"
+                        .into(),
+                })
+            }
+            (Some(f), Some(l)) => {
+                let user = f.program(l)?;
+                // The accepting `ret` of the choice of interfaces gives way
+                // to the filter.
+                filter.pop();
+                let (capture, counting) = kernel_programs(&filter, &user, snaplen);
+                if !f.counts_in_kernel() {
+                    f.count_in_kernel(counting_socket(name, &counting, bound, loopback)?);
+                }
+                filter = capture;
+                Some((f.clone(), user))
+            }
+        };
         let prog = libc::sock_fprog {
             len: filter.len() as u16,
             filter: filter.as_ptr() as *mut libc::sock_filter,
@@ -319,11 +387,8 @@ impl Ring {
             stamped: Stamped::default(),
             ts_info,
             hw_asked: cfg.hw_timestamps,
+            filter: user,
         };
-        // One interface: bound to it. Several: bound to every interface,
-        // the filter keeping theirs, so their packets share one ring in the
-        // order the kernel received them.
-        let bound = if indexes.len() == 1 { indexes[0] } else { 0 };
         // (With "any" there are no indexes: bound to every interface and
         // filtered by none; each frame says its own link type, and the walk
         // drops loopback's outgoing copies.)
@@ -553,7 +618,11 @@ impl Block<'_> {
             numbered: ring.numbered,
             ..Walked::default()
         };
+        self.frames.filter = ring.filter.as_ref().map(|(_, p)| p.clone());
         let n = self.frames.next_batch(ring.link, out, max, &mut walk);
+        if let Some((f, _)) = &ring.filter {
+            f.count(walk.filtered);
+        }
         ring.numbered = walk.numbered;
         ring.bad_frames += walk.bad_frames;
         ring.unsupported += walk.unsupported;
@@ -575,6 +644,8 @@ pub struct Walked {
     pub unsupported: u64,
     /// Frames handed out, by the stamp the kernel gave them.
     pub stamps: Stamped,
+    /// Tagged frames the capture filter left out ([`Frames::with_filter`]).
+    pub filtered: u64,
 }
 
 /// The walk over the frames of one block's bytes: reads only `data`, so
@@ -584,6 +655,8 @@ pub struct Frames<'a> {
     data: &'a mut [u8],
     left: u32,
     at: usize,
+    /// The capture filter's program, run over tagged frames.
+    filter: Option<Arc<Program>>,
 }
 
 impl<'a> Frames<'a> {
@@ -593,7 +666,17 @@ impl<'a> Frames<'a> {
             left: read_u32(data, BLOCK_NUM_PKTS),
             at: read_u32(data, BLOCK_FIRST) as usize,
             data,
+            filter: None,
         }
+    }
+
+    /// Runs `program` (a capture filter's, for the link type of the walk)
+    /// over every frame the kernel took a VLAN tag off, once the tag is
+    /// back, handing out only the frames it keeps (the kernel ran the
+    /// filter over the others).
+    pub fn with_filter(mut self, program: Option<Arc<Program>>) -> Frames<'a> {
+        self.filter = program;
+        self
     }
 
     /// The block's bytes (the [`PacketRef`] offsets point into them).
@@ -679,6 +762,15 @@ impl<'a> Frames<'a> {
                 // to overflow (found by the fuzzer).
                 orig_len = orig_len.saturating_add(VLAN_TAG as u32);
                 walk.vlan_restored += 1;
+            }
+            if status & libc::TP_STATUS_VLAN_VALID != 0 {
+                if let Some(p) = &self.filter {
+                    let frame = &data[mac..mac + caplen as usize];
+                    if !p.matches(frame, orig_len) {
+                        walk.filtered += 1;
+                        continue;
+                    }
+                }
             }
             walk.numbered += 1;
             walk.stamps.count(status);
@@ -793,7 +885,8 @@ mod tests {
                 stamps: Stamped {
                     none: 3,
                     ..Stamped::default()
-                }
+                },
+                filtered: 0,
             }
         );
     }

@@ -15,6 +15,17 @@
 //!   capture before the shards see it (`source/feed.rs`); live AF_PACKET
 //!   captures run it in the kernel (`source/af_packet.rs`). Either way the
 //!   packets left out are counted once, in [`CaptureFilter::filtered`].
+//! - In the kernel ([`kernel_programs`]): Linux takes a frame's outer
+//!   802.1Q/802.1ad tag off before any socket filter runs, so a program
+//!   compiled for the frame as it was on the wire cannot judge a tagged
+//!   frame. The socket's program lets every tagged frame through, and runs
+//!   the compiled program over the others (capped at the snaplen); the
+//!   ring walk puts each tag back and runs the same program over the
+//!   restored frame in user space. So `vlan` expressions mean what they
+//!   mean for files. Packets the kernel leaves out are counted by a second
+//!   socket without a ring whose program is the inverse (it keeps exactly
+//!   what the capture's socket leaves out, and the kernel counts them as
+//!   they overflow its tiny receive buffer).
 //! - Without the `filter` feature (libpcap not linked) every expression is
 //!   an error that says so.
 
@@ -162,6 +173,45 @@ pub fn compile(expression: &str, _dlt: i32) -> Result<Program> {
     )))
 }
 
+/// Classic BPF opcodes the kernel programs add (linux/filter.h).
+const LD_B_ABS: u16 = 0x30;
+const JMP_JEQ_K: u16 = 0x15;
+const RET_K: u16 = 0x06;
+
+/// The two kernel programs of a live socket with a capture filter, built
+/// on `prefix` (the socket's own program up to its accepting `ret`: the
+/// choice of interfaces, or nothing): the capture socket's, which keeps
+/// every VLAN-tagged frame and the untagged frames `user` keeps, `snaplen`
+/// bytes of each; and the counting socket's, which keeps exactly the
+/// untagged frames the first leaves out (see the module docs).
+pub fn kernel_programs(
+    prefix: &[libc::sock_filter],
+    user: &Program,
+    snaplen: u32,
+) -> (Vec<libc::sock_filter>, Vec<libc::sock_filter>) {
+    let op = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
+    let build = |tagged: u32, keep: &dyn Fn(u32) -> u32| {
+        let mut p = prefix.to_vec();
+        p.push(op(
+            LD_B_ABS,
+            0,
+            0,
+            (libc::SKF_AD_OFF + libc::SKF_AD_VLAN_TAG_PRESENT) as u32,
+        ));
+        // No tag: on to the compiled program; a tag: `ret tagged`.
+        p.push(op(JMP_JEQ_K, 1, 0, 0));
+        p.push(op(RET_K, 0, 0, tagged));
+        p.extend(user.insns.iter().map(|i| match i.code {
+            RET_K => op(RET_K, 0, 0, keep(i.k)),
+            _ => *i,
+        }));
+        p
+    };
+    let capture = build(snaplen, &|k| k.min(snaplen));
+    let counting = build(0, &|k| u32::from(k == 0));
+    (capture, counting)
+}
+
 /// A run's capture filter (see the module docs).
 #[derive(Debug)]
 pub struct CaptureFilter {
@@ -170,6 +220,9 @@ pub struct CaptureFilter {
     /// is kept as its error message).
     programs: Mutex<Vec<(LinkType, std::result::Result<Arc<Program>, String>)>>,
     filtered: Arc<AtomicU64>,
+    /// Live: the sockets counting what the kernel left out (see the
+    /// module docs); their counts are added to `filtered` when read.
+    counting: Mutex<Vec<std::os::fd::OwnedFd>>,
 }
 
 impl PartialEq for CaptureFilter {
@@ -189,6 +242,7 @@ impl CaptureFilter {
             expression: expression.to_string(),
             programs: Mutex::new(vec![(LinkType::Ethernet, Ok(Arc::new(ether)))]),
             filtered: Arc::new(AtomicU64::new(0)),
+            counting: Mutex::new(Vec::new()),
         })
     }
 
@@ -211,9 +265,32 @@ impl CaptureFilter {
         p.map_err(Error::Config)
     }
 
-    /// Packets left out so far.
+    /// Packets left out so far (live: the kernel's counts read now).
     pub fn filtered(&self) -> u64 {
+        let socks = self.counting.lock().unwrap_or_else(|p| p.into_inner());
+        for s in socks.iter() {
+            self.count(counted_by(s));
+        }
         self.filtered.load(Ordering::Relaxed)
+    }
+
+    /// Live: whether a counting socket is open already (one counts for
+    /// every socket of a run).
+    pub(crate) fn counts_in_kernel(&self) -> bool {
+        !self
+            .counting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+
+    /// Live: keeps the counting socket `fd` (its count is read by
+    /// [`CaptureFilter::filtered`]).
+    pub(crate) fn count_in_kernel(&self, fd: std::os::fd::OwnedFd) {
+        self.counting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(fd);
     }
 
     /// Counts `n` more packets left out.
@@ -222,10 +299,29 @@ impl CaptureFilter {
             self.filtered.fetch_add(n, Ordering::Relaxed);
         }
     }
+}
 
-    /// The shared count of packets left out (the metrics endpoint reads it).
-    pub fn counter(&self) -> Arc<AtomicU64> {
-        self.filtered.clone()
+/// The packets a counting socket took since it was last asked (the kernel
+/// resets its counts on each read; dropped ones included).
+fn counted_by(fd: &std::os::fd::OwnedFd) -> u64 {
+    use std::os::fd::AsRawFd;
+    // SAFETY: zeroed plain-data struct.
+    let mut s: libc::tpacket_stats = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+    // SAFETY: a tpacket_stats of the size passed.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            (&mut s as *mut libc::tpacket_stats).cast(),
+            &mut len,
+        )
+    };
+    if r == 0 {
+        u64::from(s.tp_packets)
+    } else {
+        0
     }
 }
 

@@ -59,8 +59,11 @@ pub struct Metrics {
     alarm_active: prometheus::IntGaugeVec,
     filtered: IntCounter,
     /// The capture filter's count of packets left out, when one runs.
-    filtered_source: std::sync::OnceLock<Arc<std::sync::atomic::AtomicU64>>,
+    filtered_source: std::sync::OnceLock<FilteredCount>,
 }
+
+/// Reads a capture filter's count of packets left out.
+pub type FilteredCount = Box<dyn Fn() -> u64 + Send + Sync>;
 
 /// Registers one metric, whose name and help are fixed here (never fails
 /// for them).
@@ -352,14 +355,14 @@ impl Metrics {
 
     /// Makes `earlybird_filtered_packets_total` follow `count`, the
     /// capture filter's count of packets left out (read at each scrape).
-    pub fn watch_filtered(&self, count: Arc<std::sync::atomic::AtomicU64>) {
+    pub fn watch_filtered(&self, count: FilteredCount) {
         let _ = self.filtered_source.set(count);
     }
 
     /// The metrics in the Prometheus text format.
     pub fn render(&self) -> String {
         if let Some(c) = self.filtered_source.get() {
-            let now = c.load(std::sync::atomic::Ordering::Relaxed);
+            let now = c();
             self.filtered
                 .inc_by(now.saturating_sub(self.filtered.get()));
         }
@@ -469,6 +472,20 @@ fn serve(server: &tiny_http::Server, metrics: &Metrics) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_filtered_count_is_read_at_each_scrape() {
+        let m = Metrics::new();
+        assert!(m.render().contains("earlybird_filtered_packets_total 0"));
+        let n = Arc::new(std::sync::atomic::AtomicU64::new(7));
+        let seen = n.clone();
+        m.watch_filtered(Box::new(move || {
+            seen.load(std::sync::atomic::Ordering::Relaxed)
+        }));
+        assert!(m.render().contains("earlybird_filtered_packets_total 7"));
+        n.store(12, std::sync::atomic::Ordering::Relaxed);
+        assert!(m.render().contains("earlybird_filtered_packets_total 12"));
+    }
     use crate::flow::tally::Tally;
     use std::io::{Read, Write};
 
