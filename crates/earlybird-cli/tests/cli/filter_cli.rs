@@ -187,7 +187,7 @@ fn the_configuration_files_filter_key_filters() {
 /// The columns of a record that do not depend on when the packets were
 /// sent (a replay keeps neither the capture's times nor its gaps): key,
 /// VLAN, tunnel, MACs, then the packet and byte counts and sizes.
-fn timeless(csv: &Path) -> Vec<String> {
+pub(crate) fn timeless(csv: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(csv).unwrap();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();

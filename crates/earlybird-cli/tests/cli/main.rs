@@ -39,3 +39,4 @@ mod sample_cli;
 mod timestamps_cli;
 mod train_evaluate;
 mod voip_cli;
+mod xdp_cli;

@@ -299,6 +299,10 @@ impl Config {
                     fanout,
                     hw_timestamps: c.hw_timestamps,
                     filter: filter.clone(),
+                    capture: crate::source::af_packet::Capture::parse(&c.capture).ok_or_else(
+                        || usage(format!("--capture {:?}: af-packet or af-xdp", c.capture)),
+                    )?,
+                    xdp_take_traffic: c.xdp_take_traffic,
                     ..LiveConfig::new(iface)
                 };
                 Input::Live(live, duration)

@@ -26,7 +26,8 @@
 //!   socket without a ring whose program is the inverse (it keeps exactly
 //!   what the capture's socket leaves out, and the kernel counts them as
 //!   they overflow its tiny receive buffer).
-//! - Without the `filter` feature (libpcap not linked) every expression is
+//! - libpcap is loaded when the first filter is compiled (`dlopen`, not
+//!   linked: building needs nothing of it); without it every expression is
 //!   an error that says so.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,6 +41,8 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct Program {
     insns: Vec<libc::sock_filter>,
+    /// libpcap's interpreter.
+    run: BpfFilter,
 }
 
 impl Program {
@@ -52,28 +55,19 @@ impl Program {
     /// and whose length on the wire was `wire_len`.
     #[inline]
     pub fn matches(&self, pkt: &[u8], wire_len: u32) -> bool {
-        run(&self.insns, pkt, wire_len) != 0
+        // SAFETY: `insns` is a program libpcap compiled (its validator ran
+        // in pcap_compile); bpf_filter reads at most `pkt.len()` bytes of
+        // `pkt`.
+        let r = unsafe {
+            (self.run)(
+                self.insns.as_ptr(),
+                pkt.as_ptr(),
+                wire_len.max(pkt.len() as u32),
+                pkt.len() as libc::c_uint,
+            )
+        };
+        r != 0
     }
-}
-
-#[cfg(feature = "filter")]
-fn run(insns: &[libc::sock_filter], pkt: &[u8], wire_len: u32) -> u32 {
-    // SAFETY: `insns` is a program libpcap compiled (its validator ran in
-    // pcap_compile); bpf_filter reads at most `pkt.len()` bytes of `pkt`.
-    unsafe {
-        ffi::bpf_filter(
-            insns.as_ptr(),
-            pkt.as_ptr(),
-            wire_len.max(pkt.len() as u32),
-            pkt.len() as libc::c_uint,
-        )
-    }
-}
-
-#[cfg(not(feature = "filter"))]
-fn run(_insns: &[libc::sock_filter], _pkt: &[u8], _wire_len: u32) -> u32 {
-    // No program can exist without the feature (compile always fails).
-    0
 }
 
 /// The DLT_* number libpcap's compiler takes for a link type (the pcap
@@ -88,36 +82,81 @@ fn dlt_of(link: LinkType) -> i32 {
     }
 }
 
-#[cfg(feature = "filter")]
-mod ffi {
-    use std::ffi::{c_char, c_int, c_uint, c_void};
+type BpfFilter = unsafe extern "C" fn(
+    *const libc::sock_filter,
+    *const u8,
+    libc::c_uint,
+    libc::c_uint,
+) -> libc::c_uint;
 
-    #[repr(C)]
-    pub struct BpfProgram {
-        pub bf_len: c_uint,
-        pub bf_insns: *mut libc::sock_filter,
-    }
+/// `struct bpf_program`.
+#[repr(C)]
+struct BpfProgram {
+    bf_len: libc::c_uint,
+    bf_insns: *mut libc::sock_filter,
+}
 
-    #[link(name = "pcap")]
-    extern "C" {
-        pub fn pcap_open_dead(linktype: c_int, snaplen: c_int) -> *mut c_void;
-        pub fn pcap_compile(
-            p: *mut c_void,
-            fp: *mut BpfProgram,
-            expr: *const c_char,
-            optimize: c_int,
-            netmask: u32,
-        ) -> c_int;
-        pub fn pcap_geterr(p: *mut c_void) -> *const c_char;
-        pub fn pcap_freecode(fp: *mut BpfProgram);
-        pub fn pcap_close(p: *mut c_void);
-        pub fn bpf_filter(
-            pc: *const libc::sock_filter,
-            pkt: *const u8,
-            wirelen: c_uint,
-            buflen: c_uint,
-        ) -> c_uint;
-    }
+/// The functions of the system's libpcap this module calls.
+struct Libpcap {
+    open_dead: unsafe extern "C" fn(libc::c_int, libc::c_int) -> *mut libc::c_void,
+    compile: unsafe extern "C" fn(
+        *mut libc::c_void,
+        *mut BpfProgram,
+        *const libc::c_char,
+        libc::c_int,
+        u32,
+    ) -> libc::c_int,
+    geterr: unsafe extern "C" fn(*mut libc::c_void) -> *const libc::c_char,
+    freecode: unsafe extern "C" fn(*mut BpfProgram),
+    close: unsafe extern "C" fn(*mut libc::c_void),
+    filter: BpfFilter,
+}
+
+/// Names libpcap's shared library goes by (Debian's package libpcap0.8
+/// installs the first).
+const LIBPCAP: [&std::ffi::CStr; 3] = [c"libpcap.so.0.8", c"libpcap.so.1", c"libpcap.so"];
+
+/// libpcap, loaded on first use (the library is not linked: a build needs
+/// nothing of it, and a run without `--filter` never loads it).
+fn libpcap() -> std::result::Result<&'static Libpcap, String> {
+    static LIB: std::sync::OnceLock<std::result::Result<Libpcap, String>> =
+        std::sync::OnceLock::new();
+    LIB.get_or_init(|| {
+        let handle = LIBPCAP.iter().find_map(|n| {
+            // SAFETY: loads a shared library by name; libpcap's
+            // initialisers have no requirements.
+            let h = unsafe { libc::dlopen(n.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+            (!h.is_null()).then_some(h)
+        });
+        let Some(h) = handle else {
+            return Err("libpcap is not installed (Debian: libpcap0.8); \
+                        capture filters are compiled by it"
+                .to_string());
+        };
+        let sym = |name: &std::ffi::CStr| {
+            // SAFETY: a symbol of the library just loaded (never unloaded).
+            let p = unsafe { libc::dlsym(h, name.as_ptr()) };
+            if p.is_null() {
+                Err(format!("libpcap has no {}", name.to_string_lossy()))
+            } else {
+                Ok(p)
+            }
+        };
+        // SAFETY: each symbol has the C signature of libpcap's pcap.h and
+        // bpf.h, which the function pointer types spell.
+        unsafe {
+            Ok(Libpcap {
+                open_dead: std::mem::transmute::<*mut libc::c_void, _>(sym(c"pcap_open_dead")?),
+                compile: std::mem::transmute::<*mut libc::c_void, _>(sym(c"pcap_compile")?),
+                geterr: std::mem::transmute::<*mut libc::c_void, _>(sym(c"pcap_geterr")?),
+                freecode: std::mem::transmute::<*mut libc::c_void, _>(sym(c"pcap_freecode")?),
+                close: std::mem::transmute::<*mut libc::c_void, _>(sym(c"pcap_close")?),
+                filter: std::mem::transmute::<*mut libc::c_void, BpfFilter>(sym(c"bpf_filter")?),
+            })
+        }
+    })
+    .as_ref()
+    .map_err(Clone::clone)
 }
 
 /// The snaplen programs are compiled for: every accepting `ret` returns
@@ -125,52 +164,46 @@ mod ffi {
 pub const COMPILE_SNAPLEN: u32 = 262_144;
 
 /// Compiles `expression` for link type `dlt` (a DLT_* number).
-#[cfg(feature = "filter")]
 pub fn compile(expression: &str, dlt: i32) -> Result<Program> {
     use std::ffi::{CStr, CString};
     let bad = |why: String| Error::Config(format!("--filter {expression:?}: {why}"));
+    let lib = libpcap().map_err(bad)?;
     let text = CString::new(expression).map_err(|_| bad("contains a NUL byte".into()))?;
     // libpcap's compiler keeps global state in older releases: one
     // compilation at a time.
     static COMPILER: Mutex<()> = Mutex::new(());
     let _one = COMPILER.lock().unwrap_or_else(|p| p.into_inner());
     // SAFETY: a dead handle only carries the link type and snaplen.
-    let handle = unsafe { ffi::pcap_open_dead(dlt, COMPILE_SNAPLEN as i32) };
+    let handle = unsafe { (lib.open_dead)(dlt, COMPILE_SNAPLEN as i32) };
     if handle.is_null() {
         return Err(bad(format!("libpcap cannot open a handle for DLT {dlt}")));
     }
-    let mut prog = ffi::BpfProgram {
+    let mut prog = BpfProgram {
         bf_len: 0,
         bf_insns: std::ptr::null_mut(),
     };
     // SAFETY: valid handle, program struct and NUL-terminated text;
     // PCAP_NETMASK_UNKNOWN (only `ip broadcast` needs a netmask).
-    let r = unsafe { ffi::pcap_compile(handle, &mut prog, text.as_ptr(), 1, 0xffff_ffff) };
+    let r = unsafe { (lib.compile)(handle, &mut prog, text.as_ptr(), 1, 0xffff_ffff) };
     let result = if r != 0 {
         // SAFETY: the handle's error text, NUL-terminated, valid until the
         // handle is closed (copied before).
-        let msg = unsafe { CStr::from_ptr(ffi::pcap_geterr(handle)) };
+        let msg = unsafe { CStr::from_ptr((lib.geterr)(handle)) };
         Err(bad(format!("libpcap: {}", msg.to_string_lossy())))
     } else {
         // SAFETY: libpcap filled `bf_len` instructions at `bf_insns`.
         let insns =
             unsafe { std::slice::from_raw_parts(prog.bf_insns, prog.bf_len as usize) }.to_vec();
         // SAFETY: the program pcap_compile allocated, freed once.
-        unsafe { ffi::pcap_freecode(&mut prog) };
-        Ok(Program { insns })
+        unsafe { (lib.freecode)(&mut prog) };
+        Ok(Program {
+            insns,
+            run: lib.filter,
+        })
     };
     // SAFETY: the handle opened above, closed once.
-    unsafe { ffi::pcap_close(handle) };
+    unsafe { (lib.close)(handle) };
     result
-}
-
-/// Without the `filter` feature: every expression is an error.
-#[cfg(not(feature = "filter"))]
-pub fn compile(expression: &str, _dlt: i32) -> Result<Program> {
-    Err(Error::Config(format!(
-        "--filter {expression:?}: this build has no capture filters \
-         (the `filter` feature links libpcap)"
-    )))
 }
 
 /// Classic BPF opcodes the kernel programs add (linux/filter.h).
@@ -325,7 +358,7 @@ fn counted_by(fd: &std::os::fd::OwnedFd) -> u64 {
     }
 }
 
-#[cfg(all(test, feature = "filter"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

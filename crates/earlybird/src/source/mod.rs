@@ -15,6 +15,7 @@
 pub mod af_packet;
 #[cfg(feature = "tools")]
 mod af_packet_tx;
+pub mod af_xdp;
 pub mod capfilter;
 pub mod fanout;
 pub(crate) mod feed;
