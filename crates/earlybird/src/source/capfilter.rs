@@ -96,19 +96,25 @@ struct BpfProgram {
     bf_insns: *mut libc::sock_filter,
 }
 
+type OpenDead = unsafe extern "C" fn(libc::c_int, libc::c_int) -> *mut libc::c_void;
+type Compile = unsafe extern "C" fn(
+    *mut libc::c_void,
+    *mut BpfProgram,
+    *const libc::c_char,
+    libc::c_int,
+    u32,
+) -> libc::c_int;
+type GetErr = unsafe extern "C" fn(*mut libc::c_void) -> *const libc::c_char;
+type FreeCode = unsafe extern "C" fn(*mut BpfProgram);
+type Close = unsafe extern "C" fn(*mut libc::c_void);
+
 /// The functions of the system's libpcap this module calls.
 struct Libpcap {
-    open_dead: unsafe extern "C" fn(libc::c_int, libc::c_int) -> *mut libc::c_void,
-    compile: unsafe extern "C" fn(
-        *mut libc::c_void,
-        *mut BpfProgram,
-        *const libc::c_char,
-        libc::c_int,
-        u32,
-    ) -> libc::c_int,
-    geterr: unsafe extern "C" fn(*mut libc::c_void) -> *const libc::c_char,
-    freecode: unsafe extern "C" fn(*mut BpfProgram),
-    close: unsafe extern "C" fn(*mut libc::c_void),
+    open_dead: OpenDead,
+    compile: Compile,
+    geterr: GetErr,
+    freecode: FreeCode,
+    close: Close,
     filter: BpfFilter,
 }
 
@@ -146,11 +152,15 @@ fn libpcap() -> std::result::Result<&'static Libpcap, String> {
         // bpf.h, which the function pointer types spell.
         unsafe {
             Ok(Libpcap {
-                open_dead: std::mem::transmute::<*mut libc::c_void, _>(sym(c"pcap_open_dead")?),
-                compile: std::mem::transmute::<*mut libc::c_void, _>(sym(c"pcap_compile")?),
-                geterr: std::mem::transmute::<*mut libc::c_void, _>(sym(c"pcap_geterr")?),
-                freecode: std::mem::transmute::<*mut libc::c_void, _>(sym(c"pcap_freecode")?),
-                close: std::mem::transmute::<*mut libc::c_void, _>(sym(c"pcap_close")?),
+                open_dead: std::mem::transmute::<*mut libc::c_void, OpenDead>(sym(
+                    c"pcap_open_dead",
+                )?),
+                compile: std::mem::transmute::<*mut libc::c_void, Compile>(sym(c"pcap_compile")?),
+                geterr: std::mem::transmute::<*mut libc::c_void, GetErr>(sym(c"pcap_geterr")?),
+                freecode: std::mem::transmute::<*mut libc::c_void, FreeCode>(sym(
+                    c"pcap_freecode",
+                )?),
+                close: std::mem::transmute::<*mut libc::c_void, Close>(sym(c"pcap_close")?),
                 filter: std::mem::transmute::<*mut libc::c_void, BpfFilter>(sym(c"bpf_filter")?),
             })
         }
@@ -245,13 +255,16 @@ pub fn kernel_programs(
     (capture, counting)
 }
 
+/// A program compiled for a link type, or why it could not be.
+type Compiled = std::result::Result<Arc<Program>, String>;
+
 /// A run's capture filter (see the module docs).
 #[derive(Debug)]
 pub struct CaptureFilter {
     expression: String,
     /// Programs compiled so far, by link type (a compilation that failed
     /// is kept as its error message).
-    programs: Mutex<Vec<(LinkType, std::result::Result<Arc<Program>, String>)>>,
+    programs: Mutex<Vec<(LinkType, Compiled)>>,
     filtered: Arc<AtomicU64>,
     /// Live: the sockets counting what the kernel left out (see the
     /// module docs); their counts are added to `filtered` when read.
