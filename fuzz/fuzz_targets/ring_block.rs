@@ -12,7 +12,7 @@ use earlybird::LinkType;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let vlan = earlybird::source::capfilter::CaptureFilter::new("vlan 100 and tcp")
+    let vlan = earlybird::CaptureFilter::new("vlan 100 and tcp")
         .and_then(|f| f.program(LinkType::Ethernet))
         .ok();
     for (max, link, filter) in [
