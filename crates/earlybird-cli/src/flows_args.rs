@@ -74,6 +74,38 @@ pub struct FlowsArgs {
     /// which stamp each packet got.
     #[arg(help_heading = "Input", long)]
     hw_timestamps: bool,
+    /// Only the packets this capture filter keeps (tcpdump's syntax).
+    ///
+    /// Read only the packets this capture filter keeps: an expression in
+    /// tcpdump's syntax ("tcp port 443", "host 10.0.0.1 and not udp", "vlan
+    /// 100"), compiled by libpcap.
+    ///
+    /// Files and pipes: run over every packet before the shards, as `tcpdump
+    /// -r FILE -w - EXPRESSION | earlybird flows -` would. Live: run in the
+    /// kernel on each socket. The packets left out are counted ("filtered" in
+    /// the summary, earlybird_filtered_packets_total on /metrics).
+    #[arg(help_heading = "Input", long, value_name = "EXPRESSION")]
+    filter: Option<String>,
+    /// Live: af-packet (default) or af-xdp.
+    ///
+    /// Live capture: how the interface is read. "af-packet" (default):
+    /// AF_PACKET TPACKET_V3 rings, one per shard. "af-xdp": an AF_XDP socket on
+    /// the interface's receive queue 0, frames read in place (zero-copy where
+    /// the driver offers it, copy mode otherwise, as on veth), the redirecting
+    /// XDP program attached through a BPF link the kernel removes when the
+    /// process ends; one shard, batch timestamps.
+    ///
+    /// AF_XDP takes the packets away from the host's stack: it is for a mirror
+    /// or a dedicated port, and an interface with addresses is refused unless
+    /// --xdp-take-traffic.
+    #[arg(help_heading = "Input", long, value_name = "HOW", default_value = "af-packet", value_parser = ["af-packet", "af-xdp"])]
+    capture: String,
+    /// Live, AF_XDP: capture an interface that has addresses.
+    ///
+    /// With --capture af-xdp: capture an interface that has addresses anyway;
+    /// its packets no longer reach the host's stack while the capture runs.
+    #[arg(help_heading = "Input", long)]
+    xdp_take_traffic: bool,
     /// Live, several shards: how the kernel spreads packets.
     ///
     /// Live capture with several shards: how the kernel spreads packets over

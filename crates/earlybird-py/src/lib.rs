@@ -193,6 +193,8 @@ impl Run {
         d.set_item("packets_read", r.counters.packets_read)?;
         d.set_item("bytes_read", r.counters.bytes_read)?;
         d.set_item("packets_flowed", r.counters.packets_flowed)?;
+        // Packets the capture filter (`filter`) left out.
+        d.set_item("filtered", r.counters.filtered)?;
         d.set_item("records", r.summary.records)?;
         d.set_item("inputs_read", r.inputs_read)?;
         d.set_item("seconds", r.seconds)?;

@@ -80,3 +80,16 @@ def test_the_example_probe_file_runs(tmp_path):
 def test_each_option_group_gives_the_clis_records(cli, tmp_path, kwargs, args):
     table = earlybird.flows(PCAP, **kwargs).to_arrow()
     compare(cli_csv(cli, [PCAP], tmp_path, *args), table)
+
+
+def test_the_filter_keyword_gives_the_clis_filtered_records(cli, tmp_path):
+    # A capture filter in tcpdump's syntax (`--filter`): the same records
+    # as the CLI's, only UDP ones, and the packets left out counted.
+    rows = cli_csv(cli, [PCAP], tmp_path, "--filter", "udp", "--no-model")
+    flows = earlybird.flows(PCAP, filter="udp", no_model=True)
+    table = flows.to_arrow()
+    compare(rows, table)
+    assert set(table.column("proto").to_pylist()) == {17}
+    assert flows.report["filtered"] > 0
+    with pytest.raises(ValueError, match="libpcap"):
+        earlybird.flows(PCAP, filter="udp porrt 53")

@@ -213,7 +213,8 @@ pub use probe::{
     DEFAULT_MODEL_NAME,
 };
 pub use schema::{Cells, Field, FieldType, Kind, OwnedValue, RowBatch, Rows, Value};
-pub use source::af_packet::LiveConfig;
+pub use source::af_packet::{Capture, LiveConfig};
+pub use source::capfilter::{CaptureFilter, Program as FilterProgram};
 pub use source::fanout::Fanout;
 pub use source::inputs::{InputOrder, Inputs, SkipReason};
 #[cfg(feature = "tools")]

@@ -96,6 +96,8 @@ pub struct Plan {
     rows: Vec<(&'static Kind, PathBuf, Format)>,
     metrics: Option<std::net::SocketAddr>,
     tracker: Option<TrackerConfig>,
+    /// The capture filter (`--filter`), which counts what it leaves out.
+    filter: Option<Arc<crate::source::capfilter::CaptureFilter>>,
 }
 
 /// An opened run: outputs created, sockets bound.
@@ -276,6 +278,10 @@ impl Config {
             None => None,
         };
         let model = self.model_ref()?;
+        let filter = match &c.filter {
+            Some(e) => Some(Arc::new(crate::source::capfilter::CaptureFilter::new(e)?)),
+            None => None,
+        };
         let input = match &c.interface {
             Some(iface) => {
                 need(c.ring_mib > 0, "--ring-mib must be at least 1")?;
@@ -292,6 +298,11 @@ impl Config {
                     promiscuous: !c.no_promisc,
                     fanout,
                     hw_timestamps: c.hw_timestamps,
+                    filter: filter.clone(),
+                    capture: crate::source::af_packet::Capture::parse(&c.capture).ok_or_else(
+                        || usage(format!("--capture {:?}: af-packet or af-xdp", c.capture)),
+                    )?,
+                    xdp_take_traffic: c.xdp_take_traffic,
                     ..LiveConfig::new(iface)
                 };
                 Input::Live(live, duration)
@@ -300,7 +311,9 @@ impl Config {
                 let order = InputOrder::parse(&c.input_order).ok_or_else(|| {
                     usage(format!("--input-order {:?}: time or given", c.input_order))
                 })?;
-                Input::Files(Inputs::plan(&c.inputs, order)?)
+                let mut inputs = Inputs::plan(&c.inputs, order)?;
+                inputs.filter = filter.clone();
+                Input::Files(inputs)
             }
         };
         if paths {
@@ -381,6 +394,7 @@ impl Config {
             rows,
             metrics,
             tracker: c.tracks_calls().then(|| self.tracker_config()),
+            filter,
         };
         Ok(plan)
     }
@@ -598,6 +612,10 @@ impl Plan {
         let server = match self.metrics {
             Some(addr) => {
                 let metrics = Arc::new(Metrics::new());
+                if let Some(f) = &self.filter {
+                    let f = f.clone();
+                    metrics.watch_filtered(Box::new(move || f.filtered()));
+                }
                 self.options.metrics = Some(metrics.clone());
                 Some(MetricsServer::start(addr, metrics)?)
             }
@@ -690,6 +708,10 @@ impl Probe {
             .unwrap_or_default();
         let mut report = result?;
         report.output_errors.extend(call_errors);
+        if let Some(f) = &plan.filter {
+            report.filter = Some(f.expression().to_string());
+            report.counters.filtered += f.filtered();
+        }
         Ok(report)
     }
 }

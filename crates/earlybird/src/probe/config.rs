@@ -51,6 +51,14 @@ pub struct Config {
     pub hw_timestamps: bool,
     /// Live, several shards: `hosts` (default) or `flows`.
     pub fanout: String,
+    /// Capture filter in tcpdump's syntax, compiled by libpcap: only the
+    /// packets it keeps are read (files, pipes and live). Default none.
+    pub filter: Option<String>,
+    /// Live: `af-packet` (default) or `af-xdp`.
+    pub capture: String,
+    /// Live, AF_XDP: capture an interface that has addresses (its traffic
+    /// no longer reaches the host). Default false.
+    pub xdp_take_traffic: bool,
     /// Batch-timestamp correction of files: `off` (default), `udts`,
     /// `wdts`.
     pub timestamps: String,
@@ -240,6 +248,9 @@ impl Default for Config {
             no_promisc: false,
             hw_timestamps: false,
             fanout: "hosts".into(),
+            filter: None,
+            capture: "af-packet".into(),
+            xdp_take_traffic: false,
             timestamps: "off".into(),
             sample: None,
             sample_seed: None,

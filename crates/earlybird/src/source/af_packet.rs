@@ -31,6 +31,18 @@
 //!   socket reserves in front of each frame (`PACKET_RESERVE`) and the tag
 //!   goes between them and the EtherType — so a frame reads as it was on
 //!   the wire and its flow keeps its VLAN.
+//! - A capture filter (`--filter`, [`super::capfilter`]) runs in the
+//!   kernel, after the choice of interfaces in the socket's program, over
+//!   untagged frames; tagged frames are judged by the walk once their tag
+//!   is back ([`Frames::with_filter`]), and those it leaves out are counted
+//!   ([`Walked::filtered`]) and not handed out. `-i any` takes no filter
+//!   (its frames have different link types).
+//! - `--capture af-xdp` ([`Capture::AfXdp`], one interface, one socket):
+//!   the ring is an XDP socket's ([`super::af_xdp`]) and a block is what
+//!   its receive ring holds when asked, handed out in place from the UMEM
+//!   and given back to the fill ring when the block is dropped; frames
+//!   carry batch stamps (counted as unstamped); the capture filter runs
+//!   over every frame in the walk.
 //! - Loopback hands every packet to packet sockets twice (leaving and
 //!   coming back in); on a loopback interface the socket ignores the
 //!   outgoing copy (`PACKET_IGNORE_OUTGOING`), so each is counted once.
@@ -44,13 +56,36 @@
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
+use super::capfilter::{kernel_programs, CaptureFilter, Program};
 use super::fanout::{host_pair_program, Fanout};
 use super::hwstamp::{Stamped, TsInfo};
 use super::netdev::{bind, hw_type, ifindex, packet_socket, set_opt, RingMap};
 use super::PacketRef;
 use crate::decode::LinkType;
 use crate::error::{Error, Result};
+
+/// How a live capture reads the interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Capture {
+    /// AF_PACKET sockets with TPACKET_V3 rings (the default).
+    #[default]
+    AfPacket,
+    /// An AF_XDP socket on the interface's queue 0 ([`super::af_xdp`]).
+    AfXdp,
+}
+
+impl Capture {
+    /// `af-packet` or `af-xdp`.
+    pub fn parse(s: &str) -> Option<Capture> {
+        match s {
+            "af-packet" => Some(Capture::AfPacket),
+            "af-xdp" => Some(Capture::AfXdp),
+            _ => None,
+        }
+    }
+}
 
 /// Options of a live capture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +112,13 @@ pub struct LiveConfig {
     /// [`super::hwstamp::HwStamping`]); an interface without them is an
     /// error.
     pub hw_timestamps: bool,
+    /// A capture filter (`--filter`) run in the kernel on every socket.
+    pub filter: Option<std::sync::Arc<super::capfilter::CaptureFilter>>,
+    /// AF_PACKET rings or an AF_XDP socket.
+    pub capture: Capture,
+    /// AF_XDP: capture even if the interface has addresses (its traffic
+    /// no longer reaches the host's stack).
+    pub xdp_take_traffic: bool,
 }
 
 impl LiveConfig {
@@ -92,6 +134,9 @@ impl LiveConfig {
             promiscuous: true,
             fanout: Fanout::Hosts,
             hw_timestamps: false,
+            filter: None,
+            capture: Capture::AfPacket,
+            xdp_take_traffic: false,
         }
     }
 }
@@ -158,6 +203,11 @@ pub struct Ring {
     ts_info: Vec<(String, Option<TsInfo>)>,
     /// Hardware stamps turned on by the run (`--hw-timestamps`).
     hw_asked: bool,
+    /// The capture filter, and its program the walk runs over tagged
+    /// frames.
+    filter: Option<(Arc<CaptureFilter>, Arc<Program>)>,
+    /// `--capture af-xdp`: the XDP socket (`map` is then its UMEM).
+    xdp: Option<Box<super::af_xdp::Xsk>>,
 }
 
 /// The link type of frames read with a raw packet socket from an
@@ -209,6 +259,35 @@ pub fn capture_filter(indexes: &[libc::c_int], snaplen: u32) -> Vec<libc::sock_f
     p
 }
 
+/// A socket without a ring that counts, with `program`, the packets a
+/// capture filter leaves out in the kernel (see `super::capfilter`): the
+/// few that fit its smallest receive buffer wait there unread, the rest
+/// are dropped, and the kernel counts both.
+fn counting_socket(
+    name: &str,
+    program: &[libc::sock_filter],
+    bound: libc::c_int,
+    loopback: bool,
+) -> Result<OwnedFd> {
+    let err = |what: &'static str| move |e: std::io::Error| Error::interface(name, what, e);
+    let fd = packet_socket(name)?;
+    let small: libc::c_int = 1;
+    set_opt(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &small).map_err(err("SO_RCVBUF"))?;
+    let prog = libc::sock_fprog {
+        len: program.len() as u16,
+        filter: program.as_ptr() as *mut libc::sock_filter,
+    };
+    set_opt(&fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &prog)
+        .map_err(err("capture filter's counting program"))?;
+    if loopback {
+        let on: libc::c_int = 1;
+        set_opt(&fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &on)
+            .map_err(err("PACKET_IGNORE_OUTGOING"))?;
+    }
+    bind(&fd, name, bound, libc::ETH_P_ALL as u16)?;
+    Ok(fd)
+}
+
 /// A fanout group id for this run: unique among the processes of the
 /// machine (the process id) and among runs within the process.
 pub fn fanout_group() -> u16 {
@@ -222,6 +301,9 @@ impl Ring {
     /// `fanout` = (id, members) when given (every socket of a run passes
     /// the same), spreading packets as `cfg.fanout` says.
     pub fn open(cfg: &LiveConfig, fanout: Option<(u16, u32)>) -> Result<Ring> {
+        if cfg.capture == Capture::AfXdp {
+            return Ring::open_xdp(cfg, fanout);
+        }
         let name = cfg.interface.as_str();
         let page = 4096u32;
         if cfg.block_size < page || !cfg.block_size.is_multiple_of(page) || cfg.blocks == 0 {
@@ -277,7 +359,35 @@ impl Ring {
             .map_err(err("PACKET_VERSION 3"))?;
         let hardware = ts_info.iter().any(|(_, i)| i.is_some_and(|i| i.hardware()));
         super::hwstamp::socket_options(&fd, name, hardware)?;
-        let filter = capture_filter(&indexes, cfg.snaplen.max(64));
+        // One interface: bound to it. Several: bound to every interface,
+        // the filter keeping theirs, so their packets share one ring in the
+        // order the kernel received them.
+        let bound = if indexes.len() == 1 { indexes[0] } else { 0 };
+        let snaplen = cfg.snaplen.max(64);
+        let mut filter = capture_filter(&indexes, snaplen);
+        let user = match (&cfg.filter, link) {
+            (None, _) => None,
+            (Some(_), None) => {
+                return Err(Error::Interface {
+                    name: name.into(),
+                    reason: "--filter cannot be used with \"any\" (its interfaces have \
+                             different link types): name the interfaces"
+                        .into(),
+                })
+            }
+            (Some(f), Some(l)) => {
+                let user = f.program(l)?;
+                // The accepting `ret` of the choice of interfaces gives way
+                // to the filter.
+                filter.pop();
+                let (capture, counting) = kernel_programs(&filter, &user, snaplen);
+                if !f.counts_in_kernel() {
+                    f.count_in_kernel(counting_socket(name, &counting, bound, loopback)?);
+                }
+                filter = capture;
+                Some((f.clone(), user))
+            }
+        };
         let prog = libc::sock_fprog {
             len: filter.len() as u16,
             filter: filter.as_ptr() as *mut libc::sock_filter,
@@ -316,11 +426,9 @@ impl Ring {
             stamped: Stamped::default(),
             ts_info,
             hw_asked: cfg.hw_timestamps,
+            filter: user,
+            xdp: None,
         };
-        // One interface: bound to it. Several: bound to every interface,
-        // the filter keeping theirs, so their packets share one ring in the
-        // order the kernel received them.
-        let bound = if indexes.len() == 1 { indexes[0] } else { 0 };
         // (With "any" there are no indexes: bound to every interface and
         // filtered by none; each frame says its own link type, and the walk
         // drops loopback's outgoing copies.)
@@ -373,6 +481,60 @@ impl Ring {
         Ok(ring)
     }
 
+    /// `--capture af-xdp`: an XDP socket on queue 0 of one interface.
+    fn open_xdp(cfg: &LiveConfig, fanout: Option<(u16, u32)>) -> Result<Ring> {
+        let name = cfg.interface.as_str();
+        let refuse = |reason: &str| Error::Interface {
+            name: name.into(),
+            reason: format!("{reason}; --capture af-packet can"),
+        };
+        if name.contains(',') || name == "any" {
+            return Err(refuse("AF_XDP captures one interface"));
+        }
+        if fanout.is_some() {
+            return Err(refuse(
+                "AF_XDP runs one shard for now (each socket sees one receive queue, and \
+                 the queues do not keep flows whole)",
+            ));
+        }
+        if cfg.hw_timestamps {
+            return Err(refuse("AF_XDP frames carry no hardware stamps"));
+        }
+        let probe = packet_socket(name)?;
+        let index = ifindex(name)?;
+        let link = link_of(name, hw_type(&probe, name)?)?;
+        if link != LinkType::Ethernet {
+            return Err(refuse("AF_XDP reads Ethernet interfaces"));
+        }
+        drop(probe);
+        let frames = (cfg.block_size as u64 * cfg.blocks as u64 / super::af_xdp::FRAME as u64)
+            .min(1 << 18) as u32;
+        let (fd, map, xsk) = super::af_xdp::open(name, index, frames, cfg.xdp_take_traffic)?;
+        let user = match &cfg.filter {
+            Some(f) => Some((f.clone(), f.program(LinkType::Ethernet)?)),
+            None => None,
+        };
+        let umem = frames.clamp(64, 1 << 18).next_power_of_two() as usize * super::af_xdp::FRAME;
+        Ok(Ring {
+            fd,
+            map,
+            block_size: umem,
+            blocks: 1,
+            next: 0,
+            link: Some(LinkType::Ethernet),
+            interface: name.into(),
+            numbered: 0,
+            bad_frames: 0,
+            unsupported: 0,
+            stats: KernelStats::default(),
+            stamped: Stamped::default(),
+            ts_info: Vec::new(),
+            hw_asked: false,
+            filter: user,
+            xdp: Some(Box::new(xsk)),
+        })
+    }
+
     /// Frames skipped because their link type cannot be decoded (`-i any`).
     pub fn unsupported(&self) -> u64 {
         self.unsupported
@@ -393,6 +555,13 @@ impl Ring {
     /// hardware stamps`, `eth0 offers hardware stamps, not turned on
     /// (--hw-timestamps)`, `hardware stamps on eth0`.
     pub fn stamp_note(&self) -> String {
+        if let Some(x) = &self.xdp {
+            return format!(
+                "AF_XDP ({}): batch stamps, the time each batch was read \
+                 (XDP descriptors carry none)",
+                x.mode()
+            );
+        }
         if self.ts_info.is_empty() {
             return "every interface: software stamps asked for".into();
         }
@@ -430,6 +599,28 @@ impl Ring {
     /// `timeout_ms` for it; `None` when none came in time. An error means
     /// the socket failed (the interface went away).
     pub fn next_block(&mut self, timeout_ms: i32) -> Result<Option<Block<'_>>> {
+        if let Some(x) = self.xdp.as_mut() {
+            let n = x
+                .take(timeout_ms)
+                .map_err(|e| Error::interface(&self.interface, "AF_XDP receive", e))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            // SAFETY: the UMEM, mapped for the ring's life; the kernel
+            // writes no chunk of the take until it is released (when the
+            // `Block` is dropped).
+            let data = unsafe { std::slice::from_raw_parts_mut(self.map.ptr(), self.block_size) };
+            return Ok(Some(Block {
+                ring: self,
+                frames: Frames {
+                    data,
+                    left: 0,
+                    at: 0,
+                    filter: None,
+                },
+                xdp: true,
+            }));
+        }
         if self.status(self.next).load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
             let mut pfd = libc::pollfd {
                 fd: self.fd.as_raw_fd(),
@@ -465,6 +656,7 @@ impl Ring {
         Ok(Some(Block {
             ring: self,
             frames: Frames::new(data),
+            xdp: false,
         }))
     }
 
@@ -491,6 +683,15 @@ impl Ring {
 
     /// The kernel's counters since the socket was opened.
     pub fn stats(&mut self) -> KernelStats {
+        if let Some(x) = &self.xdp {
+            let s = x.stats();
+            let drops = s.rx_dropped + s.rx_ring_full;
+            return KernelStats {
+                packets: x.received() + drops,
+                drops,
+                freezes: s.fill_ring_empty,
+            };
+        }
         // SAFETY: zeroed plain-data struct.
         let mut s: libc::tpacket_stats_v3 = unsafe { std::mem::zeroed() };
         let mut len = std::mem::size_of::<libc::tpacket_stats_v3>() as libc::socklen_t;
@@ -529,6 +730,8 @@ fn read_u16(b: &[u8], at: usize) -> u16 {
 pub struct Block<'a> {
     ring: &'a mut Ring,
     frames: Frames<'a>,
+    /// An XDP socket's take (the ring is `ring.xdp`).
+    xdp: bool,
 }
 
 impl Block<'_> {
@@ -539,18 +742,45 @@ impl Block<'_> {
 
     /// Frames in the block.
     pub fn frames(&self) -> u32 {
-        read_u32(self.frames.data, BLOCK_NUM_PKTS)
+        match (&self.ring.xdp, self.xdp) {
+            (Some(x), true) => x.taken(),
+            _ => read_u32(self.frames.data, BLOCK_NUM_PKTS),
+        }
     }
 
     /// Fills `out` (cleared first) with up to `max` of the block's next
     /// frames; returns how many (0 at the end of the block).
     pub fn next_batch(&mut self, out: &mut Vec<PacketRef>, max: usize) -> usize {
         let ring = &mut *self.ring;
+        if let (Some(x), true) = (ring.xdp.as_mut(), self.xdp) {
+            // A batch left empty by the filter is not the end of the take.
+            loop {
+                let bad = x.bad();
+                let n = x.next_batch(out, max);
+                ring.bad_frames += x.bad() - bad;
+                if n == 0 {
+                    return 0;
+                }
+                if let Some((f, p)) = &ring.filter {
+                    let data = &*self.frames.data;
+                    out.retain(|r| p.matches(r.bytes(data), r.orig_len));
+                    f.count((n - out.len()) as u64);
+                }
+                ring.stamped.none += out.len() as u64;
+                if !out.is_empty() {
+                    return out.len();
+                }
+            }
+        }
         let mut walk = Walked {
             numbered: ring.numbered,
             ..Walked::default()
         };
+        self.frames.filter = ring.filter.as_ref().map(|(_, p)| p.clone());
         let n = self.frames.next_batch(ring.link, out, max, &mut walk);
+        if let Some((f, _)) = &ring.filter {
+            f.count(walk.filtered);
+        }
         ring.numbered = walk.numbered;
         ring.bad_frames += walk.bad_frames;
         ring.unsupported += walk.unsupported;
@@ -572,6 +802,8 @@ pub struct Walked {
     pub unsupported: u64,
     /// Frames handed out, by the stamp the kernel gave them.
     pub stamps: Stamped,
+    /// Tagged frames the capture filter left out ([`Frames::with_filter`]).
+    pub filtered: u64,
 }
 
 /// The walk over the frames of one block's bytes: reads only `data`, so
@@ -581,6 +813,8 @@ pub struct Frames<'a> {
     data: &'a mut [u8],
     left: u32,
     at: usize,
+    /// The capture filter's program, run over tagged frames.
+    filter: Option<Arc<Program>>,
 }
 
 impl<'a> Frames<'a> {
@@ -590,7 +824,17 @@ impl<'a> Frames<'a> {
             left: read_u32(data, BLOCK_NUM_PKTS),
             at: read_u32(data, BLOCK_FIRST) as usize,
             data,
+            filter: None,
         }
+    }
+
+    /// Runs `program` (a capture filter's, for the link type of the walk)
+    /// over every frame the kernel took a VLAN tag off, once the tag is
+    /// back, handing out only the frames it keeps (the kernel ran the
+    /// filter over the others).
+    pub fn with_filter(mut self, program: Option<Arc<Program>>) -> Frames<'a> {
+        self.filter = program;
+        self
     }
 
     /// The block's bytes (the [`PacketRef`] offsets point into them).
@@ -677,6 +921,15 @@ impl<'a> Frames<'a> {
                 orig_len = orig_len.saturating_add(VLAN_TAG as u32);
                 walk.vlan_restored += 1;
             }
+            if status & libc::TP_STATUS_VLAN_VALID != 0 {
+                if let Some(p) = &self.filter {
+                    let frame = &data[mac..mac + caplen as usize];
+                    if !p.matches(frame, orig_len) {
+                        walk.filtered += 1;
+                        continue;
+                    }
+                }
+            }
             walk.numbered += 1;
             walk.stamps.count(status);
             out.push(PacketRef {
@@ -695,6 +948,10 @@ impl<'a> Frames<'a> {
 
 impl Drop for Block<'_> {
     fn drop(&mut self) {
+        if let (Some(x), true) = (self.ring.xdp.as_mut(), self.xdp) {
+            x.release();
+            return;
+        }
         // SAFETY: the status word of this block, 4-aligned (blocks are
         // page-aligned), written through the block's own borrow; the
         // kernel reads it atomically.
@@ -790,7 +1047,8 @@ mod tests {
                 stamps: Stamped {
                     none: 3,
                     ..Stamped::default()
-                }
+                },
+                filtered: 0,
             }
         );
     }

@@ -9,14 +9,25 @@
 //! every shard has taken it and let it go. A stop flag raised, or
 //! [`Feed::cancel`], ends every wait; the producer then hands out nothing
 //! more.
+//!
+//! With a capture filter (`--filter`) the producer reads each capture
+//! itself and hands out, instead, in-memory pcap captures of the packets
+//! the filter keeps (at most [`CHUNK_BYTES`] each, one link type each,
+//! nanosecond stamps, wire lengths kept), as the next chunks of the same
+//! input: the shards see what `tcpdump -r FILE -w - EXPRESSION` would hand
+//! them through a pipe. The packets left out are counted in the filter;
+//! the warnings of the capture read (damage, unsupported link types) are
+//! the producer's, their offsets the input's.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
+use super::capfilter::{CaptureFilter, Program};
 use super::inputs::{open_sniffed, skip_reason, Planned, SkipReason, AHEAD};
 use super::stream::{ChunkError, Chunker, Place, CHUNK_BYTES};
-use super::{CaptureFile, Warning};
+use super::{CaptureFile, PacketRef, Warning};
+use crate::decode::LinkType;
 
 /// One capture handed to the shards.
 #[derive(Debug)]
@@ -71,16 +82,20 @@ pub(crate) struct Feed {
     /// Raised when the run stops (a signal): a shard waiting for the next
     /// capture — a pipe with nothing to read — stops waiting.
     stop: Vec<Arc<AtomicBool>>,
+    /// The capture filter run over every capture before it is handed out.
+    filter: Option<Arc<CaptureFilter>>,
 }
 
 impl Feed {
     /// Starts the producer thread over the planned `items` for `shards`
     /// readers, which stop waiting for a capture once any of the `stop`
-    /// flags is raised.
+    /// flags is raised; with `filter`, the captures handed out hold only
+    /// the packets it keeps.
     pub(super) fn start(
         items: Vec<Planned>,
         shards: usize,
         stop: Vec<Arc<AtomicBool>>,
+        filter: Option<Arc<CaptureFilter>>,
     ) -> Arc<Feed> {
         let feed = Arc::new(Feed {
             state: Mutex::new(FeedState::default()),
@@ -89,6 +104,7 @@ impl Feed {
             started: AtomicBool::new(false),
             spare: AtomicBool::new(false),
             stop,
+            filter,
         });
         let producer = feed.clone();
         let spawned = std::thread::Builder::new()
@@ -238,6 +254,12 @@ fn produce(feed: &Feed, items: Vec<Planned>) {
                             continues: false,
                             chunk: None,
                         };
+                        if let Some(f) = &feed.filter {
+                            if push_filtered(feed, f, &item, false).is_none() {
+                                break;
+                            }
+                            continue;
+                        }
                         let Some(item) = feed.push(item) else {
                             break;
                         };
@@ -273,6 +295,8 @@ fn produce(feed: &Feed, items: Vec<Planned>) {
                     }
                 };
                 let mut chunker = Chunker::new(src, CHUNK_BYTES, eager);
+                // Filtered: a capture of the stream was handed out already.
+                let mut handed = false;
                 loop {
                     match chunker.next_chunk() {
                         Ok(Some(ch)) => {
@@ -285,7 +309,12 @@ fn produce(feed: &Feed, items: Vec<Planned>) {
                                         continues,
                                         chunk,
                                     };
-                                    if feed.push(item).is_none() {
+                                    if let Some(f) = &feed.filter {
+                                        match push_filtered(feed, f, &item, handed) {
+                                            Some(h) => handed |= h,
+                                            None => break 'inputs,
+                                        }
+                                    } else if feed.push(item).is_none() {
                                         break 'inputs;
                                     }
                                 }
@@ -314,4 +343,138 @@ fn produce(feed: &Feed, items: Vec<Planned>) {
     let mut st = feed.lock();
     st.done = true;
     feed.changed.notify_all();
+}
+
+/// A filtered capture being assembled: a classic pcap (little-endian,
+/// nanosecond stamps) of one link type.
+struct Piece {
+    link: LinkType,
+    bytes: Vec<u8>,
+}
+
+impl Piece {
+    fn new(link: LinkType) -> Piece {
+        let mut bytes = Vec::with_capacity(CHUNK_BYTES + 64 * 1024);
+        bytes.extend_from_slice(&0xA1B2_3C4Du32.to_le_bytes());
+        bytes.extend_from_slice(&2u16.to_le_bytes());
+        bytes.extend_from_slice(&4u16.to_le_bytes());
+        bytes.extend_from_slice(&[0; 8]);
+        let snaplen = super::pcap_writer::MAX_SNAPLEN;
+        bytes.extend_from_slice(&snaplen.to_le_bytes());
+        let linktype = super::pcap_writer::linktype_number(link);
+        bytes.extend_from_slice(&linktype.to_le_bytes());
+        Piece { link, bytes }
+    }
+
+    fn add(&mut self, p: &PacketRef, data: &[u8]) {
+        let ts = p.ts;
+        let b = &mut self.bytes;
+        b.extend_from_slice(&((ts / 1_000_000_000) as u32).to_le_bytes());
+        b.extend_from_slice(&((ts % 1_000_000_000) as u32).to_le_bytes());
+        b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        b.extend_from_slice(&p.orig_len.max(data.len() as u32).to_le_bytes());
+        b.extend_from_slice(data);
+    }
+
+    fn full(&self) -> bool {
+        self.bytes.len() >= CHUNK_BYTES
+    }
+}
+
+/// Reads `item`'s capture, runs the filter over every packet and hands out
+/// the packets kept as captures of their own (see the module docs);
+/// `handed`: a capture of the same input was handed out before (the first
+/// one of this item then continues it). Returns whether one was handed
+/// out, `None` once the feed is cancelled.
+fn push_filtered(
+    feed: &Feed,
+    filter: &CaptureFilter,
+    item: &FeedItem,
+    handed: bool,
+) -> Option<bool> {
+    let name = item.file.name();
+    let mut reader = item.file.reader();
+    let data = reader.data();
+    let mut refs: Vec<PacketRef> = Vec::with_capacity(super::BATCH);
+    let mut piece: Option<Piece> = None;
+    let mut continues = item.continues && handed;
+    let mut any = false;
+    // The program of the link type read last (`None`: it cannot be
+    // compiled for it, its packets are all left out).
+    let mut prog: Option<(LinkType, Option<Arc<Program>>)> = None;
+    let hand = |p: Piece, continues: &mut bool| {
+        let out = FeedItem {
+            file: CaptureFile::from_bytes(name, p.bytes).ok()?,
+            continues: *continues,
+            chunk: None,
+        };
+        *continues = true;
+        feed.push(out).map(|_| ())
+    };
+    while reader.next_batch(&mut refs, super::BATCH) > 0 {
+        let mut left_out = 0u64;
+        for p in &refs {
+            if prog.as_ref().map(|(l, _)| *l) != Some(p.link) {
+                let compiled = match filter.program(p.link) {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        feed.warn(
+                            name,
+                            Warning::NO_OFFSET,
+                            format!("its {:?} packets are left out: {e}", p.link),
+                        );
+                        None
+                    }
+                };
+                prog = Some((p.link, compiled));
+            }
+            let bytes = p.bytes(data);
+            let kept = prog
+                .as_ref()
+                .and_then(|(_, c)| c.as_ref())
+                .is_some_and(|c| c.matches(bytes, p.orig_len));
+            if !kept {
+                left_out += 1;
+                continue;
+            }
+            if piece.as_ref().is_some_and(|x| x.link != p.link || x.full()) {
+                if let Some(done) = piece.take() {
+                    hand(done, &mut continues)?;
+                    any = true;
+                }
+            }
+            piece
+                .get_or_insert_with(|| Piece::new(p.link))
+                .add(p, bytes);
+        }
+        filter.count(left_out);
+        if feed.is_cancelled() {
+            return None;
+        }
+    }
+    if let Some(done) = piece.take() {
+        hand(done, &mut continues)?;
+        any = true;
+    }
+    // What the shards would have reported reading the capture themselves.
+    let vanished = match reader.warning() {
+        None => item.file.vanished(),
+        Some(_) => None,
+    };
+    for w in reader.warnings().cloned().chain(vanished) {
+        let offset = match w.offset {
+            Warning::NO_OFFSET => w.offset,
+            o => item.input_offset(o),
+        };
+        feed.warn(&w.file, offset, w.message);
+    }
+    let unsupported = reader.skipped_unsupported_link();
+    if unsupported > 0 {
+        feed.warn(
+            name,
+            Warning::NO_OFFSET,
+            format!("{unsupported} packets on links that cannot be decoded were left out"),
+        );
+    }
+    Some(any)
 }

@@ -156,6 +156,9 @@ pub struct Inputs {
     pub warnings: Vec<Warning>,
     /// Inputs skipped, by reason.
     pub skipped: Vec<(SkipReason, u64)>,
+    /// The capture filter (`--filter`) the input thread runs over every
+    /// capture before the shards see it.
+    pub filter: Option<Arc<super::capfilter::CaptureFilter>>,
 }
 
 /// A candidate input before it is checked.
@@ -320,7 +323,7 @@ impl Inputs {
     /// for `shards` readers, which stop waiting for a capture once any of
     /// the `stop` flags is raised.
     pub(crate) fn start(self, shards: usize, stop: Vec<Arc<AtomicBool>>) -> Arc<Feed> {
-        Feed::start(self.items, shards, stop)
+        Feed::start(self.items, shards, stop, self.filter)
     }
 }
 

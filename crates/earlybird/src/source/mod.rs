@@ -15,6 +15,8 @@
 pub mod af_packet;
 #[cfg(feature = "tools")]
 mod af_packet_tx;
+pub mod af_xdp;
+pub mod capfilter;
 pub mod fanout;
 pub(crate) mod feed;
 pub mod file;

@@ -149,15 +149,46 @@ impl RingMap {
         what: &str,
     ) -> Result<RingMap> {
         let flags = libc::MAP_SHARED | if populate { libc::MAP_POPULATE } else { 0 };
-        // SAFETY: maps the ring the socket has just set up.
+        Self::map(Some(fd), name, len, flags, 0, what)
+    }
+
+    /// Maps the `len` bytes of the socket's ring at page offset `pgoff`
+    /// (an XDP socket's rings), populated.
+    pub fn at(
+        fd: &OwnedFd,
+        name: &str,
+        len: usize,
+        pgoff: libc::off_t,
+        what: &str,
+    ) -> Result<RingMap> {
+        let flags = libc::MAP_SHARED | libc::MAP_POPULATE;
+        Self::map(Some(fd), name, len, flags, pgoff, what)
+    }
+
+    /// `len` bytes of zeroed memory of this process, populated (an XDP
+    /// socket's UMEM).
+    pub fn anonymous(name: &str, len: usize) -> Result<RingMap> {
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE;
+        Self::map(None, name, len, flags, 0, "UMEM")
+    }
+
+    fn map(
+        fd: Option<&OwnedFd>,
+        name: &str,
+        len: usize,
+        flags: libc::c_int,
+        offset: libc::off_t,
+        what: &str,
+    ) -> Result<RingMap> {
+        // SAFETY: maps a ring the socket has just set up, or fresh memory.
         let ptr = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 flags,
-                fd.as_raw_fd(),
-                0,
+                fd.map_or(-1, |f| f.as_raw_fd()),
+                offset,
             )
         };
         if ptr == libc::MAP_FAILED {

@@ -68,6 +68,9 @@ pub struct Counters {
     pub sampled_out: u64,
     /// Wire bytes of those packets (also in `bytes_read`).
     pub sampled_out_bytes: u64,
+    /// Packets the capture filter (`--filter`) left out: never read by the
+    /// shards (not in `packets_read`).
+    pub filtered: u64,
 }
 
 impl Counters {
@@ -105,6 +108,7 @@ impl Counters {
         self.ts_retimed += o.ts_retimed;
         self.sampled_out += o.sampled_out;
         self.sampled_out_bytes += o.sampled_out_bytes;
+        self.filtered += o.filtered;
     }
 
     /// What grew since `base` (an earlier copy of the same counters): the

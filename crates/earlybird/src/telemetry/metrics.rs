@@ -5,7 +5,9 @@
 //! `prometheus` crate); the exporter thread adds each complete second of
 //! the run to it ([`Metrics::observe`]), so every counter is the sum of
 //! the seconds merged so far, in packet time, and `earlybird_packet_time_seconds`
-//! says which second that is. [`MetricsServer::start`] binds the address
+//! says which second that is. The one exception, `earlybird_filtered_packets_total`
+//! (packets the capture filter left out, which no shard sees), is read at
+//! each scrape from the filter's own count ([`Metrics::watch_filtered`]). [`MetricsServer::start`] binds the address
 //! (a bare port, or `:PORT`, means the loopback address 127.0.0.1: the
 //! endpoint is not offered to the network unless an address says so) and
 //! answers `GET /metrics` with the Prometheus text format (0.0.4) from a
@@ -55,7 +57,13 @@ pub struct Metrics {
     seconds: IntCounter,
     alarms: IntCounterVec,
     alarm_active: prometheus::IntGaugeVec,
+    filtered: IntCounter,
+    /// The capture filter's count of packets left out, when one runs.
+    filtered_source: std::sync::OnceLock<FilteredCount>,
 }
+
+/// Reads a capture filter's count of packets left out.
+pub type FilteredCount = Box<dyn Fn() -> u64 + Send + Sync>;
 
 /// Registers one metric, whose name and help are fixed here (never fails
 /// for them).
@@ -94,6 +102,12 @@ impl Metrics {
         let r = Registry::new();
         let m = Metrics {
             packets: counter(&r, "earlybird_packets_total", "Packets read."),
+            filtered: counter(
+                &r,
+                "earlybird_filtered_packets_total",
+                "Packets the capture filter (--filter) left out (not read).",
+            ),
+            filtered_source: std::sync::OnceLock::new(),
             bytes: counter(
                 &r,
                 "earlybird_bytes_total",
@@ -339,8 +353,19 @@ impl Metrics {
             .set(i64::from(active));
     }
 
+    /// Makes `earlybird_filtered_packets_total` follow `count`, the
+    /// capture filter's count of packets left out (read at each scrape).
+    pub fn watch_filtered(&self, count: FilteredCount) {
+        let _ = self.filtered_source.set(count);
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn render(&self) -> String {
+        if let Some(c) = self.filtered_source.get() {
+            let now = c();
+            self.filtered
+                .inc_by(now.saturating_sub(self.filtered.get()));
+        }
         let mut buf = Vec::new();
         // Encoding into memory cannot fail.
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
@@ -447,6 +472,20 @@ fn serve(server: &tiny_http::Server, metrics: &Metrics) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_filtered_count_is_read_at_each_scrape() {
+        let m = Metrics::new();
+        assert!(m.render().contains("earlybird_filtered_packets_total 0"));
+        let n = Arc::new(std::sync::atomic::AtomicU64::new(7));
+        let seen = n.clone();
+        m.watch_filtered(Box::new(move || {
+            seen.load(std::sync::atomic::Ordering::Relaxed)
+        }));
+        assert!(m.render().contains("earlybird_filtered_packets_total 7"));
+        n.store(12, std::sync::atomic::Ordering::Relaxed);
+        assert!(m.render().contains("earlybird_filtered_packets_total 12"));
+    }
     use crate::flow::tally::Tally;
     use std::io::{Read, Write};
 

@@ -283,6 +283,9 @@ pub struct Report {
     pub live_stamps: Option<String>,
     /// What the call stage did (`RunOptions::calls`), when it ran.
     pub calls: Option<crate::voip::run::VoipSummary>,
+    /// The capture filter's expression (`--filter`), when one ran; the
+    /// packets it left out are in [`Counters::filtered`].
+    pub filter: Option<String>,
 }
 
 /// The process's anonymous resident memory (Linux), in bytes.
@@ -338,6 +341,13 @@ impl fmt::Display for Report {
             c.packets_flowed,
             c.skipped_total()
         )?;
+        if let Some(expr) = &self.filter {
+            writeln!(
+                f,
+                "filter: {} packets left out by {expr:?} (filtered)",
+                c.filtered
+            )?;
+        }
         if c.sampled_out > 0 {
             let kept = c.packets_read.saturating_sub(c.sampled_out);
             writeln!(

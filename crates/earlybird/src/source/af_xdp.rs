@@ -1,0 +1,646 @@
+//! Live capture through an AF_XDP socket (`--capture af-xdp`): the frames
+//! of one receive queue of an interface land in memory shared with the
+//! kernel (the UMEM) and are read there in place.
+//!
+//! Contract:
+//! - [`open`] maps a UMEM of `frames` chunks of [`FRAME`] bytes, opens an
+//!   XDP socket on queue 0 of the interface with a fill ring and a receive
+//!   ring of `frames` entries (and the completion ring the kernel asks
+//!   for), asks for `need_wakeup`, and binds without forcing a mode: the
+//!   kernel takes zero-copy where the driver offers it and copy mode
+//!   otherwise (veth); [`Xsk::mode`] says which it took.
+//! - The program that sends the queue's frames to the socket is six
+//!   instructions assembled here (no compiler, nothing to build): it reads
+//!   the frame's receive queue and redirects to the socket of that queue
+//!   in an XSKMAP, passing the frame on to the host's stack when there is
+//!   none. It is attached through a BPF link (driver mode, else generic),
+//!   which the kernel takes off the interface when its last descriptor is
+//!   closed: when the process ends, also by SIGKILL.
+//! - Reading: [`Xsk::ready`] waits for the receive ring; the frames taken
+//!   ([`Xsk::take`]) are handed out as offsets into the UMEM, and given
+//!   back to the fill ring, in one step, when the caller is done with them
+//!   ([`Xsk::release`]). A descriptor that points outside the UMEM is
+//!   counted ([`Xsk::bad`]) and skipped; nothing panics.
+//! - Stamps: XDP descriptors carry no time; every frame of a take gets the
+//!   system clock read when the take began (a batch stamp).
+//! - Safety: AF_XDP takes the frames away from the host's stack. An
+//!   interface that has an IPv4 address or an IPv6 address other than a
+//!   link-local one is refused unless the caller says it may take its
+//!   traffic. Every failure is an [`Error::Interface`] that says why and
+//!   names `--capture af-packet`.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::netdev::RingMap;
+use super::PacketRef;
+use crate::decode::LinkType;
+use crate::error::{Error, Result};
+
+/// Bytes of a UMEM chunk (one frame each).
+pub const FRAME: usize = 2048;
+
+/// What the kernel's socket statistics say (`XDP_STATISTICS`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct XskStats {
+    /// Frames dropped for reasons other than a full ring.
+    pub rx_dropped: u64,
+    /// Frames dropped because the receive ring was full.
+    pub rx_ring_full: u64,
+    /// Times the fill ring had no free chunk for a frame.
+    pub fill_ring_empty: u64,
+    /// Descriptors the kernel found invalid.
+    pub rx_invalid: u64,
+}
+
+/// One mapped ring of the socket: its producer and consumer words and its
+/// entries.
+struct XRing {
+    map: RingMap,
+    producer: usize,
+    consumer: usize,
+    flags: usize,
+    desc: usize,
+    mask: u32,
+}
+
+impl XRing {
+    fn word(&self, at: usize) -> &AtomicU32 {
+        // SAFETY: the offsets the kernel gave are 4-aligned words inside
+        // the mapping, shared with the kernel and accessed atomically.
+        unsafe { AtomicU32::from_ptr(self.map.ptr().add(at).cast()) }
+    }
+    fn producer(&self) -> &AtomicU32 {
+        self.word(self.producer)
+    }
+    fn consumer(&self) -> &AtomicU32 {
+        self.word(self.consumer)
+    }
+    fn needs_wakeup(&self) -> bool {
+        self.word(self.flags).load(Ordering::Relaxed) & libc::XDP_RING_NEED_WAKEUP != 0
+    }
+}
+
+/// An open XDP socket with its rings, program and link (see the module
+/// docs). The UMEM and the socket itself belong to the caller.
+pub struct Xsk {
+    fd: RawFd,
+    umem_len: usize,
+    rx: XRing,
+    fill: XRing,
+    /// Kept mapped while the socket lives (the kernel asks for one).
+    _completion: XRing,
+    /// The receive ring's consumer position (entries taken so far).
+    cons: u32,
+    /// Entries of the current take.
+    taken: u32,
+    /// Of those, handed out so far.
+    walked: u32,
+    stamp: u64,
+    numbered: u64,
+    bad: u64,
+    zero_copy: bool,
+    generic: bool,
+    // Dropped last: the link detaches the program from the interface.
+    _map: OwnedFd,
+    _prog: OwnedFd,
+    _link: OwnedFd,
+}
+
+// SAFETY: the mappings are owned by this value alone; the kernel writes
+// only what the rings hand it.
+unsafe impl Send for Xsk {}
+
+/// BPF commands and constants (linux/bpf.h).
+const BPF_MAP_CREATE: libc::c_int = 0;
+const BPF_MAP_UPDATE_ELEM: libc::c_int = 2;
+const BPF_PROG_LOAD: libc::c_int = 5;
+const BPF_LINK_CREATE: libc::c_int = 28;
+const BPF_MAP_TYPE_XSKMAP: u32 = 17;
+const BPF_PROG_TYPE_XDP: u32 = 6;
+const BPF_XDP: u32 = 37;
+const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
+const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
+/// Queues the XSKMAP has room for.
+const MAP_QUEUES: u32 = 64;
+
+/// One eBPF instruction, as the kernel reads it.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Insn {
+    code: u8,
+    regs: u8,
+    off: i16,
+    imm: i32,
+}
+
+/// The redirecting program for the XSKMAP `map_fd`: `r2 = ctx->rx_queue_index;
+/// r1 = map; r3 = XDP_PASS; return bpf_redirect_map(r1, r2, r3)`.
+fn program(map_fd: RawFd) -> [Insn; 6] {
+    let i = |code, regs, off, imm| Insn {
+        code,
+        regs,
+        off,
+        imm,
+    };
+    [
+        // BPF_LDX | BPF_MEM | BPF_W: r2 = *(u32 *)(r1 + 16).
+        i(0x61, 0x12, 16, 0),
+        // BPF_LD | BPF_DW | BPF_IMM with BPF_PSEUDO_MAP_FD: r1 = map.
+        i(0x18, 0x11, 0, map_fd),
+        i(0, 0, 0, 0),
+        // BPF_ALU64 | BPF_MOV | BPF_K: r3 = XDP_PASS (taken when the
+        // queue has no socket).
+        i(0xb7, 0x03, 0, 2),
+        // BPF_JMP | BPF_CALL: bpf_redirect_map (helper 51).
+        i(0x85, 0, 0, 51),
+        // BPF_JMP | BPF_EXIT.
+        i(0x95, 0, 0, 0),
+    ]
+}
+
+/// The `bpf` system call over an attribute block of 128 bytes.
+fn bpf(cmd: libc::c_int, attr: &mut [u8; 128]) -> std::io::Result<libc::c_long> {
+    // SAFETY: the attribute block is as large as the kernel reads for
+    // these commands; unused fields are zero.
+    let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), attr.len()) };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+fn put32(a: &mut [u8; 128], at: usize, v: u32) {
+    a[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+}
+
+fn put64(a: &mut [u8; 128], at: usize, v: u64) {
+    a[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+}
+
+fn fd_of(r: libc::c_long) -> OwnedFd {
+    // SAFETY: a descriptor the kernel just returned to this process.
+    unsafe { OwnedFd::from_raw_fd(r as RawFd) }
+}
+
+/// An error that says where AF_XDP failed and names the other capture.
+fn xdp_error(name: &str, what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Interface {
+        name: name.into(),
+        reason: format!("AF_XDP: {what}: {e}; --capture af-packet captures without it"),
+    }
+}
+
+/// Whether `name` has an IPv4 address or a routable IPv6 address.
+fn has_addresses(name: &str) -> bool {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills a list freed below.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return false;
+    }
+    let mut found = false;
+    let mut at = list;
+    while !at.is_null() {
+        // SAFETY: a node of the list getifaddrs returned.
+        let ifa = unsafe { &*at };
+        at = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: a NUL-terminated name of the list.
+        let n = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
+        if n.to_bytes() != name.as_bytes() {
+            continue;
+        }
+        // SAFETY: every sockaddr starts with its family.
+        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
+        if family == libc::AF_INET {
+            found = true;
+        } else if family == libc::AF_INET6 {
+            // SAFETY: an AF_INET6 address is a sockaddr_in6.
+            let a = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+            let b = a.sin6_addr.s6_addr;
+            let link_local = b[0] == 0xfe && b[1] & 0xc0 == 0x80;
+            found |= !link_local;
+        }
+    }
+    // SAFETY: the list getifaddrs returned, freed once.
+    unsafe { libc::freeifaddrs(list) };
+    found
+}
+
+fn set<T>(fd: &OwnedFd, opt: libc::c_int, v: &T) -> std::io::Result<()> {
+    super::netdev::set_opt(fd, libc::SOL_XDP, opt, v)
+}
+
+/// Maps one of the socket's rings.
+fn ring(
+    fd: &OwnedFd,
+    name: &str,
+    off: &libc::xdp_ring_offset,
+    entries: u32,
+    entry: usize,
+    pgoff: libc::off_t,
+) -> Result<XRing> {
+    let len = off.desc as usize + entries as usize * entry;
+    let map = RingMap::at(fd, name, len, pgoff, "AF_XDP ring mapping")
+        .map_err(|e| xdp_error(name, "mapping a ring", e))?;
+    Ok(XRing {
+        map,
+        producer: off.producer as usize,
+        consumer: off.consumer as usize,
+        flags: off.flags as usize,
+        desc: off.desc as usize,
+        mask: entries - 1,
+    })
+}
+
+/// Opens an XDP socket on queue 0 of interface `name` (index `ifindex`)
+/// over a UMEM of `frames` chunks (a power of two); see the module docs.
+/// Returns the socket, the UMEM and the rings.
+pub fn open(
+    name: &str,
+    ifindex: libc::c_int,
+    frames: u32,
+    take_traffic: bool,
+) -> Result<(OwnedFd, RingMap, Xsk)> {
+    if !take_traffic && has_addresses(name) {
+        return Err(Error::Interface {
+            name: name.into(),
+            reason: "AF_XDP takes the packets away from the host's stack, and this interface \
+                     has addresses: use it on a mirror or a dedicated port, give \
+                     --xdp-take-traffic to take its traffic anyway, or --capture af-packet"
+                .into(),
+        });
+    }
+    let frames = frames.clamp(64, 1 << 18).next_power_of_two();
+    let umem_len = frames as usize * FRAME;
+    let umem = RingMap::anonymous(name, umem_len)?;
+    // SAFETY: plain syscall.
+    let raw = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(xdp_error(name, "opening an XDP socket", e));
+    }
+    // SAFETY: a fresh descriptor this process owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let reg = libc::xdp_umem_reg {
+        addr: umem.ptr() as u64,
+        len: umem_len as u64,
+        chunk_size: FRAME as u32,
+        headroom: 0,
+        flags: 0,
+        tx_metadata_len: 0,
+    };
+    set(&fd, libc::XDP_UMEM_REG, &reg).map_err(|e| xdp_error(name, "registering the UMEM", e))?;
+    for (opt, what) in [
+        (libc::XDP_UMEM_FILL_RING, "the fill ring"),
+        (libc::XDP_UMEM_COMPLETION_RING, "the completion ring"),
+        (libc::XDP_RX_RING, "the receive ring"),
+    ] {
+        set(&fd, opt, &frames).map_err(|e| xdp_error(name, what, e))?;
+    }
+    // SAFETY: plain-data struct, zero is valid.
+    let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
+    // SAFETY: an xdp_mmap_offsets of the size given.
+    let r = unsafe {
+        libc::getsockopt(
+            raw,
+            libc::SOL_XDP,
+            libc::XDP_MMAP_OFFSETS,
+            (&mut off as *mut libc::xdp_mmap_offsets).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(xdp_error(name, "reading the ring offsets", e));
+    }
+    let rx = ring(&fd, name, &off.rx, frames, 16, libc::XDP_PGOFF_RX_RING)?;
+    let fill = ring(
+        &fd,
+        name,
+        &off.fr,
+        frames,
+        8,
+        libc::XDP_UMEM_PGOFF_FILL_RING as libc::off_t,
+    )?;
+    let completion = ring(
+        &fd,
+        name,
+        &off.cr,
+        frames,
+        8,
+        libc::XDP_UMEM_PGOFF_COMPLETION_RING as libc::off_t,
+    )?;
+    // Every chunk to the kernel.
+    for k in 0..frames {
+        // SAFETY: entry k of the fill ring, inside its mapping.
+        unsafe {
+            let slot = fill.map.ptr().add(fill.desc + 8 * k as usize).cast::<u64>();
+            slot.write(u64::from(k) * FRAME as u64);
+        }
+    }
+    fill.producer().store(frames, Ordering::Release);
+    let sxdp = libc::sockaddr_xdp {
+        sxdp_family: libc::AF_XDP as u16,
+        sxdp_flags: libc::XDP_USE_NEED_WAKEUP,
+        sxdp_ifindex: ifindex as u32,
+        sxdp_queue_id: 0,
+        sxdp_shared_umem_fd: 0,
+    };
+    // SAFETY: a sockaddr_xdp of the size given.
+    let r = unsafe {
+        libc::bind(
+            raw,
+            (&sxdp as *const libc::sockaddr_xdp).cast(),
+            std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(xdp_error(name, "binding to queue 0", e));
+    }
+    // SAFETY: plain-data struct.
+    let mut opts: libc::xdp_options = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::xdp_options>() as libc::socklen_t;
+    // SAFETY: an xdp_options of the size given.
+    let r = unsafe {
+        libc::getsockopt(
+            raw,
+            libc::SOL_XDP,
+            libc::XDP_OPTIONS,
+            (&mut opts as *mut libc::xdp_options).cast(),
+            &mut len,
+        )
+    };
+    let zero_copy = r == 0 && opts.flags & libc::XDP_OPTIONS_ZEROCOPY != 0;
+    let (map, prog, link, generic) = attach(name, ifindex, raw)?;
+    let xsk = Xsk {
+        fd: raw,
+        umem_len,
+        rx,
+        fill,
+        _completion: completion,
+        cons: 0,
+        taken: 0,
+        walked: 0,
+        stamp: 0,
+        numbered: 0,
+        bad: 0,
+        zero_copy,
+        generic,
+        _map: map,
+        _prog: prog,
+        _link: link,
+    };
+    Ok((fd, umem, xsk))
+}
+
+/// Creates the XSKMAP holding socket `xsk` at queue 0, loads the program
+/// and links it to the interface (driver mode, else generic mode):
+/// (map, program, link, generic mode).
+fn attach(
+    name: &str,
+    ifindex: libc::c_int,
+    xsk: RawFd,
+) -> Result<(OwnedFd, OwnedFd, OwnedFd, bool)> {
+    let mut a = [0u8; 128];
+    put32(&mut a, 0, BPF_MAP_TYPE_XSKMAP);
+    put32(&mut a, 4, 4);
+    put32(&mut a, 8, 4);
+    put32(&mut a, 12, MAP_QUEUES);
+    let map = fd_of(
+        bpf(BPF_MAP_CREATE, &mut a)
+            .map_err(|e| xdp_error(name, "creating the XSKMAP (needs CAP_BPF or root)", e))?,
+    );
+    let (key, value) = (0u32, xsk as u32);
+    let mut a = [0u8; 128];
+    put32(&mut a, 0, map.as_raw_fd() as u32);
+    put64(&mut a, 8, &key as *const u32 as u64);
+    put64(&mut a, 16, &value as *const u32 as u64);
+    bpf(BPF_MAP_UPDATE_ELEM, &mut a)
+        .map_err(|e| xdp_error(name, "putting the socket in the XSKMAP", e))?;
+    let insns = program(map.as_raw_fd());
+    let license = c"GPL";
+    let mut log = vec![0u8; 4096];
+    let mut a = [0u8; 128];
+    put32(&mut a, 0, BPF_PROG_TYPE_XDP);
+    put32(&mut a, 4, insns.len() as u32);
+    put64(&mut a, 8, insns.as_ptr() as u64);
+    put64(&mut a, 16, license.as_ptr() as u64);
+    put32(&mut a, 24, 1);
+    put32(&mut a, 28, log.len() as u32);
+    put64(&mut a, 32, log.as_mut_ptr() as u64);
+    a[48..56].copy_from_slice(b"eb_xsk\0\0");
+    put32(&mut a, 68, BPF_XDP);
+    let prog = match bpf(BPF_PROG_LOAD, &mut a) {
+        Ok(fd) => fd_of(fd),
+        Err(e) => {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let text = String::from_utf8_lossy(&log[..end]);
+            return Err(xdp_error(
+                name,
+                "loading the XDP program",
+                format!("{e} {}", text.trim()),
+            ));
+        }
+    };
+    let mut last = None;
+    for (flags, generic) in [(XDP_FLAGS_DRV_MODE, false), (XDP_FLAGS_SKB_MODE, true)] {
+        let mut a = [0u8; 128];
+        put32(&mut a, 0, prog.as_raw_fd() as u32);
+        put32(&mut a, 4, ifindex as u32);
+        put32(&mut a, 8, BPF_XDP);
+        put32(&mut a, 12, flags);
+        match bpf(BPF_LINK_CREATE, &mut a) {
+            Ok(link) => return Ok((map, prog, fd_of(link), generic)),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(xdp_error(
+        name,
+        "attaching the XDP program (BPF link)",
+        last.map_or_else(String::new, |e| e.to_string()),
+    ))
+}
+
+impl Xsk {
+    /// How the socket and program run: `zero-copy` or `copy` mode,
+    /// `driver` or `generic` XDP.
+    pub fn mode(&self) -> String {
+        format!(
+            "{} mode, {} XDP",
+            if self.zero_copy { "zero-copy" } else { "copy" },
+            if self.generic { "generic" } else { "driver" }
+        )
+    }
+
+    /// Waits up to `timeout_ms` for frames in the receive ring; takes them
+    /// all (their count, 0 when none came). Each take must be released
+    /// ([`Xsk::release`]) before the next.
+    pub fn take(&mut self, timeout_ms: i32) -> std::io::Result<u32> {
+        let mut ready = self
+            .rx
+            .producer()
+            .load(Ordering::Acquire)
+            .wrapping_sub(self.cons);
+        if ready == 0 {
+            if self.fill.needs_wakeup() {
+                // SAFETY: a zero-length receive that only wakes the driver.
+                unsafe {
+                    libc::recvfrom(
+                        self.fd,
+                        std::ptr::null_mut(),
+                        0,
+                        libc::MSG_DONTWAIT,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                    )
+                };
+            }
+            let mut pfd = libc::pollfd {
+                fd: self.fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one pollfd.
+            let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+            if r < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+            if pfd.revents & (libc::POLLERR | libc::POLLNVAL) != 0 {
+                return Err(std::io::Error::other("the XDP socket failed"));
+            }
+            ready = self
+                .rx
+                .producer()
+                .load(Ordering::Acquire)
+                .wrapping_sub(self.cons);
+        }
+        self.taken = ready.min(self.rx.mask + 1);
+        self.walked = 0;
+        self.stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Ok(self.taken)
+    }
+
+    /// Fills `out` (cleared first) with up to `max` frames of the current
+    /// take, as offsets into the UMEM; returns how many (0 at its end).
+    pub fn next_batch(&mut self, out: &mut Vec<PacketRef>, max: usize) -> usize {
+        out.clear();
+        while self.walked < self.taken && out.len() < max {
+            let k = self.cons.wrapping_add(self.walked) & self.rx.mask;
+            self.walked += 1;
+            // SAFETY: entry k of the receive ring, inside its mapping; the
+            // kernel does not write it until the consumer moves past it.
+            let d: libc::xdp_desc = unsafe {
+                self.rx
+                    .map
+                    .ptr()
+                    .add(self.rx.desc + 16 * k as usize)
+                    .cast::<libc::xdp_desc>()
+                    .read()
+            };
+            let (at, len) = (d.addr as usize, d.len as usize);
+            if at.checked_add(len).is_none_or(|e| e > self.umem_len) {
+                self.bad += 1;
+                continue;
+            }
+            self.numbered += 1;
+            out.push(PacketRef {
+                offset: at,
+                caplen: d.len,
+                orig_len: d.len,
+                ts: self.stamp,
+                link: LinkType::Ethernet,
+                number: self.numbered,
+            });
+        }
+        out.len()
+    }
+
+    /// Gives every chunk of the current take back to the fill ring and
+    /// moves the receive ring on past it.
+    pub fn release(&mut self) {
+        let n = self.taken;
+        let prod = self.fill.producer().load(Ordering::Relaxed);
+        for j in 0..n {
+            let k = self.cons.wrapping_add(j) & self.rx.mask;
+            // SAFETY: entries inside the two rings' mappings: the chunk of
+            // receive entry k goes back to the fill ring (which has room
+            // for every chunk, so never overflows).
+            unsafe {
+                let d = self
+                    .rx
+                    .map
+                    .ptr()
+                    .add(self.rx.desc + 16 * k as usize)
+                    .cast::<libc::xdp_desc>()
+                    .read();
+                let chunk = d.addr & !(FRAME as u64 - 1);
+                let f = prod.wrapping_add(j) & self.fill.mask;
+                self.fill
+                    .map
+                    .ptr()
+                    .add(self.fill.desc + 8 * f as usize)
+                    .cast::<u64>()
+                    .write(chunk.min((self.umem_len - FRAME) as u64));
+            }
+        }
+        self.fill
+            .producer()
+            .store(prod.wrapping_add(n), Ordering::Release);
+        self.cons = self.cons.wrapping_add(n);
+        self.rx.consumer().store(self.cons, Ordering::Release);
+        self.taken = 0;
+        self.walked = 0;
+    }
+
+    /// Frames the current take holds.
+    pub fn taken(&self) -> u32 {
+        self.taken
+    }
+
+    /// Descriptors that pointed outside the UMEM.
+    pub fn bad(&self) -> u64 {
+        self.bad
+    }
+
+    /// Frames handed out so far.
+    pub fn received(&self) -> u64 {
+        self.numbered
+    }
+
+    /// The kernel's statistics of the socket.
+    pub fn stats(&self) -> XskStats {
+        // SAFETY: plain-data struct.
+        let mut s: libc::xdp_statistics = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::xdp_statistics>() as libc::socklen_t;
+        // SAFETY: an xdp_statistics of the size given.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd,
+                libc::SOL_XDP,
+                libc::XDP_STATISTICS,
+                (&mut s as *mut libc::xdp_statistics).cast(),
+                &mut len,
+            )
+        };
+        if r != 0 {
+            return XskStats::default();
+        }
+        XskStats {
+            rx_dropped: s.rx_dropped,
+            rx_ring_full: s.rx_ring_full,
+            fill_ring_empty: s.rx_fill_ring_empty_descs,
+            rx_invalid: s.rx_invalid_descs,
+        }
+    }
+}
