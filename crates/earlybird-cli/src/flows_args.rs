@@ -118,6 +118,18 @@ pub struct FlowsArgs {
     /// sooner; larger ones compress better. Default 65536.
     #[arg(help_heading = "Outputs", long, value_name = "ROWS", value_parser = clap::value_parser!(u64).range(1..))]
     parquet_row_group: Option<u64>,
+    /// Seed of the records' Community ID.
+    ///
+    /// Seed (0 to 65535) of the Community ID v1 in every flow record (field
+    /// community_id): 0, the default, gives the IDs Zeek, Suricata and Arkime
+    /// give with theirs unset; another seed keeps the IDs of one domain apart.
+    #[arg(
+        help_heading = "Outputs",
+        long,
+        value_name = "SEED",
+        default_value_t = 0
+    )]
+    community_id_seed: u16,
     /// Early-verdict event records to this file.
     ///
     /// Early-verdict events: besides each flow's final record, write one record

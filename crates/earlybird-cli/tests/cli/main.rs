@@ -21,6 +21,7 @@ mod common;
 mod lib_common;
 
 mod callstage_cli;
+mod community_id_cli;
 mod config_cli;
 mod dump_cli;
 mod flows_cli;

@@ -340,6 +340,7 @@ impl Config {
                 }
                 f.into()
             },
+            community_id_seed: c.community_id_seed,
         };
         let ipfix = self.ipfix_options()?;
         options.alarms = self.alarm_specs()?;
@@ -579,6 +580,14 @@ impl Plan {
         for (out, fmt) in &self.outputs {
             exporters.push(match *fmt {
                 Format::Ipfix => ipfix::open(out, &self.export, &self.ipfix)?,
+                Format::Netflow => crate::export::netflow::open(
+                    out,
+                    &self.export,
+                    &crate::export::netflow::NetflowOptions {
+                        ipfix: self.ipfix.clone(),
+                        sampling: self.options.flow.sample.clone(),
+                    },
+                )?,
                 f => open_output(None, f, out, &self.export, row_group)?,
             });
         }
@@ -722,7 +731,7 @@ fn refuse_outputs_that_are_inputs(c: &Config, input: &Input, forced: Option<Form
                 .filter(|d| !d.starts_with("postgres"))
                 .map(Path::new),
         )
-        .filter(|o| !ipfix::is_network(o))
+        .filter(|o| !ipfix::is_network(o) && !crate::export::netflow::is_network(o))
         .collect();
     let planned: Vec<&Path> = match input {
         Input::Files(i) => i.paths().collect(),
