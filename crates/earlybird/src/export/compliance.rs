@@ -378,6 +378,8 @@ fn run(format: Format, n: usize, stride: usize, names: &[String]) {
         #[cfg(feature = "parquet")]
         Format::Parquet => check_parquet(&ctx, &bytes, &all, n, names),
         Format::Netflow => super::netflow::tests::check_v9(&ctx, &bytes, &all, names, SEED),
+        // What it posts: JSON lines.
+        Format::ClickHouse => check_jsonl(&ctx, &bytes, &all, n, names),
     }
 }
 
@@ -473,6 +475,7 @@ fn every_exporter_round_trips_every_field() {
         Format::Null,
         Format::Ipfix,
         Format::Netflow,
+        Format::ClickHouse,
     ];
     #[cfg(feature = "parquet")]
     let formats = [formats.as_slice(), &[Format::Parquet]].concat();

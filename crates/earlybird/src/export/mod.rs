@@ -38,6 +38,7 @@
 #[cfg(feature = "parquet")]
 pub mod arrow;
 pub(crate) mod cells;
+pub mod clickhouse;
 pub mod community_id;
 pub mod csv;
 pub mod fields;
@@ -253,18 +254,23 @@ pub enum Format {
     /// `netflow9+udp://HOST:PORT` (v9) or `netflow5+udp://HOST:PORT` (v5);
     /// over a writer, v9 packets one after the other.
     Netflow,
+    /// Batches inserted into a ClickHouse table ([`clickhouse`]) named
+    /// `clickhouse+http://HOST:PORT/TABLE`; over a writer, the JSON lines
+    /// it would post.
+    ClickHouse,
 }
 
 /// The formats an output can be named for, in messages.
 #[cfg(not(feature = "parquet"))]
 const KNOWN: &str = "known: .csv, .jsonl or .ndjson, .ipfix, ipfix+udp://HOST:PORT, \
                      ipfix+tcp://HOST:PORT, netflow9+udp://HOST:PORT, \
-                     netflow5+udp://HOST:PORT, or \"-\" (standard output) with -f";
+                     netflow5+udp://HOST:PORT, \
+                     clickhouse+http://HOST:PORT/TABLE, or \"-\" (standard output) with -f";
 #[cfg(feature = "parquet")]
 const KNOWN: &str = "known: .csv, .jsonl or .ndjson, .parquet, .ipfix, \
                      ipfix+udp://HOST:PORT, ipfix+tcp://HOST:PORT, \
-                     netflow9+udp://HOST:PORT, netflow5+udp://HOST:PORT, or \"-\" \
-                     (standard output) with -f";
+                     netflow9+udp://HOST:PORT, netflow5+udp://HOST:PORT, \
+                     clickhouse+http://HOST:PORT/TABLE, or \"-\" (standard output) with -f";
 
 /// An output name that does not say a record format (see
 /// [`Format::for_output`]); each names the output.
@@ -371,6 +377,15 @@ impl Format {
                 }),
             };
         }
+        if clickhouse::is_network(path) {
+            return match forced {
+                None | Some(Format::ClickHouse) => Ok(Format::ClickHouse),
+                Some(f) => Err(OutputNameError::Collector {
+                    path: path_buf(),
+                    forced: f,
+                }),
+            };
+        }
         if netflow::is_network(path) {
             return match forced {
                 None | Some(Format::Netflow) => Ok(Format::Netflow),
@@ -435,6 +450,7 @@ impl Format {
             #[cfg(feature = "parquet")]
             Format::Parquet => "parquet",
             Format::Netflow => "netflow",
+            Format::ClickHouse => "clickhouse",
         }
     }
 }
@@ -467,6 +483,9 @@ pub fn open(format: Format, path: &Path, opts: &ExportOptions) -> Result<Box<dyn
     if format == Format::Netflow && path.as_os_str() != "-" {
         return netflow::open(path, opts, &netflow::NetflowOptions::default());
     }
+    if format == Format::ClickHouse && path.as_os_str() != "-" {
+        return clickhouse::open(path, opts);
+    }
     #[cfg(feature = "parquet")]
     if format == Format::Parquet && path.as_os_str() != "-" {
         let p = parquet::ParquetOptions::default();
@@ -489,10 +508,10 @@ pub fn open_rows(kind: &'static Kind, format: Format, path: &Path) -> Result<Box
     if format == Format::Ipfix && kind.is(&crate::flow::events::VERDICTS) {
         return ipfix::open_events(path, &ipfix::IpfixOptions::default());
     }
-    if format == Format::Netflow {
+    if format == Format::Netflow || format == Format::ClickHouse {
         return Err(Error::Output {
-            name: format!("netflow:{}", path.display()),
-            reason: format!("NetFlow takes flow records, not {} records", kind.name),
+            name: format!("{}:{}", format.name(), path.display()),
+            reason: format!("takes flow records, not {} records", kind.name),
         });
     }
     if format == Format::Ipfix {
@@ -565,6 +584,7 @@ fn rows_over(kind: &'static Kind, format: Format, w: Writer, name: &str) -> Box<
         Format::Ipfix => ipfix_over(w, name, &ExportOptions::default()),
         // Refuses rows of other kinds (`Exporter::write_rows`).
         Format::Netflow => netflow_over(w, name, &ExportOptions::default()),
+        Format::ClickHouse => Box::new(rows::RowsExporter::over(kind, w, name, true)),
         #[cfg(feature = "parquet")]
         Format::Parquet => parquet::boxed(
             parquet::ParquetExporter::rows_to_writer(
@@ -586,6 +606,7 @@ fn over(format: Format, w: Writer, name: &str, opts: &ExportOptions) -> Box<dyn 
         Format::Null => Box::new(null::NullExporter::new()),
         Format::Ipfix => ipfix_over(w, name, opts),
         Format::Netflow => netflow_over(w, name, opts),
+        Format::ClickHouse => Box::new(jsonl::JsonLinesExporter::over(w, name, opts)),
         #[cfg(feature = "parquet")]
         Format::Parquet => parquet::boxed(
             parquet::ParquetExporter::flows_to_writer(

@@ -580,6 +580,7 @@ impl Plan {
         for (out, fmt) in &self.outputs {
             exporters.push(match *fmt {
                 Format::Ipfix => ipfix::open(out, &self.export, &self.ipfix)?,
+                Format::ClickHouse => crate::export::clickhouse::open(out, &self.export)?,
                 Format::Netflow => crate::export::netflow::open(
                     out,
                     &self.export,
@@ -731,7 +732,11 @@ fn refuse_outputs_that_are_inputs(c: &Config, input: &Input, forced: Option<Form
                 .filter(|d| !d.starts_with("postgres"))
                 .map(Path::new),
         )
-        .filter(|o| !ipfix::is_network(o) && !crate::export::netflow::is_network(o))
+        .filter(|o| {
+            !ipfix::is_network(o)
+                && !crate::export::netflow::is_network(o)
+                && !crate::export::clickhouse::is_network(o)
+        })
         .collect();
     let planned: Vec<&Path> = match input {
         Input::Files(i) => i.paths().collect(),
