@@ -25,7 +25,7 @@ use std::time::Duration;
 use common::eb;
 
 /// One one-way record: addresses, ports (ICMP: type × 256 + code as the
-/// destination port), protocol, packets, bytes, first and last ms.
+/// destination port), protocol, packets, bytes, first and last second.
 type OneWay = (IpAddr, IpAddr, u16, u16, u8, u64, u64, u64, u64);
 
 /// The one-way records the CSV's flows give (both directions when the
@@ -43,14 +43,16 @@ fn csv_one_way(rows: &[HashMap<String, String>], v4_only: bool) -> Vec<OneWay> {
             .ok()
             .map(|t| (t * 256 + n("icmp_code")) as u16);
         let (src, dst): (IpAddr, IpAddr) = (r["src"].parse().unwrap(), r["dst"].parse().unwrap());
-        let (first, last) = (n("first_ts") / 1_000_000, n("last_ts") / 1_000_000);
+        // nfdump's CSV has whole seconds.
+        let (first, last) = (n("first_ts") / 1_000_000_000, n("last_ts") / 1_000_000_000);
         let (sp, dp) = (n("sport") as u16, n("dport") as u16);
-        let dport = |d: u16| {
-            if proto == 1 || proto == 58 {
-                icmp.unwrap_or(0)
-            } else {
-                d
-            }
+        // nfdump puts the ICMP type and code of IPv4 flows (NetFlow's
+        // ICMP_TYPE, v5's destination port) in the destination port; it
+        // keeps no ICMPv6 type from v9 (icmpTypeCodeIPv6).
+        let dport = |d: u16| match proto {
+            1 => icmp.unwrap_or(0),
+            58 => 0,
+            _ => d,
         };
         v.push((
             src,
@@ -81,11 +83,12 @@ fn csv_one_way(rows: &[HashMap<String, String>], v4_only: bool) -> Vec<OneWay> {
     v
 }
 
-/// Milliseconds since 1970 of nfdump's "YYYY-MM-DD hh:mm:ss.mmm" (UTC).
-fn nfdump_ms(s: &str) -> u64 {
+/// Seconds since 1970 of nfdump's "YYYY-MM-DD hh:mm:ss" (UTC; a fraction
+/// is dropped).
+fn nfdump_secs(s: &str) -> u64 {
     let (date, time) = s.trim().split_once(' ').unwrap();
     let d: Vec<i64> = date.split('-').map(|x| x.parse().unwrap()).collect();
-    let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
+    let hms = time.split('.').next().unwrap();
     let t: Vec<u64> = hms.split(':').map(|x| x.parse().unwrap()).collect();
     // Days from civil (Howard Hinnant's algorithm).
     let (y, m) = if d[1] <= 2 {
@@ -98,7 +101,7 @@ fn nfdump_ms(s: &str) -> u64 {
     let doy = (153 * m + 2) / 5 + d[2] - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = (era * 146_097 + doe - 719_468) as u64;
-    ((days * 86_400 + t[0] * 3600 + t[1] * 60 + t[2]) * 1000) + frac.parse::<u64>().unwrap()
+    days * 86_400 + t[0] * 3600 + t[1] * 60 + t[2]
 }
 
 /// The records `nfdump -o csv` shows of the files under `dir`.
@@ -128,8 +131,8 @@ fn nfdump_records(dir: &Path) -> Vec<OneWay> {
                 proto_number(c[7]),
                 n(11),
                 n(12),
-                nfdump_ms(c[0]),
-                nfdump_ms(c[1]),
+                nfdump_secs(c[0]),
+                nfdump_secs(c[1]),
             )
         })
         .collect();
@@ -276,16 +279,27 @@ fn tshark_flows(datagrams: &[Vec<u8>], dir: &Path) -> Vec<(u64, serde_json::Valu
         assert_eq!(c["cflow.version"], "9");
         let origin = num(&c["cflow.timestamp_tree"]["cflow.unix_secs"]) * 1000
             - secs_ms(&c["cflow.sysuptime"]);
+        // serde_json's map sorts its keys as text ("Flow 10" before
+        // "Flow 2"): put sets and flows back in their numeric order.
+        let index = |k: &str, prefix: &str| -> Option<u64> {
+            k.strip_prefix(prefix)?.split(' ').next()?.parse().ok()
+        };
+        let mut in_packet = Vec::new();
         for (k, set) in c.as_object().unwrap() {
-            if !k.starts_with("FlowSet ") || k.contains("Template") {
+            if k.contains("Template") {
                 continue;
             }
+            let Some(si) = index(k, "FlowSet ") else {
+                continue;
+            };
             for (fk, f) in set.as_object().unwrap() {
-                if fk.starts_with("Flow ") {
-                    flows.push((origin, f.clone()));
+                if let Some(fi) = index(fk, "Flow ") {
+                    in_packet.push((si, fi, f.clone()));
                 }
             }
         }
+        in_packet.sort_by_key(|x| (x.0, x.1));
+        flows.extend(in_packet.into_iter().map(|x| (origin, x.2)));
     }
     flows
 }
