@@ -126,3 +126,54 @@ fn a_seed_from_the_configuration_file_gives_the_reference_ids_of_that_seed() {
         .unwrap();
     assert!(!st.success(), "seed 4242 gave the IDs of seed 0");
 }
+
+/// The RTP stream records carry the Community ID of their UDP 5-tuple:
+/// each equals the reference's and the `community_id` of a flow record of
+/// the same run (the stream's flow), with the run's seed.
+#[test]
+fn rtp_streams_carry_the_id_of_their_flow() {
+    let Some(c) = corpus() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let (flows, streams) = (tmp.path().join("flows.csv"), tmp.path().join("streams.csv"));
+    let input = c.join("voip/heplify__rtp_rtcp_sip.pcap");
+    let (code, _, err) = eb(&[
+        "flows",
+        input.to_str().unwrap(),
+        "-o",
+        flows.to_str().unwrap(),
+        "--streams-out",
+        streams.to_str().unwrap(),
+        "--community-id-seed",
+        "77",
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    check(&flows, 77);
+    let ids = |p: &Path| -> Vec<(String, String, String, String, String)> {
+        crate::ipfix_cli::csv_rows(p)
+            .into_iter()
+            .map(|r| {
+                let g = |k: &str| r[k].clone();
+                (
+                    g("src"),
+                    g("sport"),
+                    g("dst"),
+                    g("dport"),
+                    g("community_id"),
+                )
+            })
+            .collect()
+    };
+    let (f, s) = (ids(&flows), ids(&streams));
+    assert!(!s.is_empty(), "no RTP stream");
+    for st in &s {
+        assert!(st.4.starts_with("1:"), "{st:?}");
+        // The flow of either direction of the stream.
+        let found = f.iter().any(|x| {
+            x.4 == st.4
+                && ((x.0 == st.0 && x.1 == st.1 && x.2 == st.2 && x.3 == st.3)
+                    || (x.0 == st.2 && x.1 == st.3 && x.2 == st.0 && x.3 == st.1))
+        });
+        assert!(found, "stream {st:?} has no flow of its 5-tuple and ID");
+    }
+}

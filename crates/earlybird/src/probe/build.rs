@@ -559,7 +559,8 @@ impl Plan {
                     c.voip_db.as_deref(),
                     c.calls_out.as_deref(),
                     c.streams_out.as_deref(),
-                )?;
+                )?
+                .community_id_seed(c.community_id_seed);
                 Some(Arc::new(Mutex::new(outs)))
             }
             None => None,
