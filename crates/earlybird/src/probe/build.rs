@@ -587,7 +587,7 @@ impl Plan {
                     &self.export,
                     &crate::export::netflow::NetflowOptions {
                         ipfix: self.ipfix.clone(),
-                        sampling: self.options.flow.sample.clone(),
+                        sampling: self.options.flow.sample,
                     },
                 )?,
                 f => open_output(None, f, out, &self.export, row_group)?,

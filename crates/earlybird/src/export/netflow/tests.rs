@@ -49,11 +49,14 @@ pub(crate) struct V9Packet {
     pub(crate) options: Vec<(u32, u32, u8)>,
 }
 
+/// A template's (type, length) pairs.
+type Fields = Vec<(u16, u16)>;
+
 /// Decodes a stream of v9 packets (one after the other; each ends when
 /// its header's count of records is reached).
 pub(crate) fn decode_v9(mut b: &[u8]) -> (Vec<V9Packet>, Vec<V9Record>) {
     let mut templates: HashMap<u16, Vec<(u16, u16)>> = HashMap::new();
-    let mut options: HashMap<u16, (Vec<(u16, u16)>, Vec<(u16, u16)>)> = HashMap::new();
+    let mut options: HashMap<u16, (Fields, Fields)> = HashMap::new();
     let (mut packets, mut records) = (Vec::new(), Vec::new());
     while !b.is_empty() {
         assert_eq!(be(&b[0..2]), 9, "version");
@@ -72,7 +75,7 @@ pub(crate) fn decode_v9(mut b: &[u8]) -> (Vec<V9Packet>, Vec<V9Record>) {
         while seen < count {
             let id = be(&b[at..at + 2]) as u16;
             let len = be(&b[at + 2..at + 4]) as usize;
-            assert!(len >= 4 && len % 4 == 0, "set length {len}");
+            assert!(len >= 4 && len.is_multiple_of(4), "set length {len}");
             let set = &b[at + 4..at + len];
             match id {
                 0 => {

@@ -47,7 +47,6 @@ impl V5Exporter {
             engine_id: nf.ipfix.domain as u8,
             sampling: nf
                 .sampling
-                .as_ref()
                 .map_or(0, |s| (1 << 14) | s.rate.min(0x3FFF) as u16),
             buf: Vec::with_capacity(HEADER + MAX_RECORDS * RECORD),
             records: 0,

@@ -176,7 +176,7 @@ impl V9Exporter {
             since: 0,
             refresh: nf.ipfix.template_refresh,
             refresh_packets: nf.ipfix.template_refresh_messages.max(1),
-            sampling: nf.sampling.as_ref().map(|s| {
+            sampling: nf.sampling.map(|s| {
                 let algo = match s.policy {
                     Policy::Systematic => 1,
                     Policy::Stratified | Policy::Random => 2,
@@ -245,7 +245,7 @@ impl V9Exporter {
     /// Pads the set starting at `at` to 4 bytes and writes its id and
     /// length.
     fn close_set_at(&mut self, at: usize, id: u16) {
-        while (self.buf.len() - at) % 4 != 0 {
+        while !(self.buf.len() - at).is_multiple_of(4) {
             self.buf.push(0);
         }
         let len = (self.buf.len() - at) as u16;
