@@ -97,7 +97,10 @@ pub struct FlowsArgs {
     /// moved). Any other extension is an error; a name without one needs
     /// --format (a device or FIFO such as /dev/null takes CSV). IPFIX:
     /// FILE.ipfix, or a collector as ipfix+udp://HOST:PORT or
-    /// ipfix+tcp://HOST:PORT (docs/IPFIX.md). An output may not be an input
+    /// ipfix+tcp://HOST:PORT (docs/IPFIX.md). NetFlow: netflow9+udp://HOST:PORT
+    /// or netflow5+udp://HOST:PORT (docs/NETFLOW.md). ClickHouse:
+    /// clickhouse+http://HOST:PORT/TABLE (docs/OPERATIONS.md; the table's DDL
+    /// is docs/clickhouse_flows.sql). An output may not be an input
     /// (same file, even through a link) nor be named twice. SIGHUP reopens the
     /// files (log rotation); live runs flush them about once a second.
     #[arg(
