@@ -129,7 +129,10 @@ pub struct FlowsArgs {
     /// moved). Any other extension is an error; a name without one needs
     /// --format (a device or FIFO such as /dev/null takes CSV). IPFIX:
     /// FILE.ipfix, or a collector as ipfix+udp://HOST:PORT or
-    /// ipfix+tcp://HOST:PORT (docs/IPFIX.md). An output may not be an input
+    /// ipfix+tcp://HOST:PORT (docs/IPFIX.md). NetFlow: netflow9+udp://HOST:PORT
+    /// or netflow5+udp://HOST:PORT (docs/NETFLOW.md). ClickHouse:
+    /// clickhouse+http://HOST:PORT/TABLE (docs/OPERATIONS.md; the table's DDL
+    /// is docs/clickhouse_flows.sql). An output may not be an input
     /// (same file, even through a link) nor be named twice. SIGHUP reopens the
     /// files (log rotation); live runs flush them about once a second.
     #[arg(
@@ -150,6 +153,18 @@ pub struct FlowsArgs {
     /// sooner; larger ones compress better. Default 65536.
     #[arg(help_heading = "Outputs", long, value_name = "ROWS", value_parser = clap::value_parser!(u64).range(1..))]
     parquet_row_group: Option<u64>,
+    /// Seed of the records' Community ID.
+    ///
+    /// Seed (0 to 65535) of the Community ID v1 in every flow record (field
+    /// community_id): 0, the default, gives the IDs Zeek, Suricata and Arkime
+    /// give with theirs unset; another seed keeps the IDs of one domain apart.
+    #[arg(
+        help_heading = "Outputs",
+        long,
+        value_name = "SEED",
+        default_value_t = 0
+    )]
+    community_id_seed: u16,
     /// Early-verdict event records to this file.
     ///
     /// Early-verdict events: besides each flow's final record, write one record

@@ -77,6 +77,19 @@ def test_corpus_folders_equal_the_cli_csv_with_options(cli, corpus, tmp_path, fo
     assert flows.report["records"] == len(rows)
 
 
+def test_community_id_seed_keyword_equals_the_cli_option(cli, tmp_path):
+    # community_id_seed= is the option --community-id-seed (configuration
+    # key community-id-seed): the same IDs, and not those of seed 0.
+    path = REPO / SAMPLES[1]
+    rows = cli_csv(cli, [path], tmp_path, "--community-id-seed", "9")
+    flows = earlybird.flows(path, community_id_seed=9).to_arrow()
+    compare(rows, flows)
+    seeded = flows.column("community_id").to_pylist()
+    default = earlybird.flows(path).to_arrow().column("community_id").to_pylist()
+    assert sum(1 for i in seeded if i and i.startswith("1:")) > 10
+    assert seeded != default
+
+
 def test_globs_and_lists_of_inputs(tmp_path):
     one = earlybird.flows(REPO / "testdata/pcap/ndpi__*.pcap").to_arrow()
     two = earlybird.flows([REPO / "testdata/pcap/ndpi__iphone.pcap", REPO / "testdata/pcap/ndpi__vxlan.pcap"]).to_arrow()

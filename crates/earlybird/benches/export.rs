@@ -1,6 +1,7 @@
 //! Exporter throughput: records/s per format on a batch of realistic records
 //! (mixed IPv4/IPv6 TCP/UDP flows with non-round statistics, up to N early
-//! packets), written to `io::sink()` so only formatting is measured; and
+//! packets), written to `io::sink()` so only formatting is measured (for
+//! NetFlow v9 the packets, for ClickHouse the JSON it posts); and
 //! `Summary::add`, the per-record accounting the exporter thread does
 //! besides formatting.
 
@@ -148,8 +149,18 @@ fn bench(c: &mut Criterion) {
             class_names: names.clone().into(),
             ..Default::default()
         };
-        // IPFIX: messages of up to 64 KiB, as to a file or TCP.
-        let formats = [Format::Csv, Format::JsonLines, Format::Null, Format::Ipfix];
+        // IPFIX: messages of up to 64 KiB, as to a file or TCP. NetFlow:
+        // v9 packets of 1400 bytes (two one-way records per flow with
+        // packets both ways). ClickHouse: the JSONEachRow text it posts
+        // (formatting only; the posting is the server's speed).
+        let formats = [
+            Format::Csv,
+            Format::JsonLines,
+            Format::Null,
+            Format::Ipfix,
+            Format::Netflow,
+            Format::ClickHouse,
+        ];
         // Parquet: typed columns, zstd, row groups of 65,536 rows written
         // out as they fill (the sink takes them).
         #[cfg(feature = "parquet")]

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use common::eb;
 
 /// Whether `tool` runs; under CI a missing tool fails the test.
-fn have(tool: &str, arg: &str) -> bool {
+pub(crate) fn have(tool: &str, arg: &str) -> bool {
     let ok = Command::new(tool)
         .arg(arg)
         .stdout(Stdio::null())
@@ -40,7 +40,7 @@ fn have(tool: &str, arg: &str) -> bool {
 }
 
 /// A child process killed when dropped.
-struct Kill(Child);
+pub(crate) struct Kill(pub(crate) Child);
 
 impl Drop for Kill {
     fn drop(&mut self) {
@@ -49,7 +49,7 @@ impl Drop for Kill {
     }
 }
 
-fn samples() -> Vec<PathBuf> {
+pub(crate) fn samples() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pcap");
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
@@ -88,7 +88,7 @@ fn split_csv(line: &str) -> Vec<String> {
 }
 
 /// The CSV's records as maps from column name to text.
-fn csv_rows(path: &Path) -> Vec<HashMap<String, String>> {
+pub(crate) fn csv_rows(path: &Path) -> Vec<HashMap<String, String>> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
     let header = split_csv(lines.next().unwrap());
@@ -132,7 +132,7 @@ fn csv_flows(rows: &[HashMap<String, String>]) -> Vec<Flow> {
     v
 }
 
-fn proto_number(s: &str) -> u8 {
+pub(crate) fn proto_number(s: &str) -> u8 {
     match s.trim() {
         "TCP" => 6,
         "UDP" => 17,
@@ -184,7 +184,7 @@ fn nfdump_flows(dir: &Path) -> Vec<Flow> {
 }
 
 /// Waits until `f` holds, at most `secs` seconds.
-fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+pub(crate) fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + Duration::from_secs(secs);
     while Instant::now() < end {
         if f() {
@@ -196,12 +196,12 @@ fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
 }
 
 /// Whether a UDP socket is bound to 127.0.0.1:`port`.
-fn udp_listening(port: u16) -> bool {
+pub(crate) fn udp_listening(port: u16) -> bool {
     let want = format!("0100007F:{port:04X}");
     std::fs::read_to_string("/proc/net/udp").is_ok_and(|t| t.contains(&want))
 }
 
-fn free_udp_port() -> u16 {
+pub(crate) fn free_udp_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -261,14 +261,14 @@ fn nfcapd_reads_back_the_flows_packets_and_bytes_of_the_csv() {
 }
 
 /// Datagrams arriving at a socket of the test until stopped.
-struct Catcher {
-    port: u16,
+pub(crate) struct Catcher {
+    pub(crate) port: u16,
     stop: Arc<AtomicBool>,
     thread: std::thread::JoinHandle<Vec<Vec<u8>>>,
 }
 
 impl Catcher {
-    fn start() -> Catcher {
+    pub(crate) fn start() -> Catcher {
         let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
         sock.set_read_timeout(Some(Duration::from_millis(50)))
             .unwrap();
@@ -290,14 +290,14 @@ impl Catcher {
         Catcher { port, stop, thread }
     }
 
-    fn finish(self) -> Vec<Vec<u8>> {
+    pub(crate) fn finish(self) -> Vec<Vec<u8>> {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.join().unwrap()
     }
 }
 
 /// The datagrams as a pcap of Ethernet/IPv4/UDP packets to port 4739.
-fn to_pcap(datagrams: &[Vec<u8>], path: &Path) {
+pub(crate) fn to_pcap(datagrams: &[Vec<u8>], path: &Path) {
     let mut out = Vec::new();
     for v in [0xa1b2_c3d4u32.to_le_bytes().to_vec(), vec![2, 0, 4, 0]] {
         out.extend_from_slice(&v);

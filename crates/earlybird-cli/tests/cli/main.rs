@@ -21,6 +21,8 @@ mod common;
 mod lib_common;
 
 mod callstage_cli;
+mod clickhouse_cli;
+mod community_id_cli;
 mod config_cli;
 mod dump_cli;
 mod filter_cli;
@@ -34,6 +36,7 @@ mod live_cli;
 mod live_stamps_cli;
 mod media_cli;
 mod metrics_cli;
+mod netflow_cli;
 mod parquet_cli;
 mod postgres_cli;
 mod replay_cli;

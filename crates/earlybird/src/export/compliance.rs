@@ -217,6 +217,10 @@ fn mac(m: &[u8; 6]) -> String {
         .join(":")
 }
 
+/// The Community ID seed of the runs (not the default, so that a writer
+/// that ignored it would be caught).
+pub(super) const SEED: u16 = 7;
+
 /// The scalar fields of `r` as (name, value), independent of the exporters.
 fn expected(r: &FlowRecord, early_len: usize, names: &[String]) -> Vec<(String, V)> {
     let mut out: Vec<(String, V)> = Vec::new();
@@ -239,6 +243,10 @@ fn expected(r: &FlowRecord, early_len: usize, names: &[String]) -> Vec<(String, 
     push("tunnel_id", V::U(k.tunnel_id.into()));
     push("src_mac", V::S(mac(&r.src_mac)));
     push("dst_mac", V::S(mac(&r.dst_mac)));
+    push(
+        "community_id",
+        super::community_id::of_record(SEED, k, r.icmp).map_or(V::Null, |c| V::S(c.to_string())),
+    );
     push("first_ts", V::U(r.first_ts));
     push("last_ts", V::U(r.last_ts));
     push("duration_ns", V::U(r.last_ts.saturating_sub(r.first_ts)));
@@ -347,6 +355,7 @@ fn run(format: Format, n: usize, stride: usize, names: &[String]) {
     let opts = ExportOptions {
         early_packets: n,
         class_names: names.to_vec().into(),
+        community_id_seed: SEED,
         ..Default::default()
     };
     let mut ex = to_writer(format, Box::new(shared.clone()), "test", &opts);
@@ -368,6 +377,9 @@ fn run(format: Format, n: usize, stride: usize, names: &[String]) {
         Format::Ipfix => super::compliance_ipfix::check(&ctx, &bytes, &all, n, names, true, 65535),
         #[cfg(feature = "parquet")]
         Format::Parquet => check_parquet(&ctx, &bytes, &all, n, names),
+        Format::Netflow => super::netflow::tests::check_v9(&ctx, &bytes, &all, names, SEED),
+        // What it posts: JSON lines.
+        Format::ClickHouse => check_jsonl(&ctx, &bytes, &all, n, names),
     }
 }
 
@@ -457,7 +469,14 @@ fn check_jsonl(
 #[test]
 fn every_exporter_round_trips_every_field() {
     let names: Vec<String> = vec!["tls".into(), "we,ird \"name\"\n\\x".into(), "dns".into()];
-    let formats = [Format::Csv, Format::JsonLines, Format::Null, Format::Ipfix];
+    let formats = [
+        Format::Csv,
+        Format::JsonLines,
+        Format::Null,
+        Format::Ipfix,
+        Format::Netflow,
+        Format::ClickHouse,
+    ];
     #[cfg(feature = "parquet")]
     let formats = [formats.as_slice(), &[Format::Parquet]].concat();
     for format in formats {

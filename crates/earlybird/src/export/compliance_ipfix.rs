@@ -237,6 +237,13 @@ pub(super) fn check(
         let conf = f32::from_be_bytes(f(OURS, 2).try_into().unwrap());
         assert_eq!(conf.to_bits(), r.verdict.confidence.to_bits(), "{c}: conf");
         assert_eq!(u(OURS, 3), u64::from(r.verdict.at_packet), "{c}: at");
+        let cid = super::community_id::of_record(super::compliance::SEED, k, r.icmp);
+        let want = cid.map_or(String::new(), |c| c.to_string());
+        assert_eq!(
+            std::str::from_utf8(f(OURS, 11)).unwrap(),
+            want,
+            "{c}: community id"
+        );
         // Three ordered basicLists of our elements 4, 5, 6.
         let len = e.len().min(n);
         let lists: Vec<_> = rec
@@ -261,7 +268,7 @@ pub(super) fn check(
             assert_eq!(l, &(4, OURS, id, elen, values), "{c}: list {id}");
         }
         // Nothing else.
-        let fields = 22 + if biflow { 3 } else { 0 } + usize::from(icmp);
+        let fields = 23 + if biflow { 3 } else { 0 } + usize::from(icmp);
         assert_eq!(rec.len(), fields, "{c}: element count");
     }
 }

@@ -193,6 +193,7 @@ fn run(format: Format) {
         Format::Ipfix => panic!("{ctx}: IPFIX takes flow records only (ipfix_refuses_other_kinds)"),
         #[cfg(feature = "parquet")]
         Format::Parquet => check_parquet(&ctx, &bytes, &want),
+        Format::Netflow | Format::ClickHouse => panic!("{ctx}: flow records only"),
     }
 }
 

@@ -45,7 +45,7 @@ impl CsvExporter {
         CsvExporter {
             out: Output::new(w, name, max, head.as_bytes()),
             apps,
-            texts: Texts::new(false),
+            texts: Texts::new(false, opts.community_id_seed),
             cells: CellTexts::after(&opts.analyzed, false),
             n,
             opts: opts.clone(),

@@ -96,6 +96,12 @@ pub const FIELDS: &[Field] = &[
     ),
     f("dst_mac", Str, "", "Destination MAC of the first packet"),
     f(
+        "community_id",
+        Str,
+        "",
+        "Community ID v1 of the flow's 5-tuple (1: and base64 of a SHA-1; the same value Zeek, Suricata and Arkime compute, seed --community-id-seed); ICMP and ICMPv6 flows hash their first packet's type and code; empty for an ICMP flow whose first packet was too short to carry them",
+    ),
+    f(
         "first_ts",
         U64,
         "ns",

@@ -38,10 +38,13 @@
 #[cfg(feature = "parquet")]
 pub mod arrow;
 pub(crate) mod cells;
+pub mod clickhouse;
+pub mod community_id;
 pub mod csv;
 pub mod fields;
 pub mod ipfix;
 pub mod jsonl;
+pub mod netflow;
 pub mod null;
 pub(crate) mod output;
 #[cfg(feature = "parquet")]
@@ -247,23 +250,34 @@ pub enum Format {
     /// Apache Parquet, typed columns (cargo feature `parquet`; [`parquet`]).
     #[cfg(feature = "parquet")]
     Parquet,
+    /// NetFlow packets ([`netflow`]) to a collector named
+    /// `netflow9+udp://HOST:PORT` (v9) or `netflow5+udp://HOST:PORT` (v5);
+    /// over a writer, v9 packets one after the other.
+    Netflow,
+    /// Batches inserted into a ClickHouse table ([`clickhouse`]) named
+    /// `clickhouse+http://HOST:PORT/TABLE`; over a writer, the JSON lines
+    /// it would post.
+    ClickHouse,
 }
 
 /// The formats an output can be named for, in messages.
 #[cfg(not(feature = "parquet"))]
 const KNOWN: &str = "known: .csv, .jsonl or .ndjson, .ipfix, ipfix+udp://HOST:PORT, \
-                     ipfix+tcp://HOST:PORT, or \"-\" (standard output) with -f";
+                     ipfix+tcp://HOST:PORT, netflow9+udp://HOST:PORT, \
+                     netflow5+udp://HOST:PORT, \
+                     clickhouse+http://HOST:PORT/TABLE, or \"-\" (standard output) with -f";
 #[cfg(feature = "parquet")]
 const KNOWN: &str = "known: .csv, .jsonl or .ndjson, .parquet, .ipfix, \
-                     ipfix+udp://HOST:PORT, ipfix+tcp://HOST:PORT, or \"-\" (standard \
-                     output) with -f";
+                     ipfix+udp://HOST:PORT, ipfix+tcp://HOST:PORT, \
+                     netflow9+udp://HOST:PORT, netflow5+udp://HOST:PORT, \
+                     clickhouse+http://HOST:PORT/TABLE, or \"-\" (standard output) with -f";
 
 /// An output name that does not say a record format (see
 /// [`Format::for_output`]); each names the output.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OutputNameError {
-    /// An IPFIX collector with another format forced.
-    #[error("{}: an IPFIX collector, but -f says {} (drop -f)", path.display(), forced.name())]
+    /// An IPFIX or NetFlow collector with another format forced.
+    #[error("{}: a collector, but -f says {} (drop -f)", path.display(), forced.name())]
     Collector {
         /// The output.
         path: PathBuf,
@@ -363,6 +377,24 @@ impl Format {
                 }),
             };
         }
+        if clickhouse::is_network(path) {
+            return match forced {
+                None | Some(Format::ClickHouse) => Ok(Format::ClickHouse),
+                Some(f) => Err(OutputNameError::Collector {
+                    path: path_buf(),
+                    forced: f,
+                }),
+            };
+        }
+        if netflow::is_network(path) {
+            return match forced {
+                None | Some(Format::Netflow) => Ok(Format::Netflow),
+                Some(f) => Err(OutputNameError::Collector {
+                    path: path_buf(),
+                    forced: f,
+                }),
+            };
+        }
         if path.as_os_str() == "-" {
             return Ok(forced.unwrap_or(Format::Csv));
         }
@@ -417,6 +449,8 @@ impl Format {
             Format::Ipfix => "ipfix",
             #[cfg(feature = "parquet")]
             Format::Parquet => "parquet",
+            Format::Netflow => "netflow",
+            Format::ClickHouse => "clickhouse",
         }
     }
 }
@@ -432,6 +466,9 @@ pub struct ExportOptions {
     /// own ([`crate::analyze`]; their values are in
     /// [`RecordBatch::analyzed`]); empty when none is on.
     pub analyzed: Arc<[crate::schema::Field]>,
+    /// Seed of the records' Community ID ([`community_id`]); 0 (the
+    /// default) is the seed other tools use unless told otherwise.
+    pub community_id_seed: u16,
 }
 
 /// Opens the output (`-` = stdout) and returns the exporter; errors name the
@@ -442,6 +479,12 @@ pub fn open(format: Format, path: &Path, opts: &ExportOptions) -> Result<Box<dyn
     }
     if format == Format::Ipfix && path.as_os_str() != "-" {
         return ipfix::open(path, opts, &ipfix::IpfixOptions::default());
+    }
+    if format == Format::Netflow && path.as_os_str() != "-" {
+        return netflow::open(path, opts, &netflow::NetflowOptions::default());
+    }
+    if format == Format::ClickHouse && path.as_os_str() != "-" {
+        return clickhouse::open(path, opts);
     }
     #[cfg(feature = "parquet")]
     if format == Format::Parquet && path.as_os_str() != "-" {
@@ -464,6 +507,12 @@ pub fn open_rows(kind: &'static Kind, format: Format, path: &Path) -> Result<Box
     }
     if format == Format::Ipfix && kind.is(&crate::flow::events::VERDICTS) {
         return ipfix::open_events(path, &ipfix::IpfixOptions::default());
+    }
+    if format == Format::Netflow || format == Format::ClickHouse {
+        return Err(Error::Output {
+            name: format!("{}:{}", format.name(), path.display()),
+            reason: format!("takes flow records, not {} records", kind.name),
+        });
     }
     if format == Format::Ipfix {
         return Err(Error::Output {
@@ -533,6 +582,9 @@ fn rows_over(kind: &'static Kind, format: Format, w: Writer, name: &str) -> Box<
             ipfix::events_to_writer(Box::new(w), name, &ipfix::IpfixOptions::default())
         }
         Format::Ipfix => ipfix_over(w, name, &ExportOptions::default()),
+        // Refuses rows of other kinds (`Exporter::write_rows`).
+        Format::Netflow => netflow_over(w, name, &ExportOptions::default()),
+        Format::ClickHouse => Box::new(rows::RowsExporter::over(kind, w, name, true)),
         #[cfg(feature = "parquet")]
         Format::Parquet => parquet::boxed(
             parquet::ParquetExporter::rows_to_writer(
@@ -553,6 +605,8 @@ fn over(format: Format, w: Writer, name: &str, opts: &ExportOptions) -> Box<dyn 
         Format::JsonLines => Box::new(jsonl::JsonLinesExporter::over(w, name, opts)),
         Format::Null => Box::new(null::NullExporter::new()),
         Format::Ipfix => ipfix_over(w, name, opts),
+        Format::Netflow => netflow_over(w, name, opts),
+        Format::ClickHouse => Box::new(jsonl::JsonLinesExporter::over(w, name, opts)),
         #[cfg(feature = "parquet")]
         Format::Parquet => parquet::boxed(
             parquet::ParquetExporter::flows_to_writer(
@@ -570,6 +624,17 @@ fn over(format: Format, w: Writer, name: &str, opts: &ExportOptions) -> Box<dyn 
 /// IPFIX messages written to `w` with the default IPFIX options.
 fn ipfix_over(w: Writer, name: &str, opts: &ExportOptions) -> Box<dyn Exporter> {
     ipfix::to_writer(Box::new(w), name, opts, &ipfix::IpfixOptions::default())
+}
+
+/// NetFlow v9 packets written to `w` with the default options.
+fn netflow_over(w: Writer, name: &str, opts: &ExportOptions) -> Box<dyn Exporter> {
+    netflow::to_writer(
+        netflow::Version::V9,
+        Box::new(w),
+        name,
+        opts,
+        &netflow::NetflowOptions::default(),
+    )
 }
 
 /// The early packets of record `i`, at most `n`; empty when the batch is
@@ -648,18 +713,26 @@ pub(crate) struct Texts {
     tunnels: Vec<(TunnelKind, Snip)>,
     /// Name of the end reason whose `as usize` is the index.
     ends: Vec<(EndReason, Snip)>,
+    /// Seed of the Community ID.
+    seed: u16,
 }
 
 impl Texts {
-    /// Texts for CSV (`json = false`) or JSON lines.
-    pub(crate) fn new(json: bool) -> Self {
+    /// Texts for CSV (`json = false`) or JSON lines, Community IDs with
+    /// `seed`.
+    pub(crate) fn new(json: bool, seed: u16) -> Self {
         let keys = if json {
             fields::FIELDS
                 .iter()
                 .enumerate()
                 .map(|(i, f)| {
                     let open = if i == 0 { "{" } else { "," };
-                    let quote = if f.ty == crate::schema::FieldType::Str && f.name != "app" {
+                    // The app is pre-escaped with its quotes; a Community
+                    // ID may be null.
+                    let quote = if f.ty == crate::schema::FieldType::Str
+                        && f.name != "app"
+                        && f.name != "community_id"
+                    {
                         "\""
                     } else {
                         ""
@@ -686,6 +759,7 @@ impl Texts {
             keys,
             tunnels,
             ends,
+            seed,
         }
     }
 
@@ -804,6 +878,17 @@ pub(crate) fn write_scalars<const JSON: bool, const C: bool>(
     uint!(at!("tunnel_id"), k.tunnel_id);
     plain!(at!("src_mac"), buf.mac(&r.src_mac));
     plain!(at!("dst_mac"), buf.mac(&r.dst_mac));
+    key!(at!("community_id"));
+    match community_id::of_record(texts.seed, k, r.icmp) {
+        Some(id) if JSON => {
+            buf.byte(b'"');
+            buf.bytes(id.as_bytes());
+            buf.byte(b'"');
+        }
+        Some(id) => buf.bytes(id.as_bytes()),
+        None if JSON => buf.bytes(b"null"),
+        None => {}
+    }
     uint!(at!("first_ts"), r.first_ts);
     uint!(at!("last_ts"), r.last_ts);
     uint!(at!("duration_ns"), r.last_ts.saturating_sub(r.first_ts));

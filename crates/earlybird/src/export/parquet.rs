@@ -260,6 +260,8 @@ enum Shape {
         n: usize,
         /// Class names of the verdicts.
         apps: Arc<[String]>,
+        /// Seed of the Community ID.
+        seed: u16,
         /// Number of analyzer fields after the early columns.
         analyzed: usize,
     },
@@ -363,6 +365,7 @@ impl Columns {
                 Shape::Flows {
                     n: o.early_packets,
                     apps: o.class_names.clone(),
+                    seed: o.community_id_seed,
                     analyzed: o.analyzed.len(),
                 },
                 flow_columns(o),
@@ -462,8 +465,8 @@ impl Columns {
 
     /// Appends one flow record to the builders.
     fn push_flow(&mut self, r: &FlowRecord, early: &[crate::features::early::EarlyPkt]) {
-        let app = match &self.shape {
-            Shape::Flows { apps, .. } => app_name(apps, &r.verdict),
+        let (app, seed) = match &self.shape {
+            Shape::Flows { apps, seed, .. } => (app_name(apps, &r.verdict), *seed),
             Shape::Rows => return,
         };
         macro_rules! at {
@@ -505,6 +508,12 @@ impl Columns {
         self.scratch.clear();
         self.scratch.cursor().mac(&r.dst_mac);
         c[at!("dst_mac")].text(as_str(self.scratch.as_slice()));
+        match super::community_id::of_record(seed, k, r.icmp) {
+            Some(id) => {
+                c[at!("community_id")].text(id.as_str());
+            }
+            None => c[at!("community_id")].null(),
+        }
         u(&mut c[at!("first_ts")], r.first_ts);
         u(&mut c[at!("last_ts")], r.last_ts);
         u(

@@ -353,6 +353,7 @@ impl Config {
                 }
                 f.into()
             },
+            community_id_seed: c.community_id_seed,
         };
         let ipfix = self.ipfix_options()?;
         options.alarms = self.alarm_specs()?;
@@ -572,7 +573,8 @@ impl Plan {
                     c.voip_db.as_deref(),
                     c.calls_out.as_deref(),
                     c.streams_out.as_deref(),
-                )?;
+                )?
+                .community_id_seed(c.community_id_seed);
                 Some(Arc::new(Mutex::new(outs)))
             }
             None => None,
@@ -593,6 +595,15 @@ impl Plan {
         for (out, fmt) in &self.outputs {
             exporters.push(match *fmt {
                 Format::Ipfix => ipfix::open(out, &self.export, &self.ipfix)?,
+                Format::ClickHouse => crate::export::clickhouse::open(out, &self.export)?,
+                Format::Netflow => crate::export::netflow::open(
+                    out,
+                    &self.export,
+                    &crate::export::netflow::NetflowOptions {
+                        ipfix: self.ipfix.clone(),
+                        sampling: self.options.flow.sample,
+                    },
+                )?,
                 f => open_output(None, f, out, &self.export, row_group)?,
             });
         }
@@ -744,7 +755,11 @@ fn refuse_outputs_that_are_inputs(c: &Config, input: &Input, forced: Option<Form
                 .filter(|d| !d.starts_with("postgres"))
                 .map(Path::new),
         )
-        .filter(|o| !ipfix::is_network(o))
+        .filter(|o| {
+            !ipfix::is_network(o)
+                && !crate::export::netflow::is_network(o)
+                && !crate::export::clickhouse::is_network(o)
+        })
         .collect();
     let planned: Vec<&Path> = match input {
         Input::Files(i) => i.paths().collect(),

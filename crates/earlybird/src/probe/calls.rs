@@ -25,6 +25,8 @@ pub struct CallOutputs {
     streams_out: Option<Box<dyn Exporter>>,
     rows: RowBatch,
     srows: RowBatch,
+    /// Seed of the streams' Community ID.
+    seed: u16,
 }
 
 impl CallOutputs {
@@ -45,7 +47,14 @@ impl CallOutputs {
             streams_out: streams.map(|p| open(&STREAMS, p)).transpose()?,
             rows: RowBatch::new(&CALLS),
             srows: RowBatch::new(&STREAMS),
+            seed: 0,
         })
+    }
+
+    /// The seed of the stream records' Community ID (default 0).
+    pub fn community_id_seed(mut self, seed: u16) -> Self {
+        self.seed = seed;
+        self
     }
 
     /// Adds ended calls (their streams in them) and streams without a call.
@@ -64,7 +73,7 @@ impl CallOutputs {
         if let Some(out) = self.streams_out.as_mut() {
             self.srows.clear();
             for s in calls.iter().flat_map(|c| c.streams.iter()).chain(alone) {
-                push_stream(&mut self.srows, s);
+                push_stream(&mut self.srows, s, self.seed);
             }
             out.write_rows(&self.srows)?;
         }

@@ -119,6 +119,8 @@ pub struct Config {
     pub format: Option<String>,
     /// Rows per Parquet row group. Default 65536.
     pub parquet_row_group: Option<u64>,
+    /// Seed of the records' Community ID (0 to 65535). Default 0.
+    pub community_id_seed: u16,
     /// Early-verdict event records to this output.
     pub events: Option<PathBuf>,
     /// Per-second statistics records to this output.
@@ -273,6 +275,7 @@ impl Default for Config {
             output: Vec::new(),
             format: None,
             parquet_row_group: None,
+            community_id_seed: 0,
             events: None,
             stats_out: None,
             app_stats_out: None,

@@ -254,6 +254,12 @@ pub const STREAMS: Kind = Kind::new(
         Field::new("sport", U16, "", "Source port"),
         Field::new("dst", Str, "", "Destination address"),
         Field::new("dport", U16, "", "Destination port"),
+        Field::new(
+            "community_id",
+            Str,
+            "",
+            "Community ID v1 of the stream's UDP 5-tuple (seed --community-id-seed): the community_id of its flow record",
+        ),
         Field::new("ssrc", U32, "", "RTP SSRC"),
         Field::new("pt", U16, "", "Payload type"),
         Field::new("codec", Str, "", "Codec name"),
@@ -330,8 +336,33 @@ pub fn push_call(b: &mut RowBatch, r: &CallRecord) {
     });
 }
 
-/// Writes `s` as one row of [`STREAMS`].
-pub fn push_stream(b: &mut RowBatch, s: &StreamRecord) {
+/// The Community ID of a stream's UDP 5-tuple; `None` when its addresses
+/// are not two of one family.
+fn stream_community_id(
+    s: &StreamRecord,
+    seed: u16,
+) -> Option<crate::export::community_id::CommunityId> {
+    use std::net::IpAddr;
+    let bytes = |a: IpAddr| match a {
+        IpAddr::V4(a) => a.octets().to_vec(),
+        IpAddr::V6(a) => a.octets().to_vec(),
+    };
+    let (src, dst) = (s.src.parse::<IpAddr>().ok()?, s.dst.parse::<IpAddr>().ok()?);
+    if src.is_ipv4() != dst.is_ipv4() {
+        return None;
+    }
+    Some(crate::export::community_id::v1(
+        seed,
+        &bytes(src),
+        &bytes(dst),
+        17,
+        (s.sport, s.dport),
+        false,
+    ))
+}
+
+/// Writes `s` as one row of [`STREAMS`], its Community ID with `seed`.
+pub fn push_stream(b: &mut RowBatch, s: &StreamRecord, seed: u16) {
     b.push(|c| {
         c.text(s.call_id.as_deref().unwrap_or(""));
         c.text(s.sender.unwrap_or(""));
@@ -339,6 +370,10 @@ pub fn push_stream(b: &mut RowBatch, s: &StreamRecord) {
         c.u64(u64::from(s.sport));
         c.text(&s.dst);
         c.u64(u64::from(s.dport));
+        match stream_community_id(s, seed) {
+            Some(id) => c.text(id.as_str()),
+            None => c.null(),
+        }
         c.u64(u64::from(s.ssrc));
         c.u64(u64::from(s.pt));
         c.text(&s.codec);

@@ -61,6 +61,8 @@ pub(crate) enum Source {
     AtPacket,
     /// The basicList of [`LIST_MEMBERS`]`[i]`.
     Early(usize),
+    /// The record's Community ID (variable length: empty when none).
+    CommunityId,
     /// The `media` analyzer's verdict: kind code, share of windows, packet
     /// (`docs/MEDIA.md`; runs with `--analyzer media` only).
     MediaKind,
@@ -190,6 +192,8 @@ pub(crate) const ELEMENTS: &[Element] = &[
       "Confidence of the verdict, 0 to 1."),
     e("earlybirdDecidedAtPacket", 3, PEN_EARLYBIRD, 1, "unsigned8", S::AtPacket, W::Always,
       "1-based packet of the flow at which the verdict was taken; 0 = never."),
+    e("earlybirdCommunityId", 11, PEN_EARLYBIRD, VARLEN, "string", S::CommunityId, W::Always,
+      "Community ID v1 of the flow (record field community_id, seed --community-id-seed): 30 ASCII bytes, empty when the record has none. IANA has no element for it."),
     e("basicList", BASIC_LIST, 0, VARLEN, "basicList", S::Early(0), W::Always,
       "Ordered list of earlybirdEarlyPacketSize, one per early packet (up to -n of them)."),
     e("basicList", BASIC_LIST, 0, VARLEN, "basicList", S::Early(1), W::Always,
@@ -272,6 +276,7 @@ fn template(id: u16, fields: Vec<&'static Element>) -> Template {
                 var_base += 9;
                 early_per_packet += usize::from(LIST_MEMBERS[i].len);
             }
+            Source::CommunityId => var_base += crate::export::community_id::LEN,
             _ => apps += 1,
         }
     }

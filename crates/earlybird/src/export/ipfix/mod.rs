@@ -235,6 +235,8 @@ struct Plan {
     /// Column of the `media` field in the records' analyzer cells, when
     /// the run has the media analyzer on (its verdict is exported).
     media: Option<usize>,
+    /// Seed of the records' Community ID.
+    seed: u16,
 }
 
 impl Plan {
@@ -303,6 +305,7 @@ impl Plan {
             early,
             record_max,
             media,
+            seed: opts.community_id_seed,
         })
     }
 }
@@ -329,6 +332,7 @@ pub struct IpfixExporter {
     names: Vec<Vec<u8>>,
     early: usize,
     media: Option<usize>,
+    seed: u16,
     msg: Message,
     /// Early-verdict events are encoded here first.
     record: Vec<u8>,
@@ -348,6 +352,7 @@ impl IpfixExporter {
             names: plan.names,
             early: plan.early,
             media: plan.media,
+            seed: plan.seed,
             msg: Message::new(plan.max, plan.domain),
             record: Vec::with_capacity(plan.record_max),
             record_max: plan.record_max,
@@ -361,9 +366,9 @@ impl IpfixExporter {
     #[inline]
     fn append(&mut self, batch: &RecordBatch, i: usize) -> bool {
         let (t, end_secs) = template_and_time(&self.templates, &batch.records[i]);
-        let (names, early, media) = (&self.names, self.early, self.media);
+        let (names, early, media, seed) = (&self.names, self.early, self.media, self.seed);
         self.msg.append(t.id, end_secs, |buf| {
-            encode_one(buf, t, names, early, media, batch, i)
+            encode_one(buf, t, names, early, media, seed, batch, i)
         })
     }
 
@@ -393,13 +398,15 @@ fn template_and_time<'a>(templates: &'a [Template], r: &FlowRecord) -> (&'a Temp
 /// Writes record `i` of `batch` for template `t` at the start of `buf` (at
 /// least [`record::max_len`] + [`record::SLACK`] bytes) and returns its
 /// length. `media` is the column of the media verdict in the batch's
-/// analyzer cells, if the run has one.
+/// analyzer cells, if the run has one; `seed` the Community ID's.
+#[allow(clippy::too_many_arguments)]
 fn encode_one(
     buf: &mut [u8],
     t: &Template,
     names: &[Vec<u8>],
     early: usize,
     media: Option<usize>,
+    seed: u16,
     batch: &RecordBatch,
     i: usize,
 ) -> usize {
@@ -429,7 +436,9 @@ fn encode_one(
             record::Media::of(kind, share, packet)
         }
     };
-    record::encode_into(buf, t, r, app, early, &m)
+    let cid = crate::export::community_id::of_record(seed, &r.key, r.icmp);
+    let cid = cid.as_ref().map_or(&[][..], |c| &c.as_bytes()[..]);
+    record::encode_into(buf, t, r, app, cid, early, &m)
 }
 
 /// Bytes before each record in rendered text: template id (2), record
@@ -450,6 +459,7 @@ struct IpfixRecords {
     names: Vec<Vec<u8>>,
     early: usize,
     media: Option<usize>,
+    seed: u16,
     /// The longest record, bytes.
     record_max: usize,
     /// One record: `record_max` + [`record::SLACK`] bytes.
@@ -469,6 +479,7 @@ impl IpfixRecords {
                 &self.names,
                 self.early,
                 self.media,
+                self.seed,
                 batch,
                 i,
             );
@@ -550,6 +561,7 @@ impl Exporter for IpfixExporter {
             names: self.names.clone(),
             early: self.early,
             media: self.media,
+            seed: self.seed,
             record_max: self.record_max,
             scratch: vec![0; self.record_max + record::SLACK],
         };

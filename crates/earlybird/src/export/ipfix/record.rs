@@ -105,6 +105,7 @@ const fn place(src: Source) -> (u8, u8) {
         Source::Confidence => (130, 4),
         Source::AtPacket => (134, 1),
         Source::App
+        | Source::CommunityId
         | Source::Early(_)
         | Source::Cell(_)
         | Source::MediaKind
@@ -210,6 +211,8 @@ enum Step {
     Fixed { from: u8, len: u8 },
     /// The application name.
     App,
+    /// The Community ID.
+    Cid,
     /// The basicList of [`LIST_MEMBERS`]`[i]`.
     Early(u8),
     /// `len` bytes from [`Media`] at `from` (one or more consecutive media
@@ -228,12 +231,13 @@ pub(crate) struct Plan {
 
 /// The steps of the IPv4 biflow template without ICMP type or media
 /// elements: the records of most runs (the worst case's every one).
-const V4_BIFLOW: [Step; 8] = [
+const V4_BIFLOW: [Step; 9] = [
     Step::Fixed { from: 0, len: 40 },
     Step::Fixed { from: 72, len: 5 },
     Step::Fixed { from: 79, len: 51 },
     Step::App,
     Step::Fixed { from: 130, len: 5 },
+    Step::Cid,
     Step::Early(0),
     Step::Early(1),
     Step::Early(2),
@@ -248,6 +252,7 @@ impl Plan {
         for src in sources {
             let step = match src {
                 Source::App => Step::App,
+                Source::CommunityId => Step::Cid,
                 Source::Early(i) => Step::Early(i as u8),
                 Source::Cell(_) => continue,
                 _ => match media_place(src) {
@@ -317,42 +322,48 @@ pub(crate) fn encode(
     app: &[u8],
     early: &[EarlyPkt],
 ) {
-    encode_with(out, t, r, app, early, &Media::default());
+    let cid = crate::export::community_id::of_record(0, &r.key, r.icmp);
+    let cid = cid.as_ref().map_or(&[][..], |c| &c.as_bytes()[..]);
+    encode_with(out, t, r, app, cid, early, &Media::default());
 }
 
-/// [`encode`], with the media verdict `media` for the templates that carry
-/// its elements (runs with `--analyzer media`).
+/// [`encode`], with the Community ID `cid` (seed 0 in [`encode`]) and the
+/// media verdict `media` for the templates that carry its elements (runs
+/// with `--analyzer media`).
 #[inline]
 pub(crate) fn encode_with(
     out: &mut Vec<u8>,
     t: &Template,
     r: &FlowRecord,
     app: &[u8],
+    cid: &[u8],
     early: &[EarlyPkt],
     media: &Media,
 ) {
     let start = out.len();
     out.resize(start + max_len(t, app.len(), early.len()) + SLACK, 0);
-    let n = encode_into(&mut out[start..], t, r, app, early, media);
+    let n = encode_into(&mut out[start..], t, r, app, cid, early, media);
     out.truncate(start + n);
 }
 
 /// Writes the data record of `r` for template `t` at the start of `buf`
 /// (at least [`max_len`] + [`SLACK`] bytes) and returns its length; `app`
-/// is the verdict's class name (at most 65535 bytes), `early` the record's
-/// early packets, `media` the media verdict for the templates that carry
-/// its elements.
+/// is the verdict's class name (at most 65535 bytes), `cid` the record's
+/// Community ID (at most [`crate::export::community_id::LEN`] bytes, empty
+/// when it has none), `early` the record's early packets, `media` the
+/// media verdict for the templates that carry its elements.
 #[inline]
 pub(crate) fn encode_into(
     buf: &mut [u8],
     t: &Template,
     r: &FlowRecord,
     app: &[u8],
+    cid: &[u8],
     early: &[EarlyPkt],
     media: &Media,
 ) -> usize {
     if t.plan.v4_biflow {
-        return encode_v4_biflow(buf, r, app, early);
+        return encode_v4_biflow(buf, r, app, cid, early);
     }
     // Any other template: by its plan.
     let v = Values::of(r);
@@ -374,6 +385,7 @@ pub(crate) fn encode_into(
                 at += len;
             }
             Step::App => at += string(&mut buf[at..], app),
+            Step::Cid => at += string(&mut buf[at..], cid),
             Step::Early(i) => at += early_list(&mut buf[at..], usize::from(i), early),
         }
     }
@@ -388,7 +400,13 @@ const V4_HEAD: usize = 96;
 /// fixed offsets: the same bytes as the plan's walk in [`encode_into`] without building
 /// [`Values`] or walking steps.
 #[inline]
-fn encode_v4_biflow(buf: &mut [u8], r: &FlowRecord, app: &[u8], early: &[EarlyPkt]) -> usize {
+fn encode_v4_biflow(
+    buf: &mut [u8],
+    r: &FlowRecord,
+    app: &[u8],
+    cid: &[u8],
+    early: &[EarlyPkt],
+) -> usize {
     let (h, rest) = buf
         .split_first_chunk_mut::<V4_HEAD>()
         .expect("room for a record");
@@ -416,6 +434,7 @@ fn encode_v4_biflow(buf: &mut [u8], r: &FlowRecord, app: &[u8], early: &[EarlyPk
     let c = r.verdict.confidence.to_be_bytes();
     rest[at..at + 5].copy_from_slice(&[c[0], c[1], c[2], c[3], r.verdict.at_packet]);
     at += 5;
+    at += string(&mut rest[at..], cid);
     for i in 0..LIST_MEMBERS.len() {
         at += early_list(&mut rest[at..], i, early);
     }
@@ -506,12 +525,14 @@ mod tests {
         let mut out = Vec::new();
         encode(&mut out, t, &r, b"TLS", &early);
         assert!(out.len() <= max_len(t, 3, 3));
-        assert_eq!(out.len(), t.fixed_len + 4 + 3 * 10 + 2 * 3 + 3 + 3 * 4);
+        // The name (1 + 3), an empty Community ID (the key is neither
+        // IPv4 nor IPv6: 1), three lists of three packets.
+        assert_eq!(out.len(), t.fixed_len + 4 + 1 + 3 * 10 + 2 * 3 + 3 + 3 * 4);
         assert_eq!(flags(&r, 0), 0x13);
         assert_eq!(flags(&r, 1), 0x06);
         let mut long = Vec::new();
         encode(&mut long, t, &r, &[b'x'; 300], &[]);
-        assert_eq!(long.len(), t.fixed_len + 3 + 300 + 3 * 10);
+        assert_eq!(long.len(), t.fixed_len + 3 + 300 + 1 + 3 * 10);
         assert!(long.len() <= max_len(t, 300, 0));
     }
 
@@ -523,7 +544,10 @@ mod tests {
             if media_place(el.src).is_some() {
                 continue;
             }
-            if matches!(el.src, Source::App | Source::Early(_) | Source::Cell(_)) {
+            if matches!(
+                el.src,
+                Source::App | Source::CommunityId | Source::Early(_) | Source::Cell(_)
+            ) {
                 continue;
             }
             if seen.contains(&el.src) {
@@ -611,8 +635,18 @@ mod tests {
             r.tcp_flags = flags;
             let room = max_len(t, app.len(), n) + SLACK;
             let (mut a, mut b) = (vec![0xEE; room], vec![0x11; room]);
-            let la = encode_v4_biflow(&mut a, &r, app, &early[..n]);
-            let lb = encode_into(&mut b, &planned, &r, app, &early[..n], &Media::default());
+            let cid = crate::export::community_id::of_record(0, &r.key, None).unwrap();
+            let cid = cid.as_bytes();
+            let la = encode_v4_biflow(&mut a, &r, app, cid, &early[..n]);
+            let lb = encode_into(
+                &mut b,
+                &planned,
+                &r,
+                app,
+                cid,
+                &early[..n],
+                &Media::default(),
+            );
             assert_eq!(a[..la], b[..lb], "{} early, app of {}", n, app.len());
         }
     }

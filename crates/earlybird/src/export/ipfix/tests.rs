@@ -24,6 +24,7 @@ fn opts() -> ExportOptions {
     ExportOptions {
         early_packets: 8,
         class_names: vec!["tls".to_string(), "dns".to_string()].into(),
+        community_id_seed: crate::export::compliance::SEED,
         ..Default::default()
     }
 }

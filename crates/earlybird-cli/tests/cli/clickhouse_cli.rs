@@ -1,0 +1,234 @@
+//! ClickHouse on loopback: the test starts a real `clickhouse-server`
+//! (Debian's package; a temporary data directory and configuration, free
+//! ports), creates the table with the shipped DDL
+//! (`docs/clickhouse_flows.sql`), runs `flows -o clickhouse+http://…` with
+//! a CSV beside it, and reads the rows back over the HTTP interface: as
+//! many as the CSV's, every column the CSV has equal to it (floats within
+//! the CSV's rounding). Then the server is stopped.
+//!
+//! clickhouse-server must be installed (`.ci/run` does); without it the
+//! test says SKIPPED, and fails under CI.
+
+use crate::common;
+use crate::ipfix_cli::{csv_rows, eventually, samples, Kill};
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::eb;
+
+fn free_tcp_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One HTTP request to the server: (status, body).
+fn http(port: u16, method: &str, path_query: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "{method} {path_query} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    let status = resp
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("0")
+        .parse()
+        .unwrap_or(0);
+    let body = resp.split_once("\r\n\r\n").map_or("", |x| x.1);
+    // The server answers in chunks: keep the chunks' data only.
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((len, tail)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(len.trim(), 16) else {
+            return (status, body.to_string());
+        };
+        if n == 0 {
+            break;
+        }
+        out.push_str(&tail[..n]);
+        rest = &tail[n + 2..];
+    }
+    (status, out)
+}
+
+/// A clickhouse-server of the test's own, stopped when dropped.
+struct Server {
+    _child: Kill,
+    http: u16,
+}
+
+fn start(dir: &Path) -> Option<Server> {
+    let found = Command::new("clickhouse-server")
+        .arg("--help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !found {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "clickhouse-server is not installed (.ci/run installs it)"
+        );
+        eprintln!("SKIPPED: clickhouse-server is not installed");
+        return None;
+    }
+    let (http_port, tcp) = (free_tcp_port(), free_tcp_port());
+    let d = dir.display();
+    let users = dir.join("users.xml");
+    std::fs::write(
+        &users,
+        "<?xml version=\"1.0\"?>\n<yandex><profiles><default></default></profiles>\
+         <users><default><password></password><networks><ip>127.0.0.1</ip></networks>\
+         <profile>default</profile><quota>default</quota></default></users>\
+         <quotas><default></default></quotas></yandex>\n",
+    )
+    .unwrap();
+    let config = dir.join("config.xml");
+    std::fs::write(
+        &config,
+        format!(
+            "<?xml version=\"1.0\"?>\n<yandex>\
+             <logger><level>warning</level><console>1</console></logger>\
+             <http_port>{http_port}</http_port><tcp_port>{tcp}</tcp_port>\
+             <listen_host>127.0.0.1</listen_host>\
+             <path>{d}/data/</path><tmp_path>{d}/tmp/</tmp_path>\
+             <users_config>{}</users_config>\
+             <default_profile>default</default_profile>\
+             <default_database>default</default_database>\
+             <mark_cache_size>5368709</mark_cache_size></yandex>\n",
+            users.display()
+        ),
+    )
+    .unwrap();
+    let log = std::fs::File::create(dir.join("server.log")).unwrap();
+    let child = Kill(
+        Command::new("clickhouse-server")
+            .arg(format!("--config-file={}", config.display()))
+            .current_dir(dir)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    let up = eventually(60, || {
+        TcpStream::connect(("127.0.0.1", http_port)).is_ok()
+            && http(http_port, "GET", "/?query=SELECT%201", "").0 == 200
+    });
+    assert!(
+        up,
+        "clickhouse-server did not start: {}",
+        std::fs::read_to_string(dir.join("server.log")).unwrap_or_default()
+    );
+    Some(Server {
+        _child: child,
+        http: http_port,
+    })
+}
+
+#[test]
+fn flows_inserted_into_a_real_server_read_back_as_the_csv() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(server) = start(tmp.path()) else {
+        return;
+    };
+    let port = server.http;
+    let ddl = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/clickhouse_flows.sql"),
+    )
+    .unwrap();
+    let ddl: String = ddl
+        .lines()
+        .filter(|l| !l.starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (st, body) = http(port, "POST", "/", ddl.trim_end_matches([';', '\n']));
+    assert_eq!(st, 200, "DDL: {body}");
+    let (_, version) = http(port, "GET", "/?query=SELECT%20version()", "");
+    eprintln!("clickhouse-server {}", version.trim());
+    let mut want_rows = Vec::new();
+    for (i, input) in samples().iter().enumerate() {
+        let csv = tmp.path().join(format!("out{i}.csv"));
+        let (code, _, err) = eb(&[
+            "flows",
+            input.to_str().unwrap(),
+            "-o",
+            &format!("clickhouse+http://127.0.0.1:{port}/flows"),
+            "-o",
+            csv.to_str().unwrap(),
+            "-q",
+        ]);
+        assert_eq!(code, 0, "{}: {err}", input.display());
+        want_rows.extend(csv_rows(&csv));
+    }
+    let (_, count) = http(port, "GET", "/?query=SELECT%20count()%20FROM%20flows", "");
+    assert_eq!(count.trim().parse::<usize>().unwrap(), want_rows.len());
+    // Every scalar column, as ClickHouse gives it back in CSV (NULL: \N).
+    let cols: Vec<String> = {
+        let (_, h) = http(port, "GET", "/?query=SELECT%20name%20FROM%20system.columns%20WHERE%20table%3D%27flows%27%20FORMAT%20TSV", "");
+        h.lines()
+            .map(String::from)
+            .filter(|c| !["early_size", "early_dir", "early_iat_us"].contains(&c.as_str()))
+            .collect()
+    };
+    assert_eq!(cols.len(), want_rows[0].len() - 3 * 4, "{cols:?}");
+    let q = format!("SELECT {} FROM flows FORMAT TSV", cols.join(","));
+    let (st, text) = http(port, "POST", "/", &q);
+    assert_eq!(st, 200, "{text}");
+    let key = |m: &Vec<(String, String)>| {
+        m.iter()
+            .map(|(_, v)| v.clone())
+            .collect::<Vec<_>>()
+            .join("\t")
+    };
+    let mut got: Vec<Vec<(String, String)>> = text
+        .lines()
+        .map(|l| {
+            cols.iter()
+                .cloned()
+                .zip(l.split('\t').map(|v| {
+                    if v == "\\N" {
+                        String::new()
+                    } else {
+                        v.to_string()
+                    }
+                }))
+                .collect()
+        })
+        .collect();
+    let mut want: Vec<Vec<(String, String)>> = want_rows
+        .iter()
+        .map(|r| cols.iter().map(|c| (c.clone(), r[c].clone())).collect())
+        .collect();
+    got.sort_by_key(|r| {
+        (
+            r[13..16].iter().map(|x| x.1.clone()).collect::<Vec<_>>(),
+            key(r),
+        )
+    });
+    want.sort_by_key(|r| {
+        (
+            r[13..16].iter().map(|x| x.1.clone()).collect::<Vec<_>>(),
+            key(r),
+        )
+    });
+    for (g, w) in got.iter().zip(&want) {
+        for ((c, gv), (_, wv)) in g.iter().zip(w) {
+            let same = gv == wv
+                || match (gv.parse::<f64>(), wv.parse::<f64>()) {
+                    (Ok(a), Ok(b)) => (a - b).abs() <= 0.0005 + b.abs() * 1e-12,
+                    _ => false,
+                };
+            assert!(same, "{c}: clickhouse {gv:?}, csv {wv:?}");
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! ClickHouse export: flow records inserted in batches over ClickHouse's
+//! HTTP interface.
+//!
+//! Contract: an output named `clickhouse+http://HOST:PORT/TABLE`
+//! ([`destination`]; TABLE may be `DATABASE.TABLE`) formats the records as
+//! the JSON lines exporter does (`jsonl.rs`: the same keys, `null` where a
+//! value was not measured, the early packets as arrays) and posts them,
+//! about [`BATCH_BYTES`] at a time and at every flush (a live run's, once
+//! a second) and at the end, as `INSERT INTO TABLE FORMAT JSONEachRow`
+//! (keys the table has no column for, such as analyzer fields, are
+//! skipped). The table's DDL is [`ddl`] (`docs/clickhouse_flows.sql`, a
+//! test keeps the two equal; it runs on ClickHouse 18.16, Debian 12's).
+//!
+//! A failed or slow server never blocks the caller: batches go to a
+//! bounded queue ([`QUEUE`] batches) that a thread of their own posts
+//! (HTTP/1.1 over a TCP connection per batch, with connect and I/O
+//! timeouts); a batch the queue cannot take is dropped, and so is one the
+//! server refuses or does not answer. [`Exporter::finish`] waits at most
+//! [`LINGER`] for the queue, then returns an [`Error::Output`] stating the
+//! records not delivered, the failures and the last (the server's own
+//! message for a refused insert).
+
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
+
+use super::{fields, jsonl::JsonLinesExporter, ExportOptions, Exporter};
+use crate::error::{Error, Result};
+use crate::flow::record::RecordBatch;
+use crate::schema::{FieldType, Kind};
+
+/// Prefix of a ClickHouse output.
+pub const PREFIX: &str = "clickhouse+http://";
+
+/// Bytes of JSON after which a batch is posted.
+pub const BATCH_BYTES: usize = 1 << 20;
+/// Batches waiting for the server at most; more are dropped.
+pub const QUEUE: usize = 16;
+/// How long the end of a run waits for the queue.
+pub const LINGER: Duration = Duration::from_secs(5);
+/// Connect timeout, and the timeout of each read and write.
+const CONNECT: Duration = Duration::from_secs(2);
+const IO: Duration = Duration::from_secs(10);
+
+/// `(HOST:PORT, TABLE)` of an output name, `None` for any other name.
+pub fn destination(out: &std::path::Path) -> Option<(&str, &str)> {
+    out.to_str()?.strip_prefix(PREFIX)?.split_once('/')
+}
+
+/// Whether the output name is a ClickHouse server.
+pub fn is_network(out: &std::path::Path) -> bool {
+    out.to_str().is_some_and(|s| s.starts_with(PREFIX))
+}
+
+/// The ClickHouse column type of a record field type.
+fn column_type(t: FieldType) -> &'static str {
+    match t {
+        FieldType::U8 => "UInt8",
+        FieldType::U16 => "UInt16",
+        FieldType::U32 => "UInt32",
+        FieldType::U64 => "UInt64",
+        FieldType::I8 => "Int8",
+        FieldType::I64 => "Int64",
+        FieldType::F64 => "Float64",
+        FieldType::Str => "String",
+    }
+}
+
+/// Fields that may be null (not measured, or a float not finite): the
+/// statistics, the TCP flag counts, the ICMP type and code, the Community
+/// ID and every float.
+fn nullable(name: &str, t: FieldType) -> bool {
+    t == FieldType::F64
+        || matches!(name, "icmp_type" | "icmp_code" | "community_id")
+        || ["_size_", "_iat_"].iter().any(|s| name.contains(s))
+        || crate::flow::record::TCP_FLAG_NAMES
+            .iter()
+            .any(|f| name.ends_with(&format!("_{f}")))
+}
+
+/// The DDL of a flow table named `table` (`docs/clickhouse_flows.sql`):
+/// one column per record field, the early packets as arrays, partitioned
+/// by month of the first packet, ordered by the first packet's time.
+pub fn ddl(table: &str) -> String {
+    let mut s = String::new();
+    s.push_str(
+        "-- The flow table of `earlybird flows -o clickhouse+http://HOST:PORT/TABLE`.\n\
+         -- Generated from crates/earlybird/src/export/fields.rs (clickhouse::ddl);\n\
+         -- runs on ClickHouse 18.16 (Debian 12) and later. Columns are the\n\
+         -- record fields of docs/RECORD_FIELDS.md, the early packets as arrays.\n",
+    );
+    let _ = writeln!(s, "CREATE TABLE IF NOT EXISTS {table}\n(");
+    let mut cols: Vec<String> = fields::FIELDS
+        .iter()
+        .map(|f| {
+            let t = column_type(f.ty);
+            match nullable(f.name, f.ty) {
+                true => format!("    {} Nullable({t})", f.name),
+                false => format!("    {} {t}", f.name),
+            }
+        })
+        .collect();
+    for e in &fields::EARLY_FIELDS {
+        cols.push(format!("    {} Array({})", e.json, column_type(e.ty)));
+    }
+    s.push_str(&cols.join(",\n"));
+    s.push_str(
+        "\n)\nENGINE = MergeTree()\n\
+         PARTITION BY toYYYYMM(toDateTime(intDiv(first_ts, 1000000000)))\n\
+         ORDER BY (first_ts, src, dst);\n",
+    );
+    s
+}
+
+/// What the posting thread could not deliver.
+#[derive(Default)]
+struct Tally {
+    records: AtomicU64,
+    delivered: AtomicU64,
+    dropped: AtomicU64,
+    failures: AtomicU64,
+    last: Mutex<Option<String>>,
+}
+
+impl Tally {
+    fn fail(&self, records: u64, what: String) {
+        self.dropped.fetch_add(records, Ordering::Relaxed);
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(what);
+    }
+}
+
+/// One batch: JSON lines and how many records they hold.
+struct Batch {
+    body: Vec<u8>,
+    records: u64,
+}
+
+/// A writer appending to a buffer the exporter takes batches from.
+#[derive(Clone, Default)]
+struct Buf(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Inserts records into a ClickHouse table.
+pub struct ClickHouseExporter {
+    name: String,
+    json: JsonLinesExporter,
+    buf: Buf,
+    pending: u64,
+    tx: Option<Sender<Batch>>,
+    done: Receiver<()>,
+    tally: Arc<Tally>,
+}
+
+/// Opens the ClickHouse output `out`: checks the name and resolves the
+/// server (nothing is sent until records come). Errors name the output.
+pub fn open(out: &std::path::Path, opts: &ExportOptions) -> Result<Box<dyn Exporter>> {
+    let name = out.display().to_string();
+    let err = |reason: String| Error::Output {
+        name: name.clone(),
+        reason,
+    };
+    let Some((hostport, table)) = destination(out) else {
+        return Err(err("expected clickhouse+http://HOST:PORT/TABLE".into()));
+    };
+    let ok = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    let parts: Vec<&str> = table.split('.').collect();
+    if parts.len() > 2 || !parts.iter().all(|p| ok(p)) {
+        return Err(err(format!(
+            "table {table:?}: expected TABLE or DATABASE.TABLE of letters, digits and _"
+        )));
+    }
+    let addr = super::ipfix::transport::resolve(hostport).map_err(|e| err(e.to_string()))?;
+    Ok(Box::new(ClickHouseExporter::new(
+        &name, addr, hostport, table, opts,
+    )))
+}
+
+impl ClickHouseExporter {
+    fn new(name: &str, addr: SocketAddr, host: &str, table: &str, opts: &ExportOptions) -> Self {
+        let buf = Buf::default();
+        let json = JsonLinesExporter::new(Box::new(buf.clone()), name, opts);
+        let (tx, rx) = bounded::<Batch>(QUEUE);
+        let (done_tx, done) = bounded::<()>(1);
+        let tally = Arc::new(Tally::default());
+        let head = format!(
+            "POST /?query=INSERT%20INTO%20{table}%20FORMAT%20JSONEachRow\
+             &input_format_skip_unknown_fields=1 HTTP/1.1\r\nHost: {host}\r\n\
+             Content-Type: application/x-ndjson\r\nConnection: close\r\n"
+        );
+        let t = Arc::clone(&tally);
+        let spawned = std::thread::Builder::new()
+            .name("clickhouse".into())
+            .spawn(move || {
+                for b in rx {
+                    match post(addr, &head, &b.body) {
+                        Ok(()) => {
+                            t.delivered.fetch_add(b.records, Ordering::Relaxed);
+                        }
+                        Err(e) => t.fail(b.records, e),
+                    }
+                }
+                let _ = done_tx.send(());
+            });
+        if let Err(e) = spawned {
+            tally.fail(0, format!("cannot start its thread: {e}"));
+        }
+        ClickHouseExporter {
+            name: name.to_string(),
+            json,
+            buf,
+            pending: 0,
+            tx: Some(tx),
+            done,
+            tally,
+        }
+    }
+
+    /// Hands what is buffered to the posting thread (dropped, and
+    /// counted, when its queue is full).
+    fn ship(&mut self) -> Result<()> {
+        self.json.flush()?;
+        let body = std::mem::take(&mut *self.buf.0.lock().unwrap_or_else(|p| p.into_inner()));
+        let records = std::mem::take(&mut self.pending);
+        if body.is_empty() {
+            return Ok(());
+        }
+        self.tally.records.fetch_add(records, Ordering::Relaxed);
+        let Some(tx) = &self.tx else {
+            self.tally.fail(records, "output ended".into());
+            return Ok(());
+        };
+        match tx.try_send(Batch { body, records }) {
+            Ok(()) => {}
+            Err(TrySendError::Full(b)) => self.tally.fail(
+                b.records,
+                format!("server too slow: {QUEUE} batches waiting"),
+            ),
+            Err(TrySendError::Disconnected(b)) => self.tally.fail(b.records, "no thread".into()),
+        }
+        Ok(())
+    }
+}
+
+/// Posts one batch; the error says why it was not inserted.
+fn post(addr: SocketAddr, head: &str, body: &[u8]) -> std::result::Result<(), String> {
+    let mut s =
+        TcpStream::connect_timeout(&addr, CONNECT).map_err(|e| format!("connect {addr}: {e}"))?;
+    let _ = s.set_read_timeout(Some(IO));
+    let _ = s.set_write_timeout(Some(IO));
+    let mut req = head.as_bytes().to_vec();
+    req.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+    s.write_all(&req)
+        .and_then(|()| s.write_all(body))
+        .map_err(|e| format!("send to {addr}: {e}"))?;
+    let mut resp = Vec::new();
+    let mut chunk = [0u8; 4096];
+    // The status line and, on an error, the server's message (the
+    // connection closes after the response).
+    loop {
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                resp.extend_from_slice(&chunk[..n]);
+                if resp.len() > 64 * 1024 {
+                    break;
+                }
+            }
+            Err(e) if resp.is_empty() => return Err(format!("no answer from {addr}: {e}")),
+            Err(_) => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&resp);
+    let status = text.split_whitespace().nth(1).unwrap_or("");
+    if status == "200" {
+        return Ok(());
+    }
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").trim();
+    let body: String = body.chars().take(300).collect();
+    Err(format!(
+        "insert refused: {} {body}",
+        text.lines().next().unwrap_or("no status line")
+    ))
+}
+
+impl Exporter for ClickHouseExporter {
+    fn kind(&self) -> &'static Kind {
+        &fields::FLOWS
+    }
+
+    fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.json.write_batch(batch)?;
+        self.pending += batch.len() as u64;
+        if self.json_len() >= BATCH_BYTES {
+            self.ship()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.ship()
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.ship()?;
+        self.tx = None;
+        let _ = self.done.recv_timeout(LINGER);
+        let t = &self.tally;
+        let records = t.records.load(Ordering::Relaxed);
+        // Not delivered: dropped, or still queued or posting after the
+        // linger time.
+        let lost = records - t.delivered.load(Ordering::Relaxed).min(records);
+        let failures = t.failures.load(Ordering::Relaxed);
+        if lost == 0 && failures == 0 {
+            return Ok(());
+        }
+        let waiting = lost.saturating_sub(t.dropped.load(Ordering::Relaxed));
+        let last = match waiting {
+            0 => t.last.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            n => Some(format!(
+                "{n} records still waiting for the server after {LINGER:?}"
+            )),
+        };
+        Err(Error::Output {
+            name: self.name.clone(),
+            reason: format!(
+                "{lost} of {records} records not inserted; {failures} failure{} (last: {})",
+                if failures == 1 { "" } else { "s" },
+                last.unwrap_or_default()
+            ),
+        })
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl ClickHouseExporter {
+    /// Bytes of JSON formatted and not yet shipped (what the JSON
+    /// exporter still holds is not counted: at most one output chunk).
+    fn json_len(&self) -> usize {
+        self.buf.0.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,163 @@
+//! The shipped DDL, and the HTTP path against small servers of the test's
+//! own: one that answers 200 and keeps the bodies, one that refuses with a
+//! message, one that never answers (the run goes on; the records are
+//! counted as not inserted). The real server is in the CLI's tests
+//! (`clickhouse_cli.rs`).
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use super::*;
+use crate::export::compliance::sample;
+use crate::flow::record::RecordBatch;
+
+fn batch(n: usize) -> RecordBatch {
+    let mut b = RecordBatch::with_capacity(n, 4);
+    for (r, e) in sample().iter().cycle().take(n) {
+        b.push(*r, &e[..e.len().min(4)]);
+    }
+    b
+}
+
+#[test]
+fn the_shipped_ddl_is_the_generated_one() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/clickhouse_flows.sql");
+    let want = ddl("flows");
+    if std::env::var("EARLYBIRD_BLESS").is_ok() {
+        std::fs::write(&path, &want).unwrap();
+    }
+    let got = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        got, want,
+        "docs/clickhouse_flows.sql differs (EARLYBIRD_BLESS=1 rewrites it)"
+    );
+}
+
+/// A server answering every request with `status` and `message`, keeping
+/// the bodies.
+fn server(status: &'static str, message: &'static str) -> (u16, Arc<Mutex<Vec<String>>>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let b = Arc::clone(&bodies);
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut req = Vec::new();
+            let mut chunk = [0u8; 65536];
+            // Headers, then Content-Length bytes.
+            let (head_end, len) = loop {
+                let n = s.read(&mut chunk).unwrap();
+                req.extend_from_slice(&chunk[..n]);
+                let t = String::from_utf8_lossy(&req).to_string();
+                if let Some(i) = t.find("\r\n\r\n") {
+                    let len = t[..i]
+                        .lines()
+                        .find_map(|l| l.strip_prefix("Content-Length: "))
+                        .unwrap()
+                        .parse::<usize>()
+                        .unwrap();
+                    break (i + 4, len);
+                }
+            };
+            while req.len() < head_end + len {
+                let n = s.read(&mut chunk).unwrap();
+                req.extend_from_slice(&chunk[..n]);
+            }
+            b.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&req).to_string());
+            let _ = write!(
+                s,
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\n\r\n{message}",
+                message.len()
+            );
+        }
+    });
+    (port, bodies)
+}
+
+fn opts() -> ExportOptions {
+    ExportOptions {
+        early_packets: 4,
+        community_id_seed: 5,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn batches_are_posted_as_json_lines_inserts() {
+    let (port, bodies) = server("200 OK", "");
+    let name = format!("clickhouse+http://127.0.0.1:{port}/db1.flows");
+    let mut ex = open(Path::new(&name), &opts()).unwrap();
+    let b = batch(3000);
+    ex.write_batch(&b).unwrap();
+    ex.flush().unwrap();
+    ex.write_batch(&b).unwrap();
+    ex.finish().unwrap();
+    let bodies = bodies.lock().unwrap();
+    assert!(bodies.len() >= 2, "{} posts", bodies.len());
+    let mut rows = 0;
+    for req in bodies.iter() {
+        let (head, body) = req.split_once("\r\n\r\n").unwrap();
+        assert!(
+            head.starts_with("POST /?query=INSERT%20INTO%20db1.flows%20FORMAT%20JSONEachRow&input_format_skip_unknown_fields=1 HTTP/1.1"),
+            "{head}"
+        );
+        for line in body.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let cid = v["community_id"].as_str().map(String::from);
+            rows += 1;
+            assert!(cid.is_none_or(|c| c.starts_with("1:")), "{line}");
+        }
+    }
+    assert_eq!(rows, 6000);
+}
+
+#[test]
+fn a_refused_insert_is_reported_with_the_server_message() {
+    let (port, _) = server(
+        "500 Internal Server Error",
+        "Code: 60, e.displayText() = DB::Exception: Table default.nope doesn't exist.",
+    );
+    let name = format!("clickhouse+http://127.0.0.1:{port}/nope");
+    let mut ex = open(Path::new(&name), &opts()).unwrap();
+    ex.write_batch(&batch(100)).unwrap();
+    let err = ex.finish().unwrap_err().to_string();
+    assert!(err.contains("100 of 100 records not inserted"), "{err}");
+    assert!(err.contains("doesn't exist"), "{err}");
+}
+
+#[test]
+fn a_server_that_never_answers_never_blocks_the_writer() {
+    // Accepts connections (the kernel's backlog) and never reads.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let name = format!("clickhouse+http://127.0.0.1:{port}/flows");
+    let mut ex = open(Path::new(&name), &opts()).unwrap();
+    let b = batch(5000);
+    // Far more batches than the queue holds: every call returns, the
+    // batches the queue cannot take are dropped.
+    for _ in 0..(QUEUE * 4) {
+        ex.write_batch(&b).unwrap();
+        ex.flush().unwrap();
+    }
+    let err = ex.finish().unwrap_err().to_string();
+    assert!(err.contains("records not inserted"), "{err}");
+    drop(l);
+}
+
+#[test]
+fn names_that_are_not_a_table_are_refused() {
+    for bad in [
+        "clickhouse+http://127.0.0.1:9/",
+        "clickhouse+http://127.0.0.1:9/a;drop",
+        "clickhouse+http://127.0.0.1:9/a.b.c",
+        "clickhouse+http://127.0.0.1:9",
+    ] {
+        let err = open(Path::new(bad), &opts()).err().unwrap().to_string();
+        assert!(err.contains(bad), "{err}");
+    }
+}
