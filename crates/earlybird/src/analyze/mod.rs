@@ -41,8 +41,8 @@
 pub mod dns;
 pub mod dns_cache;
 pub mod dns_wire;
-pub mod http;
 pub mod handshake;
+pub mod http;
 pub mod media;
 #[cfg(feature = "ndpi")]
 pub mod ndpi;
@@ -50,8 +50,8 @@ mod ndpi_fields;
 #[cfg(feature = "ndpi")]
 mod ndpi_lib;
 pub mod payload;
-pub mod ssh;
 pub mod quic;
+pub mod ssh;
 pub mod tls;
 pub mod tls_hello;
 
