@@ -476,6 +476,4 @@ mod tests;
 
 /// RFC 9001 and RFC 9369 Appendix A packets, for the tests.
 #[cfg(test)]
-pub(crate) mod tests_vectors {
-    include!("quic/vectors.rs");
-}
+pub(crate) mod vectors;

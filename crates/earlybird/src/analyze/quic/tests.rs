@@ -2,7 +2,7 @@
 
 use super::*;
 
-use super::tests_vectors::*;
+use super::vectors::*;
 
 fn unhex(s: &str) -> Vec<u8> {
     (0..s.len())

@@ -1,4 +1,5 @@
-// Vectors copied from RFC 9001 Appendix A and RFC 9369 Appendix A.
+//! The test vectors of RFC 9001 Appendix A and RFC 9369 Appendix A
+//! (keys, CRYPTO frames and protected Initial packets), byte for byte.
 
 pub(crate) const V1_CLIENT_CRYPTO: &str = concat!(
     "060040f1010000ed0303ebf8fa56f12939b9584a3896472ec40bb863cfd3e868",

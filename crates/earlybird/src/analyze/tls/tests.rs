@@ -197,8 +197,8 @@ fn not_tls_leaves_every_field_empty() {
 #[test]
 fn quic_initials_v1_and_v2() {
     for (packet, version) in [
-        (crate::analyze::quic::tests_vectors::V1_CLIENT_PACKET, "1"),
-        (crate::analyze::quic::tests_vectors::V2_CLIENT_PACKET, "2"),
+        (crate::analyze::quic::vectors::V1_CLIENT_PACKET, "1"),
+        (crate::analyze::quic::vectors::V2_CLIENT_PACKET, "2"),
     ] {
         let d = unhex(packet);
         let cells = run(UDP, &[(true, d.clone(), d.len())], 0);
@@ -215,7 +215,7 @@ fn quic_initials_v1_and_v2() {
 
 #[test]
 fn quic_unknown_version_is_named_not_guessed() {
-    let mut d = unhex(crate::analyze::quic::tests_vectors::V1_CLIENT_PACKET);
+    let mut d = unhex(crate::analyze::quic::vectors::V1_CLIENT_PACKET);
     d[1..5].copy_from_slice(&0xabcd_0001u32.to_be_bytes());
     let cells = run(UDP, &[(true, d.clone(), d.len())], 0);
     assert_eq!(cells[0], OwnedValue::Null);
