@@ -461,7 +461,7 @@ fn tshark_decodes_the_records_and_the_enterprise_elements_as_documented() {
             .iter()
             .map(|h| hex(h))
             .collect();
-        assert_eq!(pie.len(), 6, "{ctx}");
+        assert_eq!(pie.len(), 7, "{ctx}");
         assert_eq!(
             String::from_utf8(pie[0].clone()).unwrap(),
             r["app"],
@@ -477,9 +477,14 @@ fn tshark_decodes_the_records_and_the_enterprise_elements_as_documented() {
                 .map(|j| r[&format!("pkt{j}_{k}")].parse().unwrap())
                 .collect()
         };
-        let sizes = basic_list(&pie[3]);
-        let dirs = basic_list(&pie[4]);
-        let gaps = basic_list(&pie[5]);
+        assert_eq!(
+            String::from_utf8(pie[3].clone()).unwrap(),
+            r["community_id"],
+            "{ctx}"
+        );
+        let sizes = basic_list(&pie[4]);
+        let dirs = basic_list(&pie[5]);
+        let gaps = basic_list(&pie[6]);
         assert_eq!((sizes.0, sizes.1, sizes.2, sizes.3), (4, 0x8004, 2, 32473));
         assert_eq!((dirs.0, dirs.1, dirs.2, dirs.3), (4, 0x8005, 1, 32473));
         assert_eq!((gaps.0, gaps.1, gaps.2, gaps.3), (4, 0x8006, 4, 32473));
@@ -776,8 +781,9 @@ fn tshark_decodes_the_media_verdict() {
             .iter()
             .map(|h| hex(h))
             .collect();
-        // Application, confidence, packet, three basicLists, then media.
-        assert_eq!(pie.len(), 9, "{ctx}");
+        // Application, confidence, packet, Community ID, three
+        // basicLists, then media.
+        assert_eq!(pie.len(), 10, "{ctx}");
         let kind = match r["media"].as_str() {
             "" => 0,
             "audio" => 1,
@@ -785,10 +791,10 @@ fn tshark_decodes_the_media_verdict() {
             "file" => 3,
             k => panic!("{ctx}: media {k:?}"),
         };
-        assert_eq!(pie[6], [kind], "{ctx}");
-        let share = f32::from_be_bytes(pie[7].clone().try_into().unwrap());
-        let packet = be(&pie[8]);
-        assert_eq!(pie[8].len(), 4, "{ctx}");
+        assert_eq!(pie[7], [kind], "{ctx}");
+        let share = f32::from_be_bytes(pie[8].clone().try_into().unwrap());
+        let packet = be(&pie[9]);
+        assert_eq!(pie[9].len(), 4, "{ctx}");
         if kind == 0 {
             assert_eq!((share, packet), (0.0, 0), "{ctx}");
             continue;

@@ -55,7 +55,7 @@ fn af_xdp_gives_the_records_of_af_packet_and_of_the_file() {
     let keys = |rows: &[String]| {
         let mut k: Vec<String> = rows
             .iter()
-            .map(|r| r.split(',').take(13).collect::<Vec<_>>().join(","))
+            .map(|r| r.split(',').take(14).collect::<Vec<_>>().join(","))
             .collect();
         k.dedup();
         k
@@ -64,7 +64,7 @@ fn af_xdp_gives_the_records_of_af_packet_and_of_the_file() {
         rows.iter()
             .map(|r| {
                 let f: Vec<&str> = r.split(',').collect();
-                f[13].parse::<u64>().unwrap() + f[14].parse::<u64>().unwrap()
+                f[14].parse::<u64>().unwrap() + f[15].parse::<u64>().unwrap()
             })
             .sum()
     };
