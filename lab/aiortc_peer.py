@@ -50,38 +50,8 @@ from aiortc.contrib.media import MediaBlackhole, MediaPlayer
 from aiortc.rtcconfiguration import RTCBundlePolicy, RTCIceTransportPolicy
 from aiortc.rtcrtpsender import RTCRtpSender
 
-
-def own_sockets():
-    """(proto, ip, port) of every IPv4 UDP/TCP socket this process owns."""
-    inodes = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            t = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if t.startswith("socket:["):
-            inodes.add(t[8:-1])
-    out = set()
-    for proto in ("udp", "tcp"):
-        with open(f"/proc/self/net/{proto}") as f:
-            next(f)
-            for line in f:
-                cols = line.split()
-                if cols[9] not in inodes:
-                    continue
-                hexip, hexport = cols[1].split(":")
-                ip = ".".join(str(int(hexip[i:i + 2], 16)) for i in (6, 4, 2, 0))
-                out.add((proto, ip, int(hexport, 16)))
-    return out
-
-
-def write_sockets(path, socks):
-    if not path:
-        return
-    with open(path + ".tmp", "w") as f:
-        for proto, ip, port in sorted(socks):
-            f.write(f"{proto} {ip} {port}\n")
-    os.replace(path + ".tmp", path)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from own_sockets import own_sockets, write_sockets  # noqa: E402
 
 
 def write_json(path, obj):
@@ -223,20 +193,10 @@ async def run(args):
                 raise RuntimeError(f"connection {pc.connectionState} after "
                                    f"{time.monotonic() - t0:.1f} s")
             break
-    write_sockets(args.sockets_out, own_sockets() | read_sockets(args.sockets_out))
+    write_sockets(args.sockets_out, own_sockets())
     await sink.stop()
     await pc.close()
     print(json.dumps({"sent_messages": sent, **got}), flush=True)
-
-
-def read_sockets(path):
-    out = set()
-    if path and os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                proto, ip, port = line.split()
-                out.add((proto, ip, int(port)))
-    return out
 
 
 def main():

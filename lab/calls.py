@@ -127,11 +127,16 @@ class CallLab:
         raw = os.path.join(self.w, "speech-raw.wav")
         subprocess.run(["espeak-ng", "-s", "150", "-w", raw, text], check=True)
         self.audio = os.path.join(self.w, "speech.wav")
-        subprocess.run(["sox", raw, "-r", "48000", "-c", "1", self.audio], check=True)
-        self.video = os.path.join(self.w, "video.mp4")
+        # Repeated (with a pause) to outlast a call: GStreamer's file source
+        # does not loop.
+        subprocess.run(["sox", raw, "-r", "48000", "-c", "1", self.audio, "pad", "0",
+                        "0.7", "repeat", "6"], check=True)
+        # Raw YUV4MPEG2, which both stacks read without a decoder plugin.
+        self.video = os.path.join(self.w, "video.y4m")
         subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-f", "lavfi",
-                        "-i", "testsrc2=size=320x240:rate=15", "-t", "20", "-c:v",
-                        "mpeg4", "-q:v", "4", self.video], check=True)
+                        "-i", "testsrc2=size=320x240:rate=15", "-t",
+                        str(int(self.args.seconds) + 15), "-pix_fmt", "yuv420p",
+                        self.video], check=True)
 
     # -- servers ------------------------------------------------------------
     def start_servers(self):
@@ -289,7 +294,7 @@ class CallLab:
             common += ["--audio", self.audio, "--video", self.video]
         else:
             prog = [SYSTEM_PY, os.path.join(HERE, "gst_peer.py")]
-            common += ["--audio", self.audio]
+            common += ["--audio", self.audio, "--video", self.video]
         relay_args = []
         if relay.startswith("turn"):
             relay_args = ["--turn", f"{turn_ip}:3478", "--turn-transport",
@@ -449,7 +454,8 @@ def main():
     cl.start_servers()
     dump = lab.spawn("tcpdump", lab.ns("c", [
         "tcpdump", "-i", lab.tap_c, "-w", pcap, "-n", "-s", "0", "-B", "65536",
-        "--time-stamp-precision", "nano", "-Z", "root", f"host {S_IP}"]))
+        "--time-stamp-precision", "nano", "-Z", "root",
+        f"host {C_IP} and host {S_IP}"]))
     t0 = time.time()
     while time.time() - t0 < 10:
         with open(os.path.join(lab.work, "tcpdump.log"), "rb") as f:
