@@ -32,9 +32,14 @@ socket of the call's offerer (each peer lists its own sockets from
 /proc); every other program talks to a server port the lab chose. Writes
 
 * ``OUT/calls-N.pcap``: the capture (Ethernet, nanosecond stamps);
+* ``OUT/calls-N.server.pcap``: the server side of the link (headers only,
+  96 bytes a frame): what was sent toward the client before the link's
+  loss;
 * ``OUT/calls-N.labels.csv``: one row per flow (client-side endpoint
   first): ``run,proto,src,sport,dst,dport,class,stack,relay,session,
-  c2s_pkts,s2c_pkts``; class is ``audio``, ``video`` (a flow that carries
+  c2s_pkts,s2c_pkts,s2c_sent`` (packets each way in the client-side
+  capture, and server-to-client packets in the server-side one: their
+  difference is the link's loss on that flow); class is ``audio``, ``video`` (a flow that carries
   video, bundled audio or not) or ``not-media``; stack ``aiortc``, ``gst``
   or the program; relay ``direct``, ``turn-udp``, ``turn-tcp``, ``vpn``;
 * ``OUT/calls-N.meta.json``: seed, link, sessions run and failed (with
@@ -456,12 +461,20 @@ def main():
         "tcpdump", "-i", lab.tap_c, "-w", pcap, "-n", "-s", "0", "-B", "65536",
         "--time-stamp-precision", "nano", "-Z", "root",
         f"host {C_IP} and host {S_IP}"]))
-    t0 = time.time()
-    while time.time() - t0 < 10:
-        with open(os.path.join(lab.work, "tcpdump.log"), "rb") as f:
-            if b"listening on" in f.read():
-                break
-        time.sleep(0.05)
+    # The server side too: what crossed the link each way, the truth that
+    # loss measured on the client side is checked against.
+    spcap = os.path.join(args.out, f"calls-{args.seed}.server.pcap")
+    sdump = lab.spawn("tcpdump-s", lab.ns("s", [
+        "tcpdump", "-i", lab.tap_s, "-w", spcap, "-n", "-s", "96", "-B", "65536",
+        "--time-stamp-precision", "nano", "-Z", "root",
+        f"host {C_IP} and host {S_IP}"]))
+    for name in ("tcpdump", "tcpdump-s"):
+        t0 = time.time()
+        while time.time() - t0 < 10:
+            with open(os.path.join(lab.work, f"{name}.log"), "rb") as f:
+                if b"listening on" in f.read():
+                    break
+            time.sleep(0.05)
     started = time.time()
     batches = [(st, c) for st in stacks for c in calls]
     phase_s = args.seconds + 10
@@ -504,8 +517,9 @@ def main():
         s["sockets"] = "(outer: the WireGuard tunnel)"
         log(f"WireGuard: download + {s['name']} {'ok' if s['ok'] else s['error']}")
     time.sleep(1.0)
-    os.killpg(dump.pid, signal.SIGINT)
-    dump.wait(timeout=10)
+    for d in (dump, sdump):
+        os.killpg(d.pid, signal.SIGINT)
+        d.wait(timeout=10)
     elapsed = time.time() - started
     # Stop the link emulator before the rest, to read its counters.
     linkem = next(pr for n, pr in lab.procs if n == "linkem")
@@ -515,11 +529,16 @@ def main():
         link_counts = [l.strip() for l in f if l.startswith("linkem ")]
     rows, unlabelled = label_flows(pcap, [s for s in cl.sessions
                                           if s["relay"] != "vpn"], args.seed, wg_call_label)
+    sent = read_pcap_flows(spcap)
+    for r in rows:
+        proto = 6 if r[1] == "TCP" else 17
+        # Packets the server side sent toward the client on this flow.
+        r.append(sent.get((proto, r[4], r[5], r[2], r[3]), 0))
     labels = os.path.join(args.out, f"calls-{args.seed}.labels.csv")
     with open(labels, "w", newline="") as f:
         wr = csv.writer(f)
         wr.writerow(["run", "proto", "src", "sport", "dst", "dport", "class", "stack",
-                     "relay", "session", "c2s_pkts", "s2c_pkts"])
+                     "relay", "session", "c2s_pkts", "s2c_pkts", "s2c_sent"])
         wr.writerows(rows)
     meta = dict(seed=args.seed, link=cond, seconds=args.seconds, elapsed_s=round(elapsed, 1),
                 sessions=[{k: v for k, v in s.items()} for s in cl.sessions],

@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""call_eval: score earlybird's media verdicts on the captures of calls.py.
+
+Contract
+--------
+``call_eval.py --earlybird BIN DIR [--media-config TOML] [--train-on STACK]
+[--min-packets N] [--tshark] [--json OUT]`` reads every
+``DIR/calls-N.pcap`` with its ``calls-N.labels.csv`` (calls.py), runs
+``BIN flows PCAP --analyzer media --no-model --format jsonl`` on it and
+matches each labelled flow (either direction of its 5-tuple) to the
+record(s) of that 5-tuple (the one with the most packets, when a flow
+timed out and started again). Over the labelled flows of at least N
+packets (default 30), both directions counted, it prints:
+
+* per row (class, stack, relay; negatives per program): flows, and how
+  many were called audio, video or neither;
+* the scores: call flows found (class audio or video, verdict audio or
+  video), negatives flagged (class not-media, verdict audio or video),
+  audio and video told apart (found call flows whose verdict is their
+  class), each over all, UDP only (the detector examines UDP only) and
+  per stack;
+* with ``--train-on STACK``: ``BIN train-media`` learns intervals from
+  that stack's labelled call flows and the other stack's flows are
+  scored with them (and with the default), runs held out: the captures
+  with an odd run id train, the even ones test;
+* with ``--tshark``: tshark's RTP stream analysis (heuristic RTP on, as
+  SRTP leaves the RTP header in clear) per server-to-client stream of
+  the UDP calls (inside TURN channel data too): its lost-packet count against the link's loss on that
+  flow (the server-side capture's packets minus the client side's, both
+  counted by calls.py), and its jitter and sequence errors.
+
+``--json OUT`` writes the scores for a test to read. Exit 0 unless a
+capture cannot be read or earlybird fails.
+"""
+
+import argparse
+import csv
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+
+MEDIA = ("audio", "video")
+
+
+def key(proto, a, ap, b, bp):
+    x, y = (a, int(ap)), (b, int(bp))
+    return (proto, min(x, y), max(x, y))
+
+
+def read_labels(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def verdicts(bin_, pcap, config):
+    cmd = [bin_, "flows", pcap, "--analyzer", "media", "--no-model", "-q", "-o", "-",
+           "--format", "jsonl"]
+    if config:
+        cmd += ["--media-config", config]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"call_eval: {' '.join(cmd)}: {r.stderr.strip()}")
+    best = {}
+    for line in r.stdout.splitlines():
+        rec = json.loads(line)
+        proto = {6: "TCP", 17: "UDP"}.get(rec.get("proto"))
+        if proto is None:
+            continue
+        k = key(proto, rec["src"], rec["sport"], rec["dst"], rec["dport"])
+        n = rec["fwd_packets"] + rec["bwd_packets"]
+        if k not in best or n > best[k][0]:
+            best[k] = (n, rec)
+    return {k: v[1] for k, v in best.items()}
+
+
+def score(flows):
+    """flows: [(label row, verdict)] -> dict of counts."""
+    s = dict(calls=0, found=0, kind_right=0, negatives=0, flagged=0)
+    for row, v in flows:
+        if row["class"] in MEDIA:
+            s["calls"] += 1
+            if v in MEDIA:
+                s["found"] += 1
+                s["kind_right"] += v == row["class"]
+        else:
+            s["negatives"] += 1
+            s["flagged"] += v in MEDIA
+    s["found_share"] = s["found"] / s["calls"] if s["calls"] else None
+    s["flagged_share"] = s["flagged"] / s["negatives"] if s["negatives"] else None
+    s["kind_share"] = s["kind_right"] / s["found"] if s["found"] else None
+    return s
+
+
+def fmt(x):
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def evaluate(bin_, captures, config, min_packets):
+    out = []
+    for pcap, labels in captures:
+        v = verdicts(bin_, pcap, config)
+        for row in labels:
+            if int(row["c2s_pkts"]) + int(row["s2c_pkts"]) < min_packets:
+                continue
+            rec = v.get(key(row["proto"], row["src"], row["sport"], row["dst"],
+                            row["dport"]))
+            out.append((row, (rec or {}).get("media") or ""))
+    return out
+
+
+def table(flows):
+    rows = defaultdict(lambda: [0, 0, 0, 0])
+    for row, v in flows:
+        if row["class"] in MEDIA:
+            name = f"{row['class']} | {row['stack']} | {row['relay']} | {row['proto']}"
+        else:
+            name = f"not-media | {row['session']} ({row['stack']}) | {row['relay']} | " \
+                   f"{row['proto']}"
+        r = rows[name]
+        r[0] += 1
+        r[1 + (0 if v == "audio" else 1 if v == "video" else 2)] += 1
+    lines = ["| class | source | relay | transport | flows | audio | video | neither |",
+             "|---|---|---|---|---:|---:|---:|---:|"]
+    for name in sorted(rows):
+        r = rows[name]
+        lines.append(f"| {name} | {r[0]} | {r[1]} | {r[2]} | {r[3]} |")
+    return "\n".join(lines)
+
+
+def summary(title, flows):
+    lines = [f"\n{title}", "| subset | call flows found | negatives flagged | "
+             "audio/video right |", "|---|---:|---:|---:|"]
+    result = {}
+    subsets = [("all", lambda r: True), ("UDP", lambda r: r["proto"] == "UDP")]
+    for st in sorted({r["stack"] for r, _ in flows if r["class"] in MEDIA}):
+        subsets.append((f"calls of {st} (UDP)",
+                        lambda r, st=st: r["proto"] == "UDP" and
+                        (r["stack"] == st or r["class"] not in MEDIA)))
+    for name, f in subsets:
+        s = score([x for x in flows if f(x[0])])
+        result[name] = s
+        lines.append(f"| {name} | {s['found']}/{s['calls']} ({fmt(s['found_share'])}) | "
+                     f"{s['flagged']}/{s['negatives']} ({fmt(s['flagged_share'])}) | "
+                     f"{s['kind_right']}/{s['found']} ({fmt(s['kind_share'])}) |")
+    print("\n".join(lines))
+    return result
+
+
+def train(bin_, captures, stack, tmp):
+    """train-media on `stack`'s call flows of `captures`: the TOML's path."""
+    lab = os.path.join(tmp, f"train-{stack}.csv")
+    with open(lab, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["pcap", "proto", "src", "sport", "dst", "dport", "media_kind"])
+        for pcap, labels in captures:
+            for r in labels:
+                if r["class"] in MEDIA and r["stack"] == stack and r["proto"] == "UDP":
+                    w.writerow([os.path.basename(pcap), "UDP", r["src"], r["sport"],
+                                r["dst"], r["dport"], r["class"]])
+    toml = os.path.join(tmp, f"learned-{stack}.toml")
+    cmd = [bin_, "train-media", "--labels", lab, "-o", toml] + [p for p, _ in captures]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"call_eval: {' '.join(cmd)}: {r.stderr.strip()}")
+    return toml
+
+
+def tshark_rtp(captures):
+    """tshark's RTP streams (heuristic RTP) per direct call flow, server to
+    client, against the link's loss on that flow."""
+    lines = ["\ntshark RTP streams, server to client, UDP calls "
+             "(loss: the link's, from the two captures):",
+             "| session | SSRC | packets | tshark lost | link lost | max jitter ms | "
+             "mean jitter ms | problems |", "|---|---|---:|---:|---:|---:|---:|---|"]
+    res = []
+    for pcap, labels in captures:
+        r = subprocess.run(["tshark", "-n", "-r", pcap, "-o", "rtp.heuristic_rtp:TRUE",
+                            "-q", "-z", "rtp,streams"], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"call_eval: tshark on {pcap}: {r.stderr.strip()}")
+        streams = []
+        for line in r.stdout.splitlines():
+            p = line.split()
+            # Start, end, src IP, port, dst IP, port, SSRC, payload..., packets,
+            # lost (pct), min/mean/max delta, min/mean/max jitter, problem flag.
+            if len(p) < 14 or p[2].count(".") != 3 or not p[3].isdigit():
+                continue
+            try:
+                i = next(j for j in range(8, len(p)) if p[j].startswith("("))
+                streams.append(dict(src=p[2], sport=p[3], dst=p[4], dport=p[5],
+                                    ssrc=p[6], pkts=int(p[i - 2]), lost=int(p[i - 1]),
+                                    mean_jitter=float(p[i + 5]),
+                                    max_jitter=float(p[i + 6]),
+                                    problem=" ".join(p[i + 7:])))
+            except (StopIteration, ValueError, IndexError):
+                continue
+        for row in labels:
+            if row["class"] not in MEDIA or row["proto"] != "UDP":
+                continue
+            mine = [s for s in streams if s["src"] == row["dst"] and s["sport"] ==
+                    row["dport"] and s["dst"] == row["src"] and s["dport"] == row["sport"]]
+            link_lost = int(row["s2c_sent"]) - int(row["s2c_pkts"])
+            for s in mine:
+                res.append(dict(session=row["session"], run=row["run"], link_lost=link_lost,
+                                flow_pkts=int(row["s2c_pkts"]), **s))
+                lines.append(f"| {row['session']} (run {row['run']}) | {s['ssrc']} | "
+                             f"{s['pkts']} | {s['lost']} | {link_lost} | "
+                             f"{s['max_jitter']:.2f} | {s['mean_jitter']:.2f} | "
+                             f"{s['problem']} |")
+    print("\n".join(lines))
+    return res
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("dir")
+    p.add_argument("--earlybird", required=True)
+    p.add_argument("--media-config")
+    p.add_argument("--train-on", help="a stack: train-media on it, test on the other")
+    p.add_argument("--min-packets", type=int, default=30)
+    p.add_argument("--tshark", action="store_true")
+    p.add_argument("--json")
+    args = p.parse_args()
+    captures = []
+    for lab in sorted(glob.glob(os.path.join(args.dir, "calls-*.labels.csv"))):
+        pcap = lab.replace(".labels.csv", ".pcap")
+        if not os.path.exists(pcap):
+            sys.exit(f"call_eval: {pcap} is missing (labels without a capture)")
+        captures.append((pcap, read_labels(lab)))
+    if not captures:
+        sys.exit(f"call_eval: no calls-N.labels.csv in {args.dir}")
+    out = {}
+    flows = evaluate(args.earlybird, captures, args.media_config, args.min_packets)
+    print(f"flows of at least {args.min_packets} packets, "
+          f"{args.media_config or 'the default configuration'}:\n")
+    print(table(flows))
+    out["default"] = summary("scores:", flows)
+    if args.train_on:
+        odd = [c for c in captures if int(c[1][0]["run"]) % 2 == 1] if captures else []
+        even = [c for c in captures if c not in odd]
+        if not odd or not even:
+            sys.exit("call_eval: --train-on needs runs of odd and even ids")
+        with tempfile.TemporaryDirectory() as tmp:
+            toml = train(args.earlybird, odd, args.train_on, tmp)
+            other = [(p, [r for r in rows if r["stack"] != args.train_on])
+                     for p, rows in even]
+            held = evaluate(args.earlybird, other, toml, args.min_packets)
+            out["trained"] = summary(
+                f"trained on {args.train_on} (odd runs), tested on the other stack and "
+                "the negatives (even runs):", held)
+            base = evaluate(args.earlybird, other, args.media_config, args.min_packets)
+            out["trained_baseline"] = summary(
+                "the same flows with the default configuration:", base)
+    if args.tshark:
+        out["tshark"] = tshark_rtp(captures)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
