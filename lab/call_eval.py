@@ -246,7 +246,7 @@ def main():
             sys.exit("call_eval: --train-on needs runs of odd and even ids")
         with tempfile.TemporaryDirectory() as tmp:
             toml = train(args.earlybird, odd, args.train_on, tmp)
-            other = [(p, [r for r in rows if r["stack"] != args.train_on])
+            other = [(p, [r for r in rows if args.train_on not in r["stack"]])
                      for p, rows in even]
             held = evaluate(args.earlybird, other, toml, args.min_packets)
             out["trained"] = summary(
