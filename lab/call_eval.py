@@ -211,6 +211,20 @@ def tshark_rtp(captures):
                              f"{s['pkts']} | {s['lost']} | {link_lost} | "
                              f"{s['max_jitter']:.2f} | {s['mean_jitter']:.2f} | "
                              f"{s['problem']} |")
+    # Per flow: tshark's lost packets summed over the flow's streams
+    # against the link's loss on the flow (which also counts RTCP, STUN
+    # consent checks and retransmissions: an upper bound of RTP loss).
+    per_flow = defaultdict(lambda: [0, 0])
+    for x in res:
+        f = per_flow[(x["run"], x["session"])]
+        f[0] += x["lost"]
+        f[1] = x["link_lost"]
+    over = [k for k, (t, l) in per_flow.items() if t > l]
+    t_sum = sum(t for t, _ in per_flow.values())
+    l_sum = sum(lk for _, lk in per_flow.values())
+    lines.append(f"\n{len(per_flow)} flows: tshark counts {t_sum} RTP packets lost, the "
+                 f"link lost {l_sum} packets of those flows; tshark above the link on "
+                 f"{len(over)} flows: {', '.join(f'{s} (run {r})' for r, s in over) or '-'}")
     print("\n".join(lines))
     return res
 
