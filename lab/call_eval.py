@@ -27,7 +27,15 @@ packets (default 30), both directions counted, it prints:
   SRTP leaves the RTP header in clear) per server-to-client stream of
   the UDP calls (inside TURN channel data too): its lost-packet count against the link's loss on that
   flow (the server-side capture's packets minus the client side's, both
-  counted by calls.py), and its jitter and sequence errors.
+  counted by calls.py), and its jitter; where the records have the media
+  analyzer's RTP fields (``media_rtp_packets``, ``media_rtp_lost``,
+  ``media_rtp_reordered``, ``media_jitter_ms``), those beside tshark's
+  largest stream of the flow.
+
+Where the records have them, it also prints the packet at which call
+flows were decided (``media_packet``), what decided them
+(``media_layer``) and whether each call session's flows share one call id
+of their own (``media_call``).
 
 ``--json OUT`` writes the scores for a test to read. Exit 0 unless a
 capture cannot be read or earlybird fails.
@@ -108,8 +116,53 @@ def evaluate(bin_, captures, config, min_packets):
                 continue
             rec = v.get(key(row["proto"], row["src"], row["sport"], row["dst"],
                             row["dport"]))
+            row = dict(row, record=rec or {})
             out.append((row, (rec or {}).get("media") or ""))
     return out
+
+
+def detector_extras(flows):
+    """What the record says beyond the verdict, where it has the fields
+    (the media analyzer's RTP, call and timing fields): printed, and
+    returned for the JSON."""
+    res = {}
+    lines = []
+    found = [r for r, v in flows if r["class"] in MEDIA and v in MEDIA]
+    at = sorted(r["record"]["media_packet"] for r in found
+                if r["record"].get("media_packet") is not None)
+    if at:
+        res["verdict_packet_median"] = at[len(at) // 2]
+        res["verdict_packet_max"] = at[-1]
+        lines.append(f"verdict at packet (found call flows): median {at[len(at) // 2]}, "
+                     f"largest {at[-1]}")
+    layers = defaultdict(int)
+    for r in found:
+        layers[r["record"].get("media_layer") or "-"] += 1
+    if any(k != "-" for k in layers):
+        res["layers"] = dict(layers)
+        lines.append("decided by: " + ", ".join(f"{k} {n}" for k, n in sorted(layers.items())))
+    if any("media_call" in r["record"] for r, _ in flows):
+        # One call id per session over its found flows, and no id shared by
+        # two sessions.
+        ids = defaultdict(set)
+        for r, _ in flows:
+            c = r["record"].get("media_call")
+            if r["class"] in MEDIA and c:
+                ids[(r["run"], r["session"])].add(c)
+        owners = defaultdict(set)
+        for k, cs in ids.items():
+            for c in cs:
+                owners[c].add(k)
+        sessions = {(r["run"], r["session"]) for r, _ in flows if r["class"] in MEDIA}
+        one = sum(1 for k in sessions if len(ids.get(k, ())) == 1 and
+                  all(len(owners[c]) == 1 for c in ids[k]))
+        res["calls_one_id"] = one
+        res["calls"] = len(sessions)
+        lines.append(f"call ids: {one} of {len(sessions)} call sessions have one id of "
+                     "their own")
+    if lines:
+        print("\n" + "\n".join(lines))
+    return res
 
 
 def table(flows):
@@ -169,9 +222,12 @@ def train(bin_, captures, stack, tmp):
     return toml
 
 
-def tshark_rtp(captures):
-    """tshark's RTP streams (heuristic RTP) per direct call flow, server to
-    client, against the link's loss on that flow."""
+def tshark_rtp(captures, flows):
+    """tshark's RTP streams (heuristic RTP) per call flow, server to
+    client, against the link's loss on that flow; and the record's RTP
+    quality fields, where it has them, against tshark's."""
+    records = {(r["run"], r["session"], r["sport"]): r["record"] for r, _ in flows}
+    quality = []
     lines = ["\ntshark RTP streams, server to client, UDP calls "
              "(loss: the link's, from the two captures):",
              "| session | SSRC | packets | tshark lost | link lost | max jitter ms | "
@@ -207,6 +263,20 @@ def tshark_rtp(captures):
             for s in mine:
                 res.append(dict(session=row["session"], run=row["run"], link_lost=link_lost,
                                 flow_pkts=int(row["s2c_pkts"]), **s))
+            # The record's RTP quality (its flow's largest stream in clear),
+            # beside tshark's largest stream of the flow, either direction.
+            rec = records.get((row["run"], row["session"], row["sport"]), {})
+            if rec.get("media_rtp_packets") is not None:
+                both = [s for s in streams if {(s["src"], s["sport"]), (s["dst"], s["dport"])}
+                        == {(row["src"], row["sport"]), (row["dst"], row["dport"])}]
+                big = max(both, key=lambda s: s["pkts"], default=None)
+                q = dict(session=row["session"], run=row["run"],
+                         packets=rec["media_rtp_packets"], lost=rec.get("media_rtp_lost"),
+                         reordered=rec.get("media_rtp_reordered"),
+                         jitter_ms=rec.get("media_jitter_ms"),
+                         tshark_packets=big["pkts"] if big else None,
+                         tshark_lost=big["lost"] if big else None)
+                quality.append(q)
                 lines.append(f"| {row['session']} (run {row['run']}) | {s['ssrc']} | "
                              f"{s['pkts']} | {s['lost']} | {link_lost} | "
                              f"{s['max_jitter']:.2f} | {s['mean_jitter']:.2f} | "
@@ -225,8 +295,17 @@ def tshark_rtp(captures):
     lines.append(f"\n{len(per_flow)} flows: tshark counts {t_sum} RTP packets lost, the "
                  f"link lost {l_sum} packets of those flows; tshark above the link on "
                  f"{len(over)} flows: {', '.join(f'{s} (run {r})' for r, s in over) or '-'}")
+    if quality:
+        lines += ["\nthe record's RTP quality (its largest stream in clear) and tshark's "
+                  "largest stream of the flow:",
+                  "| session | packets | lost | reordered | jitter ms | tshark packets | "
+                  "tshark lost |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for q in quality:
+            lines.append(f"| {q['session']} (run {q['run']}) | {q['packets']} | {q['lost']} | "
+                         f"{q['reordered']} | {q['jitter_ms']} | {q['tshark_packets']} | "
+                         f"{q['tshark_lost']} |")
     print("\n".join(lines))
-    return res
+    return {"streams": res, "record_quality": quality}
 
 
 def main():
@@ -253,6 +332,7 @@ def main():
           f"{args.media_config or 'the default configuration'}:\n")
     print(table(flows))
     out["default"] = summary("scores:", flows)
+    out["extras"] = detector_extras(flows)
     if args.train_on:
         odd = [c for c in captures if int(c[1][0]["run"]) % 2 == 1] if captures else []
         even = [c for c in captures if c not in odd]
@@ -270,7 +350,7 @@ def main():
             out["trained_baseline"] = summary(
                 "the same flows with the default configuration:", base)
     if args.tshark:
-        out["tshark"] = tshark_rtp(captures)
+        out["tshark"] = tshark_rtp(captures, flows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
