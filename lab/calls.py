@@ -56,7 +56,6 @@ import csv
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
