@@ -1,5 +1,6 @@
 //! The CLI against real programs between network namespaces, one test at
-//! a time: the labelled traffic lab (`lab_cli`), media detection of real
+//! a time: the labelled traffic lab (`lab_cli`), the lab of today's calls
+//! (`calls_cli`), media detection of real
 //! senders (`media_lab_cli`) and SIPp calls (`sipp_cli`). One area:
 //! `cargo test -p earlybird-cli --test lab sipp_cli::`.
 //!
@@ -23,6 +24,7 @@ mod common;
 mod lib_common;
 mod netlab;
 
+mod calls_cli;
 mod lab_cli;
 mod media_lab_cli;
 mod sipp_cli;
