@@ -62,6 +62,7 @@ use super::{Action, Analyzer, PacketView};
 pub(crate) mod clear;
 pub(crate) mod demux;
 pub(crate) mod dtls;
+pub(crate) mod shape;
 pub(crate) mod stun;
 pub(crate) mod turn;
 use crate::schema::{Cells, Field, FieldType};
@@ -528,7 +529,13 @@ pub struct State {
     clear: Option<Box<clear::Clear>>,
     /// The layer that decided: [`BY_WINDOWS`], [`BY_RTP`] (0: none).
     by: u8,
+    /// Of the flow's first [`SHAPE_PACKETS`] datagrams with a payload: how
+    /// many were read, how many had a shape that is not media.
+    shapes: [u8; 2],
 }
+
+/// Datagrams per flow the shape guard reads.
+const SHAPE_PACKETS: u8 = 10;
 
 /// `State::by`: the statistical windows decided.
 const BY_WINDOWS: u8 = 1;
@@ -617,7 +624,10 @@ impl Media {
         // A DTLS tunnel: application data records in most packets and no
         // RTP (DTLS-SRTP sends its media as SRTP, not as DTLS records).
         let seen = st.dirs[0].seen + st.dirs[1].seen;
-        if self.guarded(st, all) || st.clear.as_ref().is_some_and(|c| c.dtls_tunnel(seen)) {
+        // Most of the first datagrams DNS or ONC RPC messages.
+        let shaped = st.shapes[1] * 2 > st.shapes[0];
+        if self.guarded(st, all) || shaped || st.clear.as_ref().is_some_and(|c| c.dtls_tunnel(seen))
+        {
             st.verdict = Some((NOT_MEDIA, 0.0, index));
             return;
         }
@@ -834,6 +844,10 @@ impl Analyzer for Media {
         }
         if p.proto != UDP {
             return Action::Continue;
+        }
+        if self.clear && st.shapes[0] < SHAPE_PACKETS && !p.payload.is_empty() {
+            st.shapes[0] += 1;
+            st.shapes[1] += u8::from(shape::not_media(p.payload));
         }
         let d = usize::from(!p.from_client);
         let w = &mut st.dirs[d];
