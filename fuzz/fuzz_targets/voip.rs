@@ -8,7 +8,7 @@
 //! within its bounds.
 #![no_main]
 
-use earlybird::voip::rtp::{self, DtmfEvent, Rtp};
+use earlybird::analyze::rtp::{self, DtmfEvent, Rtp};
 use earlybird::voip::sdp::Sdp;
 use earlybird::voip::sip::{self, Framing};
 use libfuzzer_sys::fuzz_target;

@@ -236,6 +236,11 @@ pub use time::{Nanos, SECOND};
 /// which the crate's own dev-dependency and the fuzz crate turn on.
 #[cfg(feature = "testing")]
 pub mod testing {
+    pub use crate::analyze::media::clear::Clear as MediaClear;
+    pub use crate::analyze::media::demux::{classify as demux_classify, unwrap_turn};
+    pub use crate::analyze::media::dtls::Record as DtlsRecord;
+    pub use crate::analyze::media::stun::Stun;
+    pub use crate::analyze::media::turn::ChannelData;
     pub use crate::classify::dataset::SplitMix64;
     pub use crate::classify::tree::{Tree, LEAF};
     pub use crate::classify::vector;

@@ -58,10 +58,21 @@
 use serde::Deserialize;
 
 use super::{Action, Analyzer, PacketView};
+
+pub(crate) mod clear;
+pub(crate) mod demux;
+pub(crate) mod dtls;
+pub(crate) mod shape;
+pub(crate) mod stun;
+pub(crate) mod turn;
 use crate::schema::{Cells, Field, FieldType};
 use crate::time::Nanos;
 
 const UDP: u8 = 17;
+const TCP: u8 = 6;
+/// Packets of a flow the clear-header layer reads before it decides; a
+/// flow it decided is read to its end (for the quality figures).
+const CLEAR_PACKETS: u32 = 1000;
 
 /// Tests of one media kind; a characteristic with no intervals (or no
 /// tolerance) is not tested.
@@ -136,6 +147,14 @@ pub struct MediaConfig {
     /// The fixed-size bulk guard (on by default, also in a file that leaves
     /// it out).
     pub fixed_size: FixedSizeGuard,
+    /// The clear-header layer (RTP, also inside TURN; STUN; DTLS), read
+    /// before the windows. Default true, also in a file that leaves it out.
+    #[serde(default = "yes")]
+    pub clear: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Transport feedback guard: a flow whose smaller direction (by packets)
@@ -235,6 +254,7 @@ impl Default for MediaConfig {
             sampling_correction: true,
             feedback: FeedbackGuard::default(),
             fixed_size: FixedSizeGuard::default(),
+            clear: true,
         }
     }
 }
@@ -374,6 +394,8 @@ pub struct Media {
     /// Per kind, what the flows of this table did since the counts were
     /// last taken ([`Media::take_counts`]; one shard's table: no sharing).
     counts: [CellCounts; 3],
+    /// The clear-header layer is on.
+    clear: bool,
 }
 
 /// The per-second figures of one media kind in one flow table: flows
@@ -442,6 +464,7 @@ impl Media {
                 .on
                 .then_some((c.fixed_size.iat_ms * 1e6, c.fixed_size.share)),
             counts: Default::default(),
+            clear: c.clear,
         }
     }
 
@@ -501,7 +524,23 @@ pub struct State {
     /// Decided: kind index ([`NOT_MEDIA`]: a guard fired), share, packet
     /// index.
     verdict: Option<(u8, f32, u32)>,
+    /// What the payload showed (allocated at the first packet the
+    /// demultiplexer does not call QUIC or unknown).
+    clear: Option<Box<clear::Clear>>,
+    /// The layer that decided: [`BY_WINDOWS`], [`BY_RTP`] (0: none).
+    by: u8,
+    /// Of the flow's first [`SHAPE_PACKETS`] datagrams with a payload: how
+    /// many were read, how many had a shape that is not media.
+    shapes: [u8; 2],
 }
+
+/// Datagrams per flow the shape guard reads.
+const SHAPE_PACKETS: u8 = 10;
+
+/// `State::by`: the statistical windows decided.
+const BY_WINDOWS: u8 = 1;
+/// `State::by`: an RTP stream in clear decided.
+const BY_RTP: u8 = 2;
 
 /// The verdict's kind index when a guard decided the flow is not media.
 const NOT_MEDIA: u8 = KINDS.len() as u8;
@@ -582,7 +621,13 @@ impl Media {
             return;
         }
         let all = f64::from(st.windows);
-        if self.guarded(st, all) {
+        // A DTLS tunnel: application data records in most packets and no
+        // RTP (DTLS-SRTP sends its media as SRTP, not as DTLS records).
+        let seen = st.dirs[0].seen + st.dirs[1].seen;
+        // Most of the first datagrams DNS or ONC RPC messages.
+        let shaped = st.shapes[1] * 2 > st.shapes[0];
+        if self.guarded(st, all) || shaped || st.clear.as_ref().is_some_and(|c| c.dtls_tunnel(seen))
+        {
             st.verdict = Some((NOT_MEDIA, 0.0, index));
             return;
         }
@@ -617,7 +662,13 @@ impl Media {
                 least = least.min(s);
             }
             if ok {
+                // An RTP stream in clear on its way to a verdict: let it
+                // decide (the windows check again at the next window).
+                if st.clear.as_ref().is_some_and(|c| c.promising()) {
+                    return;
+                }
                 st.verdict = Some((k as u8, least as f32, index));
+                st.by = BY_WINDOWS;
                 return;
             }
         }
@@ -625,6 +676,46 @@ impl Media {
 }
 
 impl Media {
+    /// Feeds the clear-header layer; true when its verdict was taken at
+    /// this packet (and the packet counted for it).
+    fn clear_packet(&self, st: &mut State, p: &PacketView<'_>) -> bool {
+        let c = match &mut st.clear {
+            Some(c) => c,
+            None => {
+                if !clear::worth(p.payload) {
+                    return false;
+                }
+                st.clear.insert(Box::default())
+            }
+        };
+        if c.verdict.is_some() {
+            c.packet(p.payload, p.from_client, p.ts, p.index);
+            return false;
+        }
+        if p.index > CLEAR_PACKETS {
+            return false;
+        }
+        c.packet(p.payload, p.from_client, p.ts, p.index);
+        let Some((kind, conf, at, _)) = c.verdict else {
+            return false;
+        };
+        let k: u8 = match kind {
+            clear::Kind::Audio => 0,
+            clear::Kind::Video => 1,
+        };
+        let before = st.verdict.replace((k, conf, at)).map(|v| v.0);
+        st.by = BY_RTP;
+        if before != Some(k) {
+            if let Some(c) = self.counts.get(usize::from(k)) {
+                bump(&c.decided, 1);
+                bump(&c.packets, 1);
+                bump(&c.bytes, u64::from(p.size));
+            }
+            return true;
+        }
+        false
+    }
+
     /// Whether a guard says the flow is not media (`all`: its windows).
     fn guarded(&self, st: &State, all: f64) -> bool {
         if let Some((packets_iv, size_max)) = self.feedback {
@@ -648,26 +739,86 @@ impl Analyzer for Media {
     type State = State;
     const NAME: &'static str = "media";
     const ABOUT: &'static str =
-        "real-time media (audio, video, file transfer) of UDP flows from packet sizes and inter-arrivals (Skypeness, thesis Table 6.2)";
-    const PAYLOAD: bool = false;
+        "real-time media (audio, video, file transfer): RTP in clear (also inside TURN, beside STUN and DTLS), then UDP packet sizes and inter-arrivals (Skypeness, thesis Table 6.2); RTP quality, STUN app, ICE call id";
+    const PAYLOAD: bool = true;
     const FIELDS: &'static [Field] = &[
         Field::new(
             "media",
             FieldType::Str,
             "",
-            "Media kind of a UDP flow from its windows of packet sizes, inter-arrivals and bitrates: audio, video, file; empty when not media",
+            "Media kind: audio or video from an RTP stream in clear (its clock or payload type), else audio, video or file from the UDP flow's windows of packet sizes, inter-arrivals and bitrates; empty when not media",
         ),
         Field::new(
             "media_share",
             FieldType::F64,
             "",
-            "Smallest share of windows passing one of the verdict kind's tests when it was decided; null when not media",
+            "Confidence of the verdict when it was decided: for media_layer rtp, the share of the flow's RTP/RTCP-looking packets that were consistent steps of an RTP stream; for windows, the smallest share of windows passing one of the kind's tests; null when not media",
         ),
         Field::new(
             "media_packet",
             FieldType::U64,
             "packets",
             "Packet of the flow (1 = first) at which the media verdict was decided; null when not media",
+        ),
+        Field::new(
+            "media_layer",
+            FieldType::Str,
+            "",
+            "What decided the media verdict: rtp (an RTP stream in clear), turn-rtp (an RTP stream inside TURN ChannelData or Send/Data indications), windows (packet sizes and inter-arrivals); empty when not media",
+        ),
+        Field::new(
+            "media_clock",
+            FieldType::U64,
+            "Hz",
+            "RTP clock rate of the flow's largest RTP stream in clear, from its payload type or inferred from its timestamps over capture time (8000 ... 48000 audio, 90000 video); null without one",
+        ),
+        Field::new(
+            "media_streams",
+            FieldType::U64,
+            "",
+            "RTP streams (SSRC and direction) in clear whose clock was found in the flow, at most 4; null without one",
+        ),
+        Field::new(
+            "media_rtp_packets",
+            FieldType::U64,
+            "packets",
+            "Packets of the flow's largest RTP stream in clear, from its second packet's step on (its first counted); null without one",
+        ),
+        Field::new(
+            "media_rtp_lost",
+            FieldType::I64,
+            "packets",
+            "Lost packets of that stream (RFC 3550: expected - received; negative with duplicates); null without one",
+        ),
+        Field::new(
+            "media_rtp_reordered",
+            FieldType::U64,
+            "packets",
+            "Packets of that stream that came after a higher sequence number; null without one",
+        ),
+        Field::new(
+            "media_jitter_ms",
+            FieldType::F64,
+            "ms",
+            "Mean RFC 3550 interarrival jitter of that stream at its clock, from the packet its clock was found; null without one",
+        ),
+        Field::new(
+            "media_jitter_max_ms",
+            FieldType::F64,
+            "ms",
+            "Largest RFC 3550 jitter of that stream; null without one",
+        ),
+        Field::new(
+            "media_app",
+            FieldType::Str,
+            "",
+            "The first STUN SOFTWARE attribute of the flow (also inside TURN), at most 32 bytes; empty without one",
+        ),
+        Field::new(
+            "media_call",
+            FieldType::Str,
+            "",
+            "Call id: 16 hex digits from the ICE USERNAME of the flow's STUN (its two ufrags, sorted), shared by every flow of one ICE session (candidate pairs, TURN legs, RTCP); empty without one",
         ),
     ];
 
@@ -677,7 +828,11 @@ impl Analyzer for Media {
 
     #[inline]
     fn packet(&self, st: &mut State, p: &PacketView<'_>) -> Action {
-        if p.proto != UDP {
+        if self.clear
+            && !p.payload.is_empty()
+            && (p.proto == UDP || p.proto == TCP)
+            && self.clear_packet(st, p)
+        {
             return Action::Continue;
         }
         if let Some((k, _, _)) = st.verdict {
@@ -686,6 +841,13 @@ impl Analyzer for Media {
                 bump(&c.bytes, u64::from(p.size));
             }
             return Action::Continue;
+        }
+        if p.proto != UDP {
+            return Action::Continue;
+        }
+        if self.clear && st.shapes[0] < SHAPE_PACKETS && !p.payload.is_empty() {
+            st.shapes[0] += 1;
+            st.shapes[1] += u8::from(shape::not_media(p.payload));
         }
         let d = usize::from(!p.from_client);
         let w = &mut st.dirs[d];
@@ -723,17 +885,54 @@ impl Analyzer for Media {
     }
 
     fn record(&self, st: &State, out: &mut Cells<'_>) {
+        let c = st.clear.as_deref();
+        let q = c.and_then(|c| c.quality());
         match st.verdict.filter(|v| v.0 != NOT_MEDIA) {
             Some((k, share, at)) => {
                 out.text(KINDS[usize::from(k)]);
                 out.f64(f64::from(share));
                 out.u64(u64::from(at));
+                out.text(match (st.by, c.and_then(|c| c.verdict)) {
+                    (BY_RTP, Some((_, _, _, t))) if c.is_some_and(|c| c.relayed_track(t)) => {
+                        "turn-rtp"
+                    }
+                    (BY_RTP, _) => "rtp",
+                    _ => "windows",
+                });
             }
             None => {
                 out.text("");
                 out.null();
                 out.null();
+                out.text("");
             }
+        }
+        match q {
+            Some(q) => {
+                out.u64(u64::from(q.clock));
+                out.u64(u64::from(q.streams));
+                out.u64(q.packets);
+                out.i64(q.lost);
+                out.u64(q.reordered);
+                match q.jitter_ms {
+                    Some(j) => out.f64(j),
+                    None => out.null(),
+                }
+                match q.jitter_max_ms {
+                    Some(j) => out.f64(j),
+                    None => out.null(),
+                }
+            }
+            None => {
+                for _ in 0..7 {
+                    out.null();
+                }
+            }
+        }
+        out.text(c.and_then(|c| c.app()).unwrap_or(""));
+        match c.map_or(0, |c| c.call) {
+            0 => out.text(""),
+            h => out.text(&format!("{h:016x}")),
         }
     }
 }

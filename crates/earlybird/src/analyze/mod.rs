@@ -51,6 +51,8 @@ mod ndpi_fields;
 mod ndpi_lib;
 pub mod payload;
 pub mod quic;
+pub mod rtp;
+pub mod rtp_stats;
 pub mod ssh;
 pub mod tls;
 pub mod tls_hello;

@@ -44,11 +44,11 @@ use rustc_hash::FxHashMap as HashMap;
 use super::audio::{Archive, ArchiveCounters};
 use super::defrag::{DatagramKey, Defrag, DefragCounters};
 use super::record::{CallRecord, Dtmf, EndCause, StreamRecord};
-use super::rtp::{is_rtcp_type, looks_like_rtp, rtcp_reports, DtmfEvent, Rtp};
-use super::rtp_stats::StreamStats;
 use super::sdp::{static_codec, Sdp};
 use super::sip::{self, Framing, Message};
 use super::stream::Reassembly;
+use crate::analyze::rtp::{is_rtcp_type, looks_like_rtp, rtcp_reports, DtmfEvent, Rtp};
+use crate::analyze::rtp_stats::StreamStats;
 use crate::decode::fmt_addr;
 
 /// An address as the decoder gives it (IPv4 mapped into IPv6).

@@ -231,8 +231,8 @@ fn datagrams(path: &std::path::Path) -> Vec<Datagram> {
 
 #[test]
 fn rtp_streams_match_tshark() {
-    use earlybird::voip::rtp::Rtp;
-    use earlybird::voip::rtp_stats::StreamStats;
+    use earlybird::analyze::rtp::Rtp;
+    use earlybird::analyze::rtp_stats::StreamStats;
     let Some(c) = corpus() else { return };
     let reference = reference(&c);
     let mut checked = 0;

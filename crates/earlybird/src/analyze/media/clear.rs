@@ -1,0 +1,588 @@
+//! The media analyzer's first layer: what a flow's payload shows in clear.
+//!
+//! Contract: [`Clear::packet`] takes each packet's transport payload (UDP
+//! datagrams; TCP segments are read as frames that start at the segment,
+//! as TURN and ICE-TCP send them one per segment most of the time) and:
+//! - demultiplexes it by its first byte (RFC 9443, [`super::demux`]),
+//!   taking a TURN ChannelData message or Send/Data indication off once;
+//! - for RTP (also inside TURN), follows up to [`TRACKS`] streams, each one
+//!   SSRC in one direction: a step from the stream's previous packet is
+//!   consistent when the sequence number moves 1..=[`SEQ_GAP`] ahead and
+//!   the RTP timestamp moves 0..=[`TS_STEP_MAX`] ahead. After
+//!   [`RUN_MIN`] consistent steps and at least [`SPAN_MIN_NS`] of capture
+//!   time, the stream's clock is inferred from its timestamp span over its
+//!   arrival span (the nearest of 8, 16, 24, 32, 44.1, 48 kHz for audio and
+//!   90 kHz for video, within a factor of [`CLOCK_TOLERANCE`]), or taken
+//!   from a static payload type (RFC 3551); a stream whose frames often
+//!   span several packets (equal timestamps) is video whatever its clock.
+//!   The first stream that has a clock decides the flow's verdict: audio
+//!   or video, the share of the flow's RTP-class packets that were
+//!   consistent steps as the confidence, and the packet index.
+//! - keeps each stream's quality (packets, loss, reordering, RFC 3550
+//!   jitter at the inferred clock, from the packet the clock was known)
+//!   in [`crate::analyze::rtp_stats::StreamStats`], from the stream's
+//!   second packet on (its first is replayed into it);
+//! - reads STUN messages (also inside TURN): the first SOFTWARE attribute
+//!   (the app, up to [`APP_MAX`] bytes) and the ICE USERNAME, whose two
+//!   ufrags, sorted, give a call id that every flow of one ICE session
+//!   shares (its candidate pairs, its TURN legs, RTCP on its own port);
+//! - counts DTLS records by content type (application data outside
+//!   DTLS-SRTP's handshake marks a DTLS tunnel, not media).
+//!
+//! State per flow is bounded: [`TRACKS`] streams of one `StreamStats` each
+//! (about 600 bytes), a fixed app buffer, counters. No allocation but a
+//! stream's statistics (once per stream); never panics.
+
+use super::demux::{classify, unwrap_turn, Demux, Relay};
+use super::dtls::Record;
+use super::stun::Stun;
+use crate::analyze::rtp::Rtp;
+use crate::analyze::rtp_stats::StreamStats;
+use crate::time::Nanos;
+
+/// Streams followed per flow.
+pub const TRACKS: usize = 4;
+/// Largest sequence step taken as consistent (losses in between).
+pub const SEQ_GAP: u16 = 10;
+/// Largest RTP timestamp step taken as consistent (10 s at 90 kHz).
+pub const TS_STEP_MAX: u32 = 900_000;
+/// Consistent steps before a stream can decide.
+pub const RUN_MIN: u32 = 6;
+/// Capture time a stream must span before its clock is inferred.
+pub const SPAN_MIN_NS: u64 = 100_000_000;
+/// An inferred clock within this factor of a standard rate is that rate.
+pub const CLOCK_TOLERANCE: f64 = 1.25;
+/// Longest app name kept from a SOFTWARE attribute, bytes.
+pub const APP_MAX: usize = 32;
+
+/// Standard clocks: (rate, is video).
+const CLOCKS: [(u32, bool); 7] = [
+    (8_000, false),
+    (16_000, false),
+    (24_000, false),
+    (32_000, false),
+    (44_100, false),
+    (48_000, false),
+    (90_000, true),
+];
+
+/// A media kind as the clear layer tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// An audio clock or payload type.
+    Audio,
+    /// A video clock or payload type, or frames of several packets.
+    Video,
+}
+
+/// One RTP stream (one SSRC, one direction).
+#[derive(Debug, Clone, Default)]
+struct Track {
+    ssrc: u32,
+    from_client: bool,
+    pt: u8,
+    used: bool,
+    last_seq: u16,
+    last_ts: u32,
+    last_ns: Nanos,
+    first_ns: Nanos,
+    /// The first packet's length, kept to replay it into `stats`.
+    first_len: usize,
+    /// Consistent steps in a row.
+    run: u32,
+    /// Consistent steps in all.
+    steps: u32,
+    /// Steps with an unchanged timestamp (packets of one video frame).
+    same_ts: u32,
+    /// Sum of the timestamp steps of consistent steps.
+    ts_span: u64,
+    /// Capture time of those steps, ns.
+    ns_span: u64,
+    clock: u32,
+    kind: Option<Kind>,
+    relay: Option<Relay>,
+    stats: Option<Box<StreamStats>>,
+}
+
+/// What a flow showed in clear (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub struct Clear {
+    tracks: [Track; TRACKS],
+    /// Packets whose (inner) datagram demultiplexed as RTP or RTCP.
+    rtp_class: u32,
+    /// Consistent RTP steps of all streams.
+    consistent: u32,
+    /// RTCP packets.
+    pub rtcp: u32,
+    /// STUN messages.
+    pub stun: u32,
+    /// DTLS records: handshake (content type 22), application data (23).
+    pub dtls: [u32; 2],
+    /// Datagrams relayed through TURN.
+    pub relayed: u32,
+    /// Decided: kind, confidence, packet index, track.
+    pub verdict: Option<(Kind, f32, u32, u8)>,
+    app: [u8; APP_MAX],
+    app_len: u8,
+    /// FNV-1a of the sorted ICE ufrags (0: none seen).
+    pub call: u64,
+}
+
+/// The quality of a flow's largest RTP stream.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Quality {
+    /// SSRC.
+    pub ssrc: u32,
+    /// Clock rate, Hz (0: not inferred).
+    pub clock: u32,
+    /// Packets.
+    pub packets: u64,
+    /// Lost (expected − received).
+    pub lost: i64,
+    /// Reordered.
+    pub reordered: u64,
+    /// Mean RFC 3550 jitter, ms (`None` without a clock).
+    pub jitter_ms: Option<f64>,
+    /// Largest jitter, ms.
+    pub jitter_max_ms: Option<f64>,
+    /// Streams with a clock in the flow.
+    pub streams: u32,
+    /// How the stream was carried: 0 plain, 1 TURN ChannelData, 2 TURN
+    /// indication.
+    pub relay: u8,
+}
+
+/// Whether a payload is worth the layer's state: the demultiplexer (after
+/// TURN) calls it RTP, RTCP, STUN, DTLS or TURN (not QUIC, not unknown).
+pub fn worth(payload: &[u8]) -> bool {
+    let inner = unwrap_turn(payload).map_or(payload, |(_, d)| d);
+    !matches!(classify(inner), Demux::Quic | Demux::Other | Demux::Zrtp)
+}
+
+fn fnv(h: &mut u64, b: &[u8]) {
+    for &x in b {
+        *h ^= u64::from(x);
+        *h = h.wrapping_mul(0x100_0000_01b3);
+    }
+}
+
+/// Audio and video static payload types of RFC 3551 with their clocks.
+fn static_pt(pt: u8) -> Option<(u32, Kind)> {
+    match pt {
+        0 | 3 | 4 | 5 | 7 | 8 | 9 | 12 | 13 | 15 | 18 => Some((8_000, Kind::Audio)),
+        6 => Some((16_000, Kind::Audio)),
+        10 | 11 => Some((44_100, Kind::Audio)),
+        14 => Some((90_000, Kind::Audio)),
+        25 | 26 | 28 | 31 | 32 | 33 | 34 => Some((90_000, Kind::Video)),
+        _ => None,
+    }
+}
+
+/// The standard clock nearest `rate` within [`CLOCK_TOLERANCE`].
+fn nearest_clock(rate: f64) -> Option<(u32, bool)> {
+    if !rate.is_finite() || rate <= 0.0 {
+        return None;
+    }
+    let (best, dist) = CLOCKS
+        .iter()
+        .map(|&(c, v)| ((c, v), (rate / f64::from(c)).ln().abs()))
+        .min_by(|a, b| a.1.total_cmp(&b.1))?;
+    (dist <= CLOCK_TOLERANCE.ln()).then_some(best)
+}
+
+impl Clear {
+    /// The app named by the first SOFTWARE attribute seen.
+    pub fn app(&self) -> Option<&str> {
+        let b = self.app.get(..usize::from(self.app_len))?;
+        (!b.is_empty())
+            .then(|| std::str::from_utf8(b).ok())
+            .flatten()
+    }
+
+    /// Reads one packet's payload (see the module docs); `index` is the
+    /// packet's number in the flow.
+    pub fn packet(&mut self, payload: &[u8], from_client: bool, ts: Nanos, index: u32) {
+        let (relay, inner) = match unwrap_turn(payload) {
+            Some((r, d)) => {
+                self.relayed = self.relayed.saturating_add(1);
+                (Some(r), d)
+            }
+            None => (None, payload),
+        };
+        match classify(inner) {
+            Demux::Rtp => {
+                self.rtp_class = self.rtp_class.saturating_add(1);
+                if let Ok(rtp) = Rtp::parse(inner) {
+                    self.rtp(&rtp, from_client, ts, index, relay);
+                }
+            }
+            Demux::Rtcp => {
+                self.rtp_class = self.rtp_class.saturating_add(1);
+                self.rtcp = self.rtcp.saturating_add(1);
+            }
+            Demux::Stun => {
+                if let Ok(s) = Stun::parse(inner) {
+                    self.stun = self.stun.saturating_add(1);
+                    self.stun_msg(&s);
+                }
+            }
+            Demux::Dtls => {
+                if let Ok(r) = Record::parse(inner) {
+                    match r.content_type {
+                        22 => self.dtls[0] = self.dtls[0].saturating_add(1),
+                        23 => self.dtls[1] = self.dtls[1].saturating_add(1),
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn stun_msg(&mut self, s: &Stun<'_>) {
+        if self.app_len == 0 {
+            if let Some(sw) = s.software() {
+                // Cut on a character boundary.
+                let mut n = sw.len().min(APP_MAX);
+                while !sw.is_char_boundary(n) {
+                    n -= 1;
+                }
+                self.app[..n].copy_from_slice(&sw.as_bytes()[..n]);
+                self.app_len = n as u8;
+            }
+        }
+        if self.call == 0 {
+            if let Some((a, b)) = s.username().and_then(|u| u.split_once(':')) {
+                let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                let mut h = 0xcbf2_9ce4_8422_2325u64;
+                fnv(&mut h, lo.as_bytes());
+                fnv(&mut h, b":");
+                fnv(&mut h, hi.as_bytes());
+                self.call = h.max(1);
+            }
+        }
+    }
+
+    fn rtp(&mut self, r: &Rtp, from_client: bool, ts: Nanos, index: u32, relay: Option<Relay>) {
+        let found = self
+            .tracks
+            .iter()
+            .position(|t| t.used && t.ssrc == r.ssrc && t.from_client == from_client);
+        let Some(i) = found else {
+            // A new stream: a free slot, else the undecided one with the
+            // fewest consistent steps.
+            let slot = self.tracks.iter().position(|t| !t.used).or_else(|| {
+                self.tracks
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| t.kind.is_none())
+                    .min_by_key(|(_, t)| t.steps)
+                    .map(|(i, _)| i)
+            });
+            if let Some(i) = slot {
+                self.tracks[i] = Track {
+                    ssrc: r.ssrc,
+                    from_client,
+                    pt: r.pt,
+                    used: true,
+                    last_seq: r.seq,
+                    last_ts: r.ts,
+                    last_ns: ts,
+                    first_ns: ts,
+                    first_len: r.payload_len,
+                    relay,
+                    ..Track::default()
+                };
+            }
+            return;
+        };
+        let t = &mut self.tracks[i];
+        let seq_step = r.seq.wrapping_sub(t.last_seq);
+        let ts_step = r.ts.wrapping_sub(t.last_ts);
+        if seq_step == 0 || seq_step > u16::MAX / 2 {
+            // A duplicate or a late packet: no step, but quality sees it.
+            if let Some(s) = &mut t.stats {
+                s.packet(ts, r.seq, r.ts, r.payload_len);
+            }
+            return;
+        }
+        let consistent = seq_step <= SEQ_GAP && ts_step <= TS_STEP_MAX && r.pt == t.pt;
+        if consistent {
+            if t.stats.is_none() {
+                let mut s = Box::new(StreamStats::new(t.clock));
+                s.packet(t.first_ns, t.last_seq, t.last_ts, t.first_len);
+                t.stats = Some(s);
+            }
+            t.run += 1;
+            t.steps = t.steps.saturating_add(1);
+            self.consistent = self.consistent.saturating_add(1);
+            if ts_step == 0 {
+                t.same_ts += 1;
+            }
+            t.ts_span += u64::from(ts_step);
+            t.ns_span += ts.saturating_sub(t.last_ns);
+        } else {
+            t.run = 0;
+        }
+        if let Some(s) = &mut t.stats {
+            s.packet(ts, r.seq, r.ts, r.payload_len);
+        }
+        t.last_seq = r.seq;
+        t.last_ts = r.ts;
+        t.last_ns = ts;
+        if t.kind.is_none() && t.run >= RUN_MIN && t.ns_span >= SPAN_MIN_NS {
+            let inferred = nearest_clock(t.ts_span as f64 * 1e9 / t.ns_span as f64);
+            let (clock, mut kind) = match (static_pt(t.pt), inferred) {
+                (Some((c, k)), _) => (c, Some(k)),
+                (None, Some((c, video))) => {
+                    (c, Some(if video { Kind::Video } else { Kind::Audio }))
+                }
+                (None, None) => (0, None),
+            };
+            // Frames of several packets: video.
+            if kind.is_some() && t.same_ts * 5 >= t.steps {
+                kind = Some(Kind::Video);
+            }
+            if let Some(k) = kind {
+                t.kind = Some(k);
+                t.clock = clock;
+                if let Some(s) = &mut t.stats {
+                    s.clock = clock;
+                }
+                if self.verdict.is_none() {
+                    let conf = f64::from(self.consistent) / f64::from(self.rtp_class.max(1));
+                    self.verdict = Some((k, conf.min(1.0) as f32, index, i as u8));
+                }
+            }
+        }
+    }
+
+    /// Whether a stream is on its way to a verdict (two consistent steps
+    /// in a row, no kind yet) while none has decided.
+    pub fn promising(&self) -> bool {
+        self.verdict.is_none()
+            && self
+                .tracks
+                .iter()
+                .any(|t| t.used && t.kind.is_none() && t.run >= 2)
+    }
+
+    /// A DTLS tunnel: DTLS application data in more than half of the
+    /// flow's `packets` and no RTP stream in clear.
+    pub fn dtls_tunnel(&self, packets: u32) -> bool {
+        self.consistent == 0 && u64::from(self.dtls[1]) * 2 > u64::from(packets)
+    }
+
+    /// Whether track `t` (of the verdict) came through TURN.
+    pub fn relayed_track(&self, t: u8) -> bool {
+        self.tracks
+            .get(usize::from(t))
+            .is_some_and(|t| t.relay.is_some())
+    }
+
+    /// The quality of the flow's stream with the most packets among those
+    /// with a kind.
+    pub fn quality(&self) -> Option<Quality> {
+        let streams = self.tracks.iter().filter(|t| t.kind.is_some()).count() as u32;
+        let t = self
+            .tracks
+            .iter()
+            .filter(|t| t.kind.is_some())
+            .max_by_key(|t| t.stats.as_ref().map_or(0, |s| s.packets))?;
+        let s = t.stats.as_ref()?;
+        Some(Quality {
+            ssrc: t.ssrc,
+            clock: t.clock,
+            packets: s.packets,
+            lost: s.lost(),
+            reordered: s.reordered,
+            jitter_ms: s.mean_jitter_ms(),
+            jitter_max_ms: s.max_jitter_ms(),
+            streams,
+            relay: match t.relay {
+                None => 0,
+                Some(Relay::Channel) => 1,
+                Some(Relay::Indication) => 2,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An RTP packet: PT, seq, ts, SSRC and `len` payload bytes.
+    pub(crate) fn rtp(pt: u8, seq: u16, ts: u32, ssrc: u32, len: usize) -> Vec<u8> {
+        let mut b = vec![0x80, pt];
+        b.extend_from_slice(&seq.to_be_bytes());
+        b.extend_from_slice(&ts.to_be_bytes());
+        b.extend_from_slice(&ssrc.to_be_bytes());
+        b.extend(std::iter::repeat_n(0x5a, len));
+        b
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn opus_at_48k_is_audio_with_its_clock_and_quality() {
+        let mut c = Clear::default();
+        // Dynamic PT 111, 20 ms frames (960 ticks), packet 7 lost,
+        // packets 12 and 13 swapped, arrivals ±2 ms.
+        let mut order: Vec<u16> = (0..40).filter(|&s| s != 7).collect();
+        order.swap(11, 12);
+        for (i, &s) in order.iter().enumerate() {
+            let ts = u64::from(s) * 20 * MS + (i as u64 % 3) * 2 * MS;
+            c.packet(
+                &rtp(111, 1000 + s, 5000 + u32::from(s) * 960, 0xabc, 80),
+                true,
+                ts,
+                i as u32 + 1,
+            );
+        }
+        let (k, conf, at, _) = c.verdict.unwrap();
+        assert_eq!(k, Kind::Audio);
+        assert!(conf > 0.8, "{conf}");
+        assert_eq!(at, 7);
+        let q = c.quality().unwrap();
+        assert_eq!(
+            (q.ssrc, q.clock, q.packets, q.lost, q.reordered),
+            (0xabc, 48_000, 39, 1, 1)
+        );
+        assert!(q.jitter_ms.is_some_and(|j| j > 0.0 && j < 5.0), "{q:?}");
+        assert_eq!(q.relay, 0);
+    }
+
+    #[test]
+    fn video_at_90k_with_frames_of_several_packets_and_g711_by_static_type() {
+        let mut c = Clear::default();
+        let mut seq = 0u16;
+        let mut index = 0;
+        // 25 frames/s (3600 ticks), 3 packets a frame.
+        for f in 0..20u32 {
+            for p in 0..3u64 {
+                index += 1;
+                c.packet(
+                    &rtp(96, seq, f * 3600, 7, 900),
+                    false,
+                    u64::from(f) * 40 * MS + p * MS,
+                    index,
+                );
+                seq += 1;
+            }
+        }
+        assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Video));
+        assert_eq!(c.quality().unwrap().clock, 90_000);
+        // PCMU (PT 0): 8 kHz from the type.
+        let mut c = Clear::default();
+        for s in 0..20u16 {
+            c.packet(
+                &rtp(0, s, u32::from(s) * 160, 9, 160),
+                true,
+                u64::from(s) * 20 * MS,
+                u32::from(s) + 1,
+            );
+        }
+        assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Audio));
+        assert_eq!(c.quality().unwrap().clock, 8_000);
+    }
+
+    #[test]
+    fn rtp_inside_turn_channels_and_indications_next_to_stun_and_dtls() {
+        let mut c = Clear::default();
+        // ICE binding request with USERNAME "abcd:wxyz" and SOFTWARE.
+        let mut bind = vec![0x00, 0x01, 0x00, 0x18];
+        bind.extend_from_slice(&super::super::stun::MAGIC.to_be_bytes());
+        bind.extend_from_slice(&[3; 12]);
+        bind.extend_from_slice(&[0x00, 0x06, 0x00, 0x09]);
+        bind.extend_from_slice(b"abcd:wxyz\0\0\0");
+        bind.extend_from_slice(&[0x80, 0x22, 0x00, 0x04]);
+        bind.extend_from_slice(b"app1");
+        c.packet(&bind, true, 0, 1);
+        assert_eq!(c.app(), Some("app1"));
+        let call = c.call;
+        assert_ne!(call, 0);
+        // The other side's request names the ufrags the other way round.
+        let mut other = Clear::default();
+        let back: Vec<u8> = bind
+            .iter()
+            .copied()
+            .enumerate()
+            .map(|(i, b)| {
+                if (24..33).contains(&i) {
+                    b"wxyz:abcd"[i - 24]
+                } else {
+                    b
+                }
+            })
+            .collect();
+        other.packet(&back, false, 0, 1);
+        assert_eq!(other.call, call);
+        c.packet(
+            &[22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1],
+            true,
+            MS,
+            2,
+        );
+        assert_eq!(c.dtls, [1, 0]);
+        for s in 0..30u16 {
+            let r = rtp(111, s, u32::from(s) * 960, 42, 60);
+            let mut ch = vec![0x40, 0x01];
+            ch.extend_from_slice(&(r.len() as u16).to_be_bytes());
+            ch.extend_from_slice(&r);
+            c.packet(
+                &ch,
+                true,
+                10 * MS + u64::from(s) * 20 * MS,
+                u32::from(s) + 3,
+            );
+        }
+        assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Audio));
+        assert_eq!(c.relayed, 30);
+        assert_eq!(c.quality().unwrap().relay, 1);
+    }
+
+    #[test]
+    fn random_and_inconsistent_headers_decide_nothing() {
+        let mut c = Clear::default();
+        let mut x = 0x1234_5678u32;
+        for i in 0..500u32 {
+            let mut b = [0u8; 60];
+            for v in b.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                *v = x as u8;
+            }
+            b[0] = 0x80 | (b[0] & 0x3f);
+            c.packet(&b, i % 2 == 0, u64::from(i) * 20 * MS, i + 1);
+        }
+        assert!(c.verdict.is_none());
+        // One SSRC, but sequence numbers jumping: no run.
+        let mut c = Clear::default();
+        for i in 0..60u16 {
+            c.packet(
+                &rtp(100, i.wrapping_mul(977), u32::from(i) * 960, 5, 50),
+                true,
+                u64::from(i) * 20 * MS,
+                u32::from(i) + 1,
+            );
+        }
+        assert!(c.verdict.is_none());
+        // Consistent steps but a 5 kHz clock: no kind.
+        let mut c = Clear::default();
+        for i in 0..60u16 {
+            c.packet(
+                &rtp(100, i, u32::from(i) * 100, 5, 50),
+                true,
+                u64::from(i) * 20 * MS,
+                u32::from(i) + 1,
+            );
+        }
+        assert!(c.verdict.is_none());
+        assert_eq!(nearest_clock(47_000.0), Some((48_000, false)));
+        assert_eq!(nearest_clock(90_500.0), Some((90_000, true)));
+        assert_eq!(nearest_clock(5_000.0), None);
+        assert_eq!(nearest_clock(f64::NAN), None);
+    }
+}

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Media detection measured on the corpus's developer half (docs/MEDIA.md,
+"Today's calls on the corpus").
+
+Reads `corpus/classify/dev/` (nDPI's per-flow labels: ndpi_truth.csv,
+nfstream_truth.csv with mapping_verified=1, and media_flows.csv), runs
+`earlybird flows --analyzer media` on every capture that holds a labelled
+UDP flow of at least 30 packets, once per configuration, and counts per
+set how many flows have an `audio` or `video` verdict:
+
+- "call flows": the media_flows.csv rows (UDP, >= 30 packets);
+- "other UDP, call captures": every other labelled UDP flow (label not
+  Unknown) of >= 30 packets in a capture that holds a call flow;
+- "other UDP, all captures": the same over every dev capture.
+
+Flows match labels by unordered 5-tuple; records of one 5-tuple count as
+one flow, found when any of them has a media verdict. Packet counts are
+the labels' (both directions).
+
+Leave one app out: the coarse app of a flow is its capture's (the file
+name's first word); the detector's RTP, STUN and TURN layers have no
+fitted parameter, and the statistical layer's intervals are the built-in
+ones (or --media-config's), so a held-out app sees the same detector as
+the others. The per-app rows say what each app gets.
+
+Usage: media_eval.py [--corpus DIR] [--bin EARLYBIRD] [--markdown]
+       [--config NAME=ARGS ...] [--json FILE]
+Each --config runs the binary with ARGS (split on spaces) added to
+`flows FILE --analyzer media -o OUT.csv`; the default is one config
+"default" with no added arguments. Standard library only.
+"""
+
+import argparse
+import collections
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+MIN_PACKETS = 30
+
+
+def load_truth(dev):
+    """Labelled flows: {(pcap_path, key): row} and media keys."""
+    flows = {}
+    for name, sub in (("ndpi_truth.csv", "ndpi/pcap"), ("nfstream_truth.csv", "nfstream/pcap")):
+        path = os.path.join(dev, name)
+        if not os.path.exists(path):
+            continue
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["proto"] != "UDP":
+                    continue
+                if name.startswith("nfstream") and r.get("mapping_verified") != "1":
+                    continue
+                if "c2s_pkts" in r:
+                    pk = int(r["c2s_pkts"] or 0) + int(r["s2c_pkts"] or 0)
+                else:
+                    pk = int(r["bidirectional_packets"] or 0)
+                key = flow_key(r["src"], r["sport"], r["dst"], r["dport"])
+                pcap = os.path.join(dev, sub, r["pcap"])
+                flows[(pcap, key)] = {
+                    "label": r["app_label"],
+                    "packets": pk,
+                    "truth": name,
+                    "pcap": r["pcap"],
+                }
+    media = set()
+    with open(os.path.join(dev, "media_flows.csv"), newline="") as f:
+        for r in csv.DictReader(f):
+            if r["proto"] != "UDP":
+                continue
+            sub = "ndpi/pcap" if r["truth_file"] == "ndpi_truth.csv" else "nfstream/pcap"
+            pcap = os.path.join(dev, sub, r["pcap"])
+            media.add((pcap, flow_key(r["src"], r["sport"], r["dst"], r["dport"])))
+    return flows, media
+
+
+def flow_key(a, ap, b, bp):
+    return tuple(sorted([(a, int(ap)), (b, int(bp))]))
+
+
+def app_of(pcap):
+    base = os.path.basename(pcap)
+    for sep in ("_", "-", "."):
+        base = base.split(sep)[0]
+    return base.lower()
+
+
+def run(binary, pcap, extra, tmp):
+    out = os.path.join(tmp, "out.csv")
+    if os.path.exists(out):
+        os.remove(out)
+    cmd = [binary, "flows", pcap, "--analyzer", "media", "-o", out, "--quiet"] + extra
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed: {p.stderr.strip()}")
+    found = collections.defaultdict(set)
+    with open(out, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["proto"] != "17":
+                continue
+            key = flow_key(r["src"], r["sport"], r["dst"], r["dport"])
+            if r.get("media") in ("audio", "video"):
+                found[key].add(r["media"])
+            else:
+                found.setdefault(key, set())
+    return found
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", default=os.path.join(here, "..", "..", "shared", "corpus"))
+    ap.add_argument("--bin", default=shutil.which("earlybird") or "earlybird")
+    ap.add_argument("--config", action="append", default=[])
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    dev = os.path.join(a.corpus, "classify", "dev")
+    if not os.path.exists(os.path.join(dev, "media_flows.csv")):
+        sys.exit(f"no corpus at {dev}")
+    configs = []
+    for c in a.config or ["default="]:
+        name, _, args = c.partition("=")
+        configs.append((name, args.split()))
+    flows, media = load_truth(dev)
+    big = {k: v for k, v in flows.items() if v["packets"] >= MIN_PACKETS}
+    call_pcaps = {p for (p, _k) in big if (p, _k) in media}
+    pcaps = sorted({p for (p, _k) in big})
+    sets = {
+        "call flows": [k for k in big if k in media],
+        "other UDP, call captures": [
+            k for k in big if k not in media and k[0] in call_pcaps and big[k]["label"] != "Unknown"
+        ],
+        "other UDP, all captures": [
+            k for k in big if k not in media and big[k]["label"] != "Unknown"
+        ],
+    }
+    result = {"sets": {s: len(v) for s, v in sets.items()}, "configs": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, extra in configs:
+            seen = {}
+            for p in pcaps:
+                seen[p] = run(a.bin, p, extra, tmp)
+            per = {}
+            for s, keys in sets.items():
+                hit = [k for k in keys if seen[k[0]].get(k[1])]
+                per[s] = {
+                    "n": len(keys),
+                    "flagged": len(hit),
+                    "flows": [
+                        {
+                            "pcap": big[k]["pcap"],
+                            "flow": "%s:%d-%s:%d" % (k[1][0][0], k[1][0][1], k[1][1][0], k[1][1][1]),
+                            "label": big[k]["label"],
+                            "packets": big[k]["packets"],
+                            "app": app_of(k[0]),
+                            "verdict": ",".join(sorted(seen[k[0]].get(k[1], set()))),
+                            "seen": k[1] in seen[k[0]],
+                        }
+                        for k in keys
+                    ],
+                }
+            result["configs"][name] = per
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(result, f, indent=1)
+    names = [n for n, _ in configs]
+    if a.markdown:
+        print("| set | flows | " + " | ".join(names) + " |")
+        print("|---|---:|" + "---:|" * len(names))
+        for s in sets:
+            n = len(sets[s])
+            cells = []
+            for c in names:
+                k = result["configs"][c][s]["flagged"]
+                cells.append("%d (%.2f)" % (k, k / n if n else 0.0))
+            print(f"| {s} | {n} | " + " | ".join(cells) + " |")
+        print()
+        print("Per app, call flows found (leave one app out: no fitted parameter, see the script):")
+        print()
+        print("| app | call flows | " + " | ".join(names) + " |")
+        print("|---|---:|" + "---:|" * len(names))
+        apps = collections.defaultdict(list)
+        for i, fl in enumerate(result["configs"][names[0]]["call flows"]["flows"]):
+            apps[fl["app"]].append(i)
+        for app in sorted(apps):
+            cells = []
+            for c in names:
+                fls = result["configs"][c]["call flows"]["flows"]
+                cells.append(str(sum(1 for i in apps[app] if fls[i]["verdict"])))
+            print(f"| {app} | {len(apps[app])} | " + " | ".join(cells) + " |")
+    else:
+        for c in names:
+            for s in sets:
+                r = result["configs"][c][s]
+                print(f"{c}\t{s}\t{r['flagged']}/{r['n']}")
+                for fl in r["flows"]:
+                    mark = "FOUND" if fl["verdict"] else ("-" if fl["seen"] else "UNSEEN")
+                    if s == "call flows" or fl["verdict"]:
+                        print(f"  {mark:6} {fl['verdict']:11} {fl['label']:28} {fl['packets']:6} {fl['pcap']} {fl['flow']}")
+
+
+if __name__ == "__main__":
+    main()
