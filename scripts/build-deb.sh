@@ -10,7 +10,8 @@
 # The package: /usr/bin/earlybird; the man pages of earlybird and every
 # subcommand and the bash, zsh and fish completions, all made by that very
 # binary (`earlybird manpages`, `earlybird completions`); the template unit
-# earlybird@.service; /etc/earlybird/example.toml (docs/probe.example.toml)
+# earlybird@.service; the Grafana dashboard
+# (/usr/share/earlybird/grafana/earlybird.json); /etc/earlybird/example.toml (docs/probe.example.toml)
 # and /etc/logrotate.d/earlybird as conffiles; the system user earlybird
 # (postinst; postrm purge removes it and its folders). Depends is what
 # dpkg-shlibdeps finds the binary linked to, plus adduser.
@@ -76,6 +77,10 @@ install -d "$pkg/usr/share/bash-completion/completions" "$pkg/usr/share/zsh/vend
 install -D -m 0644 "$P/earlybird@.service" "$pkg/lib/systemd/system/earlybird@.service"
 install -D -m 0644 docs/probe.example.toml "$pkg/etc/earlybird/example.toml"
 install -D -m 0644 "$P/earlybird.logrotate" "$pkg/etc/logrotate.d/earlybird"
+
+# The Grafana dashboard of the metrics (--metrics-listen), to import or to
+# name in a Grafana provisioning file.
+install -D -m 0644 packaging/grafana/earlybird.json "$pkg/usr/share/earlybird/grafana/earlybird.json"
 
 # Documentation: copyright and a changelog in Debian's format (native
 # package: the version is the workspace's).

@@ -3,7 +3,8 @@
 # on its own machine; needs root, else SKIPPED):
 #   build it (scripts/build-deb.sh, from the debug binary ./test.sh built
 #   when there is one: no second build), lintian; dpkg -i; earlybird
-#   --version; earlybird with no arguments; man -l on every page;
+#   --version; earlybird with no arguments; the Grafana dashboard shipped;
+#   man -l on every page;
 #   systemd-analyze verify and security --offline=true on the installed
 #   unit; a live capture from a veth in a network namespace as the user
 #   earlybird with only the unit's capabilities (setpriv) and its
@@ -68,6 +69,10 @@ set -e
 grep -q '^Examples:' "$work/alone.err" || fail "earlybird with no arguments printed no examples"
 /usr/bin/earlybird flows --config /etc/earlybird/example.toml --check-config >/dev/null 2>&1 ||
   fail "the packaged example.toml does not check"
+
+step "the Grafana dashboard"
+cmp -s /usr/share/earlybird/grafana/earlybird.json packaging/grafana/earlybird.json ||
+  fail "/usr/share/earlybird/grafana/earlybird.json is not packaging/grafana/earlybird.json"
 
 step "man -l on every page"
 pages=0

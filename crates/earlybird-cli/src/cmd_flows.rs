@@ -155,7 +155,12 @@ pub fn run(a: FlowsArgs, m: &ArgMatches) -> i32 {
         (None, Some(total)) => Progress::start(show, total, ctl.progress.clone()),
         (None, None) => Progress::bytes(show, ctl.progress.clone()),
     };
-    let report = match probe.run(&ctl) {
+    let notifier = crate::notify::Notifier::start(&ctl, live.is_some());
+    let report = probe.run(&ctl);
+    if let Some(n) = notifier {
+        n.finish();
+    }
+    let report = match report {
         Ok(r) => r,
         Err(e) => return crate::fail(e),
     };
@@ -181,6 +186,10 @@ pub fn run(a: FlowsArgs, m: &ArgMatches) -> i32 {
         130
     } else if !report.output_errors.is_empty() {
         3
+    } else if live.is_some() && !report.warnings.is_empty() {
+        // A live capture ends early only when its socket fails (the
+        // interface was deleted): every flow was flushed.
+        4
     } else {
         0
     }

@@ -7,7 +7,9 @@
 //! away: `earlybird flows … | head`); 1 an input or the configuration is
 //! unusable, or an output is an input (message names the file); 2 usage
 //! error (from clap, or an output name that does not say its format); 3 the
-//! run finished but an output failed (the other outputs are complete); 130
+//! run finished but an output failed (the other outputs are complete); 4 a
+//! live capture ended early because its interface went away (deleted; the
+//! flows were flushed; a link that goes down and up does not end it); 130
 //! interrupted by SIGINT/SIGTERM (open flows were flushed). SIGHUP reopens
 //! the record files of `flows` (log rotation).
 
@@ -28,6 +30,7 @@ mod examples;
 mod flows_args;
 mod ipfix_args;
 mod model_arg;
+mod notify;
 mod out_args;
 mod progress;
 
@@ -100,7 +103,8 @@ pcap are not reopened.
 Exit codes: 0 success (also when the reader of standard output went away, as with | head); 1 an \
 input, the configuration or an output path is unusable (an output that is an input, a \
 directory, in a missing directory); 2 usage (options, output names); 3 an output failed (the \
-others are complete); 130 interrupted.";
+others are complete); 4 a live capture ended because its interface was deleted (flows flushed; \
+a link down and up does not end it); 130 interrupted.";
 
 /// The command line as users see it: the clap definition with each
 /// command's examples at the end of its help (examples.rs). The help, the

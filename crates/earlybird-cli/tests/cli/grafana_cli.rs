@@ -4,7 +4,7 @@
 //! PromQL expression of it against a real Prometheus (Debian package
 //! prometheus) that scrapes a live capture in a network namespace while a
 //! replay raises an alarm, fills the probe's ring until the kernel drops
-//! packets, and feeds every series the dashboard shows, media included.
+//! packets (seen in the metrics while the run goes), and feeds every series the dashboard shows, media included.
 //! Grafana itself is not run. The live part needs root and the corpus
 //! (skipped otherwise, and says so); without the Python package or
 //! Prometheus the tests are skipped, except under CI where .ci/run
@@ -222,7 +222,8 @@ fn every_query_of_the_dashboard_returns_data_from_prometheus() {
     assert!(value(&now, "earlybird_seconds_total") >= Some(5.0), "{now}");
     // Applications and transports (a phone's traffic, 20 times), sent
     // while the probe is stopped: its 1 MiB ring fills and the kernel
-    // drops the rest (the summary counts them; they are not a metric).
+    // drops the rest (the summary counts them, and the metrics while the
+    // run goes).
     // SAFETY: signals the child process started above.
     unsafe { libc::kill(cap.0.id() as i32, libc::SIGSTOP) };
     let sent = Command::new("ip")
@@ -250,6 +251,16 @@ fn every_query_of_the_dashboard_returns_data_from_prometheus() {
     });
     assert!(
         value(&now, "earlybird_alarms_total{series=\"packets\"}") >= Some(1.0),
+        "{now}"
+    );
+    // The kernel's drops are a live metric, not only the summary's.
+    let now = until_metrics(&net, metrics_port, |m| {
+        value(m, "earlybird_kernel_dropped_packets_total") > Some(0.0)
+    });
+    let live_drops = value(&now, "earlybird_kernel_dropped_packets_total");
+    assert!(live_drops > Some(0.0), "{now}");
+    assert!(
+        value(&now, "earlybird_kernel_packets_total") > live_drops,
         "{now}"
     );
     assert!(
@@ -280,8 +291,10 @@ fn every_query_of_the_dashboard_returns_data_from_prometheus() {
         .and_then(|l| l.split(", ").nth(1))
         .and_then(|l| l.split(' ').next())
         .and_then(|n| n.parse::<u64>().ok());
-    eprintln!("kernel drops: {dropped:?}");
+    eprintln!("kernel drops: {dropped:?} (metrics during the run: {live_drops:?})");
     assert!(dropped > Some(0), "{summary}");
+    // The metric is never ahead of the end's count.
+    assert!(live_drops <= dropped.map(|d| d as f64), "{summary}");
     eprintln!("{said}");
     assert!(ok, "{said}");
     // "queries: N of M returned data": all of them, and every panel's.

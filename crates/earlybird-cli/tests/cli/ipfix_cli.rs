@@ -498,7 +498,7 @@ fn tshark_decodes_the_records_and_the_enterprise_elements_as_documented() {
 
 /// Counts the data records of a stream of IPFIX messages (templates read
 /// from the stream; variable-length fields honoured).
-fn count_records(mut b: &[u8]) -> u64 {
+pub(crate) fn count_records(mut b: &[u8]) -> u64 {
     let mut templates: HashMap<u16, Vec<u16>> = HashMap::new();
     let mut n = 0;
     while b.len() >= 16 {

@@ -334,8 +334,9 @@ pub fn open_initial(
     }
     let sample_at = h.pn_offset + 4;
     let Some(sample) = d.get(sample_at..sample_at + 16) else {
+        // The offset where the bytes end, inside the input.
         return err(
-            sample_at,
+            sample_at.min(d.len()),
             "Initial packet too short for its header protection sample",
         );
     };
@@ -350,7 +351,14 @@ pub fn open_initial(
         header[h.pn_offset + i] ^= mask[1 + i];
         pn = (pn << 8) | u64::from(header[h.pn_offset + i]);
     }
-    let body = &d[h.pn_offset + pn_len..h.len];
+    // A Length field that ends inside the packet number is refused, not
+    // sliced (fuzz input quic_initial crash-c231e12e).
+    let Some(body) = d.get(h.pn_offset + pn_len..h.len) else {
+        return err(
+            h.pn_offset,
+            "Initial packet's length ends inside its packet number",
+        );
+    };
     if body.len() < 16 {
         return err(h.pn_offset + pn_len, "Initial payload shorter than its tag");
     }

@@ -113,6 +113,13 @@ impl Banner {
                 self.line = Vec::new();
                 return;
             }
+            // A whole line that only began like a banner ("S\n"): the
+            // client may send no other line (fuzz input labels
+            // crash-95cc11bd: cut after "S", it used to be skipped).
+            if !self.may_skip {
+                self.stop();
+                return;
+            }
             self.skipped += self.line.len() + 1;
             self.line.clear();
             self.long = false;
@@ -216,6 +223,27 @@ impl Analyzer for Ssh {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_line_that_only_begins_like_a_banner_ends_the_side() {
+        // Cut after "S", as the fuzz input was: the same as whole.
+        let data = b"S\nSSH-2.0-x\r\n";
+        let mut whole = Banner::new(false);
+        whole.feed(data);
+        let mut split = Banner::new(false);
+        split.feed(&data[..1]);
+        split.feed(&data[1..]);
+        assert!(whole.is_done() && split.is_done());
+        assert_eq!(whole.banner(), None);
+        assert_eq!(split.banner(), None);
+        let a = Ssh;
+        let mut st = State::default();
+        a.packet(&mut st, &view(&data[..1], true));
+        a.packet(&mut st, &view(&data[1..], true));
+        a.packet(&mut st, &view(b"SSH-2.0-y\r\n", false));
+        a.finish(&mut st);
+        assert_eq!(st.banners(), (None, None));
+    }
 
     fn view(payload: &[u8], from_client: bool) -> PacketView<'_> {
         PacketView {

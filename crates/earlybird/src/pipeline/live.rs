@@ -12,7 +12,11 @@
 //! never older than it, and so idle flows still expire. Every [`TICK`] a
 //! sixteenth of the table's slots (at least [`MIN_SWEEP`]) is swept and the records (and early-verdict events) waiting on the
 //! shard are handed to the exporter, so at low rates records still leave
-//! within a second or two. Nothing is allocated per packet.
+//! within a second or two. Nothing is allocated per packet. At each tick
+//! (and at the end) the socket's kernel counters and the records the sink
+//! dropped are added to the run's metrics, when it has some ([`Drops`]), so
+//! drops are seen while the run goes, and [`RunControl::ticks`] counts
+//! the tick (a watchdog's sign of life).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -42,6 +46,22 @@ pub(super) fn shard_loop(
     batch: usize,
     ctl: &RunControl,
     deadline: Option<Instant>,
+    drops: &mut Drops,
+) -> Vec<Warning> {
+    let warnings = read(shard, sink, ring, batch, ctl, deadline, drops);
+    drops.publish(ring, sink);
+    warnings
+}
+
+/// The loop of [`shard_loop`].
+fn read(
+    shard: &mut Shard,
+    sink: &mut Sink,
+    ring: &mut Ring,
+    batch: usize,
+    ctl: &RunControl,
+    deadline: Option<Instant>,
+    drops: &mut Drops,
 ) -> Vec<Warning> {
     let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
     let mut last_tick = Instant::now();
@@ -81,10 +101,51 @@ pub(super) fn shard_loop(
                 sink.send_seconds(&mut shard.closed, false);
             }
             sink.serve_forensics(shard);
+            drops.publish(ring, sink);
+            ctl.ticks.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
 
+/// What a live shard has added to the run's drop metrics so far.
+#[derive(Debug, Default)]
+pub(super) struct Drops {
+    /// The metrics, and the kernel's offered and dropped packets and the
+    /// sink's dropped records added to them so far.
+    #[cfg(feature = "metrics")]
+    metrics: Option<(std::sync::Arc<crate::telemetry::metrics::Metrics>, [u64; 3])>,
+}
+
+impl Drops {
+    /// For a run with these options (nothing is published without metrics).
+    pub(super) fn new(opts: &super::RunOptions) -> Drops {
+        #[cfg(not(feature = "metrics"))]
+        let _ = opts;
+        Drops {
+            #[cfg(feature = "metrics")]
+            metrics: opts.metrics.clone().map(|m| (m, [0; 3])),
+        }
+    }
+
+    /// Adds what the socket and the sink counted since the last call to
+    /// the metrics. ([`Ring::stats`] reads the kernel's counters, which
+    /// reset on each read, and keeps their sum.)
+    fn publish(&mut self, ring: &mut Ring, sink: &Sink) {
+        #[cfg(feature = "metrics")]
+        if let Some((m, seen)) = &mut self.metrics {
+            let k = ring.stats();
+            let now = [k.packets, k.drops, sink.dropped];
+            m.live_drops(
+                now[0].saturating_sub(seen[0]),
+                now[1].saturating_sub(seen[1]),
+                now[2].saturating_sub(seen[2]),
+            );
+            *seen = now;
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = (ring, sink);
+    }
+}
 /// Adds the socket's counters (the kernel's and the ring walk's) to the
 /// shard's.
 pub(super) fn count(c: &mut Counters, ring: &mut Ring) {
@@ -92,6 +153,7 @@ pub(super) fn count(c: &mut Counters, ring: &mut Ring) {
     c.live_offered += k.packets;
     c.live_dropped += k.drops;
     c.live_bad_frames += ring.bad_frames();
+    c.live_link_downs += ring.link_downs();
     c.unsupported_link += ring.unsupported();
     let s = ring.stamped();
     c.live_ts_hardware += s.hardware;

@@ -209,6 +209,9 @@ pub struct RunControl {
     /// reader (`earlybird flows … | head`): reading stops as on
     /// [`RunControl::stop`], but the run is not reported interrupted.
     pub halt: Arc<AtomicBool>,
+    /// Ticks of the live shards (each adds one every 100 ms of its loop,
+    /// idle or not): a watchdog's sign that they still run.
+    pub ticks: Arc<AtomicU64>,
 }
 
 impl RunControl {

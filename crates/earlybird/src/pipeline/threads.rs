@@ -296,7 +296,10 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
             opts.timestamps,
         ),
         Input::Live(mut ring, deadline) => {
-            let w = live::shard_loop(&mut shard, &mut sink, &mut ring, batch, ctl, deadline);
+            let mut drops = live::Drops::new(opts);
+            let w = live::shard_loop(
+                &mut shard, &mut sink, &mut ring, batch, ctl, deadline, &mut drops,
+            );
             live::count(&mut shard.counters, &mut ring);
             w
         }

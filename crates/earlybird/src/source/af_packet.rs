@@ -20,6 +20,13 @@
 //! - Every field the kernel wrote is bounds-checked before use: a frame
 //!   header that points outside its block ends the block and is counted in
 //!   [`Ring::bad_frames`]; nothing panics.
+//! - A link that goes down (the kernel reports `ENETDOWN` on the socket)
+//!   does not end the capture of a single interface: the ring waits, and
+//!   the kernel hands packets over again once the link is up (the packets
+//!   of the down time are not seen; [`Ring::link_downs`] counts the
+//!   times). An interface deleted (or deleted and made again, a new
+//!   index) ends it with an error saying so. (`-i any` and several
+//!   interfaces are bound to no single one and see neither.)
 //! - [`Ring::stats`] reads the kernel's counters: packets the socket was
 //!   offered and packets dropped because the ring was full.
 //! - Errors ([`Error::Interface`]) name the interface: it does not exist,
@@ -191,6 +198,12 @@ pub struct Ring {
     /// `None`: each frame's own (a socket on every interface).
     link: Option<LinkType>,
     interface: String,
+    /// The interface index the socket is bound to (0: every interface).
+    bound: libc::c_int,
+    /// Times the bound interface's link went down.
+    link_downs: u64,
+    /// The link went down and no block came since.
+    down: bool,
     /// Packets handed out so far (numbers in [`PacketRef::number`]).
     numbered: u64,
     bad_frames: u64,
@@ -419,6 +432,9 @@ impl Ring {
             next: 0,
             link,
             interface: name.into(),
+            bound,
+            link_downs: 0,
+            down: false,
             numbered: 0,
             bad_frames: 0,
             unsupported: 0,
@@ -523,6 +539,9 @@ impl Ring {
             next: 0,
             link: Some(LinkType::Ethernet),
             interface: name.into(),
+            bound: index,
+            link_downs: 0,
+            down: false,
             numbered: 0,
             bad_frames: 0,
             unsupported: 0,
@@ -636,12 +655,26 @@ impl Ring {
                 }
             }
             if pfd.revents & (libc::POLLERR | libc::POLLNVAL) != 0 {
-                return Err(self.socket_error());
+                return match self.socket_error() {
+                    None => {
+                        self.link_downs += 1;
+                        self.down = true;
+                        Ok(None)
+                    }
+                    Some(e) => Err(e),
+                };
             }
             if self.status(self.next).load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
+                // A link down may be the start of a deletion, which sends
+                // no error of its own: the interface is looked up again
+                // while no packet comes.
+                if self.down && super::netdev::ifindex(&self.interface).ok() != Some(self.bound) {
+                    return Err(self.deleted());
+                }
                 return Ok(None);
             }
         }
+        self.down = false;
         let index = self.next;
         self.next = (self.next + 1) % self.blocks;
         // SAFETY: the block lies inside the mapping and the kernel does not
@@ -661,7 +694,10 @@ impl Ring {
     }
 
     /// The pending error of the socket (after POLLERR).
-    fn socket_error(&self) -> Error {
+    /// The socket's pending error, read (and so cleared): `None` when it
+    /// is the bound interface's link going down while the interface is
+    /// still there (the capture waits for it to come up).
+    fn socket_error(&self) -> Option<Error> {
         let mut err: libc::c_int = 0;
         let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
         // SAFETY: an int-sized option into an int.
@@ -674,11 +710,30 @@ impl Ring {
                 &mut len,
             );
         }
-        Error::interface(
+        if err == libc::ENETDOWN && self.bound != 0 {
+            return match super::netdev::ifindex(&self.interface) {
+                Ok(i) if i == self.bound => None,
+                _ => Some(self.deleted()),
+            };
+        }
+        Some(Error::interface(
             &self.interface,
             "capture stopped",
             std::io::Error::from_raw_os_error(err.max(1)),
-        )
+        ))
+    }
+
+    /// The error of a capture whose interface was deleted.
+    fn deleted(&self) -> Error {
+        Error::Interface {
+            name: self.interface.clone(),
+            reason: "capture stopped: the interface was deleted".into(),
+        }
+    }
+
+    /// Times the bound interface's link went down during the capture.
+    pub fn link_downs(&self) -> u64 {
+        self.link_downs
     }
 
     /// The kernel's counters since the socket was opened.

@@ -36,6 +36,9 @@ pub struct Counters {
     pub live_dropped: u64,
     /// Live capture: ring frame headers that pointed outside their block.
     pub live_bad_frames: u64,
+    /// Live capture: times the interface's link went down and the capture
+    /// waited for it (every shard's socket sees each; merged as the most).
+    pub live_link_downs: u64,
     /// Live capture: packets stamped by the NIC (`source/hwstamp.rs`).
     pub live_ts_hardware: u64,
     /// Live capture: packets stamped by the kernel on arrival (software).
@@ -96,6 +99,7 @@ impl Counters {
         self.live_offered += o.live_offered;
         self.live_dropped += o.live_dropped;
         self.live_bad_frames += o.live_bad_frames;
+        self.live_link_downs = self.live_link_downs.max(o.live_link_downs);
         self.live_ts_hardware += o.live_ts_hardware;
         self.live_ts_software += o.live_ts_software;
         self.live_ts_none += o.live_ts_none;

@@ -7,7 +7,13 @@
 //! the seconds merged so far, in packet time, and `earlybird_packet_time_seconds`
 //! says which second that is. The one exception, `earlybird_filtered_packets_total`
 //! (packets the capture filter left out, which no shard sees), is read at
-//! each scrape from the filter's own count ([`Metrics::watch_filtered`]). [`MetricsServer::start`] binds the address
+//! each scrape from the filter's own count ([`Metrics::watch_filtered`]).
+//! The drops of a live run are not per-second figures either: each live
+//! shard adds what its socket's kernel counters and its hand-over to the
+//! exporter dropped since its last tick ([`Metrics::live_drops`], every
+//! 100 ms of wall time), so `earlybird_kernel_dropped_packets_total` and
+//! `earlybird_export_dropped_records_total` follow the run while it
+//! goes, not only in the summary at its end. [`MetricsServer::start`] binds the address
 //! (a bare port, or `:PORT`, means the loopback address 127.0.0.1: the
 //! endpoint is not offered to the network unless an address says so) and
 //! answers `GET /metrics` with the Prometheus text format (0.0.4) from a
@@ -58,6 +64,9 @@ pub struct Metrics {
     alarms: IntCounterVec,
     alarm_active: prometheus::IntGaugeVec,
     filtered: IntCounter,
+    kernel_offered: IntCounter,
+    kernel_dropped: IntCounter,
+    export_dropped: IntCounter,
     /// The capture filter's count of packets left out, when one runs.
     filtered_source: std::sync::OnceLock<FilteredCount>,
 }
@@ -108,6 +117,21 @@ impl Metrics {
                 "Packets the capture filter (--filter) left out (not read).",
             ),
             filtered_source: std::sync::OnceLock::new(),
+            kernel_offered: counter(
+                &r,
+                "earlybird_kernel_packets_total",
+                "Packets the kernel offered to the live capture sockets, dropped ones included.",
+            ),
+            kernel_dropped: counter(
+                &r,
+                "earlybird_kernel_dropped_packets_total",
+                "Packets the kernel dropped because the capture ring was full.",
+            ),
+            export_dropped: counter(
+                &r,
+                "earlybird_export_dropped_records_total",
+                "Records dropped because the outputs fell behind (live runs, --drop-after).",
+            ),
             bytes: counter(
                 &r,
                 "earlybird_bytes_total",
@@ -351,6 +375,15 @@ impl Metrics {
         self.alarm_active
             .with_label_values(&[series])
             .set(i64::from(active));
+    }
+
+    /// Adds a live shard's drops since its last call: packets its socket
+    /// was offered and dropped by the kernel, records it dropped because
+    /// the outputs fell behind.
+    pub fn live_drops(&self, offered: u64, dropped: u64, export_dropped: u64) {
+        self.kernel_offered.inc_by(offered);
+        self.kernel_dropped.inc_by(dropped);
+        self.export_dropped.inc_by(export_dropped);
     }
 
     /// Makes `earlybird_filtered_packets_total` follow `count`, the

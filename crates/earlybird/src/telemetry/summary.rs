@@ -360,11 +360,20 @@ impl fmt::Display for Report {
         if c.live_offered > 0 {
             writeln!(
                 f,
-                "interface: {} packets offered by the kernel, {} dropped (ring full){}",
+                "interface: {} packets offered by the kernel, {} dropped (ring full){}{}",
                 c.live_offered,
                 c.live_dropped,
                 if c.live_bad_frames > 0 {
                     format!(", {} bad ring frames", c.live_bad_frames)
+                } else {
+                    String::new()
+                },
+                if c.live_link_downs > 0 {
+                    format!(
+                        ", link down {} time{} (capture resumed when up)",
+                        c.live_link_downs,
+                        if c.live_link_downs == 1 { "" } else { "s" }
+                    )
                 } else {
                     String::new()
                 },

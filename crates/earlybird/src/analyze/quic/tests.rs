@@ -149,3 +149,39 @@ fn gquic_chlo_sni() {
     assert!(gquic_sni(&d[..d.len() - 2]).is_err());
     assert_eq!(gquic_sni(b"no hello here").unwrap(), None);
 }
+
+#[test]
+fn a_length_ending_inside_the_packet_number_is_an_error() {
+    // Found by the quic_initial fuzz target (crash-c231e12e): a v1
+    // Initial whose Length field ends the packet before the end of its
+    // packet number.
+    let d = [
+        0xc2, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x02,
+        0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02,
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02, 0x02,
+        0x02, 0x02, 0x0a, 0x0a, 0x0a,
+    ];
+    let h = long_header(&d).unwrap();
+    let keys = initial_keys(h.version, h.dcid, false).unwrap();
+    let e = open_initial(&d, &h, &keys).unwrap_err();
+    assert!(e.offset <= d.len(), "{e:?}");
+}
+
+#[test]
+fn a_packet_cut_before_its_sample_errs_inside_it() {
+    // Found by the quic_initial fuzz target (crash-0cb58be2): the error's
+    // offset was past the end of the input.
+    let crash = [0xc2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+    let h = long_header(&crash).unwrap();
+    let keys = initial_keys(h.version, h.dcid, false).unwrap();
+    let e = open_initial(&crash, &h, &keys).unwrap_err();
+    assert!(e.offset <= crash.len(), "{e:?}");
+    let d = unhex(V1_CLIENT_PACKET);
+    for n in 0..60 {
+        if let Ok(h) = long_header(&d[..n]) {
+            let keys = initial_keys(h.version, h.dcid, false).unwrap();
+            let e = open_initial(&d[..n], &h, &keys).unwrap_err();
+            assert!(e.offset <= n, "{n}: {e:?}");
+        }
+    }
+}

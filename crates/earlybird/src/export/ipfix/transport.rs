@@ -13,7 +13,11 @@
 //! Network failures never end the output and never block the caller: UDP
 //! sends are non-blocking, and a failed one (ICMP port unreachable seen as
 //! ECONNREFUSED, unreachable network, full socket buffer) drops its
-//! message; TCP messages go to a bounded queue that a thread of their own
+//! message; as the kernel reports a port unreachable on the send after
+//! the datagram that caused it, a refused send counts its message's
+//! records as not delivered (standing for the lost one) and is tried
+//! once more, so that a collector that came back gets the first message
+//! (templates included); TCP messages go to a bounded queue that a thread of their own
 //! drains into the connection, reconnecting after a failure with a backoff
 //! from 100 ms to 5 s, and a message the queue cannot take (collector
 //! unreachable, stalled or slow) is dropped. Every dropped record and
@@ -323,9 +327,26 @@ impl UdpTransport {
         })
     }
 
-    /// Sends one datagram; false (counted) when it failed.
-    fn datagram(&self, msg: &[u8]) -> bool {
+    /// Sends one datagram: whether it went out, and whether the send was
+    /// refused first (a failure, counted).
+    fn datagram(&self, msg: &[u8]) -> (bool, bool) {
         match self.sock.send(msg) {
+            // The refusal is an earlier datagram's (ICMP port unreachable
+            // comes back after it left), and reporting it cleared it: this
+            // one goes again, so that a collector that came back gets it
+            // (the templates before the first message, else the data
+            // after them would reach it undecodable).
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                self.tally.fail(describe(&e, true));
+                (self.result(self.sock.send(msg), msg), true)
+            }
+            r => (self.result(r, msg), false),
+        }
+    }
+
+    /// Whether `msg` went out whole; a failure is counted.
+    fn result(&self, r: std::io::Result<usize>, msg: &[u8]) -> bool {
+        match r {
             Ok(n) if n == msg.len() => true,
             Ok(n) => {
                 self.tally
@@ -354,7 +375,7 @@ impl Transport for UdpTransport {
             let mut ok = true;
             for m in &mut templates {
                 stamp_like(m, msg);
-                ok &= self.datagram(m);
+                ok &= self.datagram(m).0;
             }
             self.templates = templates;
             // Until the templates got out, send them before every message.
@@ -363,9 +384,15 @@ impl Transport for UdpTransport {
                 self.since = 0;
             }
         }
-        if self.datagram(msg) {
+        // A refused send counts its records as not delivered: they stand
+        // for the datagram that met the closed port, which the kernel
+        // cannot name (the first one of an outage goes uncounted, and a
+        // retry that reaches a collector just back is counted too).
+        let (sent, refused) = self.datagram(msg);
+        if sent {
             self.since += 1;
-        } else {
+        }
+        if !sent || refused {
             self.tally.drop_records(records);
         }
         Ok(())

@@ -171,14 +171,33 @@ impl Packets {
     /// it (counted), never blocks.
     pub(crate) fn send(&mut self, pkt: &[u8], records: u32) -> Result<()> {
         self.records += u64::from(records);
-        let res = match &mut self.sink {
-            Sink::Udp(s) => s.send(pkt).map(|_| ()),
-            Sink::Writer(w) => w.write_all(pkt),
+        let (refused, res) = match &mut self.sink {
+            Sink::Udp(s) => match s.send(pkt) {
+                // The refusal is an earlier datagram's (ICMP port
+                // unreachable comes back after it left), and reporting it
+                // cleared it: the packet goes again, so that a collector
+                // that came back gets it (with its templates), and its
+                // records count as not delivered, standing for the lost
+                // one (as the IPFIX exporter does).
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                    (Some(e), s.send(pkt).map(|_| ()))
+                }
+                r => (None, r.map(|_| ())),
+            },
+            Sink::Writer(w) => (None, w.write_all(pkt)),
         };
+        let counted = refused.is_some();
+        if let Some(e) = refused {
+            self.dropped += u64::from(records);
+            self.failures += 1;
+            self.last = Some(format!("collector refused (ICMP port unreachable): {e}"));
+        }
         match res {
             Ok(()) => Ok(()),
             Err(e) => {
-                self.dropped += u64::from(records);
+                if !counted {
+                    self.dropped += u64::from(records);
+                }
                 self.failures += 1;
                 let udp = matches!(self.sink, Sink::Udp(_));
                 self.last = Some(match e.kind() {

@@ -1,0 +1,560 @@
+//! Faults around a live capture (docs/OPERATIONS.md, "What survives
+//! what"): in network namespaces of a veth pair, with real components.
+//!
+//! - SIGHUP a hundred times a second, the file moved away before every
+//!   other one, while a capture is replayed: the files together hold every
+//!   packet once (none lost, none doubled), each with one header.
+//! - The captured link set down and up again: the capture goes on and
+//!   takes the packets sent after it is up; the summary counts the down.
+//! - The captured interface deleted: the run ends with every flow
+//!   flushed, a message naming the interface and exit code 4.
+//! - nfdump's nfcapd (UDP) stopped and started again: the records sent
+//!   while it was down are counted as not delivered, and those of a
+//!   replay after it came back are decoded, the templates having been
+//!   sent again before them (`--ipfix-template-refresh`) and delivered
+//!   although the kernel still held the closed port's refusal.
+//! - Both cores starved by stress-ng while a capture is replayed as fast
+//!   as the link takes it: every packet sent was offered to the socket,
+//!   each offered packet was read or counted as dropped by the kernel, and
+//!   every packet read is in a record.
+//! - SIGKILL while records are written: the CSV and JSON lines files hold
+//!   whole lines only, the IPFIX file whole messages but perhaps its last.
+//!   (A Parquet file has no footer until it is finished: not readable.)
+//!
+//! Needs root (skipped otherwise, and says so); nfcapd and nfdump, and
+//! stress-ng (`.ci/run` installs them).
+
+use crate::lib_common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_earlybird")
+}
+
+fn iphone() -> PathBuf {
+    lib_common::testdata().join("pcap/ndpi__iphone.pcap")
+}
+
+/// The packets of the flows in a CSV of records (0 for a missing file).
+fn packets_in(path: &Path) -> u64 {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let Some(f) = header.iter().position(|h| *h == "fwd_packets") else {
+        return 0;
+    };
+    let b = header.iter().position(|h| *h == "bwd_packets").unwrap();
+    lines
+        .map(|l| {
+            let v: Vec<&str> = l.split(',').collect();
+            v[f].parse::<u64>().unwrap() + v[b].parse::<u64>().unwrap()
+        })
+        .sum()
+}
+
+/// The packets of `pcap` in flows, from a file run.
+fn packets_of(pcap: &Path) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("file.csv");
+    let run = Command::new(bin())
+        .args(["flows", "--no-model", "-q", "-o"])
+        .arg(&out)
+        .arg(pcap)
+        .status()
+        .unwrap();
+    assert!(run.success());
+    packets_in(&out)
+}
+
+/// `earlybird flows -i A ARGS` in the capture namespace, once it says it
+/// captures.
+struct Capture {
+    child: Child,
+    err: BufReader<ChildStderr>,
+}
+
+impl Capture {
+    fn start(net: &lib_common::Veth, args: &[&str]) -> Capture {
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &net.ns_a, bin(), "flows", "-i", &net.a])
+            .args(["--no-model", "--duration", "300"])
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut first = String::new();
+        err.read_line(&mut first).unwrap();
+        assert!(first.contains("capturing on"), "{first}");
+        Capture { child, err }
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: signals the child process this test started.
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+
+    /// Waits for the end (after `sig`, if given): exit code and the rest
+    /// of what it wrote to stderr.
+    fn end(mut self, sig: Option<i32>) -> (Option<i32>, String) {
+        if let Some(s) = sig {
+            self.signal(s);
+        }
+        let code = self.child.wait().unwrap().code();
+        let mut rest = String::new();
+        self.err.read_to_string(&mut rest).unwrap();
+        (code, rest)
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Polls `f` every 50 ms for up to `secs` seconds; true once it holds.
+fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < until {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    f()
+}
+
+/// `earlybird replay --pps PPS` of `pcap` from the peer namespace.
+fn replay_paced(net: &lib_common::Veth, pcap: &Path, pps: u32) {
+    let sent = Command::new("ip")
+        .args(["netns", "exec", &net.ns, bin(), "replay", "-i", &net.b])
+        .args(["--pps", &pps.to_string()])
+        .arg(pcap)
+        .output()
+        .unwrap();
+    assert!(sent.status.success(), "{sent:?}");
+}
+
+#[test]
+fn sighup_a_hundred_times_a_second_loses_and_doubles_no_record() {
+    let Some(net) = lib_common::Veth::create("ebfh") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.csv");
+    let cap = Capture::start(
+        &net,
+        &["--idle-timeout", "1", "-o", out.to_str().unwrap()],
+    );
+    // Every 10 ms a SIGHUP; before every other one the file is moved
+    // away (when it exists), as logrotate does, so reopenings and no-op
+    // SIGHUPs interleave with records being written.
+    let stop = Arc::new(AtomicBool::new(false));
+    let pid = cap.child.id() as i32;
+    let hups = {
+        let (stop, out, dir) = (stop.clone(), out.clone(), dir.path().to_path_buf());
+        std::thread::spawn(move || {
+            let (mut sent, mut moved) = (0u32, 0u32);
+            while !stop.load(Ordering::Relaxed) {
+                if sent % 2 == 0 && out.exists() {
+                    moved += 1;
+                    std::fs::rename(&out, dir.join(format!("out.csv.{moved}"))).unwrap();
+                }
+                // SAFETY: signals the child process this test started.
+                unsafe { libc::kill(pid, libc::SIGHUP) };
+                sent += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            (sent, moved)
+        })
+    };
+    // About three seconds of packets, so that flows end (idle, 1 s)
+    // while the files turn.
+    let pcap = iphone();
+    replay_paced(&net, &pcap, 200);
+    std::thread::sleep(Duration::from_millis(2500));
+    stop.store(true, Ordering::Relaxed);
+    let (sent, moved) = hups.join().unwrap();
+    let (code, rest) = cap.end(Some(libc::SIGINT));
+    assert_eq!(code, Some(130), "{rest}");
+    assert!(sent > 200 && moved > 20, "{sent} SIGHUPs, {moved} moves");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let mut got = 0;
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let headers = text.lines().filter(|l| l.starts_with("src,")).count();
+        assert_eq!(headers, 1, "{}: {headers} headers", f.display());
+        assert!(text.ends_with('\n'), "{}: a cut line", f.display());
+        got += packets_in(f);
+    }
+    assert_eq!(got, packets_of(&pcap), "{} files; {rest}", files.len());
+}
+
+#[test]
+fn a_link_down_and_up_pauses_the_capture_which_then_goes_on() {
+    let Some(net) = lib_common::Veth::create("ebfl") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.csv");
+    let mut cap = Capture::start(&net, &["-o", out.to_str().unwrap()]);
+    let set = |state: &str| {
+        let ok = Command::new("ip")
+            .args(["-n", &net.ns_a, "link", "set", &net.a, state])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "ip link set {state}");
+    };
+    set("down");
+    // The capture notices (its socket reports the link down) and waits.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        cap.child.try_wait().unwrap().is_none(),
+        "the capture ended when the link went down"
+    );
+    set("up");
+    // veth carries packets once both ends are up again.
+    let carrier = || {
+        let out = Command::new("ip")
+            .args(["-n", &net.ns_a, "link", "show", "dev", &net.a])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.contains("LOWER_UP") && !text.contains("NO-CARRIER")
+    };
+    assert!(eventually(10, carrier), "no carrier after up");
+    let pcap = iphone();
+    net.replay(bin(), &pcap);
+    std::thread::sleep(Duration::from_millis(500));
+    let (code, rest) = cap.end(Some(libc::SIGINT));
+    assert_eq!(code, Some(130), "{rest}");
+    assert!(rest.contains("link down 1 time (capture resumed when up)"), "{rest}");
+    assert_eq!(packets_in(&out), packets_of(&pcap), "{rest}");
+}
+
+#[test]
+fn a_deleted_interface_ends_the_run_with_exit_code_4_and_every_flow() {
+    let Some(net) = lib_common::Veth::create("ebfd") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.csv");
+    let cap = Capture::start(&net, &["-s", "2", "-o", out.to_str().unwrap()]);
+    let pcap = iphone();
+    net.replay(bin(), &pcap);
+    std::thread::sleep(Duration::from_millis(500));
+    net.remove();
+    let started = Instant::now();
+    let mut cap = cap;
+    assert!(
+        eventually(20, || cap.child.try_wait().unwrap().is_some()),
+        "the capture still runs {:?} after its interface was deleted",
+        started.elapsed()
+    );
+    let (code, rest) = cap.end(None);
+    assert_eq!(code, Some(4), "{rest}");
+    assert!(
+        rest.contains(&format!("interface {}: capture stopped: the interface was deleted", net.a)),
+        "{rest}"
+    );
+    assert_eq!(packets_in(&out), packets_of(&pcap), "{rest}");
+}
+
+/// nfcapd on 127.0.0.1:`port` of the capture namespace, writing to `dir`.
+fn nfcapd(net: &lib_common::Veth, port: u16, dir: &Path) -> Child {
+    std::fs::create_dir_all(dir).unwrap();
+    let c = Command::new("ip")
+        .args(["netns", "exec", &net.ns_a, "nfcapd", "-b", "127.0.0.1"])
+        .args(["-p", &port.to_string(), "-w", dir.to_str().unwrap()])
+        .args(["-t", "3600"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let want = format!("0100007F:{port:04X}");
+    assert!(
+        eventually(10, || net.in_capture(|| std::fs::read_to_string("/proc/thread-self/net/udp")
+            .is_ok_and(|t| t.contains(&want)))),
+        "nfcapd never listened"
+    );
+    c
+}
+
+/// Ends nfcapd (SIGTERM: it writes its file) and waits for it.
+fn stop_nfcapd(mut c: Child) {
+    // SAFETY: signals the child process this test started.
+    unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+    let _ = c.wait();
+}
+
+/// The number of flows nfdump reads under `dir`.
+fn nfdump_flows(dir: &Path) -> usize {
+    let out = Command::new("nfdump")
+        .args(["-R", dir.to_str().unwrap(), "-o", "csv", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with("ts,") && l.split(',').count() > 14)
+        .count()
+}
+
+#[test]
+fn nfcapd_stopped_and_started_again_decodes_what_comes_after() {
+    let Some(net) = lib_common::Veth::create("ebfn") else {
+        return;
+    };
+    if !crate::ipfix_cli::have("nfcapd", "-V") || !crate::ipfix_cli::have("nfdump", "-V") {
+        return;
+    }
+    net.capture_loopback_up();
+    let dir = tempfile::tempdir().unwrap();
+    let port = 19_311;
+    let (first, second) = (dir.path().join("nf1"), dir.path().join("nf2"));
+    let collector = nfcapd(&net, port, &first);
+    let csv = dir.path().join("out.csv");
+    let cap = Capture::start(
+        &net,
+        &[
+            "--idle-timeout",
+            "1",
+            "-o",
+            &format!("ipfix+udp://127.0.0.1:{port}"),
+            "-o",
+            csv.to_str().unwrap(),
+            "--ipfix-template-refresh",
+            "1",
+        ],
+    );
+    let lines = |p: &Path| {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            .saturating_sub(1)
+    };
+    // 1: the collector up.
+    let pcap = iphone();
+    net.replay(bin(), &pcap);
+    let one = packets_of(&pcap);
+    assert!(eventually(20, || packets_in(&csv) == one), "first replay");
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = lines(&csv);
+    stop_nfcapd(collector);
+    // 2: the collector down: every record of this replay is sent into a
+    // closed port.
+    net.replay(bin(), &pcap);
+    assert!(eventually(20, || packets_in(&csv) == 2 * one), "second replay");
+    let while_down = lines(&csv) - before;
+    std::thread::sleep(Duration::from_millis(1500));
+    // 3: a new collector, which has seen no template: the next message
+    // comes more than a refresh interval (1 s) after the last templates,
+    // so templates go before it.
+    let collector = nfcapd(&net, port, &second);
+    std::thread::sleep(Duration::from_millis(1200));
+    let gen = dir.path().join("gen.pcap");
+    let made = Command::new(bin())
+        .args(["gen", "realistic", "-n", "3000", "-o"])
+        .arg(&gen)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let at = lines(&csv);
+    net.replay(bin(), &gen);
+    let three = packets_of(&gen);
+    assert!(
+        eventually(30, || packets_in(&csv) == 2 * one + three),
+        "third replay"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let after = lines(&csv) - at;
+    let (code, rest) = cap.end(Some(libc::SIGINT));
+    stop_nfcapd(collector);
+    assert_eq!(code, Some(130), "{rest}");
+    assert_eq!(nfdump_flows(&first), before, "the first collector");
+    assert_eq!(nfdump_flows(&second), after, "after the restart: {rest}");
+    // The records sent while nothing listened are counted (the first
+    // send to a closed port is refused only by the ICMP error it causes,
+    // which fails the next one: at least all but one message's).
+    let said = rest
+        .lines()
+        .find(|l| l.contains(&format!("ipfix+udp://127.0.0.1:{port}")))
+        .unwrap_or_else(|| panic!("no report of the refused sends: {rest}"));
+    assert!(said.contains("ICMP port unreachable"), "{said}");
+    // "… N of M records not delivered; …"
+    let not_delivered: usize = said
+        .split(" records not delivered")
+        .next()
+        .and_then(|h| h.rsplit(" of ").nth(1))
+        .and_then(|h| h.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        not_delivered > 0 && not_delivered <= while_down,
+        "{not_delivered} of {while_down} records counted: {said}"
+    );
+}
+
+/// The first number after `prefix` on the line that starts with it.
+fn figure(text: &str, prefix: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.trim_start().strip_prefix(prefix))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.trim_end_matches(',').parse().ok())
+}
+
+#[test]
+fn the_other_core_starved_by_stress_ng_loses_nothing_silently() {
+    let Some(net) = lib_common::Veth::create("ebfs") else {
+        return;
+    };
+    if !crate::ipfix_cli::have("stress-ng", "--version") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (out, pcap) = (dir.path().join("out.csv"), dir.path().join("worst.pcap"));
+    let made = Command::new(bin())
+        .args(["gen", "worst", "-n", "200000", "-o"])
+        .arg(&pcap)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // A small ring, so that a starved capture drops.
+    let cap = Capture::start(
+        &net,
+        &["--ring-mib", "1", "-f", "csv", "-o", out.to_str().unwrap()],
+    );
+    // Every core busy (a CPU hog per core) while the replay goes as fast
+    // as the link takes it.
+    let mut stress = Command::new("stress-ng")
+        .args(["--cpu", "0", "--cpu-method", "matrixprod", "--timeout", "60s", "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = Command::new("ip")
+        .args(["netns", "exec", &net.ns, bin(), "replay", "-i", &net.b])
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    // SAFETY: signals the child process this test started.
+    unsafe { libc::kill(stress.id() as i32, libc::SIGTERM) };
+    let _ = stress.wait();
+    let said = String::from_utf8_lossy(&sent.stderr).into_owned();
+    assert!(sent.status.success(), "{said}");
+    std::thread::sleep(Duration::from_millis(500));
+    let (code, rest) = cap.end(Some(libc::SIGINT));
+    assert_eq!(code, Some(130), "{rest}");
+    // "replay IFACE: N packets, …"
+    let sent: u64 = said
+        .split(": ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    let read = figure(&rest, "packets:").unwrap_or_else(|| panic!("{rest}"));
+    let offered = figure(&rest, "interface:").unwrap_or_else(|| panic!("{rest}"));
+    let dropped = rest
+        .lines()
+        .find_map(|l| l.strip_prefix("interface: "))
+        .and_then(|l| l.split(", ").nth(1))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("{rest}"));
+    eprintln!("sent {sent}, offered {offered}, dropped {dropped}, read {read}");
+    // Every packet sent reached the socket, and each was either read or
+    // counted as dropped by the kernel; every packet read is in a record.
+    assert_eq!(offered, sent, "{rest}");
+    assert_eq!(read + dropped, offered, "{rest}");
+    assert_eq!(packets_in(&out), read, "{rest}");
+}
+
+#[test]
+fn after_sigkill_every_text_and_ipfix_output_reads_up_to_what_it_wrote() {
+    let Some(net) = lib_common::Veth::create("ebfk") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let (csv, jsonl, ipfix) = (p("out.csv"), p("out.jsonl"), p("out.ipfix"));
+    let mut cap = Capture::start(
+        &net,
+        &[
+            "--idle-timeout",
+            "1",
+            "-o",
+            &csv,
+            "-o",
+            &jsonl,
+            "-o",
+            &format!("ipfix:{ipfix}"),
+        ],
+    );
+    // Killed while packets still come and records are being written.
+    let replay = {
+        let (ns, b) = (net.ns.clone(), net.b.clone());
+        std::thread::spawn(move || {
+            Command::new("ip")
+                .args(["netns", "exec", &ns, bin(), "replay", "-i", &b])
+                .args(["--pps", "100"])
+                .arg(iphone())
+                .output()
+                .unwrap()
+        })
+    };
+    let lines = |p: &str| std::fs::read_to_string(p).unwrap_or_default().lines().count();
+    assert!(eventually(30, || lines(&csv) > 5), "no records while live");
+    cap.signal(libc::SIGKILL);
+    let code = cap.child.wait().unwrap();
+    assert_eq!(code.code(), None, "killed: {code:?}");
+    assert!(replay.join().unwrap().status.success());
+
+    // CSV: whole lines only, each with the header's columns.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.ends_with('\n'), "a cut CSV line");
+    let columns = text.lines().next().unwrap().split(',').count();
+    assert!(text
+        .lines()
+        .all(|l| crate::lib_common::split_csv(l).len() == columns));
+    let records = text.lines().count() - 1;
+    // JSON lines: each one whole.
+    let text = std::fs::read_to_string(&jsonl).unwrap();
+    assert!(text.is_empty() || text.ends_with('\n'), "a cut JSON line");
+    for l in text.lines() {
+        serde_json::from_str::<serde_json::Value>(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+    }
+    // IPFIX: the whole messages decode (a last one may be cut).
+    let bytes = std::fs::read(&ipfix).unwrap();
+    let mut whole = 0;
+    while bytes.len() >= whole + 16 {
+        let len = u16::from_be_bytes([bytes[whole + 2], bytes[whole + 3]]) as usize;
+        assert_eq!(&bytes[whole..whole + 2], &[0, 10], "not an IPFIX message at {whole}");
+        if whole + len > bytes.len() {
+            break;
+        }
+        whole += len;
+    }
+    let in_ipfix = crate::ipfix_cli::count_records(&bytes[..whole]);
+    eprintln!(
+        "after SIGKILL: {records} CSV records, {} JSON lines, {in_ipfix} IPFIX records",
+        text.lines().count()
+    );
+    assert!(records > 5 && in_ipfix > 0);
+}
