@@ -789,6 +789,11 @@ impl Shard {
         let mut next_no_flow = 0;
         let solo = !refs.is_empty();
         let tap_each = TAPS && (!solo || self.taps.as_deref().is_some_and(Taps::filtering));
+        // The frame tap (the call stage's) takes the packets of the flows
+        // it follows as they run; with one shard, also the packets of no
+        // flow between them (`next_ref`: the first not handed yet).
+        let calls = TAPS && self.taps.as_deref().is_some_and(|t| t.frames.is_some());
+        let (mut next_ref, mut not_shown) = (0, 0);
         let floor = self.table.now();
         // An analyzer on reads the IP packet (the span then cuts it too).
         let ip_view = ANALYZE && self.table.wants_ip();
@@ -847,6 +852,20 @@ impl Shard {
                     }
                 }
             }
+            if TAPS && calls {
+                let r = if solo {
+                    refs.get(p.idx as usize)
+                } else {
+                    frames.get(i)
+                };
+                if let Some(r) = r {
+                    if solo {
+                        next_ref = self.no_flow_frames(data, refs, next_ref, p.idx as usize);
+                        next_ref += 1;
+                    }
+                    not_shown += self.call_frame(data, r, slot);
+                }
+            }
             if let Some(m) = self.marker.as_mut().filter(|m| m.marking()) {
                 if let Some(class) = self.table.mark_class(slot) {
                     m.note(p.idx, refs.len(), class, p.ip_offset, p.key.is_v6());
@@ -855,6 +874,18 @@ impl Shard {
         }
         if TAPS && next_no_flow < no_flow.len() {
             self.no_flow_before(usize::MAX, no_flow, next_no_flow, data);
+        }
+        if TAPS && calls {
+            if solo {
+                self.no_flow_frames(data, refs, next_ref, refs.len());
+            }
+            if let Some(f) = self
+                .taps
+                .as_deref_mut()
+                .and_then(|t| t.frames.as_deref_mut())
+            {
+                f.not_shown(not_shown);
+            }
         }
         if let Some(m) = &mut self.marker {
             m.write_batch(data, refs);
@@ -867,6 +898,51 @@ impl Shard {
         self.table.sweep();
         if TAPS {
             self.resolve_held();
+        }
+    }
+
+    /// Shows the frame tap packet `r` of the flow in `slot` while it
+    /// follows the flow (`dump::FrameTap::flow_frame`); the flow is marked
+    /// in the table when the tap says it wants no more of it.
+    /// Returns 1 when the packet was not shown (the flow is not followed).
+    #[inline(always)]
+    fn call_frame(&mut self, data: &[u8], r: &PacketRef, slot: usize) -> u64 {
+        let (first, followed) = self.table.tap_view(slot);
+        if !followed {
+            return 1;
+        }
+        let Some(f) = self
+            .taps
+            .as_deref_mut()
+            .and_then(|t| t.frames.as_deref_mut())
+        else {
+            return 1;
+        };
+        if !f.flow_frame(data, r, first) {
+            self.table.unfollow(slot);
+        }
+        0
+    }
+
+    /// One shard: shows the frame tap `refs[from..to]`, the packets of no
+    /// flow before the batch's flow packet `to`; returns `to`.
+    #[inline(always)]
+    fn no_flow_frames(&mut self, data: &[u8], refs: &[PacketRef], from: usize, to: usize) -> usize {
+        if from < to {
+            self.frames_of_no_flow(data, refs.get(from..to).unwrap_or(&[]));
+        }
+        to
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn frames_of_no_flow(&mut self, data: &[u8], refs: &[PacketRef]) {
+        if let Some(f) = self
+            .taps
+            .as_deref_mut()
+            .and_then(|t| t.frames.as_deref_mut())
+        {
+            refs.iter().for_each(|r| f.frame(data, r));
         }
     }
 
