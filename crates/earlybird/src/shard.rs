@@ -793,7 +793,8 @@ impl Shard {
         // it follows as they run; with one shard, also the packets of no
         // flow between them (`next_ref`: the first not handed yet).
         let calls = TAPS && self.taps.as_deref().is_some_and(|t| t.frames.is_some());
-        let (mut next_ref, mut not_shown) = (0, 0);
+        let gaps = calls && solo && pkts.len() != refs.len();
+        let (mut next_ref, mut not_shown) = (0, 0u64);
         let floor = self.table.now();
         // An analyzer on reads the IP packet (the span then cuts it too).
         let ip_view = ANALYZE && self.table.wants_ip();
@@ -853,17 +854,20 @@ impl Shard {
                 }
             }
             if TAPS && calls {
-                let r = if solo {
-                    refs.get(p.idx as usize)
-                } else {
-                    frames.get(i)
-                };
-                if let Some(r) = r {
-                    if solo {
-                        next_ref = self.no_flow_frames(data, refs, next_ref, p.idx as usize);
-                        next_ref += 1;
+                if gaps {
+                    next_ref = self.no_flow_frames(data, refs, next_ref, p.idx as usize) + 1;
+                }
+                if self.table.followed(slot) {
+                    let r = if solo {
+                        refs.get(p.idx as usize)
+                    } else {
+                        frames.get(i)
+                    };
+                    if let Some(r) = r {
+                        self.call_frame(data, r, slot);
                     }
-                    not_shown += self.call_frame(data, r, slot);
+                } else {
+                    not_shown += 1;
                 }
             }
             if let Some(m) = self.marker.as_mut().filter(|m| m.marking()) {
@@ -876,7 +880,7 @@ impl Shard {
             self.no_flow_before(usize::MAX, no_flow, next_no_flow, data);
         }
         if TAPS && calls {
-            if solo {
+            if gaps {
                 self.no_flow_frames(data, refs, next_ref, refs.len());
             }
             if let Some(f) = self
@@ -901,27 +905,22 @@ impl Shard {
         }
     }
 
-    /// Shows the frame tap packet `r` of the flow in `slot` while it
-    /// follows the flow (`dump::FrameTap::flow_frame`); the flow is marked
-    /// in the table when the tap says it wants no more of it.
-    /// Returns 1 when the packet was not shown (the flow is not followed).
+    /// Shows the frame tap packet `r` of the flow in `slot`, which it
+    /// follows (`dump::FrameTap::flow_frame`); the flow is marked in the
+    /// table when the tap says it wants no more of it.
     #[inline(always)]
-    fn call_frame(&mut self, data: &[u8], r: &PacketRef, slot: usize) -> u64 {
-        let (first, followed) = self.table.tap_view(slot);
-        if !followed {
-            return 1;
-        }
+    fn call_frame(&mut self, data: &[u8], r: &PacketRef, slot: usize) {
+        let first = self.table.first_packet(slot);
         let Some(f) = self
             .taps
             .as_deref_mut()
             .and_then(|t| t.frames.as_deref_mut())
         else {
-            return 1;
+            return;
         };
         if !f.flow_frame(data, r, first) {
             self.table.unfollow(slot);
         }
-        0
     }
 
     /// One shard: shows the frame tap `refs[from..to]`, the packets of no

@@ -363,13 +363,21 @@ impl FlowTable {
         (e.state & DECIDED != 0 && e.packets[0] + e.packets[1] > e.at as u32).then_some(e.app)
     }
 
-    /// Whether the flow in slot `s` has had one packet (the one just run)
-    /// and whether the shard's frame tap still follows it (see
-    /// [`UNFOLLOWED`]).
+    /// Whether the shard's frame tap still follows the flow in slot `s`, a
+    /// slot a packet was just run in (see [`UNFOLLOWED`]).
     #[inline(always)]
-    pub(crate) fn tap_view(&self, s: usize) -> (bool, bool) {
+    pub(crate) fn followed(&self, s: usize) -> bool {
+        debug_assert!(s < self.high);
+        // SAFETY: `s` is the slot `packet_at` returned, below `high`
+        // (module docs).
+        unsafe { self.entries.get_unchecked(s) }.state & UNFOLLOWED == 0
+    }
+
+    /// Whether the flow in slot `s` has had one packet (the one just run).
+    #[inline]
+    pub(crate) fn first_packet(&self, s: usize) -> bool {
         let e = &self.entries[s];
-        (e.packets[0] + e.packets[1] == 1, e.state & UNFOLLOWED == 0)
+        e.packets[0] + e.packets[1] == 1
     }
 
     /// The shard's frame tap follows the live flow in slot `s` no more.

@@ -330,16 +330,19 @@ impl SipConnections {
     /// SIP. A RST, or the second end's FIN, forgets the connection (after
     /// this segment, which is wanted).
     pub fn wants(&mut self, p: &VoipPacket<'_>) -> bool {
+        let flags = p.tcp.map_or(0, |t| t.flags);
+        let (fin, rst) = (flags & 0x01 != 0, flags & 0x04 != 0);
+        // An empty set (no SIP over TCP seen) knows no connection: no key
+        // then, unless the segment starts one.
+        if self.set.is_empty() && (fin || rst || !looks_like_sip(p.payload)) {
+            return false;
+        }
         let lower = (p.src, p.sport) <= (p.dst, p.dport);
         let key = if lower {
             (p.src, p.sport, p.dst, p.dport)
         } else {
             (p.dst, p.dport, p.src, p.sport)
         };
-        let flags = p.tcp.map_or(0, |t| t.flags);
-        let (fin, rst) = (flags & 0x01 != 0, flags & 0x04 != 0);
-        // An empty set (no SIP over TCP seen) knows no connection: no
-        // hashing then.
         if !self.set.is_empty() {
             if let Some(ends) = self.set.get_mut(&key) {
                 if fin {
