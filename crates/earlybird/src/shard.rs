@@ -789,6 +789,12 @@ impl Shard {
         let mut next_no_flow = 0;
         let solo = !refs.is_empty();
         let tap_each = TAPS && (!solo || self.taps.as_deref().is_some_and(Taps::filtering));
+        // The frame tap (the call stage's) takes the packets of the flows
+        // it follows as they run; with one shard, also the packets of no
+        // flow between them (`next_ref`: the first not handed yet).
+        let calls = TAPS && self.taps.as_deref().is_some_and(|t| t.frames.is_some());
+        let gaps = calls && solo && pkts.len() != refs.len();
+        let (mut next_ref, mut not_shown) = (0, 0u64);
         let floor = self.table.now();
         // An analyzer on reads the IP packet (the span then cuts it too).
         let ip_view = ANALYZE && self.table.wants_ip();
@@ -847,6 +853,23 @@ impl Shard {
                     }
                 }
             }
+            if TAPS && calls {
+                if gaps {
+                    next_ref = self.no_flow_frames(data, refs, next_ref, p.idx as usize) + 1;
+                }
+                if self.table.followed(slot) {
+                    let r = if solo {
+                        refs.get(p.idx as usize)
+                    } else {
+                        frames.get(i)
+                    };
+                    if let Some(r) = r {
+                        self.call_frame(data, r, slot);
+                    }
+                } else {
+                    not_shown += 1;
+                }
+            }
             if let Some(m) = self.marker.as_mut().filter(|m| m.marking()) {
                 if let Some(class) = self.table.mark_class(slot) {
                     m.note(p.idx, refs.len(), class, p.ip_offset, p.key.is_v6());
@@ -855,6 +878,18 @@ impl Shard {
         }
         if TAPS && next_no_flow < no_flow.len() {
             self.no_flow_before(usize::MAX, no_flow, next_no_flow, data);
+        }
+        if TAPS && calls {
+            if gaps {
+                self.no_flow_frames(data, refs, next_ref, refs.len());
+            }
+            if let Some(f) = self
+                .taps
+                .as_deref_mut()
+                .and_then(|t| t.frames.as_deref_mut())
+            {
+                f.not_shown(not_shown);
+            }
         }
         if let Some(m) = &mut self.marker {
             m.write_batch(data, refs);
@@ -867,6 +902,46 @@ impl Shard {
         self.table.sweep();
         if TAPS {
             self.resolve_held();
+        }
+    }
+
+    /// Shows the frame tap packet `r` of the flow in `slot`, which it
+    /// follows (`dump::FrameTap::flow_frame`); the flow is marked in the
+    /// table when the tap says it wants no more of it.
+    #[inline(always)]
+    fn call_frame(&mut self, data: &[u8], r: &PacketRef, slot: usize) {
+        let first = self.table.first_packet(slot);
+        let Some(f) = self
+            .taps
+            .as_deref_mut()
+            .and_then(|t| t.frames.as_deref_mut())
+        else {
+            return;
+        };
+        if !f.flow_frame(data, r, first) {
+            self.table.unfollow(slot);
+        }
+    }
+
+    /// One shard: shows the frame tap `refs[from..to]`, the packets of no
+    /// flow before the batch's flow packet `to`; returns `to`.
+    #[inline(always)]
+    fn no_flow_frames(&mut self, data: &[u8], refs: &[PacketRef], from: usize, to: usize) -> usize {
+        if from < to {
+            self.frames_of_no_flow(data, refs.get(from..to).unwrap_or(&[]));
+        }
+        to
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn frames_of_no_flow(&mut self, data: &[u8], refs: &[PacketRef]) {
+        if let Some(f) = self
+            .taps
+            .as_deref_mut()
+            .and_then(|t| t.frames.as_deref_mut())
+        {
+            refs.iter().for_each(|r| f.frame(data, r));
         }
     }
 

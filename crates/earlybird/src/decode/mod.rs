@@ -92,7 +92,7 @@ mod corpus_tests;
 #[cfg(test)]
 mod link_tests;
 #[cfg(test)]
-mod testutil;
+pub(crate) mod testutil;
 #[cfg(test)]
 mod walk_tests;
 

@@ -239,8 +239,21 @@ impl DumpFilter {
 /// in the same order (the call stage's, `crate::voip::stage`, wired in by
 /// the pipeline).
 pub trait FrameTap: Send {
-    /// One packet (bytes in `data`).
+    /// One packet that belongs to no flow (bytes in `data`).
     fn frame(&mut self, data: &[u8], r: &PacketRef);
+    /// One packet of a flow (`first`: the flow's first packet); returns
+    /// whether the tap wants the flow's next packets (the shard shows it
+    /// none of them once it says no).
+    fn flow_frame(&mut self, data: &[u8], r: &PacketRef, first: bool) -> bool {
+        let _ = first;
+        self.frame(data, r);
+        true
+    }
+    /// `n` packets of flows the tap follows no more were not shown to it
+    /// (counted as seen).
+    fn not_shown(&mut self, n: u64) {
+        let _ = n;
+    }
     /// The shard has run a turn (a batch; with several shards, one turn
     /// of the exchange).
     fn turn_done(&mut self) {}
@@ -338,9 +351,6 @@ impl Taps {
         let dump_all = !self.filtering();
         if self.ring.is_none() && !(dump_all && self.dumper.is_some()) {
             // Nothing here takes the batch's packets one by one.
-            if let Some(f) = self.frames.as_mut() {
-                refs.iter().for_each(|r| f.frame(data, r));
-            }
             return;
         }
         for r in refs {
@@ -355,9 +365,6 @@ impl Taps {
                     d.write(r.ts, r.orig_len, r.link, bytes);
                 }
             }
-        }
-        if let Some(f) = self.frames.as_mut() {
-            refs.iter().for_each(|r| f.frame(data, r));
         }
     }
 
@@ -378,7 +385,7 @@ impl Taps {
             return;
         };
         if all {
-            self.hand_every_tap(data, r, bytes);
+            self.to_ring(r, bytes);
         }
         if let Some(d) = self.dumper.as_mut() {
             let dump = if d.filter.is_all() {
@@ -392,15 +399,12 @@ impl Taps {
         }
     }
 
-    /// A packet every tap takes (several shards: none else hands it over):
-    /// to the ring and to the frame tap.
+    /// A packet of a flow the ring takes (several shards: none else hands
+    /// it over; the frame tap has its flow packets from the shard).
     #[inline]
-    fn hand_every_tap(&mut self, data: &[u8], r: &PacketRef, bytes: &[u8]) {
+    fn to_ring(&mut self, r: &PacketRef, bytes: &[u8]) {
         if let Some(ring) = self.ring.as_mut() {
             ring.push(r.ts, bytes, r.orig_len, r.link);
-        }
-        if let Some(f) = self.frames.as_mut() {
-            f.frame(data, r);
         }
     }
 
@@ -423,7 +427,7 @@ impl Taps {
             return;
         };
         if all {
-            self.hand_every_tap(data, r, bytes);
+            self.to_ring(r, bytes);
         }
         let (Some(d), Some(h)) = (self.dumper.as_mut(), self.held.as_mut()) else {
             return;
@@ -477,7 +481,10 @@ impl Taps {
         let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
             return;
         };
-        self.hand_every_tap(data, r, bytes);
+        self.to_ring(r, bytes);
+        if let Some(f) = self.frames.as_mut() {
+            f.frame(data, r);
+        }
         if let Some(d) = self.dumper.as_mut().filter(|d| d.filter.is_all()) {
             d.write(r.ts, r.orig_len, r.link, bytes);
         }

@@ -26,7 +26,8 @@ use crate::features::tcp::{FlagCounts, FlagLanes, TcpState};
 pub struct Entry {
     /// The flow key (compact form; IPv6 addresses are in [`V6Addrs`]).
     pub key: TableKey,
-    /// `IN_USE | CLIENT_IS_A | DECIDED | SPILLED | CLOSED | PENDING | HELD`.
+    /// `IN_USE | CLIENT_IS_A | DECIDED | SPILLED | CLOSED | PENDING | HELD |
+    /// UNFOLLOWED`.
     pub state: u8,
     /// Early packets recorded so far.
     pub n_early: u8,
@@ -83,6 +84,9 @@ pub const PENDING: u8 = 32;
 /// The packet dumper holds copies of this flow's packets from before its
 /// verdict (`--dump-app`; `flow/held.rs`).
 pub const HELD: u8 = 64;
+/// The shard's frame tap (the call stage's) said it wants none of this
+/// flow's next packets (`dump::FrameTap::flow_frame`).
+pub const UNFOLLOWED: u8 = 128;
 
 /// What a flow writes once, and the carries of its byte counters. 16 bytes.
 #[derive(Debug, Clone, Copy, Default)]

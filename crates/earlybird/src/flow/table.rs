@@ -61,7 +61,7 @@ use super::prefault::{Prefaulter, Region};
 
 use super::entry::{
     Entry, EntryTail, FullStats, IcmpHead, V6Addrs, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING,
-    SPILLED,
+    SPILLED, UNFOLLOWED,
 };
 use super::expiry::close_reason;
 use super::packet::{is_icmp, Payload, Pkt, V6Icmp};
@@ -361,6 +361,32 @@ impl FlowTable {
     pub fn mark_class(&self, s: usize) -> Option<u16> {
         let e = &self.entries[s];
         (e.state & DECIDED != 0 && e.packets[0] + e.packets[1] > e.at as u32).then_some(e.app)
+    }
+
+    /// Whether the shard's frame tap still follows the flow in slot `s`, a
+    /// slot a packet was just run in (see [`UNFOLLOWED`]).
+    #[inline(always)]
+    pub(crate) fn followed(&self, s: usize) -> bool {
+        debug_assert!(s < self.high);
+        // SAFETY: `s` is the slot `packet_at` returned, below `high`
+        // (module docs).
+        unsafe { self.entries.get_unchecked(s) }.state & UNFOLLOWED == 0
+    }
+
+    /// Whether the flow in slot `s` has had one packet (the one just run).
+    #[inline]
+    pub(crate) fn first_packet(&self, s: usize) -> bool {
+        let e = &self.entries[s];
+        e.packets[0] + e.packets[1] == 1
+    }
+
+    /// The shard's frame tap follows the live flow in slot `s` no more.
+    #[inline]
+    pub(crate) fn unfollow(&mut self, s: usize) {
+        let e = &mut self.entries[s];
+        if e.state & IN_USE != 0 {
+            e.state |= UNFOLLOWED;
+        }
     }
 
     /// Accounts one IPv4 packet; returns the slot of its flow.

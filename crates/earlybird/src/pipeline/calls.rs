@@ -60,6 +60,14 @@ impl FrameTap for ShardTap {
     fn frame(&mut self, data: &[u8], r: &PacketRef) {
         ShardTap::frame(self, data, r);
     }
+    #[inline]
+    fn flow_frame(&mut self, data: &[u8], r: &PacketRef, first: bool) -> bool {
+        ShardTap::flow_frame(self, data, r, first)
+    }
+    #[inline]
+    fn not_shown(&mut self, n: u64) {
+        ShardTap::not_shown(self, n);
+    }
     fn turn_done(&mut self) {
         ShardTap::turn_done(self);
     }

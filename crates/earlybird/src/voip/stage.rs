@@ -2,8 +2,12 @@
 //! the call writer.
 //!
 //! Contract: each shard of `earlybird flows … --voip-db/--calls-out/
-//! --streams-out` holds a [`ShardTap`]; it is shown every packet the shard
-//! runs, in the order the shard runs them ([`ShardTap::frame`]), keeps
+//! --streams-out` holds a [`ShardTap`]; it is shown, in the order the
+//! shard runs them, every packet of no flow ([`ShardTap::frame`]) and the
+//! packets of each flow until it says the flow cannot carry what the
+//! tracker wants ([`ShardTap::flow_frame`], the candidate mark of
+//! `voip/tap.rs`: the shard then marks the flow in its table and shows
+//! the tap none of its next packets, counting them as seen). It keeps
 //! what [`extract`] says the tracker may want (UDP that looks like SIP,
 //! RTP or RTCP, UDP fragments, and the TCP segments of connections its
 //! [`SipConnections`] has seen SIP on) as owned copies in a bounded
@@ -48,7 +52,7 @@ use crossbeam_channel::{Receiver, Select, Sender, TryRecvError};
 
 use super::record::{CallRecord, StreamRecord};
 use super::run::{advance_idle, new_tracker, send_records, writer_loop, Records, VoipSummary};
-use super::tap::{extract, SipConnections};
+use super::tap::{extract, extract_flow, follow_tcp, Follow, SipConnections};
 use super::tracker::{Fragment, Tcp, TrackerConfig, VoipPacket};
 use crate::decode::Decoded;
 use crate::error::{Error, Result};
@@ -163,7 +167,7 @@ pub struct ShardTap {
 }
 
 impl ShardTap {
-    /// Shows the tap one packet (bytes in `data`).
+    /// Shows the tap one packet (bytes in `data`) that belongs to no flow.
     #[inline]
     pub fn frame(&mut self, data: &[u8], r: &PacketRef) {
         self.seen += 1;
@@ -176,6 +180,45 @@ impl ShardTap {
         if v.tcp.is_some() && !self.conns.wants(&v) {
             return;
         }
+        self.keep(r, &v);
+    }
+
+    /// Shows the tap one packet of a flow (`first`: the flow's first);
+    /// returns whether the flow's next packets may carry what the tracker
+    /// wants (see [`Follow`]): the shard shows it no more of them when
+    /// not.
+    #[inline]
+    pub fn flow_frame(&mut self, data: &[u8], r: &PacketRef, first: bool) -> bool {
+        self.seen += 1;
+        let Some(frame) = data.get(r.offset..r.offset + r.caplen as usize) else {
+            return true;
+        };
+        let (v, mut follow) = extract_flow(r.ts, r.link, frame, &mut self.d, first);
+        let Some(v) = v else {
+            return follow == Follow::Yes;
+        };
+        if v.tcp.is_some() {
+            let wanted = self.conns.wants(&v);
+            follow = follow_tcp(&v, wanted);
+            if !wanted {
+                return follow == Follow::Yes;
+            }
+        }
+        self.keep(r, &v);
+        follow == Follow::Yes
+    }
+
+    /// `n` packets of flows the tap follows no more went by unshown:
+    /// counted as seen, as every packet the shard runs is.
+    #[inline]
+    pub fn not_shown(&mut self, n: u64) {
+        self.seen += n;
+    }
+
+    /// Copies packet `v` of frame `r` into the batch (sent first when it
+    /// is full).
+    #[inline]
+    fn keep(&mut self, r: &PacketRef, v: &VoipPacket<'_>) {
         if self.batch.pkts.len() >= TAP_PACKETS
             || self.batch.bytes.len() + v.payload.len() > TAP_BYTES
         {
