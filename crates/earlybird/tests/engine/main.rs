@@ -32,6 +32,7 @@ mod link_types;
 mod live;
 mod mark_flows;
 mod media;
+mod media_calls;
 mod ndpi_flows;
 mod placement;
 mod records;

@@ -47,9 +47,9 @@ pub const SEQ_GAP: u16 = 10;
 /// Largest RTP timestamp step taken as consistent (10 s at 90 kHz).
 pub const TS_STEP_MAX: u32 = 900_000;
 /// Consistent steps before a stream can decide.
-pub const RUN_MIN: u32 = 6;
+pub const RUN_MIN: u32 = 5;
 /// Capture time a stream must span before its clock is inferred.
-pub const SPAN_MIN_NS: u64 = 100_000_000;
+pub const SPAN_MIN_NS: u64 = 80_000_000;
 /// An inferred clock within this factor of a standard rate is that rate.
 pub const CLOCK_TOLERANCE: f64 = 1.25;
 /// Longest app name kept from a SOFTWARE attribute, bytes.
@@ -443,7 +443,7 @@ mod tests {
         let (k, conf, at, _) = c.verdict.unwrap();
         assert_eq!(k, Kind::Audio);
         assert!(conf > 0.8, "{conf}");
-        assert_eq!(at, 7);
+        assert_eq!(at, 6);
         let q = c.quality().unwrap();
         assert_eq!(
             (q.ssrc, q.clock, q.packets, q.lost, q.reordered),
