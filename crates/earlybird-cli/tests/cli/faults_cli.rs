@@ -152,10 +152,7 @@ fn sighup_a_hundred_times_a_second_loses_and_doubles_no_record() {
     };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.csv");
-    let cap = Capture::start(
-        &net,
-        &["--idle-timeout", "1", "-o", out.to_str().unwrap()],
-    );
+    let cap = Capture::start(&net, &["--idle-timeout", "1", "-o", out.to_str().unwrap()]);
     // Every 10 ms a SIGHUP; before every other one the file is moved
     // away (when it exists), as logrotate does, so reopenings and no-op
     // SIGHUPs interleave with records being written.
@@ -243,7 +240,10 @@ fn a_link_down_and_up_pauses_the_capture_which_then_goes_on() {
     std::thread::sleep(Duration::from_millis(500));
     let (code, rest) = cap.end(Some(libc::SIGINT));
     assert_eq!(code, Some(130), "{rest}");
-    assert!(rest.contains("link down 1 time (capture resumed when up)"), "{rest}");
+    assert!(
+        rest.contains("link down 1 time (capture resumed when up)"),
+        "{rest}"
+    );
     assert_eq!(packets_in(&out), packets_of(&pcap), "{rest}");
 }
 
@@ -269,7 +269,10 @@ fn a_deleted_interface_ends_the_run_with_exit_code_4_and_every_flow() {
     let (code, rest) = cap.end(None);
     assert_eq!(code, Some(4), "{rest}");
     assert!(
-        rest.contains(&format!("interface {}: capture stopped: the interface was deleted", net.a)),
+        rest.contains(&format!(
+            "interface {}: capture stopped: the interface was deleted",
+            net.a
+        )),
         "{rest}"
     );
     assert_eq!(packets_in(&out), packets_of(&pcap), "{rest}");
@@ -288,8 +291,10 @@ fn nfcapd(net: &lib_common::Veth, port: u16, dir: &Path) -> Child {
         .unwrap();
     let want = format!("0100007F:{port:04X}");
     assert!(
-        eventually(10, || net.in_capture(|| std::fs::read_to_string("/proc/thread-self/net/udp")
-            .is_ok_and(|t| t.contains(&want)))),
+        eventually(10, || net.in_capture(|| std::fs::read_to_string(
+            "/proc/thread-self/net/udp"
+        )
+        .is_ok_and(|t| t.contains(&want)))),
         "nfcapd never listened"
     );
     c
@@ -360,7 +365,10 @@ fn nfcapd_stopped_and_started_again_decodes_what_comes_after() {
     // 2: the collector down: every record of this replay is sent into a
     // closed port.
     net.replay(bin(), &pcap);
-    assert!(eventually(20, || packets_in(&csv) == 2 * one), "second replay");
+    assert!(
+        eventually(20, || packets_in(&csv) == 2 * one),
+        "second replay"
+    );
     let while_down = lines(&csv) - before;
     std::thread::sleep(Duration::from_millis(1500));
     // 3: a new collector, which has seen no template: the next message
@@ -443,7 +451,15 @@ fn the_other_core_starved_by_stress_ng_loses_nothing_silently() {
     // Every core busy (a CPU hog per core) while the replay goes as fast
     // as the link takes it.
     let mut stress = Command::new("stress-ng")
-        .args(["--cpu", "0", "--cpu-method", "matrixprod", "--timeout", "60s", "-q"])
+        .args([
+            "--cpu",
+            "0",
+            "--cpu-method",
+            "matrixprod",
+            "--timeout",
+            "60s",
+            "-q",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -504,7 +520,7 @@ fn after_sigkill_every_text_and_ipfix_output_reads_up_to_what_it_wrote() {
             "-o",
             &jsonl,
             "-o",
-            &format!("ipfix:{ipfix}"),
+            &ipfix,
         ],
     );
     // Killed while packets still come and records are being written.
@@ -519,7 +535,12 @@ fn after_sigkill_every_text_and_ipfix_output_reads_up_to_what_it_wrote() {
                 .unwrap()
         })
     };
-    let lines = |p: &str| std::fs::read_to_string(p).unwrap_or_default().lines().count();
+    let lines = |p: &str| {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
     assert!(eventually(30, || lines(&csv) > 5), "no records while live");
     cap.signal(libc::SIGKILL);
     let code = cap.child.wait().unwrap();
@@ -545,7 +566,11 @@ fn after_sigkill_every_text_and_ipfix_output_reads_up_to_what_it_wrote() {
     let mut whole = 0;
     while bytes.len() >= whole + 16 {
         let len = u16::from_be_bytes([bytes[whole + 2], bytes[whole + 3]]) as usize;
-        assert_eq!(&bytes[whole..whole + 2], &[0, 10], "not an IPFIX message at {whole}");
+        assert_eq!(
+            &bytes[whole..whole + 2],
+            &[0, 10],
+            "not an IPFIX message at {whole}"
+        );
         if whole + len > bytes.len() {
             break;
         }

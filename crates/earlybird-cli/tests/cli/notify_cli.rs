@@ -72,7 +72,11 @@ fn a_live_capture_says_ready_pings_the_watchdog_and_says_stopping() {
     let (got, code) = notified(&net, &sock, &env, 3);
     assert_eq!(code, Some(130), "{got:?}");
     assert_eq!(got.first().map(String::as_str), Some("READY=1"), "{got:?}");
-    assert_eq!(got.last().map(String::as_str), Some("STOPPING=1"), "{got:?}");
+    assert_eq!(
+        got.last().map(String::as_str),
+        Some("STOPPING=1"),
+        "{got:?}"
+    );
     let pings = got.iter().filter(|m| *m == "WATCHDOG=1").count();
     assert!(pings >= 5, "{pings} pings in 3 s: {got:?}");
     assert_eq!(pings + 2, got.len(), "{got:?}");
