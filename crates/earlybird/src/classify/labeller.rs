@@ -17,6 +17,9 @@
 //!   `label_source`, `stat_app`, `stat_confidence` (the model's verdict
 //!   as it was).
 //!
+//! - keeps, hashes or drops the names of [`NAME_FIELDS`] ([`Privacy`]),
+//!   after the label was taken from them.
+//!
 //! It allocates the new rows once per batch and two short strings per
 //! record; it never fails and never panics on any cell.
 
@@ -57,6 +60,48 @@ pub const FIELDS: &[Field] = &[
     ),
 ];
 
+/// The analyzer fields that hold names, which [`Privacy`] applies to.
+pub const NAME_FIELDS: &[&str] = &[
+    "sni",
+    "http_host",
+    "http_user_agent",
+    "dns_query",
+    "dns_answers",
+    "dns_name",
+];
+
+/// The key of [`Privacy::Hash`] when none is given: public (the same name
+/// gives the same hash everywhere; anyone can hash a list of names).
+pub const DEFAULT_NAMES_KEY: &str = "earlybird";
+
+/// What records keep of the names in [`NAME_FIELDS`] (after the label was
+/// taken from them).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Privacy {
+    /// As read.
+    #[default]
+    Keep,
+    /// The first 16 bytes of HMAC-SHA256 under this key, in lower-case hex.
+    Hash(Vec<u8>),
+    /// Null.
+    Drop,
+}
+
+/// The keyed hash of `name` ([`Privacy::Hash`]): 32 hex digits.
+pub fn hash_name(key: &[u8], name: &str) -> String {
+    use hmac::{Hmac, Mac};
+    // HMAC takes a key of any length.
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(key)
+        .unwrap_or_else(|_| unreachable!("HMAC accepts every key length"));
+    mac.update(name.as_bytes());
+    let tag = mac.finalize().into_bytes();
+    let mut s = String::with_capacity(32);
+    for b in &tag[..16] {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
 /// The protocols' own labels (a name no map knows).
 const PROTOCOLS: [&str; 5] = ["TLS", "QUIC", "HTTP", "DNS", "SSH"];
 
@@ -83,6 +128,9 @@ pub struct Labeller {
     by_port: bool,
     cols: Columns,
     width: usize,
+    privacy: Privacy,
+    /// Which analyzer cells hold names.
+    named: Vec<bool>,
 }
 
 impl std::fmt::Debug for Labeller {
@@ -152,7 +200,18 @@ impl Labeller {
             by_port,
             cols,
             width: analyzed.len(),
+            privacy: Privacy::Keep,
+            named: analyzed
+                .iter()
+                .map(|f| NAME_FIELDS.contains(&f.name))
+                .collect(),
         })
+    }
+
+    /// The same labeller, keeping names as `privacy` says.
+    pub fn with_privacy(mut self, privacy: Privacy) -> Labeller {
+        self.privacy = privacy;
+        self
     }
 
     /// The application names a labelled record's class indexes: the
@@ -218,6 +277,11 @@ impl Labeller {
                         Value::U64(x) => c.u64(x),
                         Value::I64(x) => c.i64(x),
                         Value::F64(x) => c.f64(x),
+                        Value::Text(t) if self.named[j] => match &self.privacy {
+                            Privacy::Keep => c.text(t),
+                            Privacy::Hash(key) => c.text(&hash_name(key, t)),
+                            Privacy::Drop => c.null(),
+                        },
                         Value::Text(t) => c.text(t),
                     }
                 }
@@ -336,6 +400,35 @@ mod tests {
         assert_eq!(rows.get(1, 1), Value::Text("1"));
         // The verdict keeps its confidence and packet.
         assert_eq!((vs[0].confidence, vs[0].at_packet), (0.5, 4));
+    }
+
+    #[test]
+    fn names_are_hashed_or_dropped_after_labelling() {
+        let mut rows = Rows::default();
+        row(&mut rows, Some("a.nflxvideo.net"), None);
+        let hashed = Labeller::new(services(), &[], false, TLS_FIELDS)
+            .unwrap()
+            .with_privacy(Privacy::Hash(b"k".to_vec()));
+        let mut vs = [v(Verdict::UNKNOWN, 0.0)];
+        let mut r = rows.clone();
+        hashed.apply(vs.iter_mut(), &mut r);
+        assert_eq!(hashed.names()[usize::from(vs[0].class)], "Netflix");
+        let h = hash_name(b"k", "a.nflxvideo.net");
+        assert_eq!(r.get(0, 0), Value::Text(h.as_str()));
+        assert_eq!(h.len(), 32);
+        assert_ne!(h, hash_name(b"other", "a.nflxvideo.net"));
+        // RFC 4231 test case 2: key "Jefe", its tag's first 16 bytes.
+        assert_eq!(
+            hash_name(b"Jefe", "what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c7"
+        );
+        let dropped = Labeller::new(services(), &[], false, TLS_FIELDS)
+            .unwrap()
+            .with_privacy(Privacy::Drop);
+        let mut r = rows.clone();
+        dropped.apply(vs.iter_mut(), &mut r);
+        assert_eq!(r.get(0, 0), Value::Null);
+        assert_eq!(r.get(0, 4), Value::Text("sni"));
     }
 
     #[test]
