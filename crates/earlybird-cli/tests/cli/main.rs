@@ -38,6 +38,7 @@ mod media_cli;
 mod metrics_cli;
 mod netflow_cli;
 mod parquet_cli;
+mod payload_labels_cli;
 mod postgres_cli;
 mod replay_cli;
 mod sample_cli;

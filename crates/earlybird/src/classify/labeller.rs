@@ -232,9 +232,8 @@ impl Labeller {
                 Some(Value::Text(t)) if !t.is_empty() => Some(t),
                 _ => None,
             };
-            let present = |col: Option<usize>| col.is_some_and(|j| rows.get(i, j) != Value::Null);
             let sni = text(self.cols.sni);
-            let quic = present(self.cols.quic_version);
+            let quic = text(self.cols.quic_version).is_some();
             let names = Names {
                 sni: if quic { None } else { sni },
                 quic_sni: if quic { sni } else { None },
