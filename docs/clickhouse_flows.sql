@@ -64,7 +64,11 @@ CREATE TABLE IF NOT EXISTS flows
     early_len UInt8,
     early_size Array(UInt16),
     early_dir Array(Int8),
-    early_iat_us Array(UInt32)
+    early_iat_us Array(UInt32),
+    category Nullable(String),
+    label_source String,
+    stat_app String,
+    stat_confidence Nullable(Float64)
 )
 ENGINE = MergeTree()
 PARTITION BY toYYYYMM(toDateTime(intDiv(first_ts, 1000000000)))

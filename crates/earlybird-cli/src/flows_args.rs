@@ -165,6 +165,36 @@ pub struct FlowsArgs {
         default_value_t = 0
     )]
     community_id_seed: u16,
+    /// Service map laid over the shipped one (repeat for several).
+    ///
+    /// A map of host names to application and category (docs/SERVICES.md)
+    /// laid over the shipped one: its entries win, and a later map's win
+    /// over an earlier one's. A map that does not read is an error naming
+    /// the file and line.
+    #[arg(help_heading = "Outputs", long, value_name = "FILE")]
+    services: Vec<PathBuf>,
+    /// What records keep of names: keep, hash or drop.
+    ///
+    /// The names the records carry (sni, http_host, http_user_agent,
+    /// dns_query, dns_answers) kept as read (keep), replaced by a keyed hash
+    /// (hash: the first 16 bytes of HMAC-SHA256 under --names-key, in hex)
+    /// or left empty (drop). The label (app, category) is taken from the
+    /// names first.
+    #[arg(
+        help_heading = "Outputs",
+        long,
+        value_name = "MODE",
+        default_value = "keep",
+        value_parser = ["keep", "hash", "drop"]
+    )]
+    names: String,
+    /// The key of --names hash.
+    ///
+    /// The key of --names hash. Default "earlybird", a public key: the same
+    /// name gives the same hash everywhere, but anyone can hash a list of
+    /// names to find it; set your own to keep names private.
+    #[arg(help_heading = "Outputs", long, value_name = "KEY")]
+    names_key: Option<String>,
     /// Early-verdict event records to this file.
     ///
     /// Early-verdict events: besides each flow's final record, write one record

@@ -40,6 +40,7 @@ mod metrics_cli;
 mod netflow_cli;
 mod notify_cli;
 mod parquet_cli;
+mod payload_labels_cli;
 mod postgres_cli;
 mod replay_cli;
 mod sample_cli;

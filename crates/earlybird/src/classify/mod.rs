@@ -25,6 +25,7 @@ pub mod dataset;
 pub mod forest;
 pub mod gaussian_nb;
 pub mod inline;
+pub mod labeller;
 pub mod model;
 pub mod naive_bayes;
 pub mod payload_label;

@@ -99,7 +99,7 @@ pub struct Label {
 }
 
 /// The category of a protocol's own label.
-fn protocol_category(app: &str) -> &'static str {
+pub(crate) fn protocol_category(app: &str) -> &'static str {
     match app {
         "SSH" => "RemoteAccess",
         "DNS" => "Network",

@@ -296,6 +296,18 @@ impl Services {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Every (application, category) a name can be labelled with, sorted,
+    /// each once.
+    pub fn apps(&self) -> Vec<(&str, &'static str)> {
+        let mut v: Vec<(&str, &'static str)> = (self.exact.values())
+            .chain(self.suffix.values())
+            .map(|e| (e.app.as_str(), e.category))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
 }
 
 /// The label of a name no map knows: its protocol (`TLS`, `QUIC`, `HTTP`,

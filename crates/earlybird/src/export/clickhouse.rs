@@ -108,6 +108,15 @@ pub fn ddl(table: &str) -> String {
     for e in &fields::EARLY_FIELDS {
         cols.push(format!("    {} Array({})", e.json, column_type(e.ty)));
     }
+    // The label every record ends with (`classify/labeller.rs`); the
+    // category may be empty (null).
+    for f in crate::classify::labeller::FIELDS {
+        let t = column_type(f.ty);
+        match f.ty == FieldType::F64 || f.name == "category" {
+            true => cols.push(format!("    {} Nullable({t})", f.name)),
+            false => cols.push(format!("    {} {t}", f.name)),
+        }
+    }
     s.push_str(&cols.join(",\n"));
     s.push_str(
         "\n)\nENGINE = MergeTree()\n\

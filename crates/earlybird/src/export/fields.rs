@@ -330,13 +330,13 @@ pub const FIELDS: &[Field] = &[
         "app",
         Str,
         "",
-        "Application class name from the model; unknown when undecided or when no model is loaded",
+        "The flow's application: the payload label where there is one, else the model's class name, unknown when neither (label_source says which)",
     ),
     f(
         "app_confidence",
         F64,
         "",
-        "Confidence of the verdict in [0, 1]",
+        "Confidence of the model's verdict in [0, 1] (stat_confidence)",
     ),
     f(
         "decided_at_packet",
@@ -574,6 +574,16 @@ pub fn markdown(other: &[(&Kind, &str, &str)]) -> String {
          after the analyzers' fields; without it they are absent.\n\n",
     );
     field_table(&mut s, crate::sample::FIELDS);
+    s.push_str(
+        "\n## Label fields\n\nEvery record ends with its label (docs/SERVICES.md): \
+         `app` above is the payload label where the flow has one (a TLS or QUIC \
+         server name, an HTTP Host, an SSH banner, a DNS name: the service \
+         map's application, else the protocol), the model's verdict where it \
+         has none, `unknown` otherwise; `app_confidence` and \
+         `decided_at_packet` stay the model's. These fields come after the \
+         analyzers' and the sampling fields.\n\n",
+    );
+    field_table(&mut s, crate::classify::labeller::FIELDS);
     s.push_str("\n## Parquet columns\n\n");
     s.push_str(
         "`-o FILE.parquet` (cargo feature `parquet`, on in the CLI) writes the \

@@ -134,6 +134,11 @@ pub struct RunOptions {
     /// `--streams-out`): the shards tap the VoIP packets for one call
     /// stage thread (`pipeline/calls.rs`).
     pub calls: Option<CallStage>,
+    /// Labels every record (`app`, `category`, `label_source`, `stat_app`,
+    /// `stat_confidence`: [`crate::classify::labeller`]) where its record
+    /// is built; `None`: the record's `app` is the model's verdict alone.
+    /// The exporters' class names must then be [`Labeller::names`](crate::classify::labeller::Labeller::names).
+    pub labels: Option<Arc<crate::classify::labeller::Labeller>>,
 }
 
 /// Which thread builds records from a table's snapshots and formats them
@@ -187,6 +192,7 @@ impl Default for RunOptions {
             dump: None,
             forensics: None,
             calls: None,
+            labels: None,
         }
     }
 }

@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError};
 
 use super::{ExportPolicy, Placement, RECORDS_PER_BATCH};
+use crate::classify::labeller::Labeller;
 use crate::dump::Forensics;
 use crate::export::{Exporter, Renderer};
 use crate::flow::record::RecordBatch;
@@ -135,6 +136,8 @@ pub(super) struct Sink {
     pub(super) forensics: Option<(Arc<Forensics>, usize)>,
     /// Forensic pcaps this shard failed to write.
     pub(super) forensic_errors: Vec<String>,
+    /// The records' labels ([`RunOptions::labels`](super::RunOptions)).
+    pub(super) labels: Option<Arc<Labeller>>,
 }
 
 impl Sink {
@@ -156,6 +159,7 @@ impl Sink {
             moments: true,
             forensics: None,
             forensic_errors: Vec::new(),
+            labels: None,
         }
     }
 
@@ -242,7 +246,7 @@ impl Sink {
             Placement::Exporter => false,
         };
         if here {
-            full.materialize();
+            build(&mut full, self.labels.as_deref());
             for (i, r) in self.renderers.iter_mut().enumerate() {
                 if let Some(r) = r {
                     let mut text = full.spare_text.pop().unwrap_or_default();
@@ -316,6 +320,22 @@ pub(super) struct ExportControl {
     pub(super) unidirectional: bool,
     /// Per-second statistics (`None`: the run keeps none).
     pub(super) series: Option<SeriesOut>,
+    /// The records' labels ([`RunOptions::labels`](super::RunOptions)).
+    pub(super) labels: Option<Arc<Labeller>>,
+}
+
+/// Builds the records of `batch` from its snapshots and labels them: a
+/// batch is labelled once, where its records are built (a batch whose
+/// records were built before, on the shard, is left as it is).
+fn build(batch: &mut RecordBatch, labels: Option<&Labeller>) {
+    let pending = batch.records.is_empty() && !batch.is_empty();
+    batch.materialize();
+    if let (true, Some(l)) = (pending, labels) {
+        l.apply(
+            batch.records.iter_mut().map(|r| &mut r.verdict),
+            &mut batch.analyzed,
+        );
+    }
 }
 
 /// Where the exporter thread sends the per-second statistics: the merged
@@ -519,7 +539,7 @@ pub(super) fn export_loop(
         };
         match next_export(&ends.rx, &mut empty, wait.min(EXPORT_WAKE)) {
             Next::Batch(Batch::Flows(mut batch)) => {
-                batch.materialize();
+                build(&mut batch, ctl.labels.as_deref());
                 summary.add(&batch);
                 out.each_of(Some(flows), |i, ex| {
                     match batch.rendered.iter().find(|(j, _)| *j == i) {

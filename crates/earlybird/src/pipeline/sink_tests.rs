@@ -348,6 +348,7 @@ fn row_batches_come_back_through_their_pool_and_outputs_get_only_their_kind() {
         halt: None,
         unidirectional: false,
         series: None,
+        labels: None,
     };
     let (summary, errors, closed) = export_loop(export, exporters, ctl);
     assert_eq!(summary.records, 1);

@@ -147,6 +147,7 @@ pub(super) fn run_shards(
             alarms,
             forensics: forensics.clone(),
         }),
+        labels: opts.labels.clone(),
     };
     let (shard_results, export_result, calls_result) = std::thread::scope(|scope| {
         // Owned here: taps not handed to a shard end with this closure, so
@@ -219,7 +220,10 @@ pub(super) fn run_shards(
         Ok::<_, Error>((results, exporter.join(), calls))
     })?;
     let mut report = Report {
-        classes: model.classes.clone(),
+        classes: match &opts.labels {
+            Some(l) => l.names(),
+            None => model.classes.clone(),
+        },
         ..Report::default()
     };
     gather(&mut report, shard_results, export_result)?;
@@ -270,6 +274,7 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
     );
     sink.forensics = st.forensics.map(|f| (f, 0));
     sink.moments = st.moments;
+    sink.labels = opts.labels.clone();
     // Early-verdict events are built only when an output takes them.
     if sink.wants(&crate::flow::events::VERDICTS) {
         shard.table.emit_verdict_events();

@@ -343,18 +343,20 @@ impl Config {
                 rows.push((kind, p.clone(), Format::for_output(p, None).map_err(usage)?));
             }
         }
+        let mut analyzed = crate::analyze::fields_of(&options.flow.analyzers);
+        if options.flow.sample.is_some() {
+            analyzed.extend_from_slice(crate::sample::FIELDS);
+        }
+        // Every record is labelled: its label's fields end the row.
+        let labels = self.labeller(&model.classes, &analyzed)?;
+        analyzed.extend_from_slice(crate::classify::labeller::FIELDS);
         let export = ExportOptions {
             early_packets: options.flow.early_packets,
-            class_names: model.classes.clone(),
-            analyzed: {
-                let mut f = crate::analyze::fields_of(&options.flow.analyzers);
-                if options.flow.sample.is_some() {
-                    f.extend_from_slice(crate::sample::FIELDS);
-                }
-                f.into()
-            },
+            class_names: labels.names(),
+            analyzed: analyzed.into(),
             community_id_seed: c.community_id_seed,
         };
+        options.labels = Some(labels);
         let ipfix = self.ipfix_options()?;
         options.alarms = self.alarm_specs()?;
         if let Some(dir) = &ap.dir {

@@ -121,6 +121,18 @@ pub struct Config {
     pub parquet_row_group: Option<u64>,
     /// Seed of the records' Community ID (0 to 65535). Default 0.
     pub community_id_seed: u16,
+    /// Service maps laid over the shipped one (docs/SERVICES.md), each
+    /// winning over those before it. Default none.
+    #[serde(deserialize_with = "one_or_many")]
+    pub services: Vec<PathBuf>,
+    /// What records keep of the names they carry (sni, http_host,
+    /// http_user_agent, dns_query, dns_answers): `keep` (the default),
+    /// `hash` (keyed HMAC-SHA256, see `names-key`) or `drop`.
+    pub names: String,
+    /// The key of `names = "hash"`. Default: `earlybird`, a public key
+    /// (the same name gives the same hash in every run and every probe,
+    /// but anyone can hash a list of names to find it: set your own).
+    pub names_key: Option<String>,
     /// Early-verdict event records to this output.
     pub events: Option<PathBuf>,
     /// Per-second statistics records to this output.
@@ -276,6 +288,9 @@ impl Default for Config {
             format: None,
             parquet_row_group: None,
             community_id_seed: 0,
+            services: Vec::new(),
+            names: "keep".into(),
+            names_key: None,
             events: None,
             stats_out: None,
             app_stats_out: None,

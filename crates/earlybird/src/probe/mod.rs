@@ -12,6 +12,7 @@
 mod build;
 mod calls;
 pub(crate) mod config;
+mod labels;
 
 pub use build::{Plan, Probe, DEFAULT_MODEL, DEFAULT_MODEL_NAME};
 pub use calls::CallOutputs;

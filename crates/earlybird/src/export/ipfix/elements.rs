@@ -187,7 +187,7 @@ pub(crate) const ELEMENTS: &[Element] = &[
     e("destinationMacAddress", 80, 0, 6, "macAddress", S::DstMac, W::Always,
       "Destination MAC of the flow's first packet."),
     e("earlybirdApplication", 1, PEN_EARLYBIRD, VARLEN, "string", S::App, W::Always,
-      "Verdict: the model's class name (UTF-8), \"unknown\" when undecided or without a model."),
+      "The flow's application (record field app, UTF-8): the payload label where there is one, else the model's class name, \"unknown\" when neither (docs/SERVICES.md)."),
     e("earlybirdConfidence", 2, PEN_EARLYBIRD, 4, "float32", S::Confidence, W::Always,
       "Confidence of the verdict, 0 to 1."),
     e("earlybirdDecidedAtPacket", 3, PEN_EARLYBIRD, 1, "unsigned8", S::AtPacket, W::Always,

@@ -1,0 +1,443 @@
+//! The label of every record: [`super::payload_label::combine`] run on each
+//! ended flow, on the thread that builds the records.
+//!
+//! Contract: a [`Labeller`] is built once per run from the service map, the
+//! model's class names and the fields the run's analyzers add. For each
+//! record it reads the flow's names from its analyzer cells (`sni` with
+//! `quic_version` for QUIC, `http_host`, `ssh_client`/`ssh_server`,
+//! `dns_query`, `dns_name`; a field whose analyzer is off is never
+//! present), takes the model's verdict as the statistical label (a verdict
+//! the model left `unknown` is not confident), and then:
+//! - replaces the record's verdict class with the index of the combined
+//!   application in [`Labeller::names`] (the model's classes first, in
+//!   their order, then the protocols' names and every application of the
+//!   service map), so every output's `app` is the combined label while
+//!   `app_confidence` and `decided_at_packet` stay the model's;
+//! - appends [`FIELDS`] to the record's row of cells: `category`,
+//!   `label_source`, `stat_app`, `stat_confidence` (the model's verdict
+//!   as it was).
+//!
+//! - keeps, hashes or drops the names of [`NAME_FIELDS`] ([`Privacy`]),
+//!   after the label was taken from them.
+//!
+//! It allocates the new rows once per batch and two short strings per
+//! record; it never fails and never panics on any cell.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::payload_label::{combine, protocol_category, Names, Source, Verdict as StatVerdict};
+use super::services::{Services, CATEGORIES};
+use super::Verdict;
+use crate::schema::{Field, FieldType, Rows, Value};
+
+/// The fields every labelled record gets after the analyzers' (and the
+/// sampling) fields.
+pub const FIELDS: &[Field] = &[
+    Field::new(
+        "category",
+        FieldType::Str,
+        "",
+        "Category of `app` (Web, Video, VPN, …: docs/SERVICES.md); empty when the label has none (unknown, or a model class of no known category)",
+    ),
+    Field::new(
+        "label_source",
+        FieldType::Str,
+        "",
+        "Where `app` came from: sni, quic, http, dns, ssh (a payload name, by the service map, else the protocol's name), stat (the model), port (the port-table model), none (unknown)",
+    ),
+    Field::new(
+        "stat_app",
+        FieldType::Str,
+        "",
+        "The model's early verdict (the record's `app` before the payload label): its class, unknown when undecided",
+    ),
+    Field::new(
+        "stat_confidence",
+        FieldType::F64,
+        "",
+        "Confidence of the model's early verdict in [0, 1] (the same value as `app_confidence`)",
+    ),
+];
+
+/// The analyzer fields that hold names, which [`Privacy`] applies to.
+pub const NAME_FIELDS: &[&str] = &[
+    "sni",
+    "http_host",
+    "http_user_agent",
+    "dns_query",
+    "dns_answers",
+    "dns_name",
+];
+
+/// The key of [`Privacy::Hash`] when none is given: public (the same name
+/// gives the same hash everywhere; anyone can hash a list of names).
+pub const DEFAULT_NAMES_KEY: &str = "earlybird";
+
+/// What records keep of the names in [`NAME_FIELDS`] (after the label was
+/// taken from them).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Privacy {
+    /// As read.
+    #[default]
+    Keep,
+    /// The first 16 bytes of HMAC-SHA256 under this key, in lower-case hex.
+    Hash(Vec<u8>),
+    /// Null.
+    Drop,
+}
+
+/// The keyed hash of `name` ([`Privacy::Hash`]): 32 hex digits.
+pub fn hash_name(key: &[u8], name: &str) -> String {
+    use hmac::{Hmac, Mac};
+    // HMAC takes a key of any length.
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(key)
+        .unwrap_or_else(|_| unreachable!("HMAC accepts every key length"));
+    mac.update(name.as_bytes());
+    let tag = mac.finalize().into_bytes();
+    let mut s = String::with_capacity(32);
+    for b in &tag[..16] {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// The protocols' own labels (a name no map knows).
+const PROTOCOLS: [&str; 5] = ["TLS", "QUIC", "HTTP", "DNS", "SSH"];
+
+/// Positions of the name fields among the analyzer cells.
+#[derive(Debug, Clone, Copy, Default)]
+struct Columns {
+    sni: Option<usize>,
+    quic_version: Option<usize>,
+    http_host: Option<usize>,
+    ssh_client: Option<usize>,
+    ssh_server: Option<usize>,
+    dns_query: Option<usize>,
+    dns_name: Option<usize>,
+}
+
+/// Labels records (see the module docs).
+pub struct Labeller {
+    services: Arc<Services>,
+    names: Arc<[String]>,
+    index: HashMap<String, u16>,
+    classes: usize,
+    /// Category of each model class (empty when it has none).
+    class_category: Vec<&'static str>,
+    by_port: bool,
+    cols: Columns,
+    width: usize,
+    privacy: Privacy,
+    /// Which analyzer cells hold names.
+    named: Vec<bool>,
+}
+
+impl std::fmt::Debug for Labeller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Labeller")
+            .field("services", &self.services)
+            .field("names", &self.names.len())
+            .field("by_port", &self.by_port)
+            .finish()
+    }
+}
+
+/// A labeller's names would not fit a verdict's class index.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0} application names: more than a record's label can index")]
+pub struct TooMany(pub usize);
+
+impl Labeller {
+    /// A labeller for a model of `classes` (empty: no model; `by_port`:
+    /// the model is the port table) whose records carry the analyzer
+    /// cells `analyzed` (in order), labelling names with `services`.
+    pub fn new(
+        services: Arc<Services>,
+        classes: &[String],
+        by_port: bool,
+        analyzed: &[Field],
+    ) -> Result<Labeller, TooMany> {
+        let mut names: Vec<String> = classes.to_vec();
+        let mut index = HashMap::new();
+        for (i, c) in classes.iter().enumerate() {
+            index.entry(c.clone()).or_insert(i);
+        }
+        let extra = PROTOCOLS
+            .iter()
+            .copied()
+            .chain(services.apps().into_iter().map(|(a, _)| a));
+        for a in extra {
+            if !index.contains_key(a) {
+                index.insert(a.to_string(), names.len());
+                names.push(a.to_string());
+            }
+        }
+        if names.len() >= usize::from(Verdict::UNKNOWN) {
+            return Err(TooMany(names.len()));
+        }
+        let index = index
+            .into_iter()
+            .map(|(k, v)| (k, v as u16))
+            .collect::<HashMap<_, _>>();
+        let class_category = classes.iter().map(|c| category_of_class(c)).collect();
+        let at = |name: &str| analyzed.iter().position(|f| f.name == name);
+        let cols = Columns {
+            sni: at("sni"),
+            quic_version: at("quic_version"),
+            http_host: at("http_host"),
+            ssh_client: at("ssh_client"),
+            ssh_server: at("ssh_server"),
+            dns_query: at("dns_query"),
+            dns_name: at("dns_name"),
+        };
+        Ok(Labeller {
+            services,
+            names: names.into(),
+            index,
+            classes: classes.len(),
+            class_category,
+            by_port,
+            cols,
+            width: analyzed.len(),
+            privacy: Privacy::Keep,
+            named: analyzed
+                .iter()
+                .map(|f| NAME_FIELDS.contains(&f.name))
+                .collect(),
+        })
+    }
+
+    /// The same labeller, keeping names as `privacy` says.
+    pub fn with_privacy(mut self, privacy: Privacy) -> Labeller {
+        self.privacy = privacy;
+        self
+    }
+
+    /// The application names a labelled record's class indexes: the
+    /// model's classes, then the labels' own.
+    pub fn names(&self) -> Arc<[String]> {
+        self.names.clone()
+    }
+
+    /// Labels the records whose verdicts are `verdicts`, in order, whose
+    /// analyzer cells are the rows of `rows` (none when no analyzer is on):
+    /// each verdict becomes the combined label and each row gets
+    /// [`FIELDS`] (see the module docs).
+    pub fn apply<'a>(&self, verdicts: impl Iterator<Item = &'a mut Verdict>, rows: &mut Rows) {
+        let mut out = Rows::default();
+        let width = self.width + FIELDS.len();
+        for (i, v) in verdicts.enumerate() {
+            let text = |col: Option<usize>| match col.map(|j| rows.get(i, j)) {
+                Some(Value::Text(t)) if !t.is_empty() => Some(t),
+                _ => None,
+            };
+            let sni = text(self.cols.sni);
+            let quic = text(self.cols.quic_version).is_some();
+            let names = Names {
+                sni: if quic { None } else { sni },
+                quic_sni: if quic { sni } else { None },
+                http_host: text(self.cols.http_host),
+                ssh: text(self.cols.ssh_client).is_some() || text(self.cols.ssh_server).is_some(),
+                dns_query: text(self.cols.dns_query),
+                dns_name: text(self.cols.dns_name),
+            };
+            let decided = v.class != Verdict::UNKNOWN && usize::from(v.class) < self.classes;
+            let stat_app = if decided {
+                self.names[usize::from(v.class)].as_str()
+            } else {
+                "unknown"
+            };
+            let stat = StatVerdict {
+                app: stat_app,
+                category: if decided {
+                    self.class_category[usize::from(v.class)]
+                } else {
+                    ""
+                },
+                confidence: f64::from(v.confidence),
+                by_port: self.by_port,
+            };
+            // The model already left below its threshold `unknown`.
+            let label = combine(&names, decided.then_some(&stat), &self.services, 0.0);
+            let stat_confidence = f64::from(v.confidence);
+            v.class = match label.source {
+                Source::None => Verdict::UNKNOWN,
+                _ => self
+                    .index
+                    .get(&label.app)
+                    .copied()
+                    .unwrap_or(Verdict::UNKNOWN),
+            };
+            out.push_row(width, |c| {
+                for j in 0..self.width {
+                    match rows.get(i, j) {
+                        Value::Null => c.null(),
+                        Value::U64(x) => c.u64(x),
+                        Value::I64(x) => c.i64(x),
+                        Value::F64(x) => c.f64(x),
+                        Value::Text(t) if self.named[j] => match &self.privacy {
+                            Privacy::Keep => c.text(t),
+                            Privacy::Hash(key) => c.text(&hash_name(key, t)),
+                            Privacy::Drop => c.null(),
+                        },
+                        Value::Text(t) => c.text(t),
+                    }
+                }
+                if label.category.is_empty() {
+                    c.null();
+                } else {
+                    c.text(&label.category);
+                }
+                c.text(label.source.name());
+                c.text(stat_app);
+                c.f64(stat_confidence);
+            });
+        }
+        *rows = out;
+    }
+}
+
+/// The category of a model class: the class itself when the model was
+/// trained on categories, a protocol's own category for the protocols the
+/// payload labels name, else none.
+fn category_of_class(class: &str) -> &'static str {
+    if let Some(c) = CATEGORIES.iter().find(|c| **c == class) {
+        return c;
+    }
+    if PROTOCOLS.contains(&class) {
+        return protocol_category(class);
+    }
+    ""
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn services() -> Arc<Services> {
+        let mut s = Services::new();
+        s.add("*.nflxvideo.net Netflix Video\n", "t").unwrap();
+        Arc::new(s)
+    }
+
+    const TLS_FIELDS: &[Field] = &[
+        Field::new("sni", FieldType::Str, "", ""),
+        Field::new("quic_version", FieldType::Str, "", ""),
+        Field::new("http_host", FieldType::Str, "", ""),
+    ];
+
+    fn row(rows: &mut Rows, sni: Option<&str>, quic: Option<&str>) {
+        rows.push_row(3, |c| {
+            match sni {
+                Some(s) => c.text(s),
+                None => c.null(),
+            }
+            match quic {
+                Some(s) => c.text(s),
+                None => c.null(),
+            }
+        });
+    }
+
+    fn v(class: u16, confidence: f32) -> Verdict {
+        Verdict {
+            class,
+            confidence,
+            at_packet: 4,
+        }
+    }
+
+    #[test]
+    fn payload_names_win_and_the_verdict_is_kept_beside() {
+        let classes = ["TLS".to_string(), "DNS".to_string()];
+        let l = Labeller::new(services(), &classes, true, TLS_FIELDS).unwrap();
+        let names = l.names();
+        assert_eq!(&names[..2], &classes);
+        let mut rows = Rows::default();
+        row(&mut rows, Some("ipv4-c1.1.nflxvideo.net"), None);
+        row(&mut rows, Some("www.example.org"), Some("1"));
+        row(&mut rows, None, None);
+        row(&mut rows, None, None);
+        let mut vs = [v(1, 0.5), v(1, 0.6), v(0, 0.9), v(Verdict::UNKNOWN, 0.2)];
+        l.apply(vs.iter_mut(), &mut rows);
+        assert_eq!(rows.width(), 3 + FIELDS.len());
+        let app = |v: &Verdict| match v.class {
+            Verdict::UNKNOWN => "unknown",
+            c => names[usize::from(c)].as_str(),
+        };
+        let tail = |i: usize| -> Vec<Value<'_>> { (3..7).map(|j| rows.get(i, j)).collect() };
+        assert_eq!(app(&vs[0]), "Netflix");
+        assert_eq!(
+            tail(0),
+            [
+                Value::Text("Video"),
+                Value::Text("sni"),
+                Value::Text("DNS"),
+                Value::F64(0.5)
+            ]
+        );
+        assert_eq!(app(&vs[1]), "QUIC");
+        assert_eq!(tail(1)[..2], [Value::Text("Web"), Value::Text("quic")]);
+        assert_eq!(app(&vs[2]), "TLS");
+        assert_eq!(
+            tail(2)[..3],
+            [Value::Text("Web"), Value::Text("port"), Value::Text("TLS")]
+        );
+        assert_eq!(app(&vs[3]), "unknown");
+        assert_eq!(
+            tail(3),
+            [
+                Value::Null,
+                Value::Text("none"),
+                Value::Text("unknown"),
+                Value::F64(f64::from(0.2f32))
+            ]
+        );
+        // The analyzer cells are kept as they were.
+        assert_eq!(rows.get(1, 0), Value::Text("www.example.org"));
+        assert_eq!(rows.get(1, 1), Value::Text("1"));
+        // The verdict keeps its confidence and packet.
+        assert_eq!((vs[0].confidence, vs[0].at_packet), (0.5, 4));
+    }
+
+    #[test]
+    fn names_are_hashed_or_dropped_after_labelling() {
+        let mut rows = Rows::default();
+        row(&mut rows, Some("a.nflxvideo.net"), None);
+        let hashed = Labeller::new(services(), &[], false, TLS_FIELDS)
+            .unwrap()
+            .with_privacy(Privacy::Hash(b"k".to_vec()));
+        let mut vs = [v(Verdict::UNKNOWN, 0.0)];
+        let mut r = rows.clone();
+        hashed.apply(vs.iter_mut(), &mut r);
+        assert_eq!(hashed.names()[usize::from(vs[0].class)], "Netflix");
+        let h = hash_name(b"k", "a.nflxvideo.net");
+        assert_eq!(r.get(0, 0), Value::Text(h.as_str()));
+        assert_eq!(h.len(), 32);
+        assert_ne!(h, hash_name(b"other", "a.nflxvideo.net"));
+        // RFC 4231 test case 2: key "Jefe", its tag's first 16 bytes.
+        assert_eq!(
+            hash_name(b"Jefe", "what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c7"
+        );
+        let dropped = Labeller::new(services(), &[], false, TLS_FIELDS)
+            .unwrap()
+            .with_privacy(Privacy::Drop);
+        let mut r = rows.clone();
+        dropped.apply(vs.iter_mut(), &mut r);
+        assert_eq!(r.get(0, 0), Value::Null);
+        assert_eq!(r.get(0, 4), Value::Text("sni"));
+    }
+
+    #[test]
+    fn without_analyzers_or_model_the_rows_are_the_label_alone() {
+        let l = Labeller::new(services(), &[], false, &[]).unwrap();
+        let mut rows = Rows::default();
+        let mut vs = [v(Verdict::UNKNOWN, 0.0); 2];
+        l.apply(vs.iter_mut(), &mut rows);
+        assert_eq!((rows.len(), rows.width()), (2, FIELDS.len()));
+        assert_eq!(rows.get(1, 1), Value::Text("none"));
+        assert_eq!(vs[1].class, Verdict::UNKNOWN);
+    }
+}
