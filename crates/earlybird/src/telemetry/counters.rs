@@ -36,6 +36,12 @@ pub struct Counters {
     pub live_dropped: u64,
     /// Live capture: ring frame headers that pointed outside their block.
     pub live_bad_frames: u64,
+    /// AF_XDP: the sockets' statistics (`XDP_STATISTICS`): frames dropped
+    /// for other reasons than a full ring, dropped with the receive ring
+    /// full, times the fill ring had no chunk, invalid descriptors; then
+    /// frames handed to another shard, and frames the exchange between
+    /// shards had no room for (`source/xdp_mesh.rs`).
+    pub live_xdp: [u64; 6],
     /// Live capture: packets stamped by the NIC (`source/hwstamp.rs`).
     pub live_ts_hardware: u64,
     /// Live capture: packets stamped by the kernel on arrival (software).
@@ -96,6 +102,9 @@ impl Counters {
         self.live_offered += o.live_offered;
         self.live_dropped += o.live_dropped;
         self.live_bad_frames += o.live_bad_frames;
+        for (a, b) in self.live_xdp.iter_mut().zip(o.live_xdp) {
+            *a += b;
+        }
         self.live_ts_hardware += o.live_ts_hardware;
         self.live_ts_software += o.live_ts_software;
         self.live_ts_none += o.live_ts_none;
