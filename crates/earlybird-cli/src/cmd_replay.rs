@@ -28,6 +28,22 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "K", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     loops: u32,
+    /// How frames are sent: "af-packet" (a transmit ring, default) or
+    /// "af-xdp" (XDP sockets, one per transmit queue: faster, and the
+    /// queue of each frame is chosen, see --queues and --spread).
+    #[arg(long, value_name = "HOW", default_value = "af-packet")]
+    capture: String,
+    /// AF_XDP: transmit queues to send on (the interface must have them;
+    /// on veth each is a receive queue of the peer).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    queues: u32,
+    /// AF_XDP: how frames are spread over the queues: "hosts" (by the two
+    /// IP addresses: both directions of a session on one queue) or
+    /// "sources" (by the source address: the directions apart, as a NIC's
+    /// default RSS does).
+    #[arg(long, value_name = "HOW", default_value = "hosts")]
+    spread: String,
 }
 
 pub fn run(a: ReplayArgs) -> i32 {
@@ -44,9 +60,21 @@ pub fn run(a: ReplayArgs) -> i32 {
             return crate::fail(format!("cannot install signal handler: {e}"));
         }
     }
+    let Some(capture) = earlybird::Capture::parse(&a.capture) else {
+        return crate::fail(format!(
+            "--capture {:?}: \"af-packet\" or \"af-xdp\"",
+            a.capture
+        ));
+    };
+    let Some(spread) = earlybird::Spread::parse(&a.spread) else {
+        return crate::fail(format!("--spread {:?}: \"hosts\" or \"sources\"", a.spread));
+    };
     let opts = ReplayOptions {
         pps: a.pps,
         loops: a.loops,
+        capture,
+        queues: a.queues,
+        spread,
         ..ReplayOptions::new(&a.interface)
     };
     let report = match earlybird::replay(&files, &opts, &stop) {

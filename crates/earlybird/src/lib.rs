@@ -218,6 +218,8 @@ pub use source::capfilter::{CaptureFilter, Program as FilterProgram};
 pub use source::fanout::Fanout;
 pub use source::inputs::{InputOrder, Inputs, SkipReason};
 #[cfg(feature = "tools")]
+pub use source::af_xdp_tx::Spread;
+#[cfg(feature = "tools")]
 pub use source::replay::{replay, ReplayOptions, ReplayReport};
 pub use source::retime::Timestamps;
 pub use source::{CaptureFile, CaptureReader, PacketRef, Warning, BATCH};

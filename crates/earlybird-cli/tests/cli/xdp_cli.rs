@@ -5,7 +5,11 @@
 //! capture runs and gone after SIGTERM and after SIGKILL (the BPF link
 //! dies with the process); an interface with an address is refused unless
 //! `--xdp-take-traffic`, and what AF_XDP cannot do names `--capture
-//! af-packet`. Needs root (skipped otherwise, and says so).
+//! af-packet`. With two receive queues and two shards, frames spread over
+//! the queues by source address (the two directions of a session on
+//! different queues, sent by `replay --capture af-xdp --spread sources`)
+//! or by host pair give the records of AF_PACKET's two shards. Needs root
+//! (skipped otherwise, and says so).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -158,12 +162,130 @@ fn an_interface_with_addresses_is_refused_unless_told() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("AF_XDP ("), "{err}");
-    // Two shards: not with AF_XDP (yet), and the error says what can.
+    // Two shards on an interface of one receive queue: one shard reads
+    // each queue, and the error says so and what can.
     let out = run(&["--xdp-take-traffic", "-s", "2"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        err.contains("one shard") && err.contains("--capture af-packet"),
+        err.contains("1 receive queue(s) for 2 shard(s)") && err.contains("--capture af-packet"),
         "{err}"
     );
+}
+
+/// Remakes the pair of `net` with two queues each way.
+fn two_queues(net: &lib_common::Veth) {
+    let ip = |args: &[&str]| {
+        let ok = Command::new("ip").args(args).status().unwrap().success();
+        assert!(ok, "ip {args:?}");
+    };
+    ip(&["-n", &net.ns_a, "link", "del", &net.a]);
+    ip(&[
+        "-n", &net.ns_a, "link", "add", &net.a, "numtxqueues", "2", "numrxqueues", "2", "type",
+        "veth", "peer", "name", &net.b, "netns", &net.ns, "numtxqueues", "2", "numrxqueues", "2",
+    ]);
+    for (ns, dev) in [(&net.ns_a, &net.a), (&net.ns, &net.b)] {
+        ip(&[
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{dev}.disable_ipv6=1"),
+        ]);
+        ip(&["-n", ns, "link", "set", dev, "mtu", "9000", "up"]);
+    }
+}
+
+#[test]
+fn two_shards_on_two_queues_keep_flows_whole() {
+    let Some(net) = lib_common::Veth::create("ebq") else {
+        return;
+    };
+    two_queues(&net);
+    let bin = env!("CARGO_BIN_EXE_earlybird");
+    let pcap = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file.csv");
+    let out = Command::new(bin)
+        .args(["flows", "--no-model", "-q", "-o"])
+        .arg(&file)
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut got = Vec::new();
+    for (how, spread) in [
+        ("af-packet", "sources"),
+        ("af-xdp", "sources"),
+        ("af-xdp", "hosts"),
+    ] {
+        let csv = dir.path().join(format!("{how}-{spread}.csv"));
+        let mut cap = Command::new("ip")
+            .args(["netns", "exec", &net.ns_a, bin, "flows", "-i", &net.a])
+            .args(["--no-model", "-s", "2", "--capture", how, "-o"])
+            .arg(&csv)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(cap.stderr.take().unwrap());
+        let mut first = String::new();
+        err.read_line(&mut first).unwrap();
+        assert!(first.contains("capturing on"), "{first}");
+        // Paced, so that a frame handed between shards is run before the
+        // next frame of its session comes.
+        let sent = Command::new("ip")
+            .args(["netns", "exec", &net.ns, bin, "replay", "-i", &net.b])
+            .args(["--capture", "af-xdp", "--queues", "2", "--spread", spread])
+            .args(["--pps", "1000"])
+            .arg(&pcap)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&sent.stderr);
+        assert!(sent.status.success(), "{said}");
+        assert!(said.contains("500 packets"), "{said}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        // SAFETY: signals the child process started above.
+        unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
+        cap.wait().unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+        assert!(
+            rest.contains("interface: 500 packets offered by the kernel, 0 dropped"),
+            "{how} {spread}: {rest}"
+        );
+        if how == "af-xdp" {
+            // Spread by source, frames crossed between the shards; by host
+            // pair, none did.
+            let line = rest
+                .lines()
+                .find(|l| l.starts_with("AF_XDP sockets:"))
+                .unwrap_or_default();
+            let handed: u64 = line
+                .split("; ")
+                .nth(1)
+                .and_then(|p| p.split(' ').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            if spread == "sources" {
+                assert!(handed > 50, "{rest}");
+            } else {
+                assert_eq!(handed, 0, "{rest}");
+            }
+        }
+        got.push(timeless(&csv));
+    }
+    assert!(got[0].len() > 40);
+    assert_eq!(got[1], got[0], "af-xdp, spread by source");
+    assert_eq!(got[2], got[0], "af-xdp, spread by host pair");
+    // The file: the same flows (by key) as the live captures.
+    let keys = |rows: &[String]| {
+        let mut k: Vec<String> = rows
+            .iter()
+            .map(|r| r.split(',').take(14).collect::<Vec<_>>().join(","))
+            .collect();
+        k.dedup();
+        k
+    };
+    assert_eq!(keys(&got[0]), keys(&timeless(&file)));
 }

@@ -154,6 +154,7 @@ pub(super) fn count(c: &mut Counters, ring: &mut Ring) {
     c.live_dropped += k.drops;
     c.live_bad_frames += ring.bad_frames();
     c.live_link_downs += ring.link_downs();
+    ring.add_xdp_counts(&mut c.live_xdp);
     c.unsupported_link += ring.unsupported();
     let s = ring.stamped();
     c.live_ts_hardware += s.hardware;

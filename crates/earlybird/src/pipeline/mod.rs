@@ -344,9 +344,13 @@ pub fn open_live(live: &LiveConfig, shards: usize) -> Result<LiveInput> {
         }
     }
     let group = (shards > 1).then(crate::source::af_packet::fanout_group);
-    let rings = (0..shards.max(1))
-        .map(|_| Ring::open(live, group.map(|g| (g, shards as u32))))
-        .collect::<Result<Vec<_>>>()?;
+    let rings = if live.capture == crate::source::af_packet::Capture::AfXdp {
+        Ring::open_xdp(live, shards)?
+    } else {
+        (0..shards.max(1))
+            .map(|_| Ring::open(live, group.map(|g| (g, shards as u32))))
+            .collect::<Result<Vec<_>>>()?
+    };
     Ok(LiveInput { rings, hw })
 }
 

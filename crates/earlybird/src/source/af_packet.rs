@@ -44,12 +44,19 @@
 //!   is back ([`Frames::with_filter`]), and those it leaves out are counted
 //!   ([`Walked::filtered`]) and not handed out. `-i any` takes no filter
 //!   (its frames have different link types).
-//! - `--capture af-xdp` ([`Capture::AfXdp`], one interface, one socket):
-//!   the ring is an XDP socket's ([`super::af_xdp`]) and a block is what
-//!   its receive ring holds when asked, handed out in place from the UMEM
-//!   and given back to the fill ring when the block is dropped; frames
-//!   carry batch stamps (counted as unstamped); the capture filter runs
-//!   over every frame in the walk.
+//! - `--capture af-xdp` ([`Capture::AfXdp`], one interface,
+//!   [`Ring::open_xdp`]): one XDP socket per shard, bound to the receive
+//!   queue of the shard's number ([`super::af_xdp`]); the interface must
+//!   have as many receive queues as the run has shards. A block is what
+//!   the socket's receive ring holds when asked, handed out in place from
+//!   the UMEM and given back to the fill ring when the block is dropped;
+//!   frames carry batch stamps (counted as unstamped); the capture filter
+//!   runs over every frame in the walk. With several shards the queues need
+//!   not keep a session's two directions together, so the walk hands every
+//!   frame of another shard's host pair to that shard
+//!   ([`super::xdp_mesh`]), and a block may be a parcel of frames another
+//!   shard sent (its frames were counted and filtered there); frames the
+//!   exchange had no room for are counted as dropped.
 //! - Loopback hands every packet to packet sockets twice (leaving and
 //!   coming back in); on a loopback interface the socket ignores the
 //!   outgoing copy (`PACKET_IGNORE_OUTGOING`), so each is counted once.
@@ -79,7 +86,8 @@ pub enum Capture {
     /// AF_PACKET sockets with TPACKET_V3 rings (the default).
     #[default]
     AfPacket,
-    /// An AF_XDP socket on the interface's queue 0 ([`super::af_xdp`]).
+    /// An AF_XDP socket on each receive queue of the interface, one per
+    /// shard ([`super::af_xdp`]).
     AfXdp,
 }
 
@@ -221,6 +229,8 @@ pub struct Ring {
     filter: Option<(Arc<CaptureFilter>, Arc<Program>)>,
     /// `--capture af-xdp`: the XDP socket (`map` is then its UMEM).
     xdp: Option<Box<super::af_xdp::Xsk>>,
+    /// `--capture af-xdp` with several shards: the exchange of frames.
+    mesh: Option<Box<super::xdp_mesh::Mesh>>,
 }
 
 /// The link type of frames read with a raw packet socket from an
@@ -315,7 +325,15 @@ impl Ring {
     /// the same), spreading packets as `cfg.fanout` says.
     pub fn open(cfg: &LiveConfig, fanout: Option<(u16, u32)>) -> Result<Ring> {
         if cfg.capture == Capture::AfXdp {
-            return Ring::open_xdp(cfg, fanout);
+            // One shard; several open together (`Ring::open_xdp`).
+            if fanout.is_some() {
+                return Err(Error::Config(
+                    "AF_XDP sockets of several shards are opened together".into(),
+                ));
+            }
+            return Ring::open_xdp(cfg, 1)?.pop().ok_or_else(|| {
+                Error::Config("AF_XDP opened no socket".into())
+            });
         }
         let name = cfg.interface.as_str();
         let page = 4096u32;
@@ -444,6 +462,7 @@ impl Ring {
             hw_asked: cfg.hw_timestamps,
             filter: user,
             xdp: None,
+            mesh: None,
         };
         // (With "any" there are no indexes: bound to every interface and
         // filtered by none; each frame says its own link type, and the walk
@@ -497,8 +516,11 @@ impl Ring {
         Ok(ring)
     }
 
-    /// `--capture af-xdp`: an XDP socket on queue 0 of one interface.
-    fn open_xdp(cfg: &LiveConfig, fanout: Option<(u16, u32)>) -> Result<Ring> {
+    /// `--capture af-xdp` for `shards` shards: one XDP socket on each
+    /// receive queue of one interface (it must have `shards` of them), and
+    /// with several, the exchange that keeps flows whole (see the module
+    /// docs).
+    pub fn open_xdp(cfg: &LiveConfig, shards: usize) -> Result<Vec<Ring>> {
         let name = cfg.interface.as_str();
         let refuse = |reason: &str| Error::Interface {
             name: name.into(),
@@ -506,12 +528,6 @@ impl Ring {
         };
         if name.contains(',') || name == "any" {
             return Err(refuse("AF_XDP captures one interface"));
-        }
-        if fanout.is_some() {
-            return Err(refuse(
-                "AF_XDP runs one shard for now (each socket sees one receive queue, and \
-                 the queues do not keep flows whole)",
-            ));
         }
         if cfg.hw_timestamps {
             return Err(refuse("AF_XDP frames carry no hardware stamps"));
@@ -522,36 +538,82 @@ impl Ring {
         if link != LinkType::Ethernet {
             return Err(refuse("AF_XDP reads Ethernet interfaces"));
         }
+        let queues = super::af_xdp::rx_queues(&probe, name);
         drop(probe);
+        if queues as usize != shards.max(1) {
+            return Err(refuse(&format!(
+                "AF_XDP reads each receive queue with a shard of its own, and the \
+                 interface has {queues} receive queue(s) for {} shard(s): give --shards \
+                 {queues}, or set the queues (ethtool -L {name} combined N)",
+                shards.max(1)
+            )));
+        }
         let frames = (cfg.block_size as u64 * cfg.blocks as u64 / super::af_xdp::FRAME as u64)
             .min(1 << 18) as u32;
-        let (fd, map, xsk) = super::af_xdp::open(name, index, frames, cfg.xdp_take_traffic)?;
+        let opened = super::af_xdp::open(name, index, frames, cfg.xdp_take_traffic, queues)?;
+        let mut meshes = if queues > 1 {
+            super::xdp_mesh::mesh(queues as usize)
+                .map_err(|e| Error::interface(name, "AF_XDP exchange (eventfd)", e))?
+                .into_iter()
+                .map(|m| Some(Box::new(m)))
+                .collect()
+        } else {
+            vec![None]
+        };
         let user = match &cfg.filter {
             Some(f) => Some((f.clone(), f.program(LinkType::Ethernet)?)),
             None => None,
         };
         let umem = frames.clamp(64, 1 << 18).next_power_of_two() as usize * super::af_xdp::FRAME;
-        Ok(Ring {
-            fd,
-            map,
-            block_size: umem,
-            blocks: 1,
-            next: 0,
-            link: Some(LinkType::Ethernet),
-            interface: name.into(),
-            bound: index,
-            link_downs: 0,
-            down: false,
-            numbered: 0,
-            bad_frames: 0,
-            unsupported: 0,
-            stats: KernelStats::default(),
-            stamped: Stamped::default(),
-            ts_info: Vec::new(),
-            hw_asked: false,
-            filter: user,
-            xdp: Some(Box::new(xsk)),
-        })
+        Ok(opened
+            .into_iter()
+            .zip(meshes.iter_mut())
+            .map(|((fd, map, xsk), mesh)| Ring {
+                fd,
+                map,
+                block_size: umem,
+                blocks: 1,
+                next: 0,
+                link: Some(LinkType::Ethernet),
+                interface: name.into(),
+                bound: index,
+                link_downs: 0,
+                down: false,
+                numbered: 0,
+                bad_frames: 0,
+                unsupported: 0,
+                stats: KernelStats::default(),
+                stamped: Stamped::default(),
+                ts_info: Vec::new(),
+                hw_asked: false,
+                filter: user.clone(),
+                xdp: Some(Box::new(xsk)),
+                mesh: mesh.take(),
+            })
+            .collect())
+    }
+
+    /// AF_XDP: adds the socket's statistics and the exchange's counts to
+    /// `c` (see [`crate::telemetry::Counters::live_xdp`]).
+    pub fn add_xdp_counts(&self, c: &mut [u64; 6]) {
+        let Some(x) = &self.xdp else {
+            return;
+        };
+        let s = x.stats();
+        let (handed, lost) = self
+            .mesh
+            .as_ref()
+            .map_or((0, 0), |m| (m.exchanged(), m.dropped()));
+        for (a, b) in c.iter_mut().zip([
+            s.rx_dropped,
+            s.rx_ring_full,
+            s.fill_ring_empty,
+            s.rx_invalid,
+            handed,
+            lost,
+        ]) {
+            *a += b;
+        }
     }
 
     /// Frames skipped because their link type cannot be decoded (`-i any`).
@@ -618,12 +680,22 @@ impl Ring {
     /// `timeout_ms` for it; `None` when none came in time. An error means
     /// the socket failed (the interface went away).
     pub fn next_block(&mut self, timeout_ms: i32) -> Result<Option<Block<'_>>> {
-        if let Some(x) = self.xdp.as_mut() {
+        if self.xdp.is_some() {
+            if self.mesh.as_ref().is_some_and(|m| m.waiting()) {
+                return Ok(self.parcel_block());
+            }
+            let wake = self.mesh.as_ref().map(|m| m.wake_fd());
+            let Some(x) = self.xdp.as_mut() else {
+                return Ok(None);
+            };
             let n = x
-                .take(timeout_ms)
+                .take(timeout_ms, wake)
                 .map_err(|e| Error::interface(&self.interface, "AF_XDP receive", e))?;
             if n == 0 {
-                return Ok(None);
+                if let Some(m) = &self.mesh {
+                    m.clear_wake();
+                }
+                return Ok(self.parcel_block());
             }
             // SAFETY: the UMEM, mapped for the ring's life; the kernel
             // writes no chunk of the take until it is released (when the
@@ -638,6 +710,7 @@ impl Ring {
                     filter: None,
                 },
                 xdp: true,
+                parcel: None,
             }));
         }
         if self.status(self.next).load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
@@ -690,7 +763,29 @@ impl Ring {
             ring: self,
             frames: Frames::new(data),
             xdp: false,
+            parcel: None,
         }))
+    }
+
+    /// A parcel of frames another shard sent, as a block (AF_XDP with
+    /// several shards), if one is waiting.
+    fn parcel_block(&mut self) -> Option<Block<'_>> {
+        let mut p = self.mesh.as_mut()?.incoming()?;
+        // SAFETY: the parcel's bytes, on the heap: they stay where they are
+        // while the block owns the parcel, and the block's slice goes with
+        // it.
+        let data = unsafe { std::slice::from_raw_parts_mut(p.bytes.as_mut_ptr(), p.bytes.len()) };
+        Some(Block {
+            ring: self,
+            frames: Frames {
+                data,
+                left: 0,
+                at: 0,
+                filter: None,
+            },
+            xdp: false,
+            parcel: Some(p),
+        })
     }
 
     /// The pending error of the socket (after POLLERR).
@@ -741,9 +836,12 @@ impl Ring {
         if let Some(x) = &self.xdp {
             let s = x.stats();
             let drops = s.rx_dropped + s.rx_ring_full;
+            // Frames the exchange had no room for were received here and
+            // are dropped all the same.
+            let exchange = self.mesh.as_ref().map_or(0, |m| m.dropped());
             return KernelStats {
                 packets: x.received() + drops,
-                drops,
+                drops: drops + exchange,
                 freezes: s.fill_ring_empty,
             };
         }
@@ -787,6 +885,9 @@ pub struct Block<'a> {
     frames: Frames<'a>,
     /// An XDP socket's take (the ring is `ring.xdp`).
     xdp: bool,
+    /// Frames another shard sent (AF_XDP with several shards): `frames`
+    /// holds their bytes.
+    parcel: Option<Box<super::xdp_mesh::Parcel>>,
 }
 
 impl Block<'_> {
@@ -797,6 +898,9 @@ impl Block<'_> {
 
     /// Frames in the block.
     pub fn frames(&self) -> u32 {
+        if let Some(p) = &self.parcel {
+            return p.refs.len() as u32;
+        }
         match (&self.ring.xdp, self.xdp) {
             (Some(x), true) => x.taken(),
             _ => read_u32(self.frames.data, BLOCK_NUM_PKTS),
@@ -807,8 +911,17 @@ impl Block<'_> {
     /// frames; returns how many (0 at the end of the block).
     pub fn next_batch(&mut self, out: &mut Vec<PacketRef>, max: usize) -> usize {
         let ring = &mut *self.ring;
+        if let Some(p) = self.parcel.as_mut() {
+            out.clear();
+            let end = p.walked.saturating_add(max).min(p.refs.len());
+            out.extend_from_slice(&p.refs[p.walked.min(end)..end]);
+            p.walked = end;
+            ring.stamped.none += out.len() as u64;
+            return out.len();
+        }
         if let (Some(x), true) = (ring.xdp.as_mut(), self.xdp) {
-            // A batch left empty by the filter is not the end of the take.
+            // A batch left empty by the filter (or by the exchange) is not
+            // the end of the take.
             loop {
                 let bad = x.bad();
                 let n = x.next_batch(out, max);
@@ -820,6 +933,10 @@ impl Block<'_> {
                     let data = &*self.frames.data;
                     out.retain(|r| p.matches(r.bytes(data), r.orig_len));
                     f.count((n - out.len()) as u64);
+                }
+                if let Some(m) = ring.mesh.as_mut() {
+                    let data = &*self.frames.data;
+                    out.retain(|r| m.place(r, data));
                 }
                 ring.stamped.none += out.len() as u64;
                 if !out.is_empty() {
@@ -1003,7 +1120,18 @@ impl<'a> Frames<'a> {
 
 impl Drop for Block<'_> {
     fn drop(&mut self) {
+        if let Some(p) = self.parcel.take() {
+            if let Some(m) = self.ring.mesh.as_mut() {
+                m.give_back(p);
+            }
+            return;
+        }
         if let (Some(x), true) = (self.ring.xdp.as_mut(), self.xdp) {
+            // The frames copied for other shards leave before the chunks
+            // go back to the kernel.
+            if let Some(m) = self.ring.mesh.as_mut() {
+                m.flush();
+            }
             x.release();
             return;
         }

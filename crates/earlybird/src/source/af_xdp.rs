@@ -3,17 +3,18 @@
 //! kernel (the UMEM) and are read there in place.
 //!
 //! Contract:
-//! - [`open`] maps a UMEM of `frames` chunks of [`FRAME`] bytes, opens an
-//!   XDP socket on queue 0 of the interface with a fill ring and a receive
+//! - [`open`] opens one XDP socket on each receive queue asked for
+//!   ([`rx_queues`] says how many the interface has): each maps a UMEM of
+//!   `frames` chunks of [`FRAME`] bytes, has a fill ring and a receive
 //!   ring of `frames` entries (and the completion ring the kernel asks
 //!   for), asks for `need_wakeup`, and binds without forcing a mode: the
 //!   kernel takes zero-copy where the driver offers it and copy mode
 //!   otherwise (veth); [`Xsk::mode`] says which it took.
-//! - The program that sends the queue's frames to the socket is six
+//! - The program that sends each queue's frames to its socket is six
 //!   instructions assembled here (no compiler, nothing to build): it reads
 //!   the frame's receive queue and redirects to the socket of that queue
 //!   in an XSKMAP, passing the frame on to the host's stack when there is
-//!   none. It is attached through a BPF link (driver mode, else generic),
+//!   none. One program serves every socket of a run. It is attached through a BPF link (driver mode, else generic),
 //!   which the kernel takes off the interface when its last descriptor is
 //!   closed: when the process ends, also by SIGKILL.
 //! - Reading: [`Xsk::ready`] waits for the receive ring; the frames taken
@@ -31,6 +32,7 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 use super::netdev::RingMap;
 use super::PacketRef;
@@ -100,11 +102,11 @@ pub struct Xsk {
     numbered: u64,
     bad: u64,
     zero_copy: bool,
-    generic: bool,
-    // Dropped last: the link detaches the program from the interface.
-    _map: OwnedFd,
-    _prog: OwnedFd,
-    _link: OwnedFd,
+    /// The receive queue the socket is bound to.
+    queue: u32,
+    /// The program that feeds the sockets of the run (set once every
+    /// socket is open; the last socket dropped detaches it).
+    attached: Option<Arc<Attached>>,
 }
 
 // SAFETY: the mappings are owned by this value alone; the kernel writes
@@ -256,15 +258,52 @@ fn ring(
     })
 }
 
-/// Opens an XDP socket on queue 0 of interface `name` (index `ifindex`)
-/// over a UMEM of `frames` chunks (a power of two); see the module docs.
-/// Returns the socket, the UMEM and the rings.
+/// `ETHTOOL_GCHANNELS` (linux/ethtool.h) and its `struct ethtool_channels`.
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
+
+#[repr(C)]
+#[derive(Default)]
+struct Channels {
+    cmd: u32,
+    max: [u32; 4],
+    rx: u32,
+    tx: u32,
+    other: u32,
+    combined: u32,
+}
+
+/// The receive queues of interface `name` (its channels: receive-only or
+/// combined, whichever it has more of); 1 when the driver does not say.
+pub fn rx_queues(fd: &OwnedFd, name: &str) -> u32 {
+    let mut c = Channels {
+        cmd: ETHTOOL_GCHANNELS,
+        ..Channels::default()
+    };
+    match super::hwstamp::ifreq_data(
+        fd,
+        name,
+        libc::SIOCETHTOOL,
+        (&mut c as *mut Channels).cast(),
+    ) {
+        Ok(()) => c.rx.max(c.combined).max(1),
+        Err(_) => 1,
+    }
+}
+
+/// One socket of [`open`]: its descriptor, its UMEM and its rings.
+pub type Opened = (OwnedFd, RingMap, Xsk);
+
+/// Opens one XDP socket on each of queues `0..queues` of interface `name`
+/// (index `ifindex`), each over a UMEM of its own of `frames` chunks (a
+/// power of two), and one program that sends each queue's frames to its
+/// socket; see the module docs.
 pub fn open(
     name: &str,
     ifindex: libc::c_int,
     frames: u32,
     take_traffic: bool,
-) -> Result<(OwnedFd, RingMap, Xsk)> {
+    queues: u32,
+) -> Result<Vec<Opened>> {
     if !take_traffic && has_addresses(name) {
         return Err(Error::Interface {
             name: name.into(),
@@ -274,6 +313,36 @@ pub fn open(
                 .into(),
         });
     }
+    if queues == 0 || queues > MAP_QUEUES {
+        return Err(xdp_error(
+            name,
+            "queues",
+            format!("{queues} receive queues (1 to {MAP_QUEUES} are read)"),
+        ));
+    }
+    let mut opened = Vec::new();
+    for q in 0..queues {
+        opened.push(socket(name, ifindex, frames, q)?);
+    }
+    let fds: Vec<RawFd> = opened.iter().map(|o| o.0.as_raw_fd()).collect();
+    let attached = Arc::new(attach(name, ifindex, &fds)?);
+    for o in &mut opened {
+        o.2.attached = Some(attached.clone());
+    }
+    Ok(opened)
+}
+
+/// The XSKMAP, the program and its link, shared by the sockets of a run.
+struct Attached {
+    generic: bool,
+    // Dropped last: the link detaches the program from the interface.
+    _map: OwnedFd,
+    _prog: OwnedFd,
+    _link: OwnedFd,
+}
+
+/// One XDP socket bound to `queue`, its fill ring full.
+fn socket(name: &str, ifindex: libc::c_int, frames: u32, queue: u32) -> Result<Opened> {
     let frames = frames.clamp(64, 1 << 18).next_power_of_two();
     let umem_len = frames as usize * FRAME;
     let umem = RingMap::anonymous(name, umem_len)?;
@@ -301,23 +370,7 @@ pub fn open(
     ] {
         set(&fd, opt, &frames).map_err(|e| xdp_error(name, what, e))?;
     }
-    // SAFETY: plain-data struct, zero is valid.
-    let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
-    // SAFETY: an xdp_mmap_offsets of the size given.
-    let r = unsafe {
-        libc::getsockopt(
-            raw,
-            libc::SOL_XDP,
-            libc::XDP_MMAP_OFFSETS,
-            (&mut off as *mut libc::xdp_mmap_offsets).cast(),
-            &mut len,
-        )
-    };
-    if r != 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(xdp_error(name, "reading the ring offsets", e));
-    }
+    let off = offsets(&fd, name)?;
     let rx = ring(&fd, name, &off.rx, frames, 16, libc::XDP_PGOFF_RX_RING)?;
     let fill = ring(
         &fd,
@@ -344,40 +397,8 @@ pub fn open(
         }
     }
     fill.producer().store(frames, Ordering::Release);
-    let sxdp = libc::sockaddr_xdp {
-        sxdp_family: libc::AF_XDP as u16,
-        sxdp_flags: libc::XDP_USE_NEED_WAKEUP,
-        sxdp_ifindex: ifindex as u32,
-        sxdp_queue_id: 0,
-        sxdp_shared_umem_fd: 0,
-    };
-    // SAFETY: a sockaddr_xdp of the size given.
-    let r = unsafe {
-        libc::bind(
-            raw,
-            (&sxdp as *const libc::sockaddr_xdp).cast(),
-            std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(xdp_error(name, "binding to queue 0", e));
-    }
-    // SAFETY: plain-data struct.
-    let mut opts: libc::xdp_options = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::xdp_options>() as libc::socklen_t;
-    // SAFETY: an xdp_options of the size given.
-    let r = unsafe {
-        libc::getsockopt(
-            raw,
-            libc::SOL_XDP,
-            libc::XDP_OPTIONS,
-            (&mut opts as *mut libc::xdp_options).cast(),
-            &mut len,
-        )
-    };
-    let zero_copy = r == 0 && opts.flags & libc::XDP_OPTIONS_ZEROCOPY != 0;
-    let (map, prog, link, generic) = attach(name, ifindex, raw)?;
+    bind_queue(&fd, name, ifindex, queue)?;
+    let zero_copy = zero_copy(&fd);
     let xsk = Xsk {
         fd: raw,
         umem_len,
@@ -391,22 +412,79 @@ pub fn open(
         numbered: 0,
         bad: 0,
         zero_copy,
-        generic,
-        _map: map,
-        _prog: prog,
-        _link: link,
+        queue,
+        attached: None,
     };
     Ok((fd, umem, xsk))
 }
 
-/// Creates the XSKMAP holding socket `xsk` at queue 0, loads the program
-/// and links it to the interface (driver mode, else generic mode):
-/// (map, program, link, generic mode).
-fn attach(
-    name: &str,
-    ifindex: libc::c_int,
-    xsk: RawFd,
-) -> Result<(OwnedFd, OwnedFd, OwnedFd, bool)> {
+/// The socket's ring offsets (`XDP_MMAP_OFFSETS`).
+pub(crate) fn offsets(fd: &OwnedFd, name: &str) -> Result<libc::xdp_mmap_offsets> {
+    // SAFETY: plain-data struct, zero is valid.
+    let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::xdp_mmap_offsets>() as libc::socklen_t;
+    // SAFETY: an xdp_mmap_offsets of the size given.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_XDP,
+            libc::XDP_MMAP_OFFSETS,
+            (&mut off as *mut libc::xdp_mmap_offsets).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(xdp_error(name, "reading the ring offsets", e));
+    }
+    Ok(off)
+}
+
+/// Binds the socket to `queue` of the interface, asking for `need_wakeup`.
+pub(crate) fn bind_queue(fd: &OwnedFd, name: &str, ifindex: libc::c_int, queue: u32) -> Result<()> {
+    let sxdp = libc::sockaddr_xdp {
+        sxdp_family: libc::AF_XDP as u16,
+        sxdp_flags: libc::XDP_USE_NEED_WAKEUP,
+        sxdp_ifindex: ifindex as u32,
+        sxdp_queue_id: queue,
+        sxdp_shared_umem_fd: 0,
+    };
+    // SAFETY: a sockaddr_xdp of the size given.
+    let r = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sxdp as *const libc::sockaddr_xdp).cast(),
+            std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(xdp_error(name, &format!("binding to queue {queue}"), e));
+    }
+    Ok(())
+}
+
+/// Whether the kernel bound the socket in zero-copy mode.
+pub(crate) fn zero_copy(fd: &OwnedFd) -> bool {
+    // SAFETY: plain-data struct.
+    let mut opts: libc::xdp_options = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::xdp_options>() as libc::socklen_t;
+    // SAFETY: an xdp_options of the size given.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_XDP,
+            libc::XDP_OPTIONS,
+            (&mut opts as *mut libc::xdp_options).cast(),
+            &mut len,
+        )
+    };
+    r == 0 && opts.flags & libc::XDP_OPTIONS_ZEROCOPY != 0
+}
+
+/// Creates the XSKMAP holding socket `xsks[q]` at queue q, loads the
+/// program and links it to the interface (driver mode, else generic mode).
+fn attach(name: &str, ifindex: libc::c_int, xsks: &[RawFd]) -> Result<Attached> {
     let mut a = [0u8; 128];
     put32(&mut a, 0, BPF_MAP_TYPE_XSKMAP);
     put32(&mut a, 4, 4);
@@ -416,13 +494,15 @@ fn attach(
         bpf(BPF_MAP_CREATE, &mut a)
             .map_err(|e| xdp_error(name, "creating the XSKMAP (needs CAP_BPF or root)", e))?,
     );
-    let (key, value) = (0u32, xsk as u32);
-    let mut a = [0u8; 128];
-    put32(&mut a, 0, map.as_raw_fd() as u32);
-    put64(&mut a, 8, &key as *const u32 as u64);
-    put64(&mut a, 16, &value as *const u32 as u64);
-    bpf(BPF_MAP_UPDATE_ELEM, &mut a)
-        .map_err(|e| xdp_error(name, "putting the socket in the XSKMAP", e))?;
+    for (q, &xsk) in xsks.iter().enumerate() {
+        let (key, value) = (q as u32, xsk as u32);
+        let mut a = [0u8; 128];
+        put32(&mut a, 0, map.as_raw_fd() as u32);
+        put64(&mut a, 8, &key as *const u32 as u64);
+        put64(&mut a, 16, &value as *const u32 as u64);
+        bpf(BPF_MAP_UPDATE_ELEM, &mut a)
+            .map_err(|e| xdp_error(name, "putting the socket in the XSKMAP", e))?;
+    }
     let insns = program(map.as_raw_fd());
     let license = c"GPL";
     let mut log = vec![0u8; 4096];
@@ -456,7 +536,14 @@ fn attach(
         put32(&mut a, 8, BPF_XDP);
         put32(&mut a, 12, flags);
         match bpf(BPF_LINK_CREATE, &mut a) {
-            Ok(link) => return Ok((map, prog, fd_of(link), generic)),
+            Ok(link) => {
+                return Ok(Attached {
+                    generic,
+                    _map: map,
+                    _prog: prog,
+                    _link: fd_of(link),
+                })
+            }
             Err(e) => last = Some(e),
         }
     }
@@ -474,14 +561,19 @@ impl Xsk {
         format!(
             "{} mode, {} XDP",
             if self.zero_copy { "zero-copy" } else { "copy" },
-            if self.generic { "generic" } else { "driver" }
+            if self.attached.as_ref().is_some_and(|a| a.generic) {
+                "generic"
+            } else {
+                "driver"
+            }
         )
     }
 
-    /// Waits up to `timeout_ms` for frames in the receive ring; takes them
-    /// all (their count, 0 when none came). Each take must be released
+    /// Waits up to `timeout_ms` for frames in the receive ring, or for
+    /// `wake` (an eventfd) to be readable; takes every frame there (their
+    /// count, 0 when none came). Each take must be released
     /// ([`Xsk::release`]) before the next.
-    pub fn take(&mut self, timeout_ms: i32) -> std::io::Result<u32> {
+    pub fn take(&mut self, timeout_ms: i32, wake: Option<RawFd>) -> std::io::Result<u32> {
         let mut ready = self
             .rx
             .producer()
@@ -501,20 +593,29 @@ impl Xsk {
                     )
                 };
             }
-            let mut pfd = libc::pollfd {
-                fd: self.fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one pollfd.
-            let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+            // The socket, and the eventfd that says another shard sent
+            // frames (see `super::xdp_mesh`).
+            let mut pfd = [
+                libc::pollfd {
+                    fd: self.fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: wake.unwrap_or(-1),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: two pollfds (a negative descriptor is skipped).
+            let r = unsafe { libc::poll(pfd.as_mut_ptr(), 2, timeout_ms) };
             if r < 0 {
                 let e = std::io::Error::last_os_error();
                 if e.kind() != std::io::ErrorKind::Interrupted {
                     return Err(e);
                 }
             }
-            if pfd.revents & (libc::POLLERR | libc::POLLNVAL) != 0 {
+            if pfd[0].revents & (libc::POLLERR | libc::POLLNVAL) != 0 {
                 return Err(std::io::Error::other("the XDP socket failed"));
             }
             ready = self
@@ -601,6 +702,11 @@ impl Xsk {
         self.rx.consumer().store(self.cons, Ordering::Release);
         self.taken = 0;
         self.walked = 0;
+    }
+
+    /// The receive queue the socket reads.
+    pub fn queue(&self) -> u32 {
+        self.queue
     }
 
     /// Frames the current take holds.

@@ -85,7 +85,7 @@ pub fn ts_info(fd: &OwnedFd, name: &str) -> Result<TsInfo> {
 }
 
 /// An interface ioctl whose `ifreq` points at `data`.
-fn ifreq_data(
+pub(crate) fn ifreq_data(
     fd: &OwnedFd,
     name: &str,
     request: libc::c_ulong,

@@ -15,7 +15,10 @@
 pub mod af_packet;
 #[cfg(feature = "tools")]
 mod af_packet_tx;
+#[cfg(feature = "tools")]
+pub mod af_xdp_tx;
 pub mod af_xdp;
+pub mod xdp_mesh;
 pub mod capfilter;
 pub mod fanout;
 pub(crate) mod feed;

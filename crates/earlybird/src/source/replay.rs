@@ -8,7 +8,10 @@
 //! - Output: the captured bytes (`caplen`) of every Ethernet packet, file
 //!   after file in the order given, `loops` times, sent out of the interface
 //!   through an AF_PACKET socket with a TPACKET_V2 transmit ring
-//!   (PACKET_QDISC_BYPASS: no qdisc in the way), and a [`ReplayReport`].
+//!   (PACKET_QDISC_BYPASS: no qdisc in the way) or, with `capture`
+//!   AF_XDP, through XDP sockets on `queues` transmit queues
+//!   (`super::af_xdp_tx`, which spreads the frames as `spread` says), and
+//!   a [`ReplayReport`].
 //!   Packets that are not sent are counted by reason, every loop:
 //!   another link type (`skipped_not_ethernet`, pcapng interfaces of an
 //!   unsupported link type included), longer than the interface accepts
@@ -40,6 +43,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::af_packet_tx::{Fit, Tx};
+use super::af_xdp_tx::XdpTx;
 use super::{CaptureFile, PacketRef, Warning, BATCH};
 use crate::decode::LinkType;
 use crate::error::{Error, Result};
@@ -53,6 +57,12 @@ pub struct ReplayOptions {
     pub pps: Option<f64>,
     /// Times the whole input is sent (at least 1).
     pub loops: u32,
+    /// An AF_PACKET transmit ring (the default) or AF_XDP sockets.
+    pub capture: super::af_packet::Capture,
+    /// AF_XDP: transmit queues used, one socket each (at least 1).
+    pub queues: u32,
+    /// AF_XDP: how frames are spread over the queues.
+    pub spread: super::af_xdp_tx::Spread,
 }
 
 impl ReplayOptions {
@@ -62,6 +72,9 @@ impl ReplayOptions {
             interface: interface.to_string(),
             pps: None,
             loops: 1,
+            capture: super::af_packet::Capture::AfPacket,
+            queues: 1,
+            spread: super::af_xdp_tx::Spread::Hosts,
         }
     }
 
@@ -69,6 +82,14 @@ impl ReplayOptions {
     fn validate(&self) -> Result<()> {
         if self.loops == 0 {
             return Err(Error::Config("replay: loops must be at least 1".into()));
+        }
+        if self.queues == 0 {
+            return Err(Error::Config("replay: queues must be at least 1".into()));
+        }
+        if self.queues > 1 && self.capture != super::af_packet::Capture::AfXdp {
+            return Err(Error::Config(
+                "replay: --queues chooses AF_XDP transmit queues (--capture af-xdp)".into(),
+            ));
         }
         if let Some(pps) = self.pps {
             if !(pps.is_finite() && pps > 0.0) {
@@ -146,7 +167,12 @@ pub fn replay(
     stop: &AtomicBool,
 ) -> Result<ReplayReport> {
     opts.validate()?;
-    let mut tx = Tx::open(&opts.interface)?;
+    let mut tx = match opts.capture {
+        super::af_packet::Capture::AfPacket => Sender::Packet(Tx::open(&opts.interface)?),
+        super::af_packet::Capture::AfXdp => {
+            Sender::Xdp(XdpTx::open(&opts.interface, opts.queues, opts.spread)?)
+        }
+    };
     let mut run = Run {
         tx: &mut tx,
         pps: opts.pps,
@@ -159,12 +185,51 @@ pub fn replay(
     let (start, mut report) = (run.start, run.report);
     // Whether finished or stopped, the frames already queued are sent and
     // waited for, so the counts say what left.
-    tx.drain()?;
+    match &mut tx {
+        Sender::Packet(tx) => {
+            tx.drain()?;
+            report.packets_sent = tx.queue.packets;
+            report.bytes_sent = tx.queue.bytes;
+            report.rejected = tx.queue.rejected;
+        }
+        Sender::Xdp(tx) => {
+            tx.drain()?;
+            report.packets_sent = tx.packets;
+            report.bytes_sent = tx.bytes;
+            report.rejected = tx.refused();
+        }
+    }
     report.seconds = start.elapsed().as_secs_f64();
-    report.packets_sent = tx.queue.packets;
-    report.bytes_sent = tx.queue.bytes;
-    report.rejected = tx.queue.rejected;
     Ok(report)
+}
+
+/// Where a replay's frames go.
+enum Sender {
+    Packet(Tx),
+    Xdp(XdpTx),
+}
+
+impl Sender {
+    fn fit(&self, frame: &[u8]) -> Fit {
+        match self {
+            Sender::Packet(t) => t.limits.fit(frame),
+            Sender::Xdp(t) => t.fit(frame),
+        }
+    }
+
+    fn push(&mut self, frame: &[u8], stop: &AtomicBool) -> Result<bool> {
+        match self {
+            Sender::Packet(t) => t.push(frame, stop),
+            Sender::Xdp(t) => t.push(frame, stop),
+        }
+    }
+
+    fn kick(&mut self) -> Result<()> {
+        match self {
+            Sender::Packet(t) => t.kick().map(|_| ()),
+            Sender::Xdp(t) => t.kick(),
+        }
+    }
 }
 
 /// Nanoseconds after the start at which packet `k` may leave at `pps`
@@ -206,7 +271,7 @@ fn elapsed_ns(start: Instant) -> u64 {
 
 /// One replay in progress: walks the files and feeds the ring.
 struct Run<'a> {
-    tx: &'a mut Tx,
+    tx: &'a mut Sender,
     pps: Option<f64>,
     stop: &'a AtomicBool,
     start: Instant,
@@ -259,7 +324,7 @@ impl Run<'_> {
 
     /// Sends one Ethernet frame (or counts why not); `false` when stopped.
     fn packet(&mut self, frame: &[u8]) -> Result<bool> {
-        match self.tx.limits.fit(frame) {
+        match self.tx.fit(frame) {
             Fit::TooShort => self.report.skipped_too_short += 1,
             Fit::TooBig => self.report.skipped_too_big += 1,
             Fit::Send => {

@@ -39,6 +39,12 @@ pub struct Counters {
     /// Live capture: times the interface's link went down and the capture
     /// waited for it (every shard's socket sees each; merged as the most).
     pub live_link_downs: u64,
+    /// AF_XDP: the sockets' statistics (`XDP_STATISTICS`): frames dropped
+    /// for other reasons than a full ring, dropped with the receive ring
+    /// full, times the fill ring had no chunk, invalid descriptors; then
+    /// frames handed to another shard, and frames the exchange between
+    /// shards had no room for (`source/xdp_mesh.rs`).
+    pub live_xdp: [u64; 6],
     /// Live capture: packets stamped by the NIC (`source/hwstamp.rs`).
     pub live_ts_hardware: u64,
     /// Live capture: packets stamped by the kernel on arrival (software).
@@ -100,6 +106,9 @@ impl Counters {
         self.live_dropped += o.live_dropped;
         self.live_bad_frames += o.live_bad_frames;
         self.live_link_downs = self.live_link_downs.max(o.live_link_downs);
+        for (a, b) in self.live_xdp.iter_mut().zip(o.live_xdp) {
+            *a += b;
+        }
         self.live_ts_hardware += o.live_ts_hardware;
         self.live_ts_software += o.live_ts_software;
         self.live_ts_none += o.live_ts_none;
