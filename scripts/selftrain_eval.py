@@ -110,16 +110,14 @@ def main():
     named = {}
     for f in test:
         named[os.path.basename(f)] = payload_flows(eb, f)
-    subsets = {"all": [], "with a payload label": [], "without a payload label": []}
-    header = None
-    for t in truth:
+    names = ["all", "with a payload label", "without a payload label"]
+    files_of = {n: [] for n in names}
+    for ti, t in enumerate(truth):
         with open(t, newline="") as fh:
             r = csv.reader(fh)
-            h = next(r)
-            header = header or h
-            if h != header:
-                sys.exit(f"{t}: other columns than {truth[0]}")
-            col = {n: i for i, n in enumerate(h)}
+            header = next(r)
+            col = {n: i for i, n in enumerate(header)}
+            subsets = {n: [] for n in names}
             for row in r:
                 pcap = row[col["pcap"]]
                 if pcap not in named:
@@ -127,17 +125,19 @@ def main():
                 key = canon(row[col["proto"]].upper(), row[col["src"]], int(row[col["sport"]]),
                             row[col["dst"]], int(row[col["dport"]]))
                 subsets["all"].append(row)
-                side = "with a payload label" if key in named[pcap] else "without a payload label"
+                side = names[1] if key in named[pcap] else names[2]
                 subsets[side].append(row)
+        for n in names:
+            path = os.path.join(work, f"truth{ti}-{n.replace(' ', '_')}.csv")
+            with open(path, "w", newline="") as fh:
+                w = csv.writer(fh)
+                w.writerow(header)
+                w.writerows(subsets[n])
+            files_of[n] += ["--labels", path]
     rows = []
-    for name, subset in subsets.items():
-        path = os.path.join(work, f"truth-{name.replace(' ', '_')}.csv")
-        with open(path, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(header)
-            w.writerows(subset)
+    for name in names:
         for m, mp in models.items():
-            text = run([eb, "evaluate", "--model", mp, "--labels", path, *test])
+            text = run([eb, "evaluate", "--model", mp, *files_of[name], *test])
             flows, acc, prec, cov = scores(text)
             rows.append((name, m, flows, acc, prec, cov))
     ports = "sizes, directions, gaps and ports" if a.use_ports else "sizes, directions and gaps"
