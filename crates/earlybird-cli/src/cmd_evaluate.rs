@@ -155,14 +155,22 @@ pub fn run(a: EvaluateArgs) -> i32 {
             }
         }
         None => {
+            let level = match a.data.self_labels {
+                true => a.train.level_or(earlybird::LabelLevel::Category),
+                false => a.train.level(),
+            };
             let mut opts = Vec::new();
             for name in &a.algos {
                 match name.trim().parse::<Algo>() {
-                    Ok(algo) => opts.push(a.train.options(algo, a.data.seed)),
+                    Ok(algo) => {
+                        let mut o = a.train.options(algo, a.data.seed);
+                        o.level = Some(level);
+                        opts.push(o)
+                    }
                     Err(e) => return crate::fail(e),
                 }
             }
-            let (files, labels, mut data) = match a.data.load(a.train.level()) {
+            let (files, labels, mut data) = match a.data.load(level) {
                 Ok(x) => x,
                 Err(e) => return crate::fail(e),
             };

@@ -18,8 +18,29 @@ pub struct DataArgs {
     /// Ground-truth CSV (columns pcap, proto, src, sport, dst, dport and the
     /// label column of --level, as classify/*/ndpi_truth.csv). Repeat to
     /// merge several.
-    #[arg(short, long, value_name = "LABELS.csv", required = true)]
+    #[arg(
+        short,
+        long,
+        value_name = "LABELS.csv",
+        required_unless_present = "self_labels"
+    )]
     pub labels: Vec<PathBuf>,
+    /// Label flows with their own payload labels instead of a truth file:
+    /// the TLS/QUIC server name, HTTP Host, DNS query or SSH banners,
+    /// named by the service map (flows without one are not used); the
+    /// class is the label's category unless --level says app or proto.
+    /// At most --reservoir flows per class are kept, a seeded uniform
+    /// sample (docs/CLASSIFIERS.md, "Self-labels").
+    #[arg(long, conflicts_with_all = ["labels", "dpi_only"])]
+    pub self_labels: bool,
+    /// --self-labels: a service map layered on the built-in one (the
+    /// format of docs/SERVICES.md). Repeat to layer several, last wins.
+    #[arg(long, value_name = "FILE", requires = "self_labels")]
+    pub services: Vec<PathBuf>,
+    /// --self-labels: flows kept per class (reservoir sampling with
+    /// --seed).
+    #[arg(long, value_name = "FLOWS", requires = "self_labels", default_value_t = earlybird::self_label::DEFAULT_PER_CLASS)]
+    pub reservoir: usize,
     /// Keep only labels nDPI found by payload inspection (drops "Match by
     /// port"/"Match by IP" guesses).
     #[arg(long)]
@@ -52,6 +73,7 @@ impl DataArgs {
         files
             .iter()
             .chain(&self.labels)
+            .chain(&self.services)
             .map(PathBuf::as_path)
             .collect()
     }
@@ -62,12 +84,21 @@ impl DataArgs {
         level: LabelLevel,
     ) -> Result<(Vec<PathBuf>, LabelSet, DataOptions), earlybird::Error> {
         let files = workflow::capture_files(&self.files)?;
-        let opt = LabelOptions {
-            keep_unknown: false,
-            dpi_only: self.dpi_only,
+        let (labels, self_labels) = if self.self_labels {
+            let sl = earlybird::self_label::SelfLabels::new(&self.services, level, self.reservoir)?;
+            // The model records the user's service maps as its label files.
+            let mut labels = LabelSet::default();
+            labels.files = self.services.clone();
+            (labels, Some(sl))
+        } else {
+            let opt = LabelOptions {
+                keep_unknown: false,
+                dpi_only: self.dpi_only,
+            };
+            (workflow::load_labels(&self.labels, level, &opt)?, None)
         };
-        let labels = workflow::load_labels(&self.labels, level, &opt)?;
         let data = DataOptions {
+            self_labels,
             max_per_capture: self.max_per_capture,
             min_support: self.min_support,
             test_fraction: self.split,
@@ -84,7 +115,8 @@ impl DataArgs {
 pub struct ModelArgs {
     /// Ground-truth level that becomes the class: app (app_label, e.g.
     /// TLS.Google), proto (master protocol, e.g. TLS) or category (e.g. Web).
-    /// Default: proto (evaluate --model: the model's own level).
+    /// Default: proto, category with --self-labels (evaluate --model: the
+    /// model's own level).
     #[arg(long, value_name = "LEVEL", value_parser = ["app", "proto", "category"])]
     pub level: Option<String>,
     /// N: early packets the model looks at (1..=32).
@@ -113,10 +145,15 @@ pub struct ModelArgs {
 
 impl ModelArgs {
     pub fn level(&self) -> LabelLevel {
+        self.level_or(LabelLevel::Proto)
+    }
+
+    /// The level asked for, else `default`.
+    pub fn level_or(&self, default: LabelLevel) -> LabelLevel {
         self.level
             .as_deref()
             .and_then(|l| l.parse().ok())
-            .unwrap_or(LabelLevel::Proto)
+            .unwrap_or(default)
     }
 
     pub fn options(&self, algo: Algo, seed: u64) -> TrainOptions {
@@ -174,7 +211,11 @@ pub fn run(a: TrainArgs) -> i32 {
         Ok(x) => x,
         Err(e) => return crate::fail(e),
     };
-    let (files, labels, data) = match a.data.load(a.model.level()) {
+    let level = match a.data.self_labels {
+        true => a.model.level_or(LabelLevel::Category),
+        false => a.model.level(),
+    };
+    let (files, labels, data) = match a.data.load(level) {
         Ok(x) => x,
         Err(e) => return crate::fail(e),
     };
@@ -188,7 +229,8 @@ pub fn run(a: TrainArgs) -> i32 {
     if let Some(code) = crate::out_args::refuse(&outputs, &a.data.inputs(&files)) {
         return code;
     }
-    let opts = a.model.options(algo, a.data.seed);
+    let mut opts = a.model.options(algo, a.data.seed);
+    opts.level = Some(level);
     let trained = match (a.earliest, a.model.target_precision) {
         (Some(first), Some(p)) => {
             workflow::train_cascade_captures(&files, &labels, &data, &opts, first, p)

@@ -200,6 +200,8 @@ pub use learn::label;
 #[cfg(feature = "tools")]
 pub use learn::media as media_intervals;
 #[cfg(feature = "tools")]
+pub use learn::self_label;
+#[cfg(feature = "tools")]
 pub use learn::workflow;
 #[cfg(feature = "tools")]
 pub use learn::{evaluate, train, Algo, LabelOptions, LabelSet, TrainOptions};

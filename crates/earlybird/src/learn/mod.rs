@@ -8,12 +8,15 @@
 //! (scores and the accuracy-versus-packets curve), `workflow` (capture files
 //! and label CSVs → data sets, models, reports: `earlybird train` and
 //! `earlybird evaluate`), `media` (intervals of the `media` analyzer
-//! learned from labelled media flows: `earlybird train-media`).
+//! learned from labelled media flows: `earlybird train-media`), `self_label` (payload labels as training
+//! labels and the bounded per-class reservoir: `earlybird train
+//! --self-labels`).
 
 pub mod dataset;
 pub mod evaluate;
 pub mod label;
 pub mod media;
+pub mod self_label;
 pub mod train;
 pub mod workflow;
 

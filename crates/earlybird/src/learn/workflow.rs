@@ -66,6 +66,9 @@ pub struct CaptureStats {
     pub unlabelled: usize,
     /// `"file: reason"` of inputs that are not usable captures.
     pub skipped: Vec<String>,
+    /// Self-labels: the labelled flows the per-class reservoir kept, those
+    /// it did not keep, and the bytes the kept ones held.
+    pub reservoir: Option<super::self_label::ReservoirStats>,
 }
 
 impl std::fmt::Display for CaptureStats {
@@ -79,7 +82,17 @@ impl std::fmt::Display for CaptureStats {
             self.flows,
             self.labelled,
             self.unlabelled
-        )
+        )?;
+        if let Some(r) = &self.reservoir {
+            write!(
+                f,
+                " (self-labels: {} kept in the reservoir, {} not kept, {} KiB)",
+                r.kept,
+                r.dropped,
+                r.bytes.div_ceil(1024)
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -102,6 +115,9 @@ pub struct DataOptions {
     /// Evaluation only: score a model on captures it was trained on
     /// (listed in [`DataSummary::overlap`]) instead of refusing.
     pub allow_overlap: bool,
+    /// Label the flows with their own payload labels instead of the
+    /// ground truth (`learn/self_label.rs`); the label set is then unused.
+    pub self_labels: Option<super::self_label::SelfLabels>,
 }
 
 impl Default for DataOptions {
@@ -113,6 +129,7 @@ impl Default for DataOptions {
             test_fraction: 0.0,
             seed: 1,
             allow_overlap: false,
+            self_labels: None,
         }
     }
 }
@@ -301,7 +318,21 @@ pub fn prepare(
     }
     let mut run = opt.run.clone();
     run.flow.early_packets = run.flow.early_packets.max(packets).max(MAX_K);
-    let (data, captures) = dataset_from_captures(files, labels, &run)?;
+    let (data, captures) = match &opt.self_labels {
+        Some(sl) => {
+            let (d, mut c, r) =
+                super::self_label::dataset_from_captures(files, sl, &run, opt.seed)?;
+            c.reservoir = Some(r);
+            (d, c)
+        }
+        None => dataset_from_captures(files, labels, &run)?,
+    };
+    if data.samples.is_empty() && opt.self_labels.is_some() {
+        return Err(Error::Training(format!(
+            "no flow of the {} capture(s) has a payload label (a TLS or QUIC server name, an HTTP Host, a DNS query or SSH banners): nothing to learn from ({captures})",
+            files.len()
+        )));
+    }
     if data.samples.is_empty() {
         return Err(Error::Training(format!(
             "no flow of the {} capture(s) has a label: check that the label files name these captures ({captures})",
@@ -408,6 +439,20 @@ fn held_out(r: &Report, d: &Dataset) -> HeldOut {
     }
 }
 
+/// The default provenance line: the training side's size, and where the
+/// labels came from when they are self-labels.
+fn trained_on(p: &Prepared, data: &DataOptions) -> String {
+    let size = format!(
+        "{} flows of {} captures",
+        p.train.samples.len(),
+        groups(&p.train)
+    );
+    match &data.self_labels {
+        Some(sl) => format!("{size}, {}", sl.describe()),
+        None => size,
+    }
+}
+
 /// What every trained model ends with: the digests of its training
 /// captures and label files, its scores on the held-out files, and the
 /// run's summary (with the threshold chosen for precision, if any).
@@ -446,11 +491,7 @@ pub fn train_captures(
     let p = prepare(files, labels, data, opts.packets)?;
     let mut opts = opts.clone();
     if opts.trained_on.is_empty() {
-        opts.trained_on = format!(
-            "{} flows of {} captures",
-            p.train.samples.len(),
-            groups(&p.train)
-        );
+        opts.trained_on = trained_on(&p, data);
     }
     let mut chosen = None;
     if let Some(target) = target_precision {
@@ -520,11 +561,7 @@ pub fn train_cascade_captures(
     let p = prepare(files, labels, data, opts.packets)?;
     let mut opts = opts.clone();
     if opts.trained_on.is_empty() {
-        opts.trained_on = format!(
-            "{} flows of {} captures",
-            p.train.samples.len(),
-            groups(&p.train)
-        );
+        opts.trained_on = trained_on(&p, data);
     }
     let (fit, val) = p.train.split_by_group(0.25, data.seed.wrapping_add(1));
     if val.samples.is_empty() || fit.samples.is_empty() {
