@@ -1089,3 +1089,94 @@ fn in_second(mut ts: impl ExactSizeIterator<Item = u64>, end: u64) -> usize {
     let n = ts.len();
     ts.position(|t| t >= end).unwrap_or(n).max(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::testutil::{eth, ipv4, ipv4_frag, udp};
+    use crate::dump::FrameTap;
+    use std::sync::{Arc, Mutex};
+
+    /// What a frame tap was shown: ("flow" or "no flow", offset, first).
+    type Shown = Vec<(&'static str, usize, bool)>;
+    type Log = Arc<Mutex<Shown>>;
+
+    /// A frame tap that follows no flow from port 53 and logs the rest.
+    struct Recorder(Log, Arc<Mutex<u64>>);
+
+    impl FrameTap for Recorder {
+        fn frame(&mut self, _: &[u8], r: &PacketRef) {
+            self.0.lock().unwrap().push(("no flow", r.offset, false));
+        }
+        fn flow_frame(&mut self, data: &[u8], r: &PacketRef, first: bool) -> bool {
+            self.0.lock().unwrap().push(("flow", r.offset, first));
+            // The UDP source port (Ethernet 14 + IPv4 20).
+            data[r.offset + 34..r.offset + 36] != [0, 53]
+        }
+        fn not_shown(&mut self, n: u64) {
+            *self.1.lock().unwrap() += n;
+        }
+    }
+
+    /// A shard with the recorder as its frame tap, and a batch of `frames`
+    /// one after the other in one buffer.
+    fn run(frames: &[Vec<u8>]) -> (Shown, u64, Vec<usize>) {
+        let log = Log::default();
+        let unshown = Arc::new(Mutex::new(0));
+        let mut shard = Shard::new(0, 1, &FlowConfig::default(), None).unwrap();
+        shard.taps = Some(Box::new(Taps {
+            dumper: None,
+            thread: None,
+            ring: None,
+            held: None,
+            frames: Some(Box::new(Recorder(log.clone(), unshown.clone()))),
+        }));
+        let (mut data, mut refs) = (Vec::new(), Vec::new());
+        for (i, f) in frames.iter().enumerate() {
+            refs.push(PacketRef {
+                offset: data.len(),
+                caplen: f.len() as u32,
+                orig_len: f.len() as u32,
+                ts: 1_000_000_000 + i as u64 * 1000,
+                link: LinkType::Ethernet,
+                number: i as u64 + 1,
+            });
+            data.extend_from_slice(f);
+        }
+        shard.batch(&data, &refs);
+        let offsets = refs.iter().map(|r| r.offset).collect();
+        let log = log.lock().unwrap().clone();
+        let n = *unshown.lock().unwrap();
+        (log, n, offsets)
+    }
+
+    #[test]
+    fn the_frame_tap_gets_followed_flows_and_packets_of_no_flow_in_input_order() {
+        let dns = eth(0x0800, &ipv4(17, &udp(53, 40000, &[0; 12])));
+        let rtp = eth(0x0800, &ipv4(17, &udp(4000, 4002, &[0x80; 20])));
+        // A later fragment of a datagram: a packet of no flow.
+        let frag = eth(0x0800, &ipv4_frag(17, 0x0010, &[0; 16]));
+        let frames = [
+            dns.clone(),
+            rtp.clone(),
+            frag.clone(),
+            dns.clone(),
+            rtp.clone(),
+            frag,
+            dns,
+        ];
+        let (log, unshown, at) = run(&frames);
+        assert_eq!(
+            log,
+            vec![
+                ("flow", at[0], true),
+                ("flow", at[1], true),
+                ("no flow", at[2], false),
+                // The port-53 flow was let go at its first packet.
+                ("flow", at[4], false),
+                ("no flow", at[5], false),
+            ]
+        );
+        assert_eq!(unshown, 2, "the two later packets of the port-53 flow");
+    }
+}

@@ -385,7 +385,7 @@ impl Taps {
             return;
         };
         if all {
-            self.to_ring(r, bytes);
+            self.ring_push(r, bytes);
         }
         if let Some(d) = self.dumper.as_mut() {
             let dump = if d.filter.is_all() {
@@ -402,7 +402,7 @@ impl Taps {
     /// A packet of a flow the ring takes (several shards: none else hands
     /// it over; the frame tap has its flow packets from the shard).
     #[inline]
-    fn to_ring(&mut self, r: &PacketRef, bytes: &[u8]) {
+    fn ring_push(&mut self, r: &PacketRef, bytes: &[u8]) {
         if let Some(ring) = self.ring.as_mut() {
             ring.push(r.ts, bytes, r.orig_len, r.link);
         }
@@ -427,7 +427,7 @@ impl Taps {
             return;
         };
         if all {
-            self.to_ring(r, bytes);
+            self.ring_push(r, bytes);
         }
         let (Some(d), Some(h)) = (self.dumper.as_mut(), self.held.as_mut()) else {
             return;
@@ -481,7 +481,7 @@ impl Taps {
         let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {
             return;
         };
-        self.to_ring(r, bytes);
+        self.ring_push(r, bytes);
         if let Some(f) = self.frames.as_mut() {
             f.frame(data, r);
         }
