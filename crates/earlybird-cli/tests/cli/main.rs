@@ -44,6 +44,7 @@ mod payload_labels_cli;
 mod postgres_cli;
 mod replay_cli;
 mod sample_cli;
+mod selftrain_cli;
 mod timestamps_cli;
 mod tls_cli;
 mod train_evaluate;
