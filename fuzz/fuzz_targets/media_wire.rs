@@ -10,8 +10,8 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let _ = demux_classify(data);
     if let Ok(s) = Stun::parse(data) {
-        assert!(s.len() <= data.len());
-        assert_eq!(s.len() % 4, 0);
+        assert!(s.wire_len() <= data.len());
+        assert_eq!(s.wire_len() % 4, 0);
         let mut n = 0;
         for (_, v) in s.attrs() {
             assert!(v.len() <= s.body.len());

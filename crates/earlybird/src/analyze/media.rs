@@ -688,17 +688,17 @@ impl Media {
                 st.clear.insert(Box::default())
             }
         };
-        if c.verdict.is_some() {
-            c.packet(p.payload, p.from_client, p.ts, p.index);
-            return false;
-        }
-        if p.index > CLEAR_PACKETS {
+        let had = c.verdict.map(|v| v.0);
+        if had.is_none() && p.index > CLEAR_PACKETS {
             return false;
         }
         c.packet(p.payload, p.from_client, p.ts, p.index);
         let Some((kind, conf, at, _)) = c.verdict else {
             return false;
         };
+        if had == Some(kind) {
+            return false;
+        }
         let k: u8 = match kind {
             clear::Kind::Audio => 0,
             clear::Kind::Video => 1,

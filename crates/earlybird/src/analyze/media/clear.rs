@@ -15,9 +15,13 @@
 //!   90 kHz for video, within a factor of [`CLOCK_TOLERANCE`]), or taken
 //!   from a static payload type (RFC 3551); a stream whose frames often
 //!   span several packets (equal timestamps) is video whatever its clock.
-//!   The first stream that has a clock decides the flow's verdict: audio
-//!   or video, the share of the flow's RTP-class packets that were
-//!   consistent steps as the confidence, and the packet index.
+//!   A step that advances the timestamp less than [`BURST_GAP_NS`] after
+//!   the previous packet (queued packets flushed at once) is left out of
+//!   the spans. The first stream that has a clock decides the flow's
+//!   verdict: audio or video, the share of the flow's RTP-class packets
+//!   that were consistent steps as the confidence, and the packet index;
+//!   a video stream found later in a flow decided audio (audio and video
+//!   bundled on one 5-tuple) makes it video, at that packet.
 //! - keeps each stream's quality (packets, loss, reordering, RFC 3550
 //!   jitter at the inferred clock, from the packet the clock was known)
 //!   in [`crate::analyze::rtp_stats::StreamStats`], from the stream's
@@ -50,6 +54,10 @@ pub const TS_STEP_MAX: u32 = 900_000;
 pub const RUN_MIN: u32 = 5;
 /// Capture time a stream must span before its clock is inferred.
 pub const SPAN_MIN_NS: u64 = 80_000_000;
+/// A step that advances the timestamp but arrives sooner than this after
+/// the previous packet (a sender flushing queued packets) is left out of
+/// the clock inference.
+pub const BURST_GAP_NS: u64 = 2_000_000;
 /// An inferred clock within this factor of a standard rate is that rate.
 pub const CLOCK_TOLERANCE: f64 = 1.25;
 /// Longest app name kept from a SOFTWARE attribute, bytes.
@@ -319,8 +327,11 @@ impl Clear {
             if ts_step == 0 {
                 t.same_ts += 1;
             }
-            t.ts_span += u64::from(ts_step);
-            t.ns_span += ts.saturating_sub(t.last_ns);
+            let gap = ts.saturating_sub(t.last_ns);
+            if ts_step == 0 || gap >= BURST_GAP_NS {
+                t.ts_span += u64::from(ts_step);
+                t.ns_span += gap;
+            }
         } else {
             t.run = 0;
         }
@@ -349,7 +360,10 @@ impl Clear {
                 if let Some(s) = &mut t.stats {
                     s.clock = clock;
                 }
-                if self.verdict.is_none() {
+                // The first stream decides; a video stream later in a flow
+                // decided audio (audio and video bundled) makes it video.
+                let upgrade = k == Kind::Video && self.verdict.is_some_and(|v| v.0 == Kind::Audio);
+                if self.verdict.is_none() || upgrade {
                     let conf = f64::from(self.consistent) / f64::from(self.rtp_class.max(1));
                     self.verdict = Some((k, conf.min(1.0) as f32, index, i as u8));
                 }
@@ -367,10 +381,13 @@ impl Clear {
                 .any(|t| t.used && t.kind.is_none() && t.run >= 2)
     }
 
-    /// A DTLS tunnel: DTLS application data in more than half of the
-    /// flow's `packets` and no RTP stream in clear.
+    /// A DTLS tunnel or a WebRTC data channel: no RTP or RTCP at all, and
+    /// DTLS application data in more than half of the flow's `packets` or,
+    /// after a DTLS handshake, in at least 3 of them.
     pub fn dtls_tunnel(&self, packets: u32) -> bool {
-        self.consistent == 0 && u64::from(self.dtls[1]) * 2 > u64::from(packets)
+        self.rtp_class == 0
+            && (u64::from(self.dtls[1]) * 2 > u64::from(packets)
+                || (self.dtls[0] > 0 && self.dtls[1] >= 3))
     }
 
     /// Whether track `t` (of the verdict) came through TURN.
@@ -540,6 +557,53 @@ mod tests {
         assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Audio));
         assert_eq!(c.relayed, 30);
         assert_eq!(c.quality().unwrap().relay, 1);
+    }
+
+    #[test]
+    fn a_flushed_burst_keeps_the_audio_clock_and_bundled_video_wins() {
+        // 35 queued Opus packets flushed 0.4 ms apart, then every 20 ms:
+        // 48 kHz (with the burst counted the spans say about 90 kHz).
+        let mut c = Clear::default();
+        let mut ns = 0;
+        for s in 0..80u16 {
+            ns += if s < 35 { 400_000 } else { 20 * MS };
+            c.packet(
+                &rtp(111, s, u32::from(s) * 960, 1, 80),
+                true,
+                ns,
+                u32::from(s) + 1,
+            );
+        }
+        assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Audio));
+        assert_eq!(c.quality().unwrap().clock, 48_000);
+        // Audio decides first; the video stream of the same 5-tuple later
+        // makes the flow video, at its packet.
+        let mut c = Clear::default();
+        let mut index = 0;
+        for f in 0..40u32 {
+            index += 1;
+            c.packet(
+                &rtp(111, f as u16, f * 960, 1, 80),
+                true,
+                u64::from(f) * 20 * MS,
+                index,
+            );
+            if f >= 10 && f % 2 == 0 {
+                for p in 0..2u32 {
+                    index += 1;
+                    let seq = ((f - 10) + p) as u16;
+                    c.packet(
+                        &rtp(96, seq, f / 2 * 3600, 2, 900),
+                        true,
+                        u64::from(f) * 20 * MS + 1,
+                        index,
+                    );
+                }
+            }
+        }
+        let (k, _, at, _) = c.verdict.unwrap();
+        assert_eq!(k, Kind::Video);
+        assert!(at > 20, "{at}");
     }
 
     #[test]

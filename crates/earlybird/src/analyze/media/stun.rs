@@ -114,7 +114,7 @@ impl<'a> Stun<'a> {
     }
 
     /// The whole message's length on the wire (header and attributes).
-    pub fn len(&self) -> usize {
+    pub fn wire_len(&self) -> usize {
         HEADER + self.body.len()
     }
 
@@ -242,7 +242,7 @@ mod tests {
     fn rfc5769_responses_give_software_and_mapped_address() {
         let s = Stun::parse(RFC5769_RESPONSE).unwrap();
         assert_eq!((s.class, s.method), (Class::Success, method::BINDING));
-        assert_eq!(s.len(), RFC5769_RESPONSE.len());
+        assert_eq!(s.wire_len(), RFC5769_RESPONSE.len());
         assert_eq!(s.software(), Some("test vector"));
         assert_eq!(s.xor_mapped(), Some("192.0.2.1:32853".parse().unwrap()));
         assert_eq!(s.attrs().count(), 4);
@@ -306,7 +306,7 @@ mod tests {
         // Bytes after the message (a next TCP frame) are left alone.
         let mut m = RFC5769_RESPONSE.to_vec();
         m.extend_from_slice(&[1, 2, 3]);
-        assert_eq!(Stun::parse(&m).unwrap().len(), RFC5769_RESPONSE.len());
+        assert_eq!(Stun::parse(&m).unwrap().wire_len(), RFC5769_RESPONSE.len());
         // Unknown address family, short address.
         assert_eq!(xor_address(&[0, 3, 0, 0, 1, 2, 3, 4], &[0; 12]), None);
         assert_eq!(xor_address(&[0, 1, 0, 0, 1, 2], &[0; 12]), None);
