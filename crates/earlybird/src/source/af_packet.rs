@@ -318,9 +318,9 @@ impl Ring {
                     "AF_XDP sockets of several shards are opened together".into(),
                 ));
             }
-            return Ring::open_xdp(cfg, 1)?.pop().ok_or_else(|| {
-                Error::Config("AF_XDP opened no socket".into())
-            });
+            return Ring::open_xdp(cfg, 1)?
+                .pop()
+                .ok_or_else(|| Error::Config("AF_XDP opened no socket".into()));
         }
         let name = cfg.interface.as_str();
         let page = 4096u32;

@@ -240,13 +240,7 @@ impl Mesh {
             if std::mem::take(&mut self.sent[s]) {
                 let one: u64 = 1;
                 // SAFETY: an 8-byte write to an eventfd.
-                unsafe {
-                    libc::write(
-                        self.wakes[s].as_raw_fd(),
-                        (&one as *const u64).cast(),
-                        8,
-                    )
-                };
+                unsafe { libc::write(self.wakes[s].as_raw_fd(), (&one as *const u64).cast(), 8) };
             }
         }
     }
@@ -331,11 +325,10 @@ mod tests {
         let mut b = m.pop().unwrap();
         let mut a = m.pop().unwrap();
         // Host pairs of each shard.
-        let pairs: Vec<Vec<u8>> = (0..40u8).map(|k| v4([10, 0, 0, k], [10, 9, 9, 9])).collect();
-        let theirs: Vec<&Vec<u8>> = pairs
-            .iter()
-            .filter(|f| shard_of(f, 2) == Some(1))
+        let pairs: Vec<Vec<u8>> = (0..40u8)
+            .map(|k| v4([10, 0, 0, k], [10, 9, 9, 9]))
             .collect();
+        let theirs: Vec<&Vec<u8>> = pairs.iter().filter(|f| shard_of(f, 2) == Some(1)).collect();
         assert!(!theirs.is_empty());
         let mut data = Vec::new();
         let mut refs = Vec::new();
