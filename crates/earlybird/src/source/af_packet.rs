@@ -1067,7 +1067,7 @@ impl Drop for Block<'_> {
     fn drop(&mut self) {
         if let Some(p) = self.parcel.take() {
             if let Some(m) = self.ring.mesh.as_mut() {
-                m.give_back(p);
+                m.give_back(*p);
             }
             return;
         }

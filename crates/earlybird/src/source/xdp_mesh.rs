@@ -263,11 +263,11 @@ impl Mesh {
     }
 
     /// Sends a parcel that was run back to the shard that made it.
-    pub fn give_back(&mut self, p: Box<Parcel>) {
+    pub fn give_back(&mut self, p: Parcel) {
         let origin = p.origin;
         // Its origin has room for all its parcels; one that has gone
         // takes none back.
-        let _ = self.back_to[origin].try_send(*p);
+        let _ = self.back_to[origin].try_send(p);
     }
 }
 
@@ -355,7 +355,7 @@ mod tests {
             assert_eq!(got.ts, want.ts);
         }
         b.clear_wake();
-        b.give_back(p);
+        b.give_back(*p);
         // With every parcel in flight and none back, frames are dropped
         // and counted.
         let big = vec![0u8; PARCEL_BYTES];
