@@ -142,11 +142,6 @@ pub fn shard_of(frame: &[u8], shards: usize) -> Option<usize> {
 }
 
 impl Mesh {
-    /// This shard's number.
-    pub fn me(&self) -> usize {
-        self.me
-    }
-
     /// The eventfd that says a parcel came (poll it with the socket).
     pub fn wake_fd(&self) -> RawFd {
         self.wakes[self.me].as_raw_fd()
