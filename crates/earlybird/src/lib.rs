@@ -216,11 +216,11 @@ pub use probe::{
 };
 pub use schema::{Cells, Field, FieldType, Kind, OwnedValue, RowBatch, Rows, Value};
 pub use source::af_packet::{Capture, LiveConfig};
+#[cfg(feature = "tools")]
+pub use source::af_xdp_tx::Spread;
 pub use source::capfilter::{CaptureFilter, Program as FilterProgram};
 pub use source::fanout::Fanout;
 pub use source::inputs::{InputOrder, Inputs, SkipReason};
-#[cfg(feature = "tools")]
-pub use source::af_xdp_tx::Spread;
 #[cfg(feature = "tools")]
 pub use source::replay::{replay, ReplayOptions, ReplayReport};
 pub use source::retime::Timestamps;

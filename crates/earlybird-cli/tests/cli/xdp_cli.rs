@@ -173,7 +173,8 @@ fn an_interface_with_addresses_is_refused_unless_told() {
     );
 }
 
-/// Remakes the pair of `net` with two queues each way.
+/// Remakes the pair of `net` with two queues each way (MTU 1500: veth
+/// runs XDP in its driver above that only with multi-buffer programs).
 fn two_queues(net: &lib_common::Veth) {
     let ip = |args: &[&str]| {
         let ok = Command::new("ip").args(args).status().unwrap().success();
@@ -181,8 +182,26 @@ fn two_queues(net: &lib_common::Veth) {
     };
     ip(&["-n", &net.ns_a, "link", "del", &net.a]);
     ip(&[
-        "-n", &net.ns_a, "link", "add", &net.a, "numtxqueues", "2", "numrxqueues", "2", "type",
-        "veth", "peer", "name", &net.b, "netns", &net.ns, "numtxqueues", "2", "numrxqueues", "2",
+        "-n",
+        &net.ns_a,
+        "link",
+        "add",
+        &net.a,
+        "numtxqueues",
+        "2",
+        "numrxqueues",
+        "2",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &net.b,
+        "netns",
+        &net.ns,
+        "numtxqueues",
+        "2",
+        "numrxqueues",
+        "2",
     ]);
     for (ns, dev) in [(&net.ns_a, &net.a), (&net.ns, &net.b)] {
         ip(&[
@@ -193,7 +212,7 @@ fn two_queues(net: &lib_common::Veth) {
             "-qw",
             &format!("net.ipv6.conf.{dev}.disable_ipv6=1"),
         ]);
-        ip(&["-n", ns, "link", "set", dev, "mtu", "9000", "up"]);
+        ip(&["-n", ns, "link", "set", dev, "mtu", "1500", "up"]);
     }
 }
 
@@ -269,7 +288,9 @@ fn two_shards_on_two_queues_keep_flows_whole() {
                 .unwrap_or(0);
             if spread == "sources" {
                 assert!(handed > 50, "{rest}");
-            } else {
+            } else if rest.contains("driver XDP") {
+                // (Generic XDP on veth does not know the receive queue:
+                // every frame reads as queue 0's.)
                 assert_eq!(handed, 0, "{rest}");
             }
         }

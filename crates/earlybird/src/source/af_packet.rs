@@ -331,9 +331,9 @@ impl Ring {
                     "AF_XDP sockets of several shards are opened together".into(),
                 ));
             }
-            return Ring::open_xdp(cfg, 1)?.pop().ok_or_else(|| {
-                Error::Config("AF_XDP opened no socket".into())
-            });
+            return Ring::open_xdp(cfg, 1)?
+                .pop()
+                .ok_or_else(|| Error::Config("AF_XDP opened no socket".into()));
         }
         let name = cfg.interface.as_str();
         let page = 4096u32;
@@ -1122,7 +1122,7 @@ impl Drop for Block<'_> {
     fn drop(&mut self) {
         if let Some(p) = self.parcel.take() {
             if let Some(m) = self.ring.mesh.as_mut() {
-                m.give_back(p);
+                m.give_back(*p);
             }
             return;
         }

@@ -102,8 +102,6 @@ pub struct Xsk {
     numbered: u64,
     bad: u64,
     zero_copy: bool,
-    /// The receive queue the socket is bound to.
-    queue: u32,
     /// The program that feeds the sockets of the run (set once every
     /// socket is open; the last socket dropped detaches it).
     attached: Option<Arc<Attached>>,
@@ -412,7 +410,6 @@ fn socket(name: &str, ifindex: libc::c_int, frames: u32, queue: u32) -> Result<O
         numbered: 0,
         bad: 0,
         zero_copy,
-        queue,
         attached: None,
     };
     Ok((fd, umem, xsk))
@@ -702,11 +699,6 @@ impl Xsk {
         self.rx.consumer().store(self.cons, Ordering::Release);
         self.taken = 0;
         self.walked = 0;
-    }
-
-    /// The receive queue the socket reads.
-    pub fn queue(&self) -> u32 {
-        self.queue
     }
 
     /// Frames the current take holds.

@@ -290,7 +290,10 @@ impl XdpTx {
 impl Queue {
     /// Takes the chunks the kernel is done with: (frames, bytes).
     fn reclaim(&mut self) -> (u64, u64) {
-        let prod = self.completion.word(self.completion.producer).load(Ordering::Acquire);
+        let prod = self
+            .completion
+            .word(self.completion.producer)
+            .load(Ordering::Acquire);
         let (mut n, mut bytes) = (0, 0);
         while self.cons != prod {
             let k = self.cons & self.completion.mask;
@@ -459,7 +462,10 @@ fn open_queue(name: &str, ifindex: libc::c_int, queue: u32) -> Result<Queue> {
         tx,
         completion,
         _fill: fill,
-        free: (0..u64::from(CHUNKS)).rev().map(|k| k * CHUNK as u64).collect(),
+        free: (0..u64::from(CHUNKS))
+            .rev()
+            .map(|k| k * CHUNK as u64)
+            .collect(),
         lens: vec![0; CHUNKS as usize],
         prod: 0,
         cons: 0,
@@ -483,7 +489,10 @@ mod tests {
     fn hosts_keep_sessions_and_sources_split_them() {
         let mut split = 0;
         for k in 0..64u8 {
-            let (a, b) = (v4([10, 0, 0, k], [10, 1, 1, 1]), v4([10, 1, 1, 1], [10, 0, 0, k]));
+            let (a, b) = (
+                v4([10, 0, 0, k], [10, 1, 1, 1]),
+                v4([10, 1, 1, 1], [10, 0, 0, k]),
+            );
             assert_eq!(Spread::Hosts.queue(&a, 2), Spread::Hosts.queue(&b, 2));
             if Spread::Sources.queue(&a, 2) != Spread::Sources.queue(&b, 2) {
                 split += 1;

@@ -15,10 +15,9 @@
 pub mod af_packet;
 #[cfg(feature = "tools")]
 mod af_packet_tx;
+pub mod af_xdp;
 #[cfg(feature = "tools")]
 pub mod af_xdp_tx;
-pub mod af_xdp;
-pub mod xdp_mesh;
 pub mod capfilter;
 pub mod fanout;
 pub(crate) mod feed;
@@ -37,6 +36,7 @@ pub mod retime;
 pub mod stream;
 pub mod vanish;
 mod walk;
+pub mod xdp_mesh;
 
 pub use file::{CaptureFile, CaptureReader};
 

@@ -142,11 +142,6 @@ pub fn shard_of(frame: &[u8], shards: usize) -> Option<usize> {
 }
 
 impl Mesh {
-    /// This shard's number.
-    pub fn me(&self) -> usize {
-        self.me
-    }
-
     /// The eventfd that says a parcel came (poll it with the socket).
     pub fn wake_fd(&self) -> RawFd {
         self.wakes[self.me].as_raw_fd()
@@ -240,13 +235,7 @@ impl Mesh {
             if std::mem::take(&mut self.sent[s]) {
                 let one: u64 = 1;
                 // SAFETY: an 8-byte write to an eventfd.
-                unsafe {
-                    libc::write(
-                        self.wakes[s].as_raw_fd(),
-                        (&one as *const u64).cast(),
-                        8,
-                    )
-                };
+                unsafe { libc::write(self.wakes[s].as_raw_fd(), (&one as *const u64).cast(), 8) };
             }
         }
     }
@@ -269,11 +258,11 @@ impl Mesh {
     }
 
     /// Sends a parcel that was run back to the shard that made it.
-    pub fn give_back(&mut self, p: Box<Parcel>) {
+    pub fn give_back(&mut self, p: Parcel) {
         let origin = p.origin;
         // Its origin has room for all its parcels; one that has gone
         // takes none back.
-        let _ = self.back_to[origin].try_send(*p);
+        let _ = self.back_to[origin].try_send(p);
     }
 }
 
@@ -331,11 +320,10 @@ mod tests {
         let mut b = m.pop().unwrap();
         let mut a = m.pop().unwrap();
         // Host pairs of each shard.
-        let pairs: Vec<Vec<u8>> = (0..40u8).map(|k| v4([10, 0, 0, k], [10, 9, 9, 9])).collect();
-        let theirs: Vec<&Vec<u8>> = pairs
-            .iter()
-            .filter(|f| shard_of(f, 2) == Some(1))
+        let pairs: Vec<Vec<u8>> = (0..40u8)
+            .map(|k| v4([10, 0, 0, k], [10, 9, 9, 9]))
             .collect();
+        let theirs: Vec<&Vec<u8>> = pairs.iter().filter(|f| shard_of(f, 2) == Some(1)).collect();
         assert!(!theirs.is_empty());
         let mut data = Vec::new();
         let mut refs = Vec::new();
@@ -362,7 +350,7 @@ mod tests {
             assert_eq!(got.ts, want.ts);
         }
         b.clear_wake();
-        b.give_back(p);
+        b.give_back(*p);
         // With every parcel in flight and none back, frames are dropped
         // and counted.
         let big = vec![0u8; PARCEL_BYTES];

@@ -94,11 +94,7 @@ fn capture_replay(
     let send = || {
         let mut sent = 0;
         for b in senders {
-            let ropts = ReplayOptions {
-                interface: b.to_string(),
-                pps: None,
-                loops: 1,
-            };
+            let ropts = ReplayOptions::new(b);
             sent += net
                 .in_peer(|| replay(std::slice::from_ref(file), &ropts, &AtomicBool::new(false)))
                 .expect("replay")
