@@ -1,6 +1,6 @@
 -- The flow table of `earlybird flows -o clickhouse+http://HOST:PORT/TABLE`.
 -- Generated from crates/earlybird/src/export/fields.rs (clickhouse::ddl);
--- runs on ClickHouse 18.16 (Debian 12) and later. Columns are the
+-- runs on ClickHouse 18.16 (Debian 12) and 26.9 (tested both). Columns are the
 -- record fields of docs/RECORD_FIELDS.md, the early packets as arrays.
 CREATE TABLE IF NOT EXISTS flows
 (

@@ -9,7 +9,8 @@
 //! a second) and at the end, as `INSERT INTO TABLE FORMAT JSONEachRow`
 //! (keys the table has no column for, such as analyzer fields, are
 //! skipped). The table's DDL is [`ddl`] (`docs/clickhouse_flows.sql`, a
-//! test keeps the two equal; it runs on ClickHouse 18.16, Debian 12's).
+//! test keeps the two equal; it runs on ClickHouse 18.16, Debian 12's, and
+//! on 26.9: `crates/earlybird-py/tests/test_clickhouse_current.py`).
 //!
 //! A failed or slow server never blocks the caller: batches go to a
 //! bounded queue ([`QUEUE`] batches) that a thread of their own posts
@@ -91,7 +92,7 @@ pub fn ddl(table: &str) -> String {
     s.push_str(
         "-- The flow table of `earlybird flows -o clickhouse+http://HOST:PORT/TABLE`.\n\
          -- Generated from crates/earlybird/src/export/fields.rs (clickhouse::ddl);\n\
-         -- runs on ClickHouse 18.16 (Debian 12) and later. Columns are the\n\
+         -- runs on ClickHouse 18.16 (Debian 12) and 26.9 (tested both). Columns are the\n\
          -- record fields of docs/RECORD_FIELDS.md, the early packets as arrays.\n",
     );
     let _ = writeln!(s, "CREATE TABLE IF NOT EXISTS {table}\n(");
