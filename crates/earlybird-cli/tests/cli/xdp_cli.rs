@@ -286,6 +286,11 @@ fn two_shards_on_two_queues_keep_flows_whole() {
                 .and_then(|p| p.split(' ').next())
                 .and_then(|n| n.parse().ok())
                 .unwrap_or(0);
+            // Every frame handed over was run before the end.
+            assert!(
+                line.contains(" 0 still in the exchange when the run stopped"),
+                "{rest}"
+            );
             if spread == "sources" {
                 assert!(handed > 50, "{rest}");
             } else if rest.contains("driver XDP") {

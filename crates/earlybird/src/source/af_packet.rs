@@ -595,15 +595,15 @@ impl Ring {
 
     /// AF_XDP: adds the socket's statistics and the exchange's counts to
     /// `c` (see [`crate::telemetry::Counters::live_xdp`]).
-    pub fn add_xdp_counts(&self, c: &mut [u64; 6]) {
+    pub fn add_xdp_counts(&self, c: &mut [u64; 7]) {
         let Some(x) = &self.xdp else {
             return;
         };
         let s = x.stats();
-        let (handed, lost) = self
+        let (handed, lost, run) = self
             .mesh
             .as_ref()
-            .map_or((0, 0), |m| (m.exchanged(), m.dropped()));
+            .map_or((0, 0, 0), |m| (m.exchanged(), m.dropped(), m.run()));
         for (a, b) in c.iter_mut().zip([
             s.rx_dropped,
             s.rx_ring_full,
@@ -611,6 +611,7 @@ impl Ring {
             s.rx_invalid,
             handed,
             lost,
+            run,
         ]) {
             *a += b;
         }

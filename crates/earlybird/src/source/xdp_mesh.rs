@@ -66,6 +66,8 @@ pub struct Mesh {
     sent: Vec<bool>,
     dropped: u64,
     exchanged: u64,
+    /// Frames of other shards' parcels this shard ran.
+    run: u64,
 }
 
 /// The exchange between `shards` shards, one [`Mesh`] each (in shard
@@ -107,6 +109,7 @@ pub fn mesh(shards: usize) -> std::io::Result<Vec<Mesh>> {
             sent: vec![false; shards],
             dropped: 0,
             exchanged: 0,
+            run: 0,
         })
         .collect())
 }
@@ -155,6 +158,13 @@ impl Mesh {
     /// Frames handed to other shards.
     pub fn exchanged(&self) -> u64 {
         self.exchanged
+    }
+
+    /// Frames of other shards' parcels this shard ran. Summed over the
+    /// shards at the end of a run, what was handed and not run was still
+    /// in the exchange when the run stopped.
+    pub fn run(&self) -> u64 {
+        self.run
     }
 
     /// Whether the frame `r` of `data` is this shard's; if not, it is
@@ -259,6 +269,7 @@ impl Mesh {
 
     /// Sends a parcel that was run back to the shard that made it.
     pub fn give_back(&mut self, p: Parcel) {
+        self.run += p.walked as u64;
         let origin = p.origin;
         // Its origin has room for all its parcels; one that has gone
         // takes none back.

@@ -42,9 +42,10 @@ pub struct Counters {
     /// AF_XDP: the sockets' statistics (`XDP_STATISTICS`): frames dropped
     /// for other reasons than a full ring, dropped with the receive ring
     /// full, times the fill ring had no chunk, invalid descriptors; then
-    /// frames handed to another shard, and frames the exchange between
-    /// shards had no room for (`source/xdp_mesh.rs`).
-    pub live_xdp: [u64; 6],
+    /// frames handed to another shard, frames the exchange between
+    /// shards had no room for, and frames handed over that the receiving
+    /// shard ran (`source/xdp_mesh.rs`).
+    pub live_xdp: [u64; 7],
     /// Live capture: packets stamped by the NIC (`source/hwstamp.rs`).
     pub live_ts_hardware: u64,
     /// Live capture: packets stamped by the kernel on arrival (software).

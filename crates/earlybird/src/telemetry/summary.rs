@@ -380,12 +380,14 @@ impl fmt::Display for Report {
             )?;
         }
         if c.live_xdp.iter().any(|&n| n > 0) {
-            let [dropped, full, fill, invalid, handed, lost] = c.live_xdp;
+            let [dropped, full, fill, invalid, handed, lost, run] = c.live_xdp;
             writeln!(
                 f,
                 "AF_XDP sockets: rx_dropped {dropped}, rx_ring_full {full}, \
                  fill_ring_empty_descs {fill}, rx_invalid_descs {invalid}; \
-                 {handed} packets handed to another shard, {lost} dropped (exchange full)"
+                 {handed} packets handed to another shard, {lost} dropped (exchange full), \
+                 {} still in the exchange when the run stopped (not run)",
+                handed.saturating_sub(run)
             )?;
         }
         if let Some(note) = &self.live_stamps {
