@@ -51,9 +51,11 @@ fn sampled_records_say_so_and_skipped_packets_are_counted() {
     assert_eq!(skipped, read - read.div_ceil(4), "{err}");
     let mut lines = out.lines();
     let head: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let tail = &head[head.len() - 4..];
+    // The four sampling fields, in this order (other fields, such as the
+    // label's, may follow them).
+    let at = head.iter().position(|h| *h == "sampling").unwrap();
     assert_eq!(
-        tail,
+        &head[at..at + 4],
         [
             "sampling",
             "sampling_rate",

@@ -69,7 +69,7 @@ fn train_self_labels() {
     let (k2, d2) = kept_dropped(&stdout);
     let classes: u64 = stdout
         .lines()
-        .find_map(|l| l.strip_suffix(" classes").or(l.split(" classes;").next()))
+        .find_map(|l| l.split_once(" classes;").map(|(n, _)| n))
         .and_then(|w| w.trim().parse().ok())
         .expect(&stdout);
     assert!(k2 <= 2 * classes && k2 + d2 == kept, "{stdout}");

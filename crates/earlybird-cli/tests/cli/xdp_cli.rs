@@ -286,9 +286,10 @@ fn two_shards_on_two_queues_keep_flows_whole() {
                 .and_then(|p| p.split(' ').next())
                 .and_then(|n| n.parse().ok())
                 .unwrap_or(0);
-            // Every frame handed over was run before the end.
+            // Every frame handed over was run before the end (the line is
+            // printed when a count is not 0).
             assert!(
-                line.contains(" 0 still in the exchange when the run stopped"),
+                line.is_empty() || line.contains(" 0 still in the exchange when the run stopped"),
                 "{rest}"
             );
             if spread == "sources" {
