@@ -55,19 +55,19 @@ pub struct XskStats {
     pub rx_invalid: u64,
 }
 
-/// One mapped ring of the socket: its producer and consumer words and its
-/// entries.
-struct XRing {
-    map: RingMap,
-    producer: usize,
-    consumer: usize,
-    flags: usize,
-    desc: usize,
-    mask: u32,
+/// One mapped ring of a socket (receive here, transmit in
+/// `af_xdp_tx.rs`): its producer and consumer words and its entries.
+pub(super) struct XRing {
+    pub(super) map: RingMap,
+    pub(super) producer: usize,
+    pub(super) consumer: usize,
+    pub(super) flags: usize,
+    pub(super) desc: usize,
+    pub(super) mask: u32,
 }
 
 impl XRing {
-    fn word(&self, at: usize) -> &AtomicU32 {
+    pub(super) fn word(&self, at: usize) -> &AtomicU32 {
         // SAFETY: the offsets the kernel gave are 4-aligned words inside
         // the mapping, shared with the kernel and accessed atomically.
         unsafe { AtomicU32::from_ptr(self.map.ptr().add(at).cast()) }
@@ -243,9 +243,21 @@ fn ring(
     entry: usize,
     pgoff: libc::off_t,
 ) -> Result<XRing> {
+    map_ring(fd, name, off, entries, entry, pgoff).map_err(|e| xdp_error(name, "mapping a ring", e))
+}
+
+/// Maps ring `off` of `entries` entries of `entry` bytes at `pgoff` (the
+/// error is the mapping's own).
+pub(super) fn map_ring(
+    fd: &OwnedFd,
+    name: &str,
+    off: &libc::xdp_ring_offset,
+    entries: u32,
+    entry: usize,
+    pgoff: libc::off_t,
+) -> Result<XRing> {
     let len = off.desc as usize + entries as usize * entry;
-    let map = RingMap::at(fd, name, len, pgoff, "AF_XDP ring mapping")
-        .map_err(|e| xdp_error(name, "mapping a ring", e))?;
+    let map = RingMap::at(fd, name, len, pgoff, "AF_XDP ring mapping")?;
     Ok(XRing {
         map,
         producer: off.producer as usize,

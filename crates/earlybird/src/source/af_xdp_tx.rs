@@ -22,10 +22,11 @@
 //! - Allocation: none per packet; each UMEM is mapped once.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::af_packet_tx::{Fit, STALL};
+use super::af_xdp::{map_ring as ring, XRing};
 use super::netdev::{hw_type, ifindex, ioctl_ifreq, packet_socket, set_opt, RingMap};
 use crate::error::{Error, Result};
 
@@ -84,24 +85,6 @@ fn source_queue(frame: &[u8], queues: usize) -> Option<usize> {
     }
     h ^= h >> 29;
     Some((h % queues as u64) as usize)
-}
-
-/// One mapped ring of a socket.
-struct XRing {
-    map: RingMap,
-    producer: usize,
-    consumer: usize,
-    flags: usize,
-    desc: usize,
-    mask: u32,
-}
-
-impl XRing {
-    fn word(&self, at: usize) -> &AtomicU32 {
-        // SAFETY: offsets the kernel gave, 4-aligned words inside the
-        // mapping, shared with the kernel and accessed atomically.
-        unsafe { AtomicU32::from_ptr(self.map.ptr().add(at).cast()) }
-    }
 }
 
 /// One queue's socket, UMEM and rings.
@@ -387,26 +370,6 @@ impl Queue {
         }
         Ok(())
     }
-}
-
-fn ring(
-    fd: &OwnedFd,
-    name: &str,
-    off: &libc::xdp_ring_offset,
-    entries: u32,
-    entry: usize,
-    pgoff: libc::off_t,
-) -> Result<XRing> {
-    let len = off.desc as usize + entries as usize * entry;
-    let map = RingMap::at(fd, name, len, pgoff, "AF_XDP ring mapping")?;
-    Ok(XRing {
-        map,
-        producer: off.producer as usize,
-        consumer: off.consumer as usize,
-        flags: off.flags as usize,
-        desc: off.desc as usize,
-        mask: entries - 1,
-    })
 }
 
 /// One socket bound to transmit queue `queue`.
