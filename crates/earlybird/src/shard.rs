@@ -24,6 +24,9 @@
 //! sampling the batch goes on as it came; sampling and per-second
 //! statistics share one test per batch (`by_part`).
 
+mod analyzers;
+pub mod consumers;
+
 use std::sync::Arc;
 
 use crate::classify::Classifier;
@@ -31,6 +34,7 @@ use crate::config::{FlowConfig, FlowHash};
 use crate::decode::LinkType;
 use crate::decode::{decode, fast, Decoded, Skip};
 use crate::dump::Taps;
+use crate::flow::consumer::Consumer;
 use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
 use crate::flow::packet::{is_icmp, Payload, Pkt, V6Icmp};
 use crate::flow::record::RecordBatch;
@@ -41,6 +45,7 @@ use crate::sample::Sampler;
 use crate::source::PacketRef;
 use crate::telemetry::second::{Part, Seconds, ShardSecond};
 use crate::telemetry::Counters;
+use consumers::Consumers;
 
 /// No shard batch frames (one shard, or no taps).
 const NO_FRAMES: (&[PacketRef], &[(u32, PacketRef)]) = (&[], &[]);
@@ -184,8 +189,9 @@ pub struct Shard {
     shards: usize,
     bidirectional: bool,
     hash: FlowHash,
-    /// The shard's flow table (its `out` batch holds finished records).
-    pub table: FlowTable,
+    /// The shard's flow table (its `out` batch holds finished records) and
+    /// its flow consumers (`shard/consumers.rs`).
+    pub table: FlowTable<Consumers>,
     /// The shard's counters.
     pub counters: Counters,
     /// DSCP marking (single-shard runs with `--mark`).
@@ -236,13 +242,13 @@ impl Shard {
             sweep_per_batch: cfg.sweep_per_batch.div_ceil(shards),
             ..cfg.clone()
         };
-        let table = FlowTable::new(&cfg, model)?;
+        let table = Consumers::table(&cfg, model)?;
         Ok(Shard {
             id,
             shards,
             bidirectional: cfg.bidirectional,
             hash: cfg.hash,
-            analyze: table.analyzing(),
+            analyze: table.consumers.reads_packets(),
             spans: Vec::new(),
             table,
             counters: Counters::default(),
@@ -257,6 +263,21 @@ impl Shard {
             pkts: Vec::with_capacity(crate::source::BATCH),
             wide: Vec::new(),
         })
+    }
+
+    /// Turns early-verdict events on: from now on each verdict adds a row
+    /// to [`Shard::events`] (`flow/events.rs`).
+    pub fn emit_verdict_events(&mut self) {
+        let events = &mut self.table.consumers.events;
+        if events.is_none() {
+            *events = Some(crate::flow::events::Events::default());
+        }
+    }
+
+    /// The early-verdict events not yet handed over (`None`: not asked
+    /// for).
+    pub fn events(&mut self) -> Option<&mut crate::schema::RowBatch> {
+        self.table.consumers.events.as_mut().map(|e| &mut e.rows)
     }
 
     /// This shard's number.
@@ -288,7 +309,7 @@ impl Shard {
             Seconds::new(self.id, Part::Read),
             Seconds::new(self.id, Part::Run),
         ]);
-        self.table.tally = Some(crate::flow::tally::Tally::new(classes));
+        self.table.consumers.tally = Some(Tally::new(classes));
         self.by_part = true;
     }
 
@@ -797,7 +818,7 @@ impl Shard {
         let (mut next_ref, mut not_shown) = (0, 0u64);
         let floor = self.table.now();
         // An analyzer on reads the IP packet (the span then cuts it too).
-        let ip_view = ANALYZE && self.table.wants_ip();
+        let ip_view = ANALYZE && self.table.consumers.reads_ip();
         self.table.begin_batch();
         // Second pass, software-pipelined: while packet i updates its flow,
         // the index bucket of packet i + 2·AHEAD and the entry lines of
@@ -949,9 +970,12 @@ impl Shard {
     /// (`crate::dump::held`).
     #[inline]
     fn resolve_held(&mut self) {
-        if !self.table.held_ended.is_empty() {
+        let Some(held) = self.table.consumers.held.as_mut() else {
+            return;
+        };
+        if !held.ended.is_empty() {
             if let Some(t) = self.taps.as_deref_mut() {
-                t.resolve_held(&mut self.table.held_ended);
+                t.resolve_held(&mut held.ended);
             }
         }
     }
@@ -1066,16 +1090,25 @@ impl Shard {
 /// What a second of a shard's clock `part` closes with: its counters (the
 /// table's flow counters in them) and (running clock) its table's tally,
 /// taken.
-fn second_figures(counters: &Counters, table: &mut FlowTable, part: Part) -> (Counters, Tally) {
+fn second_figures(
+    counters: &Counters,
+    table: &mut FlowTable<Consumers>,
+    part: Part,
+) -> (Counters, Tally) {
     let mut c = *counters;
     c.flows = table.counters;
+    let consumers = &mut table.consumers;
     let mut tally = match part {
-        Part::Run => table.tally.as_mut().map(Tally::take).unwrap_or_default(),
+        Part::Run => consumers
+            .tally
+            .as_mut()
+            .map(Tally::take)
+            .unwrap_or_default(),
         Part::Read => Tally::default(),
     };
     if part == Part::Run {
-        if let Some(m) = table.take_media_counts() {
-            tally.media_counted(&m);
+        if let Some(a) = &consumers.analyzers {
+            a.media_into(&mut tally);
         }
     }
     (c, tally)

@@ -9,6 +9,7 @@ use crate::flow::key::Key;
 use crate::flow::packet::{Payload, Pkt, V6Icmp};
 use crate::flow::table::FlowTable;
 use crate::schema::Value;
+use crate::shard::consumers::Consumers;
 
 /// An IPv4/UDP packet 10.0.0.1:sport → 10.0.0.2:dport carrying `payload`
 /// (the other way when `back`).
@@ -47,7 +48,7 @@ fn udp(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
 
 /// Feeds `ip` as one packet of its flow (addresses and ports as in
 /// [`udp_dir`]).
-fn feed_dir(t: &mut FlowTable, ts: u64, sport: u16, dport: u16, ip: &[u8], back: bool) {
+fn feed_dir(t: &mut FlowTable<Consumers>, ts: u64, sport: u16, dport: u16, ip: &[u8], back: bool) {
     let (a, b) = if back {
         ([10, 0, 0, 2], [10, 0, 0, 1])
     } else {
@@ -67,17 +68,17 @@ fn feed_dir(t: &mut FlowTable, ts: u64, sport: u16, dport: u16, ip: &[u8], back:
     t.packet_full(&p, &V6Icmp::default(), 0, pl);
 }
 
-fn feed(t: &mut FlowTable, ts: u64, sport: u16, dport: u16, ip: &[u8]) {
+fn feed(t: &mut FlowTable<Consumers>, ts: u64, sport: u16, dport: u16, ip: &[u8]) {
     feed_dir(t, ts, sport, dport, ip, false)
 }
 
-fn table() -> FlowTable {
+fn table() -> FlowTable<Consumers> {
     let cfg = FlowConfig {
         max_flows: 1024,
         analyzers: vec!["ndpi".into()],
         ..FlowConfig::default()
     };
-    FlowTable::new(&cfg, None).unwrap()
+    Consumers::table(&cfg, None).unwrap()
 }
 
 /// A DNS query for example.com.

@@ -3,11 +3,13 @@
 
 use super::{Action, Analyzer, PacketView};
 use crate::config::FlowConfig;
+use crate::flow::consumer::Consumer;
 use crate::flow::key::Key;
 use crate::flow::packet::{Payload, Pkt, V6Icmp};
 use crate::flow::record::EndReason;
 use crate::flow::table::FlowTable;
 use crate::schema::{Cells, Field, FieldType, Value};
+use crate::shard::consumers::Consumers;
 
 /// Counts the packets it sees and ends the flow at the third.
 #[derive(Debug, Default)]
@@ -33,13 +35,13 @@ impl Analyzer for EndAfter {
     }
 }
 
-fn table(analyzers: &[&str]) -> FlowTable {
+fn table(analyzers: &[&str]) -> FlowTable<Consumers> {
     let cfg = FlowConfig {
         max_flows: 64,
         analyzers: analyzers.iter().map(|s| s.to_string()).collect(),
         ..FlowConfig::default()
     };
-    FlowTable::new(&cfg, None).unwrap()
+    Consumers::table(&cfg, None).unwrap()
 }
 
 fn pkt(ts: u64, from_a: bool) -> Pkt {
@@ -80,8 +82,13 @@ fn an_analyzer_ends_a_flow_and_the_next_packet_starts_another() {
 fn payload_reaches_the_analyzer_and_its_fields_follow_in_registry_order() {
     // Named in the other order: fields still come in registry order.
     let mut t = table(&["test_end", "payload"]);
-    assert!(t.wants_payload());
-    let names: Vec<_> = t.analyzer_fields().iter().map(|f| f.name).collect();
+    assert!(t.consumers.reads_payload());
+    let names: Vec<_> = t
+        .consumers
+        .analyzer_fields()
+        .iter()
+        .map(|f| f.name)
+        .collect();
     assert_eq!(
         names,
         [
@@ -121,8 +128,8 @@ fn payload_reaches_the_analyzer_and_its_fields_follow_in_registry_order() {
 #[test]
 fn no_analyzer_adds_nothing_and_an_unknown_name_is_refused() {
     let t = table(&[]);
-    assert!(!t.wants_payload());
-    assert!(t.analyzer_fields().is_empty());
+    assert!(!t.consumers.reads_payload());
+    assert!(t.consumers.analyzer_fields().is_empty());
     let cfg = FlowConfig {
         analyzers: vec!["nope".into()],
         ..FlowConfig::default()

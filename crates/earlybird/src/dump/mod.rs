@@ -415,12 +415,12 @@ impl Taps {
     /// written if the verdict matches; a flow without one has the packet
     /// held.
     #[inline(never)]
-    pub fn flow_packet_held(
+    pub fn flow_packet_held<C: crate::flow::consumer::Consumer>(
         &mut self,
         data: &[u8],
         r: &PacketRef,
         key: &TableKey,
-        (table, slot): (&mut FlowTable, usize),
+        (table, slot): (&mut FlowTable<C>, usize),
         all: bool,
     ) {
         let Some(bytes) = data.get(r.offset..r.offset + r.caplen as usize) else {

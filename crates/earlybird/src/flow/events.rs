@@ -1,9 +1,10 @@
 //! Early-verdict events: one record the moment a flow is classified,
 //! beside the flow's final record.
 //!
-//! Contract: when a run asks for them ([`crate::FlowConfig::verdict_events`]
-//! and a model), the table appends one row of [`VERDICTS`] to
-//! [`FlowTable::events`] each time a flow gets its verdict: decided inline
+//! Contract: a flow consumer ([`Events`], `flow/consumer.rs`), on when a
+//! run asks for the events ([`crate::FlowConfig::verdict_events`] and a
+//! model): it appends one row of [`VERDICTS`] to [`Events::rows`] each
+//! time a flow gets its verdict: decided inline
 //! at its N-th early packet, decided from fewer packets when it ends
 //! shorter, or applied when the classifier pool returns it. The row names
 //! the flow as its record will (client first, same key fields), the
@@ -16,9 +17,9 @@
 //! the rows to the outputs of this kind (`--events`); nothing is built
 //! when none is asked for.
 
-use super::entry::Entry;
+use super::consumer::{Consumer, FlowRef};
 use super::snapshot::{build, RawFlow};
-use super::table::FlowTable;
+use crate::classify::inline::Inline;
 use crate::classify::Verdict;
 use crate::schema::{Field, FieldType, Kind, RowBatch};
 
@@ -70,38 +71,46 @@ pub const VERDICTS: Kind = Kind::new(
     ],
 );
 
-impl FlowTable {
-    /// Turns early-verdict events on: from now on each verdict adds a row
-    /// to [`FlowTable::events`].
-    pub fn emit_verdict_events(&mut self) {
-        if self.events.is_none() {
-            self.events = Some(RowBatch::new(&VERDICTS));
+/// The early-verdict events of one table (see the module docs).
+pub struct Events {
+    /// Rows not yet handed to the outputs.
+    pub rows: RowBatch,
+}
+
+impl Default for Events {
+    fn default() -> Events {
+        Events {
+            rows: RowBatch::new(&VERDICTS),
         }
     }
+}
 
-    /// Adds the event of slot `s`, whose verdict was just stored.
+impl Consumer for Events {
+    #[inline]
+    fn verdict(&mut self, flow: FlowRef<'_>, model: &Inline) {
+        self.note(flow, model);
+    }
+}
+
+impl Events {
+    /// Adds the event of `flow`, whose verdict was just stored.
     #[cold]
     #[inline(never)]
-    pub(super) fn note_verdict(&mut self, s: usize) {
-        let Some(events) = self.events.as_mut() else {
-            return;
-        };
-        let entry: Entry = self.entries[s];
-        let wide = entry.key.is_v6().then(|| &self.wide[s]);
+    fn note(&mut self, flow: FlowRef<'_>, model: &Inline) {
         let raw = RawFlow {
-            entry,
-            tail: self.tails[s],
+            entry: *flow.entry,
+            tail: *flow.tail,
             end: Default::default(),
         };
         // Only the key is read: no statistics, no ICMP head.
-        let r = build(&raw, None, wide, None, None);
+        let r = build(&raw, None, flow.wide, None, None);
         let v = r.verdict;
         let app = match v.class {
             Verdict::UNKNOWN => "unknown",
-            c => self.inline.class_name(c).unwrap_or("unknown"),
+            c => model.class_name(c).unwrap_or("unknown"),
         };
         let k = r.key;
-        events.push(|c| {
+        self.rows.push(|c| {
             c.text(&crate::decode::fmt_addr(&k.src));
             c.text(&crate::decode::fmt_addr(&k.dst));
             c.u64(u64::from(k.sport));

@@ -7,22 +7,25 @@
 //! Contract: the table clock is the largest timestamp seen or observed
 //! ([`FlowTable::now`]); a flow has expired when its idle, active or TCP
 //! close time has passed at that clock; every ended flow is appended to
-//! `out` once, with its reason, and its slot freed.
+//! `out` once, with its reason, the consumers are told
+//! ([`super::consumer::Consumer::end`]), and its slot freed.
 
-use super::entry::{Entry, CLOSED, DECIDED, HELD, IN_USE, PENDING, SPILLED};
+use super::consumer::Consumer;
+use super::entry::{Entry, CLOSED, DECIDED, IN_USE, PENDING, SPILLED};
 use super::record::{Beside, EndReason};
-use super::table::{FlowTable, EVICT_CANDIDATES};
+use super::table::{flow_ref, FlowTable, EVICT_CANDIDATES};
 use crate::flow::packet::is_icmp;
 use crate::time::Nanos;
 
-impl FlowTable {
+impl<C: Consumer> FlowTable<C> {
     /// Ends slot `s`: appends its record to [`Self::out`] and frees it.
     pub(super) fn end(&mut self, s: usize, reason: EndReason) {
         self.emit(s, reason);
         self.remove(s);
     }
 
-    /// Appends the record of slot `s` to [`Self::out`] (the slot stays).
+    /// Appends the record of slot `s` to [`Self::out`] and tells the
+    /// consumers (the slot stays).
     pub(super) fn emit(&mut self, s: usize, reason: EndReason) {
         let state = self.entries[s].state;
         if state & PENDING != 0 {
@@ -48,38 +51,8 @@ impl FlowTable {
         let base = s * self.n;
         let early = &self.early.as_slice()[base..base + self.n];
         self.out.push_raw(h, &self.tails[s], reason, beside, early);
-        if let Some(t) = self.tally.as_mut() {
-            let app = if h.state & DECIDED != 0 {
-                h.app
-            } else {
-                crate::classify::Verdict::UNKNOWN
-            };
-            let tail = &self.tails[s];
-            let packets = u64::from(h.packets[0]) + u64::from(h.packets[1]);
-            t.ended(
-                app,
-                h.key.proto,
-                h.client_server_ports(),
-                packets,
-                h.bytes(tail, 0) + h.bytes(tail, 1),
-            );
-        }
-        if self.analyzer_rows {
-            let tail = &self.tails[s];
-            let seen = (
-                u64::from(h.packets[0]) + u64::from(h.packets[1]),
-                h.bytes(tail, 0) + h.bytes(tail, 1),
-            );
-            if self.sample_rate > 1 {
-                self.out.correct_last_early(self.sample_rate);
-            }
-            self.analyzers.record(s, &mut self.out.analyzed, seen);
-        }
-        // `state` is from before a verdict taken here, which never changes
-        // the mark.
-        if state & HELD != 0 {
-            self.note_held_end(s);
-        }
+        let flow = flow_ref(&self.entries, &self.tails, &self.wide, s);
+        self.consumers.end(flow, reason, &mut self.out);
         self.counters.ended[reason as usize] += 1;
     }
 

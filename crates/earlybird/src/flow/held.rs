@@ -4,15 +4,18 @@
 //! Contract: the dumper marks a flow whose packets it holds with
 //! [`HELD`] ([`FlowTable::set_held`]). When such a flow ends (expiry,
 //! eviction, a new flow on its key, the flush at the end of an input),
-//! the table appends its identity and its final verdict (taken at its end
-//! when it was shorter than N packets) to [`FlowTable::held_ended`], which
-//! the shard hands to the dumper after the batch. Flows without the mark
-//! cost one bit test when they end. A flow is named by its first packet
+//! the flow consumer [`HeldEnds`] (`flow/consumer.rs`) notes its identity
+//! and its final verdict (taken at its end when it was shorter than N
+//! packets) in [`HeldEnds::ended`], which the shard hands to the dumper
+//! after the batch. Flows without the mark cost one bit test when they
+//! end. A flow is named by its first packet
 //! time and key hash ([`FlowIdent`]), as classifier verdicts coming back
 //! from the pool are, so a slot reused by another flow is never taken
 //! for it.
 
+use super::consumer::{Consumer, FlowRef};
 use super::entry::{DECIDED, HELD, IN_USE};
+use super::record::{EndReason, RecordBatch};
 use super::table::FlowTable;
 
 /// A flow's identity while it lives: first packet time, low 32 bits of
@@ -40,7 +43,7 @@ pub struct HeldEnd {
     pub class: Option<u16>,
 }
 
-impl FlowTable {
+impl<C: Consumer> FlowTable<C> {
     /// The flow in slot `s` as the dumper sees it.
     #[inline]
     pub fn flow_view(&self, s: usize) -> FlowView {
@@ -65,13 +68,32 @@ impl FlowTable {
             e.state &= !HELD;
         }
     }
+}
 
-    /// Slot `s`, marked [`HELD`], is ending with its final verdict.
+/// The flows with held packets that ended since the shard last took them
+/// (see the module docs).
+#[derive(Debug, Default)]
+pub struct HeldEnds {
+    /// The flows, in the order they ended.
+    pub ended: Vec<HeldEnd>,
+}
+
+impl Consumer for HeldEnds {
+    #[inline(always)]
+    fn end(&mut self, flow: FlowRef<'_>, _: EndReason, _: &mut RecordBatch) {
+        if flow.entry.state & HELD != 0 {
+            self.note(flow);
+        }
+    }
+}
+
+impl HeldEnds {
+    /// `flow`, marked [`HELD`], is ending with its final verdict.
     #[cold]
     #[inline(never)]
-    pub(super) fn note_held_end(&mut self, s: usize) {
-        let e = &self.entries[s];
-        self.held_ended.push(HeldEnd {
+    fn note(&mut self, flow: FlowRef<'_>) {
+        let e = flow.entry;
+        self.ended.push(HeldEnd {
             ident: (e.first_ts, e.hash),
             class: (e.state & DECIDED != 0).then_some(e.app),
         });

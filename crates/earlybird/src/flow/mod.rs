@@ -1,5 +1,6 @@
 //! Flows: keys, the per-shard flow table, and the records it emits.
 pub mod arena;
+pub mod consumer;
 pub mod entry;
 pub mod events;
 mod expiry;

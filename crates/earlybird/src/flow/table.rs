@@ -54,9 +54,8 @@
 
 use std::sync::Arc;
 
-use crate::analyze::{Action, Active, PacketView};
-
 use super::arena::{Arena, ZeroValid};
+use super::consumer::{Consumer, FlowRef};
 use super::prefault::{Prefaulter, Region};
 
 use super::entry::{
@@ -97,8 +96,8 @@ pub struct FlowCounters {
     pub verdicts_late: u64,
 }
 
-/// A flow table (see the module docs).
-pub struct FlowTable {
+/// A flow table (see the module docs), calling `C` at its flows' events.
+pub struct FlowTable<C: Consumer = ()> {
     /// Populates slot pages ahead of use. Declared first: dropped (and its
     /// thread joined) before the arenas it populates are unmapped.
     pub(super) prefault: Option<Prefaulter>,
@@ -141,44 +140,37 @@ pub struct FlowTable {
     pub(super) floor: Nanos,
     /// The classifier run when a flow has its first packets.
     pub(super) inline: Inline,
-    /// The per-flow analyzers turned on.
-    pub(super) analyzers: Active,
-    /// At least one analyzer is on.
-    pub(super) analyzers_on: bool,
-    /// Records get a row of analyzer (or sampling) cells.
-    pub(super) analyzer_rows: bool,
-    /// N of the run's packet sampling (1: none).
-    pub(super) sample_rate: u32,
     /// Finished records waiting to be handed to the exporters.
     pub out: RecordBatch,
-    /// Early-verdict events waiting to be handed to the exporters (`None`:
-    /// not asked for; see `flow/events.rs`).
-    pub events: Option<crate::schema::RowBatch>,
-    /// Per-second sums of verdicts and ended flows (`None` unless the run
-    /// keeps per-second statistics; see `flow/tally.rs`).
-    pub tally: Option<super::tally::Tally>,
-    /// Flows with packets held by the dumper that have ended since the
-    /// shard last took them (`flow/held.rs`).
-    pub held_ended: Vec<super::held::HeldEnd>,
+    /// The parts that follow the flows (`flow/consumer.rs`; `()`: none).
+    pub consumers: C,
     /// Counters.
     pub counters: FlowCounters,
 }
 
 impl FlowTable {
-    /// Creates a table for `cfg` (validated by the caller). Fails only when
-    /// the address space for the table cannot be reserved.
+    /// Creates a table for `cfg` (validated by the caller) with no
+    /// consumer. Fails only when the address space for the table cannot be
+    /// reserved.
     pub fn new(cfg: &FlowConfig, model: Option<Arc<dyn Classifier>>) -> crate::Result<FlowTable> {
+        FlowTable::with_consumers(cfg, model, ())
+    }
+}
+
+impl<C: Consumer> FlowTable<C> {
+    /// Creates a table for `cfg` (validated by the caller) that calls
+    /// `consumers` at its flows' events. Fails only when the address space
+    /// for the table cannot be reserved.
+    pub fn with_consumers(
+        cfg: &FlowConfig,
+        model: Option<Arc<dyn Classifier>>,
+        consumers: C,
+    ) -> crate::Result<FlowTable<C>> {
         let capacity = cfg.max_flows.clamp(1, FlowConfig::MAX_FLOWS);
         let buckets = (capacity * 2).next_power_of_two().max(16);
         let n = cfg
             .early_packets
             .clamp(1, crate::features::early::MAX_EARLY);
-        let opts = crate::analyze::Options {
-            media: &cfg.media,
-            sample: cfg.sample.as_ref(),
-        };
-        let analyzers = Active::configured(&cfg.analyzers, &opts)
-            .map_err(|e| crate::Error::Config(e.to_string()))?;
         let reserve = |what: &str, e: std::io::Error| {
             crate::Error::Config(format!(
                 "cannot reserve memory for {capacity} flows ({what}): {e}; lower --max-flows"
@@ -216,14 +208,8 @@ impl FlowTable {
             now: 0,
             floor: 0,
             inline: Inline::new(model, n).sampled(cfg.sample.map_or(1, |s| s.rate)),
-            analyzers_on: analyzers.any(),
-            analyzer_rows: analyzers.rows(),
-            sample_rate: cfg.sample.map_or(1, |s| s.rate),
-            analyzers,
             out: RecordBatch::with_capacity(1024, n),
-            events: None,
-            held_ended: Vec::new(),
-            tally: None,
+            consumers,
             counters: FlowCounters::default(),
         })
     }
@@ -416,58 +402,30 @@ impl FlowTable {
         self.packet_full(p, side, hint, Payload::NONE)
     }
 
-    /// Whether an analyzer turned on reads payload (the caller then passes
-    /// each packet's [`Payload`] to [`Self::packet_full`]).
-    pub fn wants_payload(&self) -> bool {
-        self.analyzers.wants_payload()
-    }
-
-    /// True when an analyzer on reads the IP packet ([`PacketView::ip`]).
-    pub fn wants_ip(&self) -> bool {
-        self.analyzers.wants_ip()
-    }
-
-    /// The record fields the analyzers turned on add, in order.
-    pub fn analyzer_fields(&self) -> Vec<crate::schema::Field> {
-        self.analyzers.fields()
-    }
-
-    /// The `media` analyzer's per-kind figures since the last call, when
-    /// it is on (for the per-second statistics).
-    pub fn take_media_counts(&self) -> Option<[crate::analyze::media::KindCounts; 3]> {
-        self.analyzers.take_media()
-    }
-
-    /// True when an analyzer is turned on.
-    #[inline]
-    pub fn analyzing(&self) -> bool {
-        self.analyzers_on
-    }
-
     /// [`Self::packet_hinted`] with the packet's transport payload, for the
-    /// analyzers turned on.
+    /// consumers that read packets.
     #[inline]
     pub fn packet_full(&mut self, p: &Pkt, side: &V6Icmp, hint: u32, pl: Payload<'_>) -> usize {
-        if self.analyzers_on {
+        if self.consumers.reads_packets() {
             self.packet_at::<true>(p, side, hint, pl)
         } else {
             self.packet_at::<false>(p, side, hint, pl)
         }
     }
 
-    /// [`Self::packet_full`] for a caller that knows whether an analyzer is
-    /// on (`ANALYZE` must equal [`Self::analyzing`]): with `false` the
-    /// per-packet path has no analyzer code at all (the shard picks the
-    /// variant once per batch).
+    /// [`Self::packet_full`] for a caller that knows whether a consumer
+    /// reads packets (`PACKETS` must equal [`Consumer::reads_packets`]):
+    /// with `false` the per-packet path has no consumer code at all (the
+    /// shard picks the variant once per batch).
     #[inline(always)]
-    pub(crate) fn packet_at<const ANALYZE: bool>(
+    pub(crate) fn packet_at<const PACKETS: bool>(
         &mut self,
         p: &Pkt,
         side: &V6Icmp,
         hint: u32,
         pl: Payload<'_>,
     ) -> usize {
-        debug_assert_eq!(ANALYZE, self.analyzers_on);
+        debug_assert_eq!(PACKETS, self.consumers.reads_packets());
         if p.ts > self.now {
             self.now = p.ts;
         }
@@ -478,7 +436,7 @@ impl FlowTable {
             if unsafe { self.entries.get_unchecked(s) }.state & IN_USE != 0
                 && self.holds(s, p, &side.wide)
             {
-                return self.known::<ANALYZE>(s, p, side, pl);
+                return self.known::<PACKETS>(s, p, side, pl);
             }
         }
         let tag = tag_of(p.hash);
@@ -498,10 +456,10 @@ impl FlowTable {
             i = (i + 1) & self.mask;
         };
         match slot {
-            Some(s) => self.known::<ANALYZE>(s, p, side, pl),
+            Some(s) => self.known::<PACKETS>(s, p, side, pl),
             None => {
                 let s = self.insert_at(p, side, i);
-                self.update::<ANALYZE>(s, p, pl);
+                self.update::<PACKETS>(s, p, pl);
                 s
             }
         }
@@ -519,7 +477,7 @@ impl FlowTable {
     /// Accounts packet `p` of the live flow in slot `s` (which it may end,
     /// starting a new one); returns the slot of its flow.
     #[inline(always)]
-    fn known<const ANALYZE: bool>(
+    fn known<const PACKETS: bool>(
         &mut self,
         s: usize,
         p: &Pkt,
@@ -532,7 +490,7 @@ impl FlowTable {
         } else {
             s
         };
-        self.update::<ANALYZE>(s, p, pl);
+        self.update::<PACKETS>(s, p, pl);
         s
     }
 
@@ -627,9 +585,7 @@ impl FlowTable {
             self.icmp[s] = side.icmp.map_or([0; 3], |m| [1, m.ty, m.code]);
             self.icmp_used = true;
         }
-        if self.analyzers_on {
-            self.analyzers.start(s);
-        }
+        self.consumers.start(s);
         self.used += 1;
         self.counters.created += 1;
         if self.used as u64 > self.counters.peak_flows {
@@ -640,7 +596,7 @@ impl FlowTable {
 
     /// Updates slot `s` with packet `p` (whose transport payload is `pl`).
     #[inline]
-    fn update<const ANALYZE: bool>(&mut self, s: usize, p: &Pkt, pl: Payload<'_>) {
+    fn update<const PACKETS: bool>(&mut self, s: usize, p: &Pkt, pl: Payload<'_>) {
         // Every unchecked access here: `s` comes from the index or from
         // `insert_at` (module docs); the early array holds `n` entries per
         // slot.
@@ -702,30 +658,36 @@ impl FlowTable {
                 self.decide::<false>(s);
             }
         }
-        if ANALYZE {
-            self.analyze(s, p, pl);
+        if PACKETS {
+            self.consume(s, p, pl);
         }
     }
 
     /// Shows packet `p` of the flow in slot `s` (just accounted) to the
-    /// analyzers turned on; ends the flow when one asks to.
+    /// consumers; ends the flow when one asks to.
     #[inline(never)]
-    fn analyze(&mut self, s: usize, p: &Pkt, pl: Payload<'_>) {
-        let h = &self.entries[s];
-        let view = PacketView {
-            ts: p.ts,
-            from_client: p.from_a == (h.state & CLIENT_IS_A != 0),
-            index: h.packets[0] + h.packets[1],
-            size: p.size,
-            tcp_flags: p.flags,
-            proto: h.key.proto,
-            payload_len: pl.len,
-            payload: pl.bytes,
-            ip: pl.ip,
-        };
-        if self.analyzers.packet(s, &view) == Action::End {
+    fn consume(&mut self, s: usize, p: &Pkt, pl: Payload<'_>) {
+        let flow = flow_ref(&self.entries, &self.tails, &self.wide, s);
+        if self.consumers.packet(flow, p, pl) {
             self.end(s, EndReason::Active);
         }
+    }
+}
+
+/// The lines of slot `s` (a live flow) as consumers see them.
+#[inline(always)]
+pub(super) fn flow_ref<'a>(
+    entries: &'a Arena<Entry>,
+    tails: &'a Arena<EntryTail>,
+    wide: &'a Arena<V6Addrs>,
+    s: usize,
+) -> FlowRef<'a> {
+    let entry = &entries[s];
+    FlowRef {
+        slot: s,
+        entry,
+        tail: &tails[s],
+        wide: entry.key.is_v6().then(|| &wide[s]),
     }
 }
 

@@ -3,10 +3,10 @@
 //! application, per transport and per port class, with their packets and
 //! bytes.
 //!
-//! Contract: off (`FlowTable::tally` is `None`) unless the run keeps
-//! per-second statistics; then the table counts each verdict
-//! ([`Tally::classified`]) and each flow it ends ([`Tally::ended`]), and
-//! the shard takes the sums once per second of packet time
+//! Contract: a flow consumer (`flow/consumer.rs`), on only when the run
+//! keeps per-second statistics; then it counts each verdict
+//! ([`Tally::classified`]) and each flow the table ends ([`Tally::ended`]),
+//! and the shard takes the sums once per second of packet time
 //! ([`Tally::take`]). Application index = the model's class index, the
 //! last index = "unknown" (undecided or below the threshold). Flows are
 //! counted when they end, with all their packets and bytes: an
@@ -17,6 +17,10 @@
 //! and ephemeral ranges; a flow of another protocol is in no port class.
 //! Nothing here allocates after [`Tally::new`].
 
+use super::consumer::{Consumer, FlowRef};
+use super::entry::DECIDED;
+use super::record::{EndReason, RecordBatch};
+use crate::classify::inline::Inline;
 use crate::classify::Verdict;
 
 /// Transport classes of the per-transport figures, by index.
@@ -164,18 +168,6 @@ impl Tally {
         }
     }
 
-    /// Adds the media analyzer's figures of a second.
-    pub fn media_counted(&mut self, m: &[crate::analyze::media::KindCounts; 3]) {
-        for (s, k) in self.media.iter_mut().zip(m) {
-            s.add(&Sums {
-                classified: k.decided,
-                ended: k.ended,
-                packets: k.packets,
-                bytes: k.bytes,
-            });
-        }
-    }
-
     /// Index of class `c` (the unknown slot for [`Verdict::UNKNOWN`] or a
     /// class the model does not have).
     #[inline]
@@ -234,6 +226,25 @@ impl Tally {
         for (a, b) in self.media.iter_mut().zip(&o.media) {
             a.add(b);
         }
+    }
+}
+
+impl Consumer for Tally {
+    #[inline]
+    fn verdict(&mut self, flow: FlowRef<'_>, _: &Inline) {
+        self.classified(flow.entry.app);
+    }
+
+    #[inline]
+    fn end(&mut self, flow: FlowRef<'_>, _: EndReason, _: &mut RecordBatch) {
+        let h = flow.entry;
+        let app = if h.state & DECIDED != 0 {
+            h.app
+        } else {
+            Verdict::UNKNOWN
+        };
+        let ports = h.client_server_ports();
+        self.ended(app, h.key.proto, ports, flow.packets(), flow.bytes());
     }
 }
 

@@ -5,16 +5,18 @@
 //! Contract: the model and the pool link live in
 //! [`crate::classify::inline::Inline`]; here a flow's slot is read (its
 //! early packets, protocol and ports) and its entry written (class,
-//! confidence, packet count, `DECIDED`/`PENDING`). A verdict that comes
+//! confidence, packet count, `DECIDED`/`PENDING`), and the consumers told
+//! ([`super::consumer::Consumer::verdict`]). A verdict that comes
 //! back for a slot whose flow has ended or been replaced since (another
 //! first timestamp or hash) is dropped.
 
+use super::consumer::Consumer;
 use super::entry::{DECIDED, IN_USE, PENDING};
-use super::table::FlowTable;
+use super::table::{flow_ref, FlowTable};
 use crate::classify::conf_u16;
 use crate::classify::pool::PoolLink;
 
-impl FlowTable {
+impl<C: Consumer> FlowTable<C> {
     /// Runs the classifier on slot `s` with the early packets it has
     /// (`END`: the flow is ending, a cascade's verdict is final).
     pub(super) fn decide<const END: bool>(&mut self, s: usize) {
@@ -32,13 +34,15 @@ impl FlowTable {
             h.conf = v.conf;
             h.at = v.at;
             self.counters.classified += 1;
-            if let Some(t) = self.tally.as_mut() {
-                t.classified(v.app);
-            }
-            if self.events.is_some() {
-                self.note_verdict(s);
-            }
+            self.verdict_taken(s);
         }
+    }
+
+    /// Tells the consumers that slot `s` has just got its verdict.
+    #[inline]
+    fn verdict_taken(&mut self, s: usize) {
+        let flow = flow_ref(&self.entries, &self.tails, &self.wide, s);
+        self.consumers.verdict(flow, &self.inline);
     }
 
     /// Sends the classification of slot `s` to the pool; when the queue is
@@ -86,12 +90,7 @@ impl FlowTable {
                 h.conf = conf_u16(done.verdict.confidence);
                 h.at = done.verdict.at_packet;
                 self.counters.classified += 1;
-                if let Some(t) = self.tally.as_mut() {
-                    t.classified(done.verdict.class);
-                }
-                if self.events.is_some() {
-                    self.note_verdict(s);
-                }
+                self.verdict_taken(s);
             }
         }
     }

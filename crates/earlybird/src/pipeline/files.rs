@@ -432,12 +432,7 @@ fn after_batch(shard: &mut Shard, sink: &mut Sink, ctl: &RunControl, position: u
     if shard.table.out.len() >= RECORDS_PER_BATCH {
         sink.send(&mut shard.table.out, false);
     }
-    if let Some(ev) = shard
-        .table
-        .events
-        .as_mut()
-        .filter(|e| e.len() >= RECORDS_PER_BATCH)
-    {
+    if let Some(ev) = shard.events().filter(|e| e.len() >= RECORDS_PER_BATCH) {
         sink.send_rows(ev, false);
     }
     if !shard.closed.is_empty() {

@@ -94,7 +94,7 @@ fn read(
             if !shard.table.out.is_empty() {
                 sink.send(&mut shard.table.out, false);
             }
-            if let Some(ev) = shard.table.events.as_mut().filter(|e| !e.is_empty()) {
+            if let Some(ev) = shard.events().filter(|e| !e.is_empty()) {
                 sink.send_rows(ev, false);
             }
             if !shard.closed.is_empty() {

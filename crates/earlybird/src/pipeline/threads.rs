@@ -277,7 +277,7 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
     sink.labels = opts.labels.clone();
     // Early-verdict events are built only when an output takes them.
     if sink.wants(&crate::flow::events::VERDICTS) {
-        shard.table.emit_verdict_events();
+        shard.emit_verdict_events();
     }
     let (files, batch) = (&st.files, opts.batch);
     let warnings = match st.input {
@@ -316,7 +316,7 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
         .flatten();
     shard.finish(RECORDS_PER_BATCH, |out| sink.send(out, true));
     sink.send(&mut shard.table.out, true);
-    if let Some(ev) = shard.table.events.as_mut() {
+    if let Some(ev) = shard.events() {
         sink.send_rows(ev, true);
     }
     sink.send_seconds(&mut shard.closed, true);

@@ -1,0 +1,107 @@
+//! What a flow table tells the parts that follow its flows: a flow
+//! starts, a packet of it was accounted, it got its verdict, it ended.
+//!
+//! Contract: a [`FlowTable`](super::table::FlowTable) is generic over one
+//! [`Consumer`] (`()` for none), called with static dispatch: the table
+//! knows no consumer, only this trait. The per-packet call
+//! ([`Consumer::packet`]) is compiled in or out by the caller's `PACKETS`
+//! flag (picked once per batch from [`Consumer::reads_packets`]); the
+//! other calls come once per flow. A consumer reads the flow's lines in
+//! the table through [`FlowRef`] and keeps its own state (per slot when it
+//! has per-flow state: a slot is reused by the next flow after
+//! [`Consumer::end`], and [`Consumer::start`] says so). What a consumer
+//! gathers (rows, sums, ended flows) the shard takes from it between
+//! batches. Several consumers are one: the shard's registry
+//! (`shard/consumers.rs`) calls each that is on, in a fixed order.
+
+use super::entry::{Entry, EntryTail, V6Addrs, CLIENT_IS_A};
+use super::packet::{Payload, Pkt};
+use super::record::{EndReason, RecordBatch};
+use crate::classify::inline::Inline;
+
+/// A live flow's lines in the table, lent to a consumer for one call.
+#[derive(Clone, Copy)]
+pub struct FlowRef<'a> {
+    /// The flow's slot (stable while it lives; the key of per-flow state).
+    pub slot: usize,
+    /// Its entry line: key, state bits, counters, timestamps, verdict.
+    pub entry: &'a Entry,
+    /// Its tail: MACs, the byte counters' high bits.
+    pub tail: &'a EntryTail,
+    /// The two addresses of an IPv6 flow (`None` for IPv4).
+    pub wide: Option<&'a V6Addrs>,
+}
+
+impl FlowRef<'_> {
+    /// Packets of both directions so far.
+    #[inline]
+    pub fn packets(&self) -> u64 {
+        u64::from(self.entry.packets[0]) + u64::from(self.entry.packets[1])
+    }
+
+    /// IP bytes of both directions so far.
+    #[inline]
+    pub fn bytes(&self) -> u64 {
+        self.entry.bytes(self.tail, 0) + self.entry.bytes(self.tail, 1)
+    }
+
+    /// Whether packet `p` was sent by the flow's client (the sender of its
+    /// first packet).
+    #[inline]
+    pub fn sent_by_client(&self, p: &Pkt) -> bool {
+        p.from_a == (self.entry.state & CLIENT_IS_A != 0)
+    }
+}
+
+/// A part that follows a table's flows (see the module docs). Every
+/// method has a default that does nothing.
+pub trait Consumer {
+    /// Whether [`Self::packet`] does anything (the shard then runs the
+    /// table's update with the per-packet call compiled in).
+    fn reads_packets(&self) -> bool {
+        false
+    }
+
+    /// Whether [`Self::packet`] reads the transport payload (the shard then
+    /// looks it up for each packet).
+    fn reads_payload(&self) -> bool {
+        false
+    }
+
+    /// Whether [`Self::packet`] reads the IP packet ([`Payload::ip`]).
+    fn reads_ip(&self) -> bool {
+        false
+    }
+
+    /// A flow starts in `slot` (before its first packet is accounted).
+    #[inline(always)]
+    fn start(&mut self, slot: usize) {
+        let _ = slot;
+    }
+
+    /// Packet `p` of `flow` was accounted (its counters include it);
+    /// `pl` is its payload when [`Self::reads_payload`]. Returns true to
+    /// end the flow after the packet (its record says `active`).
+    #[inline(always)]
+    fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> bool {
+        let _ = (flow, p, pl);
+        false
+    }
+
+    /// `flow` just got its verdict (in its entry); `model` names its class.
+    #[inline(always)]
+    fn verdict(&mut self, flow: FlowRef<'_>, model: &Inline) {
+        let _ = (flow, model);
+    }
+
+    /// `flow` ends with `reason`; its snapshot is the last one in `out`
+    /// (a consumer that adds record fields appends their row to
+    /// `out.analyzed`).
+    #[inline(always)]
+    fn end(&mut self, flow: FlowRef<'_>, reason: EndReason, out: &mut RecordBatch) {
+        let _ = (flow, reason, out);
+    }
+}
+
+/// No consumer.
+impl Consumer for () {}

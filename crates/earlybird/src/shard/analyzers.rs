@@ -1,0 +1,119 @@
+//! The per-flow analyzers of a run (`crate::analyze`) as one flow
+//! consumer, with the fields the run's packet sampling adds to records.
+//!
+//! Contract: on when an analyzer is turned on or the run samples packets
+//! (records then carry a row of cells). It starts each analyzer's state
+//! when a flow starts in a slot, shows each analyzer every packet of the
+//! flow (as a [`PacketView`]; when one asks, the flow ends after the
+//! packet) and, when the flow ends, corrects its early packets' gaps for
+//! the sampling rate and appends the analyzers' and the sampling fields
+//! as the record's row. Allocates only when a slot is first used (the
+//! analyzers' side arrays grow to the highest slot).
+
+use crate::analyze::media::KindCounts;
+use crate::analyze::{Action, Active, PacketView};
+use crate::config::FlowConfig;
+use crate::flow::consumer::{Consumer, FlowRef};
+use crate::flow::packet::{Payload, Pkt};
+use crate::flow::record::{EndReason, RecordBatch};
+use crate::flow::tally::{Sums, Tally};
+
+/// The analyzers turned on, and the run's sampling rate.
+pub struct Analyzers {
+    active: Active,
+    /// At least one analyzer is on (else only the sampling fields).
+    on: bool,
+    /// N of the run's packet sampling (1: none).
+    sample_rate: u32,
+}
+
+impl Analyzers {
+    /// The analyzers `cfg` turns on, configured from it; `None` when
+    /// records get no row of cells (no analyzer, no sampling). Fails on an
+    /// unknown analyzer name.
+    pub fn new(cfg: &FlowConfig) -> crate::Result<Option<Analyzers>> {
+        let opts = crate::analyze::Options {
+            media: &cfg.media,
+            sample: cfg.sample.as_ref(),
+        };
+        let active = Active::configured(&cfg.analyzers, &opts)
+            .map_err(|e| crate::Error::Config(e.to_string()))?;
+        Ok(active.rows().then(|| Analyzers {
+            on: active.any(),
+            sample_rate: cfg.sample.map_or(1, |s| s.rate),
+            active,
+        }))
+    }
+
+    /// The record fields the analyzers (and the sampling) add, in order.
+    pub fn fields(&self) -> Vec<crate::schema::Field> {
+        self.active.fields()
+    }
+
+    /// The `media` analyzer's per-kind figures since the last call, added
+    /// to a second's `tally`, when it is on.
+    pub fn media_into(&self, tally: &mut Tally) {
+        if let Some(m) = self.active.take_media() {
+            media_counted(tally, &m);
+        }
+    }
+}
+
+/// Adds the media analyzer's figures of a second to `tally`.
+fn media_counted(tally: &mut Tally, m: &[KindCounts; 3]) {
+    for (s, k) in tally.media.iter_mut().zip(m) {
+        s.add(&Sums {
+            classified: k.decided,
+            ended: k.ended,
+            packets: k.packets,
+            bytes: k.bytes,
+        });
+    }
+}
+
+impl Consumer for Analyzers {
+    fn reads_packets(&self) -> bool {
+        self.on
+    }
+
+    fn reads_payload(&self) -> bool {
+        self.active.wants_payload()
+    }
+
+    fn reads_ip(&self) -> bool {
+        self.active.wants_ip()
+    }
+
+    #[inline]
+    fn start(&mut self, slot: usize) {
+        if self.on {
+            self.active.start(slot);
+        }
+    }
+
+    #[inline]
+    fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> bool {
+        let h = flow.entry;
+        let view = PacketView {
+            ts: p.ts,
+            from_client: flow.sent_by_client(p),
+            index: h.packets[0] + h.packets[1],
+            size: p.size,
+            tcp_flags: p.flags,
+            proto: h.key.proto,
+            payload_len: pl.len,
+            payload: pl.bytes,
+            ip: pl.ip,
+        };
+        self.active.packet(flow.slot, &view) == Action::End
+    }
+
+    #[inline]
+    fn end(&mut self, flow: FlowRef<'_>, _: EndReason, out: &mut RecordBatch) {
+        let seen = (flow.packets(), flow.bytes());
+        if self.sample_rate > 1 {
+            out.correct_last_early(self.sample_rate);
+        }
+        self.active.record(flow.slot, &mut out.analyzed, seen);
+    }
+}
