@@ -183,6 +183,13 @@ impl Span {
     }
 }
 
+/// A shard's packet sampling: the sampler and the packets of a batch it
+/// kept (a buffer reused batch after batch).
+struct Sampling {
+    sampler: Sampler,
+    kept: Vec<PacketRef>,
+}
+
 /// A shard's state.
 pub struct Shard {
     id: usize,
@@ -200,11 +207,12 @@ pub struct Shard {
     /// What the batch's IPv6 and ICMP packets carry beside them, by index
     /// in the batch.
     wide: Vec<V6Icmp>,
-    /// An analyzer is on: the first pass keeps each packet's payload span
-    /// and the second shows the packets to the analyzers (each pass is
-    /// compiled twice, with and without, and picked once per batch).
-    analyze: bool,
-    /// The payload spans of `pkts` (when `analyze`).
+    /// A flow consumer reads packets (an analyzer is on): the first pass
+    /// keeps each packet's payload span and the second shows the packets
+    /// to the consumers (each pass is compiled twice, with and without,
+    /// and picked once per batch: `PACKETS`).
+    per_packet: bool,
+    /// The payload spans of `pkts` (when `per_packet`).
     spans: Vec<Span>,
     /// Packet taps (the dumper, the packet ring; `crate::dump`): `None`
     /// runs batches without any tap code (each pass is compiled with and
@@ -218,9 +226,7 @@ pub struct Shard {
     /// The packets of no flow of one part of a shard batch (kept for reuse).
     no_flow_buf: Vec<(u32, PacketRef)>,
     /// Packet sampling (`None`: every packet is run).
-    sampler: Option<Sampler>,
-    /// The packets of a batch the sampler kept (reused).
-    kept: Vec<PacketRef>,
+    sampling: Option<Sampling>,
     /// Per-second statistics or sampling are on: a batch leaves the plain
     /// path (one test per batch, whichever is on).
     by_part: bool,
@@ -248,7 +254,7 @@ impl Shard {
             shards,
             bidirectional: cfg.bidirectional,
             hash: cfg.hash,
-            analyze: table.consumers.reads_packets(),
+            per_packet: table.consumers.reads_packets(),
             spans: Vec::new(),
             table,
             counters: Counters::default(),
@@ -257,8 +263,10 @@ impl Shard {
             seconds: None,
             closed: Vec::new(),
             no_flow_buf: Vec::new(),
-            sampler: cfg.sample.as_ref().map(|s| Sampler::new(s, id as u64)),
-            kept: Vec::new(),
+            sampling: cfg.sample.as_ref().map(|s| Sampling {
+                sampler: Sampler::new(s, id as u64),
+                kept: Vec::new(),
+            }),
             by_part: cfg.sample.is_some(),
             pkts: Vec::with_capacity(crate::source::BATCH),
             wide: Vec::new(),
@@ -293,12 +301,10 @@ impl Shard {
     /// Processes one batch of packets whose bytes are in `data`, all of them
     /// this shard's (a single-shard run).
     pub fn batch(&mut self, data: &[u8], refs: &[PacketRef]) {
-        if !self.by_part {
-            self.batch_whole(data, refs);
-        } else if self.sampler.is_some() {
-            self.batch_sampled(data, refs);
+        if self.by_part {
+            self.batch_in_parts(data, refs);
         } else {
-            self.batch_by_second(data, refs);
+            self.batch_whole(data, refs);
         }
     }
 
@@ -336,27 +342,13 @@ impl Shard {
             .map_or(u64::MAX, |s| s[part as usize].end())
     }
 
-    /// [`Shard::batch`] keeping per-second statistics: the batch is run in
-    /// parts that each lie within one second of packet time.
+    /// [`Shard::batch`] with per-second statistics or sampling: the batch
+    /// is run in parts that each lie within one second of packet time
+    /// (with per-second statistics), each part sampled (with sampling)
+    /// and its kept packets run; the clock then moves to the part's
+    /// largest timestamp, skipped packets included.
     #[inline(never)]
-    fn batch_by_second(&mut self, data: &[u8], refs: &[PacketRef]) {
-        let mut rest = refs;
-        while let Some(first) = rest.first() {
-            self.tick(Part::Read, first.ts);
-            self.tick(Part::Run, first.ts);
-            let end = self.second_end(Part::Run);
-            let (part, tail) = rest.split_at(in_second(rest.iter().map(|r| r.ts), end));
-            self.batch_whole(data, part);
-            rest = tail;
-        }
-    }
-
-    /// [`Shard::batch`] with sampling: the batch is sampled (in parts within
-    /// one second of packet time when per-second statistics are kept) and
-    /// the kept packets run; the clock then moves to the part's largest
-    /// timestamp, skipped packets included.
-    #[inline(never)]
-    fn batch_sampled(&mut self, data: &[u8], refs: &[PacketRef]) {
+    fn batch_in_parts(&mut self, data: &[u8], refs: &[PacketRef]) {
         let mut rest = refs;
         while let Some(first) = rest.first() {
             let n = if self.seconds.is_some() {
@@ -368,20 +360,27 @@ impl Shard {
                 rest.len()
             };
             let (part, tail) = rest.split_at(n);
-            let mut kept = std::mem::take(&mut self.kept);
-            let skipped = self.sample(part, &mut kept);
-            self.batch_whole(data, &kept);
-            self.kept = kept;
-            self.table.observe_time(skipped.max_ts);
+            match self.sampling.as_mut() {
+                Some(smp) => {
+                    let mut kept = std::mem::take(&mut smp.kept);
+                    let skipped = self.sample(part, &mut kept);
+                    self.batch_whole(data, &kept);
+                    if let Some(smp) = self.sampling.as_mut() {
+                        smp.kept = kept;
+                    }
+                    self.table.observe_time(skipped.max_ts);
+                }
+                None => self.batch_whole(data, part),
+            }
             rest = tail;
         }
     }
 
     /// Samples `refs` into `kept` and counts the skipped packets as read
-    /// and sampled out.
+    /// and sampled out (no packet is skipped without sampling).
     #[inline]
     fn sample(&mut self, refs: &[PacketRef], kept: &mut Vec<PacketRef>) -> crate::sample::Skipped {
-        let Some(sampler) = self.sampler.as_mut() else {
+        let Some(smp) = self.sampling.as_mut() else {
             kept.clear();
             kept.extend_from_slice(refs);
             return crate::sample::Skipped {
@@ -391,7 +390,7 @@ impl Shard {
                 max_ts: refs.iter().map(|r| r.ts).max().unwrap_or(0),
             };
         };
-        let skipped = sampler.sample(refs, kept, |r| (r.ts, r.orig_len));
+        let skipped = smp.sampler.sample(refs, kept, |r| (r.ts, r.orig_len));
         let c = &mut self.counters;
         c.packets_read += skipped.packets;
         c.bytes_read += skipped.bytes;
@@ -403,7 +402,7 @@ impl Shard {
     /// [`Shard::batch`] in one part.
     #[inline(always)]
     fn batch_whole(&mut self, data: &[u8], refs: &[PacketRef]) {
-        match (self.analyze, self.taps.is_some()) {
+        match (self.per_packet, self.taps.is_some()) {
             (false, false) => self.batch_as::<false, false>(data, refs),
             (true, false) => self.batch_as::<true, false>(data, refs),
             (false, true) => self.batch_as::<false, true>(data, refs),
@@ -411,16 +410,17 @@ impl Shard {
         }
     }
 
-    /// [`Self::batch`] with analyzers (`ANALYZE`) or without, with packet taps
+    /// [`Self::batch`] with the flow consumers' per-packet call (`PACKETS`)
+    /// or without, with packet taps
     /// (`TAPS`) or without.
     #[inline(always)]
-    fn batch_as<const ANALYZE: bool, const TAPS: bool>(&mut self, data: &[u8], refs: &[PacketRef]) {
+    fn batch_as<const PACKETS: bool, const TAPS: bool>(&mut self, data: &[u8], refs: &[PacketRef]) {
         self.begin(refs.len());
-        let (min_ts, max_ts) = self.decode::<KEEP_ALL, ANALYZE, false>(data, refs, &mut []);
+        let (min_ts, max_ts) = self.decode::<KEEP_ALL, PACKETS, false>(data, refs, &mut []);
         let pkts = std::mem::take(&mut self.pkts);
         let wide = std::mem::take(&mut self.wide);
         let spans = std::mem::take(&mut self.spans);
-        self.account::<ANALYZE, TAPS>(
+        self.account::<PACKETS, TAPS>(
             &pkts,
             &wide,
             &spans,
@@ -447,24 +447,10 @@ impl Shard {
     /// batch). Packets that belong to no flow are counted here and go
     /// nowhere.
     pub fn split(&mut self, data: &[u8], refs: &[PacketRef], shard_batches: &mut [ShardBatch]) {
-        let (min_ts, max_ts) = if !self.by_part {
-            self.split_whole(data, refs, shard_batches)
-        } else if self.sampler.is_some() {
-            self.split_sampled(data, refs, shard_batches)
+        let (min_ts, max_ts) = if self.by_part {
+            self.split_in_parts(data, refs, shard_batches)
         } else {
-            // Per-second statistics: what this reader counts is cut where
-            // a second ends, as in `batch_by_second`.
-            let (mut min_ts, mut max_ts) = (u64::MAX, 0);
-            let mut rest = refs;
-            while let Some(first) = rest.first() {
-                self.tick(Part::Read, first.ts);
-                let end = self.second_end(Part::Read);
-                let (part, tail) = rest.split_at(in_second(rest.iter().map(|r| r.ts), end));
-                let (lo, hi) = self.split_whole(data, part, shard_batches);
-                (min_ts, max_ts) = (min_ts.min(lo), max_ts.max(hi));
-                rest = tail;
-            }
-            (min_ts, max_ts)
+            self.split_whole(data, refs, shard_batches)
         };
         for p in shard_batches.iter_mut() {
             p.max_ts = max_ts;
@@ -472,12 +458,13 @@ impl Shard {
         }
     }
 
-    /// [`Shard::split`] with sampling: the batch is sampled by this shard
-    /// (in parts within one second of its reading clock when per-second
-    /// statistics are kept) and the kept packets split; returns the
-    /// smallest and largest timestamp of the whole batch.
+    /// [`Shard::split`] with per-second statistics or sampling: what this
+    /// reader counts is cut where a second of its reading clock ends (as
+    /// in [`Shard::batch_in_parts`]), and each part is sampled (with
+    /// sampling) and its kept packets split; returns the smallest and
+    /// largest timestamp of the whole batch, skipped packets included.
     #[inline(never)]
-    fn split_sampled(
+    fn split_in_parts(
         &mut self,
         data: &[u8],
         refs: &[PacketRef],
@@ -494,11 +481,19 @@ impl Shard {
                 rest.len()
             };
             let (part, tail) = rest.split_at(n);
-            let mut kept = std::mem::take(&mut self.kept);
-            let skipped = self.sample(part, &mut kept);
-            self.split_whole(data, &kept, shard_batches);
-            self.kept = kept;
-            (min_ts, max_ts) = (min_ts.min(skipped.min_ts), max_ts.max(skipped.max_ts));
+            let (lo, hi) = match self.sampling.as_mut() {
+                Some(smp) => {
+                    let mut kept = std::mem::take(&mut smp.kept);
+                    let skipped = self.sample(part, &mut kept);
+                    self.split_whole(data, &kept, shard_batches);
+                    if let Some(smp) = self.sampling.as_mut() {
+                        smp.kept = kept;
+                    }
+                    (skipped.min_ts, skipped.max_ts)
+                }
+                None => self.split_whole(data, part, shard_batches),
+            };
+            (min_ts, max_ts) = (min_ts.min(lo), max_ts.max(hi));
             rest = tail;
         }
         (min_ts, max_ts)
@@ -535,7 +530,7 @@ impl Shard {
         refs: &[PacketRef],
         shard_batches: &mut [ShardBatch],
     ) -> (u64, u64) {
-        match (self.analyze, self.taps.is_some()) {
+        match (self.per_packet, self.taps.is_some()) {
             (false, false) => self.decode::<SPLIT_ALL, false, false>(data, refs, shard_batches),
             (true, false) => self.decode::<SPLIT_ALL, true, false>(data, refs, shard_batches),
             (false, true) => self.decode::<SPLIT_ALL, false, true>(data, refs, shard_batches),
@@ -598,7 +593,7 @@ impl Shard {
         times: (u64, u64),
     ) {
         let wide = &shard_batch.wide;
-        match (self.analyze, self.taps.is_some()) {
+        match (self.per_packet, self.taps.is_some()) {
             (false, false) => {
                 self.account::<false, false>(pkts, wide, spans, data, &[], NO_FRAMES, times)
             }
@@ -628,7 +623,7 @@ impl Shard {
     /// into its shard batch beside it, and a packet that belongs to no flow into
     /// this shard's own shard batch's `no_flow` (for [`Taps::no_flow_packet`]).
     #[inline(always)]
-    fn decode<const SPLIT: bool, const ANALYZE: bool, const TAPS: bool>(
+    fn decode<const SPLIT: bool, const PACKETS: bool, const TAPS: bool>(
         &mut self,
         data: &[u8],
         refs: &[PacketRef],
@@ -681,7 +676,7 @@ impl Shard {
                     idx: idx as u16,
                     ip_offset: fast::IP_OFFSET,
                 };
-                if ANALYZE {
+                if PACKETS {
                     self.push_span::<SPLIT>(
                         fwd,
                         owner,
@@ -728,7 +723,7 @@ impl Shard {
                 wide: [key.a, key.b],
                 icmp: d.icmp,
             });
-            if ANALYZE {
+            if PACKETS {
                 self.push_span::<SPLIT>(
                     fwd,
                     owner,
@@ -797,7 +792,7 @@ impl Shard {
     /// the packets of no flow in `frames.1` each at its place).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn account<const ANALYZE: bool, const TAPS: bool>(
+    fn account<const PACKETS: bool, const TAPS: bool>(
         &mut self,
         pkts: &[Pkt],
         wide: &[V6Icmp],
@@ -818,7 +813,7 @@ impl Shard {
         let (mut next_ref, mut not_shown) = (0, 0u64);
         let floor = self.table.now();
         // An analyzer on reads the IP packet (the span then cuts it too).
-        let ip_view = ANALYZE && self.table.consumers.reads_ip();
+        let ip_view = PACKETS && self.table.consumers.reads_ip();
         self.table.begin_batch();
         // Second pass, software-pipelined: while packet i updates its flow,
         // the index bucket of packet i + 2·AHEAD and the entry lines of
@@ -848,7 +843,7 @@ impl Shard {
                 next_no_flow = self.no_flow_before(i, no_flow, next_no_flow, data);
             }
             let p = &pkts[i];
-            let pl = if ANALYZE {
+            let pl = if PACKETS {
                 spans
                     .get(i)
                     .map_or(Payload::NONE, |s| s.payload(data, ip_view))
@@ -857,7 +852,7 @@ impl Shard {
             };
             let slot = self
                 .table
-                .packet_at::<ANALYZE>(p, &wide[p.idx as usize], hint, pl);
+                .packet_at::<PACKETS>(p, &wide[p.idx as usize], hint, pl);
             self.counters.ip_bytes_flowed += p.size as u64;
             if TAPS && tap_each {
                 let r = if solo {
