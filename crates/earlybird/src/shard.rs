@@ -273,6 +273,15 @@ impl Shard {
         })
     }
 
+    /// Gives the shard its packet taps (`None`: none); the ends of flows
+    /// with held packets are noted only when the taps hold packets
+    /// (`--dump-app`, `crate::dump::held`).
+    pub fn set_taps(&mut self, taps: Option<Box<Taps>>) {
+        let holds = taps.as_deref().is_some_and(|t| t.held.is_some());
+        self.table.consumers.held = holds.then(crate::flow::held::HeldEnds::default);
+        self.taps = taps;
+    }
+
     /// Turns early-verdict events on: from now on each verdict adds a row
     /// to [`Shard::events`] (`flow/events.rs`).
     pub fn emit_verdict_events(&mut self) {

@@ -674,7 +674,9 @@ impl<C: Consumer> FlowTable<C> {
     }
 }
 
-/// The lines of slot `s` (a live flow) as consumers see them.
+/// The lines of slot `s` (a live flow) as consumers see them. Unchecked
+/// reads, so that what no consumer on reads is never loaded: the cost of
+/// the call is then that of the consumers on.
 #[inline(always)]
 pub(super) fn flow_ref<'a>(
     entries: &'a Arena<Entry>,
@@ -682,12 +684,19 @@ pub(super) fn flow_ref<'a>(
     wide: &'a Arena<V6Addrs>,
     s: usize,
 ) -> FlowRef<'a> {
-    let entry = &entries[s];
+    debug_assert!(s < entries.capacity());
+    // SAFETY: every caller passes the slot of a live flow (the packet's,
+    // the one ending, the one just decided), below `high <= capacity`
+    // (module docs); `wide` and `tails` have one element per slot too.
+    let entry = unsafe { entries.get_unchecked(s) };
+    // SAFETY: as above.
+    let tail = unsafe { tails.get_unchecked(s) };
     FlowRef {
         slot: s,
         entry,
-        tail: &tails[s],
-        wide: entry.key.is_v6().then(|| &wide[s]),
+        tail,
+        // SAFETY: as above.
+        wide: entry.key.is_v6().then(|| unsafe { wide.get_unchecked(s) }),
     }
 }
 

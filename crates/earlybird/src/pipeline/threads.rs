@@ -261,7 +261,7 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
     let _ = st.ready.send(());
     drop(st.ready);
     shard.marker = st.marker;
-    shard.taps = st.taps;
+    shard.set_taps(st.taps);
     if let Some(l) = st.link {
         shard.table.attach_pool(l);
     }

@@ -92,19 +92,17 @@ registry! {
     /// The per-flow analyzers and the sampling fields
     /// (`shard/analyzers.rs`; on with `--analyzer` or `--sample`).
     analyzers: Analyzers,
-    /// Ended flows whose packets the dumper holds (`flow/held.rs`; always
-    /// on: a flow without the `HELD` mark costs one bit test).
+    /// Ended flows whose packets the dumper holds (`flow/held.rs`; on when
+    /// the taps hold packets, `Shard::set_taps`).
     held: HeldEnds,
 }
 
 impl Consumers {
     /// The consumers `cfg` turns on from the start (the analyzers and the
-    /// sampling fields, the held flows' ends); fails on an unknown
-    /// analyzer name.
+    /// sampling fields); fails on an unknown analyzer name.
     pub fn new(cfg: &FlowConfig) -> crate::Result<Consumers> {
         Ok(Consumers {
             analyzers: Analyzers::new(cfg)?,
-            held: Some(HeldEnds::default()),
             ..Consumers::default()
         })
     }
