@@ -15,4 +15,6 @@ pub mod tally;
 mod verdicts;
 
 #[cfg(test)]
+mod consumer_tests;
+#[cfg(test)]
 mod table_tests;
