@@ -369,20 +369,29 @@ impl Shard {
                 rest.len()
             };
             let (part, tail) = rest.split_at(n);
-            match self.sampling.as_mut() {
-                Some(smp) => {
-                    let mut kept = std::mem::take(&mut smp.kept);
-                    let skipped = self.sample(part, &mut kept);
-                    self.batch_whole(data, &kept);
-                    if let Some(smp) = self.sampling.as_mut() {
-                        smp.kept = kept;
-                    }
-                    self.table.observe_time(skipped.max_ts);
-                }
-                None => self.batch_whole(data, part),
+            if self.sampling.is_some() {
+                self.batch_sampled(data, part);
+            } else {
+                self.batch_whole(data, part);
             }
             rest = tail;
         }
+    }
+
+    /// Samples `part` and runs the packets kept; the clock then moves to
+    /// the part's largest timestamp, skipped packets included. (A call of
+    /// its own: inlined beside the unsampled run, the loop above cost 10
+    /// instructions a packet more.)
+    #[inline(never)]
+    fn batch_sampled(&mut self, data: &[u8], part: &[PacketRef]) {
+        let mut kept = self.sampling.as_mut().map(|s| std::mem::take(&mut s.kept));
+        let buf = kept.get_or_insert_with(Vec::new);
+        let skipped = self.sample(part, buf);
+        self.batch_whole(data, buf);
+        if let (Some(smp), Some(kept)) = (self.sampling.as_mut(), kept) {
+            smp.kept = kept;
+        }
+        self.table.observe_time(skipped.max_ts);
     }
 
     /// Samples `refs` into `kept` and counts the skipped packets as read
@@ -490,22 +499,35 @@ impl Shard {
                 rest.len()
             };
             let (part, tail) = rest.split_at(n);
-            let (lo, hi) = match self.sampling.as_mut() {
-                Some(smp) => {
-                    let mut kept = std::mem::take(&mut smp.kept);
-                    let skipped = self.sample(part, &mut kept);
-                    self.split_whole(data, &kept, shard_batches);
-                    if let Some(smp) = self.sampling.as_mut() {
-                        smp.kept = kept;
-                    }
-                    (skipped.min_ts, skipped.max_ts)
-                }
-                None => self.split_whole(data, part, shard_batches),
+            let (lo, hi) = if self.sampling.is_some() {
+                self.split_sampled(data, part, shard_batches)
+            } else {
+                self.split_whole(data, part, shard_batches)
             };
             (min_ts, max_ts) = (min_ts.min(lo), max_ts.max(hi));
             rest = tail;
         }
         (min_ts, max_ts)
+    }
+
+    /// Samples `part` and splits the packets kept; returns the smallest
+    /// and largest timestamp of the part, skipped packets included (a
+    /// call of its own, as [`Shard::batch_sampled`]).
+    #[inline(never)]
+    fn split_sampled(
+        &mut self,
+        data: &[u8],
+        part: &[PacketRef],
+        shard_batches: &mut [ShardBatch],
+    ) -> (u64, u64) {
+        let mut kept = self.sampling.as_mut().map(|s| std::mem::take(&mut s.kept));
+        let buf = kept.get_or_insert_with(Vec::new);
+        let skipped = self.sample(part, buf);
+        self.split_whole(data, buf, shard_batches);
+        if let (Some(smp), Some(kept)) = (self.sampling.as_mut(), kept) {
+            smp.kept = kept;
+        }
+        (skipped.min_ts, skipped.max_ts)
     }
 
     /// Runs the packets a [`Shard::split`] (this shard's or another's) put
