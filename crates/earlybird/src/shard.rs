@@ -379,9 +379,8 @@ impl Shard {
     }
 
     /// Samples `part` and runs the packets kept; the clock then moves to
-    /// the part's largest timestamp, skipped packets included. (A call of
-    /// its own: inlined beside the unsampled run, the loop above cost 10
-    /// instructions a packet more.)
+    /// the part's largest timestamp, skipped packets included (a call of
+    /// its own, so the batch run is inlined once into the loop above).
     #[inline(never)]
     fn batch_sampled(&mut self, data: &[u8], part: &[PacketRef]) {
         let mut kept = self.sampling.as_mut().map(|s| std::mem::take(&mut s.kept));
