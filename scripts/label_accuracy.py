@@ -3,7 +3,8 @@
 truth on the shared corpus's dev captures (docs/SERVICES.md, "Accuracy").
 
 For every capture of classify/dev/ndpi/pcap that ndpi_truth.csv lists, runs
-`earlybird flows CAPTURE --analyzer tls,http,ssh,dns -f jsonl -o -` and
+`earlybird flows CAPTURE -f jsonl -o -` (the default: labellers on, the
+default model, the shipped map; OPTIONS are added to it) and
 matches each record to nDPI's flow of the same transport and ends (either
 direction). Only flows nDPI labelled by payload (confidence DPI) with a
 category count. For each nDPI category: the flows, the share of them with a
@@ -11,7 +12,7 @@ payload label (label_source sni, quic, http, dns or ssh) and how many of
 those carry nDPI's category (precision), then the same for the default
 label (every label_source but none).
 
-usage: scripts/label_accuracy.py EARLYBIRD [CORPUS]   (CORPUS: ../shared/corpus)
+usage: scripts/label_accuracy.py EARLYBIRD [CORPUS [OPTIONS...]]   (CORPUS: ../shared/corpus)
 """
 
 import csv
@@ -45,7 +46,7 @@ def main():
         if not path.exists():
             continue
         out = subprocess.run(
-            [eb, "flows", str(path), "--analyzer", "tls,http,ssh,dns", "-f", "jsonl", "-o", "-", "-q"],
+            [eb, "flows", str(path), "-f", "jsonl", "-o", "-", "-q"] + sys.argv[3:],
             capture_output=True, text=True,
         )
         seen = {}

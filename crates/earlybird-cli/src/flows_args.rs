@@ -417,6 +417,16 @@ pub struct FlowsArgs {
         value_delimiter = ','
     )]
     analyzers: Vec<String>,
+    /// Do not run the payload labellers.
+    ///
+    /// Do not run the payload labellers: the tls, http, ssh and dns
+    /// analyzers every run turns on by default, whose names (SNI, Host,
+    /// banners, DNS names) give the records' payload labels
+    /// (docs/SERVICES.md). Without them `app` is the model's verdict and
+    /// their fields are not in the records; --analyzer still turns any of
+    /// them on.
+    #[arg(help_heading = "Flows", long)]
+    no_labellers: bool,
     /// The media analyzer's TOML of intervals.
     ///
     /// TOML file of the media analyzer's intervals and thresholds

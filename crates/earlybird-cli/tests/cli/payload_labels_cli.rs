@@ -48,18 +48,29 @@ const SOURCES: &[&str] = &["sni", "quic", "http", "dns", "ssh", "stat", "port", 
 #[test]
 fn payload_labels_cli_every_record_is_labelled_and_keeps_the_verdict_beside() {
     let dir = tempfile::tempdir().unwrap();
-    let plain = records(dir.path(), &[]);
+    let plain = records(dir.path(), &["--no-labellers"]);
     assert!(!plain.is_empty());
     for r in &plain {
-        // Without the payload analyzers the label is the model's verdict
-        // (the default model is a port table).
+        // Without the payload labellers the label is the model's verdict
+        // (the default model is a port table), and no name is read.
+        assert!(!r.contains_key("sni") && !r.contains_key("dns_query"));
         assert_eq!(r["app"], r["stat_app"], "{r:?}");
         assert_eq!(r["app_confidence"], r["stat_confidence"]);
         assert!(r["label_source"] == "port" || r["label_source"] == "none");
         assert_eq!(r["label_source"] == "none", r["app"] == "unknown");
     }
-    let named = records(dir.path(), &["--analyzer", "tls,dns"]);
+    // The default: the labellers run with no option.
+    let named = records(dir.path(), &[]);
     assert_eq!(named.len(), plain.len());
+    // The default is the four labellers named; with --no-labellers,
+    // --analyzer runs those named alone.
+    let four = records(
+        dir.path(),
+        &["--no-labellers", "--analyzer", "tls,http,ssh,dns"],
+    );
+    assert_eq!(named, four);
+    let some = records(dir.path(), &["--no-labellers", "--analyzer", "tls,dns"]);
+    assert!(some[0].contains_key("sni") && !some[0].contains_key("http_host"));
     let mut by_source = BTreeMap::new();
     for (r, p) in named.iter().zip(&plain) {
         assert!(SOURCES.contains(&r["label_source"].as_str()), "{r:?}");
@@ -73,6 +84,10 @@ fn payload_labels_cli_every_record_is_labelled_and_keeps_the_verdict_beside() {
             assert_eq!(r["label_source"], "sni", "{r:?}");
         } else if !r["dns_query"].is_empty() {
             assert_eq!(r["label_source"], "dns", "{r:?}");
+        }
+        if r["label_source"] == "port" {
+            // A port verdict carries its class's category (TLS: Web).
+            assert!(!r["category"].is_empty(), "{r:?}");
         }
         if r["sni"].ends_with(".icloud.com") {
             // The shipped map's entry (Apple's published iCloud names).
@@ -178,4 +193,56 @@ fn payload_labels_cli_services_and_names() {
         err.contains("bad.txt, line 1") && err.contains("unknown category"),
         "{err}"
     );
+}
+
+#[test]
+fn payload_labels_cli_the_summary_counts_handshakes_cut_by_the_snap_length() {
+    if std::process::Command::new("editcap")
+        .arg("-h")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no editcap (Wireshark's tools)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The capture kept to 120 bytes a frame, as archives often are: the
+    // ClientHellos do not fit.
+    let cut = dir.path().join("cut.pcap");
+    let st = std::process::Command::new("editcap")
+        .args(["-s", "120", &pcap(), cut.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = dir.path().join("flows.jsonl");
+    let (code, _, err) = eb(&[
+        "flows",
+        cut.to_str().unwrap(),
+        "--no-progress",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let cut_snap = text
+        .lines()
+        .filter(|l| l.contains("\"tls_status\":\"cut-snap\""))
+        .count();
+    assert!(cut_snap >= 10, "{cut_snap} handshakes cut");
+    assert!(
+        err.contains(&format!(
+            "handshakes cut by the snap length: {cut_snap} (TLS {cut_snap}, QUIC 0;"
+        )),
+        "{err}"
+    );
+    // Whole frames: nothing cut, no line.
+    let (code, _, err) = eb(&[
+        "flows",
+        &pcap(),
+        "--no-progress",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("cut by the snap length"), "{err}");
 }

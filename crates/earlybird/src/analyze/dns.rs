@@ -5,11 +5,12 @@
 //! Contract: over UDP each packet's payload is one message; over TCP each
 //! direction's first message is read after its two-byte length (RFC 1035,
 //! 4.2.2), from at most [`MAX_TCP`] bytes held per direction until it is
-//! whole. The flow's first message with payload must read whole as a
-//! standard query or response (OPCODE 0, at least one question), else the
-//! flow is not DNS and the analyzer stops looking at it; port numbers are
-//! not looked at, so DNS on any port (mDNS, LLMNR) counts. The first
-//! message's first question gives `dns_query` and `dns_qtype` (a flow seen
+//! whole (a length past [`MAX_TCP`], or a header whose OPCODE is not 0,
+//! gives the direction up at once). The flow's first message with payload
+//! must read whole as a standard query or response (OPCODE 0, at least one
+//! question), else the flow is not DNS and the analyzer stops looking at
+//! it; port numbers are not looked at, so DNS on any port (mDNS, LLMNR)
+//! counts. The first message's first question gives `dns_query` and `dns_qtype` (a flow seen
 //! from its response on takes the response's question); the first
 //! response (with the query's ID when the query was seen) gives
 //! `dns_rcode` and `dns_answers`. Later messages, and messages that do not
@@ -132,12 +133,22 @@ impl State {
     }
 }
 
+/// A DNS-over-TCP message of `need` bytes with its length, whose first
+/// bytes are `b`, will not be read: it is longer than [`MAX_TCP`] (it never
+/// reads whole), or its header's OPCODE is not 0 (it would not read as a
+/// standard message). Decided from the first bytes rather than after
+/// [`MAX_TCP`] of them: the same outcome.
+fn hopeless(need: usize, b: &[u8]) -> bool {
+    need > MAX_TCP || b.get(4).is_some_and(|f| (f >> 3) & 0x0f != 0)
+}
+
 impl Analyzer for Dns {
     type State = State;
     const NAME: &'static str = "dns";
     const ABOUT: &'static str =
         "name and type of the first DNS query, response code and A/AAAA/CNAME answers";
     const PAYLOAD: bool = true;
+    const ENDS_EARLY: bool = true;
     const FIELDS: &'static [Field] = &[
         Field::new(
             "dns_query",
@@ -165,8 +176,12 @@ impl Analyzer for Dns {
         ),
     ];
 
+    fn done(&self, st: &State) -> bool {
+        st.off
+    }
+
     fn packet(&self, st: &mut State, p: &PacketView<'_>) -> Action {
-        if st.off || p.payload_len == 0 {
+        if p.payload_len == 0 || st.off {
             return Action::Continue;
         }
         let cut = p.payload.len() < usize::from(p.payload_len);
@@ -181,6 +196,16 @@ impl Analyzer for Dns {
             }
             TCP => {
                 let d = usize::from(!p.from_client);
+                if st.seen.is_none() && st.tcp.is_none() && p.payload.len() >= 2 {
+                    // The flow's first bytes: a first message that will
+                    // not be read (see below) ends the flow's reading
+                    // before anything is held.
+                    let need = 2 + usize::from(u16::from_be_bytes([p.payload[0], p.payload[1]]));
+                    if hopeless(need, p.payload) {
+                        st.off = true;
+                        return Action::Continue;
+                    }
+                }
                 let bufs = st
                     .tcp
                     .get_or_insert_with(|| Box::new([Some(Vec::new()), Some(Vec::new())]));
@@ -193,11 +218,12 @@ impl Analyzer for Dns {
                     return Action::Continue;
                 }
                 let need = 2 + usize::from(u16::from_be_bytes([buf[0], buf[1]]));
+                let hopeless = hopeless(need, buf);
                 if buf.len() >= need {
                     let msg = std::mem::take(buf);
                     bufs[d] = None;
                     st.message(&msg[2..need]);
-                } else if cut || buf.len() >= MAX_TCP {
+                } else if hopeless || cut || buf.len() >= MAX_TCP {
                     bufs[d] = None;
                     if st.seen.is_none() {
                         st.off = true;

@@ -181,6 +181,7 @@ impl Analyzer for Http {
     const NAME: &'static str = "http";
     const ABOUT: &'static str = "Host and User-Agent of the first HTTP/1.x request";
     const PAYLOAD: bool = true;
+    const ENDS_EARLY: bool = true;
     const FIELDS: &'static [Field] = &[
         Field::new(
             "http_host",
@@ -196,8 +197,19 @@ impl Analyzer for Http {
         ),
     ];
 
+    fn done(&self, st: &State) -> bool {
+        matches!(st.phase, Phase::Done(_))
+    }
+
     fn packet(&self, st: &mut State, p: &PacketView<'_>) -> Action {
-        if p.proto != TCP || p.payload_len == 0 {
+        if p.payload_len == 0 {
+            return Action::Continue;
+        }
+        if p.proto != TCP {
+            // Not HTTP/1.x: nothing to read.
+            if let Phase::Waiting(_) = st.phase {
+                st.phase = Phase::Done(None);
+            }
             return Action::Continue;
         }
         match &mut st.phase {

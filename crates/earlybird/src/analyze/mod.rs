@@ -31,6 +31,10 @@
 //! - When a flow ends, `Active::record` appends the analyzers' fields to
 //!   the record's row of cells ([`crate::schema::Rows`]), in registry order;
 //!   exporters write them after the flow's own fields.
+//! - An analyzer may say when no later packet of a flow can change its
+//!   record ([`Analyzer::ENDS_EARLY`], [`Analyzer::done`]); when every
+//!   analyzer on does and all are done with a flow, its later packets are
+//!   not shown to them (one test per packet).
 //! - [`Action::End`] ends the flow after the packet: its record says
 //!   `active` (as when the active timeout splits a flow) and the flow's next
 //!   packet starts a new flow.
@@ -56,6 +60,11 @@ pub mod rtp_stats;
 pub mod ssh;
 pub mod tls;
 pub mod tls_hello;
+
+/// The payload labellers: the analyzers whose names give a record's
+/// payload label (`classify/labeller.rs`), which a `flows` run turns on
+/// unless told not to (`no-labellers`).
+pub const LABELLERS: [&str; 4] = ["tls", "http", "ssh", "dns"];
 
 /// Analyzers built only with a cargo feature: (name, feature, what it
 /// adds, its fields), in every build, for the field reference.
@@ -119,6 +128,10 @@ pub trait Analyzer: Default + Send + 'static {
     const PAYLOAD: bool;
     /// Whether it reads [`PacketView::ip`] (implies the payload lookup).
     const IP: bool = false;
+    /// Whether it says when it wants no more packets of a flow
+    /// ([`Self::done`]). When every analyzer on a run does, a flow they are
+    /// all done with costs one test per packet (the payload labellers).
+    const ENDS_EARLY: bool = false;
     /// The analyzer for a run's options (analyzers with options read them
     /// from it; the default ignores it).
     fn configure(_opts: &Options<'_>) -> Self {
@@ -126,6 +139,12 @@ pub trait Analyzer: Default + Send + 'static {
     }
     /// Sees one packet of a flow (after the flow table accounted it).
     fn packet(&self, state: &mut Self::State, p: &PacketView<'_>) -> Action;
+    /// True once no later packet of the flow can change what it records
+    /// (read after each packet, only when [`Self::ENDS_EARLY`]): its later
+    /// packets are then not shown to it.
+    fn done(&self, _state: &Self::State) -> bool {
+        false
+    }
     /// The flow ended (called once, just before [`Self::record`]).
     fn finish(&self, _state: &mut Self::State) {}
     /// Writes the fields of a finished flow, [`Self::FIELDS`] in order.
@@ -172,6 +191,11 @@ impl<A: Analyzer> Slots<A> {
             Some(st) => self.analyzer.packet(st, p),
             None => Action::Continue,
         }
+    }
+
+    #[inline]
+    fn done(&self, s: usize) -> bool {
+        self.states.get(s).is_some_and(|st| self.analyzer.done(st))
     }
 
     fn record(&mut self, s: usize, out: &mut Cells<'_>) {
@@ -250,6 +274,12 @@ macro_rules! registry {
             width: usize,
             /// The run's sampling: its fields end every row.
             sample: Option<crate::sample::Sampling>,
+            /// Every analyzer on says when it is done with a flow
+            /// ([`Analyzer::ENDS_EARLY`]).
+            gate: bool,
+            /// Per slot (with `gate`): every analyzer on is done with the
+            /// flow, whose later packets are not shown to them.
+            finished: Vec<bool>,
         }
 
         /// Every analyzer a run can turn on: (name, what it adds).
@@ -280,12 +310,17 @@ macro_rules! registry {
                     ip: false,
                     width: 0,
                     sample: opts.sample.copied(),
+                    gate: false,
+                    finished: Vec::new(),
                 };
+                let mut gate = true;
                 $($(#[$attr])* if a.each.$name.is_some() {
                     a.payload |= <$ty as Analyzer>::PAYLOAD || <$ty as Analyzer>::IP;
                     a.ip |= <$ty as Analyzer>::IP;
                     a.width += <$ty as Analyzer>::FIELDS.len();
+                    gate &= <$ty as Analyzer>::ENDS_EARLY;
                 })*
+                a.gate = gate && a.any();
                 if a.sample.is_some() {
                     a.width += crate::sample::FIELDS.len();
                 }
@@ -335,17 +370,36 @@ macro_rules! registry {
                 $($(#[$attr])* if let Some(x) = &mut self.each.$name {
                     x.start(s);
                 })*
+                if self.gate {
+                    match self.finished.get_mut(s) {
+                        Some(f) => *f = false,
+                        None => self.finished.resize(s + 1, false),
+                    }
+                }
             }
 
             /// A packet of the flow in slot `s`.
             #[inline]
             pub(crate) fn packet(&mut self, s: usize, p: &PacketView<'_>) -> Action {
+                if self.gate && self.finished.get(s).copied().unwrap_or(false) {
+                    return Action::Continue;
+                }
                 let mut act = Action::Continue;
                 $($(#[$attr])* if let Some(x) = &mut self.each.$name {
                     if x.packet(s, p) == Action::End {
                         act = Action::End;
                     }
                 })*
+                // Only a packet with payload moves a labeller to done.
+                if self.gate && p.payload_len > 0 {
+                    let mut done = true;
+                    $($(#[$attr])* if let Some(x) = &self.each.$name {
+                        done = done && x.done(s);
+                    })*
+                    if let Some(f) = self.finished.get_mut(s) {
+                        *f = done;
+                    }
+                }
                 act
             }
 

@@ -150,6 +150,7 @@ impl Analyzer for Ssh {
     const NAME: &'static str = "ssh";
     const ABOUT: &'static str = "the software banners (identification strings) of both SSH sides";
     const PAYLOAD: bool = true;
+    const ENDS_EARLY: bool = true;
     const FIELDS: &'static [Field] = &[
         Field::new(
             "ssh_client",
@@ -165,8 +166,21 @@ impl Analyzer for Ssh {
         ),
     ];
 
+    fn done(&self, st: &State) -> bool {
+        st.off
+            || st
+                .sides
+                .as_ref()
+                .is_some_and(|s| s[0].is_done() && s[1].is_done())
+    }
+
     fn packet(&self, st: &mut State, p: &PacketView<'_>) -> Action {
-        if st.off || p.proto != TCP || p.payload_len == 0 {
+        if p.payload_len == 0 || st.off {
+            return Action::Continue;
+        }
+        if p.proto != TCP {
+            // Not SSH: nothing to read.
+            st.off = true;
             return Action::Continue;
         }
         if st.sides.is_none() && p.from_client {

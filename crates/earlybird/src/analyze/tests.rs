@@ -140,3 +140,85 @@ fn no_analyzer_adds_nothing_and_an_unknown_name_is_refused() {
         "{e}"
     );
 }
+
+/// An IPv4 and TCP header (sequence number `seq`, flags `flags`) followed
+/// by `payload`.
+fn tcp_packet(seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let mut p = vec![0u8; 40];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&((40 + payload.len()) as u16).to_be_bytes());
+    p[9] = 6;
+    p[24..28].copy_from_slice(&seq.to_be_bytes());
+    p[32] = 0x50;
+    p[33] = flags;
+    p.extend_from_slice(payload);
+    p
+}
+
+#[test]
+fn labellers_done_with_a_flow_see_no_more_of_it_and_record_the_same() {
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let labellers = names(&super::LABELLERS);
+    let mut gated = super::Active::new(&labellers).unwrap();
+    // `payload` does not say when it is done: no gate.
+    let mut with_payload = labellers.clone();
+    with_payload.push("payload".into());
+    let mut open = super::Active::new(&with_payload).unwrap();
+    assert!(gated.gate && !open.gate);
+    let req = b"GET /x HTTP/1.1\r\nHost: example.org\r\nUser-Agent: t/1\r\n\r\n";
+    // (from the client, TCP flags, payload): a handshake, an HTTP
+    // request and its reply, then packets no labeller reads.
+    let flow: [(bool, u8, &[u8]); 7] = [
+        (true, 0x02, b""),
+        (false, 0x12, b""),
+        (true, 0x10, b""),
+        (true, 0x18, req),
+        (false, 0x18, b"HTTP/1.1 200 OK\r\n\r\n"),
+        (true, 0x18, b"GET /y HTTP/1.1\r\nHost: other.org\r\n\r\n"),
+        (false, 0x18, b"SSH-2.0-x\r\n"),
+    ];
+    let mut seq = [1000u32, 5000u32];
+    let mut done_at = None;
+    for a in [&mut gated, &mut open] {
+        a.start(0);
+    }
+    for (i, (client, flags, payload)) in flow.iter().enumerate() {
+        let d = usize::from(!client);
+        let ip = tcp_packet(seq[d], *flags, payload);
+        seq[d] = seq[d].wrapping_add(payload.len() as u32 + u32::from(flags & 0x02 != 0));
+        let view = PacketView {
+            ts: 1_000 + i as u64,
+            from_client: *client,
+            index: i as u32 + 1,
+            size: ip.len() as u16,
+            tcp_flags: *flags,
+            proto: 6,
+            payload_len: payload.len() as u16,
+            payload,
+            ip: &ip,
+        };
+        gated.packet(0, &view);
+        open.packet(0, &view);
+        if done_at.is_none() && gated.finished[0] {
+            done_at = Some(i);
+        }
+    }
+    // Done once the client's first payload is an HTTP request (not TLS,
+    // not SSH, not DNS) and its header block was read.
+    assert_eq!(done_at, Some(3));
+    let (mut a, mut b) = (
+        crate::schema::Rows::default(),
+        crate::schema::Rows::default(),
+    );
+    gated.record(0, &mut a, (7, 0));
+    open.record(0, &mut b, (7, 0));
+    let n = a.width();
+    let ra: Vec<_> = a.row(0).collect();
+    // `payload`'s fields come first (registry order).
+    let rb: Vec<_> = b.row(0).skip(b.width() - n).collect();
+    assert!(ra.contains(&Value::Text("example.org")), "{ra:?}");
+    assert_eq!(ra, rb);
+    // A new flow in the slot opens the gate again.
+    gated.start(0);
+    assert!(!gated.finished[0]);
+}

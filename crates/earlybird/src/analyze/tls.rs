@@ -479,6 +479,7 @@ impl Analyzer for Tls {
     const ABOUT: &'static str =
         "TLS and QUIC handshake names and fingerprints: SNI, ALPN, version, JA4, JA3, ECH";
     const PAYLOAD: bool = true;
+    const ENDS_EARLY: bool = true;
     const IP: bool = true;
     const FIELDS: &'static [Field] = &[
         Field::new(
@@ -531,6 +532,10 @@ impl Analyzer for Tls {
         ),
     ];
 
+    fn done(&self, st: &State) -> bool {
+        st.done
+    }
+
     fn packet(&self, st: &mut State, p: &PacketView<'_>) -> Action {
         if st.done {
             return Action::Continue;
@@ -551,6 +556,13 @@ impl Analyzer for Tls {
                 if p.payload_len == 0 {
                     return Action::Continue;
                 }
+                // Data on a SYN (TCP Fast Open) starts after the SYN's own
+                // sequence number.
+                let seq = if flags & SYN != 0 {
+                    seq.wrapping_add(1)
+                } else {
+                    seq
+                };
                 if st.hs.is_none() {
                     self.start_tcp(st, d, seq, p);
                 }

@@ -18,12 +18,16 @@
 //!   as it was).
 //!
 //! - keeps, hashes or drops the names of [`NAME_FIELDS`] ([`Privacy`]),
-//!   after the label was taken from them.
+//!   after the label was taken from them;
+//! - counts the handshakes the capture's snap length cut short (records
+//!   whose `tls_status` is `cut-snap`, TLS and QUIC apart:
+//!   [`Labeller::cut_by_snap`]), for the run's summary.
 //!
 //! It allocates the new rows once per batch and two short strings per
 //! record; it never fails and never panics on any cell.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::payload_label::{combine, protocol_category, Names, Source, Verdict as StatVerdict};
@@ -115,6 +119,7 @@ struct Columns {
     ssh_server: Option<usize>,
     dns_query: Option<usize>,
     dns_name: Option<usize>,
+    tls_status: Option<usize>,
 }
 
 /// Labels records (see the module docs).
@@ -131,6 +136,8 @@ pub struct Labeller {
     privacy: Privacy,
     /// Which analyzer cells hold names.
     named: Vec<bool>,
+    /// Handshakes cut short by the snap length: TLS, QUIC.
+    cut_snap: [AtomicU64; 2],
 }
 
 impl std::fmt::Debug for Labeller {
@@ -190,6 +197,7 @@ impl Labeller {
             ssh_server: at("ssh_server"),
             dns_query: at("dns_query"),
             dns_name: at("dns_name"),
+            tls_status: at("tls_status"),
         };
         Ok(Labeller {
             services,
@@ -205,6 +213,7 @@ impl Labeller {
                 .iter()
                 .map(|f| NAME_FIELDS.contains(&f.name))
                 .collect(),
+            cut_snap: Default::default(),
         })
     }
 
@@ -212,6 +221,15 @@ impl Labeller {
     pub fn with_privacy(mut self, privacy: Privacy) -> Labeller {
         self.privacy = privacy;
         self
+    }
+
+    /// The handshakes of the records labelled so far that the capture's
+    /// snap length cut short (`tls_status` `cut-snap`): (TLS, QUIC).
+    pub fn cut_by_snap(&self) -> (u64, u64) {
+        (
+            self.cut_snap[0].load(Ordering::Relaxed),
+            self.cut_snap[1].load(Ordering::Relaxed),
+        )
     }
 
     /// The application names a labelled record's class indexes: the
@@ -234,6 +252,9 @@ impl Labeller {
             };
             let sni = text(self.cols.sni);
             let quic = text(self.cols.quic_version).is_some();
+            if text(self.cols.tls_status) == Some("cut-snap") {
+                self.cut_snap[usize::from(quic)].fetch_add(1, Ordering::Relaxed);
+            }
             let names = Names {
                 sni: if quic { None } else { sni },
                 quic_sni: if quic { sni } else { None },
@@ -299,10 +320,14 @@ impl Labeller {
 }
 
 /// The category of a model class: the class itself when the model was
-/// trained on categories, a protocol's own category for the protocols the
-/// payload labels name, else none.
+/// trained on categories, else the category the shipped table gives the
+/// protocol it names ([`super::class_category`]), else a protocol's own
+/// category for the protocols the payload labels name, else none.
 fn category_of_class(class: &str) -> &'static str {
     if let Some(c) = CATEGORIES.iter().find(|c| **c == class) {
+        return c;
+    }
+    if let Some(c) = super::class_category::of(class) {
         return c;
     }
     if PROTOCOLS.contains(&class) {
@@ -428,6 +453,40 @@ mod tests {
         dropped.apply(vs.iter_mut(), &mut r);
         assert_eq!(r.get(0, 0), Value::Null);
         assert_eq!(r.get(0, 4), Value::Text("sni"));
+    }
+
+    #[test]
+    fn handshakes_cut_by_the_snap_length_are_counted() {
+        const F: &[Field] = &[
+            Field::new("sni", FieldType::Str, "", ""),
+            Field::new("quic_version", FieldType::Str, "", ""),
+            Field::new("tls_status", FieldType::Str, "", ""),
+        ];
+        let l = Labeller::new(services(), &[], false, F).unwrap();
+        let mut rows = Rows::default();
+        for (quic, status) in [
+            (None, Some("cut-snap")),
+            (Some("1"), Some("cut-snap")),
+            (Some("1"), Some("cut-snap")),
+            (None, Some("cut-gap")),
+            (None, Some("ok")),
+            (None, None),
+        ] {
+            rows.push_row(3, |c| {
+                c.null();
+                match quic {
+                    Some(q) => c.text(q),
+                    None => c.null(),
+                }
+                match status {
+                    Some(s) => c.text(s),
+                    None => c.null(),
+                }
+            });
+        }
+        let mut vs = [v(Verdict::UNKNOWN, 0.0); 6];
+        l.apply(vs.iter_mut(), &mut rows);
+        assert_eq!(l.cut_by_snap(), (1, 2));
     }
 
     #[test]

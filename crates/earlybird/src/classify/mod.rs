@@ -20,6 +20,7 @@
 //! Algorithms and measured costs: `docs/CLASSIFIERS.md`.
 
 pub mod cascade;
+pub mod class_category;
 pub mod compiled_tree;
 pub mod dataset;
 pub mod forest;

@@ -218,7 +218,7 @@ impl Config {
                 "basic" => false,
                 s => return Err(usage(format!("--stats {s:?}: full or basic"))),
             },
-            analyzers: c.analyzer.clone(),
+            analyzers: c.analyzers(),
             media: match &c.media_config {
                 Some(p) => {
                     let text = std::fs::read_to_string(p).map_err(|source| Error::Io {
@@ -721,6 +721,9 @@ impl Probe {
             .unwrap_or_default();
         let mut report = result?;
         report.output_errors.extend(call_errors);
+        if plan.options.flow.analyzers.iter().any(|a| a == "tls") {
+            report.handshakes_cut_by_snap = plan.options.labels.as_ref().map(|l| l.cut_by_snap());
+        }
         if let Some(f) = &plan.filter {
             report.filter = Some(f.expression().to_string());
             report.counters.filtered += f.filtered();

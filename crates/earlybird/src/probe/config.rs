@@ -87,6 +87,10 @@ pub struct Config {
     /// list several, comma-separated). Default none.
     #[serde(deserialize_with = "names")]
     pub analyzer: Vec<String>,
+    /// Do not run the payload labellers (the `tls`, `http`, `ssh` and
+    /// `dns` analyzers every run turns on unless told not to, whose names
+    /// give the records' payload labels). Default false.
+    pub no_labellers: bool,
     /// The media analyzer's TOML of intervals. Default: built in.
     pub media_config: Option<PathBuf>,
     /// Flow-table hash: `fold` (default) or `toeplitz`.
@@ -276,6 +280,7 @@ impl Default for Config {
             max_flows: 1_000_000,
             stats: "full".into(),
             analyzer: Vec::new(),
+            no_labellers: false,
             media_config: None,
             hash: "fold".into(),
             shards: 1,

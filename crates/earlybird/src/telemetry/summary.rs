@@ -286,6 +286,10 @@ pub struct Report {
     /// The capture filter's expression (`--filter`), when one ran; the
     /// packets it left out are in [`Counters::filtered`].
     pub filter: Option<String>,
+    /// TLS and QUIC handshakes the capture's snap length cut short
+    /// (records whose `tls_status` is `cut-snap`), when the `tls`
+    /// analyzer ran: (TLS, QUIC).
+    pub handshakes_cut_by_snap: Option<(u64, u64)>,
 }
 
 /// The process's anonymous resident memory (Linux), in bytes.
@@ -418,6 +422,14 @@ impl fmt::Display for Report {
                 parts.push(format!("unsupported_link {}", c.unsupported_link));
             }
             writeln!(f, "skipped by reason: {}", parts.join(", "))?;
+        }
+        if let Some((tls, quic)) = self.handshakes_cut_by_snap.filter(|(t, q)| t + q > 0) {
+            writeln!(
+                f,
+                "handshakes cut by the snap length: {} (TLS {tls}, QUIC {quic}; tls_status cut-snap: \
+                 their names are not read)",
+                tls + quic
+            )?;
         }
         let inputs_skipped: u64 = self.inputs_skipped.iter().map(|(_, n)| n).sum();
         if self.inputs_read > 1 || inputs_skipped > 0 {
