@@ -50,7 +50,9 @@
 //!   have as many receive queues as the run has shards. A block is what
 //!   the socket's receive ring holds when asked, handed out in place from
 //!   the UMEM and given back to the fill ring when the block is dropped;
-//!   frames carry batch stamps (counted as unstamped); the capture filter
+//!   frames carry the stamps the XDP program wrote in front of them
+//!   (counted as hardware for the driver's, software for the kernel's
+//!   clock, none for batch stamps; see `super::af_xdp`); the capture filter
 //!   runs over every frame in the walk. With several shards the queues need
 //!   not keep a session's two directions together, so the walk hands every
 //!   frame of another shard's host pair to that shard
@@ -72,6 +74,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
+use super::af_xdp::Stamp;
 use super::capfilter::{kernel_programs, CaptureFilter, Program};
 use super::fanout::{host_pair_program, Fanout};
 use super::hwstamp::{Stamped, TsInfo};
@@ -639,9 +642,16 @@ impl Ring {
     pub fn stamp_note(&self) -> String {
         if let Some(x) = &self.xdp {
             return format!(
-                "AF_XDP ({}): batch stamps, the time each batch was read \
-                 (XDP descriptors carry none)",
-                x.mode()
+                "AF_XDP ({}): the XDP program stamps each frame: hardware = the driver's \
+                 receive stamp{}, software = the kernel's clock when the program ran, \
+                 none = the time the batch was read (no metadata)",
+                x.mode(),
+                if x.driver_stamps() {
+                    " (bpf_xdp_metadata_rx_timestamp)"
+                } else {
+                    ", not asked for (the program is not bound to the device: generic XDP, \
+                     or the kernel has no bpf_xdp_metadata_rx_timestamp)"
+                }
             );
         }
         if self.ts_info.is_empty() {
@@ -917,7 +927,7 @@ impl Block<'_> {
             let end = p.walked.saturating_add(max).min(p.refs.len());
             out.extend_from_slice(&p.refs[p.walked.min(end)..end]);
             p.walked = end;
-            ring.stamped.none += out.len() as u64;
+            // (Their stamps were counted by the shard that received them.)
             return out.len();
         }
         if let (Some(x), true) = (ring.xdp.as_mut(), self.xdp) {
@@ -925,21 +935,47 @@ impl Block<'_> {
             // the end of the take.
             loop {
                 let bad = x.bad();
-                let n = x.next_batch(out, max);
+                let n = x.next_batch(self.frames.data, out, max);
                 ring.bad_frames += x.bad() - bad;
                 if n == 0 {
                     return 0;
                 }
-                if let Some((f, p)) = &ring.filter {
-                    let data = &*self.frames.data;
-                    out.retain(|r| p.matches(r.bytes(data), r.orig_len));
-                    f.count((n - out.len()) as u64);
+                let data = &*self.frames.data;
+                let (kinds, mut at, mut filtered) = (x.kinds(), 0, 0);
+                let (filter, mesh, stamped) = (&ring.filter, &mut ring.mesh, &mut ring.stamped);
+                // Stamps are counted here for the frames the filter keeps,
+                // also those handed to another shard.
+                out.retain(|r| {
+                    let kind = kinds.get(at).copied();
+                    at += 1;
+                    if let Some((_, p)) = filter {
+                        if !p.matches(r.bytes(data), r.orig_len) {
+                            filtered += 1;
+                            return false;
+                        }
+                    }
+                    let mut lost = false;
+                    let mine = match mesh.as_mut() {
+                        Some(m) => {
+                            let before = m.dropped();
+                            let mine = m.place(r, data);
+                            lost = m.dropped() > before;
+                            mine
+                        }
+                        None => true,
+                    };
+                    if !lost {
+                        match kind {
+                            Some(Stamp::Driver) => stamped.hardware += 1,
+                            Some(Stamp::Kernel) => stamped.software += 1,
+                            _ => stamped.none += 1,
+                        }
+                    }
+                    mine
+                });
+                if let Some((f, _)) = filter {
+                    f.count(filtered);
                 }
-                if let Some(m) = ring.mesh.as_mut() {
-                    let data = &*self.frames.data;
-                    out.retain(|r| m.place(r, data));
-                }
-                ring.stamped.none += out.len() as u64;
                 if !out.is_empty() {
                     return out.len();
                 }
