@@ -11,7 +11,8 @@
 //! or by host pair give the records of AF_PACKET's two shards. Needs root
 //! (skipped otherwise, and says so). Every frame carries the stamp the XDP
 //! program took (the kernel's clock, veth having no receive stamp of its
-//! own), also frames that came together.
+//! own), also frames that came together; the sockets' statistics are live
+//! metrics (`earlybird_xdp_*`), never ahead of the summary's line.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -459,4 +460,83 @@ fn af_xdp_stamps_every_frame_in_the_kernel() {
             "{key}: {d} ns live, {want} ns in the file"
         );
     }
+}
+
+#[test]
+fn the_xdp_sockets_statistics_are_live_metrics() {
+    use crate::grafana_cli::{until_metrics, value};
+    let Some(net) = lib_common::Veth::create("ebm") else {
+        return;
+    };
+    let bin = env!("CARGO_BIN_EXE_earlybird");
+    let port = 9464;
+    // A ring of 512 frames: stopped, the probe lets it fill.
+    let mut cap = Command::new("ip")
+        .args(["netns", "exec", &net.ns_a, bin])
+        .args(["flows", "--no-model", "-o", "/dev/null", "-i", &net.a])
+        .args(["--capture", "af-xdp", "--ring-mib", "1"])
+        .args(["--metrics-listen", &port.to_string()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // (The endpoint's address comes first, then the capture.)
+    let mut said = String::new();
+    {
+        let mut err = BufReader::new(cap.stderr.as_mut().unwrap());
+        while !said.contains("capturing on") {
+            if err.read_line(&mut said).unwrap() == 0 {
+                break;
+            }
+        }
+    }
+    assert!(said.contains("capturing on"), "{said}");
+    let names = [
+        "earlybird_xdp_rx_dropped_total",
+        "earlybird_xdp_rx_ring_full_total",
+        "earlybird_xdp_fill_ring_empty_total",
+        "earlybird_xdp_invalid_descs_total",
+        "earlybird_xdp_exchange_handed_packets_total",
+        "earlybird_xdp_exchange_dropped_packets_total",
+        "earlybird_xdp_exchange_waiting_packets",
+    ];
+    let now = until_metrics(&net, port, |m| value(m, names[0]).is_some());
+    for n in names {
+        assert_eq!(value(&now, n), Some(0.0), "{n}: {now}");
+    }
+    // SAFETY: signals the child process started above.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGSTOP) };
+    let sent = Command::new("ip")
+        .args(["netns", "exec", &net.ns, bin, "replay", "--loops", "10"])
+        .args(["-i", &net.b])
+        .arg(lib_common::testdata().join("pcap/ndpi__iphone.pcap"))
+        .output();
+    // SAFETY: as above.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGCONT) };
+    assert!(sent.unwrap().status.success());
+    let lost = |m: &str| -> f64 { names[..3].iter().filter_map(|n| value(m, n)).sum() };
+    let now = until_metrics(&net, port, |m| lost(m) > 0.0);
+    let live = lost(&now);
+    assert!(live > 0.0, "{now}");
+    // SAFETY: as above.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
+    cap.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(cap.stderr.as_mut().unwrap(), &mut rest).unwrap();
+    // The summary's line: the same counters, at the end of the run (the
+    // metric is never ahead of it).
+    let line = rest
+        .lines()
+        .find(|l| l.starts_with("AF_XDP sockets:"))
+        .unwrap_or_else(|| panic!("{rest}"));
+    let number = |name: &str| -> f64 {
+        let at = line.find(name).unwrap() + name.len() + 1;
+        line[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let end = number("rx_dropped") + number("rx_ring_full") + number("fill_ring_empty_descs");
+    assert!(live <= end, "{live} live, {end} at the end: {rest}");
 }

@@ -34,6 +34,7 @@ pub mod populate;
 #[cfg(feature = "tools")]
 pub mod replay;
 pub mod retime;
+pub mod snaprule;
 pub mod stream;
 pub mod vanish;
 mod walk;
