@@ -75,7 +75,7 @@ fn the_dashboard_follows_grafanas_schema() {
 
 /// `GET path` on `port` of the capture namespace's loopback: the body of
 /// a 200 answer.
-fn get(net: &lib_common::Veth, port: u16, path: &str) -> Option<String> {
+pub(crate) fn get(net: &lib_common::Veth, port: u16, path: &str) -> Option<String> {
     net.in_capture(|| {
         let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
         s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
@@ -88,14 +88,18 @@ fn get(net: &lib_common::Veth, port: u16, path: &str) -> Option<String> {
 }
 
 /// The value of the sample `name` (labels included, as written).
-fn value(text: &str, name: &str) -> Option<f64> {
+pub(crate) fn value(text: &str, name: &str) -> Option<f64> {
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|v| v.parse().ok())
 }
 
 /// Polls `ok` on the probe's metrics for up to a minute: the last text.
-fn until_metrics(net: &lib_common::Veth, port: u16, ok: impl Fn(&str) -> bool) -> String {
+pub(crate) fn until_metrics(
+    net: &lib_common::Veth,
+    port: u16,
+    ok: impl Fn(&str) -> bool,
+) -> String {
     let until = Instant::now() + Duration::from_secs(60);
     let mut now = String::new();
     while Instant::now() < until {

@@ -9,7 +9,10 @@
 //! the queues by source address (the two directions of a session on
 //! different queues, sent by `replay --capture af-xdp --spread sources`)
 //! or by host pair give the records of AF_PACKET's two shards. Needs root
-//! (skipped otherwise, and says so).
+//! (skipped otherwise, and says so). Every frame carries the stamp the XDP
+//! program took (the kernel's clock, veth having no receive stamp of its
+//! own), also frames that came together; the sockets' statistics are live
+//! metrics (`earlybird_xdp_*`), never ahead of the summary's line.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -315,4 +318,225 @@ fn two_shards_on_two_queues_keep_flows_whole() {
         k
     };
     assert_eq!(keys(&got[0]), keys(&timeless(&file)));
+}
+
+/// `pcap` (classic pcap, microsecond stamps) with packet k stamped
+/// `spacing_us` × k after the first packet.
+fn retimed(pcap: &std::path::Path, spacing_us: u64, out: &std::path::Path) {
+    let b = std::fs::read(pcap).unwrap();
+    assert_eq!(
+        &b[..4],
+        &[0xd4, 0xc3, 0xb2, 0xa1],
+        "a little-endian µs pcap"
+    );
+    let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let mut w = b[..24].to_vec();
+    let start = u64::from(u32_at(24)) * 1_000_000 + u64::from(u32_at(28));
+    let (mut at, mut k) = (24, 0u64);
+    while at + 16 <= b.len() {
+        let caplen = u32_at(at + 8) as usize;
+        let t = start + k * spacing_us;
+        w.extend_from_slice(&((t / 1_000_000) as u32).to_le_bytes());
+        w.extend_from_slice(&((t % 1_000_000) as u32).to_le_bytes());
+        w.extend_from_slice(&b[at + 8..at + 16 + caplen]);
+        at += 16 + caplen;
+        k += 1;
+    }
+    std::fs::write(out, w).unwrap();
+}
+
+/// Flow key (the first 14 columns) → (duration_ns, fwd_packets,
+/// fwd_iat_min) of a flows CSV.
+fn timings(csv: &std::path::Path) -> std::collections::BTreeMap<String, (u64, u64, Option<f64>)> {
+    let text = std::fs::read_to_string(csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (dur, fwd, iat) = (col("duration_ns"), col("fwd_packets"), col("fwd_iat_min"));
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (
+                f[..14].join(","),
+                (
+                    f[dur].parse().unwrap(),
+                    f[fwd].parse().unwrap(),
+                    f[iat].parse().ok(),
+                ),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn af_xdp_stamps_every_frame_in_the_kernel() {
+    let Some(net) = lib_common::Veth::create("ebt") else {
+        return;
+    };
+    // MTU 1500: veth runs the program in its driver, bound to the device,
+    // where it asks the driver for its receive stamp (veth has none: 0).
+    for (ns, dev) in [(&net.ns_a, &net.a), (&net.ns, &net.b)] {
+        let ok = Command::new("ip")
+            .args(["-n", ns, "link", "set", dev, "mtu", "1500"])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    let bin = env!("CARGO_BIN_EXE_earlybird");
+    let pcap = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("xdp.csv");
+    let path = csv.display().to_string();
+
+    // At full speed the frames of a take come together: each still has
+    // the kernel's stamp of its own.
+    let (code, err) = net.capture_a_replay(
+        bin,
+        &["--no-model", "--capture", "af-xdp", "-o", &path],
+        &pcap,
+    );
+    assert_eq!(code, Some(130), "{err}");
+    assert!(err.contains("driver XDP"), "{err}");
+    assert!(
+        err.contains("timestamps: software 500 packets (AF_XDP")
+            && err.contains("receive stamp (bpf_xdp_metadata_rx_timestamp)"),
+        "{err}"
+    );
+    let mut pairs = 0;
+    for (key, (_, fwd, iat)) in timings(&csv) {
+        if fwd >= 2 {
+            pairs += 1;
+            assert!(iat.unwrap() > 0.0, "{key}: two frames with one stamp");
+        }
+    }
+    assert!(pairs > 20);
+
+    // Paced at 5,000 packets a second, the flows last what they last in
+    // the file with the packets 200 µs apart, within 20 ms each (what a
+    // busy machine may delay the sender by).
+    let paced = dir.path().join("paced.pcap");
+    retimed(&pcap, 200, &paced);
+    let file_csv = dir.path().join("file.csv");
+    let out = Command::new(bin)
+        .args(["flows", "--no-model", "-q", "-o"])
+        .arg(&file_csv)
+        .arg(&paced)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut cap = Command::new("ip")
+        .args(["netns", "exec", &net.ns_a, bin, "flows", "-i", &net.a])
+        .args(["--no-model", "--capture", "af-xdp", "-o", &path])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(cap.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    assert!(first.contains("capturing on"), "{first}");
+    let sent = Command::new("ip")
+        .args(["netns", "exec", &net.ns, bin, "replay", "-i", &net.b])
+        .args(["--pps", "5000"])
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    assert!(sent.status.success());
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: signals the child process started above.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
+    cap.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert!(rest.contains("timestamps: software 500 packets"), "{rest}");
+    let (live, file) = (timings(&csv), timings(&file_csv));
+    assert_eq!(
+        live.keys().collect::<Vec<_>>(),
+        file.keys().collect::<Vec<_>>()
+    );
+    for (key, (d, _, _)) in &live {
+        let want = file[key].0;
+        assert!(
+            d.abs_diff(want) <= 20_000_000,
+            "{key}: {d} ns live, {want} ns in the file"
+        );
+    }
+}
+
+#[test]
+fn the_xdp_sockets_statistics_are_live_metrics() {
+    use crate::grafana_cli::{until_metrics, value};
+    let Some(net) = lib_common::Veth::create("ebm") else {
+        return;
+    };
+    let bin = env!("CARGO_BIN_EXE_earlybird");
+    let port = 9464;
+    // A ring of 512 frames: stopped, the probe lets it fill.
+    let mut cap = Command::new("ip")
+        .args(["netns", "exec", &net.ns_a, bin])
+        .args(["flows", "--no-model", "-o", "/dev/null", "-i", &net.a])
+        .args(["--capture", "af-xdp", "--ring-mib", "1"])
+        .args(["--metrics-listen", &port.to_string()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // (The endpoint's address comes first, then the capture.)
+    let mut said = String::new();
+    {
+        let mut err = BufReader::new(cap.stderr.as_mut().unwrap());
+        while !said.contains("capturing on") {
+            if err.read_line(&mut said).unwrap() == 0 {
+                break;
+            }
+        }
+    }
+    assert!(said.contains("capturing on"), "{said}");
+    let names = [
+        "earlybird_xdp_rx_dropped_total",
+        "earlybird_xdp_rx_ring_full_total",
+        "earlybird_xdp_fill_ring_empty_total",
+        "earlybird_xdp_invalid_descs_total",
+        "earlybird_xdp_exchange_handed_packets_total",
+        "earlybird_xdp_exchange_dropped_packets_total",
+        "earlybird_xdp_exchange_waiting_packets",
+    ];
+    let now = until_metrics(&net, port, |m| value(m, names[0]).is_some());
+    for n in names {
+        assert_eq!(value(&now, n), Some(0.0), "{n}: {now}");
+    }
+    // SAFETY: signals the child process started above.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGSTOP) };
+    let sent = Command::new("ip")
+        .args(["netns", "exec", &net.ns, bin, "replay", "--loops", "10"])
+        .args(["-i", &net.b])
+        .arg(lib_common::testdata().join("pcap/ndpi__iphone.pcap"))
+        .output();
+    // SAFETY: as above.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGCONT) };
+    assert!(sent.unwrap().status.success());
+    let lost = |m: &str| -> f64 { names[..3].iter().filter_map(|n| value(m, n)).sum() };
+    let now = until_metrics(&net, port, |m| lost(m) > 0.0);
+    let live = lost(&now);
+    assert!(live > 0.0, "{now}");
+    // SAFETY: as above.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
+    cap.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(cap.stderr.as_mut().unwrap(), &mut rest).unwrap();
+    // The summary's line: the same counters, at the end of the run (the
+    // metric is never ahead of it).
+    let line = rest
+        .lines()
+        .find(|l| l.starts_with("AF_XDP sockets:"))
+        .unwrap_or_else(|| panic!("{rest}"));
+    let number = |name: &str| -> f64 {
+        let at = line.find(name).unwrap() + name.len() + 1;
+        line[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let end = number("rx_dropped") + number("rx_ring_full") + number("fill_ring_empty_descs");
+    assert!(live <= end, "{live} live, {end} at the end: {rest}");
 }

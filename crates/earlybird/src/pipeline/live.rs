@@ -141,6 +141,7 @@ impl Drops {
                 now[2].saturating_sub(seen[2]),
             );
             *seen = now;
+            m.live_xdp(ring.xdp_counts_since());
         }
         #[cfg(not(feature = "metrics"))]
         let _ = (ring, sink);

@@ -9,9 +9,11 @@
 //!   the kernel chooses between for every packet so that both directions of
 //!   a session reach the same socket ([`super::fanout`]): one socket per
 //!   shard, and the kernel does the split that `exchange.rs` does for
-//!   files. A classic BPF program `ret #snaplen` keeps only the
-//!   first `snaplen` bytes of each frame (the flow meter reads headers; the
-//!   original length is still reported).
+//!   files. A classic BPF program keeps only the first `snaplen` bytes of
+//!   each frame (the flow meter reads headers; the original length is
+//!   still reported), except the Ethernet frames that may carry a
+//!   handshake, kept whole ([`super::snaprule`], after the capture
+//!   filter).
 //! - [`Ring::next_block`] waits up to a timeout for the next block the
 //!   kernel has handed over. The [`Block`] it returns fills the caller's
 //!   reused `Vec<PacketRef>` batch after batch ([`Block::next_batch`]) with
@@ -50,7 +52,11 @@
 //!   have as many receive queues as the run has shards. A block is what
 //!   the socket's receive ring holds when asked, handed out in place from
 //!   the UMEM and given back to the fill ring when the block is dropped;
-//!   frames carry batch stamps (counted as unstamped); the capture filter
+//!   frames carry the stamps the XDP program wrote in front of them
+//!   (counted as hardware for the driver's, software for the kernel's
+//!   clock, none for batch stamps; see `super::af_xdp`); the snap length
+//!   is applied in the walk, after the capture filter, with the same rule
+//!   as AF_PACKET's program ([`super::snaprule::keep`]); the capture filter
 //!   runs over every frame in the walk. With several shards the queues need
 //!   not keep a session's two directions together, so the walk hands every
 //!   frame of another shard's host pair to that shard
@@ -72,6 +78,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
+use super::af_xdp::Stamp;
 use super::capfilter::{kernel_programs, CaptureFilter, Program};
 use super::fanout::{host_pair_program, Fanout};
 use super::hwstamp::{Stamped, TsInfo};
@@ -231,6 +238,10 @@ pub struct Ring {
     xdp: Option<Box<super::af_xdp::Xsk>>,
     /// `--capture af-xdp` with several shards: the exchange of frames.
     mesh: Option<Box<super::xdp_mesh::Mesh>>,
+    /// The counts [`Ring::xdp_counts_since`] last saw.
+    xdp_published: [u64; 7],
+    /// AF_XDP: the snap length, applied with `super::snaprule` in the walk.
+    snap: u32,
 }
 
 /// The link type of frames read with a raw packet socket from an
@@ -419,6 +430,10 @@ impl Ring {
                 Some((f.clone(), user))
             }
         };
+        if link == Some(LinkType::Ethernet) && snaplen < super::snaprule::WHOLE {
+            // Frames that may carry a handshake are kept whole.
+            filter = super::snaprule::splice(&filter, snaplen);
+        }
         let prog = libc::sock_fprog {
             len: filter.len() as u16,
             filter: filter.as_ptr() as *mut libc::sock_filter,
@@ -463,6 +478,8 @@ impl Ring {
             filter: user,
             xdp: None,
             mesh: None,
+            xdp_published: [0; 7],
+            snap: snaplen,
         };
         // (With "any" there are no indexes: bound to every interface and
         // filtered by none; each frame says its own link type, and the walk
@@ -589,6 +606,8 @@ impl Ring {
                 filter: user.clone(),
                 xdp: Some(Box::new(xsk)),
                 mesh: mesh.take(),
+                xdp_published: [0; 7],
+                snap: cfg.snaplen.max(64),
             })
             .collect())
     }
@@ -617,6 +636,19 @@ impl Ring {
         }
     }
 
+    /// AF_XDP: what [`Ring::add_xdp_counts`] adds now less what it added
+    /// at the last call of this (for metrics that take increments).
+    pub fn xdp_counts_since(&mut self) -> [u64; 7] {
+        let mut now = [0; 7];
+        self.add_xdp_counts(&mut now);
+        let mut since = [0; 7];
+        for ((s, n), p) in since.iter_mut().zip(now).zip(self.xdp_published.iter_mut()) {
+            *s = n.saturating_sub(*p);
+            *p = n;
+        }
+        since
+    }
+
     /// Frames skipped because their link type cannot be decoded (`-i any`).
     pub fn unsupported(&self) -> u64 {
         self.unsupported
@@ -639,9 +671,16 @@ impl Ring {
     pub fn stamp_note(&self) -> String {
         if let Some(x) = &self.xdp {
             return format!(
-                "AF_XDP ({}): batch stamps, the time each batch was read \
-                 (XDP descriptors carry none)",
-                x.mode()
+                "AF_XDP ({}): the XDP program stamps each frame: hardware = the driver's \
+                 receive stamp{}, software = the kernel's clock when the program ran, \
+                 none = the time the batch was read (no metadata)",
+                x.mode(),
+                if x.driver_stamps() {
+                    " (bpf_xdp_metadata_rx_timestamp)"
+                } else {
+                    ", not asked for (the program is not bound to the device: generic XDP, \
+                     or the kernel has no bpf_xdp_metadata_rx_timestamp)"
+                }
             );
         }
         if self.ts_info.is_empty() {
@@ -917,7 +956,7 @@ impl Block<'_> {
             let end = p.walked.saturating_add(max).min(p.refs.len());
             out.extend_from_slice(&p.refs[p.walked.min(end)..end]);
             p.walked = end;
-            ring.stamped.none += out.len() as u64;
+            // (Their stamps were counted by the shard that received them.)
             return out.len();
         }
         if let (Some(x), true) = (ring.xdp.as_mut(), self.xdp) {
@@ -925,21 +964,52 @@ impl Block<'_> {
             // the end of the take.
             loop {
                 let bad = x.bad();
-                let n = x.next_batch(out, max);
+                let n = x.next_batch(self.frames.data, out, max);
                 ring.bad_frames += x.bad() - bad;
                 if n == 0 {
                     return 0;
                 }
-                if let Some((f, p)) = &ring.filter {
-                    let data = &*self.frames.data;
-                    out.retain(|r| p.matches(r.bytes(data), r.orig_len));
-                    f.count((n - out.len()) as u64);
+                let data = &*self.frames.data;
+                let (kinds, mut at, mut filtered) = (x.kinds(), 0, 0);
+                let (filter, mesh, stamped) = (&ring.filter, &mut ring.mesh, &mut ring.stamped);
+                let snap = ring.snap;
+                // Stamps are counted here for the frames the filter keeps,
+                // also those handed to another shard.
+                out.retain_mut(|r| {
+                    let kind = kinds.get(at).copied();
+                    at += 1;
+                    if let Some((_, p)) = filter {
+                        if !p.matches(r.bytes(data), r.orig_len) {
+                            filtered += 1;
+                            return false;
+                        }
+                    }
+                    // The snap length, frames that may carry a handshake
+                    // kept whole (as the kernel's program does for
+                    // AF_PACKET).
+                    r.caplen = r.caplen.min(super::snaprule::keep(r.bytes(data), snap));
+                    let mut lost = false;
+                    let mine = match mesh.as_mut() {
+                        Some(m) => {
+                            let before = m.dropped();
+                            let mine = m.place(r, data);
+                            lost = m.dropped() > before;
+                            mine
+                        }
+                        None => true,
+                    };
+                    if !lost {
+                        match kind {
+                            Some(Stamp::Driver) => stamped.hardware += 1,
+                            Some(Stamp::Kernel) => stamped.software += 1,
+                            _ => stamped.none += 1,
+                        }
+                    }
+                    mine
+                });
+                if let Some((f, _)) = filter {
+                    f.count(filtered);
                 }
-                if let Some(m) = ring.mesh.as_mut() {
-                    let data = &*self.frames.data;
-                    out.retain(|r| m.place(r, data));
-                }
-                ring.stamped.none += out.len() as u64;
                 if !out.is_empty() {
                     return out.len();
                 }

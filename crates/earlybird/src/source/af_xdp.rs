@@ -10,20 +10,33 @@
 //!   for), asks for `need_wakeup`, and binds without forcing a mode: the
 //!   kernel takes zero-copy where the driver offers it and copy mode
 //!   otherwise (veth); [`Xsk::mode`] says which it took.
-//! - The program that sends each queue's frames to its socket is six
-//!   instructions assembled here (no compiler, nothing to build): it reads
-//!   the frame's receive queue and redirects to the socket of that queue
-//!   in an XSKMAP, passing the frame on to the host's stack when there is
-//!   none. One program serves every socket of a run. It is attached through a BPF link (driver mode, else generic),
-//!   which the kernel takes off the interface when its last descriptor is
-//!   closed: when the process ends, also by SIGKILL.
-//! - Reading: [`Xsk::ready`] waits for the receive ring; the frames taken
+//! - The program that sends each queue's frames to its socket is
+//!   assembled here (no compiler, nothing to build): it puts [`META`]
+//!   bytes of metadata in front of the frame (the stamps below), reads the
+//!   frame's receive queue and redirects to the socket of that queue in an
+//!   XSKMAP, passing the frame on to the host's stack when there is none.
+//!   One program serves every socket of a run. It is attached through a
+//!   BPF link (driver mode, else generic), which the kernel takes off the
+//!   interface when its last descriptor is closed: when the process ends,
+//!   also by SIGKILL.
+//! - Reading: [`Xsk::take`] waits for the receive ring; the frames taken
 //!   ([`Xsk::take`]) are handed out as offsets into the UMEM, and given
 //!   back to the fill ring, in one step, when the caller is done with them
 //!   ([`Xsk::release`]). A descriptor that points outside the UMEM is
 //!   counted ([`Xsk::bad`]) and skipped; nothing panics.
-//! - Stamps: XDP descriptors carry no time; every frame of a take gets the
-//!   system clock read when the take began (a batch stamp).
+//! - Stamps: XDP descriptors carry no time, so the program writes two in
+//!   the frame's metadata, which the kernel copies into the UMEM in front
+//!   of the frame: the driver's receive stamp, from kfunc
+//!   `bpf_xdp_metadata_rx_timestamp` (found in the kernel's BTF,
+//!   `super::btf`; the program is then bound to the device, which needs
+//!   driver mode: where it cannot load or attach, a program without it
+//!   is), and the kernel's clock (`CLOCK_BOOTTIME`) when the program ran
+//!   on the frame, turned into the system clock with the two clocks'
+//!   difference read at each take. A frame gets the driver's stamp when
+//!   it is not 0 ([`Stamp::Driver`]; veth's is the skb's hardware stamp,
+//!   0), else the kernel's ([`Stamp::Kernel`]), else, when the frame came
+//!   without metadata, the system clock read when the take began
+//!   ([`Stamp::Batch`]).
 //! - Safety: AF_XDP takes the frames away from the host's stack. An
 //!   interface that has an IPv4 address or an IPv6 address other than a
 //!   link-local one is refused unless the caller says it may take its
@@ -41,6 +54,30 @@ use crate::error::{Error, Result};
 
 /// Bytes of a UMEM chunk (one frame each).
 pub const FRAME: usize = 2048;
+
+/// Where a frame's stamp came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stamp {
+    /// The driver's receive stamp (`bpf_xdp_metadata_rx_timestamp`).
+    Driver,
+    /// The kernel's clock when the XDP program ran on the frame.
+    Kernel,
+    /// No metadata: the time the batch was taken.
+    Batch,
+}
+
+/// Clock `id` in nanoseconds.
+fn clock_ns(id: libc::clockid_t) -> i64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a timespec to fill.
+    unsafe { libc::clock_gettime(id, &mut t) };
+    (t.tv_sec as i64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_nsec as i64)
+}
 
 /// What the kernel's socket statistics say (`XDP_STATISTICS`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -99,6 +136,10 @@ pub struct Xsk {
     /// Of those, handed out so far.
     walked: u32,
     stamp: u64,
+    /// `CLOCK_REALTIME` minus `CLOCK_BOOTTIME` when the take began, in ns.
+    boot_to_real: i64,
+    /// The stamp each frame of the last batch got, in its order.
+    kinds: Vec<Stamp>,
     numbered: u64,
     bad: u64,
     zero_copy: bool,
@@ -134,29 +175,69 @@ struct Insn {
     imm: i32,
 }
 
-/// The redirecting program for the XSKMAP `map_fd`: `r2 = ctx->rx_queue_index;
-/// r1 = map; r3 = XDP_PASS; return bpf_redirect_map(r1, r2, r3)`.
-fn program(map_fd: RawFd) -> [Insn; 6] {
+/// Bytes of metadata the program puts in front of each frame: the
+/// driver's receive stamp (0 when it gave none) and the kernel's clock
+/// (`CLOCK_BOOTTIME`) when the program ran, two native-endian u64.
+pub const META: usize = 16;
+
+/// The program for the XSKMAP `map_fd`. It makes [`META`] bytes of room in
+/// front of the frame (`bpf_xdp_adjust_meta`), writes there the receive
+/// stamp of kfunc `bpf_xdp_metadata_rx_timestamp` (type id `kfunc`, when
+/// given; 0 otherwise or when the driver has none) and the time of
+/// `bpf_ktime_get_boot_ns`, then redirects the frame to the socket of its
+/// receive queue (`XDP_PASS` when the queue has none). A frame with no
+/// room for the metadata is redirected without it.
+fn program(map_fd: RawFd, kfunc: Option<u32>) -> Vec<Insn> {
     let i = |code, regs, off, imm| Insn {
         code,
         regs,
         off,
         imm,
     };
-    [
-        // BPF_LDX | BPF_MEM | BPF_W: r2 = *(u32 *)(r1 + 16).
-        i(0x61, 0x12, 16, 0),
+    let mut p = vec![
+        // r6 = ctx.
+        i(0xbf, 0x16, 0, 0),
+        // r0 = bpf_xdp_adjust_meta(ctx, -META) (helper 54).
+        i(0xb7, 0x02, 0, -(META as i32)),
+        i(0x85, 0, 0, 54),
+        // if r0 != 0 goto redirect (the offset is set below).
+        i(0x55, 0x00, 0, 0),
+        // r7 = ctx->data_meta; r3 = ctx->data; if r7 + META > r3 goto
+        // redirect.
+        i(0x61, 0x67, 8, 0),
+        i(0x61, 0x63, 0, 0),
+        i(0xbf, 0x74, 0, 0),
+        i(0x07, 0x04, 0, META as i32),
+        i(0x2d, 0x34, 0, 0),
+        // meta[0] = 0; meta[1] = bpf_ktime_get_boot_ns() (helper 125).
+        i(0x7a, 0x07, 0, 0),
+        i(0x85, 0, 0, 125),
+        i(0x7b, 0x07, 8, 0),
+    ];
+    if let Some(id) = kfunc {
+        // bpf_xdp_metadata_rx_timestamp(ctx, &meta[0]): a kfunc call
+        // (BPF_PSEUDO_KFUNC_CALL); it writes nothing when it fails.
+        p.push(i(0xbf, 0x61, 0, 0));
+        p.push(i(0xbf, 0x72, 0, 0));
+        p.push(i(0x85, 0x20, 0, id as i32));
+    }
+    let redirect = p.len() as i16;
+    // The two jumps to `redirect` (offsets count from the next instruction).
+    p[3].off = redirect - 4;
+    p[8].off = redirect - 9;
+    p.extend([
+        // r2 = ctx->rx_queue_index.
+        i(0x61, 0x62, 16, 0),
         // BPF_LD | BPF_DW | BPF_IMM with BPF_PSEUDO_MAP_FD: r1 = map.
         i(0x18, 0x11, 0, map_fd),
         i(0, 0, 0, 0),
-        // BPF_ALU64 | BPF_MOV | BPF_K: r3 = XDP_PASS (taken when the
-        // queue has no socket).
+        // r3 = XDP_PASS (taken when the queue has no socket).
         i(0xb7, 0x03, 0, 2),
-        // BPF_JMP | BPF_CALL: bpf_redirect_map (helper 51).
+        // return bpf_redirect_map(r1, r2, r3) (helper 51).
         i(0x85, 0, 0, 51),
-        // BPF_JMP | BPF_EXIT.
         i(0x95, 0, 0, 0),
-    ]
+    ]);
+    p
 }
 
 /// The `bpf` system call over an attribute block of 128 bytes.
@@ -345,6 +426,8 @@ pub fn open(
 /// The XSKMAP, the program and its link, shared by the sockets of a run.
 struct Attached {
     generic: bool,
+    /// The program asks the driver for its receive stamps.
+    driver_stamps: bool,
     // Dropped last: the link detaches the program from the interface.
     _map: OwnedFd,
     _prog: OwnedFd,
@@ -419,6 +502,8 @@ fn socket(name: &str, ifindex: libc::c_int, frames: u32, queue: u32) -> Result<O
         taken: 0,
         walked: 0,
         stamp: 0,
+        boot_to_real: 0,
+        kinds: Vec::new(),
         numbered: 0,
         bad: 0,
         zero_copy,
@@ -512,7 +597,54 @@ fn attach(name: &str, ifindex: libc::c_int, xsks: &[RawFd]) -> Result<Attached> 
         bpf(BPF_MAP_UPDATE_ELEM, &mut a)
             .map_err(|e| xdp_error(name, "putting the socket in the XSKMAP", e))?;
     }
-    let insns = program(map.as_raw_fd());
+    // The driver's receive stamp needs a program bound to the device, which
+    // runs in driver mode only; without it (or where it cannot load or
+    // attach) the program stamps with the kernel's clock alone.
+    if let Some(id) = super::btf::kernel_func_id("bpf_xdp_metadata_rx_timestamp") {
+        if let Ok(prog) = load(name, map.as_raw_fd(), Some((id, ifindex))) {
+            if let Ok(link) = link(&prog, ifindex, XDP_FLAGS_DRV_MODE) {
+                return Ok(Attached {
+                    generic: false,
+                    driver_stamps: true,
+                    _map: map,
+                    _prog: prog,
+                    _link: link,
+                });
+            }
+        }
+    }
+    let prog = load(name, map.as_raw_fd(), None)?;
+    let mut last = None;
+    for (flags, generic) in [(XDP_FLAGS_DRV_MODE, false), (XDP_FLAGS_SKB_MODE, true)] {
+        match link(&prog, ifindex, flags) {
+            Ok(link) => {
+                return Ok(Attached {
+                    generic,
+                    driver_stamps: false,
+                    _map: map,
+                    _prog: prog,
+                    _link: link,
+                })
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(xdp_error(
+        name,
+        "attaching the XDP program (BPF link)",
+        last.map_or_else(String::new, |e| e.to_string()),
+    ))
+}
+
+/// `BPF_F_XDP_DEV_BOUND_ONLY` (linux/bpf.h): a program bound to one device,
+/// which may call its driver's metadata kfuncs.
+const BPF_F_XDP_DEV_BOUND_ONLY: u32 = 1 << 6;
+
+/// Loads the program for XSKMAP `map_fd`; with `kfunc` = (type id,
+/// interface index), bound to that interface and reading its driver's
+/// receive stamps.
+fn load(name: &str, map_fd: RawFd, kfunc: Option<(u32, libc::c_int)>) -> Result<OwnedFd> {
+    let insns = program(map_fd, kfunc.map(|k| k.0));
     let license = c"GPL";
     let mut log = vec![0u8; 4096];
     let mut a = [0u8; 128];
@@ -524,43 +656,33 @@ fn attach(name: &str, ifindex: libc::c_int, xsks: &[RawFd]) -> Result<Attached> 
     put32(&mut a, 28, log.len() as u32);
     put64(&mut a, 32, log.as_mut_ptr() as u64);
     a[48..56].copy_from_slice(b"eb_xsk\0\0");
+    if let Some((_, ifindex)) = kfunc {
+        put32(&mut a, 44, BPF_F_XDP_DEV_BOUND_ONLY);
+        put32(&mut a, 64, ifindex as u32);
+    }
     put32(&mut a, 68, BPF_XDP);
-    let prog = match bpf(BPF_PROG_LOAD, &mut a) {
-        Ok(fd) => fd_of(fd),
+    match bpf(BPF_PROG_LOAD, &mut a) {
+        Ok(fd) => Ok(fd_of(fd)),
         Err(e) => {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             let text = String::from_utf8_lossy(&log[..end]);
-            return Err(xdp_error(
+            Err(xdp_error(
                 name,
                 "loading the XDP program",
                 format!("{e} {}", text.trim()),
-            ));
-        }
-    };
-    let mut last = None;
-    for (flags, generic) in [(XDP_FLAGS_DRV_MODE, false), (XDP_FLAGS_SKB_MODE, true)] {
-        let mut a = [0u8; 128];
-        put32(&mut a, 0, prog.as_raw_fd() as u32);
-        put32(&mut a, 4, ifindex as u32);
-        put32(&mut a, 8, BPF_XDP);
-        put32(&mut a, 12, flags);
-        match bpf(BPF_LINK_CREATE, &mut a) {
-            Ok(link) => {
-                return Ok(Attached {
-                    generic,
-                    _map: map,
-                    _prog: prog,
-                    _link: fd_of(link),
-                })
-            }
-            Err(e) => last = Some(e),
+            ))
         }
     }
-    Err(xdp_error(
-        name,
-        "attaching the XDP program (BPF link)",
-        last.map_or_else(String::new, |e| e.to_string()),
-    ))
+}
+
+/// Links `prog` to interface `ifindex` in XDP mode `flags`.
+fn link(prog: &OwnedFd, ifindex: libc::c_int, flags: u32) -> std::io::Result<OwnedFd> {
+    let mut a = [0u8; 128];
+    put32(&mut a, 0, prog.as_raw_fd() as u32);
+    put32(&mut a, 4, ifindex as u32);
+    put32(&mut a, 8, BPF_XDP);
+    put32(&mut a, 12, flags);
+    bpf(BPF_LINK_CREATE, &mut a).map(fd_of)
 }
 
 impl Xsk {
@@ -635,16 +757,20 @@ impl Xsk {
         }
         self.taken = ready.min(self.rx.mask + 1);
         self.walked = 0;
-        self.stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
+        let real = clock_ns(libc::CLOCK_REALTIME);
+        self.stamp = real.max(0) as u64;
+        self.boot_to_real = real - clock_ns(libc::CLOCK_BOOTTIME);
         Ok(self.taken)
     }
 
     /// Fills `out` (cleared first) with up to `max` frames of the current
-    /// take, as offsets into the UMEM; returns how many (0 at its end).
-    pub fn next_batch(&mut self, out: &mut Vec<PacketRef>, max: usize) -> usize {
+    /// take, as offsets into `umem` (the socket's UMEM), stamped from the
+    /// metadata the program wrote in front of each (see the module docs);
+    /// returns how many (0 at its end). [`Xsk::kinds`] says which stamp
+    /// each got.
+    pub fn next_batch(&mut self, umem: &mut [u8], out: &mut Vec<PacketRef>, max: usize) -> usize {
         out.clear();
+        self.kinds.clear();
         while self.walked < self.taken && out.len() < max {
             let k = self.cons.wrapping_add(self.walked) & self.rx.mask;
             self.walked += 1;
@@ -664,16 +790,55 @@ impl Xsk {
                 continue;
             }
             self.numbered += 1;
+            let (ts, kind) = self.stamp_of(umem, at);
+            self.kinds.push(kind);
             out.push(PacketRef {
                 offset: at,
                 caplen: d.len,
                 orig_len: d.len,
-                ts: self.stamp,
+                ts,
                 link: LinkType::Ethernet,
                 number: self.numbered,
             });
         }
         out.len()
+    }
+
+    /// The stamp of the frame at `at` in `umem` from the metadata in front
+    /// of it, which is zeroed once read (a chunk's next frame may come
+    /// without metadata). A frame too close to its chunk's start to have
+    /// metadata, or whose metadata is zero, gets the take's batch stamp.
+    fn stamp_of(&self, umem: &mut [u8], at: usize) -> (u64, Stamp) {
+        if at % FRAME < META || at > umem.len() {
+            return (self.stamp, Stamp::Batch);
+        }
+        let meta = &mut umem[at - META..at];
+        let word = |k: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&meta[8 * k..8 * k + 8]);
+            u64::from_ne_bytes(w)
+        };
+        let (driver, boot) = (word(0), word(1));
+        meta.fill(0);
+        if driver != 0 {
+            (driver, Stamp::Driver)
+        } else if boot != 0 {
+            let real = (boot as i64).saturating_add(self.boot_to_real);
+            (real.max(0) as u64, Stamp::Kernel)
+        } else {
+            (self.stamp, Stamp::Batch)
+        }
+    }
+
+    /// The stamp each frame of the last batch got ([`Xsk::next_batch`]),
+    /// in its order.
+    pub fn kinds(&self) -> &[Stamp] {
+        &self.kinds
+    }
+
+    /// Whether the program asks the driver for its receive stamps.
+    pub fn driver_stamps(&self) -> bool {
+        self.attached.as_ref().is_some_and(|a| a.driver_stamps)
     }
 
     /// Gives every chunk of the current take back to the fill ring and

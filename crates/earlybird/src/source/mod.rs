@@ -18,6 +18,7 @@ mod af_packet_tx;
 pub mod af_xdp;
 #[cfg(feature = "tools")]
 pub mod af_xdp_tx;
+pub mod btf;
 pub mod capfilter;
 pub mod fanout;
 pub(crate) mod feed;
@@ -33,6 +34,7 @@ pub mod populate;
 #[cfg(feature = "tools")]
 pub mod replay;
 pub mod retime;
+pub mod snaprule;
 pub mod stream;
 pub mod vanish;
 mod walk;

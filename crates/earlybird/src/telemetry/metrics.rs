@@ -13,7 +13,9 @@
 //! exporter dropped since its last tick ([`Metrics::live_drops`], every
 //! 100 ms of wall time), so `earlybird_kernel_dropped_packets_total` and
 //! `earlybird_export_dropped_records_total` follow the run while it
-//! goes, not only in the summary at its end. [`MetricsServer::start`] binds the address
+//! goes, not only in the summary at its end; so do the AF_XDP sockets'
+//! statistics and the exchange's counts ([`Metrics::live_xdp`],
+//! `earlybird_xdp_*`). [`MetricsServer::start`] binds the address
 //! (a bare port, or `:PORT`, means the loopback address 127.0.0.1: the
 //! endpoint is not offered to the network unless an address says so) and
 //! answers `GET /metrics` with the Prometheus text format (0.0.4) from a
@@ -67,6 +69,14 @@ pub struct Metrics {
     kernel_offered: IntCounter,
     kernel_dropped: IntCounter,
     export_dropped: IntCounter,
+    /// AF_XDP sockets' statistics and the exchange between shards.
+    xdp_rx_dropped: IntCounter,
+    xdp_rx_ring_full: IntCounter,
+    xdp_fill_ring_empty: IntCounter,
+    xdp_invalid_descs: IntCounter,
+    xdp_handed: IntCounter,
+    xdp_exchange_dropped: IntCounter,
+    xdp_waiting: IntGauge,
     /// The capture filter's count of packets left out, when one runs.
     filtered_source: std::sync::OnceLock<FilteredCount>,
 }
@@ -131,6 +141,44 @@ impl Metrics {
                 &r,
                 "earlybird_export_dropped_records_total",
                 "Records dropped because the outputs fell behind (live runs, --drop-after).",
+            ),
+            xdp_rx_dropped: counter(
+                &r,
+                "earlybird_xdp_rx_dropped_total",
+                "AF_XDP: frames the sockets dropped for other reasons than a full ring.",
+            ),
+            xdp_rx_ring_full: counter(
+                &r,
+                "earlybird_xdp_rx_ring_full_total",
+                "AF_XDP: frames dropped because a socket's receive ring was full.",
+            ),
+            xdp_fill_ring_empty: counter(
+                &r,
+                "earlybird_xdp_fill_ring_empty_total",
+                "AF_XDP: times a socket's fill ring had no free chunk for a frame.",
+            ),
+            xdp_invalid_descs: counter(
+                &r,
+                "earlybird_xdp_invalid_descs_total",
+                "AF_XDP: descriptors the kernel found invalid.",
+            ),
+            xdp_handed: counter(
+                &r,
+                "earlybird_xdp_exchange_handed_packets_total",
+                "AF_XDP: frames a shard handed to the shard of their host pair.",
+            ),
+            xdp_exchange_dropped: counter(
+                &r,
+                "earlybird_xdp_exchange_dropped_packets_total",
+                "AF_XDP: frames the exchange between shards had no room for (dropped).",
+            ),
+            xdp_waiting: reg(
+                &r,
+                IntGauge::new(
+                    "earlybird_xdp_exchange_waiting_packets",
+                    "AF_XDP: frames handed to another shard and not yet run by it.",
+                )
+                .expect("valid metric"),
             ),
             bytes: counter(
                 &r,
@@ -384,6 +432,22 @@ impl Metrics {
         self.kernel_offered.inc_by(offered);
         self.kernel_dropped.inc_by(dropped);
         self.export_dropped.inc_by(export_dropped);
+    }
+
+    /// Adds a live AF_XDP shard's counts since its last call, in the order
+    /// of [`crate::telemetry::Counters::live_xdp`]: the sockets'
+    /// statistics, frames handed to another shard, frames the exchange
+    /// dropped, frames of other shards run here (which leave the waiting
+    /// gauge).
+    pub fn live_xdp(&self, since: [u64; 7]) {
+        let [dropped, full, fill, invalid, handed, lost, run] = since;
+        self.xdp_rx_dropped.inc_by(dropped);
+        self.xdp_rx_ring_full.inc_by(full);
+        self.xdp_fill_ring_empty.inc_by(fill);
+        self.xdp_invalid_descs.inc_by(invalid);
+        self.xdp_handed.inc_by(handed);
+        self.xdp_exchange_dropped.inc_by(lost);
+        self.xdp_waiting.add(handed as i64 - run as i64);
     }
 
     /// Makes `earlybird_filtered_packets_total` follow `count`, the
