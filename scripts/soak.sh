@@ -152,8 +152,12 @@ set xlabel "seconds"
 set ylabel "MiB"
 plot "$dir/samples.tsv" using 1:(\$2/1024) with lines title "resident memory"
 set ylabel "count"
+set yrange [0:*]
+set offsets 0, 0, 2, 0
 plot "$dir/samples.tsv" using 1:3 with lines title "file descriptors", \
      "" using 1:4 with lines title "threads"
+set autoscale y
+set offsets 0, 0, 0, 0
 set ylabel "open flows"
 set y2label "evicted"
 set y2tics
