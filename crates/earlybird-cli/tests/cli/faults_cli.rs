@@ -103,6 +103,8 @@ impl Capture {
                 return Capture { child, err };
             }
         }
+        let _ = child.kill();
+        let _ = child.wait();
         panic!("{said}");
     }
 

@@ -149,6 +149,8 @@ struct Tally {
     /// Records posted again after the server could not be reached, and
     /// inserted then.
     late: AtomicU64,
+    /// Posts that did not reach the server and were tried again.
+    retries: AtomicU64,
     last: Mutex<Option<String>>,
     /// Set by `finish`: the thread posts no batch again after this time.
     give_up: Mutex<Option<std::time::Instant>>,
@@ -303,7 +305,7 @@ fn post_until_taken(t: &Tally, addr: SocketAddr, head: &str, b: &Batch) {
                     t.fail(b.records, e);
                     return;
                 }
-                *t.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                t.retries.fetch_add(1, Ordering::Relaxed);
                 std::thread::sleep(wait);
                 wait = (wait * 2).min(RETRY_MAX);
                 again = true;
