@@ -14,10 +14,12 @@
 #
 # Every 10 s the capture process's resident memory (VmRSS), open file
 # descriptors and threads are sampled from /proc, with the kernel's
-# offered and dropped packets and the records dropped for slow outputs
-# from its metrics; samples go to DIR/samples.tsv. At the end: each
-# figure's least-squares slope over the second half of the run (per hour),
-# its first and last value, and the run's summary (DIR/summary.txt).
+# offered and dropped packets, the records dropped for slow outputs, the
+# flows open and the flows evicted from its metrics; samples go to
+# DIR/samples.tsv. At the end: each figure's least-squares slope over the
+# second half of the run (per hour), its first and last value, the run's
+# summary (DIR/summary.txt) and, when gnuplot is installed (Debian's
+# gnuplot-nox), a plot of the samples (DIR/soak.png).
 #
 # Usage: scripts/soak.sh [-t SECONDS] [-p PPS] [-f MAX_FLOWS] [-d DIR] [-b BIN]
 #   -t  how long (default 7200: two hours)
@@ -98,17 +100,19 @@ end=$((SECONDS + secs))
 ) &
 sender=$!
 
-printf 't_s\trss_kib\tfds\tthreads\tkernel_offered\tkernel_dropped\texport_dropped\n' >"$dir/samples.tsv"
+printf 't_s\trss_kib\tfds\tthreads\tkernel_offered\tkernel_dropped\texport_dropped\tflows_active\tflows_evicted\n' >"$dir/samples.tsv"
 start=$SECONDS
 while kill -0 "$sender" 2>/dev/null; do
   m=$(metrics)
   rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$cap/status")
   threads=$(awk '/^Threads:/ { print $2 }' "/proc/$cap/status")
   fds=$(find "/proc/$cap/fd" -mindepth 1 -maxdepth 1 | wc -l)
-  printf '%d\t%d\t%d\t%d\t%s\t%s\t%s\n' $((SECONDS - start)) "$rss" "$fds" "$threads" \
+  printf '%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n' $((SECONDS - start)) "$rss" "$fds" "$threads" \
     "$(metric earlybird_kernel_packets_total "$m")" \
     "$(metric earlybird_kernel_dropped_packets_total "$m")" \
-    "$(metric earlybird_export_dropped_records_total "$m")" >>"$dir/samples.tsv"
+    "$(metric earlybird_export_dropped_records_total "$m")" \
+    "$(metric earlybird_flows_active "$m")" \
+    "$(metric 'earlybird_flows_ended_total{reason="evicted"}' "$m")" >>"$dir/samples.tsv"
   sleep 10
 done
 wait "$sender" || true
@@ -119,7 +123,8 @@ cap=""
 # Slopes over the second half (least squares, per hour).
 awk -F'\t' -v loops="$(cat "$dir/loops" 2>/dev/null || echo '?')" '
   NR == 1 { for (i = 2; i <= 4; i++) name[i] = $i; next }
-  { t[NR] = $1; for (i = 2; i <= 7; i++) v[NR, i] = $i; n = NR }
+  { t[NR] = $1; for (i = 2; i <= 9; i++) v[NR, i] = $i; n = NR
+    if ($8 > peak) peak = $8 }
   END {
     half = t[n] / 2
     printf "soak: %d s, %d samples, %s loops\n", t[n], n - 1, loops
@@ -133,5 +138,33 @@ awk -F'\t' -v loops="$(cat "$dir/loops" 2>/dev/null || echo '?')" '
       printf "%-8s first %d, last %d, second-half slope %.1f per hour\n", name[i], v[2, i], v[n, i], slope
     }
     printf "kernel: %d packets offered, %d dropped; records dropped for slow outputs: %d\n", v[n, 5], v[n, 6], v[n, 7]
+    printf "flows: at most %d open at a sample, %d evicted\n", peak, v[n, 9]
   }' "$dir/samples.tsv" | tee "$dir/report.txt"
+
+if command -v gnuplot >/dev/null; then
+  gnuplot <<EOF
+set terminal pngcairo size 1000,800 font ",10"
+set output "$dir/soak.png"
+set datafile separator "\t"
+set key top left
+set multiplot layout 3,1 title "earlybird soak: $(head -1 "$dir/report.txt")"
+set xlabel "seconds"
+set ylabel "MiB"
+plot "$dir/samples.tsv" using 1:(\$2/1024) with lines title "resident memory"
+set ylabel "count"
+set yrange [0:*]
+set offsets 0, 0, 2, 0
+plot "$dir/samples.tsv" using 1:3 with lines title "file descriptors", \
+     "" using 1:4 with lines title "threads"
+set autoscale y
+set offsets 0, 0, 0, 0
+set ylabel "open flows"
+set y2label "evicted"
+set y2tics
+plot "$dir/samples.tsv" using 1:8 with lines title "open flows", \
+     "" using 1:9 axes x1y2 with lines title "flows evicted (total, right axis)"
+unset multiplot
+EOF
+  echo "plot: $dir/soak.png"
+fi
 echo "samples: $dir/samples.tsv; the run's summary: $dir/summary.txt"

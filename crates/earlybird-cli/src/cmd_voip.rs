@@ -78,6 +78,20 @@ pub struct TrackerArgs {
         value_name = "N"
     )]
     pub max_streams: usize,
+    /// Calls held while the call database fails.
+    ///
+    /// Call records (a call with its streams, or a stream without a call)
+    /// held in memory while the call database fails (PostgreSQL stopped or
+    /// unreachable, a full disk), written once it works again; more are
+    /// counted as not written (the summary's "call database" line, exit code
+    /// 3).
+    #[arg(
+        help_heading = "VoIP",
+        long,
+        default_value_t = 100_000,
+        value_name = "N"
+    )]
+    pub voip_db_hold: usize,
     /// Keep the RTP of every call in this folder, for `calls wav`.
     #[arg(help_heading = "VoIP", long, value_name = "DIR")]
     pub rtp_dir: Option<PathBuf>,
@@ -133,6 +147,23 @@ pub fn print_summary(
             s.stage_dropped
         );
     }
+    if let Some(d) = s.db.as_ref().filter(|d| d.outages > 0) {
+        let _ = writeln!(
+            out,
+            "call database: failed {} time{} (last: {}); {} calls and {} streams held and \
+             written after, {} calls and {} streams not written (hold bound {} records, \
+             peak {})",
+            d.outages,
+            if d.outages == 1 { "" } else { "s" },
+            d.last_error.as_deref().unwrap_or("?"),
+            d.calls_written_late,
+            d.streams_written_late,
+            d.calls_not_written,
+            d.streams_not_written,
+            d.bound,
+            d.peak_held
+        );
+    }
     if rtp_dir {
         let r = &s.audio;
         let _ = writeln!(
@@ -169,6 +200,7 @@ fn configuration(a: &VoipArgs) -> earlybird::Config {
         call_timeout: t.call_timeout,
         max_calls: t.max_calls,
         max_streams: t.max_streams,
+        voip_db_hold: t.voip_db_hold,
         rtp_dir: t.rtp_dir.clone(),
         rtp_max_mib: t.rtp_max_mib,
         rtp_keep_days: t.rtp_keep_days,

@@ -153,6 +153,16 @@ pub struct FlowsArgs {
     /// sooner; larger ones compress better. Default 65536.
     #[arg(help_heading = "Outputs", long, value_name = "ROWS", value_parser = clap::value_parser!(u64).range(1..))]
     parquet_row_group: Option<u64>,
+    /// Close each Parquet file as a part every this many rows.
+    ///
+    /// Once a Parquet output's file holds this many rows it is finished (its
+    /// footer written) and renamed to STEM.NNNNNN.parquet beside it, and a new
+    /// file starts at its name: a probe killed (SIGKILL, a crash) leaves every
+    /// part readable, and only the rows since the last part unreadable. Read
+    /// STEM*.parquet. Pair it with --parquet-row-group of the same size or
+    /// smaller. Default: one file.
+    #[arg(help_heading = "Outputs", long, value_name = "ROWS", value_parser = clap::value_parser!(u64).range(1..))]
+    parquet_part_rows: Option<u64>,
     /// Seed of the records' Community ID.
     ///
     /// Seed (0 to 65535) of the Community ID v1 in every flow record (field

@@ -554,12 +554,12 @@ fn app_filter_holds_the_packets_before_the_verdict_and_dumps_whole_flows() {
 
 /// A tmpfs mounted for the test, unmounted (and its mount point removed)
 /// on drop.
-struct TinyFs(PathBuf);
+pub(crate) struct TinyFs(pub(crate) PathBuf);
 
 impl TinyFs {
     /// Mounts `size` of tmpfs at a new directory; `None` (skipped, and
     /// says so) when not root outside CI; fails under CI.
-    fn mount(size: &str) -> Option<(tempfile::TempDir, TinyFs)> {
+    pub(crate) fn mount(size: &str) -> Option<(tempfile::TempDir, TinyFs)> {
         // SAFETY: plain libc call.
         if unsafe { libc::geteuid() } != 0 {
             assert!(

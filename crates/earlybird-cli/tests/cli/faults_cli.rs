@@ -8,7 +8,8 @@
 //!   takes the packets sent after it is up; the summary counts the down.
 //! - The captured interface deleted: the run ends with every flow
 //!   flushed, a message naming the interface and exit code 4.
-//! - nfdump's nfcapd (UDP) stopped and started again: the records sent
+//! - nfdump's nfcapd (IPFIX over UDP, and NetFlow v9) stopped and
+//!   started again: the records sent
 //!   while it was down are counted as not delivered, and those of a
 //!   replay after it came back are decoded, the templates having been
 //!   sent again before them (`--ipfix-template-refresh`) and delivered
@@ -18,11 +19,14 @@
 //!   each offered packet was read or counted as dropped by the kernel, and
 //!   every packet read is in a record.
 //! - SIGKILL while records are written: the CSV and JSON lines files hold
-//!   whole lines only, the IPFIX file whole messages but perhaps its last.
-//!   (A Parquet file has no footer until it is finished: not readable.)
+//!   whole lines only, the IPFIX file whole messages but perhaps its last,
+//!   and the Parquet output's closed parts (`--parquet-part-rows`) read
+//!   whole (the file being written has no footer until it is finished).
+//! - A full disk under a flow record file and the SQLite call store: each
+//!   reports what it could not write, the outputs elsewhere are whole.
 //!
-//! Needs root (skipped otherwise, and says so); nfcapd and nfdump, and
-//! stress-ng (`.ci/run` installs them).
+//! Needs root (skipped otherwise, and says so); nfcapd and nfdump,
+//! stress-ng and pyarrow (`.ci/run` installs them).
 
 use crate::lib_common;
 
@@ -33,7 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn bin() -> &'static str {
+pub(crate) fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_earlybird")
 }
 
@@ -42,7 +46,7 @@ fn iphone() -> PathBuf {
 }
 
 /// The packets of the flows in a CSV of records (0 for a missing file).
-fn packets_in(path: &Path) -> u64 {
+pub(crate) fn packets_in(path: &Path) -> u64 {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
@@ -74,13 +78,13 @@ fn packets_of(pcap: &Path) -> u64 {
 
 /// `earlybird flows -i A ARGS` in the capture namespace, once it says it
 /// captures.
-struct Capture {
+pub(crate) struct Capture {
     child: Child,
     err: BufReader<ChildStderr>,
 }
 
 impl Capture {
-    fn start(net: &lib_common::Veth, args: &[&str]) -> Capture {
+    pub(crate) fn start(net: &lib_common::Veth, args: &[&str]) -> Capture {
         let mut child = Command::new("ip")
             .args(["netns", "exec", &net.ns_a, bin(), "flows", "-i", &net.a])
             .args(["--no-model", "--duration", "300"])
@@ -89,10 +93,19 @@ impl Capture {
             .spawn()
             .unwrap();
         let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut first = String::new();
-        err.read_line(&mut first).unwrap();
-        assert!(first.contains("capturing on"), "{first}");
-        Capture { child, err }
+        // "capturing on" (after "metrics on …" with --metrics-listen).
+        let mut said = String::new();
+        for _ in 0..4 {
+            let mut line = String::new();
+            err.read_line(&mut line).unwrap();
+            said.push_str(&line);
+            if line.contains("capturing on") {
+                return Capture { child, err };
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{said}");
     }
 
     fn signal(&self, sig: i32) {
@@ -102,7 +115,7 @@ impl Capture {
 
     /// Waits for the end (after `sig`, if given): exit code and the rest
     /// of what it wrote to stderr.
-    fn end(mut self, sig: Option<i32>) -> (Option<i32>, String) {
+    pub(crate) fn end(mut self, sig: Option<i32>) -> (Option<i32>, String) {
         if let Some(s) = sig {
             self.signal(s);
         }
@@ -123,7 +136,7 @@ impl Drop for Capture {
 }
 
 /// Polls `f` every 50 ms for up to `secs` seconds; true once it holds.
-fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+pub(crate) fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
     let until = Instant::now() + Duration::from_secs(secs);
     while Instant::now() < until {
         if f() {
@@ -135,7 +148,7 @@ fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
 }
 
 /// `earlybird replay --pps PPS` of `pcap` from the peer namespace.
-fn replay_paced(net: &lib_common::Veth, pcap: &Path, pps: u32) {
+pub(crate) fn replay_paced(net: &lib_common::Veth, pcap: &Path, pps: u32) {
     let sent = Command::new("ip")
         .args(["netns", "exec", &net.ns, bin(), "replay", "-i", &net.b])
         .args(["--pps", &pps.to_string()])
@@ -322,7 +335,19 @@ fn nfdump_flows(dir: &Path) -> usize {
 
 #[test]
 fn nfcapd_stopped_and_started_again_decodes_what_comes_after() {
-    let Some(net) = lib_common::Veth::create("ebfn") else {
+    collector_restarted("ebfn", "ipfix+udp", 19_311);
+}
+
+/// The same with NetFlow v9 (its templates follow the same refresh).
+#[test]
+fn nfcapd_of_netflow_v9_stopped_and_started_again_decodes_what_comes_after() {
+    collector_restarted("ebf9", "netflow9+udp", 19_312);
+}
+
+/// nfcapd taking `scheme` (`ipfix+udp`, `netflow9+udp`) on `port`, stopped
+/// and started again during a live run (see the module docs).
+fn collector_restarted(tag: &str, scheme: &str, port: u16) {
+    let Some(net) = lib_common::Veth::create(tag) else {
         return;
     };
     if !crate::ipfix_cli::have("nfcapd", "-V") || !crate::ipfix_cli::have("nfdump", "-V") {
@@ -330,7 +355,6 @@ fn nfcapd_stopped_and_started_again_decodes_what_comes_after() {
     }
     net.capture_loopback_up();
     let dir = tempfile::tempdir().unwrap();
-    let port = 19_311;
     let (first, second) = (dir.path().join("nf1"), dir.path().join("nf2"));
     let collector = nfcapd(&net, port, &first);
     let csv = dir.path().join("out.csv");
@@ -340,19 +364,26 @@ fn nfcapd_stopped_and_started_again_decodes_what_comes_after() {
             "--idle-timeout",
             "1",
             "-o",
-            &format!("ipfix+udp://127.0.0.1:{port}"),
+            &format!("{scheme}://127.0.0.1:{port}"),
             "-o",
             csv.to_str().unwrap(),
             "--ipfix-template-refresh",
             "1",
         ],
     );
+    // The collector's records in the CSV so far: one per flow for IPFIX
+    // (biflows); for NetFlow one per direction that sent packets.
+    let v9 = scheme.starts_with("netflow9");
     let lines = |p: &Path| {
-        std::fs::read_to_string(p)
-            .unwrap_or_default()
-            .lines()
-            .count()
-            .saturating_sub(1)
+        let text = std::fs::read_to_string(p).unwrap_or_default();
+        let mut l = text.lines();
+        let header: Vec<&str> = l.next().unwrap_or("").split(',').collect();
+        let bwd = header.iter().position(|h| *h == "bwd_packets");
+        l.map(|r| match (v9, bwd) {
+            (true, Some(b)) => 1 + usize::from(r.split(',').nth(b) != Some("0")),
+            _ => 1,
+        })
+        .sum::<usize>()
     };
     // 1: the collector up.
     let pcap = iphone();
@@ -402,7 +433,7 @@ fn nfcapd_stopped_and_started_again_decodes_what_comes_after() {
     // which fails the next one: at least all but one message's).
     let said = rest
         .lines()
-        .find(|l| l.contains(&format!("ipfix+udp://127.0.0.1:{port}")))
+        .find(|l| l.contains(&format!("{scheme}://127.0.0.1:{port}")))
         .unwrap_or_else(|| panic!("no report of the refused sends: {rest}"));
     assert!(said.contains("ICMP port unreachable"), "{said}");
     // "… N of M records not delivered; …"
@@ -420,7 +451,7 @@ fn nfcapd_stopped_and_started_again_decodes_what_comes_after() {
 }
 
 /// The first number after `prefix` on the line that starts with it.
-fn figure(text: &str, prefix: &str) -> Option<u64> {
+pub(crate) fn figure(text: &str, prefix: &str) -> Option<u64> {
     text.lines()
         .find_map(|l| l.trim_start().strip_prefix(prefix))
         .and_then(|l| l.split_whitespace().next())
@@ -503,13 +534,14 @@ fn the_other_core_starved_by_stress_ng_loses_nothing_silently() {
 }
 
 #[test]
-fn after_sigkill_every_text_and_ipfix_output_reads_up_to_what_it_wrote() {
+fn after_sigkill_every_output_reads_up_to_what_it_wrote() {
     let Some(net) = lib_common::Veth::create("ebfk") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n).display().to_string();
     let (csv, jsonl, ipfix) = (p("out.csv"), p("out.jsonl"), p("out.ipfix"));
+    let parquet = p("out.parquet");
     let mut cap = Capture::start(
         &net,
         &[
@@ -521,6 +553,12 @@ fn after_sigkill_every_text_and_ipfix_output_reads_up_to_what_it_wrote() {
             &jsonl,
             "-o",
             &ipfix,
+            "-o",
+            &parquet,
+            "--parquet-row-group",
+            "4",
+            "--parquet-part-rows",
+            "4",
         ],
     );
     // Killed while packets still come and records are being written.
@@ -541,7 +579,7 @@ fn after_sigkill_every_text_and_ipfix_output_reads_up_to_what_it_wrote() {
             .lines()
             .count()
     };
-    assert!(eventually(30, || lines(&csv) > 5), "no records while live");
+    assert!(eventually(30, || lines(&csv) > 9), "no records while live");
     cap.signal(libc::SIGKILL);
     let code = cap.child.wait().unwrap();
     assert_eq!(code.code(), None, "killed: {code:?}");
@@ -577,9 +615,206 @@ fn after_sigkill_every_text_and_ipfix_output_reads_up_to_what_it_wrote() {
         whole += len;
     }
     let in_ipfix = crate::ipfix_cli::count_records(&bytes[..whole]);
+    // Parquet: the parts closed before the kill read whole (pyarrow); the
+    // file being written has no footer.
+    let mut parts: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|n| n.ends_with(".parquet") && n.contains("out.0"))
+        .collect();
+    parts.sort();
+    assert!(!parts.is_empty(), "no Parquet part closed");
+    let read = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, pyarrow.parquet as pq\n\
+             print(sum(pq.read_table(p).num_rows for p in sys.argv[1:]))",
+        ])
+        .args(&parts)
+        .output()
+        .unwrap();
+    assert!(read.status.success(), "{read:?}");
+    let in_parts: usize = String::from_utf8_lossy(&read.stdout)
+        .trim()
+        .parse()
+        .unwrap();
     eprintln!(
-        "after SIGKILL: {records} CSV records, {} JSON lines, {in_ipfix} IPFIX records",
-        text.lines().count()
+        "after SIGKILL: {records} CSV records, {} JSON lines, {in_ipfix} IPFIX records, \
+         {in_parts} Parquet rows in {} parts",
+        text.lines().count(),
+        parts.len()
     );
-    assert!(records > 5 && in_ipfix > 0);
+    assert!(records > 5 && in_ipfix > 0 && in_parts >= 4 * parts.len());
+}
+
+/// A full disk (a tmpfs of 256 KiB) under a flow record file and the
+/// SQLite call store of a run: each is reported with what it could not
+/// write (exit code 3), and the outputs on another disk are complete.
+#[test]
+fn a_full_disk_under_a_record_file_and_the_call_store_is_counted_and_the_rest_goes_on() {
+    let Some((_base, fs)) = crate::dump_cli::TinyFs::mount("256k") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("calls.pcap");
+    let made = Command::new(bin())
+        .args(["gen", "voip", "--calls", "3000", "--rate", "200"])
+        .args(["--duration", "0.2", "-o"])
+        .arg(&pcap)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let (tiny_csv, tiny_db) = (fs.0.join("flows.csv"), fs.0.join("calls.sqlite"));
+    let (json, calls) = (dir.path().join("flows.jsonl"), dir.path().join("calls.csv"));
+    let run = Command::new(bin())
+        .args(["flows", "--no-model", "-o"])
+        .arg(&tiny_csv)
+        .arg("-o")
+        .arg(&json)
+        .arg("--voip-db")
+        .arg(&tiny_db)
+        .arg("--calls-out")
+        .arg(&calls)
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(3), "{err}");
+    let lines = |p: &Path| {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    // The outputs elsewhere are whole: every flow, every call.
+    let flows = lines(&json);
+    assert_eq!(lines(&calls), 3001, "{err}");
+    // The record file: its lines and the records counted as not written
+    // cover every flow.
+    let in_file = lines(&tiny_csv).saturating_sub(1);
+    let line = (err.lines())
+        .find(|l| l.contains("flows.csv") && l.contains("No space left on device"))
+        .unwrap_or_else(|| panic!("no report of the full disk: {err}"));
+    let lost: usize = line
+        .split("at most ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(
+        in_file < flows && lost >= flows - in_file && lost <= flows,
+        "{line}"
+    );
+    // The call store: the calls it holds and those counted as not written
+    // are all the calls.
+    let search = Command::new(bin())
+        .args(["calls", "search", "--json", "--db"])
+        .arg(&tiny_db)
+        .output()
+        .unwrap();
+    assert!(search.status.success(), "{search:?}");
+    let stored = String::from_utf8_lossy(&search.stdout).lines().count();
+    let db = (err.lines())
+        .find(|l| l.starts_with("call database:"))
+        .unwrap_or_else(|| panic!("no call database line: {err}"));
+    assert!(db.contains("full"), "{db}");
+    assert!(
+        db.contains(&format!(
+            "{} calls and 0 streams not written",
+            3000 - stored
+        )),
+        "{stored} calls stored: {db}"
+    );
+}
+
+/// `pcap` (classic, little-endian) with the stamps of packets `from..to`
+/// moved by `secs` seconds: what a live capture's kernel stamps look like
+/// when the wall clock is stepped at packet `from` and stepped back at
+/// packet `to`.
+fn stepped(pcap: &Path, out: &Path, from: usize, to: usize, secs: i64) {
+    let data = std::fs::read(pcap).unwrap();
+    let mut o = data[..24].to_vec();
+    let (mut at, mut i) = (24, 0);
+    while at + 16 <= data.len() {
+        let sec = u32::from_le_bytes(data[at..at + 4].try_into().unwrap());
+        let incl = u32::from_le_bytes(data[at + 8..at + 12].try_into().unwrap()) as usize;
+        let sec = if (from..to).contains(&i) {
+            (i64::from(sec) + secs) as u32
+        } else {
+            sec
+        };
+        o.extend_from_slice(&sec.to_le_bytes());
+        o.extend_from_slice(&data[at + 4..at + 16 + incl]);
+        at += 16 + incl;
+        i += 1;
+    }
+    std::fs::write(out, o).unwrap();
+}
+
+/// The wall clock stepped forward and back during a live run
+/// (docs/OPERATIONS.md, "What survives what"), modelled by the packet
+/// stamps a live capture gets (the kernel stamps with the wall clock; a
+/// test may not step the shared machine's clock): every packet is in a
+/// record and in the per-second statistics either way. Forward by an
+/// hour: open flows end idle and the hour's seconds are written, empty.
+/// Back by an hour: no second is written twice (the stepped packets count
+/// in the latest second), and the flows of the stepped stretch are split
+/// (today's behaviour, documented).
+#[test]
+fn a_wall_clock_stepped_forward_and_back_loses_no_packet() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.pcap");
+    let made = Command::new(bin())
+        .args(["gen", "realistic", "-n", "30000", "--seed", "3", "-o"])
+        .arg(&base)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let run = |pcap: &Path, name: &str| {
+        let (csv, stats) = (dir.path().join(name), dir.path().join(format!("s{name}")));
+        let out = Command::new(bin())
+            .args(["flows", "--no-model", "-q", "-o"])
+            .arg(&csv)
+            .arg("--stats-out")
+            .arg(&stats)
+            .arg(pcap)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = std::fs::read_to_string(&stats).unwrap();
+        let mut l = text.lines();
+        let header: Vec<&str> = l.next().unwrap().split(',').collect();
+        let k = header.iter().position(|h| *h == "packets").unwrap();
+        let rows: Vec<u64> = l
+            .map(|r| r.split(',').nth(k).unwrap().parse().unwrap())
+            .collect();
+        let flows = std::fs::read_to_string(&csv).unwrap().lines().count() - 1;
+        (packets_in(&csv), rows, flows)
+    };
+    let (packets, seconds, flows) = run(&base, "base.csv");
+    assert_eq!(packets, 30_000);
+    for (secs, name) in [(3600, "fwd.csv"), (-3600, "back.csv")] {
+        let p = dir.path().join(format!("{name}.pcap"));
+        stepped(&base, &p, 10_000, 20_000, secs);
+        let (packets, rows, split) = run(&p, name);
+        assert_eq!(packets, 30_000, "{name}: every packet in a record");
+        assert_eq!(
+            rows.iter().sum::<u64>(),
+            30_000,
+            "{name}: every packet in a second"
+        );
+        if secs > 0 {
+            assert!(
+                rows.len() >= seconds.len() + 3600,
+                "{name}: {} seconds",
+                rows.len()
+            );
+        } else {
+            assert_eq!(rows.len(), seconds.len(), "{name}: no second written twice");
+        }
+        assert!(
+            split > flows,
+            "{name}: {split} flows, {flows} without the step"
+        );
+    }
 }

@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// `GET /metrics` on `port` of the loopback of the capture namespace.
-fn scrape(net: &lib_common::Veth, port: u16) -> Option<String> {
+pub(crate) fn scrape(net: &lib_common::Veth, port: u16) -> Option<String> {
     net.in_capture(|| {
         let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
         s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
@@ -27,7 +27,7 @@ fn scrape(net: &lib_common::Veth, port: u16) -> Option<String> {
 }
 
 /// The value of the sample `name` (labels included, as written).
-fn value(text: &str, name: &str) -> Option<f64> {
+pub(crate) fn value(text: &str, name: &str) -> Option<f64> {
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|v| v.parse().ok())
@@ -194,4 +194,114 @@ fn a_capture_file_gives_one_row_per_second() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
+}
+
+/// `/metrics` scraped in a tight loop (wrk: one thread, four connections,
+/// as fast as the endpoint answers) while a capture is replayed into the
+/// probe: no packet is dropped, every packet read is in a record, and
+/// every scrape is answered; the scrape latency wrk measured is printed
+/// (docs/OPERATIONS.md, "What survives what"). Needs root and wrk
+/// (Debian's; `.ci/run` installs it).
+#[test]
+fn metrics_scraped_in_a_tight_loop_cause_no_drop() {
+    use crate::faults_cli::{bin, figure, packets_in, replay_paced, Capture};
+    let Some(net) = lib_common::Veth::create("ebw") else {
+        return;
+    };
+    let have = Command::new("wrk")
+        .arg("-v")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !have {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "wrk is not installed (.ci/run installs it)"
+        );
+        eprintln!("SKIPPED: wrk is not installed");
+        return;
+    }
+    net.capture_loopback_up();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, pcap) = (dir.path().join("out.csv"), dir.path().join("mix.pcap"));
+    let made = Command::new(bin())
+        .args(["gen", "realistic", "-n", "20000", "-o"])
+        .arg(&pcap)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let port = 19_466;
+    let cap = Capture::start(
+        &net,
+        &[
+            "--idle-timeout",
+            "1",
+            "-o",
+            out.to_str().unwrap(),
+            "--metrics-listen",
+            &port.to_string(),
+        ],
+    );
+    let wrk = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &net.ns_a,
+            "wrk",
+            "-t1",
+            "-c4",
+            "-d8s",
+            "--latency",
+        ])
+        .arg(format!("http://127.0.0.1:{port}/metrics"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    replay_paced(&net, &pcap, 4000);
+    let w = wrk.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&w.stdout).into_owned();
+    assert!(
+        w.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&w.stderr)
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let (code, rest) = cap.end(Some(libc::SIGINT));
+    assert_eq!(code, Some(130), "{rest}");
+    // "  12345 requests in 8.00s, …"
+    let requests: u64 = said
+        .lines()
+        .find_map(|l| l.trim().split_once(" requests in "))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    let latency: Vec<&str> = said
+        .lines()
+        .filter(|l| {
+            ["50%", "90%", "99%"]
+                .iter()
+                .any(|p| l.trim().starts_with(p))
+        })
+        .collect();
+    eprintln!("wrk: {requests} scrapes in 8 s; latency {latency:?}");
+    assert!(requests > 100, "{said}");
+    assert!(
+        !said.contains("Non-2xx") && !said.contains("Socket errors"),
+        "{said}"
+    );
+    let read = figure(&rest, "packets:").unwrap_or_else(|| panic!("{rest}"));
+    let offered = figure(&rest, "interface:").unwrap_or_else(|| panic!("{rest}"));
+    let dropped = rest
+        .lines()
+        .find_map(|l| l.strip_prefix("interface: "))
+        .and_then(|l| l.split(", ").nth(1))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("{rest}"));
+    assert_eq!(offered, 20_000, "{rest}");
+    assert_eq!(dropped, 0, "{rest}");
+    assert_eq!(read, offered, "{rest}");
+    assert_eq!(packets_in(&out), read, "{rest}");
 }

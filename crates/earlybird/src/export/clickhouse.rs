@@ -15,8 +15,15 @@
 //! A failed or slow server never blocks the caller: batches go to a
 //! bounded queue ([`QUEUE`] batches) that a thread of their own posts
 //! (HTTP/1.1 over a TCP connection per batch, with connect and I/O
-//! timeouts); a batch the queue cannot take is dropped, and so is one the
-//! server refuses or does not answer. [`Exporter::finish`] waits at most
+//! timeouts). A batch that could not reach the server (no connection, or
+//! the connection failed before the whole batch was sent: nothing was
+//! inserted) is held and posted again after a back-off ([`RETRY_MIN`]
+//! doubling to [`RETRY_MAX`]) until the server takes it, while the
+//! queue keeps the batches that come meanwhile: a server stopped and
+//! started again gets every record of that time, within the queue's
+//! bound. A batch the queue cannot take is dropped, and so is one the
+//! server refuses, or does not answer once it was sent (it may have been
+//! inserted: it is not sent twice). [`Exporter::finish`] waits at most
 //! [`LINGER`] for the queue, then returns an [`Error::Output`] stating the
 //! records not delivered, the failures and the last (the server's own
 //! message for a refused insert).
@@ -44,6 +51,11 @@ pub const BATCH_BYTES: usize = 1 << 20;
 pub const QUEUE: usize = 16;
 /// How long the end of a run waits for the queue.
 pub const LINGER: Duration = Duration::from_secs(5);
+/// The first wait before a batch that did not reach the server is posted
+/// again.
+pub const RETRY_MIN: Duration = Duration::from_millis(250);
+/// The longest wait between two posts of a batch.
+pub const RETRY_MAX: Duration = Duration::from_secs(5);
 /// Connect timeout, and the timeout of each read and write.
 const CONNECT: Duration = Duration::from_secs(2);
 const IO: Duration = Duration::from_secs(10);
@@ -134,7 +146,14 @@ struct Tally {
     delivered: AtomicU64,
     dropped: AtomicU64,
     failures: AtomicU64,
+    /// Records posted again after the server could not be reached, and
+    /// inserted then.
+    late: AtomicU64,
+    /// Posts that did not reach the server and were tried again.
+    retries: AtomicU64,
     last: Mutex<Option<String>>,
+    /// Set by `finish`: the thread posts no batch again after this time.
+    give_up: Mutex<Option<std::time::Instant>>,
 }
 
 impl Tally {
@@ -220,12 +239,7 @@ impl ClickHouseExporter {
             .name("clickhouse".into())
             .spawn(move || {
                 for b in rx {
-                    match post(addr, &head, &b.body) {
-                        Ok(()) => {
-                            t.delivered.fetch_add(b.records, Ordering::Relaxed);
-                        }
-                        Err(e) => t.fail(b.records, e),
-                    }
+                    post_until_taken(&t, addr, &head, &b);
                 }
                 let _ = done_tx.send(());
             });
@@ -269,17 +283,60 @@ impl ClickHouseExporter {
     }
 }
 
+/// Posts `b` until the server takes it, refuses it or leaves it
+/// unanswered; while it cannot be reached, again after a back-off (see
+/// the module docs).
+fn post_until_taken(t: &Tally, addr: SocketAddr, head: &str, b: &Batch) {
+    let mut wait = RETRY_MIN;
+    let mut again = false;
+    loop {
+        match post(addr, head, &b.body) {
+            Ok(()) => {
+                t.delivered.fetch_add(b.records, Ordering::Relaxed);
+                if again {
+                    t.late.fetch_add(b.records, Ordering::Relaxed);
+                }
+                return;
+            }
+            Err(Failure::Unreached(e)) => {
+                let give_up = *t.give_up.lock().unwrap_or_else(|p| p.into_inner());
+                let now = std::time::Instant::now();
+                if give_up.is_some_and(|g| now + wait > g) {
+                    t.fail(b.records, e);
+                    return;
+                }
+                t.retries.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(RETRY_MAX);
+                again = true;
+            }
+            Err(Failure::Other(e)) => {
+                t.fail(b.records, e);
+                return;
+            }
+        }
+    }
+}
+
+/// Why a post failed.
+enum Failure {
+    /// The batch did not reach the server: nothing was inserted.
+    Unreached(String),
+    /// The server refused it or did not answer.
+    Other(String),
+}
+
 /// Posts one batch; the error says why it was not inserted.
-fn post(addr: SocketAddr, head: &str, body: &[u8]) -> std::result::Result<(), String> {
-    let mut s =
-        TcpStream::connect_timeout(&addr, CONNECT).map_err(|e| format!("connect {addr}: {e}"))?;
+fn post(addr: SocketAddr, head: &str, body: &[u8]) -> std::result::Result<(), Failure> {
+    let mut s = TcpStream::connect_timeout(&addr, CONNECT)
+        .map_err(|e| Failure::Unreached(format!("connect {addr}: {e}")))?;
     let _ = s.set_read_timeout(Some(IO));
     let _ = s.set_write_timeout(Some(IO));
     let mut req = head.as_bytes().to_vec();
     req.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
     s.write_all(&req)
         .and_then(|()| s.write_all(body))
-        .map_err(|e| format!("send to {addr}: {e}"))?;
+        .map_err(|e| Failure::Unreached(format!("send to {addr}: {e}")))?;
     let mut resp = Vec::new();
     let mut chunk = [0u8; 4096];
     // The status line and, on an error, the server's message (the
@@ -293,7 +350,9 @@ fn post(addr: SocketAddr, head: &str, body: &[u8]) -> std::result::Result<(), St
                     break;
                 }
             }
-            Err(e) if resp.is_empty() => return Err(format!("no answer from {addr}: {e}")),
+            Err(e) if resp.is_empty() => {
+                return Err(Failure::Other(format!("no answer from {addr}: {e}")))
+            }
             Err(_) => break,
         }
     }
@@ -304,10 +363,10 @@ fn post(addr: SocketAddr, head: &str, body: &[u8]) -> std::result::Result<(), St
     }
     let body = text.split("\r\n\r\n").nth(1).unwrap_or("").trim();
     let body: String = body.chars().take(300).collect();
-    Err(format!(
+    Err(Failure::Other(format!(
         "insert refused: {} {body}",
         text.lines().next().unwrap_or("no status line")
-    ))
+    )))
 }
 
 impl Exporter for ClickHouseExporter {
@@ -331,6 +390,8 @@ impl Exporter for ClickHouseExporter {
     fn finish(&mut self) -> Result<()> {
         self.ship()?;
         self.tx = None;
+        *self.tally.give_up.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(std::time::Instant::now() + LINGER);
         let _ = self.done.recv_timeout(LINGER);
         let t = &self.tally;
         let records = t.records.load(Ordering::Relaxed);
@@ -351,9 +412,11 @@ impl Exporter for ClickHouseExporter {
         Err(Error::Output {
             name: self.name.clone(),
             reason: format!(
-                "{lost} of {records} records not inserted; {failures} failure{} (last: {})",
+                "{lost} of {records} records not inserted; {failures} failure{} (last: {}); \
+                 {} records inserted after the server could be reached again",
                 if failures == 1 { "" } else { "s" },
-                last.unwrap_or_default()
+                last.unwrap_or_default(),
+                t.late.load(Ordering::Relaxed)
             ),
         })
     }

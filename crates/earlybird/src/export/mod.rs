@@ -40,6 +40,7 @@ pub mod arrow;
 pub(crate) mod cells;
 pub mod clickhouse;
 pub mod community_id;
+pub(crate) mod counted;
 pub mod csv;
 pub mod fields;
 pub mod ipfix;

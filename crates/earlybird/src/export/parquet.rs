@@ -41,6 +41,16 @@
 //! old file is finished, footer included, and a new one started at the
 //! path).
 //!
+//! Closed parts ([`ParquetOptions::part_rows`], `--parquet-part-rows`):
+//! once the file at the path holds that many rows (checked after each
+//! batch), it is finished (footer written) and renamed to a part beside
+//! it, `STEM.NNNNNN.parquet` (the first number not taken), and a new file
+//! is started at the path. A process killed (SIGKILL, a crash) leaves
+//! every part whole and readable; only the file at the path, the rows
+//! since the last part, has no footer. The parts and the file at the path
+//! together are the output (`STEM*.parquet` for a reader). Only for a
+//! file (not standard output).
+//!
 //! What can fail: creating the file ([`Error::Io`] naming the path) and
 //! writing or encoding ([`Error::Output`] naming the output, e.g.
 //! `parquet:/tmp/out.parquet`); a failure is sticky, every later call
@@ -81,6 +91,9 @@ pub struct ParquetOptions {
     pub row_group_rows: usize,
     /// zstd compression level of the pages (1..=22).
     pub zstd_level: i32,
+    /// Close the file as a part once it holds this many rows (see the
+    /// module docs); `None`: one file.
+    pub part_rows: Option<usize>,
 }
 
 impl Default for ParquetOptions {
@@ -88,6 +101,7 @@ impl Default for ParquetOptions {
         ParquetOptions {
             row_group_rows: DEFAULT_ROW_GROUP_ROWS,
             zstd_level: 3,
+            part_rows: None,
         }
     }
 }
@@ -342,6 +356,12 @@ pub struct ParquetExporter {
     /// `None` once finished or failed.
     w: Option<ArrowWriter<Sink>>,
     ended: Option<Ended>,
+    /// Close the file as a part at this many rows.
+    part_rows: Option<usize>,
+    /// Rows in the file at the path.
+    rows_in_file: usize,
+    /// The next part number to try.
+    next_part: u64,
 }
 
 /// The Arrow columns of records being gathered: the schema (as the module
@@ -642,7 +662,57 @@ impl ParquetExporter {
             cols,
             w: Some(w),
             ended: None,
+            part_rows: popts.part_rows.map(|n| n.max(1)),
+            rows_in_file: 0,
+            next_part: 1,
         })
+    }
+
+    /// Finishes the file at the path, renames it to the next free part
+    /// name and starts a new file at the path.
+    fn close_part(&mut self) -> Result<()> {
+        let Some(w) = self.w.as_ref() else {
+            return self.check();
+        };
+        let SinkInner::File { path, .. } = &w.inner().w else {
+            return Ok(());
+        };
+        let path = path.clone();
+        let stem = path.with_extension("");
+        let part = loop {
+            let p = PathBuf::from(format!("{}.{:06}.parquet", stem.display(), self.next_part));
+            self.next_part += 1;
+            if !p.exists() {
+                break p;
+            }
+        };
+        let Some(mut old) = self.w.take() else {
+            return Ok(());
+        };
+        if let Err(e) = old.finish() {
+            self.w = Some(old);
+            return Err(self.fail(e));
+        }
+        if let Err(e) = old.inner_mut().flush() {
+            self.w = Some(old);
+            return Err(self.fail_io(e));
+        }
+        drop(old);
+        if let Err(e) = std::fs::rename(&path, &part) {
+            return Err(self.fail_io(e));
+        }
+        self.rows_in_file = 0;
+        let sink = match Sink::create(&path) {
+            Ok(s) => s,
+            Err(e) => return Err(self.fail_io(e)),
+        };
+        match ArrowWriter::try_new(sink, self.cols.schema.clone(), Some(self.props.clone())) {
+            Ok(w) => {
+                self.w = Some(w);
+                Ok(())
+            }
+            Err(e) => Err(self.fail(e)),
+        }
     }
 
     /// Cells written as null because their value did not fit the column's
@@ -703,9 +773,13 @@ impl ParquetExporter {
         let Some(w) = self.w.as_mut() else {
             return self.check();
         };
-        match w.write(&batch) {
-            Ok(()) => Ok(()),
-            Err(e) => Err(self.fail(e)),
+        if let Err(e) = w.write(&batch) {
+            return Err(self.fail(e));
+        }
+        self.rows_in_file += batch.num_rows();
+        match self.part_rows {
+            Some(n) if self.rows_in_file >= n => self.close_part(),
+            _ => Ok(()),
         }
     }
 }
@@ -839,6 +913,7 @@ impl Exporter for ParquetExporter {
         match ArrowWriter::try_new(sink, self.cols.schema.clone(), Some(self.props.clone())) {
             Ok(w) => {
                 self.w = Some(w);
+                self.rows_in_file = 0;
                 Ok(true)
             }
             Err(e) => Err(self.fail(e)),

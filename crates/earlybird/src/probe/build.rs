@@ -576,7 +576,8 @@ impl Plan {
                     c.calls_out.as_deref(),
                     c.streams_out.as_deref(),
                 )?
-                .community_id_seed(c.community_id_seed);
+                .community_id_seed(c.community_id_seed)
+                .db_hold(c.voip_db_hold);
                 Some(Arc::new(Mutex::new(outs)))
             }
             None => None,
@@ -593,7 +594,8 @@ impl Plan {
             ));
         }
         let mut exporters = extra;
-        let row_group = self.config.parquet_row_group;
+        let first_own = exporters.len();
+        let row_group = (self.config.parquet_row_group, self.config.parquet_part_rows);
         for (out, fmt) in &self.outputs {
             exporters.push(match *fmt {
                 Format::Ipfix => ipfix::open(out, &self.export, &self.ipfix)?,
@@ -617,6 +619,9 @@ impl Plan {
                 f => open_output(Some(kind), f, path, &self.export, row_group)?,
             });
         }
+        // Each output fails alone and counts what it missed.
+        let own: Vec<_> = exporters.drain(first_own..).collect();
+        exporters.extend(own.into_iter().map(crate::export::counted::counted));
         let live = match &self.input {
             Input::Live(cfg, _) => Some(crate::pipeline::open_live(cfg, self.options.shards)?),
             Input::Files(_) => None,
@@ -628,6 +633,15 @@ impl Plan {
                 if let Some(f) = &self.filter {
                     let f = f.clone();
                     metrics.watch_filtered(Box::new(move || f.filtered()));
+                }
+                #[cfg(any(feature = "sqlite", feature = "postgres"))]
+                if let Some(g) = (calls.as_ref())
+                    .and_then(|o| o.lock().unwrap_or_else(|p| p.into_inner()).db_gauges())
+                {
+                    metrics.watch_call_db(Box::new(move || {
+                        use std::sync::atomic::Ordering::Relaxed;
+                        (g.held.load(Relaxed), g.not_written.load(Relaxed))
+                    }));
                 }
                 self.options.metrics = Some(metrics.clone());
                 Some(MetricsServer::start(addr, metrics)?)
@@ -646,19 +660,21 @@ impl Plan {
 }
 
 /// A record output of flows (`kind` `None`) or of `kind` at `path`, with
-/// Parquet's row group size when given.
+/// Parquet's row group size and part size when given.
 fn open_output(
     kind: Option<&'static Kind>,
     fmt: Format,
     path: &Path,
     export: &ExportOptions,
-    row_group: Option<u64>,
+    (row_group, part_rows): (Option<u64>, Option<u64>),
 ) -> Result<Box<dyn Exporter>> {
     #[cfg(feature = "parquet")]
-    if let (Some(rows), "parquet") = (row_group, fmt.name()) {
+    if fmt.name() == "parquet" && (row_group.is_some() || part_rows.is_some()) {
         use crate::export::parquet::{ParquetExporter as P, ParquetOptions};
+        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         let popts = ParquetOptions {
-            row_group_rows: usize::try_from(rows).unwrap_or(usize::MAX),
+            row_group_rows: row_group.map_or(crate::export::parquet::DEFAULT_ROW_GROUP_ROWS, size),
+            part_rows: part_rows.map(size),
             ..ParquetOptions::default()
         };
         let stdout = || Box::new(std::io::stdout()) as Box<dyn std::io::Write + Send>;
@@ -672,7 +688,7 @@ fn open_output(
         return Ok(Box::new(ex));
     }
     #[cfg(not(feature = "parquet"))]
-    let _ = row_group;
+    let _ = (row_group, part_rows);
     match kind {
         None => crate::export::open(fmt, path, export),
         Some(k) => crate::export::open_rows(k, fmt, path),
@@ -716,13 +732,24 @@ impl Probe {
         };
         #[cfg(feature = "metrics")]
         drop(server);
-        let call_errors = calls
-            .map(|o| o.lock().unwrap_or_else(|p| p.into_inner()).finish())
-            .unwrap_or_default();
+        let mut call_errors = Vec::new();
+        #[allow(unused_mut)]
+        let mut db = None;
+        if let Some(o) = calls {
+            let mut o = o.lock().unwrap_or_else(|p| p.into_inner());
+            call_errors = o.finish();
+            #[cfg(any(feature = "sqlite", feature = "postgres"))]
+            {
+                db = o.db_report().cloned();
+            }
+        }
         let mut report = result?;
         report.output_errors.extend(call_errors);
         if plan.options.flow.analyzers.iter().any(|a| a == "tls") {
             report.handshakes_cut_by_snap = plan.options.labels.as_ref().map(|l| l.cut_by_snap());
+        }
+        if let Some(s) = report.calls.as_mut() {
+            s.db = db;
         }
         if let Some(f) = &plan.filter {
             report.filter = Some(f.expression().to_string());

@@ -123,6 +123,10 @@ pub struct Config {
     pub format: Option<String>,
     /// Rows per Parquet row group. Default 65536.
     pub parquet_row_group: Option<u64>,
+    /// Close each Parquet file as a part (`STEM.NNNNNN.parquet`, footer
+    /// written) once it holds this many rows, so that a killed process
+    /// leaves the parts readable. Default: one file.
+    pub parquet_part_rows: Option<u64>,
     /// Seed of the records' Community ID (0 to 65535). Default 0.
     pub community_id_seed: u16,
     /// Service maps laid over the shipped one (docs/SERVICES.md), each
@@ -170,6 +174,10 @@ pub struct Config {
     // ---- VoIP
     /// Call database: a SQLite file or `postgres://…`.
     pub voip_db: Option<String>,
+    /// Call records (a call with its streams, or a stream without a
+    /// call) held in memory while the call database fails, written once
+    /// it works again; more are counted as not written. Default 100,000.
+    pub voip_db_hold: usize,
     /// Call records to this output.
     pub calls_out: Option<PathBuf>,
     /// RTP stream records to this output.
@@ -292,6 +300,7 @@ impl Default for Config {
             output: Vec::new(),
             format: None,
             parquet_row_group: None,
+            parquet_part_rows: None,
             community_id_seed: 0,
             services: Vec::new(),
             names: "keep".into(),
@@ -309,6 +318,7 @@ impl Default for Config {
             alarm_pcap: AlarmPcapSection::default(),
             metrics_listen: None,
             voip_db: None,
+            voip_db_hold: 100_000,
             calls_out: None,
             streams_out: None,
             call_timeout: 300.0,

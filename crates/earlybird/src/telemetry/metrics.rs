@@ -7,7 +7,9 @@
 //! the seconds merged so far, in packet time, and `earlybird_packet_time_seconds`
 //! says which second that is. The one exception, `earlybird_filtered_packets_total`
 //! (packets the capture filter left out, which no shard sees), is read at
-//! each scrape from the filter's own count ([`Metrics::watch_filtered`]).
+//! each scrape from the filter's own count ([`Metrics::watch_filtered`]),
+//! and so are the call database's records held and not written
+//! ([`Metrics::watch_call_db`]).
 //! The drops of a live run are not per-second figures either: each live
 //! shard adds what its socket's kernel counters and its hand-over to the
 //! exporter dropped since its last tick ([`Metrics::live_drops`], every
@@ -79,7 +81,15 @@ pub struct Metrics {
     xdp_waiting: IntGauge,
     /// The capture filter's count of packets left out, when one runs.
     filtered_source: std::sync::OnceLock<FilteredCount>,
+    call_db_held: IntGauge,
+    call_db_not_written: IntCounter,
+    /// The call database's hold, when there is a database.
+    call_db_source: std::sync::OnceLock<CallDbCount>,
 }
+
+/// Reads the call database's records held now and records not written
+/// so far (`voip/store/hold.rs`).
+pub type CallDbCount = Box<dyn Fn() -> (u64, u64) + Send + Sync>;
 
 /// Reads a capture filter's count of packets left out.
 pub type FilteredCount = Box<dyn Fn() -> u64 + Send + Sync>;
@@ -127,6 +137,20 @@ impl Metrics {
                 "Packets the capture filter (--filter) left out (not read).",
             ),
             filtered_source: std::sync::OnceLock::new(),
+            call_db_held: reg(
+                &r,
+                IntGauge::new(
+                    "earlybird_call_db_held_records",
+                    "Call records held in memory while the call database fails (--voip-db-hold).",
+                )
+                .expect("valid metric"),
+            ),
+            call_db_not_written: counter(
+                &r,
+                "earlybird_call_db_unwritten_records_total",
+                "Call records the call database could not take and the hold could not keep.",
+            ),
+            call_db_source: std::sync::OnceLock::new(),
             kernel_offered: counter(
                 &r,
                 "earlybird_kernel_packets_total",
@@ -456,8 +480,21 @@ impl Metrics {
         let _ = self.filtered_source.set(count);
     }
 
+    /// Makes `earlybird_call_db_held_records` and
+    /// `earlybird_call_db_unwritten_records_total` follow `count` (read at
+    /// each scrape).
+    pub fn watch_call_db(&self, count: CallDbCount) {
+        let _ = self.call_db_source.set(count);
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn render(&self) -> String {
+        if let Some(c) = self.call_db_source.get() {
+            let (held, lost) = c();
+            self.call_db_held
+                .set(i64::try_from(held).unwrap_or(i64::MAX));
+            (self.call_db_not_written).inc_by(lost.saturating_sub(self.call_db_not_written.get()));
+        }
         if let Some(c) = self.filtered_source.get() {
             let now = c();
             self.filtered

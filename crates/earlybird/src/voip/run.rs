@@ -52,6 +52,39 @@ pub struct VoipSummary {
     /// Packets the call stage of a flows run dropped because its channel
     /// was full (live; `super::stage`); 0 here.
     pub stage_dropped: u64,
+    /// What the call database's hold did, when there is a database.
+    pub db: Option<HoldReport>,
+}
+
+/// What the call database's hold did over a run (`voip/store/hold.rs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HoldReport {
+    /// The database's name (a URL without its password).
+    pub name: String,
+    /// Times the database started failing (an insert failed after the
+    /// previous one had succeeded).
+    pub outages: u64,
+    /// Calls written after having been held.
+    pub calls_written_late: u64,
+    /// Streams without a call written after having been held.
+    pub streams_written_late: u64,
+    /// Calls never written (the hold was full, or still held at the end).
+    pub calls_not_written: u64,
+    /// Streams without a call never written.
+    pub streams_not_written: u64,
+    /// Most records held at once.
+    pub peak_held: u64,
+    /// The bound, in records.
+    pub bound: u64,
+    /// The last failure's message.
+    pub last_error: Option<String>,
+}
+
+impl HoldReport {
+    /// Whether anything was not written.
+    pub fn lost(&self) -> bool {
+        self.calls_not_written + self.streams_not_written > 0
+    }
 }
 
 /// Records of ended calls and of streams without a call, for the writer.
@@ -199,13 +232,27 @@ pub(crate) fn advance_idle(t: &mut Tracker) {
     t.advance(now.saturating_sub(1_000_000_000));
 }
 
-/// The writer thread: hands each batch to `write`, counts what it wrote.
+/// How long the writer waits for a batch before it calls `write` with
+/// none (so that a writer holding records for a failed database can
+/// try again while no call ends).
+pub(crate) const WRITER_TICK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The writer thread: hands each batch to `write`, counts what it wrote;
+/// with no batch for [`WRITER_TICK`], calls `write` with nothing.
 pub(crate) fn writer_loop(
     rx: crossbeam_channel::Receiver<Batch>,
     write: &mut impl FnMut(&[CallRecord], &[StreamRecord]) -> Result<()>,
 ) -> Result<(u64, u64)> {
     let (mut calls, mut streams) = (0, 0);
-    for (c, st) in rx {
+    loop {
+        let (c, st) = match rx.recv_timeout(WRITER_TICK) {
+            Ok(b) => b,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                write(&[], &[])?;
+                continue;
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+        };
         write(&c, &st)?;
         calls += c.len() as u64;
         streams += (st.len() + c.iter().map(|c| c.streams.len()).sum::<usize>()) as u64;

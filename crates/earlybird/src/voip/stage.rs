@@ -41,7 +41,9 @@
 //! each tap sends what it holds when it is dropped (or
 //! [`ShardTap::finish`]ed); once every tap is gone the stage tracks what
 //! is queued, ends the calls still open (`open`) and hands every record
-//! to the writer thread, as `earlybird voip` does ([`super::run`]).
+//! to the writer thread, as `earlybird voip` does ([`super::run`]). While
+//! the run goes, the records of ended calls go to the writer thread in
+//! batches: when one is full, and at least every [`RECORDS_EVERY`].
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -72,6 +74,9 @@ pub const LIVE_WINDOW: u64 = 200_000_000;
 pub const LIVE_IDLE: Duration = Duration::from_millis(100);
 /// Files: how long the stage sleeps when it can track nothing more.
 pub const TURNS_POLL: Duration = Duration::from_micros(100);
+/// The stage hands the records of ended calls to the writer at least
+/// this often (and whenever a batch is full).
+pub const RECORDS_EVERY: Duration = Duration::from_secs(1);
 /// TCP connections each tap follows at most.
 pub const TAP_CONNECTIONS: usize = 65_536;
 
@@ -448,6 +453,7 @@ pub fn run_stage(
             .map_err(Error::spawn("call writer"))?;
         let mut open = true;
         let mut last_batch = Instant::now();
+        let mut last_sent = Instant::now();
         loop {
             lanes.iter_mut().for_each(Lane::refresh);
             let idle_live = order == Order::Time && last_batch.elapsed() >= LIVE_IDLE;
@@ -497,6 +503,12 @@ pub fn run_stage(
             }
             if open {
                 open = send_records(&mut t, &tx, false);
+            }
+            // Records leave at least once a second, not only in full
+            // batches: a call reaches the database soon after it ends.
+            if open && last_sent.elapsed() >= RECORDS_EVERY {
+                open = send_records(&mut t, &tx, true);
+                last_sent = Instant::now();
             }
             if lanes.iter().all(|l| l.closed && l.queue.is_empty()) {
                 break;

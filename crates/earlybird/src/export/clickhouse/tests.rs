@@ -38,7 +38,15 @@ fn the_shipped_ddl_is_the_generated_one() {
 /// A server answering every request with `status` and `message`, keeping
 /// the bodies.
 fn server(status: &'static str, message: &'static str) -> (u16, Arc<Mutex<Vec<String>>>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    server_on(TcpListener::bind("127.0.0.1:0").unwrap(), status, message)
+}
+
+/// [`server`] on the listener `l`.
+fn server_on(
+    l: TcpListener,
+    status: &'static str,
+    message: &'static str,
+) -> (u16, Arc<Mutex<Vec<String>>>) {
     let port = l.local_addr().unwrap().port();
     let bodies = Arc::new(Mutex::new(Vec::new()));
     let b = Arc::clone(&bodies);
@@ -147,6 +155,48 @@ fn a_server_that_never_answers_never_blocks_the_writer() {
     let err = ex.finish().unwrap_err().to_string();
     assert!(err.contains("records not inserted"), "{err}");
     drop(l);
+}
+
+/// Rows of JSON lines in the bodies a server kept.
+fn rows_in(bodies: &[String]) -> usize {
+    (bodies.iter())
+        .map(|r| r.split_once("\r\n\r\n").unwrap().1.lines().count())
+        .sum()
+}
+
+#[test]
+fn a_server_away_then_back_gets_every_batch_held_meanwhile() {
+    // A port nothing listens on: connections are refused.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    let name = format!("clickhouse+http://127.0.0.1:{port}/flows");
+    let host = format!("127.0.0.1:{port}");
+    let mut ex = ClickHouseExporter::new(&name, host.parse().unwrap(), &host, "flows", &opts());
+    for _ in 0..3 {
+        ex.write_batch(&batch(200)).unwrap();
+        ex.flush().unwrap();
+    }
+    // The first post was refused (and is to be tried again).
+    let refused = || ex.tally.retries.load(Ordering::Relaxed) > 0;
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    while !refused() && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(refused());
+    // The server comes: the held batch and the queued ones are posted,
+    // none twice.
+    let (_, bodies) = server_on(
+        TcpListener::bind(("127.0.0.1", port)).unwrap(),
+        "200 OK",
+        "",
+    );
+    ex.write_batch(&batch(200)).unwrap();
+    ex.finish().unwrap();
+    let bodies = bodies.lock().unwrap();
+    assert_eq!(rows_in(&bodies), 800, "{} posts", bodies.len());
+    assert!(ex.tally.late.load(Ordering::Relaxed) >= 200);
+    assert_eq!(ex.tally.failures.load(Ordering::Relaxed), 0);
 }
 
 #[test]

@@ -353,3 +353,30 @@ fn written_types_are_the_documented_ones() {
         );
     }
 }
+
+#[test]
+fn parts_are_closed_whole_as_they_fill_and_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flows.parquet");
+    // A part of an earlier run is kept: the next free number is taken.
+    std::fs::write(dir.path().join("flows.000001.parquet"), b"earlier").unwrap();
+    let p = ParquetOptions {
+        row_group_rows: 100,
+        part_rows: Some(200),
+        ..ParquetOptions::default()
+    };
+    let mut ex = ParquetExporter::create_flows(&path, &opts(), &p).unwrap();
+    for _ in 0..5 {
+        ex.write_batch(&batch(100)).unwrap();
+    }
+    // Before the end (as after a SIGKILL): two parts, whole, and the
+    // file at the path without its footer.
+    let part = |n: u32| dir.path().join(format!("flows.{n:06}.parquet"));
+    assert_eq!(std::fs::read(part(1)).unwrap(), b"earlier");
+    assert_eq!(row_groups(&part(2)), [100, 100]);
+    assert_eq!(row_groups(&part(3)), [100, 100]);
+    assert!(!part(4).exists());
+    assert!(SerializedFileReader::new(File::open(&path).unwrap()).is_err());
+    ex.finish().unwrap();
+    assert_eq!(row_groups(&path), [100]);
+}

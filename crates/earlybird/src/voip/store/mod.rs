@@ -18,6 +18,7 @@
 //! - Errors are [`crate::Error::Output`] naming the database (a URL without
 //!   its password).
 
+pub mod hold;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqlite")]

@@ -3,7 +3,10 @@
 //! Contract: as [`super`] says; the URL is libpq's (`postgres://user:pass@
 //! host:port/db`, or `host=/run/postgresql` in the query for a socket); the
 //! schema is created in the connection's default schema; errors name the
-//! URL without its password.
+//! URL without its password. A connection that was lost (the server
+//! stopped or restarted) is opened again at the next insert; a connect
+//! gives up after [`CONNECT_TIMEOUT`] unless the URL sets
+//! `connect_timeout`.
 
 use postgres::types::{IsNull, ToSql, Type};
 use postgres::{Client, NoTls};
@@ -36,6 +39,9 @@ impl ToSql for Val {
 
     postgres::types::to_sql_checked!();
 }
+
+/// How long a connect waits for the server unless the URL says.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A URL without its password.
 fn redact(url: &str) -> String {
@@ -73,6 +79,16 @@ fn refs(v: &[Val]) -> Vec<&(dyn ToSql + Sync)> {
 pub struct PgStore {
     client: Client,
     name: String,
+    url: String,
+}
+
+/// A connection to `url` (`name`: the URL without its password).
+fn connect(url: &str, name: &str) -> Result<Client> {
+    let mut cfg: postgres::Config = url.parse().map_err(|x| err(name, x))?;
+    if cfg.get_connect_timeout().is_none() {
+        cfg.connect_timeout(CONNECT_TIMEOUT);
+    }
+    cfg.connect(NoTls).map_err(|x| err(name, x))
 }
 
 impl PgStore {
@@ -80,7 +96,7 @@ impl PgStore {
     pub fn open(url: &str) -> Result<PgStore> {
         let name = redact(url);
         let e = |x: postgres::Error| err(&name, x);
-        let mut client = Client::connect(url, NoTls).map_err(e)?;
+        let mut client = connect(url, &name)?;
         client
             .batch_execute(&SCHEMA.replace("{ID}", "BIGSERIAL PRIMARY KEY"))
             .map_err(e)?;
@@ -96,13 +112,25 @@ impl PgStore {
                 )
                 .map_err(e)?;
         }
-        Ok(PgStore { client, name })
+        Ok(PgStore {
+            client,
+            name,
+            url: url.to_string(),
+        })
+    }
+
+    /// The URL without its password.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// Writes calls and streams without a call in one transaction.
     pub fn insert(&mut self, calls: &[CallRecord], streams: &[StreamRecord]) -> Result<()> {
         let name = self.name.clone();
         let e = |x: postgres::Error| err(&name, x);
+        if self.client.is_closed() {
+            self.client = connect(&self.url, &name)?;
+        }
         let mut tx = self.client.transaction().map_err(e)?;
         let call_st = tx
             .prepare(&format!(

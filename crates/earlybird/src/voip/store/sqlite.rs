@@ -78,6 +78,12 @@ impl SqliteStore {
         Ok(SqliteStore { conn, name })
     }
 
+    /// How long an insert waits for another writer's lock (10 s unless
+    /// set).
+    pub(crate) fn set_busy_timeout(&mut self, d: std::time::Duration) {
+        let _ = self.conn.busy_timeout(d);
+    }
+
     /// Writes calls and streams without a call in one transaction.
     pub fn insert(&mut self, calls: &[CallRecord], streams: &[StreamRecord]) -> Result<()> {
         let name = self.name.clone();
