@@ -3,7 +3,7 @@
 truth on the shared corpus's dev captures (docs/SERVICES.md, "Accuracy").
 
 For every capture of classify/dev/ndpi/pcap that ndpi_truth.csv lists, runs
-`earlybird flows CAPTURE -f jsonl -o -` (the default: labellers on, the
+`earlybird flows CAPTURE -f jsonl -o -` (with OPTIONS such as --labellers; the
 default model, the shipped map; OPTIONS are added to it) and
 matches each record to nDPI's flow of the same transport and ends (either
 direction). Only flows nDPI labelled by payload (confidence DPI) with a

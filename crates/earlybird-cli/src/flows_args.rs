@@ -427,16 +427,14 @@ pub struct FlowsArgs {
         value_delimiter = ','
     )]
     analyzers: Vec<String>,
-    /// Do not run the payload labellers.
+    /// Run the payload labellers (tls, http, ssh, dns).
     ///
-    /// Do not run the payload labellers: the tls, http, ssh and dns
-    /// analyzers every run turns on by default, whose names (SNI, Host,
-    /// banners, DNS names) give the records' payload labels
-    /// (docs/SERVICES.md). Without them `app` is the model's verdict and
-    /// their fields are not in the records; --analyzer still turns any of
-    /// them on.
+    /// Run the payload labellers: the tls, http, ssh and dns analyzers,
+    /// whose names (SNI, Host, banners, DNS names) give the records'
+    /// payload labels (docs/SERVICES.md). Without them `app` is the
+    /// model's verdict; --analyzer turns any of them on alone.
     #[arg(help_heading = "Flows", long)]
-    no_labellers: bool,
+    labellers: bool,
     /// The media analyzer's TOML of intervals.
     ///
     /// TOML file of the media analyzer's intervals and thresholds

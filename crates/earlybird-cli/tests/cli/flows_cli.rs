@@ -368,8 +368,6 @@ fn an_analyzer_adds_its_fields_to_csv_and_json_lines() {
         sample().to_str().unwrap(),
         "--analyzer",
         "payload",
-        // The payload labellers' fields would come between.
-        "--no-labellers",
         "-o",
         csv_out.to_str().unwrap(),
         "-o",

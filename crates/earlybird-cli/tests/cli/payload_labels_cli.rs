@@ -48,10 +48,10 @@ const SOURCES: &[&str] = &["sni", "quic", "http", "dns", "ssh", "stat", "port", 
 #[test]
 fn payload_labels_cli_every_record_is_labelled_and_keeps_the_verdict_beside() {
     let dir = tempfile::tempdir().unwrap();
-    let plain = records(dir.path(), &["--no-labellers"]);
+    let plain = records(dir.path(), &[]);
     assert!(!plain.is_empty());
     for r in &plain {
-        // Without the payload labellers the label is the model's verdict
+        // By default (no labellers) the label is the model's verdict
         // (the default model is a port table), and no name is read.
         assert!(!r.contains_key("sni") && !r.contains_key("dns_query"));
         assert_eq!(r["app"], r["stat_app"], "{r:?}");
@@ -59,17 +59,12 @@ fn payload_labels_cli_every_record_is_labelled_and_keeps_the_verdict_beside() {
         assert!(r["label_source"] == "port" || r["label_source"] == "none");
         assert_eq!(r["label_source"] == "none", r["app"] == "unknown");
     }
-    // The default: the labellers run with no option.
-    let named = records(dir.path(), &[]);
+    // --labellers: the four labellers; --analyzer runs those named alone.
+    let named = records(dir.path(), &["--labellers"]);
     assert_eq!(named.len(), plain.len());
-    // The default is the four labellers named; with --no-labellers,
-    // --analyzer runs those named alone.
-    let four = records(
-        dir.path(),
-        &["--no-labellers", "--analyzer", "tls,http,ssh,dns"],
-    );
+    let four = records(dir.path(), &["--analyzer", "tls,http,ssh,dns"]);
     assert_eq!(named, four);
-    let some = records(dir.path(), &["--no-labellers", "--analyzer", "tls,dns"]);
+    let some = records(dir.path(), &["--analyzer", "tls,dns"]);
     assert!(some[0].contains_key("sni") && !some[0].contains_key("http_host"));
     let mut by_source = BTreeMap::new();
     for (r, p) in named.iter().zip(&plain) {
@@ -219,6 +214,7 @@ fn payload_labels_cli_the_summary_counts_handshakes_cut_by_the_snap_length() {
         "flows",
         cut.to_str().unwrap(),
         "--no-progress",
+        "--labellers",
         "-o",
         out.to_str().unwrap(),
     ]);

@@ -62,8 +62,8 @@ pub mod tls;
 pub mod tls_hello;
 
 /// The payload labellers: the analyzers whose names give a record's
-/// payload label (`classify/labeller.rs`), which a `flows` run turns on
-/// unless told not to (`no-labellers`).
+/// payload label (`classify/labeller.rs`), which `labellers` turns on
+/// all at once.
 pub const LABELLERS: [&str; 4] = ["tls", "http", "ssh", "dns"];
 
 /// Analyzers built only with a cargo feature: (name, feature, what it

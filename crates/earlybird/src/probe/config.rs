@@ -87,10 +87,11 @@ pub struct Config {
     /// list several, comma-separated). Default none.
     #[serde(deserialize_with = "names")]
     pub analyzer: Vec<String>,
-    /// Do not run the payload labellers (the `tls`, `http`, `ssh` and
-    /// `dns` analyzers every run turns on unless told not to, whose names
-    /// give the records' payload labels). Default false.
-    pub no_labellers: bool,
+    /// Run the payload labellers: the `tls`, `http`, `ssh` and `dns`
+    /// analyzers, whose names give the records' payload labels. Default
+    /// false: they cost more than the rest of the per-packet work on a
+    /// handshake-rich mix (BENCHMARKS.md).
+    pub labellers: bool,
     /// The media analyzer's TOML of intervals. Default: built in.
     pub media_config: Option<PathBuf>,
     /// Flow-table hash: `fold` (default) or `toeplitz`.
@@ -288,7 +289,7 @@ impl Default for Config {
             max_flows: 1_000_000,
             stats: "full".into(),
             analyzer: Vec::new(),
-            no_labellers: false,
+            labellers: false,
             media_config: None,
             hash: "fold".into(),
             shards: 1,

@@ -1,8 +1,8 @@
 //! The run's labeller: the shipped service map with the user's maps
 //! (`services`) laid over it, Debian's Public Suffix List when installed,
 //! the model's classes, and what records keep of names (`names`,
-//! `names-key`); and the analyzers a run turns on (the labellers by
-//! default).
+//! `names-key`); and the analyzers a run turns on (the labellers with
+//! `labellers`).
 //!
 //! Contract: [`Config::labeller`] reads the maps (a map that does not read
 //! is an [`Error::Config`] naming the map and line) and builds the
@@ -19,12 +19,12 @@ use crate::schema::Field;
 use crate::{Error, Result};
 
 impl Config {
-    /// The analyzers the run turns on: those named (`analyzer`), then the
-    /// payload labellers ([`crate::analyze::LABELLERS`]) not named already,
-    /// unless `no-labellers`.
+    /// The analyzers the run turns on: those named (`analyzer`), then, with
+    /// `labellers`, the payload labellers ([`crate::analyze::LABELLERS`])
+    /// not named already.
     pub fn analyzers(&self) -> Vec<String> {
         let mut on = self.analyzer.clone();
-        if !self.no_labellers {
+        if self.labellers {
             for a in crate::analyze::LABELLERS {
                 if !on.iter().any(|x| x == a) {
                     on.push(a.to_string());

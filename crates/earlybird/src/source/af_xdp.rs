@@ -74,9 +74,10 @@ fn clock_ns(id: libc::clockid_t) -> i64 {
     };
     // SAFETY: a timespec to fill.
     unsafe { libc::clock_gettime(id, &mut t) };
-    (t.tv_sec as i64)
+    // (time_t and c_long are i64 on the 64-bit Linux targets AF_XDP runs on.)
+    t.tv_sec
         .saturating_mul(1_000_000_000)
-        .saturating_add(t.tv_nsec as i64)
+        .saturating_add(t.tv_nsec)
 }
 
 /// What the kernel's socket statistics say (`XDP_STATISTICS`).
