@@ -202,6 +202,8 @@ pub use learn::media as media_intervals;
 #[cfg(feature = "tools")]
 pub use learn::self_label;
 #[cfg(feature = "tools")]
+pub use learn::online as learn_online;
+#[cfg(feature = "tools")]
 pub use learn::workflow;
 #[cfg(feature = "tools")]
 pub use learn::{evaluate, train, Algo, LabelOptions, LabelSet, TrainOptions};
@@ -211,7 +213,7 @@ pub use pipeline::{
     CollectedFlow, ExportPolicy, LiveInput, ModelRef, Placement, RunControl, RunOptions,
 };
 pub use probe::{
-    AlarmPcapSection, CallOutputs, Config, DumpSection, IpfixSection, Plan, Probe, DEFAULT_MODEL,
+    AlarmPcapSection, CallOutputs, Config, DumpSection, IpfixSection, LearnSection, Plan, Probe, DEFAULT_MODEL,
     DEFAULT_MODEL_NAME,
 };
 pub use schema::{Cells, Field, FieldType, Kind, OwnedValue, RowBatch, Rows, Value};
