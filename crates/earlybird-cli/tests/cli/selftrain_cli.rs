@@ -136,7 +136,10 @@ fn flows_learn_writes_models_while_it_runs_and_a_last_one_at_the_end() {
         assert!((0.0..=1.0).contains(&acc), "{m}");
     }
     // The trained sets grow as flows are labelled.
-    let trained: Vec<u64> = index.iter().map(|m| m["trained"].as_u64().unwrap()).collect();
+    let trained: Vec<u64> = index
+        .iter()
+        .map(|m| m["trained"].as_u64().unwrap())
+        .collect();
     assert!(trained.windows(2).all(|w| w[0] <= w[1]), "{trained:?}");
     assert!(dir.join("best.ebm").is_file());
     assert!(stderr.contains("earlybird: learning: "), "{stderr}");
@@ -144,7 +147,10 @@ fn flows_learn_writes_models_while_it_runs_and_a_last_one_at_the_end() {
     let last = index.last().unwrap()["path"].as_str().unwrap().to_string();
     let (code, info, e) = eb(&["model", "info", &last]);
     assert_eq!(code, 0, "{e}");
-    assert!(info.contains("self-labels online (earlybird flows --learn): proto"), "{info}");
+    assert!(
+        info.contains("self-labels online (earlybird flows --learn): proto"),
+        "{info}"
+    );
     assert!(info.contains("held-out flows"), "{info}");
     // Proto level: the protocols the payload names were read from.
     assert!(info.contains("TLS") && info.contains("DNS"), "{info}");
@@ -198,9 +204,20 @@ fn flows_learn_leaves_the_same_last_model_whatever_the_shards_and_reads_learn_fr
     let (code, printed, stderr) = eb(&["flows", "--config", &conf, "--print-config"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(printed.contains("[learn]"), "{printed}");
-    let (code, _, stderr) = eb(&["flows", &dev, "-f", "null", "--no-progress", "--config", &conf]);
+    let (code, _, stderr) = eb(&[
+        "flows",
+        &dev,
+        "-f",
+        "null",
+        "--no-progress",
+        "--config",
+        &conf,
+    ]);
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(std::fs::read(dir.join("model-0001.ebm")).unwrap(), models[0]);
+    assert_eq!(
+        std::fs::read(dir.join("model-0001.ebm")).unwrap(),
+        models[0]
+    );
     // Values out of range are usage errors.
     let (code, _, stderr) = eb(&["flows", &dev, "--learn", "x", "--learn-holdout", "1"]);
     assert_eq!(code, 2, "{stderr}");

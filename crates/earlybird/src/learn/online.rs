@@ -139,7 +139,8 @@ struct Kept {
 
 impl Kept {
     fn bytes(&self) -> usize {
-        std::mem::size_of::<Kept>() + self.early.capacity() * std::mem::size_of::<(u16, u8, u8, u32)>()
+        std::mem::size_of::<Kept>()
+            + self.early.capacity() * std::mem::size_of::<(u16, u8, u8, u32)>()
     }
 }
 
@@ -541,8 +542,8 @@ impl Exporter for Learner {
             self.first_ts = Some(self.first_ts.map_or(r.first_ts, |t| t.min(r.first_ts)));
             let start = *self.last_train_ts.get_or_insert(r.last_ts);
             let by_count = self.opts.every_labels > 0 && self.since >= self.opts.every_labels;
-            let by_time =
-                self.opts.every_ns > 0 && self.latest_ts.saturating_sub(start) >= self.opts.every_ns;
+            let by_time = self.opts.every_ns > 0
+                && self.latest_ts.saturating_sub(start) >= self.opts.every_ns;
             if by_count || by_time {
                 self.due = true;
             }

@@ -466,10 +466,7 @@ impl Config {
             l.every_seconds >= 0.0 && l.every_seconds.is_finite(),
             "--learn-every-seconds must be a number of seconds ≥ 0",
         )?;
-        need(
-            l.cpu > 0.0 && l.cpu <= 1.0,
-            "--learn-cpu must be in (0, 1]",
-        )?;
+        need(l.cpu > 0.0 && l.cpu <= 1.0, "--learn-cpu must be in (0, 1]")?;
         let level = l.level.parse().map_err(usage)?;
         let algo: crate::learn::Algo = l.algo.parse().map_err(usage)?;
         need(
