@@ -155,6 +155,7 @@ pub fn run(a: FlowsArgs, m: &ArgMatches) -> i32 {
         (None, Some(total)) => Progress::start(show, total, ctl.progress.clone()),
         (None, None) => Progress::bytes(show, ctl.progress.clone()),
     };
+    let learning = probe.learning();
     let notifier = crate::notify::Notifier::start(&ctl, live.is_some());
     let report = probe.run(&ctl);
     if let Some(n) = notifier {
@@ -182,6 +183,10 @@ pub fn run(a: FlowsArgs, m: &ArgMatches) -> i32 {
             crate::say(&format!("earlybird: dump error: {e}"));
         }
     }
+    if let Some(l) = learning {
+        let l = l.lock().unwrap_or_else(|p| p.into_inner());
+        print_learning(&l, quiet);
+    }
     if ctl.stop.load(Ordering::Relaxed) {
         130
     } else if !report.output_errors.is_empty() {
@@ -195,6 +200,36 @@ pub fn run(a: FlowsArgs, m: &ArgMatches) -> i32 {
     }
 }
 
+/// What self-training learnt: a line per model (unless `quiet`) and its
+/// errors.
+fn print_learning(l: &earlybird::learn_online::Status, quiet: bool) {
+    if !quiet {
+        crate::say(&format!(
+            "earlybird: learning: {} payload-labelled flows, {} kept ({} KiB), {} models",
+            l.offered,
+            l.kept,
+            l.bytes.div_ceil(1024),
+            l.models.len()
+        ));
+        for m in &l.models {
+            crate::say(&format!(
+                "earlybird: learnt {} from {} flows of {} classes: held-out accuracy {:.1} % on {} flows, coverage {:.1} % (best before {:.1} %){}",
+                m.path.display(),
+                m.trained,
+                m.classes,
+                100.0 * m.accuracy,
+                m.held_out,
+                100.0 * m.coverage,
+                100.0 * m.best_before,
+                if m.best { ", now best.ebm" } else { "" }
+            ));
+        }
+    }
+    for e in &l.errors {
+        crate::say(&format!("earlybird: learning error: {e}"));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,7 +238,10 @@ mod tests {
     /// The configuration key of long option `long` (`dump-dir` is `[dump]
     /// dir`), as a TOML line setting it to `value`.
     fn line(long: &str, value: &str) -> String {
-        for table in ["alarm-pcap", "dump", "ipfix"] {
+        if long == "learn" {
+            return format!("[learn]\ndir = {value}\n");
+        }
+        for table in ["alarm-pcap", "dump", "ipfix", "learn"] {
             if let Some(k) = long.strip_prefix(table).and_then(|k| k.strip_prefix('-')) {
                 return format!("[{table}]\n{k} = {value}\n");
             }

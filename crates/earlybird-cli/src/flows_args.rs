@@ -634,6 +634,68 @@ pub struct FlowsArgs {
     /// Do not label flows (no classifier runs).
     #[arg(help_heading = "Classification", long)]
     no_model: bool,
+    /// Learn the early model from the flows' payload labels into this directory.
+    ///
+    /// Self-training (docs/CLASSIFIERS.md, "Self-training"): the payload
+    /// labellers run (tls, http, dns, ssh analyzers), each flow they name feeds
+    /// a bounded sample per class, and a background thread trains a model from
+    /// it every --learn-every-labels labels or --learn-every-seconds of packet
+    /// time, and once more at the end of the run (also on SIGTERM). Each model
+    /// is written to DIR (model-NNNN.ebm, with its provenance and its scores on
+    /// a held-out share), listed in DIR/models.jsonl; the best so far (beside
+    /// the run's own model) is DIR/best.ebm. Created if missing.
+    #[arg(help_heading = "Classification", long, value_name = "DIR")]
+    learn: Option<PathBuf>,
+    /// Self-training: flows kept per class.
+    #[arg(
+        help_heading = "Classification",
+        long,
+        value_name = "FLOWS",
+        default_value_t = 2000
+    )]
+    learn_reservoir: usize,
+    /// Self-training: train a model every this many labelled flows (0: not by count).
+    #[arg(
+        help_heading = "Classification",
+        long,
+        value_name = "FLOWS",
+        default_value_t = 10_000
+    )]
+    learn_every_labels: u64,
+    /// Self-training: train a model every this many seconds of packet time (0: not by time).
+    #[arg(
+        help_heading = "Classification",
+        long,
+        value_name = "SECS",
+        default_value_t = 300.0
+    )]
+    learn_every_seconds: f64,
+    /// Self-training: the class of a flow, from its payload label.
+    #[arg(help_heading = "Classification", long, value_name = "LEVEL", default_value = "category", value_parser = ["category", "app", "proto"])]
+    learn_level: String,
+    /// Self-training: algorithm of the learnt models.
+    #[arg(help_heading = "Classification", long, value_name = "ALGO", default_value = "c45", value_parser = ["c45", "forest", "nb", "gnb"])]
+    learn_algo: String,
+    /// Self-training: share of each class held out to score a model.
+    #[arg(
+        help_heading = "Classification",
+        long,
+        value_name = "SHARE",
+        default_value_t = 0.25
+    )]
+    learn_holdout: f64,
+    /// Self-training: share of one core the training thread may use.
+    ///
+    /// Self-training: share of one core the training thread may use (0 to 1):
+    /// after each model it rests so that training takes at most this share of
+    /// its time.
+    #[arg(
+        help_heading = "Classification",
+        long,
+        value_name = "SHARE",
+        default_value_t = 0.5
+    )]
+    learn_cpu: f64,
     #[command(flatten)]
     #[serde(flatten)]
     ipfix: Box<crate::ipfix_args::IpfixArgs>,

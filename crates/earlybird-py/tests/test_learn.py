@@ -62,3 +62,19 @@ def test_gaussian_nb_trained_by_the_cli_and_the_package(dev, cli, tmp_path):
     assert "gnb model (8 features)" in info, info
     apps = earlybird.flows(captures, model=ours).to_arrow().column("app").to_pylist()
     assert len(set(apps)) > 1
+
+
+def test_flows_learn_writes_the_clis_model(corpus, cli, tmp_path):
+    """`earlybird.flows(..., learn=DIR)` is `earlybird flows --learn DIR`:
+    the run leaves the same self-trained model in DIR."""
+    pcaps = corpus / "classify" / "dev" / "ndpi" / "pcap"
+    ours, theirs = tmp_path / "py", tmp_path / "cli"
+    earlybird.flows(str(pcaps), learn=str(ours), learn_every_labels=0, learn_every_seconds=0)
+    subprocess.run(
+        [cli, "flows", str(pcaps), "-f", "null", "--no-progress", "--learn", str(theirs)]
+        + ["--learn-every-labels", "0", "--learn-every-seconds", "0"],
+        check=True,
+        capture_output=True,
+    )
+    assert (ours / "model-0001.ebm").read_bytes() == (theirs / "model-0001.ebm").read_bytes()
+    assert len((ours / "models.jsonl").read_text().splitlines()) == 1

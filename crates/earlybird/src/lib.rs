@@ -200,6 +200,8 @@ pub use learn::label;
 #[cfg(feature = "tools")]
 pub use learn::media as media_intervals;
 #[cfg(feature = "tools")]
+pub use learn::online as learn_online;
+#[cfg(feature = "tools")]
 pub use learn::self_label;
 #[cfg(feature = "tools")]
 pub use learn::workflow;
@@ -211,8 +213,8 @@ pub use pipeline::{
     CollectedFlow, ExportPolicy, LiveInput, ModelRef, Placement, RunControl, RunOptions,
 };
 pub use probe::{
-    AlarmPcapSection, CallOutputs, Config, DumpSection, IpfixSection, Plan, Probe, DEFAULT_MODEL,
-    DEFAULT_MODEL_NAME,
+    AlarmPcapSection, CallOutputs, Config, DumpSection, IpfixSection, LearnSection, Plan, Probe,
+    DEFAULT_MODEL, DEFAULT_MODEL_NAME,
 };
 pub use schema::{Cells, Field, FieldType, Kind, OwnedValue, RowBatch, Rows, Value};
 pub use source::af_packet::{Capture, LiveConfig};

@@ -87,3 +87,139 @@ fn train_self_labels() {
     assert_ne!(code, 0);
     assert!(stderr.contains("--labels"), "{stderr}");
 }
+
+/// The lines of `DIR/models.jsonl` as JSON values.
+fn models_index(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("models.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn flows_learn_writes_models_while_it_runs_and_a_last_one_at_the_end() {
+    let Some(c) = corpus() else { return };
+    let dev = c.join("classify/dev/ndpi/pcap").display().to_string();
+    let tmp = tempfile::Builder::new()
+        .prefix("eb-cli-learn-")
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path().join("models");
+    let d = dir.display().to_string();
+    let (code, _, stderr) = eb(&[
+        "flows",
+        &dev,
+        "-f",
+        "null",
+        "--no-progress",
+        "--learn",
+        &d,
+        "--learn-every-labels",
+        "200",
+        "--learn-every-seconds",
+        "0",
+        "--learn-level",
+        "proto",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let index = models_index(&dir);
+    // Several while the run went on (every 200 labels, when the thread
+    // was free), and the last one at the end.
+    assert!(index.len() >= 2, "{stderr}");
+    for (i, m) in index.iter().enumerate() {
+        assert_eq!(m["id"], i as u64 + 1);
+        let path = m["path"].as_str().unwrap();
+        assert!(std::path::Path::new(path).is_file(), "{path}");
+        assert!(m["held_out"].as_u64().unwrap() > 0, "{m}");
+        let acc = m["accuracy"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&acc), "{m}");
+    }
+    // The trained sets grow as flows are labelled.
+    let trained: Vec<u64> = index
+        .iter()
+        .map(|m| m["trained"].as_u64().unwrap())
+        .collect();
+    assert!(trained.windows(2).all(|w| w[0] <= w[1]), "{trained:?}");
+    assert!(dir.join("best.ebm").is_file());
+    assert!(stderr.contains("earlybird: learning: "), "{stderr}");
+    // The model file says where it came from and how it scored.
+    let last = index.last().unwrap()["path"].as_str().unwrap().to_string();
+    let (code, info, e) = eb(&["model", "info", &last]);
+    assert_eq!(code, 0, "{e}");
+    assert!(
+        info.contains("self-labels online (earlybird flows --learn): proto"),
+        "{info}"
+    );
+    assert!(info.contains("held-out flows"), "{info}");
+    // Proto level: the protocols the payload names were read from.
+    assert!(info.contains("TLS") && info.contains("DNS"), "{info}");
+}
+
+#[test]
+fn flows_learn_leaves_the_same_last_model_whatever_the_shards_and_reads_learn_from_the_file() {
+    let Some(c) = corpus() else { return };
+    let dev = c.join("classify/dev/ndpi/pcap").display().to_string();
+    let tmp = tempfile::Builder::new()
+        .prefix("eb-cli-learn-shards-")
+        .tempdir()
+        .unwrap();
+    let mut models = Vec::new();
+    for shards in ["1", "2", "4"] {
+        let dir = tmp.path().join(format!("s{shards}"));
+        let d = dir.display().to_string();
+        let (code, _, stderr) = eb(&[
+            "flows",
+            &dev,
+            "-f",
+            "null",
+            "--no-progress",
+            "-s",
+            shards,
+            "--learn",
+            &d,
+            "--learn-every-labels",
+            "0",
+            "--learn-every-seconds",
+            "0",
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        let index = models_index(&dir);
+        assert_eq!(index.len(), 1, "{stderr}");
+        models.push(std::fs::read(dir.join("model-0001.ebm")).unwrap());
+    }
+    assert!(models[0] == models[1] && models[1] == models[2]);
+    // `[learn]` in the configuration file is `--learn-*` on the command line.
+    let conf = tmp.path().join("probe.toml");
+    let dir = tmp.path().join("fromfile");
+    std::fs::write(
+        &conf,
+        format!(
+            "[learn]\ndir = {:?}\nevery-labels = 0\nevery-seconds = 0\n",
+            dir.display().to_string()
+        ),
+    )
+    .unwrap();
+    let conf = conf.display().to_string();
+    let (code, printed, stderr) = eb(&["flows", "--config", &conf, "--print-config"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(printed.contains("[learn]"), "{printed}");
+    let (code, _, stderr) = eb(&[
+        "flows",
+        &dev,
+        "-f",
+        "null",
+        "--no-progress",
+        "--config",
+        &conf,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        std::fs::read(dir.join("model-0001.ebm")).unwrap(),
+        models[0]
+    );
+    // Values out of range are usage errors.
+    let (code, _, stderr) = eb(&["flows", &dev, "--learn", "x", "--learn-holdout", "1"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--learn-holdout"), "{stderr}");
+}

@@ -10,12 +10,14 @@
 //! `earlybird evaluate`), `media` (intervals of the `media` analyzer
 //! learned from labelled media flows: `earlybird train-media`), `self_label` (payload labels as training
 //! labels and the bounded per-class reservoir: `earlybird train
-//! --self-labels`).
+//! --self-labels`), `online` (the same while `flows --learn` runs: models
+//! trained in the background from the run's own payload labels).
 
 pub mod dataset;
 pub mod evaluate;
 pub mod label;
 pub mod media;
+pub mod online;
 pub mod self_label;
 pub mod train;
 pub mod workflow;

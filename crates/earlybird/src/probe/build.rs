@@ -98,6 +98,9 @@ pub struct Plan {
     tracker: Option<TrackerConfig>,
     /// The capture filter (`--filter`), which counts what it leaves out.
     filter: Option<Arc<crate::source::capfilter::CaptureFilter>>,
+    /// Self-training (`--learn`): its options and the run's own model.
+    #[cfg(feature = "tools")]
+    learn: Option<(crate::learn::online::LearnOptions, Option<Arc<Model>>)>,
 }
 
 /// An opened run: outputs created, sockets bound.
@@ -109,6 +112,8 @@ pub struct Probe {
     calls: Option<Arc<Mutex<CallOutputs>>>,
     #[cfg(feature = "metrics")]
     server: Option<MetricsServer>,
+    #[cfg(feature = "tools")]
+    learning: Option<Arc<Mutex<crate::learn::online::Status>>>,
 }
 
 /// Nanoseconds of `s` seconds, which must be positive.
@@ -265,6 +270,11 @@ impl Config {
             crate::outpath::require_extension(w, "pcap").map_err(usage)?;
         }
         options.flow.validate()?;
+        // Self-training learns from the payload labels: their analyzers run.
+        #[cfg(feature = "tools")]
+        let learn = self.learn_options(&mut options)?;
+        #[cfg(not(feature = "tools"))]
+        need(c.learn.dir.is_none(), "--learn needs the `tools` feature")?;
         // Output names: a name that does not say what is written is a
         // usage error, before any work.
         let forced = match c.format.as_deref() {
@@ -398,6 +408,8 @@ impl Config {
             metrics,
             tracker: c.tracks_calls().then(|| self.tracker_config()),
             filter,
+            #[cfg(feature = "tools")]
+            learn,
         };
         Ok(plan)
     }
@@ -432,6 +444,60 @@ impl Config {
             model: Some(Arc::new(model)),
             classes,
         })
+    }
+
+    /// Self-training's options (`[learn]`), with the run's own model as
+    /// the first to beat; turns the payload labellers on in `options`.
+    #[cfg(feature = "tools")]
+    fn learn_options(
+        &self,
+        options: &mut RunOptions,
+    ) -> Result<Option<(crate::learn::online::LearnOptions, Option<Arc<Model>>)>> {
+        let l = &self.learn;
+        let Some(dir) = &l.dir else {
+            return Ok(None);
+        };
+        need(l.reservoir >= 1, "--learn-reservoir must be at least 1")?;
+        need(
+            (0.0..1.0).contains(&l.holdout),
+            "--learn-holdout must be in [0, 1)",
+        )?;
+        need(
+            l.every_seconds >= 0.0 && l.every_seconds.is_finite(),
+            "--learn-every-seconds must be a number of seconds ≥ 0",
+        )?;
+        need(l.cpu > 0.0 && l.cpu <= 1.0, "--learn-cpu must be in (0, 1]")?;
+        let level = l.level.parse().map_err(usage)?;
+        let algo: crate::learn::Algo = l.algo.parse().map_err(usage)?;
+        need(
+            !matches!(algo, crate::learn::Algo::Svm | crate::learn::Algo::Ports),
+            "--learn-algo: c45, forest, nb or gnb",
+        )?;
+        for a in crate::learn::self_label::ANALYZERS {
+            if !options.flow.analyzers.iter().any(|x| x == a) {
+                options.flow.analyzers.push(a.to_string());
+            }
+        }
+        let start = match self.no_model {
+            true => None,
+            false => Some(Arc::new(Model::named(self.model.as_deref())?)),
+        };
+        let train = crate::learn::TrainOptions {
+            algo,
+            packets: self.early_packets,
+            ..crate::learn::TrainOptions::default()
+        };
+        let opts = crate::learn::online::LearnOptions {
+            dir: dir.clone(),
+            reservoir: l.reservoir,
+            every_labels: l.every_labels,
+            every_ns: (l.every_seconds * SECOND as f64).round() as u64,
+            level,
+            train,
+            holdout: l.holdout,
+            cpu: l.cpu,
+        };
+        Ok(Some((opts, start)))
     }
 
     /// The packet dumper's options (`[dump]`).
@@ -622,6 +688,21 @@ impl Plan {
         // Each output fails alone and counts what it missed.
         let own: Vec<_> = exporters.drain(first_own..).collect();
         exporters.extend(own.into_iter().map(crate::export::counted::counted));
+
+        #[cfg(feature = "tools")]
+        let learning = match self.learn.take() {
+            Some((opts, start)) => {
+                let (learner, status) = crate::learn::online::Learner::start(
+                    opts,
+                    &self.export.analyzed,
+                    self.export.class_names.clone(),
+                    start,
+                )?;
+                exporters.push(Box::new(learner));
+                Some(status)
+            }
+            None => None,
+        };
         let live = match &self.input {
             Input::Live(cfg, _) => Some(crate::pipeline::open_live(cfg, self.options.shards)?),
             Input::Files(_) => None,
@@ -655,6 +736,8 @@ impl Plan {
             calls,
             #[cfg(feature = "metrics")]
             server,
+            #[cfg(feature = "tools")]
+            learning,
         })
     }
 }
@@ -704,6 +787,13 @@ impl Probe {
         None
     }
 
+    /// What self-training (`--learn`) has learnt so far; `None` without it.
+    /// The models written are in it once [`Probe::run`] returns.
+    #[cfg(feature = "tools")]
+    pub fn learning(&self) -> Option<Arc<Mutex<crate::learn::online::Status>>> {
+        self.learning.clone()
+    }
+
     /// Runs to the end of the input, the end of the live duration or
     /// `ctl.stop`; every flow and call is flushed. The call outputs'
     /// errors are in [`Report::output_errors`].
@@ -715,6 +805,8 @@ impl Probe {
             calls,
             #[cfg(feature = "metrics")]
             server,
+            #[cfg(feature = "tools")]
+                learning: _,
         } = self;
         let result = match (plan.input, live) {
             (Input::Live(_, duration), Some(socks)) => crate::pipeline::run_live(

@@ -3,8 +3,9 @@
 //!
 //! Contract: a key is the long option of `earlybird flows` (`idle-timeout`,
 //! `stats-out`), values in the option's units (seconds, MiB); the options
-//! of the dumper, IPFIX and the alarms' pcaps sit in the tables `[dump]`,
-//! `[ipfix]` and `[alarm-pcap]` (`[dump] dir` is `--dump-dir`); `inputs`
+//! of the dumper, IPFIX, the alarms' pcaps and self-training sit in the
+//! tables `[dump]`, `[ipfix]`, `[alarm-pcap]` and `[learn]` (`[dump] dir`
+//! is `--dump-dir`, `[learn] dir` is `--learn`); `inputs`
 //! are the capture files; `[[alarm]]` tables (or short `"SERIES:METHOD"`
 //! strings) are alarms. Every key is optional, with the default written on
 //! its field. [`Config::from_toml`] refuses an unknown key naming it and its
@@ -112,6 +113,8 @@ pub struct Config {
     pub threshold: Option<f32>,
     /// Run no classifier. Default false.
     pub no_model: bool,
+    /// Self-training from the payload labels (`--learn DIR`).
+    pub learn: LearnSection,
 
     // ---- outputs
     /// Flow record outputs: files by extension, `-` for standard output,
@@ -251,6 +254,35 @@ pub struct DumpSection {
     pub port: Vec<u16>,
 }
 
+/// `[learn]`: self-training of the early model from the flows' payload
+/// labels (`learn/online.rs`); `--learn DIR` is `dir`, the others
+/// `--learn-KEY`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct LearnSection {
+    /// Directory the learnt models are written to; no learning without it.
+    pub dir: Option<PathBuf>,
+    /// Flows kept per class in the reservoir. Default 2000.
+    pub reservoir: usize,
+    /// Train a model every this many payload-labelled flows (0: not by
+    /// count). Default 10000.
+    pub every_labels: u64,
+    /// Train a model every this many seconds of packet time (0: not by
+    /// time). Default 300.
+    pub every_seconds: f64,
+    /// Class of a flow: `category` (default), `app` or `proto` of its
+    /// payload label.
+    pub level: String,
+    /// Algorithm of the learnt models: `c45` (default), `forest`, `nb`,
+    /// `gnb`.
+    pub algo: String,
+    /// Share of the reservoir held out to score each model. Default 0.25.
+    pub holdout: f64,
+    /// Share of one core the training thread may use, in (0, 1]. Default
+    /// 0.5.
+    pub cpu: f64,
+}
+
 /// `[alarm-pcap]`: the packets before each alarm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
@@ -298,6 +330,7 @@ impl Default for Config {
             model: None,
             threshold: None,
             no_model: false,
+            learn: LearnSection::default(),
             output: Vec::new(),
             format: None,
             parquet_row_group: None,
@@ -363,6 +396,21 @@ impl Default for DumpSection {
     }
 }
 
+impl Default for LearnSection {
+    fn default() -> Self {
+        LearnSection {
+            dir: None,
+            reservoir: 2000,
+            every_labels: 10_000,
+            every_seconds: 300.0,
+            level: "category".into(),
+            algo: "c45".into(),
+            holdout: 0.25,
+            cpu: 0.5,
+        }
+    }
+}
+
 impl Default for AlarmPcapSection {
     fn default() -> Self {
         AlarmPcapSection {
@@ -375,7 +423,11 @@ impl Default for AlarmPcapSection {
 
 /// The tables of the configuration: a key under one of them is written
 /// `[table] key`, or `table-key` in the old flat spelling.
-const TABLES: [&str; 3] = ["alarm-pcap", "dump", "ipfix"];
+const TABLES: [&str; 4] = ["alarm-pcap", "dump", "ipfix", "learn"];
+
+/// Tables whose own name as an option is one of their keys: `--learn DIR`
+/// is `[learn] dir`.
+const BARE: [(&str, &str); 1] = [("learn", "dir")];
 
 /// A list, or one value standing for a list of one.
 fn one_or_many<'de, D, T>(d: D) -> std::result::Result<Vec<T>, D::Error>
@@ -553,6 +605,14 @@ fn normalize(t: toml::Table, warnings: &mut Vec<String>) -> toml::Table {
 /// Puts `key = value` into `out`, in its table when `key` starts with one
 /// of [`TABLES`].
 fn place(out: &mut toml::Table, key: &str, value: toml::Value, warnings: &mut Vec<String>) {
+    if let Some((table, k)) = BARE.iter().find(|(t, _)| *t == key) {
+        let one = toml::Table::from_iter([(k.to_string(), value)]);
+        merge(
+            out,
+            toml::Table::from_iter([(table.to_string(), one.into())]),
+        );
+        return;
+    }
     for table in TABLES {
         if let Some(k) = key.strip_prefix(table).and_then(|k| k.strip_prefix('-')) {
             warnings.push(format!("{key} is now spelled [{table}] {k}"));

@@ -16,4 +16,4 @@ mod labels;
 
 pub use build::{Plan, Probe, DEFAULT_MODEL, DEFAULT_MODEL_NAME};
 pub use calls::CallOutputs;
-pub use config::{AlarmPcapSection, Config, DumpSection, IpfixSection};
+pub use config::{AlarmPcapSection, Config, DumpSection, IpfixSection, LearnSection};
