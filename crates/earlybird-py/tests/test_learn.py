@@ -69,7 +69,8 @@ def test_flows_learn_writes_the_clis_model(corpus, cli, tmp_path):
     the run leaves the same self-trained model in DIR."""
     pcaps = corpus / "classify" / "dev" / "ndpi" / "pcap"
     ours, theirs = tmp_path / "py", tmp_path / "cli"
-    earlybird.flows(str(pcaps), learn=str(ours), learn_every_labels=0, learn_every_seconds=0)
+    # The run happens when its records are read.
+    earlybird.flows(str(pcaps), learn=str(ours), learn_every_labels=0, learn_every_seconds=0).to_arrow()
     subprocess.run(
         [cli, "flows", str(pcaps), "-f", "null", "--no-progress", "--learn", str(theirs)]
         + ["--learn-every-labels", "0", "--learn-every-seconds", "0"],
