@@ -159,21 +159,46 @@ fn sigint_leaves_a_whole_parquet_file() {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&bytes).unwrap();
-    // Wait (bounded) until the process has read what was written; the
-    // pipe stays open.
-    let io = format!("/proc/{}/io", child.id());
-    let start = Instant::now();
-    loop {
-        let read = std::fs::read_to_string(&io)
+    // What the process reads besides its input (models, maps, the Public
+    // Suffix List) is read before it waits on the pipe: wait (bounded)
+    // until one of its threads sleeps in a pipe read, and count from there.
+    let pid = child.id();
+    let io = format!("/proc/{pid}/io");
+    let rchar = || {
+        std::fs::read_to_string(&io)
             .ok()
             .and_then(|s| {
                 s.lines()
                     .find_map(|l| l.strip_prefix("rchar: ").map(|v| v.trim().parse::<usize>()))
             })
             .and_then(Result::ok)
-            .unwrap_or(0);
-        if read >= bytes.len() {
+            .unwrap_or(0)
+    };
+    let in_pipe_read = || {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|t| {
+                std::fs::read_to_string(t.path().join("wchan"))
+                    .is_ok_and(|w| w.contains("pipe_read"))
+            })
+    };
+    let start = Instant::now();
+    while !in_pipe_read() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the process never waited on its input");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let before = rchar();
+    stdin.write_all(&bytes).unwrap();
+    // Wait (bounded) until the process has read what was written; the
+    // pipe stays open.
+    let start = Instant::now();
+    loop {
+        if rchar() >= before + bytes.len() {
             break;
         }
         if start.elapsed() > Duration::from_secs(60) {
