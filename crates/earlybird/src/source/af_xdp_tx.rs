@@ -16,6 +16,15 @@
 //!   after [`super::af_packet_tx::STALL`] without progress) and asks the
 //!   kernel to send every [`KICK_EVERY`] frames; [`XdpTx::kick`] asks now,
 //!   [`XdpTx::drain`] waits (bounded) until every chunk is back.
+//! - Order: frames leave in the order they were pushed, across queues too.
+//!   Before a frame goes onto another queue than the frame before it, the
+//!   kernel must have taken every frame of that queue from its transmit
+//!   ring ([`XdpTx::push`] kicks and waits, bounded). Without that, a
+//!   sender behind its pace (a busy machine) queued frames on several
+//!   queues and sent them queue by queue, and a reply could leave before
+//!   the packet it answers. In copy mode (veth) a frame taken is a frame
+//!   handed to the driver; with zero-copy, the NIC's queues may still
+//!   reorder.
 //! - Counts: a frame is sent when its chunk comes back on the completion
 //!   ring; descriptors the kernel found invalid (`XDP_STATISTICS`) are
 //!   counted as refused.
@@ -112,6 +121,8 @@ pub struct XdpTx {
     spread: Spread,
     name: String,
     mtu: usize,
+    /// The queue of the frame pushed last.
+    last: usize,
     /// Frames and bytes the kernel sent (their chunks came back).
     pub packets: u64,
     /// See `packets`.
@@ -153,6 +164,7 @@ impl XdpTx {
             spread,
             name: name.into(),
             mtu,
+            last: 0,
             packets: 0,
             bytes: 0,
         })
@@ -177,6 +189,14 @@ impl XdpTx {
     /// for a free chunk.
     pub fn push(&mut self, frame: &[u8], stop: &AtomicBool) -> Result<bool> {
         let q = self.spread.queue(frame, self.queues.len());
+        if q != self.last {
+            // The frames before this one leave first (module docs: Order).
+            let last = self.last;
+            if !self.queues[last].flush(&self.name, stop)? {
+                return Ok(false);
+            }
+            self.last = q;
+        }
         let mut waited = Instant::now();
         loop {
             let (p, b) = self.queues[q].reclaim();
@@ -343,6 +363,35 @@ impl Queue {
 
     /// Asks the kernel to send (a `sendto` of nothing; a busy device is
     /// asked again later).
+    /// Kicks until the kernel has taken every frame of the transmit ring
+    /// (failing after [`STALL`] without progress); `false` when stopped
+    /// first.
+    fn flush(&mut self, name: &str, stop: &AtomicBool) -> Result<bool> {
+        let mut seen = self.tx.word(self.tx.consumer).load(Ordering::Acquire);
+        let mut waited = Instant::now();
+        while seen != self.prod {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(false);
+            }
+            self.kick(name)?;
+            let now = self.tx.word(self.tx.consumer).load(Ordering::Acquire);
+            if now != seen {
+                (seen, waited) = (now, Instant::now());
+            } else if waited.elapsed() > STALL {
+                return Err(Error::Interface {
+                    name: name.into(),
+                    reason: format!(
+                        "AF_XDP transmit: the kernel took nothing for {} s",
+                        STALL.as_secs()
+                    ),
+                });
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        Ok(true)
+    }
+
     fn kick(&mut self, name: &str) -> Result<()> {
         self.unkicked = 0;
         // Without need_wakeup set the driver is already sending.
