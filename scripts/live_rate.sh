@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# The live rate on this machine: how many packets a second `earlybird flows
+# -i` takes without a drop, with AF_PACKET and with AF_XDP, one and two
+# shards, beside tcpdump, softflowd and ndpiReader on the same interface at
+# the same rates.
+#
+# One veth pair, each end in a network namespace of its own (the traffic
+# never enters the machine's namespace), with one queue each way for one
+# shard and the peers, two for two shards; MTU 1500 (veth runs XDP in its
+# driver), GRO off on both ends. `earlybird replay --capture af-xdp
+# --queues N --spread hosts` (both directions of a session on one queue)
+# sends a generated capture at
+# each offered rate of the sweep (`--pps`, looped to last about -S
+# seconds), pinned to one core (taskset), while the capture runs pinned to
+# the other. On veth the kernel's receive work (the copy into the ring or
+# the XDP program) runs on the sender's core, in its softirq work.
+#
+# For each run it prints: the rate the sender reached, the packets sent,
+# the packets the capture read, the drops (sent - read; earlybird's own
+# count of the kernel's drops beside it), and the CPU time per packet:
+# the capture process's (user + system, all its threads, /proc/PID/stat),
+# the sender's (its children times), and the machine's softirq time
+# (/proc/stat, all CPUs). The kernel here does not account interrupt time
+# apart (no CONFIG_IRQ_TIME_ACCOUNTING): a tick that lands in softirq work
+# counts as softirq, not as the process's. `total` = capture + sender +
+# softirq, the CPU the run took system-wide; `busy` is every core's busy
+# time over the run, other work on the machine included. Clock ticks are
+# 1/CLK_TCK s.
+#
+# At the highest drop-free rate of each capture and shard count the
+# records of one more run (CSV) are compared with those of the same
+# packets read from the file: `same` (every column that does not depend on
+# when packets were sent), `same flows and packets` (the flow keys in
+# their orientation and the packet count of each), or `DIFFER`.
+#
+# Every figure is of veth on this VM. Run every setting -A times (A/A) to
+# see the noise. Needs root; installs ethtool and softflowd (Debian) when
+# absent.
+#
+# Usage:
+#   scripts/live_rate.sh [-b BIN] [-t worst|realistic] [-n PACKETS]
+#       [-r "RATES"] [-S SECONDS] [-c "af-packet af-xdp"] [-s "1 2"]
+#       [-P "tcpdump softflowd ndpiReader"] [-A REPEATS] [-d DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bin=target/release/earlybird traffic=worst packets=100000
+rates="50000 100000 200000 300000 400000" secs=4
+captures="af-packet af-xdp" shard_list="1 2" peers="tcpdump softflowd ndpiReader"
+repeats=2 dir=bench-data
+while getopts "b:t:n:r:S:c:s:P:A:d:" o; do
+  case $o in
+    b) bin=$OPTARG ;; t) traffic=$OPTARG ;; n) packets=$OPTARG ;;
+    r) rates=$OPTARG ;; S) secs=$OPTARG ;; c) captures=$OPTARG ;;
+    s) shard_list=$OPTARG ;; P) peers=$OPTARG ;; A) repeats=$OPTARG ;;
+    d) dir=$OPTARG ;;
+    *) sed -n 2,42p "$0"; exit 2 ;;
+  esac
+done
+[ "$(id -u)" = 0 ] || { echo "live_rate.sh needs root (namespaces, veth, XDP)" >&2; exit 1; }
+[ -x "$bin" ] || cargo build --release -q -p earlybird-cli
+bin=$(realpath "$bin")
+need=()
+command -v ethtool >/dev/null || need+=(ethtool)
+case " $peers " in *" softflowd "*) command -v softflowd >/dev/null || need+=(softflowd) ;; esac
+if [ ${#need[@]} -gt 0 ]; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null
+fi
+for p in $peers; do command -v "$p" >/dev/null || { echo "live_rate.sh: $p not found" >&2; exit 1; }; done
+mkdir -p "$dir"
+file=$(realpath "$dir")/rate_${traffic}_${packets}.pcap
+[ -f "$file" ] || "$bin" gen "$traffic" -n "$packets" -o "$file" >/dev/null
+work=$(mktemp -d)
+
+a=ebratea b=ebrateb nsa=ebratem ns=ebraten
+cleanup() {
+  ip netns del "$nsa" 2>/dev/null || true
+  ip netns del "$ns" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cleanup
+work=$(mktemp -d)
+# The pair with QUEUES queues each way (AF_XDP reads each receive queue
+# with a shard of its own: as many queues as shards).
+pair() {
+  queues=$1
+  ip netns del "$nsa" 2>/dev/null || true
+  ip netns del "$ns" 2>/dev/null || true
+  ip netns add "$nsa"
+  ip netns add "$ns"
+  ip -n "$nsa" link add "$a" numtxqueues "$queues" numrxqueues "$queues" type veth \
+    peer name "$b" netns "$ns" numtxqueues "$queues" numrxqueues "$queues"
+  for end in "$nsa $a" "$ns $b"; do
+    set -- $end
+    ip netns exec "$1" sysctl -qw "net.ipv6.conf.$2.disable_ipv6=1"
+    ip -n "$1" link set "$2" mtu 1500 up
+    ip netns exec "$1" ethtool -K "$2" gro off 2>/dev/null || true
+    ip -n "$1" link set lo up
+  done
+}
+
+tick=$(getconf CLK_TCK)
+# /proc/stat's first line: "busy softirq" in ticks, every CPU.
+cpu_now() { awk '/^cpu / { print $2+$3+$4+$7+$8+$9, $8 }' /proc/stat; }
+proc_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+per_pkt() { awk -v t="$1" -v k="$tick" -v p="$2" 'BEGIN { if (p > 0) printf "%.0f", t / k * 1e9 / p; else print "-" }'; }
+
+# One run: capture with "$@" (a command line, CAP in it stands for the
+# interface) while the sender sends the file LOOPS times at RATE; runs
+# "$before_stop" (if set) before stopping the capture; sets the globals
+# below.
+before_stop= stop_sig=INT
+run() {
+  local rate=$1 loops=$2 out=$3; shift 3
+  local cmd=("${@/#CAP/$a}")
+  ip netns exec "$nsa" taskset -c 1 "${cmd[@]}" >"$out.out" 2>"$out.err" &
+  local cap=$!
+  sleep 1.5
+  local c0 s0 sq0 c1 s1 sq1
+  c0=$(proc_ticks "$cap")
+  read -r s0 sq0 < <(cpu_now)
+  local t0=$SECONDS
+  # Children times of the subshell (the second line of `times`, which
+  # must not run in a pipeline's subshell): the sender's user and system
+  # time.
+  ( ip netns exec "$ns" taskset -c 0 "$bin" replay -i "$b" --capture af-xdp --queues "$queues" \
+      --spread hosts --pps "$rate" --loops "$loops" "$file" 2>"$out.sent"
+    times >"$out.times" )
+  sleep 1
+  c1=$(proc_ticks "$cap" 2>/dev/null || echo "$c0")
+  read -r s1 sq1 < <(cpu_now)
+  [ -z "$before_stop" ] || eval "$before_stop"
+  kill -"$stop_sig" "$cap" 2>/dev/null || true
+  wait "$cap" 2>/dev/null || true
+  sent=$(grep -oE '[0-9]+ packets' "$out.sent" | head -1 | grep -oE '[0-9]+' || echo 0)
+  mpps=$(grep -oE '[0-9.]+ Mpps' "$out.sent" | head -1 | grep -oE '[0-9.]+' || echo 0)
+  # "0m1.234s 0m0.567s": seconds to ticks.
+  sender=$(awk -v k="$tick" 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, m, /[ms]/); t += m[1] * 60 + m[2] } printf "%.0f", t * k }' "$out.times")
+  cap_t=$(( c1 - c0 ))
+  busy=$(( s1 - s0 )) softirq=$(( sq1 - sq0 ))
+}
+
+printf "# veth on this VM; %s, %s packets; -S %s s a run\n" "$traffic" "$packets" "$secs"
+printf "%-12s %6s %2s %8s %10s %10s %10s %10s %7s %7s %7s %7s %7s  %s\n" \
+  tool shards rep offered sent_Mpps sent read lost kdrop cap_ns snd_ns sirq_ns total_ns busy_ns
+line() {
+  printf "%-12s %6s %2s %8s %10s %10s %10s %10s %7s %7s %7s %7s %7s  %s\n" "$1" "$2" "$3" "$4" "$mpps" \
+    "$sent" "$read" "$(( sent - read ))" "$5" "$(per_pkt "$cap_t" "$sent")" "$(per_pkt "$sender" "$sent")" \
+    "$(per_pkt "$softirq" "$sent")" "$(per_pkt $(( cap_t + sender + softirq )) "$sent")" "$(per_pkt "$busy" "$sent")"
+}
+
+declare -A top bad
+loops_of() { echo $(( ($1 * secs + packets - 1) / packets )); }
+for s in $shard_list; do
+  pair "$s"
+  for capture in $captures; do
+    for rate in $rates; do
+      for rep in $(seq 1 "$repeats"); do
+        o=$work/eb
+        run "$rate" "$(loops_of "$rate")" "$o" "$bin" flows -i CAP --capture "$capture" -s "$s" -o /dev/null -f null \
+          --no-model --stats basic --max-flows 1000000
+        read=$(grep -oE '^packets: [0-9]+' "$o.err" | grep -oE '[0-9]+' || echo 0)
+        kdrop=$(grep -oE 'offered by the kernel, [0-9]+ dropped' "$o.err" | grep -oE '[0-9]+ dropped' | grep -oE '[0-9]+' || echo "?")
+        line "$capture" "$s" "$rep" "$rate" "$kdrop"
+        key="$capture $s"
+        if [ "$(( sent - read ))" -eq 0 ] && [ "$sent" -gt 0 ]; then
+          # Highest rate at which every repeat lost nothing.
+          [ "${bad[$key]:-}" = 1 ] || top[$key]=$rate
+        else
+          bad[$key]=1
+        fi
+      done
+    done
+  done
+done
+
+pair 1
+for p in $peers; do
+  for rate in $rates; do
+    for rep in $(seq 1 "$repeats"); do
+      o=$work/$p
+      case $p in
+        tcpdump)
+          run "$rate" "$(loops_of "$rate")" "$o" tcpdump -i CAP -w /dev/null
+          read=$(grep -oE '^[0-9]+ packets captured' "$o.err" | grep -oE '^[0-9]+' || echo 0)
+          kdrop=$(grep -oE '^[0-9]+ packets dropped by kernel' "$o.err" | grep -oE '^[0-9]+' || echo "?") ;;
+        softflowd)
+          # Its statistics, asked through its control socket before it
+          # stops (SIGTERM: on SIGINT it went on).
+          before_stop="ip netns exec $nsa softflowctl -c $work/sf.ctl statistics >$o.stats" stop_sig=TERM
+          run "$rate" "$(loops_of "$rate")" "$o" softflowd -i CAP -d -n 127.0.0.1:9995 -p "$work/sf.pid" -c "$work/sf.ctl"
+          before_stop= stop_sig=INT
+          got=$(grep -oE 'Packets received by libpcap: [0-9]+' "$o.stats" | grep -oE '[0-9]+$' || echo 0)
+          kdrop=$(grep -oE 'Packets dropped by libpcap: [0-9]+' "$o.stats" | grep -oE '[0-9]+$' || echo 0)
+          read=$(( got - kdrop )) ;;
+        ndpiReader)
+          # (ndpiReader 4.2 prints no drop count: what it read is
+          # "N packets total".)
+          run "$rate" "$(loops_of "$rate")" "$o" ndpiReader -i CAP
+          read=$(grep -oE 'of [0-9]+ packets total' "$o.out" | grep -oE '[0-9]+' || echo 0)
+          kdrop="-" ;;
+      esac
+      line "$p" 1 "$rep" "$rate" "$kdrop"
+    done
+  done
+done
+
+# The records at the top drop-free rate against the file's.
+timeless() {
+  python3 - "$1" <<'EOF'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+head, rows = rows[0], rows[1:]
+last = head.index("bwd_size_std")
+keep = [i for i in range(last + 1) if head[i] not in ("first_ts", "last_ts", "duration_ns")]
+for r in sorted(",".join(r[i] for i in keep) for r in rows):
+    print(r)
+EOF
+}
+keyed() { python3 -c '
+import collections, csv, sys
+c = collections.Counter()
+rows = list(csv.reader(open(sys.argv[1])))
+h = rows[0]
+f, b = h.index("fwd_packets"), h.index("bwd_packets")
+for r in rows[1:]:
+    c[",".join(r[:14])] += int(r[f]) + int(r[b])
+for k in sorted(c): print(k, c[k])' "$1"; }
+"$bin" flows --no-model -q --max-flows 1000000 -o "$work/file.csv" "$file"
+for key in "${!top[@]}"; do
+  set -- $key
+  pair "$2"
+  set -- $key
+  rate=${top[$key]}
+  o=$work/same
+  # One pass of the file at that rate.
+  run "$rate" 1 "$o" "$bin" flows -i CAP --capture "$1" -s "$2" --no-model -q --max-flows 1000000 -o "$o.csv"
+  if cmp -s <(timeless "$o.csv") <(timeless "$work/file.csv"); then
+    verdict=same
+  elif cmp -s <(keyed "$o.csv") <(keyed "$work/file.csv"); then
+    verdict="same flows and packets"
+  else
+    verdict=DIFFER
+  fi
+  printf "records at %s pps, %s, %s shard(s): %s (%s of %s packets sent)\n" "$rate" "$1" "$2" "$verdict" "$sent" "$packets"
+done
