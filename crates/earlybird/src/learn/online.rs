@@ -21,6 +21,14 @@
 //! first) a last model is trained from everything kept, so one pass over
 //! a capture leaves a model in DIR. What was learnt is in [`Status`].
 //!
+//! With a [`Swap`] (`LearnOptions::swap`), a model that beats the best so
+//! far is published to the shards (`classify/swap.rs`). In a file run
+//! that stops at points, the triggers are not looked at per record batch:
+//! at each point the training thread waits until every record handed over
+//! before it has been offered here, and trains a model then if one is
+//! due, while the shards wait; so which models are trained and swapped in
+//! does not depend on the shard count.
+//!
 //! Memory is bounded by classes × `reservoir` samples ([`Status::bytes`]);
 //! the thread's share of a core is bounded by `cpu` (it rests after each
 //! model for as long as that share asks). Errors writing a model are
