@@ -57,11 +57,6 @@ impl Mapped {
             .collect();
         Mapped { model, map, names }
     }
-
-    /// Classes of the model the run names.
-    pub fn known(&self) -> usize {
-        self.map.iter().filter(|&&c| c != Verdict::UNKNOWN).count()
-    }
 }
 
 impl Classifier for Mapped {
@@ -275,7 +270,10 @@ impl ShardLink {
         stopping: impl Fn() -> bool,
     ) -> Option<Numbered> {
         self.turns += 1;
-        if self.swap.every_turns > 0 && self.turns % self.swap.every_turns == 0 && !self.left {
+        if self.swap.every_turns > 0
+            && self.turns.is_multiple_of(self.swap.every_turns)
+            && !self.left
+        {
             self.point += 1;
             let sent = flush();
             let sw = &self.swap;
