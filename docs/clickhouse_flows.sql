@@ -68,7 +68,8 @@ CREATE TABLE IF NOT EXISTS flows
     category Nullable(String),
     label_source String,
     stat_app String,
-    stat_confidence Nullable(Float64)
+    stat_confidence Nullable(Float64),
+    model_id Nullable(UInt64)
 )
 ENGINE = MergeTree()
 PARTITION BY toYYYYMM(toDateTime(intDiv(first_ts, 1000000000)))

@@ -224,6 +224,18 @@ fn print_learning(l: &earlybird::learn_online::Status, quiet: bool) {
                 if m.best { ", now best.ebm" } else { "" }
             ));
         }
+        if let Some(u) = &l.in_use {
+            crate::say(&format!(
+                "earlybird: learnt model {} in use from packet time {:.3} s{} ({} installations in the shards)",
+                u.id,
+                u.packet_time as f64 / 1e9,
+                match u.turn {
+                    0 => String::new(),
+                    t => format!(", after batch turn {t}"),
+                },
+                l.installs
+            ));
+        }
     }
     for e in &l.errors {
         crate::say(&format!("earlybird: learning error: {e}"));

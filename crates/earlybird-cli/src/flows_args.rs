@@ -696,6 +696,18 @@ pub struct FlowsArgs {
         default_value_t = 0.5
     )]
     learn_cpu: f64,
+    /// Self-training: file runs stop every this many input packets (whole
+    /// batches), train a model if one is due and swap in one that beats the
+    /// model in use, at the same points whatever the shard count (0: file
+    /// runs never swap; live runs swap as soon as a model beats the one in
+    /// use).
+    #[arg(
+        help_heading = "Classification",
+        long,
+        value_name = "PACKETS",
+        default_value_t = 100_000
+    )]
+    learn_swap_packets: u64,
     #[command(flatten)]
     #[serde(flatten)]
     ipfix: Box<crate::ipfix_args::IpfixArgs>,

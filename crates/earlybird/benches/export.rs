@@ -115,6 +115,7 @@ fn batch(n: usize) -> RecordBatch {
                 confidence: rng.f(1.0) as f32,
                 at_packet: 4,
             },
+            model_id: None,
         };
         early.clear();
         let len = (pk[0] + pk[1]).min(n as u64) as usize;

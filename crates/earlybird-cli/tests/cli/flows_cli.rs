@@ -380,7 +380,7 @@ fn an_analyzer_adds_its_fields_to_csv_and_json_lines() {
         header.ends_with(
             ",pkt4_iat_us,fwd_payload_packets,bwd_payload_packets,fwd_payload_bytes,\
              bwd_payload_bytes,fwd_first_payload,bwd_first_payload,\
-             category,label_source,stat_app,stat_confidence"
+             category,label_source,stat_app,stat_confidence,model_id"
         ),
         "{header}"
     );

@@ -235,3 +235,182 @@ fn flows_learn_leaves_the_same_last_model_whatever_the_shards_and_reads_learn_fr
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--learn-holdout"), "{stderr}");
 }
+
+/// The rows of a CSV of records, sorted (shards write in their own order).
+fn sorted_rows(csv: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(csv).unwrap();
+    let mut rows: Vec<String> = text.lines().skip(1).map(str::to_string).collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn flows_learn_swaps_models_at_the_same_points_whatever_the_shards() {
+    let Some(c) = corpus() else { return };
+    let dev = c.join("classify/dev/ndpi/pcap").display().to_string();
+    let tmp = tempfile::Builder::new()
+        .prefix("eb-cli-learn-swap-")
+        .tempdir()
+        .unwrap();
+    let mut runs = Vec::new();
+    for shards in ["1", "2", "4"] {
+        let dir = tmp.path().join(format!("s{shards}"));
+        let csv = tmp.path().join(format!("s{shards}.csv"));
+        let (d, o) = (dir.display().to_string(), csv.display().to_string());
+        let (code, _, stderr) = eb(&[
+            "flows",
+            &dev,
+            "-o",
+            &o,
+            "--no-progress",
+            "-s",
+            shards,
+            "--learn",
+            &d,
+            "--learn-every-labels",
+            "100",
+            "--learn-every-seconds",
+            "0",
+            "--learn-swap-packets",
+            "5000",
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stderr.contains("in use from packet time"), "{stderr}");
+        let index = models_index(&dir);
+        let models: Vec<Vec<u8>> = index
+            .iter()
+            .map(|m| std::fs::read(m["path"].as_str().unwrap()).unwrap())
+            .collect();
+        runs.push((sorted_rows(&csv), models, index));
+    }
+    let (rows, models, index) = &runs[0];
+    // Several models were swapped in while the run went on.
+    let swapped: Vec<u64> = index
+        .iter()
+        .filter(|m| m["best"] == true)
+        .map(|m| m["id"].as_u64().unwrap())
+        .collect();
+    assert!(swapped.len() >= 3, "{index:?}");
+    let header = std::fs::read_to_string(tmp.path().join("s1.csv")).unwrap();
+    let header: Vec<&str> = header.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "model_id").unwrap();
+    let mut used: Vec<u64> = rows
+        .iter()
+        .filter_map(|r| r.split(',').nth(col).and_then(|v| v.parse().ok()))
+        .collect();
+    used.sort();
+    used.dedup();
+    // The run's own model (0) and at least two learnt ones decided flows,
+    // each a model that beat the one before it.
+    assert!(used.len() >= 3 && used[0] == 0, "{used:?}");
+    assert!(used[1..].iter().all(|u| swapped.contains(u)), "{used:?}");
+    // Identical models and identical records at 1, 2 and 4 shards.
+    for (r, m, _) in &runs[1..] {
+        assert_eq!(m, models);
+        assert!(r == rows, "records differ between shard counts");
+    }
+}
+
+/// Number of records and sum of `fwd_packets` + `bwd_packets` of a CSV.
+fn flows_and_packets(csv: &std::path::Path) -> (usize, u64) {
+    let text = std::fs::read_to_string(csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (f, b) = (col("fwd_packets"), col("bwd_packets"));
+    let mut n = 0;
+    let mut packets = 0;
+    for l in lines {
+        let v: Vec<&str> = l.split(',').collect();
+        packets += v[f].parse::<u64>().unwrap() + v[b].parse::<u64>().unwrap();
+        n += 1;
+    }
+    (n, packets)
+}
+
+/// A live capture in a network namespace while a capture is replayed into
+/// it three times, a second and a half apart (flows idle for a second
+/// end in between): `extra` are the run's own options. Returns its stderr.
+fn live_replays(net: &crate::lib_common::Veth, csv: &str, extra: &[&str]) -> String {
+    use std::io::{BufRead, Read};
+    use std::process::{Command, Stdio};
+    let bin = env!("CARGO_BIN_EXE_earlybird");
+    let pcap = crate::lib_common::testdata().join("pcap/ndpi__iphone.pcap");
+    let mut cap = Command::new("ip")
+        .args(["netns", "exec", &net.ns_a, bin, "flows", "-i", &net.a])
+        .args(["--idle-timeout", "1", "-s", "2", "-o", csv])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(cap.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    assert!(first.contains("capturing on"), "{first}");
+    for _ in 0..3 {
+        net.replay(bin, &pcap);
+        std::thread::sleep(std::time::Duration::from_millis(2500));
+    }
+    // SAFETY: signals the child process started above.
+    unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
+    let status = cap.wait().unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    rest
+}
+
+#[test]
+fn a_live_capture_swaps_learnt_models_without_losing_or_splitting_a_flow() {
+    let Some(net) = crate::lib_common::Veth::create("ebls") else {
+        return;
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix("eb-cli-learn-live-")
+        .tempdir()
+        .unwrap();
+    let (plain, learnt) = (tmp.path().join("plain.csv"), tmp.path().join("learnt.csv"));
+    let dir = tmp.path().join("models");
+    let rest = live_replays(&net, &plain.display().to_string(), &[]);
+    let (flows, packets) = flows_and_packets(&plain);
+    let d = dir.display().to_string();
+    let rest2 = live_replays(
+        &net,
+        &learnt.display().to_string(),
+        &[
+            "--learn",
+            &d,
+            "--learn-every-labels",
+            "5",
+            "--learn-every-seconds",
+            "0",
+            "--learn-cpu",
+            "1",
+        ],
+    );
+    // Models were learnt from the first replays and swapped in while the
+    // capture went on: later flows name them.
+    assert!(rest2.contains("in use from packet time"), "{rest2}");
+    let text = std::fs::read_to_string(&learnt).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "model_id").unwrap();
+    let learnt_ids = text
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            l.split(',')
+                .nth(col)
+                .is_some_and(|v| !v.is_empty() && v != "0")
+        })
+        .count();
+    assert!(learnt_ids > 0, "{rest2}");
+    // Every packet is in a flow and no flow was split by a swap: the same
+    // flows and packets as the capture without swaps.
+    assert_eq!(
+        flows_and_packets(&learnt),
+        (flows, packets),
+        "{rest}\n{rest2}"
+    );
+    // Three replays of a capture of several hundred packets.
+    assert!(packets > 1000, "{rest}");
+}

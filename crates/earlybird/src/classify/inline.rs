@@ -46,6 +46,9 @@ pub struct Inline {
     /// Packet sampling 1 in N (1: none): the model sees each early
     /// inter-arrival divided by N ([`Inline::sampled`]).
     iat_divisor: u32,
+    /// The number of the model in the run (0: the run's own; then the
+    /// models swapped in, [`Inline::swap`]).
+    model_id: u16,
 }
 
 impl Inline {
@@ -68,7 +71,27 @@ impl Inline {
             pooled: false,
             outstanding: 0,
             iat_divisor: 1,
+            model_id: 0,
         }
+    }
+
+    /// Replaces the model by `model`, number `id`, for a table keeping `n`
+    /// early packets per flow; the sampling correction and the pool link
+    /// stay (the caller swaps only models that do not run on the pool).
+    pub fn swap(&mut self, model: Arc<dyn Classifier>, id: u16, n: usize) {
+        let mut new = Inline::new(Some(model), n);
+        new.iat_divisor = self.iat_divisor;
+        new.pool = self.pool.take();
+        new.pooled = self.pooled;
+        new.outstanding = self.outstanding;
+        new.model_id = id;
+        *self = new;
+    }
+
+    /// The number of the model in use (see [`Inline::swap`]).
+    #[inline]
+    pub fn model_id(&self) -> u16 {
+        self.model_id
     }
 
     /// The run keeps 1 packet in `n`: the gaps between the early packets a

@@ -15,7 +15,8 @@
 //!   `app_confidence` and `decided_at_packet` stay the model's;
 //! - appends [`FIELDS`] to the record's row of cells: `category`,
 //!   `label_source`, `stat_app`, `stat_confidence` (the model's verdict
-//!   as it was).
+//!   as it was), `model_id` (the number of the model that took it,
+//!   [`Labeller::apply_with_models`]).
 //!
 //! - keeps, hashes or drops the names of [`NAME_FIELDS`] ([`Privacy`]),
 //!   after the label was taken from them;
@@ -61,6 +62,12 @@ pub const FIELDS: &[Field] = &[
         FieldType::F64,
         "",
         "Confidence of the model's early verdict in [0, 1] (the same value as `app_confidence`)",
+    ),
+    Field::new(
+        "model_id",
+        FieldType::U64,
+        "",
+        "Number of the model that decided the flow: 0 the run's own, then the models a `--learn` run swapped in (their number in DIR/models.jsonl); empty when no model decided it",
     ),
 ];
 
@@ -243,9 +250,19 @@ impl Labeller {
     /// each verdict becomes the combined label and each row gets
     /// [`FIELDS`] (see the module docs).
     pub fn apply<'a>(&self, verdicts: impl Iterator<Item = &'a mut Verdict>, rows: &mut Rows) {
+        self.apply_with_models(verdicts.map(|v| (v, None)), rows);
+    }
+
+    /// [`Labeller::apply`] to verdicts with the number of the model that
+    /// took each (the `model_id` cell; `None`: no model decided it).
+    pub fn apply_with_models<'a>(
+        &self,
+        verdicts: impl Iterator<Item = (&'a mut Verdict, Option<u16>)>,
+        rows: &mut Rows,
+    ) {
         let mut out = Rows::default();
         let width = self.width + FIELDS.len();
-        for (i, v) in verdicts.enumerate() {
+        for (i, (v, model_id)) in verdicts.enumerate() {
             let text = |col: Option<usize>| match col.map(|j| rows.get(i, j)) {
                 Some(Value::Text(t)) if !t.is_empty() => Some(t),
                 _ => None,
@@ -313,6 +330,10 @@ impl Labeller {
                 c.text(label.source.name());
                 c.text(stat_app);
                 c.f64(stat_confidence);
+                match model_id {
+                    Some(m) => c.u64(u64::from(m)),
+                    None => c.null(),
+                }
             });
         }
         *rows = out;

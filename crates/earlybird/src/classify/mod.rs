@@ -16,7 +16,8 @@
 //! `model` (the `Model` type and its file format, `docs/MODEL_FORMAT.md`),
 //! `dataset` (the labelled samples the models are fitted on),
 //! `provenance` (the files a model was trained on, its held-out scores),
-//! `pool` (worker threads for costly models).
+//! `pool` (worker threads for costly models),
+//! `swap` (models swapped into running shards, `flows --learn`).
 //! Algorithms and measured costs: `docs/CLASSIFIERS.md`.
 
 pub mod cascade;
@@ -35,6 +36,7 @@ pub mod ports;
 pub mod provenance;
 pub mod services;
 pub mod svm;
+pub mod swap;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub mod tree;

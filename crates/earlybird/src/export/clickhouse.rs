@@ -122,10 +122,10 @@ pub fn ddl(table: &str) -> String {
         cols.push(format!("    {} Array({})", e.json, column_type(e.ty)));
     }
     // The label every record ends with (`classify/labeller.rs`); the
-    // category may be empty (null).
+    // category and the deciding model may be empty (null).
     for f in crate::classify::labeller::FIELDS {
         let t = column_type(f.ty);
-        match f.ty == FieldType::F64 || f.name == "category" {
+        match f.ty == FieldType::F64 || f.name == "category" || f.name == "model_id" {
             true => cols.push(format!("    {} Nullable({t})", f.name)),
             false => cols.push(format!("    {} {t}", f.name)),
         }

@@ -112,6 +112,7 @@ pub(super) fn sample() -> Vec<(FlowRecord, Vec<EarlyPkt>)> {
             confidence: 0.95,
             at_packet: 4,
         },
+        model_id: None,
     };
     v.push((r, early(10, 1)));
     // IPv6 UDP, unknown verdict, two early packets.

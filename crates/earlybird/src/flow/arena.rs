@@ -214,6 +214,8 @@ impl<T: ZeroValid> IndexMut<usize> for Arena<T> {
 }
 
 // SAFETY: plain integers.
+unsafe impl ZeroValid for u16 {}
+// SAFETY: plain integers.
 unsafe impl ZeroValid for u32 {}
 // SAFETY: plain integers.
 unsafe impl ZeroValid for u64 {}

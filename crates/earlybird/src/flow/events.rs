@@ -101,6 +101,7 @@ impl Events {
             entry: *flow.entry,
             tail: *flow.tail,
             end: Default::default(),
+            model: 0,
         };
         // Only the key is read: no statistics, no ICMP head.
         let r = build(&raw, None, flow.wide, None, None);

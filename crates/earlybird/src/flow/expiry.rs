@@ -50,7 +50,12 @@ impl<C: Consumer> FlowTable<C> {
         };
         let base = s * self.n;
         let early = &self.early.as_slice()[base..base + self.n];
-        self.out.push_raw(h, &self.tails[s], reason, beside, early);
+        let model = match self.swappable {
+            true => self.model_ids[s],
+            false => 0,
+        };
+        self.out
+            .push_raw(h, &self.tails[s], reason, beside, early, model);
         let flow = flow_ref(&self.entries, &self.tails, &self.wide, s);
         self.consumers.end(flow, reason, &mut self.out);
         self.counters.ended[reason as usize] += 1;

@@ -124,6 +124,10 @@ pub struct FlowRecord {
     pub early_len: u8,
     /// Application verdict.
     pub verdict: Verdict,
+    /// The number of the model that decided the flow: 0 the run's own,
+    /// then the models a `--learn` run swapped in (`classify/swap.rs`);
+    /// `None` when no model decided it.
+    pub model_id: Option<u16>,
 }
 
 /// Names of the TCP flags counted per direction, in bit order (FIN = bit 0).
@@ -217,7 +221,7 @@ impl RecordBatch {
     /// Appends the snapshot of a finished flow: its slot's `entry` and
     /// `tail`, why it `end`ed, what travels `beside` it, and its slot's
     /// whole stride of early packets (the first `entry.n_early` are its
-    /// own).
+    /// own), and the number of the model that decided it.
     #[inline]
     pub fn push_raw(
         &mut self,
@@ -226,6 +230,7 @@ impl RecordBatch {
         end: EndReason,
         beside: Beside<'_>,
         slot: &[EarlyPkt],
+        model: u16,
     ) {
         let Beside {
             extra,
@@ -245,6 +250,7 @@ impl RecordBatch {
             std::ptr::addr_of_mut!((*p).entry).write(*entry);
             std::ptr::addr_of_mut!((*p).tail).write(*tail);
             std::ptr::addr_of_mut!((*p).end).write(end);
+            std::ptr::addr_of_mut!((*p).model).write(model);
             self.raw.set_len(len + 1);
         }
         if let Some(x) = extra {

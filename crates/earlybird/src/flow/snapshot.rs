@@ -34,6 +34,9 @@ pub struct RawFlow {
     pub tail: EntryTail,
     /// Why the flow ended.
     pub end: EndReason,
+    /// The number of the model that decided it (read when `DECIDED`; in
+    /// the padding of the 128-byte snapshot).
+    pub model: u16,
 }
 
 /// The record of `raw`; `extra` with `--stats full` (else the statistics
@@ -139,6 +142,7 @@ pub fn build_with(
         }),
         end: raw.end,
         early_len: h.n_early,
+        model_id: (h.state & DECIDED != 0).then_some(raw.model),
         verdict,
     }
 }
@@ -168,6 +172,7 @@ mod tests {
                 bytes_hi: [1, 0],
             },
             end: EndReason::Fin,
+            model: 0,
         }
     }
 

@@ -140,6 +140,11 @@ pub struct FlowTable<C: Consumer = ()> {
     pub(super) floor: Nanos,
     /// The classifier run when a flow has its first packets.
     pub(super) inline: Inline,
+    /// Models may be swapped in while the table runs
+    /// ([`FlowTable::swap_model`]): each decided flow keeps the number of
+    /// the model that decided it in `model_ids` (committed where touched).
+    pub(super) swappable: bool,
+    pub(super) model_ids: Arena<u16>,
     /// Finished records waiting to be handed to the exporters.
     pub out: RecordBatch,
     /// The parts that follow the flows (`flow/consumer.rs`; `()`: none).
@@ -208,10 +213,30 @@ impl<C: Consumer> FlowTable<C> {
             now: 0,
             floor: 0,
             inline: Inline::new(model, n).sampled(cfg.sample.map_or(1, |s| s.rate)),
+            swappable: false,
+            model_ids: Arena::new_lazy(capacity).map_err(|e| reserve("model numbers", e))?,
             out: RecordBatch::with_capacity(1024, n),
             consumers,
             counters: FlowCounters::default(),
         })
+    }
+
+    /// Lets models be swapped in ([`Self::swap_model`]); records then name
+    /// the model that decided them. Call before the first packet.
+    pub fn keep_model_ids(&mut self) {
+        self.swappable = true;
+    }
+
+    /// Makes `model`, number `id`, decide the flows not decided yet (flows
+    /// decided keep their verdict and its model's number). A table whose
+    /// model runs on the classifier pool keeps it (false).
+    pub fn swap_model(&mut self, model: Arc<dyn Classifier>, id: u16) -> bool {
+        if self.inline.pooled() || model.costly() {
+            return false;
+        }
+        self.swappable = true;
+        self.inline.swap(model, id, self.n);
+        true
     }
 
     /// With full statistics, whether each packet updates its flow's size
@@ -289,6 +314,7 @@ impl<C: Consumer> FlowTable<C> {
             + self.index.capacity() * 4
             + side(self.wide_used, std::mem::size_of::<V6Addrs>())
             + side(self.icmp_used, std::mem::size_of::<IcmpHead>())
+            + side(self.swappable, 2)
     }
 
     /// Bytes of the table's arrays mapped from the reserved huge-page pool.

@@ -33,6 +33,9 @@ impl<C: Consumer> FlowTable<C> {
             h.state |= DECIDED;
             h.conf = v.conf;
             h.at = v.at;
+            if self.swappable {
+                self.model_ids[s] = self.inline.model_id();
+            }
             self.counters.classified += 1;
             self.verdict_taken(s);
         }
@@ -89,6 +92,9 @@ impl<C: Consumer> FlowTable<C> {
                 h.app = done.verdict.class;
                 h.conf = conf_u16(done.verdict.confidence);
                 h.at = done.verdict.at_packet;
+                if self.swappable {
+                    self.model_ids[s] = self.inline.model_id();
+                }
                 self.counters.classified += 1;
                 self.verdict_taken(s);
             }

@@ -21,6 +21,14 @@
 //! first) a last model is trained from everything kept, so one pass over
 //! a capture leaves a model in DIR. What was learnt is in [`Status`].
 //!
+//! With a [`Swap`] (`LearnOptions::swap`), a model that beats the best so
+//! far is published to the shards (`classify/swap.rs`). In a file run
+//! that stops at points, the triggers are not looked at per record batch:
+//! at each point the training thread waits until every record handed over
+//! before it has been offered here, and trains a model then if one is
+//! due, while the shards wait; so which models are trained and swapped in
+//! does not depend on the shard count.
+//!
 //! Memory is bounded by classes × `reservoir` samples ([`Status::bytes`]);
 //! the thread's share of a core is bounded by `cpu` (it rests after each
 //! model for as long as that share asks). Errors writing a model are
@@ -36,6 +44,7 @@ use std::time::{Duration, Instant};
 
 use crate::classify::dataset::{Dataset, LabelLevel, Sample};
 use crate::classify::provenance::HeldOut;
+use crate::classify::swap::{Installed, Swap};
 use crate::classify::{Model, Verdict};
 use crate::error::{Error, Result};
 use crate::export::Exporter;
@@ -48,6 +57,9 @@ use super::train::{train, TrainOptions};
 
 /// The payload sources of `label_source` (a flow labelled by its payload).
 const PAYLOAD: [&str; 5] = ["sni", "quic", "http", "dns", "ssh"];
+
+/// The classes of `--learn-level proto`, one per payload source.
+pub const PROTOCOLS: [&str; 5] = ["TLS", "QUIC", "HTTP", "DNS", "SSH"];
 
 /// How a run learns (from `[learn]`).
 #[derive(Debug, Clone)]
@@ -68,6 +80,9 @@ pub struct LearnOptions {
     pub holdout: f64,
     /// Share of one core the training thread may use, in (0, 1].
     pub cpu: f64,
+    /// Where a model that beats the one in use is published for the
+    /// shards (`None`: models are written, never swapped in).
+    pub swap: Option<Arc<Swap>>,
 }
 
 /// One model the run wrote.
@@ -114,6 +129,11 @@ pub struct Status {
     pub models: Vec<Written>,
     /// Models that could not be trained or written (the reason).
     pub errors: Vec<String>,
+    /// The first learnt model the shards took in (`None` while the run's
+    /// own model decides), and how many times a shard installed a model.
+    pub in_use: Option<Installed>,
+    /// Installations of a learnt model, all shards.
+    pub installs: u64,
 }
 
 /// A bounded sample of flows per class: the `per_class` of smallest hash.
@@ -285,10 +305,56 @@ struct Job {
     packet_time: (u64, u64),
 }
 
+/// What the exporter thread has sampled, shared with the training thread
+/// (which takes it at the points of a file run).
+#[derive(Debug, Default)]
+struct Sampled {
+    keep: Keep,
+    offered: u64,
+    /// Flows offered since the last model.
+    since: u64,
+    first_ts: Option<u64>,
+    last_train_ts: Option<u64>,
+    latest_ts: u64,
+}
+
+impl Sampled {
+    /// A model is due: `every_labels` flows offered or `every_ns` of
+    /// packet time since the last one.
+    fn due(&self, opts: &LearnOptions) -> bool {
+        let Some(start) = self.last_train_ts else {
+            return false;
+        };
+        (opts.every_labels > 0 && self.since >= opts.every_labels)
+            || (opts.every_ns > 0 && self.latest_ts.saturating_sub(start) >= opts.every_ns)
+    }
+
+    /// The kept flows as a training job (`None`: nothing kept).
+    fn job(&self, holdout: f64) -> Option<Job> {
+        if self.keep.is_empty() {
+            return None;
+        }
+        let (fit, test) = self.keep.split(holdout);
+        Some(Job {
+            fit,
+            test,
+            offered: self.offered,
+            packet_time: (self.first_ts.unwrap_or(0), self.latest_ts),
+        })
+    }
+
+    /// A model was trained from what is kept now.
+    fn trained(&mut self) {
+        self.since = 0;
+        self.last_train_ts = Some(self.latest_ts);
+    }
+}
+
 /// The training thread's side.
 struct Trainer {
     opts: LearnOptions,
     status: Arc<Mutex<Status>>,
+    sampled: Arc<Mutex<Sampled>>,
     /// The model to beat and its name.
     best: Option<Arc<Model>>,
     next_id: u32,
@@ -296,21 +362,53 @@ struct Trainer {
 
 impl Trainer {
     fn run(mut self, jobs: Receiver<Job>) {
+        // A file run whose models are swapped: the shards stop at points
+        // of the input, and a model due is trained there, from what the
+        // records before the point brought, while they wait.
+        if let Some(sw) = self.opts.swap.clone().filter(|s| s.at_points()) {
+            while let Some(b) = sw.next_point() {
+                let job = {
+                    let mut sampled = self.sampled.lock().unwrap_or_else(|p| p.into_inner());
+                    match sampled.due(&self.opts) {
+                        true => {
+                            sampled.trained();
+                            sampled.job(self.opts.holdout)
+                        }
+                        false => None,
+                    }
+                };
+                let started = Instant::now();
+                if let Some(job) = job {
+                    self.train_one(job, started);
+                }
+                sw.release(b);
+                self.rest(started);
+            }
+        }
         for job in jobs {
             let started = Instant::now();
-            if let Err(e) = self.one(job, started) {
-                self.status
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .errors
-                    .push(e.to_string());
-            }
-            // Rest so that training takes at most `cpu` of a core.
-            let busy = started.elapsed().as_secs_f64();
-            let cpu = self.opts.cpu.clamp(0.01, 1.0);
-            if cpu < 1.0 {
-                std::thread::sleep(Duration::from_secs_f64(busy * (1.0 - cpu) / cpu));
-            }
+            self.train_one(job, started);
+            self.rest(started);
+        }
+    }
+
+    /// Trains, scores and writes one model; an error is kept in the status.
+    fn train_one(&mut self, job: Job, started: Instant) {
+        if let Err(e) = self.one(job, started) {
+            self.status
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .errors
+                .push(e.to_string());
+        }
+    }
+
+    /// Rests so that training takes at most `cpu` of a core.
+    fn rest(&self, started: Instant) {
+        let busy = started.elapsed().as_secs_f64();
+        let cpu = self.opts.cpu.clamp(0.01, 1.0);
+        if cpu < 1.0 && busy > 0.0 {
+            std::thread::sleep(Duration::from_secs_f64(busy * (1.0 - cpu) / cpu));
         }
     }
 
@@ -359,7 +457,11 @@ impl Trainer {
         model.save(&path)?;
         if best {
             model.save(self.opts.dir.join("best.ebm"))?;
-            self.best = Some(Arc::new(model.clone()));
+            let m = Arc::new(model.clone());
+            if let (Some(sw), Ok(n)) = (&self.opts.swap, u16::try_from(id)) {
+                sw.publish(n, m.clone());
+            }
+            self.best = Some(m);
         }
         let w = Written {
             id,
@@ -398,12 +500,7 @@ pub struct Learner {
     class_names: Arc<[String]>,
     source_col: Option<usize>,
     category_col: Option<usize>,
-    keep: Keep,
-    offered: u64,
-    since: u64,
-    first_ts: Option<u64>,
-    last_train_ts: Option<u64>,
-    latest_ts: u64,
+    sampled: Arc<Mutex<Sampled>>,
     due: bool,
     status: Arc<Mutex<Status>>,
     jobs: Option<SyncSender<Job>>,
@@ -423,10 +520,15 @@ impl Learner {
     ) -> Result<(Learner, Arc<Mutex<Status>>)> {
         std::fs::create_dir_all(&opts.dir).map_err(|e| Error::io(&opts.dir, e))?;
         let status = Arc::new(Mutex::new(Status::default()));
+        let sampled = Arc::new(Mutex::new(Sampled {
+            keep: Keep::new(opts.reservoir),
+            ..Sampled::default()
+        }));
         let (tx, rx) = sync_channel(0);
         let trainer = Trainer {
             opts: opts.clone(),
             status: status.clone(),
+            sampled: sampled.clone(),
             best: start,
             next_id: 1,
         };
@@ -438,16 +540,11 @@ impl Learner {
         Ok((
             Learner {
                 name: format!("learn:{}", opts.dir.display()),
-                keep: Keep::new(opts.reservoir),
                 opts,
                 class_names,
                 source_col: at("label_source"),
                 category_col: at("category"),
-                offered: 0,
-                since: 0,
-                first_ts: None,
-                last_train_ts: None,
-                latest_ts: 0,
+                sampled,
                 due: false,
                 status: status.clone(),
                 jobs: Some(tx),
@@ -493,17 +590,15 @@ impl Learner {
         let Some(tx) = &self.jobs else {
             return false;
         };
-        if self.keep.is_empty() {
+        let Some(job) = self
+            .sampled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .job(self.opts.holdout)
+        else {
             return true;
-        }
-        let (fit, test) = self.keep.split(self.opts.holdout);
-        let job = Job {
-            fit,
-            test,
-            offered: self.offered,
-            packet_time: (self.first_ts.unwrap_or(0), self.latest_ts),
         };
-        let sent = match wait {
+        match wait {
             true => tx.send(job).is_ok(),
             false => match tx.try_send(job) {
                 Ok(()) => true,
@@ -516,49 +611,77 @@ impl Learner {
                 }
                 Err(TrySendError::Disconnected(_)) => false,
             },
-        };
-        sent
+        }
     }
 
     fn publish(&self) {
+        let (offered, kept, bytes) = {
+            let s = self.sampled.lock().unwrap_or_else(|p| p.into_inner());
+            (s.offered, s.keep.len(), s.keep.bytes())
+        };
+        let installed = self.opts.swap.as_ref().map(|sw| sw.installed());
         let mut s = self.status.lock().unwrap_or_else(|p| p.into_inner());
-        s.offered = self.offered;
-        s.kept = self.keep.len();
-        s.bytes = self.keep.bytes();
+        s.offered = offered;
+        s.kept = kept;
+        s.bytes = bytes;
+        if let Some((first, installs)) = installed {
+            s.in_use = first;
+            s.installs = installs;
+        }
+    }
+
+    /// True when the training thread decides at the points of a file run.
+    fn at_points(&self) -> bool {
+        self.opts.swap.as_ref().is_some_and(|s| s.at_points())
     }
 }
 
 impl Exporter for Learner {
     fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
-        for i in 0..batch.len() {
-            let r = &batch.records[i];
-            self.latest_ts = self.latest_ts.max(r.last_ts);
-            let Some(class) = self.class_of(batch, i).map(str::to_string) else {
-                continue;
-            };
-            self.keep.offer(&class, r, batch.early_of(i));
-            self.offered += 1;
-            self.since += 1;
-            self.first_ts = Some(self.first_ts.map_or(r.first_ts, |t| t.min(r.first_ts)));
-            let start = *self.last_train_ts.get_or_insert(r.last_ts);
-            let by_count = self.opts.every_labels > 0 && self.since >= self.opts.every_labels;
-            let by_time = self.opts.every_ns > 0
-                && self.latest_ts.saturating_sub(start) >= self.opts.every_ns;
-            if by_count || by_time {
-                self.due = true;
+        let at_points = self.at_points();
+        {
+            let mut guard = self.sampled.lock().unwrap_or_else(|p| p.into_inner());
+            let sampled = &mut *guard;
+            for i in 0..batch.len() {
+                let r = &batch.records[i];
+                sampled.latest_ts = sampled.latest_ts.max(r.last_ts);
+                let Some(class) = self.class_of(batch, i) else {
+                    continue;
+                };
+                sampled.keep.offer(class, r, batch.early_of(i));
+                sampled.offered += 1;
+                sampled.since += 1;
+                sampled.first_ts = Some(sampled.first_ts.map_or(r.first_ts, |t| t.min(r.first_ts)));
+                sampled.last_train_ts.get_or_insert(r.last_ts);
+                if !at_points && sampled.due(&self.opts) {
+                    self.due = true;
+                }
             }
+        }
+        if let Some(sw) = &self.opts.swap {
+            sw.seen(batch.len() as u64);
         }
         if self.due && self.submit(false) {
             self.due = false;
-            self.since = 0;
-            self.last_train_ts = Some(self.latest_ts);
+            self.sampled
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .trained();
         }
         self.publish();
         Ok(())
     }
 
     fn finish(&mut self) -> Result<()> {
-        if self.jobs.is_some() && self.offered > 0 {
+        if let Some(sw) = &self.opts.swap {
+            sw.close();
+        }
+        let offered = self
+            .sampled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .offered;
+        if self.jobs.is_some() && offered > 0 {
             self.submit(true);
         }
         self.jobs = None;

@@ -445,6 +445,40 @@ fn after_batch(shard: &mut Shard, sink: &mut Sink, ctl: &RunControl, position: u
     if shard.id() == 0 {
         ctl.progress.store(position, Ordering::Relaxed);
     }
+    if sink.swap.is_some() {
+        swap_between(shard, sink, ctl);
+    }
+}
+
+/// Between two batches of a run whose models are swapped
+/// (`classify/swap.rs`): at a point of a file run, ends every flow that
+/// has timed out by the shard's clock, hands the finished records over
+/// and waits for the point's release; installs the model published since
+/// the last batch, if any.
+#[cold]
+#[inline(never)]
+pub(super) fn swap_between(shard: &mut Shard, sink: &mut Sink, ctl: &RunControl) {
+    let Some(mut link) = sink.swap.take() else {
+        return;
+    };
+    let now = shard.table.now();
+    let model = link.between_batches(
+        now,
+        || {
+            // Every flow that has ended by the shard's clock is handed
+            // over, whichever slots the per-batch sweep has reached: the
+            // records before a point are the same at any shard count.
+            let all = shard.table.slots_in_use();
+            shard.sweep(all);
+            sink.send(&mut shard.table.out, false);
+            sink.sent
+        },
+        || ctl.stopping(),
+    );
+    sink.swap = Some(link);
+    if let Some((id, model)) = model {
+        shard.table.swap_model(model, id);
+    }
 }
 
 /// At the end of a file, shard 0 (whose reader walks every record) counts

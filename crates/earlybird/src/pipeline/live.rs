@@ -80,6 +80,9 @@ fn read(
                     if shard.table.out.len() >= RECORDS_PER_BATCH {
                         sink.send(&mut shard.table.out, false);
                     }
+                    if sink.swap.is_some() {
+                        super::files::swap_between(shard, sink, ctl);
+                    }
                 }
                 // One shared add per block, not per packet.
                 ctl.progress

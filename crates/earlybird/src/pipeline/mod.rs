@@ -139,6 +139,10 @@ pub struct RunOptions {
     /// is built; `None`: the record's `app` is the model's verdict alone.
     /// The exporters' class names must then be [`Labeller::names`](crate::classify::labeller::Labeller::names).
     pub labels: Option<Arc<crate::classify::labeller::Labeller>>,
+    /// Models swapped into the shards while the run goes (`--learn`;
+    /// `classify/swap.rs`): each shard installs a published model between
+    /// batches, file runs at fixed points of the input.
+    pub swap: Option<Arc<crate::classify::swap::Swap>>,
 }
 
 /// Which thread builds records from a table's snapshots and formats them
@@ -193,6 +197,7 @@ impl Default for RunOptions {
             forensics: None,
             calls: None,
             labels: None,
+            swap: None,
         }
     }
 }

@@ -138,6 +138,10 @@ pub(super) struct Sink {
     pub(super) forensic_errors: Vec<String>,
     /// The records' labels ([`RunOptions::labels`](super::RunOptions)).
     pub(super) labels: Option<Arc<Labeller>>,
+    /// Flow records handed to the exporter thread so far.
+    pub(super) sent: u64,
+    /// This shard's end of the model swap ([`RunOptions::swap`](super::RunOptions)).
+    pub(super) swap: Option<crate::classify::swap::ShardLink>,
 }
 
 impl Sink {
@@ -160,6 +164,8 @@ impl Sink {
             forensics: None,
             forensic_errors: Vec::new(),
             labels: None,
+            sent: 0,
+            swap: None,
         }
     }
 
@@ -233,6 +239,7 @@ impl Sink {
         if out.is_empty() && self.pending.is_empty() {
             return;
         }
+        self.sent += out.len() as u64;
         #[cfg(test)]
         tests::tally(self, out.len(), last);
         let mut full = std::mem::replace(out, self.fresh());
@@ -331,8 +338,11 @@ fn build(batch: &mut RecordBatch, labels: Option<&Labeller>) {
     let pending = batch.records.is_empty() && !batch.is_empty();
     batch.materialize();
     if let (true, Some(l)) = (pending, labels) {
-        l.apply(
-            batch.records.iter_mut().map(|r| &mut r.verdict),
+        l.apply_with_models(
+            batch
+                .records
+                .iter_mut()
+                .map(|r| (&mut r.verdict, r.model_id)),
             &mut batch.analyzed,
         );
     }

@@ -275,6 +275,10 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
     sink.forensics = st.forensics.map(|f| (f, 0));
     sink.moments = st.moments;
     sink.labels = opts.labels.clone();
+    if let Some(sw) = &opts.swap {
+        sink.swap = Some(sw.link(id));
+        shard.table.keep_model_ids();
+    }
     // Early-verdict events are built only when an output takes them.
     if sink.wants(&crate::flow::events::VERDICTS) {
         shard.emit_verdict_events();
@@ -309,6 +313,9 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
             w
         }
     };
+    if let Some(link) = sink.swap.as_mut() {
+        link.leave(sink.sent);
+    }
     shard.counters.table_bytes = shard.table.memory_bytes() as u64;
     shard.counters.table_pool_bytes = shard.table.pool_bytes() as u64;
     let rss = (id == 0)

@@ -272,7 +272,7 @@ impl Config {
         options.flow.validate()?;
         // Self-training learns from the payload labels: their analyzers run.
         #[cfg(feature = "tools")]
-        let learn = self.learn_options(&mut options)?;
+        let mut learn = self.learn_options(&mut options)?;
         #[cfg(not(feature = "tools"))]
         need(c.learn.dir.is_none(), "--learn needs the `tools` feature")?;
         // Output names: a name that does not say what is written is a
@@ -287,7 +287,8 @@ impl Config {
             })?),
             None => None,
         };
-        let model = self.model_ref()?;
+        #[allow(unused_mut)]
+        let mut model = self.model_ref()?;
         let filter = match &c.filter {
             Some(e) => Some(Arc::new(crate::source::capfilter::CaptureFilter::new(e)?)),
             None => None,
@@ -358,7 +359,29 @@ impl Config {
             analyzed.extend_from_slice(crate::sample::FIELDS);
         }
         // Every record is labelled: its label's fields end the row.
-        let labels = self.labeller(&model.classes, &analyzed)?;
+        #[allow(unused_mut)]
+        let mut labels = self.labeller(&model.classes, &analyzed)?;
+        // Learnt models are swapped in: the run's classes are those of its
+        // model and of every model it may learn.
+        #[cfg(feature = "tools")]
+        if let Some((lo, _)) = learn.as_mut() {
+            model.classes = Self::learn_classes(&model.classes, lo.level, &labels);
+            labels = self.labeller(&model.classes, &analyzed)?;
+            let every_turns = match (&input, self.learn.swap_packets) {
+                (Input::Live(..), _) => Some(0),
+                (Input::Files(_), 0) => None,
+                (Input::Files(_), n) => Some(n.div_ceil(options.batch.max(1) as u64).max(1)),
+            };
+            if let Some(every_turns) = every_turns {
+                let sw = Arc::new(crate::classify::swap::Swap::new(
+                    model.classes.clone(),
+                    options.shards,
+                    every_turns,
+                ));
+                lo.swap = Some(sw.clone());
+                options.swap = Some(sw);
+            }
+        }
         analyzed.extend_from_slice(crate::classify::labeller::FIELDS);
         let export = ExportOptions {
             early_packets: options.flow.early_packets,
@@ -496,8 +519,40 @@ impl Config {
             train,
             holdout: l.holdout,
             cpu: l.cpu,
+            swap: None,
         };
         Ok(Some((opts, start)))
+    }
+
+    /// The class names of a `--learn` run: the model's, then the classes
+    /// of `level` its learnt models may have (`app`: every name a label
+    /// can take, `labels`), so records index one list whichever model
+    /// decided them (`classify/swap.rs`).
+    #[cfg(feature = "tools")]
+    fn learn_classes(
+        classes: &[String],
+        level: crate::classify::LabelLevel,
+        labels: &crate::classify::labeller::Labeller,
+    ) -> Arc<[String]> {
+        use crate::classify::LabelLevel;
+        let extra: Vec<String> = match level {
+            LabelLevel::App => labels.names().to_vec(),
+            LabelLevel::Category => crate::classify::services::CATEGORIES
+                .iter()
+                .map(|c| c.to_string())
+                .collect(),
+            LabelLevel::Proto => crate::learn::online::PROTOCOLS
+                .iter()
+                .map(|c| c.to_string())
+                .collect(),
+        };
+        let mut all = classes.to_vec();
+        for c in extra {
+            if !all.contains(&c) {
+                all.push(c);
+            }
+        }
+        all.into()
     }
 
     /// The packet dumper's options (`[dump]`).

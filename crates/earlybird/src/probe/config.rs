@@ -281,6 +281,13 @@ pub struct LearnSection {
     /// Share of one core the training thread may use, in (0, 1]. Default
     /// 0.5.
     pub cpu: f64,
+    /// File runs: every this many input packets (rounded to whole
+    /// batches) the shards stop, a model due is trained, and one that
+    /// beats the model in use is swapped in before they go on, so a run
+    /// swaps at the same points whatever its shard count (0: file runs
+    /// never swap). Live runs swap a model as soon as it beats the one in
+    /// use. Default 100000.
+    pub swap_packets: u64,
 }
 
 /// `[alarm-pcap]`: the packets before each alarm.
@@ -407,6 +414,7 @@ impl Default for LearnSection {
             algo: "c45".into(),
             holdout: 0.25,
             cpu: 0.5,
+            swap_packets: 100_000,
         }
     }
 }
