@@ -33,6 +33,7 @@ mod grafana_cli;
 mod handshake_flood_cli;
 mod inputs_cli;
 mod ipfix_cli;
+mod ipfix_labels_cli;
 mod label_cli;
 mod labels_cli;
 mod live_cli;
