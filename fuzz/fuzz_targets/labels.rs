@@ -76,11 +76,11 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(banner.banner(), once.banner());
 
     // DNS: over UDP, and over TCP with its length prefix, whole or split.
-    let _ = run(&Dns, &[data], 17, data);
+    let _ = run(&Dns::default(), &[data], 17, data);
     let mut framed = (data.len() as u16).to_be_bytes().to_vec();
     framed.extend_from_slice(data);
     let (fa, fb) = framed.split_at(cut.min(framed.len()));
-    let whole = run(&Dns, &[&framed], 6, &framed);
-    let split = run(&Dns, &[fa, fb], 6, &framed);
+    let whole = run(&Dns::default(), &[&framed], 6, &framed);
+    let split = run(&Dns::default(), &[fa, fb], 6, &framed);
     assert_eq!(whole.seen(), split.seen());
 });

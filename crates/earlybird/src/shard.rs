@@ -297,6 +297,24 @@ impl Shard {
         self.table.consumers.events.as_mut().map(|e| &mut e.rows)
     }
 
+    /// The `dns` analyzer's name-by-address cache takes its turns from
+    /// `board`, shared by every shard of a run that runs the input in
+    /// turns (`analyze/dns_cache.rs`); nothing when it is off.
+    pub fn set_names_board(&mut self, board: Arc<crate::analyze::dns_cache::Board>) {
+        if let Some(a) = &mut self.table.consumers.analyzers {
+            a.dns_board(board, self.id);
+        }
+    }
+
+    /// The shard is about to run turn `turn` (batch `turn` of the input):
+    /// the `dns` analyzer's cache hands over the answers of the turns
+    /// before and takes what `turn` sees (`analyze/dns.rs`).
+    pub fn names_turn(&self, turn: u64) {
+        if let Some(a) = &self.table.consumers.analyzers {
+            a.dns_turn(turn);
+        }
+    }
+
     /// This shard's number.
     pub fn id(&self) -> usize {
         self.id

@@ -17,11 +17,25 @@
 //! read whole (a packet cut by the snap length included), are not read.
 //! Nothing is held once the query and the response are read. Never fails,
 //! never panics.
+//!
+//! `dns_name`: the A and AAAA answers of each flow's first response go to
+//! the run's name-by-address cache (`dns_cache`, [`CACHE`] addresses per
+//! shard, named by the response's question); every flow takes, at its first
+//! packet, the name cached for its server address (the destination of its
+//! first packet) and the answer's age then (`dns_name_age_ns`). The
+//! shard loop hands the turns over ([`Dns::turn`]); an answer is seen by
+//! the flows that start [`super::dns_cache::LAG`] turns (batches of the input)
+//! or more after it, whatever the shard count.
 
+use super::dns_cache::{Board, Replica, Update};
 use super::dns_wire::{self, Data};
 use super::{Action, Analyzer, PacketView};
 use crate::schema::{Cells, Field, FieldType};
+use crate::time::Nanos;
+use std::cell::RefCell;
 use std::fmt::Write;
+use std::net::IpAddr;
+use std::sync::Arc;
 
 /// Most bytes held per TCP direction while its first message is not whole.
 pub const MAX_TCP: usize = 4096;
@@ -30,9 +44,109 @@ pub const MAX_TCP: usize = 4096;
 const TCP: u8 = 6;
 const UDP: u8 = 17;
 
-/// The analyzer (it has no configuration).
+/// Addresses the name-by-address cache holds per shard.
+pub const CACHE: usize = 65_536;
+
+/// The analyzer, with its shard's name-by-address cache (none: no
+/// `dns_name`, as in the unit tests).
 #[derive(Debug, Default)]
-pub struct Dns;
+pub struct Dns {
+    names: Option<RefCell<Names>>,
+}
+
+/// A shard's side of the name-by-address cache.
+#[derive(Debug)]
+struct Names {
+    board: Arc<Board>,
+    shard: usize,
+    replica: Replica,
+    /// Answers seen in the turn being run.
+    pending: Vec<Update>,
+    /// The turn being run (turns before it are published).
+    turn: u64,
+}
+
+impl Names {
+    fn new(board: Arc<Board>, shard: usize) -> Names {
+        Names {
+            board,
+            shard,
+            replica: Replica::new(shard, CACHE),
+            pending: Vec::new(),
+            turn: 0,
+        }
+    }
+}
+
+impl Drop for Names {
+    fn drop(&mut self) {
+        // No more turns from this shard: nobody waits for it.
+        self.board.leave(self.shard);
+    }
+}
+
+impl Dns {
+    /// The analyzer of shard `shard`, sharing the cache's turns through
+    /// `board` (one board for every shard of a run that runs the input
+    /// in turns; its own board for a shard that does not).
+    pub fn with_board(board: Arc<Board>, shard: usize) -> Dns {
+        Dns {
+            names: Some(RefCell::new(Names::new(board, shard))),
+        }
+    }
+
+    /// The shard is about to run turn `turn` (turns come in order; a
+    /// turn skipped counts as run with no answer): publishes the answers
+    /// of the turns before and brings the cache to what `turn` sees.
+    pub fn turn(&self, turn: u64) {
+        let Some(n) = &self.names else {
+            return;
+        };
+        let mut n = n.borrow_mut();
+        let n = &mut *n;
+        if turn > n.turn {
+            n.board
+                .publish(n.shard, turn - 1, std::mem::take(&mut n.pending));
+            n.turn = turn;
+        }
+        n.replica.advance(&n.board, turn);
+    }
+
+    /// A flow to `server` starts at `ts`: its state takes the name
+    /// cached for that address.
+    pub fn flow_start(&self, st: &mut State, server: IpAddr, ts: Nanos) {
+        if let Some(n) = &self.names {
+            st.cached = n
+                .borrow()
+                .replica
+                .lookup(server, ts)
+                .map(|(name, age)| Box::new((name.into(), age)));
+        }
+    }
+
+    /// The answers of a response just read, to the cache.
+    fn answered(&self, s: &Seen, ts: Nanos) {
+        let (Some(n), Some((name, _))) = (&self.names, &s.query) else {
+            return;
+        };
+        let mut n = n.borrow_mut();
+        for a in &s.answers {
+            let addr = match a {
+                Data::A(x) => IpAddr::V4(*x),
+                Data::Aaaa(x) => IpAddr::V6(*x),
+                _ => continue,
+            };
+            n.pending.push(Update {
+                ts,
+                addr,
+                name: name.as_str().into(),
+            });
+        }
+    }
+}
+
+/// The fields `dns_name` and `dns_name_age_ns`.
+const NAME_FIELDS: usize = 2;
 
 /// What was read of a flow's DNS.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -108,6 +222,9 @@ pub struct State {
     tcp: Option<Box<[Option<Vec<u8>>; 2]>>,
     /// Not DNS, or done: later packets are not looked at.
     off: bool,
+    /// The name cached for the server address when the flow started, and
+    /// its age then.
+    cached: Option<Box<(Box<str>, Nanos)>>,
 }
 
 impl State {
@@ -174,7 +291,23 @@ impl Analyzer for Dns {
             "",
             "A and AAAA addresses and CNAME names of the first response's answers, in order, comma-separated (at most 16)",
         ),
+        Field::new(
+            "dns_name",
+            FieldType::Str,
+            "",
+            "Name a DNS answer gave the flow's server address (the destination of its first packet) before the flow started, from the run's name-by-address cache (seen two batches of the input after the answer); empty when none",
+        ),
+        Field::new(
+            "dns_name_age_ns",
+            FieldType::U64,
+            "ns",
+            "Time from that answer to the flow's first packet; empty without `dns_name`",
+        ),
     ];
+
+    fn configure(_opts: &super::Options<'_>) -> Self {
+        Dns::with_board(Arc::new(Board::new(1)), 0)
+    }
 
     fn done(&self, st: &State) -> bool {
         st.off
@@ -184,6 +317,39 @@ impl Analyzer for Dns {
         if p.payload_len == 0 || st.off {
             return Action::Continue;
         }
+        let answered = st.seen.as_ref().is_some_and(|s| s.rcode.is_some());
+        let act = self.read(st, p);
+        if !answered {
+            if let Some(s) = st.seen.as_deref().filter(|s| s.rcode.is_some()) {
+                self.answered(s, p.ts);
+            }
+        }
+        act
+    }
+
+    fn finish(&self, st: &mut State) {
+        st.tcp = None;
+    }
+
+    fn record(&self, st: &State, out: &mut Cells<'_>) {
+        self.record_message(st, out);
+        match st.cached.as_deref() {
+            Some((name, age)) => {
+                out.text(name);
+                out.u64(*age);
+            }
+            None => {
+                for _ in 0..NAME_FIELDS {
+                    out.null();
+                }
+            }
+        }
+    }
+}
+
+impl Dns {
+    /// [`Analyzer::packet`] without the cache.
+    fn read(&self, st: &mut State, p: &PacketView<'_>) -> Action {
         let cut = p.payload.len() < usize::from(p.payload_len);
         match p.proto {
             UDP => {
@@ -236,11 +402,8 @@ impl Analyzer for Dns {
         Action::Continue
     }
 
-    fn finish(&self, st: &mut State) {
-        st.tcp = None;
-    }
-
-    fn record(&self, st: &State, out: &mut Cells<'_>) {
+    /// The fields of the flow's messages (all but the cache's).
+    fn record_message(&self, st: &State, out: &mut Cells<'_>) {
         let Some(s) = st.seen() else {
             for _ in 0..4 {
                 out.null();
@@ -313,9 +476,9 @@ mod tests {
     fn run(packets: &[(&[u8], bool, u8)]) -> State {
         let mut st = State::default();
         for (b, c, proto) in packets {
-            Dns.packet(&mut st, &view(b, *c, *proto));
+            Dns::default().packet(&mut st, &view(b, *c, *proto));
         }
-        Dns.finish(&mut st);
+        Dns::default().finish(&mut st);
         st
     }
 
@@ -394,9 +557,9 @@ mod tests {
     #[test]
     fn tcp_buffer_is_bounded() {
         let mut st = State::default();
-        Dns.packet(&mut st, &view(&[0xff, 0xff], true, TCP));
+        Dns::default().packet(&mut st, &view(&[0xff, 0xff], true, TCP));
         for _ in 0..100 {
-            Dns.packet(&mut st, &view(&[0; 100], true, TCP));
+            Dns::default().packet(&mut st, &view(&[0; 100], true, TCP));
             if let Some(b) = &st.tcp {
                 assert!(b[0].as_ref().is_none_or(|v| v.len() <= MAX_TCP));
             }
@@ -405,14 +568,47 @@ mod tests {
     }
 
     #[test]
+    fn answers_name_the_flows_that_start_lag_turns_later() {
+        let d = Dns::with_board(Arc::new(Board::new(1)), 0);
+        let server: IpAddr = [192, 0, 2, 1].into();
+        d.turn(0);
+        let mut dns_flow = State::default();
+        d.packet(
+            &mut dns_flow,
+            &view(&response("named.example", 7), false, UDP),
+        );
+        let start = |ts| {
+            let mut st = State::default();
+            d.flow_start(&mut st, server, ts);
+            st.cached.map(|c| *c)
+        };
+        // The answer's own turn and the next do not see it.
+        assert_eq!(start(1_000), None);
+        d.turn(1);
+        assert_eq!(start(1_000), None);
+        d.turn(2);
+        assert_eq!(start(5_000), Some(("named.example".into(), 5_000)));
+        // Another address is not named; a flow's record has both fields.
+        let mut other = State::default();
+        d.flow_start(&mut other, [192, 0, 2, 2].into(), 5_000);
+        assert!(other.cached.is_none());
+        let mut named = State::default();
+        d.flow_start(&mut named, server, 9_000);
+        let mut rows = crate::schema::Rows::default();
+        rows.push_row(Dns::FIELDS.len(), |c| d.record(&named, c));
+        assert_eq!(rows.get(0, 4), crate::schema::Value::Text("named.example"));
+        assert_eq!(rows.get(0, 5), crate::schema::Value::U64(9_000));
+    }
+
+    #[test]
     fn a_cut_udp_packet_is_not_read() {
         let q = query("cut.example");
         let mut st = State::default();
         let mut p = view(&q[..20], true, UDP);
         p.payload_len = q.len() as u16;
-        Dns.packet(&mut st, &p);
+        Dns::default().packet(&mut st, &p);
         assert!(st.seen().is_none() && !st.off);
-        Dns.packet(&mut st, &view(&q, true, UDP));
+        Dns::default().packet(&mut st, &view(&q, true, UDP));
         assert_eq!(st.seen().unwrap().query.as_ref().unwrap().0, "cut.example");
     }
 }

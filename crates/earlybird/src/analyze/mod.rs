@@ -430,6 +430,37 @@ impl Active {
     pub(crate) fn take_media(&self) -> Option<[media::KindCounts; 3]> {
         self.each.media.as_ref().map(|m| m.analyzer.take_counts())
     }
+
+    /// True when the `dns` analyzer is on (flows then take the cached
+    /// name of their server address, [`Active::dns_flow_start`]).
+    pub(crate) fn dns_on(&self) -> bool {
+        self.each.dns.is_some()
+    }
+
+    /// The `dns` analyzer's cache takes its turns from `board`, as shard
+    /// `shard` ([`dns::Dns::with_board`]), when it is on.
+    pub(crate) fn dns_board(&mut self, board: std::sync::Arc<dns_cache::Board>, shard: usize) {
+        if let Some(d) = &mut self.each.dns {
+            d.analyzer = dns::Dns::with_board(board, shard);
+        }
+    }
+
+    /// The shard is about to run turn `turn` ([`dns::Dns::turn`]).
+    pub(crate) fn dns_turn(&self, turn: u64) {
+        if let Some(d) = &self.each.dns {
+            d.analyzer.turn(turn);
+        }
+    }
+
+    /// The flow in slot `s` starts at `ts` towards `server`
+    /// ([`dns::Dns::flow_start`]).
+    pub(crate) fn dns_flow_start(&mut self, s: usize, server: std::net::IpAddr, ts: Nanos) {
+        if let Some(d) = &mut self.each.dns {
+            if let Some(st) = d.states.get_mut(s) {
+                d.analyzer.flow_start(st, server, ts);
+            }
+        }
+    }
 }
 
 registry! {

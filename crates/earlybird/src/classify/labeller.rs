@@ -22,7 +22,9 @@
 //!   after the label was taken from them;
 //! - counts the handshakes the capture's snap length cut short (records
 //!   whose `tls_status` is `cut-snap`, TLS and QUIC apart:
-//!   [`Labeller::cut_by_snap`]), for the run's summary.
+//!   [`Labeller::cut_by_snap`]) and those stopped because the table's
+//!   handshake bytes were at their bound (`cut-memory`:
+//!   [`Labeller::cut_by_memory`]), for the run's summary.
 //!
 //! It allocates the new rows once per batch and two short strings per
 //! record; it never fails and never panics on any cell.
@@ -145,6 +147,8 @@ pub struct Labeller {
     named: Vec<bool>,
     /// Handshakes cut short by the snap length: TLS, QUIC.
     cut_snap: [AtomicU64; 2],
+    /// Handshakes stopped by the reassembly budget (`cut-memory`).
+    cut_memory: AtomicU64,
 }
 
 impl std::fmt::Debug for Labeller {
@@ -221,6 +225,7 @@ impl Labeller {
                 .map(|f| NAME_FIELDS.contains(&f.name))
                 .collect(),
             cut_snap: Default::default(),
+            cut_memory: AtomicU64::new(0),
         })
     }
 
@@ -237,6 +242,13 @@ impl Labeller {
             self.cut_snap[0].load(Ordering::Relaxed),
             self.cut_snap[1].load(Ordering::Relaxed),
         )
+    }
+
+    /// The handshakes of the records labelled so far that stopped because
+    /// their flow table's handshake bytes were at their bound
+    /// (`tls_status` `cut-memory`, `analyze/tls.rs`).
+    pub fn cut_by_memory(&self) -> u64 {
+        self.cut_memory.load(Ordering::Relaxed)
     }
 
     /// The application names a labelled record's class indexes: the
@@ -269,8 +281,14 @@ impl Labeller {
             };
             let sni = text(self.cols.sni);
             let quic = text(self.cols.quic_version).is_some();
-            if text(self.cols.tls_status) == Some("cut-snap") {
-                self.cut_snap[usize::from(quic)].fetch_add(1, Ordering::Relaxed);
+            match text(self.cols.tls_status) {
+                Some("cut-snap") => {
+                    self.cut_snap[usize::from(quic)].fetch_add(1, Ordering::Relaxed);
+                }
+                Some("cut-memory") => {
+                    self.cut_memory.fetch_add(1, Ordering::Relaxed);
+                }
+                _ => {}
             }
             let names = Names {
                 sni: if quic { None } else { sni },
@@ -490,7 +508,7 @@ mod tests {
             (Some("1"), Some("cut-snap")),
             (Some("1"), Some("cut-snap")),
             (None, Some("cut-gap")),
-            (None, Some("ok")),
+            (None, Some("cut-memory")),
             (None, None),
         ] {
             rows.push_row(3, |c| {
@@ -508,6 +526,27 @@ mod tests {
         let mut vs = [v(Verdict::UNKNOWN, 0.0); 6];
         l.apply(vs.iter_mut(), &mut rows);
         assert_eq!(l.cut_by_snap(), (1, 2));
+        assert_eq!(l.cut_by_memory(), 1);
+    }
+
+    /// What a flow-table slot costs with the four labellers on before any
+    /// name is read: their states' side arrays (`analyze/mod.rs`) beside
+    /// the table's entry, and the done flag. Names and handshake bytes
+    /// are allocated apart, only for the flows that have them.
+    #[test]
+    fn labeller_states_per_slot() {
+        use crate::analyze::{dns, http, ssh, tls};
+        use std::mem::size_of;
+        let sizes = [
+            size_of::<tls::State>(),
+            size_of::<http::State>(),
+            size_of::<ssh::State>(),
+            size_of::<dns::State>(),
+            size_of::<bool>(),
+        ];
+        let total: usize = sizes.iter().sum();
+        eprintln!("labeller state per slot: {sizes:?} = {total} bytes");
+        assert!(total <= 128, "{sizes:?}");
     }
 
     #[test]

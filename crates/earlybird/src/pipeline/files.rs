@@ -87,6 +87,8 @@ pub(super) fn shard_loop(
     let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
     let mut retime = crate::source::retime::Retimer::new(timestamps);
     let mut done_bytes = 0u64;
+    // Batches of the run, across files: the turns of the DNS cache.
+    let mut turn = 0u64;
     let mut k = 0;
     'files: while let Some(input) = files.get(k) {
         k += 1;
@@ -123,6 +125,8 @@ pub(super) fn shard_loop(
                 correct(&mut retime, &reader, &mut refs, true);
             }
             if !refs.is_empty() {
+                shard.names_turn(turn);
+                turn += 1;
                 shard.batch(data, &refs);
                 after_batch(shard, sink, ctl, done_bytes + reader.position());
             }
@@ -314,6 +318,7 @@ pub(super) fn shard_loop_shared(
             }
             match shard_batch {
                 Some(shard_batch) => {
+                    shard.names_turn(run as u64);
                     shard.run_shard_batch(&shard_batch, data);
                     ends.give_back(run % shards, shard_batch);
                 }

@@ -65,6 +65,8 @@ fn read(
 ) -> Vec<Warning> {
     let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
     let mut last_tick = Instant::now();
+    // Batches read: the turns of this shard's own DNS cache.
+    let mut turn = 0u64;
     loop {
         if ctl.stopping() || deadline.is_some_and(|d| Instant::now() >= d) {
             return Vec::new();
@@ -73,6 +75,8 @@ fn read(
             Err(e) => return vec![Warning::live(&e)],
             Ok(Some(mut block)) => {
                 while block.next_batch(&mut refs, batch) > 0 {
+                    shard.names_turn(turn);
+                    turn += 1;
                     shard.batch(block.data(), &refs);
                     if let Some(f) = shard.taps.as_mut().and_then(|t| t.frames.as_mut()) {
                         f.turn_done();

@@ -51,6 +51,10 @@ struct ShardStart<'f> {
     per_second: Option<usize>,
     /// The alarms' forensic pcaps, served from this shard's ring.
     forensics: Option<std::sync::Arc<crate::dump::Forensics>>,
+    /// The board of the `dns` analyzer's name-by-address cache: one for
+    /// every shard that runs files in turns, its own for a shard that
+    /// does not (`analyze/dns_cache.rs`).
+    names: std::sync::Arc<crate::analyze::dns_cache::Board>,
 }
 
 /// What one shard thread returns: its counters, the input warnings, the
@@ -149,6 +153,8 @@ pub(super) fn run_shards(
         }),
         labels: opts.labels.clone(),
     };
+    // The DNS cache's boards, for its figures in the report.
+    let mut boards = Vec::new();
     let (shard_results, export_result, calls_result) = std::thread::scope(|scope| {
         // Owned here: taps not handed to a shard end with this closure, so
         // the call stage never waits for them.
@@ -179,8 +185,15 @@ pub(super) fn run_shards(
         drop(job_rx);
         drop(done_txs);
         let mut handles = Vec::new();
+        let shared_names = std::sync::Arc::new(crate::analyze::dns_cache::Board::new(opts.shards));
         for (id, input) in inputs.into_iter().enumerate() {
+            let names = match &input {
+                Input::Files(Some(_)) => shared_names.clone(),
+                _ => std::sync::Arc::new(crate::analyze::dns_cache::Board::new(1)),
+            };
+            boards.push(names.clone());
             let start = ShardStart {
+                names,
                 id,
                 input,
                 files: files.clone(),
@@ -227,6 +240,14 @@ pub(super) fn run_shards(
         ..Report::default()
     };
     gather(&mut report, shard_results, export_result)?;
+    if opts.flow.analyzers.iter().any(|a| a == "dns") {
+        boards.sort_by_key(|b| std::sync::Arc::as_ptr(b) as usize);
+        boards.dedup_by(|a, b| std::sync::Arc::ptr_eq(a, b));
+        report.dns_cache = Some(boards.iter().fold((0, 0), |(h, e), b| {
+            let (bh, be) = b.counts();
+            (h + bh, e + be)
+        }));
+    }
     match calls_result {
         Some(Ok(Ok(s))) => report.calls = Some(s),
         Some(Ok(Err(e))) => report.output_errors.push(e.to_string()),
@@ -247,6 +268,7 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
         core_affinity::set_for_current(c);
     }
     let mut shard = Shard::new(id, opts.shards, &opts.flow, st.model)?;
+    shard.set_names_board(st.names);
     if let Some(classes) = st.per_second {
         shard.keep_seconds(classes);
     }

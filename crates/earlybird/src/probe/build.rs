@@ -894,6 +894,8 @@ impl Probe {
         report.output_errors.extend(call_errors);
         if plan.options.flow.analyzers.iter().any(|a| a == "tls") {
             report.handshakes_cut_by_snap = plan.options.labels.as_ref().map(|l| l.cut_by_snap());
+            report.handshakes_cut_by_memory =
+                plan.options.labels.as_ref().map(|l| l.cut_by_memory());
         }
         if let Some(s) = report.calls.as_mut() {
             s.db = db;

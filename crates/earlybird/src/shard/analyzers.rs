@@ -25,6 +25,20 @@ pub struct Analyzers {
     on: bool,
     /// N of the run's packet sampling (1: none).
     sample_rate: u32,
+    /// The `dns` analyzer is on: flows take their server's cached name.
+    dns: bool,
+}
+
+/// The server address of a flow (the destination of its first packet).
+fn server(flow: FlowRef<'_>) -> std::net::IpAddr {
+    let client_is_a = flow.entry.state & crate::flow::entry::CLIENT_IS_A != 0;
+    match flow.wide {
+        Some(w) => std::net::IpAddr::from(w[usize::from(client_is_a)]),
+        None => {
+            let k = &flow.entry.key;
+            std::net::IpAddr::from(if client_is_a { k.b } else { k.a }.to_be_bytes())
+        }
+    }
 }
 
 impl Analyzers {
@@ -40,6 +54,7 @@ impl Analyzers {
             .map_err(|e| crate::Error::Config(e.to_string()))?;
         Ok(active.rows().then(|| Analyzers {
             on: active.any(),
+            dns: active.dns_on(),
             sample_rate: cfg.sample.map_or(1, |s| s.rate),
             active,
         }))
@@ -48,6 +63,21 @@ impl Analyzers {
     /// The record fields the analyzers (and the sampling) add, in order.
     pub fn fields(&self) -> Vec<crate::schema::Field> {
         self.active.fields()
+    }
+
+    /// The `dns` analyzer's cache takes its turns from `board` as shard
+    /// `shard` (`analyze/dns.rs`).
+    pub fn dns_board(
+        &mut self,
+        board: std::sync::Arc<crate::analyze::dns_cache::Board>,
+        shard: usize,
+    ) {
+        self.active.dns_board(board, shard);
+    }
+
+    /// The shard is about to run turn `turn` (`analyze/dns.rs`).
+    pub fn dns_turn(&self, turn: u64) {
+        self.active.dns_turn(turn);
     }
 
     /// The `media` analyzer's per-kind figures since the last call, added
@@ -94,6 +124,9 @@ impl Consumer for Analyzers {
     #[inline]
     fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> bool {
         let h = flow.entry;
+        if h.packets[0] + h.packets[1] == 1 && self.dns {
+            self.active.dns_flow_start(flow.slot, server(flow), p.ts);
+        }
         let view = PacketView {
             ts: p.ts,
             from_client: flow.sent_by_client(p),

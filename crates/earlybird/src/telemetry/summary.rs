@@ -290,6 +290,14 @@ pub struct Report {
     /// (records whose `tls_status` is `cut-snap`), when the `tls`
     /// analyzer ran: (TLS, QUIC).
     pub handshakes_cut_by_snap: Option<(u64, u64)>,
+    /// TLS and QUIC handshakes stopped because their flow table held its
+    /// bound of handshake bytes (records whose `tls_status` is
+    /// `cut-memory`), when the `tls` analyzer ran.
+    pub handshakes_cut_by_memory: Option<u64>,
+    /// The `dns` analyzer's name-by-address cache, when it ran: the most
+    /// addresses it held, and the addresses evicted because it was full
+    /// (per board: shards that share their turns count once).
+    pub dns_cache: Option<(u64, u64)>,
 }
 
 /// The process's anonymous resident memory (Linux), in bytes.
@@ -429,6 +437,22 @@ impl fmt::Display for Report {
                 "handshakes cut by the snap length: {} (TLS {tls}, QUIC {quic}; tls_status cut-snap: \
                  their names are not read)",
                 tls + quic
+            )?;
+        }
+        if let Some(n) = self.handshakes_cut_by_memory.filter(|n| *n > 0) {
+            writeln!(
+                f,
+                "handshakes stopped by the reassembly bound: {n} (tls_status cut-memory: {} MiB of \
+                 handshake bytes per shard at most)",
+                crate::analyze::tls::BUDGET >> 20
+            )?;
+        }
+        if let Some((held, evicted)) = self.dns_cache.filter(|(h, _)| *h > 0) {
+            writeln!(
+                f,
+                "DNS name cache: {held} addresses held at most, {evicted} evicted because it was full \
+                 ({} per shard)",
+                crate::analyze::dns::CACHE
             )?;
         }
         let inputs_skipped: u64 = self.inputs_skipped.iter().map(|(_, n)| n).sum();

@@ -71,7 +71,43 @@ pub(crate) enum Source {
     /// Field `i` of an early-verdict event ([`crate::flow::events::VERDICTS`];
     /// the elements of [`EVENT_ELEMENTS`] only).
     Cell(usize),
+    /// The record field [`LABEL_FIELDS`]`[i]` (a payload labeller's, or the
+    /// label's).
+    Label(usize),
 }
+
+/// The record fields of the payload labels exported over IPFIX, in the
+/// order of [`Source::Label`].
+pub(crate) const LABEL_FIELDS: [&str; 16] = [
+    "sni",
+    "alpn",
+    "tls_version",
+    "ja4",
+    "ja3",
+    "ech",
+    "http_host",
+    "http_user_agent",
+    "dns_query",
+    "dns_name",
+    "ssh_client",
+    "ssh_server",
+    "category",
+    "label_source",
+    "stat_app",
+    "stat_confidence",
+];
+
+/// The label fields after the payload labellers' own: present in every
+/// labelled record, exported when a labeller is on.
+pub(crate) const LABEL_OWN: usize = 12;
+
+/// Most bytes of one label string (one length byte: RFC 7011 §7).
+pub(crate) const LABEL_MAX: usize = 254;
+
+/// Most bytes of a record's label strings together: what would not fit is
+/// cut, the later fields first, so that a record with every name long
+/// still fits a datagram of the default `--ipfix-mtu`.
+pub(crate) const LABEL_BUDGET: usize = 640;
 
 /// Which templates carry a field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +123,9 @@ pub(crate) enum When {
     Biflow,
     /// Runs with the `media` analyzer on (`--analyzer media`).
     Media,
+    /// Runs with a payload labeller on whose records have the field
+    /// (`--labellers`, or `--analyzer` with `tls`, `http`, `dns` or `ssh`).
+    Labels,
 }
 
 /// One field of a data record.
@@ -206,6 +245,40 @@ pub(crate) const ELEMENTS: &[Element] = &[
       "Smallest share of windows passing the verdict kind's tests when it was decided (media_share); 0 when not media."),
     e("earlybirdMediaPacket", 10, PEN_EARLYBIRD, 4, "unsigned32", S::MediaPacket, W::Media,
       "Packet of the flow (1 = first) at which the media verdict was decided (media_packet); 0 when not media."),
+    e("applicationName", 96, 0, VARLEN, "string", S::App, W::Labels,
+      "The flow's application (record field app), as earlybirdApplication: IANA's element, for collectors that know it."),
+    e("applicationCategoryName", 372, 0, VARLEN, "string", S::Label(12), W::Labels,
+      "Category of the application (record field category; docs/SERVICES.md); empty when none."),
+    e("earlybirdLabelSource", 23, PEN_EARLYBIRD, VARLEN, "string", S::Label(13), W::Labels,
+      "Where the application came from (label_source): sni, quic, http, dns, ssh, stat, port or none."),
+    e("earlybirdStatApplication", 24, PEN_EARLYBIRD, VARLEN, "string", S::Label(14), W::Labels,
+      "The model's early verdict beside the payload label (stat_app)."),
+    e("earlybirdStatConfidence", 25, PEN_EARLYBIRD, 4, "float32", S::Label(15), W::Labels,
+      "Confidence of that verdict, 0 to 1 (stat_confidence)."),
+    e("earlybirdTlsServerName", 12, PEN_EARLYBIRD, VARLEN, "string", S::Label(0), W::Labels,
+      "Server name of the TLS or QUIC ClientHello (sni); IANA has no element for it. Empty when none."),
+    e("earlybirdTlsAlpn", 13, PEN_EARLYBIRD, VARLEN, "string", S::Label(1), W::Labels,
+      "ALPN protocols offered, comma-separated (alpn)."),
+    e("earlybirdTlsVersion", 14, PEN_EARLYBIRD, VARLEN, "string", S::Label(2), W::Labels,
+      "TLS version the ServerHello chose (tls_version)."),
+    e("earlybirdJa4", 15, PEN_EARLYBIRD, VARLEN, "string", S::Label(3), W::Labels,
+      "JA4 fingerprint of the ClientHello (ja4)."),
+    e("earlybirdJa3", 16, PEN_EARLYBIRD, VARLEN, "string", S::Label(4), W::Labels,
+      "JA3 hash of the ClientHello, 32 hex digits (ja3)."),
+    e("earlybirdTlsEch", 17, PEN_EARLYBIRD, 1, "unsigned8", S::Label(5), W::Labels,
+      "1 when the ClientHello offered an Encrypted Client Hello (ech), else 0."),
+    e("httpRequestHost", 460, 0, VARLEN, "string", S::Label(6), W::Labels,
+      "Host of the first HTTP request (http_host)."),
+    e("httpUserAgent", 468, 0, VARLEN, "string", S::Label(7), W::Labels,
+      "User-Agent of the first HTTP request (http_user_agent)."),
+    e("earlybirdDnsQuery", 18, PEN_EARLYBIRD, VARLEN, "string", S::Label(8), W::Labels,
+      "Name of the flow's first DNS question (dns_query)."),
+    e("earlybirdDnsName", 19, PEN_EARLYBIRD, VARLEN, "string", S::Label(9), W::Labels,
+      "Name an earlier DNS answer gave the server address (dns_name)."),
+    e("earlybirdSshClient", 20, PEN_EARLYBIRD, VARLEN, "string", S::Label(10), W::Labels,
+      "The SSH client's software banner (ssh_client)."),
+    e("earlybirdSshServer", 21, PEN_EARLYBIRD, VARLEN, "string", S::Label(11), W::Labels,
+      "The SSH server's software banner (ssh_server)."),
 ];
 
 /// The fields of an early-verdict event's data record (`--events`), in
@@ -267,7 +340,7 @@ fn template(id: u16, fields: Vec<&'static Element>) -> Template {
         .filter(|f| f.len != VARLEN)
         .map(|f| usize::from(f.len))
         .sum();
-    let (mut var_base, mut apps, mut early_per_packet) = (0, 0, 0);
+    let (mut var_base, mut apps, mut early_per_packet, mut labels) = (0, 0, 0, 0);
     for f in fields.iter().filter(|f| f.len == VARLEN) {
         var_base += 3;
         match f.src {
@@ -277,9 +350,11 @@ fn template(id: u16, fields: Vec<&'static Element>) -> Template {
                 early_per_packet += usize::from(LIST_MEMBERS[i].len);
             }
             Source::CommunityId => var_base += crate::export::community_id::LEN,
+            Source::Label(_) => labels = LABEL_BUDGET,
             _ => apps += 1,
         }
     }
+    var_base += labels;
     let plan = super::record::Plan::of(fields.iter().map(|f| f.src));
     Template {
         id,
@@ -342,6 +417,17 @@ pub(crate) fn templates(biflow: bool) -> Vec<Template> {
 /// [`templates`], with the media verdict's elements when `media` (runs
 /// with the `media` analyzer on).
 pub(crate) fn templates_for(biflow: bool, media: bool) -> Vec<Template> {
+    templates_with(biflow, media, &[false; LABEL_FIELDS.len()])
+}
+
+/// [`templates_for`], with the label elements whose field `labels` has
+/// (by [`LABEL_FIELDS`] index; none unless a payload labeller is on).
+/// `applicationName` goes with `category`.
+pub(crate) fn templates_with(
+    biflow: bool,
+    media: bool,
+    labels: &[bool; LABEL_FIELDS.len()],
+) -> Vec<Template> {
     (0..4)
         .map(|i| {
             let (v6, icmp) = (i & 1 == 1, i & 2 == 2);
@@ -353,6 +439,10 @@ pub(crate) fn templates_for(biflow: bool, media: bool) -> Vec<Template> {
                 W::IcmpV6 => icmp && v6,
                 W::Biflow => biflow,
                 W::Media => media,
+                W::Labels => match el.src {
+                    Source::Label(k) => labels[k],
+                    _ => labels[LABEL_OWN],
+                },
             });
             template(FIRST_TEMPLATE + i as u16, fields.collect())
         })
@@ -371,6 +461,7 @@ pub(crate) fn markdown() -> String {
             W::IcmpV6 => "IPv6 ICMPv6",
             W::Biflow => "biflow runs",
             W::Media => "--analyzer media runs",
+            W::Labels => "labeller runs",
         };
         row(&mut s, el, t);
     }

@@ -7,9 +7,11 @@
 //! enterprise number 29305; unidirectional runs have none), verdict and
 //! early packets as enterprise elements of [`PEN_EARLYBIRD`], and, when the
 //! run has the `media` analyzer on (its fields in
-//! [`ExportOptions::analyzed`]), its verdict as three more — every
-//! element is listed in `docs/IPFIX.md`. Other analyzer fields are not
-//! exported. Records are packed into messages
+//! [`ExportOptions::analyzed`]), its verdict as three more, and when it
+//! has a payload labeller on, the label fields (names, fingerprints, the
+//! label's category, source and statistical verdict) as IANA's elements
+//! where IANA has one and enterprise elements otherwise — every element is
+//! listed in `docs/IPFIX.md`. Other analyzer fields are not exported. Records are packed into messages
 //! of at most [`IpfixOptions::mtu`] bytes (UDP) or 65535 (TCP, file),
 //! whose sequence number counts the data records handed to the output
 //! before them (records a network output then drops included, so a
@@ -237,6 +239,55 @@ struct Plan {
     media: Option<usize>,
     /// Seed of the records' Community ID.
     seed: u16,
+    /// Column of each label field in the records' analyzer cells, when
+    /// the run has a payload labeller on and its records have the field
+    /// (`elements::LABEL_FIELDS` order; those are exported).
+    labels: LabelCols,
+}
+
+/// Columns of the label fields in a run's analyzer cells (see
+/// [`Plan::labels`]).
+type LabelCols = [Option<usize>; elements::LABEL_FIELDS.len()];
+
+/// The label fields' columns in `analyzed`, when a payload labeller is on
+/// (one of its fields is there); all `None` otherwise.
+fn label_cols(analyzed: &[crate::schema::Field]) -> LabelCols {
+    let col = |name: &str| analyzed.iter().position(|f| f.name == name);
+    let labelled = elements::LABEL_FIELDS[..elements::LABEL_OWN]
+        .iter()
+        .any(|n| col(n).is_some());
+    std::array::from_fn(|k| col(elements::LABEL_FIELDS[k]).filter(|_| labelled))
+}
+
+/// The label values of record `i` of `batch` from the columns `cols`:
+/// strings cut at a character boundary to `elements::LABEL_MAX` bytes each
+/// and `elements::LABEL_BUDGET` together (in template order: the later
+/// fields are cut first), numbers as
+/// their elements' bytes; a null cell is an empty string or 0.
+fn label_values<'a>(cols: &LabelCols, batch: &'a RecordBatch, i: usize) -> record::Labels<'a> {
+    let mut out = record::Labels::default();
+    let mut budget = elements::LABEL_BUDGET;
+    // In template order: the label's own fields, then the names.
+    let n = cols.len();
+    for k in (elements::LABEL_OWN..n).chain(0..elements::LABEL_OWN) {
+        let Some(j) = cols[k] else {
+            continue;
+        };
+        match (record::label_len(k), batch.analyzed.get(i, j)) {
+            (None, Value::Text(t)) => {
+                let mut n = t.len().min(elements::LABEL_MAX).min(budget);
+                while !t.is_char_boundary(n) {
+                    n -= 1;
+                }
+                budget -= n;
+                out.text[k] = &t.as_bytes()[..n];
+            }
+            (Some(1), Value::U64(v)) => out.fixed[k][0] = v.min(255) as u8,
+            (Some(4), Value::F64(v)) => out.fixed[k] = (v as f32).to_be_bytes(),
+            _ => {}
+        }
+    }
+    out
 }
 
 impl Plan {
@@ -267,9 +318,17 @@ impl Plan {
             true => None,
             false => opts.analyzed.iter().position(|f| f.name == MEDIA_FIELD),
         };
+        let labels = match events {
+            true => [None; elements::LABEL_FIELDS.len()],
+            false => label_cols(&opts.analyzed),
+        };
         let templates = match events {
             true => elements::event_templates(),
-            false => elements::templates_for(ipfix.biflow, media.is_some()),
+            false => elements::templates_with(
+                ipfix.biflow,
+                media.is_some(),
+                &labels.map(|c| c.is_some()),
+            ),
         };
         let names: Vec<Vec<u8>> = opts.class_names.iter().map(|s| clamp(s).to_vec()).collect();
         let name_max = names.iter().map(Vec::len).max().unwrap_or(0).max(7);
@@ -306,6 +365,7 @@ impl Plan {
             record_max,
             media,
             seed: opts.community_id_seed,
+            labels,
         })
     }
 }
@@ -333,6 +393,7 @@ pub struct IpfixExporter {
     early: usize,
     media: Option<usize>,
     seed: u16,
+    labels: LabelCols,
     msg: Message,
     /// Early-verdict events are encoded here first.
     record: Vec<u8>,
@@ -353,6 +414,7 @@ impl IpfixExporter {
             early: plan.early,
             media: plan.media,
             seed: plan.seed,
+            labels: plan.labels,
             msg: Message::new(plan.max, plan.domain),
             record: Vec::with_capacity(plan.record_max),
             record_max: plan.record_max,
@@ -367,8 +429,9 @@ impl IpfixExporter {
     fn append(&mut self, batch: &RecordBatch, i: usize) -> bool {
         let (t, end_secs) = template_and_time(&self.templates, &batch.records[i]);
         let (names, early, media, seed) = (&self.names, self.early, self.media, self.seed);
+        let labels = &self.labels;
         self.msg.append(t.id, end_secs, |buf| {
-            encode_one(buf, t, names, early, media, seed, batch, i)
+            encode_one(buf, t, names, early, (media, labels), seed, batch, i)
         })
     }
 
@@ -398,14 +461,15 @@ fn template_and_time<'a>(templates: &'a [Template], r: &FlowRecord) -> (&'a Temp
 /// Writes record `i` of `batch` for template `t` at the start of `buf` (at
 /// least [`record::max_len`] + [`record::SLACK`] bytes) and returns its
 /// length. `media` is the column of the media verdict in the batch's
-/// analyzer cells, if the run has one; `seed` the Community ID's.
+/// analyzer cells, if the run has one, with the columns of the exported
+/// label fields; `seed` the Community ID's.
 #[allow(clippy::too_many_arguments)]
 fn encode_one(
     buf: &mut [u8],
     t: &Template,
     names: &[Vec<u8>],
     early: usize,
-    media: Option<usize>,
+    (media, labels): (Option<usize>, &LabelCols),
     seed: u16,
     batch: &RecordBatch,
     i: usize,
@@ -438,7 +502,8 @@ fn encode_one(
     };
     let cid = crate::export::community_id::of_record(seed, &r.key, r.icmp);
     let cid = cid.as_ref().map_or(&[][..], |c| &c.as_bytes()[..]);
-    record::encode_into(buf, t, r, app, cid, early, &m)
+    let l = label_values(labels, batch, i);
+    record::encode_into(buf, t, r, app, cid, early, &m, &l)
 }
 
 /// Bytes before each record in rendered text: template id (2), record
@@ -460,6 +525,7 @@ struct IpfixRecords {
     early: usize,
     media: Option<usize>,
     seed: u16,
+    labels: LabelCols,
     /// The longest record, bytes.
     record_max: usize,
     /// One record: `record_max` + [`record::SLACK`] bytes.
@@ -478,7 +544,7 @@ impl IpfixRecords {
                 t,
                 &self.names,
                 self.early,
-                self.media,
+                (self.media, &self.labels),
                 self.seed,
                 batch,
                 i,
@@ -562,6 +628,7 @@ impl Exporter for IpfixExporter {
             early: self.early,
             media: self.media,
             seed: self.seed,
+            labels: self.labels,
             record_max: self.record_max,
             scratch: vec![0; self.record_max + record::SLACK],
         };

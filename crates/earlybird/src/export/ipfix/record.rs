@@ -23,7 +23,7 @@
 //! place: appending by zero-filling the record's room first cost a
 //! `memset` of the whole bound per record.
 
-use super::elements::{Source, Template, LIST_MEMBERS, ORDERED};
+use super::elements::{Source, Template, LABEL_FIELDS, LIST_MEMBERS, ORDERED};
 use crate::features::early::EarlyPkt;
 use crate::features::Dir;
 use crate::flow::record::{EndReason, FlowRecord};
@@ -108,6 +108,7 @@ const fn place(src: Source) -> (u8, u8) {
         | Source::CommunityId
         | Source::Early(_)
         | Source::Cell(_)
+        | Source::Label(_)
         | Source::MediaKind
         | Source::MediaShare
         | Source::MediaPacket => (0, 0),
@@ -149,6 +150,25 @@ impl Media {
             m[5..9].copy_from_slice(&p.to_be_bytes());
         }
         Media(m)
+    }
+}
+
+/// The label values of one record, by [`LABEL_FIELDS`] index: the
+/// strings (cut by the caller to `LABEL_MAX` bytes each and `LABEL_BUDGET`
+/// together, `elements.rs`) and the fixed-length values in network byte
+/// order (`ech` one byte, `stat_confidence` a float32).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Labels<'a> {
+    pub text: [&'a [u8]; LABEL_FIELDS.len()],
+    pub fixed: [[u8; 4]; LABEL_FIELDS.len()],
+}
+
+/// Length of the fixed-length label field `k` (`None`: a string).
+pub(crate) const fn label_len(k: usize) -> Option<usize> {
+    match k {
+        5 => Some(1),
+        15 => Some(4),
+        _ => None,
     }
 }
 
@@ -218,6 +238,8 @@ enum Step {
     /// `len` bytes from [`Media`] at `from` (one or more consecutive media
     /// elements).
     Media { from: u8, len: u8 },
+    /// The label field [`LABEL_FIELDS`]`[k]`.
+    Label(u8),
 }
 
 /// How [`encode`] writes the records of a template: its fields as steps,
@@ -255,6 +277,7 @@ impl Plan {
                 Source::CommunityId => Step::Cid,
                 Source::Early(i) => Step::Early(i as u8),
                 Source::Cell(_) => continue,
+                Source::Label(k) => Step::Label(k as u8),
                 _ => match media_place(src) {
                     Some((from, len)) => Step::Media { from, len },
                     None => {
@@ -324,12 +347,23 @@ pub(crate) fn encode(
 ) {
     let cid = crate::export::community_id::of_record(0, &r.key, r.icmp);
     let cid = cid.as_ref().map_or(&[][..], |c| &c.as_bytes()[..]);
-    encode_with(out, t, r, app, cid, early, &Media::default());
+    encode_with(
+        out,
+        t,
+        r,
+        app,
+        cid,
+        early,
+        &Media::default(),
+        &Labels::default(),
+    );
 }
 
-/// [`encode`], with the Community ID `cid` (seed 0 in [`encode`]) and the
-/// media verdict `media` for the templates that carry its elements (runs
-/// with `--analyzer media`).
+/// [`encode`], with the Community ID `cid` (seed 0 in [`encode`]), the
+/// media verdict `media` and the label values `labels` for the templates
+/// that carry their elements (runs with `--analyzer media`, with a payload
+/// labeller).
+#[allow(clippy::too_many_arguments)]
 #[inline]
 pub(crate) fn encode_with(
     out: &mut Vec<u8>,
@@ -339,10 +373,11 @@ pub(crate) fn encode_with(
     cid: &[u8],
     early: &[EarlyPkt],
     media: &Media,
+    labels: &Labels<'_>,
 ) {
     let start = out.len();
     out.resize(start + max_len(t, app.len(), early.len()) + SLACK, 0);
-    let n = encode_into(&mut out[start..], t, r, app, cid, early, media);
+    let n = encode_into(&mut out[start..], t, r, app, cid, early, media, labels);
     out.truncate(start + n);
 }
 
@@ -351,7 +386,9 @@ pub(crate) fn encode_with(
 /// is the verdict's class name (at most 65535 bytes), `cid` the record's
 /// Community ID (at most [`crate::export::community_id::LEN`] bytes, empty
 /// when it has none), `early` the record's early packets, `media` the
-/// media verdict for the templates that carry its elements.
+/// media verdict and `labels` the label values for the templates that
+/// carry their elements.
+#[allow(clippy::too_many_arguments)]
 #[inline]
 pub(crate) fn encode_into(
     buf: &mut [u8],
@@ -361,6 +398,7 @@ pub(crate) fn encode_into(
     cid: &[u8],
     early: &[EarlyPkt],
     media: &Media,
+    labels: &Labels<'_>,
 ) -> usize {
     if t.plan.v4_biflow {
         return encode_v4_biflow(buf, r, app, cid, early);
@@ -386,6 +424,16 @@ pub(crate) fn encode_into(
             }
             Step::App => at += string(&mut buf[at..], app),
             Step::Cid => at += string(&mut buf[at..], cid),
+            Step::Label(k) => {
+                let k = usize::from(k);
+                match label_len(k) {
+                    Some(n) => {
+                        buf[at..at + n].copy_from_slice(&labels.fixed[k][..n]);
+                        at += n;
+                    }
+                    None => at += string(&mut buf[at..], labels.text[k]),
+                }
+            }
             Step::Early(i) => at += early_list(&mut buf[at..], usize::from(i), early),
         }
     }
@@ -546,7 +594,11 @@ mod tests {
             }
             if matches!(
                 el.src,
-                Source::App | Source::CommunityId | Source::Early(_) | Source::Cell(_)
+                Source::App
+                    | Source::CommunityId
+                    | Source::Early(_)
+                    | Source::Cell(_)
+                    | Source::Label(_)
             ) {
                 continue;
             }
@@ -646,8 +698,72 @@ mod tests {
                 cid,
                 &early[..n],
                 &Media::default(),
+                &Labels::default(),
             );
             assert_eq!(a[..la], b[..lb], "{} early, app of {}", n, app.len());
+        }
+    }
+
+    #[test]
+    fn label_strings_within_the_budget_take_the_bytes_max_len_allows() {
+        use super::super::elements::{templates_with, LABEL_BUDGET, LABEL_MAX};
+        let all = templates_with(true, false, &[true; LABEL_FIELDS.len()]);
+        let long = [b'z'; LABEL_MAX];
+        let mut labels = Labels::default();
+        // The budget spent by the first strings, the rest empty.
+        let mut left = LABEL_BUDGET;
+        for k in 0..LABEL_FIELDS.len() {
+            if label_len(k).is_none() {
+                let n = left.min(LABEL_MAX);
+                labels.text[k] = &long[..n];
+                left -= n;
+            }
+        }
+        labels.fixed[15] = 0.5f32.to_be_bytes();
+        labels.fixed[5] = [1, 0, 0, 0];
+        for t in &all {
+            assert!(!t.plan.v4_biflow);
+            let early = [EarlyPkt::default(); 32];
+            let mut out = Vec::new();
+            let mut r = FlowRecord::default();
+            r.key.ip_version = if t.id % 2 == 1 { 6 } else { 4 };
+            encode_with(
+                &mut out,
+                t,
+                &r,
+                b"TLS",
+                &[],
+                &early,
+                &Media::default(),
+                &labels,
+            );
+            assert!(out.len() <= max_len(t, 3, 32), "template {}", t.id);
+            // Every string's bytes are there, after a one-byte length.
+            let total: usize = labels.text.iter().map(|s| s.len() + 1).sum();
+            let mut plain = Vec::new();
+            let none = templates(true);
+            encode_with(
+                &mut plain,
+                &none[usize::from(t.id - 256)],
+                &r,
+                b"TLS",
+                &[],
+                &early,
+                &Media::default(),
+                &Labels::default(),
+            );
+            // applicationName (1 + 3 bytes), the two fixed values (5).
+            let fixed_labels = 4 + 1;
+            let strings = labels
+                .text
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| label_len(*k).is_none())
+                .count();
+            assert_eq!(
+                out.len(),
+                plain.len() + 4 + fixed_labels + total - (LABEL_FIELDS.len() - strings)
+            );
         }
     }
 
