@@ -258,8 +258,8 @@ pub mod testing {
     pub use crate::flow::table::FlowTable;
     pub use crate::mark::dscp::read_dscp;
     pub use crate::source::af_packet::{Frames, Walked};
-    pub use crate::source::{btf, snaprule};
     pub use crate::source::populate::BACKGROUND_FROM;
     pub use crate::source::retime::Retimer;
     pub use crate::source::stream::Chunker;
+    pub use crate::source::{btf, snaprule};
 }
