@@ -2,7 +2,7 @@
 //! panics, and an id found names a record inside the bytes.
 #![no_main]
 
-use earlybird::source::btf::func_id;
+use earlybird::testing::btf::func_id;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -3,7 +3,7 @@
 //! frame.
 #![no_main]
 
-use earlybird::source::snaprule::{keep, WHOLE};
+use earlybird::testing::snaprule::{keep, WHOLE};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

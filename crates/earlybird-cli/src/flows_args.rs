@@ -175,6 +175,20 @@ pub struct FlowsArgs {
         default_value_t = 0
     )]
     community_id_seed: u16,
+    /// Flow records held for a ClickHouse output while its server is away.
+    ///
+    /// A ClickHouse output (clickhouse+http://…) posts its records from a
+    /// queue; while the server is stopped, unreachable or slow, up to N
+    /// records wait in memory (about 1.2 KB each as JSON) and are inserted once it
+    /// takes them again. Beyond N, batches are dropped and counted in the
+    /// summary (exit code 3).
+    #[arg(
+        help_heading = "Outputs",
+        long,
+        value_name = "N",
+        default_value_t = 100_000
+    )]
+    clickhouse_hold: usize,
     /// Service map laid over the shipped one (repeat for several).
     ///
     /// A map of host names to application and category (docs/SERVICES.md)

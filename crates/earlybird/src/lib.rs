@@ -261,4 +261,5 @@ pub mod testing {
     pub use crate::source::populate::BACKGROUND_FROM;
     pub use crate::source::retime::Retimer;
     pub use crate::source::stream::Chunker;
+    pub use crate::source::{btf, snaprule};
 }

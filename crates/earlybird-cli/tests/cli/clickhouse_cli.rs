@@ -362,3 +362,134 @@ fn clickhouse_stopped_and_started_again_gets_every_record_of_the_meantime() {
     assert_eq!(count(), Some(rows()), "{rest}");
     assert!(!rest.contains("not inserted"), "{rest}");
 }
+
+/// The server away for more than 16 batches, the queue's bound before
+/// `--clickhouse-hold` (docs/OPERATIONS.md, "What survives what"): a
+/// replay of 25 seconds while it is stopped makes a batch at nearly every
+/// one-second flush. With the default hold every record of that time
+/// waits and is inserted once the server is back; with
+/// `--clickhouse-hold 30` at most 30 wait, the rest are counted as not
+/// inserted, and the table holds exactly the records not counted.
+#[test]
+fn clickhouse_away_for_more_than_sixteen_batches_keeps_what_the_hold_allows() {
+    use crate::faults_cli::{replay_paced, Capture};
+    let Some(net) = crate::lib_common::Veth::create("ebcq") else {
+        return;
+    };
+    net.capture_loopback_up();
+    let tmp = tempfile::tempdir().unwrap();
+    let ports = (free_tcp_port(), free_tcp_port());
+    let Some(first) = start_on(tmp.path(), ports, Some(&net)) else {
+        return;
+    };
+    let mut server = Some(first);
+    let port = ports.0;
+    let gen = tmp.path().join("gen.pcap");
+    let (code, _, e) = eb(&[
+        "gen",
+        "realistic",
+        "-n",
+        "5000",
+        "-o",
+        gen.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{e}");
+    for (table, hold) in [("flows", None), ("held", Some(30))] {
+        let ddl = flows_ddl().replacen(
+            "CREATE TABLE IF NOT EXISTS flows",
+            &format!("CREATE TABLE IF NOT EXISTS {table}"),
+            1,
+        );
+        let (st, body) = net.in_capture(|| http(port, "POST", "/", &ddl));
+        assert_eq!(st, 200, "DDL: {body}");
+        let count = || {
+            net.in_capture(|| {
+                let q = format!("/?query=SELECT%20count()%20FROM%20{table}");
+                let (st, n) = http(port, "GET", &q, "");
+                (st == 200).then(|| n.trim().parse::<usize>().unwrap_or(0))
+            })
+        };
+        let csv = tmp.path().join(format!("{table}.csv"));
+        let dest = format!("clickhouse+http://127.0.0.1:{port}/{table}");
+        let hold_arg = hold.map(|h: usize| h.to_string());
+        let mut args = vec![
+            "--idle-timeout",
+            "1",
+            "-o",
+            &dest,
+            "-o",
+            csv.to_str().unwrap(),
+        ];
+        if let Some(h) = &hold_arg {
+            args.extend(["--clickhouse-hold", h.as_str()]);
+        }
+        let cap = Capture::start(&net, &args);
+        let rows = || {
+            std::fs::read_to_string(&csv)
+                .unwrap_or_default()
+                .lines()
+                .count()
+                .saturating_sub(1)
+        };
+        server.take().unwrap().stop();
+        // The replay (25 s at 200 packets a second) while the server is
+        // away; every growth of the CSV beside it is a flush that made a
+        // ClickHouse batch too.
+        let replay = std::thread::scope(|s| {
+            let r = s.spawn(|| replay_paced(&net, &gen, 200));
+            let (mut last, mut batches) = (0, 0);
+            while !r.is_finished() {
+                let n = rows();
+                if n > last {
+                    batches += 1;
+                    last = n;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            r.join().unwrap();
+            batches
+        });
+        // The last flows end after a second idle.
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        assert!(replay > 16, "{replay} batches while the server was away");
+        server = Some(start_on(tmp.path(), ports, Some(&net)).unwrap());
+        let written = rows();
+        match hold {
+            None => assert!(
+                eventually(90, || count() == Some(written)),
+                "{written} rows, {:?} in the table",
+                count()
+            ),
+            // What was held goes in at the next try (5 s at most).
+            Some(_) => std::thread::sleep(std::time::Duration::from_secs(8)),
+        }
+        let (code, rest) = cap.end(Some(libc::SIGINT));
+        let inserted = count().unwrap();
+        eprintln!(
+            "hold {hold:?}: {replay} batches while away, {written} records, {inserted} inserted; {rest}"
+        );
+        match hold {
+            None => {
+                assert_eq!(code, Some(130), "{rest}");
+                assert_eq!(inserted, written, "{rest}");
+                assert!(!rest.contains("not inserted"), "{rest}");
+            }
+            Some(h) => {
+                // "…: N of M records not inserted; …"
+                let line = rest
+                    .lines()
+                    .find(|l| l.contains("records not inserted"))
+                    .unwrap_or_else(|| panic!("{rest}"));
+                let head = &line[..line.find(" records not inserted").unwrap()];
+                let lost: u64 = head.rsplit(' ').nth(2).unwrap().parse().unwrap();
+                assert!(line.contains(&format!("(--clickhouse-hold {h})")), "{line}");
+                assert!(
+                    line.contains(&format!("; {inserted} records inserted after the server")),
+                    "{line}"
+                );
+                assert!(inserted > 0 && inserted <= h, "{inserted} inserted; {line}");
+                assert_eq!(inserted as u64 + lost, written as u64, "{line}");
+            }
+        }
+    }
+}

@@ -8,6 +8,7 @@
 //!   takes the packets sent after it is up; the summary counts the down.
 //! - The captured interface deleted: the run ends with every flow
 //!   flushed, a message naming the interface and exit code 4.
+//! - Both of these with AF_XDP (`--capture af-xdp`) too.
 //! - nfdump's nfcapd (IPFIX over UDP, and NetFlow v9) stopped and
 //!   started again: the records sent
 //!   while it was down are counted as not delivered, and those of a
@@ -216,12 +217,28 @@ fn sighup_a_hundred_times_a_second_loses_and_doubles_no_record() {
 
 #[test]
 fn a_link_down_and_up_pauses_the_capture_which_then_goes_on() {
-    let Some(net) = lib_common::Veth::create("ebfl") else {
+    link_down_and_up("ebfl", &[]);
+}
+
+/// The same with `--capture af-xdp`: the XDP socket stays bound while the
+/// link is down and takes the frames once it is up.
+#[test]
+fn an_af_xdp_capture_goes_on_after_its_link_went_down_and_up() {
+    link_down_and_up("ebxl", &["--capture", "af-xdp"]);
+}
+
+/// The link of the capture (options `capture`) set down, then up, then a
+/// replay: every packet of it is in the records, and the summary counts
+/// the down.
+fn link_down_and_up(tag: &str, capture: &[&str]) {
+    let Some(net) = lib_common::Veth::create(tag) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.csv");
-    let mut cap = Capture::start(&net, &["-o", out.to_str().unwrap()]);
+    let mut args = vec!["-o", out.to_str().unwrap()];
+    args.extend_from_slice(capture);
+    let mut cap = Capture::start(&net, &args);
     let set = |state: &str| {
         let ok = Command::new("ip")
             .args(["-n", &net.ns_a, "link", "set", &net.a, state])
@@ -262,12 +279,27 @@ fn a_link_down_and_up_pauses_the_capture_which_then_goes_on() {
 
 #[test]
 fn a_deleted_interface_ends_the_run_with_exit_code_4_and_every_flow() {
-    let Some(net) = lib_common::Veth::create("ebfd") else {
+    deleted_interface("ebfd", &["-s", "2"]);
+}
+
+/// The same with `--capture af-xdp`.
+#[test]
+fn an_af_xdp_capture_whose_interface_is_deleted_ends_with_exit_code_4() {
+    deleted_interface("ebxd", &["--capture", "af-xdp"]);
+}
+
+/// A replay captured (options `capture`), then the interface deleted: the
+/// run ends with every flow, a message naming the interface and exit
+/// code 4.
+fn deleted_interface(tag: &str, capture: &[&str]) {
+    let Some(net) = lib_common::Veth::create(tag) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.csv");
-    let cap = Capture::start(&net, &["-s", "2", "-o", out.to_str().unwrap()]);
+    let mut args = vec!["-o", out.to_str().unwrap()];
+    args.extend_from_slice(capture);
+    let cap = Capture::start(&net, &args);
     let pcap = iphone();
     net.replay(bin(), &pcap);
     std::thread::sleep(Duration::from_millis(500));

@@ -13,17 +13,21 @@
 //! on 26.9: `crates/earlybird-py/tests/test_clickhouse_current.py`).
 //!
 //! A failed or slow server never blocks the caller: batches go to a
-//! bounded queue ([`QUEUE`] batches) that a thread of their own posts
-//! (HTTP/1.1 over a TCP connection per batch, with connect and I/O
-//! timeouts). A batch that could not reach the server (no connection, or
+//! queue that a thread of their own posts (HTTP/1.1 over a TCP
+//! connection per batch, with connect and I/O timeouts). The queue is
+//! bounded by records, not batches (`--clickhouse-hold`, default
+//! [`HOLD`]): the records of the batches waiting and of the one being
+//! posted are held in memory, and a batch that would take them past the
+//! bound is dropped and counted (one batch always goes when nothing else
+//! is held, so a bound smaller than a batch still lets one through at a
+//! time). A batch that could not reach the server (no connection, or
 //! the connection failed before the whole batch was sent: nothing was
 //! inserted) is held and posted again after a back-off ([`RETRY_MIN`]
 //! doubling to [`RETRY_MAX`]) until the server takes it, while the
 //! queue keeps the batches that come meanwhile: a server stopped and
-//! started again gets every record of that time, within the queue's
-//! bound. A batch the queue cannot take is dropped, and so is one the
-//! server refuses, or does not answer once it was sent (it may have been
-//! inserted: it is not sent twice). [`Exporter::finish`] waits at most
+//! started again gets every record of that time, within the bound. One
+//! the server refuses, or does not answer once it was sent (it may have
+//! been inserted: it is not sent twice), is dropped and counted. [`Exporter::finish`] waits at most
 //! [`LINGER`] for the queue, then returns an [`Error::Output`] stating the
 //! records not delivered, the failures and the last (the server's own
 //! message for a refused insert).
@@ -35,7 +39,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
 use super::{fields, jsonl::JsonLinesExporter, ExportOptions, Exporter};
 use crate::error::{Error, Result};
@@ -47,8 +51,9 @@ pub const PREFIX: &str = "clickhouse+http://";
 
 /// Bytes of JSON after which a batch is posted.
 pub const BATCH_BYTES: usize = 1 << 20;
-/// Batches waiting for the server at most; more are dropped.
-pub const QUEUE: usize = 16;
+/// Records held by default (`--clickhouse-hold`): waiting for the server
+/// or being posted; more are dropped and counted.
+pub const HOLD: usize = 100_000;
 /// How long the end of a run waits for the queue.
 pub const LINGER: Duration = Duration::from_secs(5);
 /// The first wait before a batch that did not reach the server is posted
@@ -146,11 +151,16 @@ struct Tally {
     delivered: AtomicU64,
     dropped: AtomicU64,
     failures: AtomicU64,
-    /// Records posted again after the server could not be reached, and
-    /// inserted then.
+    /// Records that waited for a server that could not be reached (a
+    /// batch posted again, or made before the server was reached again),
+    /// and were inserted then.
     late: AtomicU64,
     /// Posts that did not reach the server and were tried again.
     retries: AtomicU64,
+    /// Records queued or being posted.
+    held: AtomicU64,
+    /// The most records held at once.
+    held_peak: AtomicU64,
     last: Mutex<Option<String>>,
     /// Set by `finish`: the thread posts no batch again after this time.
     give_up: Mutex<Option<std::time::Instant>>,
@@ -168,6 +178,8 @@ impl Tally {
 struct Batch {
     body: Vec<u8>,
     records: u64,
+    /// When it was handed to the posting thread.
+    made: std::time::Instant,
 }
 
 /// A writer appending to a buffer the exporter takes batches from.
@@ -190,6 +202,8 @@ impl Write for Buf {
 /// Inserts records into a ClickHouse table.
 pub struct ClickHouseExporter {
     name: String,
+    /// Records held at most (`--clickhouse-hold`).
+    hold: u64,
     json: JsonLinesExporter,
     buf: Buf,
     pending: u64,
@@ -198,9 +212,10 @@ pub struct ClickHouseExporter {
     tally: Arc<Tally>,
 }
 
-/// Opens the ClickHouse output `out`: checks the name and resolves the
+/// Opens the ClickHouse output `out`, holding at most `hold` records
+/// while the server is away or slow: checks the name and resolves the
 /// server (nothing is sent until records come). Errors name the output.
-pub fn open(out: &std::path::Path, opts: &ExportOptions) -> Result<Box<dyn Exporter>> {
+pub fn open(out: &std::path::Path, opts: &ExportOptions, hold: usize) -> Result<Box<dyn Exporter>> {
     let name = out.display().to_string();
     let err = |reason: String| Error::Output {
         name: name.clone(),
@@ -218,15 +233,23 @@ pub fn open(out: &std::path::Path, opts: &ExportOptions) -> Result<Box<dyn Expor
     }
     let addr = super::ipfix::transport::resolve(hostport).map_err(|e| err(e.to_string()))?;
     Ok(Box::new(ClickHouseExporter::new(
-        &name, addr, hostport, table, opts,
+        &name, addr, hostport, table, opts, hold,
     )))
 }
 
 impl ClickHouseExporter {
-    fn new(name: &str, addr: SocketAddr, host: &str, table: &str, opts: &ExportOptions) -> Self {
+    fn new(
+        name: &str,
+        addr: SocketAddr,
+        host: &str,
+        table: &str,
+        opts: &ExportOptions,
+        hold: usize,
+    ) -> Self {
         let buf = Buf::default();
         let json = JsonLinesExporter::new(Box::new(buf.clone()), name, opts);
-        let (tx, rx) = bounded::<Batch>(QUEUE);
+        // Bounded by the records held (see `ship`), not here.
+        let (tx, rx) = unbounded::<Batch>();
         let (done_tx, done) = bounded::<()>(1);
         let tally = Arc::new(Tally::default());
         let head = format!(
@@ -238,8 +261,11 @@ impl ClickHouseExporter {
         let spawned = std::thread::Builder::new()
             .name("clickhouse".into())
             .spawn(move || {
+                // When the server was last reached after it could not be.
+                let mut back = None;
                 for b in rx {
-                    post_until_taken(&t, addr, &head, &b);
+                    post_until_taken(&t, addr, &head, &b, &mut back);
+                    t.held.fetch_sub(b.records, Ordering::Relaxed);
                 }
                 let _ = done_tx.send(());
             });
@@ -248,6 +274,7 @@ impl ClickHouseExporter {
         }
         ClickHouseExporter {
             name: name.to_string(),
+            hold: hold as u64,
             json,
             buf,
             pending: 0,
@@ -258,7 +285,7 @@ impl ClickHouseExporter {
     }
 
     /// Hands what is buffered to the posting thread (dropped, and
-    /// counted, when its queue is full).
+    /// counted, when the records held would pass the bound).
     fn ship(&mut self) -> Result<()> {
         self.json.flush()?;
         let body = std::mem::take(&mut *self.buf.0.lock().unwrap_or_else(|p| p.into_inner()));
@@ -271,13 +298,29 @@ impl ClickHouseExporter {
             self.tally.fail(records, "output ended".into());
             return Ok(());
         };
-        match tx.try_send(Batch { body, records }) {
-            Ok(()) => {}
-            Err(TrySendError::Full(b)) => self.tally.fail(
-                b.records,
-                format!("server too slow: {QUEUE} batches waiting"),
-            ),
-            Err(TrySendError::Disconnected(b)) => self.tally.fail(b.records, "no thread".into()),
+        // Only this thread adds to `held`: the check and the add cannot
+        // race with another batch.
+        let held = self.tally.held.load(Ordering::Relaxed);
+        if held > 0 && held + records > self.hold {
+            self.tally.fail(
+                records,
+                format!(
+                    "server away or slow: {held} records held (--clickhouse-hold {})",
+                    self.hold
+                ),
+            );
+            return Ok(());
+        }
+        let now = self.tally.held.fetch_add(records, Ordering::Relaxed) + records;
+        self.tally.held_peak.fetch_max(now, Ordering::Relaxed);
+        let made = std::time::Instant::now();
+        if let Err(e) = tx.send(Batch {
+            body,
+            records,
+            made,
+        }) {
+            self.tally.held.fetch_sub(records, Ordering::Relaxed);
+            self.tally.fail(e.0.records, "no thread".into());
         }
         Ok(())
     }
@@ -286,7 +329,13 @@ impl ClickHouseExporter {
 /// Posts `b` until the server takes it, refuses it or leaves it
 /// unanswered; while it cannot be reached, again after a back-off (see
 /// the module docs).
-fn post_until_taken(t: &Tally, addr: SocketAddr, head: &str, b: &Batch) {
+fn post_until_taken(
+    t: &Tally,
+    addr: SocketAddr,
+    head: &str,
+    b: &Batch,
+    back: &mut Option<std::time::Instant>,
+) {
     let mut wait = RETRY_MIN;
     let mut again = false;
     loop {
@@ -294,6 +343,9 @@ fn post_until_taken(t: &Tally, addr: SocketAddr, head: &str, b: &Batch) {
             Ok(()) => {
                 t.delivered.fetch_add(b.records, Ordering::Relaxed);
                 if again {
+                    *back = Some(std::time::Instant::now());
+                }
+                if again || back.is_some_and(|at| b.made < at) {
                     t.late.fetch_add(b.records, Ordering::Relaxed);
                 }
                 return;
@@ -413,10 +465,12 @@ impl Exporter for ClickHouseExporter {
             name: self.name.clone(),
             reason: format!(
                 "{lost} of {records} records not inserted; {failures} failure{} (last: {}); \
-                 {} records inserted after the server could be reached again",
+                 {} records inserted after the server could be reached again; \
+                 at most {} records held",
                 if failures == 1 { "" } else { "s" },
                 last.unwrap_or_default(),
-                t.late.load(Ordering::Relaxed)
+                t.late.load(Ordering::Relaxed),
+                t.held_peak.load(Ordering::Relaxed)
             ),
         })
     }

@@ -485,7 +485,7 @@ pub fn open(format: Format, path: &Path, opts: &ExportOptions) -> Result<Box<dyn
         return netflow::open(path, opts, &netflow::NetflowOptions::default());
     }
     if format == Format::ClickHouse && path.as_os_str() != "-" {
-        return clickhouse::open(path, opts);
+        return clickhouse::open(path, opts, clickhouse::HOLD);
     }
     #[cfg(feature = "parquet")]
     if format == Format::Parquet && path.as_os_str() != "-" {

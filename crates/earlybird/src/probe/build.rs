@@ -720,7 +720,9 @@ impl Plan {
         for (out, fmt) in &self.outputs {
             exporters.push(match *fmt {
                 Format::Ipfix => ipfix::open(out, &self.export, &self.ipfix)?,
-                Format::ClickHouse => crate::export::clickhouse::open(out, &self.export)?,
+                Format::ClickHouse => {
+                    crate::export::clickhouse::open(out, &self.export, self.config.clickhouse_hold)?
+                }
                 Format::Netflow => crate::export::netflow::open(
                     out,
                     &self.export,

@@ -133,6 +133,10 @@ pub struct Config {
     pub parquet_part_rows: Option<u64>,
     /// Seed of the records' Community ID (0 to 65535). Default 0.
     pub community_id_seed: u16,
+    /// Flow records a ClickHouse output holds in memory while its server
+    /// is away or slow, posted once it takes them; more are counted as
+    /// not inserted. Default 100,000.
+    pub clickhouse_hold: usize,
     /// Service maps laid over the shipped one (docs/SERVICES.md), each
     /// winning over those before it. Default none.
     #[serde(deserialize_with = "one_or_many")]
@@ -343,6 +347,7 @@ impl Default for Config {
             parquet_row_group: None,
             parquet_part_rows: None,
             community_id_seed: 0,
+            clickhouse_hold: crate::export::clickhouse::HOLD,
             services: Vec::new(),
             names: "keep".into(),
             names_key: None,

@@ -28,7 +28,9 @@
 //!   of the down time are not seen; [`Ring::link_downs`] counts the
 //!   times). An interface deleted (or deleted and made again, a new
 //!   index) ends it with an error saying so. (`-i any` and several
-//!   interfaces are bound to no single one and see neither.)
+//!   interfaces are bound to no single one and see neither.) An XDP
+//!   socket reports neither: with AF_XDP the interface is looked up
+//!   whenever a wait brings no frame, to the same effect.
 //! - [`Ring::stats`] reads the kernel's counters: packets the socket was
 //!   offered and packets dropped because the ring was full.
 //! - Errors ([`Error::Interface`]) name the interface: it does not exist,
@@ -728,15 +730,29 @@ impl Ring {
             let Some(x) = self.xdp.as_mut() else {
                 return Ok(None);
             };
-            let n = x
-                .take(timeout_ms, wake)
-                .map_err(|e| Error::interface(&self.interface, "AF_XDP receive", e))?;
+            let n = match x.take(timeout_ms, wake) {
+                Ok(n) => n,
+                Err(e) => {
+                    return Err(match super::netdev::link_up(&self.interface) {
+                        Some((index, _)) if index == self.bound => {
+                            Error::interface(&self.interface, "AF_XDP receive", e)
+                        }
+                        _ => self.deleted(),
+                    })
+                }
+            };
             if n == 0 {
                 if let Some(m) = &self.mesh {
                     m.clear_wake();
                 }
+                // No frame came: the XDP socket says nothing of its link,
+                // so the interface is looked up (see `xdp_link`).
+                if self.mesh.as_ref().is_none_or(|m| !m.waiting()) {
+                    self.xdp_link()?;
+                }
                 return Ok(self.parcel_block());
             }
+            self.down = false;
             // SAFETY: the UMEM, mapped for the ring's life; the kernel
             // writes no chunk of the take until it is released (when the
             // `Block` is dropped).
@@ -856,6 +872,26 @@ impl Ring {
             "capture stopped",
             std::io::Error::from_raw_os_error(err.max(1)),
         ))
+    }
+
+    /// AF_XDP, while no frame comes: an XDP socket reports neither its
+    /// link going down nor its interface going away (it waits on, bound
+    /// to nothing), so the interface is looked up: a link down is counted
+    /// once until frames come again or the link is up, as AF_PACKET's
+    /// `ENETDOWN` is; an interface gone (or made again: a new index) ends
+    /// the capture with the same error. A down shorter than one wait
+    /// (the caller's timeout) may go unseen.
+    fn xdp_link(&mut self) -> Result<()> {
+        match super::netdev::link_up(&self.interface) {
+            Some((index, up)) if index == self.bound => {
+                if !up && !self.down {
+                    self.link_downs += 1;
+                }
+                self.down = !up;
+                Ok(())
+            }
+            _ => Err(self.deleted()),
+        }
     }
 
     /// The error of a capture whose interface was deleted.

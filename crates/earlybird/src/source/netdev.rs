@@ -43,6 +43,24 @@ pub fn ifindex(name: &str) -> Result<c_int> {
     c_int::try_from(index).map_err(|_| bad(format!("interface index {index} out of range")))
 }
 
+/// The interface's index and whether its link is up and running (`None`
+/// when there is no such interface, or it cannot be asked).
+pub fn link_up(name: &str) -> Option<(c_int, bool)> {
+    let index = ifindex(name).ok()?;
+    // SAFETY: plain syscall; the descriptor is owned at once.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a fresh descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let ifr = ioctl_ifreq(&fd, name, libc::SIOCGIFFLAGS).ok()?;
+    // SAFETY: SIOCGIFFLAGS filled the flags member of the union.
+    let flags = c_int::from(unsafe { ifr.ifr_ifru.ifru_flags });
+    let running = libc::IFF_UP | libc::IFF_RUNNING;
+    Some((index, flags & running == running))
+}
+
 /// An AF_PACKET raw socket that receives nothing (protocol 0) until
 /// [`bind`] names a protocol: no packet reaches it before its ring is
 /// set up, and a socket that only sends costs no receive work.

@@ -99,7 +99,7 @@ fn opts() -> ExportOptions {
 fn batches_are_posted_as_json_lines_inserts() {
     let (port, bodies) = server("200 OK", "");
     let name = format!("clickhouse+http://127.0.0.1:{port}/db1.flows");
-    let mut ex = open(Path::new(&name), &opts()).unwrap();
+    let mut ex = open(Path::new(&name), &opts(), HOLD).unwrap();
     let b = batch(3000);
     ex.write_batch(&b).unwrap();
     ex.flush().unwrap();
@@ -131,7 +131,7 @@ fn a_refused_insert_is_reported_with_the_server_message() {
         "Code: 60, e.displayText() = DB::Exception: Table default.nope doesn't exist.",
     );
     let name = format!("clickhouse+http://127.0.0.1:{port}/nope");
-    let mut ex = open(Path::new(&name), &opts()).unwrap();
+    let mut ex = open(Path::new(&name), &opts(), HOLD).unwrap();
     ex.write_batch(&batch(100)).unwrap();
     let err = ex.finish().unwrap_err().to_string();
     assert!(err.contains("100 of 100 records not inserted"), "{err}");
@@ -144,16 +144,22 @@ fn a_server_that_never_answers_never_blocks_the_writer() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let name = format!("clickhouse+http://127.0.0.1:{port}/flows");
-    let mut ex = open(Path::new(&name), &opts()).unwrap();
+    let mut ex = open(Path::new(&name), &opts(), HOLD).unwrap();
     let b = batch(5000);
-    // Far more batches than the queue holds: every call returns, the
-    // batches the queue cannot take are dropped.
-    for _ in 0..(QUEUE * 4) {
+    // Far more records than the hold: every call returns, the batches
+    // beyond the hold are dropped.
+    for _ in 0..(HOLD / 5000 * 2) {
         ex.write_batch(&b).unwrap();
         ex.flush().unwrap();
     }
     let err = ex.finish().unwrap_err().to_string();
-    assert!(err.contains("records not inserted"), "{err}");
+    // Nothing was inserted; the hold was reached (the last error names
+    // the batches still waiting, not the ones dropped).
+    assert!(
+        err.contains("200000 of 200000 records not inserted"),
+        "{err}"
+    );
+    assert!(err.contains("at most 100000 records held"), "{err}");
     drop(l);
 }
 
@@ -172,7 +178,8 @@ fn a_server_away_then_back_gets_every_batch_held_meanwhile() {
     drop(l);
     let name = format!("clickhouse+http://127.0.0.1:{port}/flows");
     let host = format!("127.0.0.1:{port}");
-    let mut ex = ClickHouseExporter::new(&name, host.parse().unwrap(), &host, "flows", &opts());
+    let mut ex =
+        ClickHouseExporter::new(&name, host.parse().unwrap(), &host, "flows", &opts(), HOLD);
     for _ in 0..3 {
         ex.write_batch(&batch(200)).unwrap();
         ex.flush().unwrap();
@@ -195,7 +202,9 @@ fn a_server_away_then_back_gets_every_batch_held_meanwhile() {
     ex.finish().unwrap();
     let bodies = bodies.lock().unwrap();
     assert_eq!(rows_in(&bodies), 800, "{} posts", bodies.len());
-    assert!(ex.tally.late.load(Ordering::Relaxed) >= 200);
+    // The three batches made while it was away waited; the one after it
+    // was reached may have too (posted behind them).
+    assert!(ex.tally.late.load(Ordering::Relaxed) >= 600);
     assert_eq!(ex.tally.failures.load(Ordering::Relaxed), 0);
 }
 
@@ -207,7 +216,55 @@ fn names_that_are_not_a_table_are_refused() {
         "clickhouse+http://127.0.0.1:9/a.b.c",
         "clickhouse+http://127.0.0.1:9",
     ] {
-        let err = open(Path::new(bad), &opts()).err().unwrap().to_string();
+        let err = open(Path::new(bad), &opts(), HOLD)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains(bad), "{err}");
+    }
+}
+
+/// A server away for more batches than the queue once held (16): within
+/// the hold every record waits and is inserted once the server is back;
+/// beyond it, whole batches are dropped and counted, and the hold is
+/// never passed.
+#[test]
+fn the_records_held_while_the_server_is_away_are_bounded_by_the_hold() {
+    for (hold, kept) in [(10_000, 40 * 100), (1_000, 1_000)] {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        let name = format!("clickhouse+http://127.0.0.1:{port}/flows");
+        let host = format!("127.0.0.1:{port}");
+        let mut ex =
+            ClickHouseExporter::new(&name, host.parse().unwrap(), &host, "flows", &opts(), hold);
+        // 40 flushes of 100 records while nothing listens.
+        for _ in 0..40 {
+            ex.write_batch(&batch(100)).unwrap();
+            ex.flush().unwrap();
+        }
+        let held = ex.tally.held.load(Ordering::Relaxed);
+        assert_eq!(held, kept as u64, "hold {hold}");
+        let (_, bodies) = server_on(
+            TcpListener::bind(("127.0.0.1", port)).unwrap(),
+            "200 OK",
+            "",
+        );
+        let end = ex.finish();
+        assert_eq!(rows_in(&bodies.lock().unwrap()), kept, "hold {hold}");
+        assert!(ex.tally.held_peak.load(Ordering::Relaxed) <= hold as u64);
+        // Every record inserted had waited for the server.
+        assert_eq!(ex.tally.late.load(Ordering::Relaxed), kept as u64);
+        match kept {
+            4000 => assert!(end.is_ok(), "{end:?}"),
+            _ => {
+                let err = end.unwrap_err().to_string();
+                assert!(err.contains("3000 of 4000 records not inserted"), "{err}");
+                assert!(
+                    err.contains("1000 records held (--clickhouse-hold 1000)"),
+                    "{err}"
+                );
+            }
+        }
     }
 }
