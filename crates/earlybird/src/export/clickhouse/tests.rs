@@ -245,6 +245,13 @@ fn the_records_held_while_the_server_is_away_are_bounded_by_the_hold() {
         }
         let held = ex.tally.held.load(Ordering::Relaxed);
         assert_eq!(held, kept as u64, "hold {hold}");
+        // The first post was refused (the server comes after).
+        let refused = || ex.tally.retries.load(Ordering::Relaxed) > 0;
+        let until = std::time::Instant::now() + Duration::from_secs(30);
+        while !refused() && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(refused(), "hold {hold}");
         let (_, bodies) = server_on(
             TcpListener::bind(("127.0.0.1", port)).unwrap(),
             "200 OK",
