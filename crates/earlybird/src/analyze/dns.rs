@@ -176,6 +176,7 @@ impl Analyzer for Dns {
         ),
     ];
 
+    const EMPTY: bool = false;
     fn done(&self, st: &State) -> bool {
         st.off
     }
