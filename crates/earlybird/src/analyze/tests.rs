@@ -259,7 +259,12 @@ fn a_side_the_labellers_are_done_with_and_empty_packets_are_not_shown() {
     assert!(!a.live(0, false, false), "{:?}", a.done[0]);
     assert!(a.live(0, true, false));
     // The client's request: HTTP reads it, SSH gives up; the flow leaves.
-    show(&mut a, 2, true, b"GET / HTTP/1.1\r\nHost: h.example\r\n\r\n");
+    show(
+        &mut a,
+        2,
+        true,
+        b"GET / HTTP/1.1\r\nHost: h.example\r\n\r\n",
+    );
     assert_eq!(a.done[0], [a.all; 2]);
     let mut rows = crate::schema::Rows::default();
     a.record(0, &mut rows, (2, 0));
