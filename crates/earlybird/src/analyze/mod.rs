@@ -140,7 +140,9 @@ pub trait Analyzer: Default + Send + 'static {
     /// in the analyzers while it is on.
     const ENDS_EARLY: bool = false;
     /// Whether it reads packets that carry no payload
-    /// ([`PacketView::payload_len`] 0); when false it is not shown them.
+    /// ([`PacketView::payload_len`] 0); when false it is not shown them
+    /// (only for an analyzer that reads payload: without one on, every
+    /// packet's `payload_len` is 0).
     const EMPTY: bool = true;
     /// The analyzer for a run's options (analyzers with options read them
     /// from it; the default ignores it).

@@ -253,12 +253,14 @@ fn a_side_the_labellers_are_done_with_and_empty_packets_are_not_shown() {
     // Neither reads packets without payload, from either side.
     assert!(!a.live(0, true, true) && !a.live(0, false, true));
     assert!(a.live(0, true, false) && a.live(0, false, false));
-    // The server speaks first, neither a request nor a banner line: both
-    // are done with the server's side and wait for the client's.
-    show(&mut a, 1, false, b"\x8e\x11 not a request\n");
+    // The server speaks first, its banner: HTTP is done with the server's
+    // side (its first payload is not a request), SSH too (the banner is
+    // read); both wait for the client's.
+    show(&mut a, 1, false, b"SSH-2.0-srv\r\n");
     assert!(!a.live(0, false, false), "{:?}", a.done[0]);
     assert!(a.live(0, true, false));
-    // The client's request: HTTP reads it, SSH gives up; the flow leaves.
+    // The client's request: HTTP reads it, SSH's client side ends without
+    // a banner; the flow leaves the analyzers.
     show(
         &mut a,
         2,
@@ -270,4 +272,5 @@ fn a_side_the_labellers_are_done_with_and_empty_packets_are_not_shown() {
     a.record(0, &mut rows, (2, 0));
     let r: Vec<_> = rows.row(0).collect();
     assert!(r.contains(&Value::Text("h.example")), "{r:?}");
+    assert!(r.contains(&Value::Text("SSH-2.0-srv")), "{r:?}");
 }
