@@ -309,6 +309,7 @@ impl Analyzer for Dns {
         Dns::with_board(Arc::new(Board::new(1)), 0)
     }
 
+    const EMPTY: bool = false;
     fn done(&self, st: &State) -> bool {
         st.off
     }

@@ -197,8 +197,19 @@ impl Analyzer for Http {
         ),
     ];
 
+    const EMPTY: bool = false;
     fn done(&self, st: &State) -> bool {
         matches!(st.phase, Phase::Done(_))
+    }
+
+    fn done_with(&self, st: &State, from_client: bool) -> bool {
+        match &st.phase {
+            // That side's first payload was not a request.
+            Phase::Waiting(seen) => seen & if from_client { 1 } else { 2 } != 0,
+            // The other side's request is read.
+            Phase::Reading(requester, _) => *requester != from_client,
+            Phase::Done(_) => true,
+        }
     }
 
     fn packet(&self, st: &mut State, p: &PacketView<'_>) -> Action {

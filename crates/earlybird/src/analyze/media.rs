@@ -3,7 +3,14 @@
 //! thesis (Santiago del Río 2013, Ch. 6.4, Table 6.2).
 //!
 //! Contract:
-//! - Only UDP flows are examined; other flows get an empty verdict.
+//! - The statistical windows examine UDP flows only. The clear-header
+//!   layer (`clear.rs`) reads UDP flows and TCP flows whose first payload
+//!   is TURN framing ([`clear::turn_tcp`]). Any other flow gets an empty
+//!   verdict and the analyzer is done with it at that packet
+//!   ([`Analyzer::done`]), as it is with a flow a guard decided not media
+//!   once no RTP stream can replace that verdict (the clear-header layer
+//!   off, or past its [`CLEAR_PACKETS`]): no later packet of those flows
+//!   can change their record or the per-second figures.
 //! - Each direction of a flow is cut into windows of [`MediaConfig::window`]
 //!   packets (10 by default). Per window: the mean IP length, the mean
 //!   inter-arrival between consecutive packets of that direction (the first
@@ -532,6 +539,8 @@ pub struct State {
     /// Of the flow's first [`SHAPE_PACKETS`] datagrams with a payload: how
     /// many were read, how many had a shape that is not media.
     shapes: [u8; 2],
+    /// Nothing more to learn or count of the flow ([`Analyzer::done`]).
+    done: bool,
 }
 
 /// Datagrams per flow the shape guard reads.
@@ -741,6 +750,7 @@ impl Analyzer for Media {
     const ABOUT: &'static str =
         "real-time media (audio, video, file transfer): RTP in clear (also inside TURN, beside STUN and DTLS), then UDP packet sizes and inter-arrivals (Skypeness, thesis Table 6.2); RTP quality, STUN app, ICE call id";
     const PAYLOAD: bool = true;
+    const ENDS_EARLY: bool = true;
     const FIELDS: &'static [Field] = &[
         Field::new(
             "media",
@@ -827,18 +837,39 @@ impl Analyzer for Media {
     }
 
     #[inline]
+    fn done(&self, st: &State) -> bool {
+        st.done
+    }
+
+    #[inline]
     fn packet(&self, st: &mut State, p: &PacketView<'_>) -> Action {
-        if self.clear
-            && !p.payload.is_empty()
-            && (p.proto == UDP || p.proto == TCP)
-            && self.clear_packet(st, p)
-        {
+        if st.done {
+            return Action::Continue;
+        }
+        if p.proto != UDP {
+            // TCP for TURN over TCP only, from a first payload that is a
+            // STUN or ChannelData frame; any other flow is left at once.
+            let follow = p.proto == TCP
+                && self.clear
+                && (st.clear.is_some() || p.payload.is_empty() || clear::turn_tcp(p.payload));
+            if !follow {
+                st.done = true;
+                return Action::Continue;
+            }
+        }
+        if self.clear && !p.payload.is_empty() && self.clear_packet(st, p) {
             return Action::Continue;
         }
         if let Some((k, _, _)) = st.verdict {
-            if let Some(c) = self.counts.get(usize::from(k)) {
-                bump(&c.packets, 1);
-                bump(&c.bytes, u64::from(p.size));
+            match self.counts.get(usize::from(k)) {
+                Some(c) => {
+                    bump(&c.packets, 1);
+                    bump(&c.bytes, u64::from(p.size));
+                }
+                // Not media (a guard fired, so the clear-header layer had
+                // no verdict): final once that layer reads no more.
+                None if !self.clear || p.index > CLEAR_PACKETS => st.done = true,
+                None => {}
             }
             return Action::Continue;
         }
@@ -1158,6 +1189,87 @@ mod tests {
         // Feedback as big as the data (an echo): not transport feedback.
         let st = one_way_with_feedback(&m, 60, 20_000_000, |_| 160, 2, 160);
         assert_eq!(st.kind(), Some("audio"));
+    }
+
+    /// A view of `payload` (UDP unless `proto` says otherwise).
+    fn with_payload(ts: Nanos, from_client: bool, index: u32, payload: &[u8]) -> PacketView<'_> {
+        PacketView {
+            payload,
+            payload_len: payload.len() as u16,
+            ..view(ts, from_client, index, 28 + payload.len() as u16)
+        }
+    }
+
+    #[test]
+    fn flows_that_cannot_be_media_are_left_at_once() {
+        let m = Media::default();
+        // A TCP flow whose first payload is not TURN framing (an HTTP
+        // request): followed through its handshake, done at that payload.
+        let mut st = State::default();
+        let mut syn = view(0, true, 1, 60);
+        syn.proto = TCP;
+        m.packet(&mut st, &syn);
+        assert!(!m.done(&st));
+        let mut get = with_payload(1_000_000, true, 2, b"GET / HTTP/1.1\r\n\r\n");
+        get.proto = TCP;
+        m.packet(&mut st, &get);
+        assert!(m.done(&st) && st.clear.is_none());
+        // Another protocol (ICMP): done at its first packet.
+        let mut st = State::default();
+        let mut icmp = view(0, true, 1, 84);
+        icmp.proto = 1;
+        m.packet(&mut st, &icmp);
+        assert!(m.done(&st));
+        // TURN over TCP: an Allocate request first, then ChannelData
+        // frames carrying RTP at 20 ms (Opus at 48 kHz): followed, audio.
+        let mut st = State::default();
+        let mut alloc = vec![0x00, 0x03, 0x00, 0x00];
+        alloc.extend_from_slice(&stun::MAGIC.to_be_bytes());
+        alloc.extend_from_slice(&[7; 12]);
+        let mut v = with_payload(0, true, 1, &alloc);
+        v.proto = TCP;
+        m.packet(&mut st, &v);
+        for i in 0..20u16 {
+            let rtp = clear::tests::rtp(111, 100 + i, 960 * u32::from(i), 0x55, 80);
+            let mut ch = vec![0x40, 0x01, 0x00, rtp.len() as u8];
+            ch.extend_from_slice(&rtp);
+            let mut v = with_payload(u64::from(i + 1) * 20_000_000, true, u32::from(i) + 2, &ch);
+            v.proto = TCP;
+            m.packet(&mut st, &v);
+            assert!(!m.done(&st));
+        }
+        assert_eq!(st.kind(), Some("audio"));
+        assert_eq!(st.by, BY_RTP);
+    }
+
+    #[test]
+    fn a_flow_decided_not_media_is_done_once_no_rtp_can_replace_the_verdict() {
+        // 1000-byte datagrams every 4 ms, one way: a guard says not media.
+        let run = |m: &Media, packets: u32| {
+            let mut st = State::default();
+            for i in 1..=packets {
+                m.packet(&mut st, &view(u64::from(i) * 4_000_000, true, i, 1000));
+            }
+            st
+        };
+        // The clear-header layer still reads the first 1000 packets (an
+        // RTP stream found there replaces the verdict): not done before.
+        let m = Media::default();
+        let st = run(&m, 200);
+        assert_eq!(st.verdict.map(|v| v.0), Some(NOT_MEDIA));
+        assert!(!m.done(&st));
+        assert!(m.done(&run(&m, CLEAR_PACKETS + 1)));
+        // Without that layer the guard's verdict is final at once.
+        let mut off = MediaConfig::default();
+        off.clear = false;
+        let m = Media::new(&off);
+        let st = run(&m, 200);
+        assert_eq!(st.verdict.map(|v| v.0), Some(NOT_MEDIA));
+        assert!(m.done(&st));
+        // A media verdict is never done: its packets are counted.
+        let st = feed(&m, 200, 20_000_000, |_| 160);
+        assert_eq!(st.kind(), Some("audio"));
+        assert!(!m.done(&st));
     }
 
     #[test]

@@ -32,9 +32,15 @@
 //!   the record's row of cells ([`crate::schema::Rows`]), in registry order;
 //!   exporters write them after the flow's own fields.
 //! - An analyzer may say when no later packet of a flow can change its
-//!   record ([`Analyzer::ENDS_EARLY`], [`Analyzer::done`]); when every
-//!   analyzer on does and all are done with a flow, its later packets are
-//!   not shown to them (one test per packet).
+//!   record ([`Analyzer::ENDS_EARLY`], [`Analyzer::done`], read after each
+//!   packet it is shown): it is then shown no more packets of that flow
+//!   (its state is kept for [`Analyzer::finish`] and [`Analyzer::record`]).
+//!   It may also say so of one side's packets ([`Analyzer::done_with`]),
+//!   and that it never reads packets without payload
+//!   ([`Analyzer::EMPTY`]). A packet every analyzer on would not be shown
+//!   (the flow left the analyzers, or they are done with its side, or it
+//!   has no payload) costs the consumer one test (`Active::live`, in
+//!   `shard/analyzers.rs`) and no view is built.
 //! - [`Action::End`] ends the flow after the packet: its record says
 //!   `active` (as when the active timeout splits a flow) and the flow's next
 //!   packet starts a new flow.
@@ -129,9 +135,15 @@ pub trait Analyzer: Default + Send + 'static {
     /// Whether it reads [`PacketView::ip`] (implies the payload lookup).
     const IP: bool = false;
     /// Whether it says when it wants no more packets of a flow
-    /// ([`Self::done`]). When every analyzer on a run does, a flow they are
-    /// all done with costs one test per packet (the payload labellers).
+    /// ([`Self::done`]). A flow every analyzer on is done with costs one
+    /// test per packet; an analyzer that never says so keeps every flow
+    /// in the analyzers while it is on.
     const ENDS_EARLY: bool = false;
+    /// Whether it reads packets that carry no payload
+    /// ([`PacketView::payload_len`] 0); when false it is not shown them
+    /// (only for an analyzer that reads payload: without one on, every
+    /// packet's `payload_len` is 0).
+    const EMPTY: bool = true;
     /// The analyzer for a run's options (analyzers with options read them
     /// from it; the default ignores it).
     fn configure(_opts: &Options<'_>) -> Self {
@@ -140,9 +152,16 @@ pub trait Analyzer: Default + Send + 'static {
     /// Sees one packet of a flow (after the flow table accounted it).
     fn packet(&self, state: &mut Self::State, p: &PacketView<'_>) -> Action;
     /// True once no later packet of the flow can change what it records
-    /// (read after each packet, only when [`Self::ENDS_EARLY`]): its later
-    /// packets are then not shown to it.
+    /// nor anything it counts (read after each packet it is shown, only
+    /// when [`Self::ENDS_EARLY`]): its later packets are then not shown to
+    /// it.
     fn done(&self, _state: &Self::State) -> bool {
+        false
+    }
+    /// True once no later packet sent by one side (the client when
+    /// `from_client`) can change what it records (read with
+    /// [`Self::done`]): that side's later packets are not shown to it.
+    fn done_with(&self, _state: &Self::State, _from_client: bool) -> bool {
         false
     }
     /// The flow ended (called once, just before [`Self::record`]).
@@ -185,17 +204,25 @@ impl<A: Analyzer> Slots<A> {
         }
     }
 
+    /// Shows packet `p` to the flow in slot `s`: what the analyzer asks,
+    /// and whether it is done with the client's and the server's packets
+    /// of the flow after it.
     #[inline]
-    fn packet(&mut self, s: usize, p: &PacketView<'_>) -> Action {
+    fn packet(&mut self, s: usize, p: &PacketView<'_>) -> (Action, [bool; 2]) {
         match self.states.get_mut(s) {
-            Some(st) => self.analyzer.packet(st, p),
-            None => Action::Continue,
+            Some(st) => {
+                let act = self.analyzer.packet(st, p);
+                if !A::ENDS_EARLY {
+                    return (act, [false; 2]);
+                }
+                if self.analyzer.done(st) {
+                    return (act, [true; 2]);
+                }
+                let a = &self.analyzer;
+                (act, [a.done_with(st, true), a.done_with(st, false)])
+            }
+            None => (Action::Continue, [false; 2]),
         }
-    }
-
-    #[inline]
-    fn done(&self, s: usize) -> bool {
-        self.states.get(s).is_some_and(|st| self.analyzer.done(st))
     }
 
     fn record(&mut self, s: usize, out: &mut Cells<'_>) {
@@ -274,13 +301,24 @@ macro_rules! registry {
             width: usize,
             /// The run's sampling: its fields end every row.
             sample: Option<crate::sample::Sampling>,
-            /// Every analyzer on says when it is done with a flow
-            /// ([`Analyzer::ENDS_EARLY`]).
-            gate: bool,
-            /// Per slot (with `gate`): every analyzer on is done with the
-            /// flow, whose later packets are not shown to them.
-            finished: Vec<bool>,
+            /// An analyzer on says when it is done with a flow
+            /// ([`Analyzer::ENDS_EARLY`]) or skips packets without
+            /// payload ([`Analyzer::EMPTY`]): `done` is kept.
+            early: bool,
+            /// The bits of the analyzers on (one each, in registry order).
+            all: u16,
+            /// The bits of the analyzers on that are not shown packets
+            /// without payload.
+            no_empty: u16,
+            /// Per slot (with `early`), for the client's and the server's
+            /// packets: the bits of the analyzers done with them (both:
+            /// done with the flow); all of `all` for both: the flow left
+            /// the analyzers.
+            done: Vec<[u16; 2]>,
         }
+
+        // One bit per registered analyzer in `Active::done`.
+        const _: () = assert!([$(stringify!($name)),*].len() <= 16);
 
         /// Every analyzer a run can turn on: (name, what it adds).
         pub const AVAILABLE: &[(&str, &str)] =
@@ -310,17 +348,26 @@ macro_rules! registry {
                     ip: false,
                     width: 0,
                     sample: opts.sample.copied(),
-                    gate: false,
-                    finished: Vec::new(),
+                    early: false,
+                    all: 0,
+                    no_empty: 0,
+                    done: Vec::new(),
                 };
-                let mut gate = true;
-                $($(#[$attr])* if a.each.$name.is_some() {
-                    a.payload |= <$ty as Analyzer>::PAYLOAD || <$ty as Analyzer>::IP;
-                    a.ip |= <$ty as Analyzer>::IP;
-                    a.width += <$ty as Analyzer>::FIELDS.len();
-                    gate &= <$ty as Analyzer>::ENDS_EARLY;
+                let mut bit = 1u16;
+                $($(#[$attr])* {
+                    if a.each.$name.is_some() {
+                        a.payload |= <$ty as Analyzer>::PAYLOAD || <$ty as Analyzer>::IP;
+                        a.ip |= <$ty as Analyzer>::IP;
+                        a.width += <$ty as Analyzer>::FIELDS.len();
+                        a.early |= <$ty as Analyzer>::ENDS_EARLY || !<$ty as Analyzer>::EMPTY;
+                        a.all |= bit;
+                        if !<$ty as Analyzer>::EMPTY {
+                            a.no_empty |= bit;
+                        }
+                    }
+                    bit <<= 1;
                 })*
-                a.gate = gate && a.any();
+                let _ = bit;
                 if a.sample.is_some() {
                     a.width += crate::sample::FIELDS.len();
                 }
@@ -370,34 +417,74 @@ macro_rules! registry {
                 $($(#[$attr])* if let Some(x) = &mut self.each.$name {
                     x.start(s);
                 })*
-                if self.gate {
-                    match self.finished.get_mut(s) {
-                        Some(f) => *f = false,
-                        None => self.finished.resize(s + 1, false),
+                if self.early {
+                    match self.done.get_mut(s) {
+                        Some(d) => *d = [0; 2],
+                        None => self.done.resize(s + 1, [0; 2]),
                     }
                 }
             }
 
-            /// A packet of the flow in slot `s`.
+            /// The bits of the analyzers on not shown a packet of the flow
+            /// in slot `s` sent by the client (`from_client`) or the
+            /// server, with a payload or not (`empty`).
+            #[inline]
+            fn skipped(&self, s: usize, from_client: bool, empty: bool) -> u16 {
+                let done = self
+                    .done
+                    .get(s)
+                    .map_or(0, |d| d[usize::from(!from_client)]);
+                if empty {
+                    done | self.no_empty
+                } else {
+                    done
+                }
+            }
+
+            /// Whether an analyzer on is shown a packet of the flow in
+            /// slot `s` sent by the client (`from_client`) or the server,
+            /// with a payload or not (`empty`); see the module docs.
+            #[inline]
+            pub(crate) fn live(&self, s: usize, from_client: bool, empty: bool) -> bool {
+                !self.early || self.skipped(s, from_client, empty) & self.all != self.all
+            }
+
+            /// A packet of the flow in slot `s`, shown to each analyzer
+            /// on that is not done with the flow; `End` when one asks to
+            /// end the flow.
             #[inline]
             pub(crate) fn packet(&mut self, s: usize, p: &PacketView<'_>) -> Action {
-                if self.gate && self.finished.get(s).copied().unwrap_or(false) {
-                    return Action::Continue;
-                }
                 let mut act = Action::Continue;
-                $($(#[$attr])* if let Some(x) = &mut self.each.$name {
-                    if x.packet(s, p) == Action::End {
-                        act = Action::End;
+                let (skip, mut done) = if self.early {
+                    (
+                        self.skipped(s, p.from_client, p.payload_len == 0),
+                        self.done.get(s).copied().unwrap_or([0; 2]),
+                    )
+                } else {
+                    (0, [0; 2])
+                };
+                let mut bit = 1u16;
+                $($(#[$attr])* {
+                    if let Some(x) = &mut self.each.$name {
+                        if skip & bit == 0 {
+                            let (a, d) = x.packet(s, p);
+                            if a == Action::End {
+                                act = Action::End;
+                            }
+                            if d[0] {
+                                done[0] |= bit;
+                            }
+                            if d[1] {
+                                done[1] |= bit;
+                            }
+                        }
                     }
+                    bit <<= 1;
                 })*
-                // Only a packet with payload moves a labeller to done.
-                if self.gate && p.payload_len > 0 {
-                    let mut done = true;
-                    $($(#[$attr])* if let Some(x) = &self.each.$name {
-                        done = done && x.done(s);
-                    })*
-                    if let Some(f) = self.finished.get_mut(s) {
-                        *f = done;
+                let _ = bit;
+                if self.early {
+                    if let Some(d) = self.done.get_mut(s) {
+                        *d = done;
                     }
                 }
                 act

@@ -166,6 +166,15 @@ impl Analyzer for Ssh {
         ),
     ];
 
+    const EMPTY: bool = false;
+    fn done_with(&self, st: &State, from_client: bool) -> bool {
+        st.off
+            || st
+                .sides
+                .as_ref()
+                .is_some_and(|s| s[usize::from(!from_client)].is_done())
+    }
+
     fn done(&self, st: &State) -> bool {
         st.off
             || st

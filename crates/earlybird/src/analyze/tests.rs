@@ -156,15 +156,16 @@ fn tcp_packet(seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
 }
 
 #[test]
-fn labellers_done_with_a_flow_see_no_more_of_it_and_record_the_same() {
+fn analyzers_done_with_a_flow_see_no_more_of_it_and_record_the_same() {
     let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let labellers = names(&super::LABELLERS);
     let mut gated = super::Active::new(&labellers).unwrap();
-    // `payload` does not say when it is done: no gate.
+    // `payload` never says it is done: the flow stays in the analyzers,
+    // the labellers done with it are shown no more of it.
     let mut with_payload = labellers.clone();
     with_payload.push("payload".into());
     let mut open = super::Active::new(&with_payload).unwrap();
-    assert!(gated.gate && !open.gate);
+    assert!(gated.early && open.early && gated.all != open.all);
     let req = b"GET /x HTTP/1.1\r\nHost: example.org\r\nUser-Agent: t/1\r\n\r\n";
     // (from the client, TCP flags, payload): a handshake, an HTTP
     // request and its reply, then packets no labeller reads.
@@ -199,10 +200,16 @@ fn labellers_done_with_a_flow_see_no_more_of_it_and_record_the_same() {
         };
         gated.packet(0, &view);
         open.packet(0, &view);
-        if done_at.is_none() && gated.finished[0] {
+        if done_at.is_none() && gated.done[0] == [gated.all; 2] {
             done_at = Some(i);
         }
     }
+    assert!(open.live(0, true, false) && open.live(0, false, true));
+    assert!(!gated.live(0, true, false) && !gated.live(0, false, true));
+    assert_eq!(
+        open.done[0], [gated.all; 2],
+        "each labeller done, payload not"
+    );
     // Done once the client's first payload is an HTTP request (not TLS,
     // not SSH, not DNS) and its header block was read.
     assert_eq!(done_at, Some(3));
@@ -218,7 +225,52 @@ fn labellers_done_with_a_flow_see_no_more_of_it_and_record_the_same() {
     let rb: Vec<_> = b.row(0).skip(b.width() - n).collect();
     assert!(ra.contains(&Value::Text("example.org")), "{ra:?}");
     assert_eq!(ra, rb);
-    // A new flow in the slot opens the gate again.
+    // A new flow in the slot is shown to every analyzer again.
     gated.start(0);
-    assert!(!gated.finished[0]);
+    assert!(gated.live(0, true, false) && gated.done[0] == [0; 2]);
+}
+
+#[test]
+fn a_side_the_labellers_are_done_with_and_empty_packets_are_not_shown() {
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut a = super::Active::new(&names(&["http", "ssh"])).unwrap();
+    a.start(0);
+    let show = |a: &mut super::Active, i: u32, client: bool, payload: &[u8]| {
+        let ip = tcp_packet(1000 + i, 0x18, payload);
+        let view = PacketView {
+            ts: 1_000 + u64::from(i),
+            from_client: client,
+            index: i,
+            size: ip.len() as u16,
+            tcp_flags: 0x18,
+            proto: 6,
+            payload_len: payload.len() as u16,
+            payload,
+            ip: &ip,
+        };
+        a.packet(0, &view);
+    };
+    // Neither reads packets without payload, from either side.
+    assert!(!a.live(0, true, true) && !a.live(0, false, true));
+    assert!(a.live(0, true, false) && a.live(0, false, false));
+    // The server speaks first, its banner: HTTP is done with the server's
+    // side (its first payload is not a request), SSH too (the banner is
+    // read); both wait for the client's.
+    show(&mut a, 1, false, b"SSH-2.0-srv\r\n");
+    assert!(!a.live(0, false, false), "{:?}", a.done[0]);
+    assert!(a.live(0, true, false));
+    // The client's request: HTTP reads it, SSH's client side ends without
+    // a banner; the flow leaves the analyzers.
+    show(
+        &mut a,
+        2,
+        true,
+        b"GET / HTTP/1.1\r\nHost: h.example\r\n\r\n",
+    );
+    assert_eq!(a.done[0], [a.all; 2]);
+    let mut rows = crate::schema::Rows::default();
+    a.record(0, &mut rows, (2, 0));
+    let r: Vec<_> = rows.row(0).collect();
+    assert!(r.contains(&Value::Text("h.example")), "{r:?}");
+    assert!(r.contains(&Value::Text("SSH-2.0-srv")), "{r:?}");
 }

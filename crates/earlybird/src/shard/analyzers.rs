@@ -4,8 +4,8 @@
 //! Contract: on when an analyzer is turned on or the run samples packets
 //! (records then carry a row of cells). It starts each analyzer's state
 //! when a flow starts in a slot, shows each analyzer every packet of the
-//! flow (as a [`PacketView`]; when one asks, the flow ends after the
-//! packet) and, when the flow ends, corrects its early packets' gaps for
+//! flow until all are done with it (as a [`PacketView`]; when one asks,
+//! the flow ends after the packet) and, when the flow ends, corrects its early packets' gaps for
 //! the sampling rate and appends the analyzers' and the sampling fields
 //! as the record's row. Allocates only when a slot is first used (the
 //! analyzers' side arrays grow to the highest slot).
@@ -123,13 +123,18 @@ impl Consumer for Analyzers {
 
     #[inline]
     fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> bool {
+        let from_client = flow.sent_by_client(p);
+        if !self.active.live(flow.slot, from_client, pl.len == 0) {
+            // No analyzer on would be shown the packet.
+            return false;
+        }
         let h = flow.entry;
         if h.packets[0] + h.packets[1] == 1 && self.dns {
             self.active.dns_flow_start(flow.slot, server(flow), p.ts);
         }
         let view = PacketView {
             ts: p.ts,
-            from_client: flow.sent_by_client(p),
+            from_client,
             index: h.packets[0] + h.packets[1],
             size: p.size,
             tcp_flags: p.flags,

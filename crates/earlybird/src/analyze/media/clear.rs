@@ -167,6 +167,17 @@ pub fn worth(payload: &[u8]) -> bool {
     !matches!(classify(inner), Demux::Quic | Demux::Other | Demux::Zrtp)
 }
 
+/// Whether a TCP flow's first payload starts a TURN-over-TCP frame: a
+/// STUN message with the magic cookie (an Allocate, a Binding) or a
+/// ChannelData message. The media analyzer leaves any other TCP flow.
+pub fn turn_tcp(payload: &[u8]) -> bool {
+    match payload.first() {
+        Some(0..=3) => Stun::parse(payload).is_ok(),
+        Some(64..=79) => super::turn::ChannelData::parse(payload).is_ok(),
+        _ => false,
+    }
+}
+
 fn fnv(h: &mut u64, b: &[u8]) {
     for &x in b {
         *h ^= u64::from(x);
@@ -426,7 +437,7 @@ impl Clear {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// An RTP packet: PT, seq, ts, SSRC and `len` payload bytes.
