@@ -1260,8 +1260,10 @@ mod tests {
         assert!(!m.done(&st));
         assert!(m.done(&run(&m, CLEAR_PACKETS + 1)));
         // Without that layer the guard's verdict is final at once.
-        let mut off = MediaConfig::default();
-        off.clear = false;
+        let off = MediaConfig {
+            clear: false,
+            ..MediaConfig::default()
+        };
         let m = Media::new(&off);
         let st = run(&m, 200);
         assert_eq!(st.verdict.map(|v| v.0), Some(NOT_MEDIA));
