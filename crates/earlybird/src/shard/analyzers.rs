@@ -123,14 +123,17 @@ impl Consumer for Analyzers {
 
     #[inline]
     fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> bool {
+        let h = flow.entry;
+        // Before the gate: a TCP flow's first packet (a SYN) has no
+        // payload, and no analyzer is shown it, but the flow's server
+        // address takes its cached name then.
+        if self.dns && h.packets[0] + h.packets[1] == 1 {
+            self.active.dns_flow_start(flow.slot, server(flow), p.ts);
+        }
         let from_client = flow.sent_by_client(p);
         if !self.active.live(flow.slot, from_client, pl.len == 0) {
             // No analyzer on would be shown the packet.
             return false;
-        }
-        let h = flow.entry;
-        if h.packets[0] + h.packets[1] == 1 && self.dns {
-            self.active.dns_flow_start(flow.slot, server(flow), p.ts);
         }
         let view = PacketView {
             ts: p.ts,
