@@ -301,8 +301,11 @@ impl Shard {
     /// `board`, shared by every shard of a run that runs the input in
     /// turns (`analyze/dns_cache.rs`); nothing when it is off.
     pub fn set_names_board(&mut self, board: Arc<crate::analyze::dns_cache::Board>) {
+        // A board of one (live runs: each shard caches what it sees) has
+        // one place, whichever shard this is.
+        let place = if board.shards() == 1 { 0 } else { self.id };
         if let Some(a) = &mut self.table.consumers.analyzers {
-            a.dns_board(board, self.id);
+            a.dns_board(board, place);
         }
     }
 
