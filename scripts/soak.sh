@@ -21,7 +21,7 @@
 # summary (DIR/summary.txt) and, when gnuplot is installed (Debian's
 # gnuplot-nox), a plot of the samples (DIR/soak.png).
 #
-# Usage: scripts/soak.sh [-t SECONDS] [-p PPS] [-f MAX_FLOWS] [-d DIR] [-b BIN]
+# Usage: scripts/soak.sh [-t SECONDS] [-p PPS] [-f MAX_FLOWS] [-d DIR] [-b BIN] [-r PRIO]
 #   -t  how long (default 7200: two hours)
 #   -p  packets per second offered (default 5000)
 #   -f  flow table size (default 1024: below the peak of open flows at
@@ -29,15 +29,20 @@
 #   -d  where samples, summary and the call store go (default soak-data)
 #   -b  the earlybird binary (default target/release/earlybird, built if
 #       missing)
+#   -r  run the capture and the sender under the real-time policy
+#       SCHED_FIFO at this priority (chrt -f PRIO), as a probe on a shared
+#       host would be set up (systemd's CPUSchedulingPolicy=fifo); the
+#       captures of each loop are still generated at the normal policy.
+#       Default: the normal policy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-secs=7200 pps=5000 max_flows=1024 dir=soak-data bin=target/release/earlybird
-while getopts "t:p:f:d:b:" o; do
+secs=7200 pps=5000 max_flows=1024 dir=soak-data bin=target/release/earlybird prio=""
+while getopts "t:p:f:d:b:r:" o; do
   case $o in
     t) secs=$OPTARG ;; p) pps=$OPTARG ;; f) max_flows=$OPTARG ;;
-    d) dir=$OPTARG ;; b) bin=$OPTARG ;;
-    *) sed -n 2,29p "$0"; exit 2 ;;
+    d) dir=$OPTARG ;; b) bin=$OPTARG ;; r) prio=$OPTARG ;;
+    *) sed -n 2,34p "$0"; exit 2 ;;
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "soak.sh needs root (veth pairs, packet sockets)" >&2; exit 1; }
@@ -64,8 +69,11 @@ ip -n "$nsa" link set lo up
 ip -n "$nsa" link set "$a" up
 ip -n "$ns" link set "$b" up
 
+rt=()
+[ -n "$prio" ] && rt=(chrt -f "$prio")
+
 printf '[[alarm]]\nseries = "packets"\nmethod = "ewma"\nwarmup = 30\n' >"$dir/alarms.toml"
-ip netns exec "$nsa" "$bin" flows -i "$a" --no-progress --max-flows "$max_flows" \
+ip netns exec "$nsa" "${rt[@]}" "$bin" flows -i "$a" --no-progress --max-flows "$max_flows" \
   -o /dev/null -f csv --voip-db "$dir/calls.sqlite" \
   --alarms "$dir/alarms.toml" --alarms-out "$dir/alarms.csv" \
   --metrics-listen "$port" 2>"$dir/summary.txt" &
@@ -93,7 +101,7 @@ end=$((SECONDS + secs))
     "$bin" gen voip --seed "$loop" -n $((pps * 4)) -o "$dir/voip.pcap" >/dev/null
     rate=$pps
     [ $((loop % 5)) = 0 ] && rate=$((pps * 2))
-    ip netns exec "$ns" "$bin" replay -i "$b" --pps "$rate" "$dir/loop.pcap" "$dir/voip.pcap" \
+    ip netns exec "$ns" "${rt[@]}" "$bin" replay -i "$b" --pps "$rate" "$dir/loop.pcap" "$dir/voip.pcap" \
       >>"$dir/replay.log" 2>&1
   done
   echo "$loop" >"$dir/loops"

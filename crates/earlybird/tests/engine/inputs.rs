@@ -163,7 +163,7 @@ fn same_file_twice_is_twice_the_records() {
 /// of their separate runs. (A capture whose own timestamps are not in
 /// order is left out: in one run with others, a packet that steps back is
 /// timed from the latest time read before its batch, which may be another
-/// capture's — see docs/ARCHITECTURE.md, "Several inputs".)
+/// capture's — see docs/INTERNALS.md, "Several inputs".)
 #[test]
 fn unrelated_captures_give_the_sum_of_their_runs() {
     let mut files = common::captures(&common::testdata().join("pcap"));
