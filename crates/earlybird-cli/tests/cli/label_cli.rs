@@ -1,7 +1,7 @@
 //! `earlybird label` (DPI labelling with nDPI, feature `ndpi`):
 //! - its flows and labels agree with ndpiReader of the same libndpi on the
-//!   developers' nDPI captures (floors measured 2026-11-25, see
-//!   docs/CLASSIFIERS.md, "DPI labelling");
+//!   developers' nDPI captures (floors: docs/CLASSIFIERS.md, "DPI
+//!   labelling"; measured 2026-11-25: BENCHMARKS.md, "Classifiers");
 //! - `label` → `train --labels` → `flows --model` works end to end, the
 //!   model's verdicts matching the labels on most training flows.
 //!
