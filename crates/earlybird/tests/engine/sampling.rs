@@ -6,7 +6,7 @@
 //! every 20 ms with loss and jitter) and on the nDPI-labelled media flows
 //! of `corpus/classify/dev/media_flows.csv`; and the error of the packet
 //! and byte estimates (seen × N) against the unsampled counts. Prints the
-//! tables BENCHMARKS.md quotes ("Packet sampling (from docs/SAMPLING.md)";
+//! tables BENCHMARKS.md quotes ("Sampling accuracy (from docs/SAMPLING.md)";
 //! docs/SAMPLING.md says what they show) and asserts that the correction helps
 //! where the thesis says it does and that the estimates are within their
 //! expected error.
