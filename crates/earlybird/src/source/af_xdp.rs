@@ -81,16 +81,34 @@ fn clock_ns(id: libc::clockid_t) -> i64 {
 }
 
 /// What the kernel's socket statistics say (`XDP_STATISTICS`).
+///
+/// The counters overlap: in copy mode (veth, generic XDP) a frame that
+/// finds the fill ring empty is counted in `rx_dropped` *and* in
+/// `fill_ring_empty` (net/xdp/xsk.c: the chunk allocation counts the empty
+/// fill ring, its caller the drop). With zero-copy the driver counts an
+/// empty fill ring when it refills its own ring, and the frames the NIC
+/// then drops are in the NIC's counters, not here. So the frames this
+/// socket lost are [`XskStats::lost`], never a sum with `fill_ring_empty`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct XskStats {
-    /// Frames dropped for reasons other than a full ring.
+    /// Frames dropped for reasons other than a full receive ring: no free
+    /// chunk in the fill ring (copy mode) or a frame too big for a chunk.
     pub rx_dropped: u64,
     /// Frames dropped because the receive ring was full.
     pub rx_ring_full: u64,
-    /// Times the fill ring had no free chunk for a frame.
+    /// Times the fill ring had no free chunk (in copy mode each of these
+    /// frames is in `rx_dropped` too).
     pub fill_ring_empty: u64,
     /// Descriptors the kernel found invalid.
     pub rx_invalid: u64,
+}
+
+impl XskStats {
+    /// The frames the socket dropped: `rx_dropped + rx_ring_full` (an
+    /// empty fill ring is already in `rx_dropped`, see the type's docs).
+    pub fn lost(&self) -> u64 {
+        self.rx_dropped.saturating_add(self.rx_ring_full)
+    }
 }
 
 /// One mapped ring of a socket (receive here, transmit in
