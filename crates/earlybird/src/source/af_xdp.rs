@@ -562,19 +562,36 @@ pub(crate) fn bind_queue(fd: &OwnedFd, name: &str, ifindex: libc::c_int, queue: 
         sxdp_queue_id: queue,
         sxdp_shared_umem_fd: 0,
     };
-    // SAFETY: a sockaddr_xdp of the size given.
-    let r = unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&sxdp as *const libc::sockaddr_xdp).cast(),
-            std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
+    // A queue still holding the UMEM of a socket that was just closed (the
+    // kernel frees it later, in deferred work) refuses with EBUSY: a replay
+    // or capture that follows another on the queue waits up to a second.
+    let start = std::time::Instant::now();
+    loop {
+        // SAFETY: a sockaddr_xdp of the size given.
+        let r = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&sxdp as *const libc::sockaddr_xdp).cast(),
+                std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
         let e = std::io::Error::last_os_error();
-        return Err(xdp_error(name, &format!("binding to queue {queue}"), e));
+        if e.raw_os_error() == Some(libc::EBUSY)
+            && start.elapsed() < std::time::Duration::from_secs(1)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            continue;
+        }
+        let what = if e.raw_os_error() == Some(libc::EBUSY) {
+            format!("binding to queue {queue} (another XDP socket holds it)")
+        } else {
+            format!("binding to queue {queue}")
+        };
+        return Err(xdp_error(name, &what, e));
     }
-    Ok(())
 }
 
 /// Whether the kernel bound the socket in zero-copy mode.
