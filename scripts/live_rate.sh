@@ -33,33 +33,48 @@
 # when packets were sent), `same flows and packets` (the flow keys in
 # their orientation and the packet count of each), or `DIFFER`.
 #
+# `-c xdp-drop` measures the sender alone: the receiving end runs an XDP
+# program that drops every frame (built with llc from four lines of LLVM
+# IR), and "read" is the frames it dropped (veth's rx xdp_drops). `-F`
+# runs the sender and the capture under SCHED_FIFO (chrt -f 20), for a
+# loaded machine: other work then waits on those two cores.
+#
+# (Debian 12's xdp-tools 1.3.1, whose xdp-trafficgen would send from the
+# kernel, loads nothing on kernel 6.18: its objects carry a tracepoint
+# program for xdp_redirect_map_err, which the kernel no longer has, and
+# libbpf refuses the whole object. The sender is `earlybird replay`.)
+#
 # Every figure is of veth on this VM. Run every setting -A times (A/A) to
 # see the noise. Needs root; installs ethtool and softflowd (Debian) when
 # absent.
 #
+# `-R BIN` sends with another build's `replay` (default: the -b binary).
+#
 # Usage:
-#   scripts/live_rate.sh [-b BIN] [-t worst|realistic] [-n PACKETS]
-#       [-r "RATES"] [-S SECONDS] [-c "af-packet af-xdp"] [-s "1 2"]
-#       [-P "tcpdump softflowd ndpiReader"] [-A REPEATS] [-d DIR]
+#   scripts/live_rate.sh [-b BIN] [-R BIN] [-t worst|realistic] [-n PACKETS]
+#       [-r "RATES"] [-S SECONDS] [-c "af-packet af-xdp xdp-drop"] [-s "1 2"]
+#       [-P "tcpdump softflowd ndpiReader"] [-A REPEATS] [-d DIR] [-F]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bin=target/release/earlybird traffic=worst packets=100000
 rates="50000 100000 200000 300000 400000" secs=4
 captures="af-packet af-xdp" shard_list="1 2" peers="tcpdump softflowd ndpiReader"
-repeats=2 dir=bench-data
-while getopts "b:t:n:r:S:c:s:P:A:d:" o; do
+repeats=2 dir=bench-data fifo=()
+sender_bin=
+while getopts "b:R:t:n:r:S:c:s:P:A:d:F" o; do
   case $o in
-    b) bin=$OPTARG ;; t) traffic=$OPTARG ;; n) packets=$OPTARG ;;
+    b) bin=$OPTARG ;; R) sender_bin=$OPTARG ;; t) traffic=$OPTARG ;; n) packets=$OPTARG ;;
     r) rates=$OPTARG ;; S) secs=$OPTARG ;; c) captures=$OPTARG ;;
     s) shard_list=$OPTARG ;; P) peers=$OPTARG ;; A) repeats=$OPTARG ;;
-    d) dir=$OPTARG ;;
-    *) sed -n 2,42p "$0"; exit 2 ;;
+    d) dir=$OPTARG ;; F) fifo=(chrt -f 20) ;;
+    *) sed -n 2,58p "$0"; exit 2 ;;
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "live_rate.sh needs root (namespaces, veth, XDP)" >&2; exit 1; }
 [ -x "$bin" ] || cargo build --release -q -p earlybird-cli
 bin=$(realpath "$bin")
+sender_bin=$(realpath "${sender_bin:-$bin}")
 need=()
 command -v ethtool >/dev/null || need+=(ethtool)
 case " $peers " in *" softflowd "*) command -v softflowd >/dev/null || need+=(softflowd) ;; esac
@@ -81,6 +96,18 @@ cleanup() {
 trap cleanup EXIT
 cleanup
 work=$(mktemp -d)
+# The XDP program that drops every frame (XDP_DROP = 1), for -c xdp-drop.
+case " $captures " in *" xdp-drop "*)
+  command -v llc >/dev/null || { echo "live_rate.sh: -c xdp-drop needs llc (llvm)" >&2; exit 1; }
+  for ptr in ptr 'i8*'; do
+    printf '%s\n' 'target triple = "bpf"' "define i32 @xdp_drop($ptr %ctx) section \"xdp\" {" \
+      '  ret i32 1' '}' '@_license = global [4 x i8] c"GPL\00", section "license"' >"$work/drop.ll"
+    llc -march=bpf -filetype=obj -o "$work/drop.o" "$work/drop.ll" 2>/dev/null && break
+  done
+  [ -s "$work/drop.o" ] || { echo "live_rate.sh: llc could not build the XDP drop program" >&2; exit 1; } ;;
+esac
+# Frames the XDP programs of the capture's end dropped (veth's counters).
+xdp_drops() { ip netns exec "$nsa" ethtool -S "$a" | awk '/rx_queue_[0-9]+_xdp_drops:/ { n += $2 } END { print n + 0 }'; }
 # The pair with QUEUES queues each way (AF_XDP reads each receive queue
 # with a shard of its own: as many queues as shards).
 pair() {
@@ -114,7 +141,7 @@ before_stop= stop_sig=INT
 run() {
   local rate=$1 loops=$2 out=$3; shift 3
   local cmd=("${@/#CAP/$a}")
-  ip netns exec "$nsa" taskset -c 1 "${cmd[@]}" >"$out.out" 2>"$out.err" &
+  ip netns exec "$nsa" taskset -c 1 "${fifo[@]}" "${cmd[@]}" >"$out.out" 2>"$out.err" &
   local cap=$!
   sleep 1.5
   local c0 s0 sq0 c1 s1 sq1
@@ -124,9 +151,11 @@ run() {
   # Children times of the subshell (the second line of `times`, which
   # must not run in a pipeline's subshell): the sender's user and system
   # time.
-  ( ip netns exec "$ns" taskset -c 0 "$bin" replay -i "$b" --capture af-xdp --queues "$queues" \
+  ( ip netns exec "$ns" taskset -c 0 "${fifo[@]}" "$sender_bin" replay -i "$b" --capture af-xdp --queues "$queues" \
       --spread hosts --pps "$rate" --loops "$loops" "$file" 2>"$out.sent"
-    times >"$out.times" )
+    rc=$?
+    times >"$out.times"
+    exit $rc ) || { echo "live_rate.sh: the sender failed: $(cat "$out.sent")" >&2; exit 1; }
   sleep 1
   c1=$(proc_ticks "$cap" 2>/dev/null || echo "$c0")
   read -r s1 sq1 < <(cpu_now)
@@ -158,19 +187,32 @@ for s in $shard_list; do
     for rate in $rates; do
       for rep in $(seq 1 "$repeats"); do
         o=$work/eb
+        if [ "$capture" = xdp-drop ]; then
+          # The sender alone: its frames dropped by XDP at the other end.
+          ip -n "$nsa" link set dev "$a" xdp obj "$work/drop.o" sec xdp
+          d0=$(xdp_drops)
+          # (A background job ignores SIGINT: sleep stops on TERM.)
+          stop_sig=TERM
+          run "$rate" "$(loops_of "$rate")" "$o" sleep 3600
+          stop_sig=INT
+          read=$(( $(xdp_drops) - d0 ))
+          ip -n "$nsa" link set dev "$a" xdp off
+          line "$capture" "$s" "$rep" "$rate" -
+          continue
+        fi
         run "$rate" "$(loops_of "$rate")" "$o" "$bin" flows -i CAP --capture "$capture" -s "$s" -o /dev/null -f null \
           --no-model --stats basic --max-flows 1000000
         read=$(grep -oE '^packets: [0-9]+' "$o.err" | grep -oE '[0-9]+' || echo 0)
         kdrop=$(grep -oE 'offered by the kernel, [0-9]+ dropped' "$o.err" | grep -oE '[0-9]+ dropped' | grep -oE '[0-9]+' || echo "?")
         line "$capture" "$s" "$rep" "$rate" "$kdrop"
         key="$capture $s"
-        if [ "$(( sent - read ))" -eq 0 ] && [ "$sent" -gt 0 ]; then
-          # Highest rate at which every repeat lost nothing.
-          [ "${bad[$key]:-}" = 1 ] || top[$key]=$rate
-        else
+        if [ "$(( sent - read ))" -ne 0 ] || [ "$sent" -eq 0 ]; then
           bad[$key]=1
         fi
       done
+      # Highest rate at which every repeat (of it and the rates below)
+      # lost nothing.
+      [ "$capture" = xdp-drop ] || [ "${bad[$key]:-}" = 1 ] || top[$key]=$rate
     done
   done
 done

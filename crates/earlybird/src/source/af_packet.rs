@@ -911,7 +911,7 @@ impl Ring {
     pub fn stats(&mut self) -> KernelStats {
         if let Some(x) = &self.xdp {
             let s = x.stats();
-            let drops = s.rx_dropped + s.rx_ring_full;
+            let drops = s.lost();
             // Frames the exchange had no room for were received here and
             // are dropped all the same.
             let exchange = self.mesh.as_ref().map_or(0, |m| m.dropped());

@@ -81,16 +81,34 @@ fn clock_ns(id: libc::clockid_t) -> i64 {
 }
 
 /// What the kernel's socket statistics say (`XDP_STATISTICS`).
+///
+/// The counters overlap: in copy mode (veth, generic XDP) a frame that
+/// finds the fill ring empty is counted in `rx_dropped` *and* in
+/// `fill_ring_empty` (net/xdp/xsk.c: the chunk allocation counts the empty
+/// fill ring, its caller the drop). With zero-copy the driver counts an
+/// empty fill ring when it refills its own ring, and the frames the NIC
+/// then drops are in the NIC's counters, not here. So the frames this
+/// socket lost are [`XskStats::lost`], never a sum with `fill_ring_empty`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct XskStats {
-    /// Frames dropped for reasons other than a full ring.
+    /// Frames dropped for reasons other than a full receive ring: no free
+    /// chunk in the fill ring (copy mode) or a frame too big for a chunk.
     pub rx_dropped: u64,
     /// Frames dropped because the receive ring was full.
     pub rx_ring_full: u64,
-    /// Times the fill ring had no free chunk for a frame.
+    /// Times the fill ring had no free chunk (in copy mode each of these
+    /// frames is in `rx_dropped` too).
     pub fill_ring_empty: u64,
     /// Descriptors the kernel found invalid.
     pub rx_invalid: u64,
+}
+
+impl XskStats {
+    /// The frames the socket dropped: `rx_dropped + rx_ring_full` (an
+    /// empty fill ring is already in `rx_dropped`, see the type's docs).
+    pub fn lost(&self) -> u64 {
+        self.rx_dropped.saturating_add(self.rx_ring_full)
+    }
 }
 
 /// One mapped ring of a socket (receive here, transmit in
@@ -544,19 +562,36 @@ pub(crate) fn bind_queue(fd: &OwnedFd, name: &str, ifindex: libc::c_int, queue: 
         sxdp_queue_id: queue,
         sxdp_shared_umem_fd: 0,
     };
-    // SAFETY: a sockaddr_xdp of the size given.
-    let r = unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&sxdp as *const libc::sockaddr_xdp).cast(),
-            std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
+    // A queue still holding the UMEM of a socket that was just closed (the
+    // kernel frees it later, in deferred work) refuses with EBUSY: a replay
+    // or capture that follows another on the queue waits up to a second.
+    let start = std::time::Instant::now();
+    loop {
+        // SAFETY: a sockaddr_xdp of the size given.
+        let r = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&sxdp as *const libc::sockaddr_xdp).cast(),
+                std::mem::size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
         let e = std::io::Error::last_os_error();
-        return Err(xdp_error(name, &format!("binding to queue {queue}"), e));
+        if e.raw_os_error() == Some(libc::EBUSY)
+            && start.elapsed() < std::time::Duration::from_secs(1)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            continue;
+        }
+        let what = if e.raw_os_error() == Some(libc::EBUSY) {
+            format!("binding to queue {queue} (another XDP socket holds it)")
+        } else {
+            format!("binding to queue {queue}")
+        };
+        return Err(xdp_error(name, &what, e));
     }
-    Ok(())
 }
 
 /// Whether the kernel bound the socket in zero-copy mode.

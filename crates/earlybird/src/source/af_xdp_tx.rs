@@ -16,6 +16,12 @@
 //!   after [`super::af_packet_tx::STALL`] without progress) and asks the
 //!   kernel to send every [`KICK_EVERY`] frames; [`XdpTx::kick`] asks now,
 //!   [`XdpTx::drain`] waits (bounded) until every chunk is back.
+//! - Speed: in copy mode (veth) the kernel sends at most a budget of
+//!   frames per `sendto` (32 by default); each socket asks for a budget
+//!   of its whole ring (`XDP_MAX_TX_SKB_BUDGET`, Linux 6.17 on; older
+//!   kernels keep 32), so one kick sends every frame queued. Waiting for a
+//!   free chunk kicks again at once while the kernel sends, and sleeps
+//!   only when a kick sent nothing.
 //! - Order: frames leave in the order they were pushed, across queues too.
 //!   Before a frame goes onto another queue than the frame before it, the
 //!   kernel must have taken every frame of that queue from its transmit
@@ -47,6 +53,9 @@ const CHUNKS: u32 = 4096;
 pub const KICK_EVERY: usize = 64;
 /// How long the final drain may wait for the last frames.
 const DRAIN: Duration = Duration::from_secs(5);
+/// `XDP_MAX_TX_SKB_BUDGET` (linux/if_xdp.h, Linux 6.17): frames one
+/// `sendto` may send in copy mode, 32 up to the transmit ring's size.
+const XDP_MAX_TX_SKB_BUDGET: libc::c_int = 9;
 
 /// How frames are spread over the transmit queues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -198,6 +207,7 @@ impl XdpTx {
             self.last = q;
         }
         let mut waited = Instant::now();
+        let mut taken = self.queues[q].taken();
         loop {
             let (p, b) = self.queues[q].reclaim();
             self.packets += p;
@@ -221,7 +231,14 @@ impl XdpTx {
                 });
             }
             self.queues[q].kick(&self.name)?;
-            std::thread::sleep(Duration::from_micros(20));
+            // While the kernel takes frames, ask again at once; sleep only
+            // when it took none (its completions are late, or the device
+            // is busy).
+            let now = self.queues[q].taken();
+            if now == taken && p == 0 {
+                std::thread::sleep(Duration::from_micros(20));
+            }
+            taken = now;
         }
         let queue = &mut self.queues[q];
         queue.put(frame);
@@ -291,6 +308,11 @@ impl XdpTx {
 }
 
 impl Queue {
+    /// The transmit ring's consumer position: frames the kernel took.
+    fn taken(&self) -> u32 {
+        self.tx.word(self.tx.consumer).load(Ordering::Acquire)
+    }
+
     /// Takes the chunks the kernel is done with: (frames, bytes).
     fn reclaim(&mut self) -> (u64, u64) {
         let prod = self
@@ -361,8 +383,6 @@ impl Queue {
         self.unkicked += 1;
     }
 
-    /// Asks the kernel to send (a `sendto` of nothing; a busy device is
-    /// asked again later).
     /// Kicks until the kernel has taken every frame of the transmit ring
     /// (failing after [`STALL`] without progress); `false` when stopped
     /// first.
@@ -392,6 +412,8 @@ impl Queue {
         Ok(true)
     }
 
+    /// Asks the kernel to send (a `sendto` of nothing; a busy device is
+    /// asked again later).
     fn kick(&mut self, name: &str) -> Result<()> {
         self.unkicked = 0;
         // Without need_wakeup set the driver is already sending.
@@ -467,6 +489,9 @@ fn open_queue(name: &str, ifindex: libc::c_int, queue: u32) -> Result<Queue> {
         8,
         libc::XDP_UMEM_PGOFF_FILL_RING as libc::off_t,
     )?;
+    // One kick sends the whole ring (see the module docs: Speed); a kernel
+    // without the option keeps its budget, which only costs more kicks.
+    let _ = set_opt(&fd, libc::SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &CHUNKS);
     super::af_xdp::bind_queue(&fd, name, ifindex, queue)?;
     Ok(Queue {
         fd,

@@ -184,7 +184,7 @@ impl Metrics {
             xdp_fill_ring_empty: counter(
                 &r,
                 "earlybird_xdp_fill_ring_empty_total",
-                "AF_XDP: times a socket's fill ring had no free chunk for a frame.",
+                "AF_XDP: times a socket's fill ring had no free chunk (in copy mode those frames are in earlybird_xdp_rx_dropped_total too).",
             ),
             xdp_invalid_descs: counter(
                 &r,

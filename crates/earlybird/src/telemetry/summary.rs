@@ -396,7 +396,8 @@ impl fmt::Display for Report {
             writeln!(
                 f,
                 "AF_XDP sockets: rx_dropped {dropped}, rx_ring_full {full}, \
-                 fill_ring_empty_descs {fill}, rx_invalid_descs {invalid}; \
+                 fill_ring_empty_descs {fill} (in copy mode also in rx_dropped: \
+                 not more drops), rx_invalid_descs {invalid}; \
                  {handed} packets handed to another shard, {lost} dropped (exchange full), \
                  {} still in the exchange when the run stopped (not run)",
                 handed.saturating_sub(run)
