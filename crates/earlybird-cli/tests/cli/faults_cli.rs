@@ -25,9 +25,13 @@
 //!   whole (the file being written has no footer until it is finished).
 //! - A full disk under a flow record file and the SQLite call store: each
 //!   reports what it could not write, the outputs elsewhere are whole.
+//! - The wall clock stepped an hour forward and back during a live run,
+//!   as the probe sees it (libfaketime: the probe's `CLOCK_REALTIME`
+//!   alone, not the machine's): its flows, calls, seconds and dump files
+//!   are those of the same capture read from a file.
 //!
 //! Needs root (skipped otherwise, and says so); nfcapd and nfdump,
-//! stress-ng and pyarrow (`.ci/run` installs them).
+//! stress-ng, faketime and pyarrow (`.ci/run` installs them).
 
 use crate::lib_common;
 
@@ -86,8 +90,20 @@ pub(crate) struct Capture {
 
 impl Capture {
     pub(crate) fn start(net: &lib_common::Veth, args: &[&str]) -> Capture {
+        Capture::start_with(net, &[], args)
+    }
+
+    /// The same, with these environment variables set for the probe alone.
+    pub(crate) fn start_with(
+        net: &lib_common::Veth,
+        env: &[(&str, &str)],
+        args: &[&str],
+    ) -> Capture {
+        let vars: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let mut child = Command::new("ip")
-            .args(["netns", "exec", &net.ns_a, bin(), "flows", "-i", &net.a])
+            .args(["netns", "exec", &net.ns_a, "env"])
+            .args(&vars)
+            .args([bin(), "flows", "-i", &net.a])
             .args(["--no-model", "--duration", "300"])
             .args(args)
             .stderr(Stdio::piped())
@@ -849,4 +865,179 @@ fn a_wall_clock_stepped_forward_and_back_loses_no_packet() {
             "{name}: {split} flows, {flows} without the step"
         );
     }
+}
+
+/// libfaketime's preload library, where Debian's `faketime` puts it.
+fn libfaketime() -> Option<PathBuf> {
+    let lib = std::fs::read_dir("/usr/lib")
+        .ok()?
+        .flatten()
+        .map(|d| d.path().join("faketime/libfaketime.so.1"))
+        .find(|p| p.is_file());
+    if lib.is_none() {
+        lib_common::tool("faketime", "faketime")?;
+        panic!("faketime is installed but not its libfaketime.so.1 under /usr/lib/*/faketime");
+    }
+    lib
+}
+
+/// The lines of a CSV file less its header (0 for a missing file).
+fn rows(path: &Path) -> usize {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines().count().saturating_sub(1)
+}
+
+/// The wall clock stepped during a live capture, without touching the
+/// machine's clock (other work runs on it): libfaketime, preloaded into
+/// the probe alone, makes its `CLOCK_REALTIME` an offset read from a file
+/// at every call (`FAKETIME_NO_CACHE`), and the test writes +0, +1 h, +0,
+/// -1 h, +0 into it while a capture of calls is replayed. The monotonic
+/// clock is left alone (`FAKETIME_DONT_FAKE_MONOTONIC`), as a real step
+/// leaves it. The kernel's packet stamps are not faked (the kernel reads
+/// the real clock); `a_wall_clock_stepped_forward_and_back_loses_no_packet`
+/// steps those. What this shows is that nothing in the probe that reads the
+/// clock itself (the live idle check of the shards and of the call stage,
+/// the stage's once-a-second hand-over, the dumper's and the statistics'
+/// seconds) takes a step for time passing: the flows, the calls, the
+/// per-second rows and the dump files are those of the capture read from
+/// a file, none split, lost or doubled, and no hour of empty seconds.
+#[test]
+fn a_wall_clock_stepped_under_a_live_capture_splits_and_loses_nothing() {
+    let Some(lib) = libfaketime() else {
+        return;
+    };
+    let Some(net) = lib_common::Veth::create("ebft") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let pcap = dir.path().join("calls.pcap");
+    // 3,642 packets over 9.5 s: 6 calls of 6 s, two a second.
+    let made = Command::new(bin())
+        .args([
+            "gen",
+            "voip",
+            "--calls",
+            "6",
+            "--rate",
+            "2",
+            "--duration",
+            "6",
+        ])
+        .args(["--seed", "5", "-o"])
+        .arg(&pcap)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let file = Command::new(bin())
+        .args(["flows", "--no-model", "-q", "-o", &p("file.csv")])
+        .args(["--calls-out", &p("file_calls.csv")])
+        .arg(&pcap)
+        .status()
+        .unwrap();
+    assert!(file.success());
+    let offset = dir.path().join("offset");
+    let set = |spec: &str| {
+        let tmp = dir.path().join("offset.new");
+        std::fs::write(&tmp, format!("{spec}\n")).unwrap();
+        std::fs::rename(&tmp, &offset).unwrap();
+    };
+    set("+0");
+    let dump = dir.path().join("dump");
+    std::fs::create_dir(&dump).unwrap();
+    let lib = lib.display().to_string();
+    let env = [
+        ("LD_PRELOAD", lib.as_str()),
+        ("FAKETIME_TIMESTAMP_FILE", offset.to_str().unwrap()),
+        ("FAKETIME_NO_CACHE", "1"),
+        ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+    ];
+    let cap = Capture::start_with(
+        &net,
+        &env,
+        &[
+            "-o",
+            &p("live.csv"),
+            "--calls-out",
+            &p("live_calls.csv"),
+            "--stats-out",
+            &p("stats.csv"),
+            "--dump-dir",
+            dump.to_str().unwrap(),
+            "--dump-seconds",
+            "1",
+        ],
+    );
+    // The probe's clock as it reads it: faked from here on (the library
+    // is loaded; the step below must show in the process's own time).
+    let started = Instant::now();
+    let stepping = std::thread::scope(|s| {
+        let steps = s.spawn(|| {
+            for spec in ["+3600", "+0", "-3600", "+0"] {
+                std::thread::sleep(Duration::from_millis(1500));
+                set(spec);
+            }
+        });
+        replay_paced(&net, &pcap, 400);
+        steps.join().unwrap();
+        started.elapsed()
+    });
+    // The idle checks run while the link is quiet, the stepped clock too.
+    set("+3600");
+    std::thread::sleep(Duration::from_millis(1500));
+    set("+0");
+    std::thread::sleep(Duration::from_millis(500));
+    let (code, rest) = cap.end(Some(libc::SIGINT));
+    assert_eq!(code, Some(130), "{rest}");
+    let want = packets_of(&pcap);
+    assert_eq!(packets_in(&dir.path().join("live.csv")), want, "{rest}");
+    assert_eq!(
+        rows(&dir.path().join("live.csv")),
+        rows(&dir.path().join("file.csv")),
+        "flows split or lost by the step: {rest}"
+    );
+    // The same calls, each answered and ended as in the file (a call the
+    // step had timed out would end otherwise).
+    let calls = |name: &str| -> Vec<String> {
+        let text = std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+        let at = |f: &str| header.iter().position(|h| *h == f).unwrap();
+        let (id, status, cause) = (at("call_id"), at("status"), at("end_cause"));
+        let mut v: Vec<String> = lines
+            .map(|l| {
+                let c: Vec<&str> = l.split(',').collect();
+                format!("{} {} {}", c[id], c[status], c[cause])
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let file_calls = calls("file_calls.csv");
+    assert_eq!(file_calls.len(), 6);
+    assert_eq!(
+        calls("live_calls.csv"),
+        file_calls,
+        "calls split, lost or ended otherwise by the step: {rest}"
+    );
+    // Per-second rows: every packet in one, and no hour of empty seconds.
+    let stats = std::fs::read_to_string(dir.path().join("stats.csv")).unwrap();
+    let mut lines = stats.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let k = header.iter().position(|h| *h == "packets").unwrap();
+    let seconds: Vec<u64> = lines
+        .map(|r| r.split(',').nth(k).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(seconds.iter().sum::<u64>(), want, "{rest}");
+    let ran = stepping.as_secs() + 10;
+    assert!(
+        (seconds.len() as u64) <= ran,
+        "{} seconds written in a run of about {ran} s",
+        seconds.len()
+    );
+    // Dump files: one per second of packet time at most, every packet in
+    // exactly one.
+    let files = std::fs::read_dir(&dump).unwrap().count() as u64;
+    assert!(files >= 1 && files <= ran, "{files} dump files");
+    assert_eq!(packets_of(&dump), want, "packets dumped");
 }

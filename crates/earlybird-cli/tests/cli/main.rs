@@ -48,6 +48,7 @@ mod postgres_cli;
 mod replay_cli;
 mod sample_cli;
 mod selftrain_cli;
+mod sip_tcp_cli;
 mod snaplen_cli;
 mod timestamps_cli;
 mod tls_cli;

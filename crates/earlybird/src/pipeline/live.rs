@@ -7,8 +7,10 @@
 //! [`RunControl::halt`]) is raised, the deadline passes or the socket fails (returned as a
 //! warning; the caller still flushes every flow). Flow times are the
 //! kernel's packet timestamps. While the interface is idle the table clock
-//! follows the system clock (the clock those timestamps come from), held
-//! back by [`IDLE_LAG`] so a packet still in the kernel's open block is
+//! follows an [`IdleClock`]: the latest packet time carried on by the
+//! monotonic clock (the system clock only where no packet came yet, so a
+//! step of the wall clock reaches the table through the packets' stamps
+//! alone, never through an idle check), held back by [`IDLE_LAG`] so a packet still in the kernel's open block is
 //! never older than it, and so idle flows still expire. Every [`TICK`] a
 //! sixteenth of the table's slots (at least [`MIN_SWEEP`]) is swept and the records (and early-verdict events) waiting on the
 //! shard are handed to the exporter, so at low rates records still leave
@@ -19,7 +21,7 @@
 //! the tick (a watchdog's sign of life).
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use super::sink::Sink;
 use super::{RunControl, RECORDS_PER_BATCH};
@@ -27,6 +29,7 @@ use crate::shard::Shard;
 use crate::source::af_packet::Ring;
 use crate::source::{PacketRef, Warning};
 use crate::telemetry::Counters;
+use crate::time::IdleClock;
 
 /// How long a shard waits in `poll` for a block before it checks the stop
 /// flag and the deadline again.
@@ -65,6 +68,7 @@ fn read(
 ) -> Vec<Warning> {
     let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
     let mut last_tick = Instant::now();
+    let mut clock = IdleClock::start();
     // Batches read: the turns of this shard's own DNS cache.
     let mut turn = 0u64;
     loop {
@@ -88,11 +92,12 @@ fn read(
                         super::files::swap_between(shard, sink, ctl);
                     }
                 }
+                clock.saw(shard.table.now());
                 // One shared add per block, not per packet.
                 ctl.progress
                     .fetch_add(u64::from(block.frames()), Ordering::Relaxed);
             }
-            Ok(None) => shard.idle(system_now().saturating_sub(IDLE_LAG)),
+            Ok(None) => shard.idle(clock.now().saturating_sub(IDLE_LAG)),
         }
         if last_tick.elapsed() >= TICK {
             last_tick = Instant::now();
@@ -168,11 +173,4 @@ pub(super) fn count(c: &mut Counters, ring: &mut Ring) {
     c.live_ts_hardware += s.hardware;
     c.live_ts_software += s.software;
     c.live_ts_none += s.none;
-}
-
-/// The system clock, in nanoseconds since the epoch (0 if it is before).
-fn system_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
 }

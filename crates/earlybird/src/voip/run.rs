@@ -222,14 +222,13 @@ fn read_all(
 }
 
 /// A live link was quiet for a poll interval: the tracker's time moves to
-/// the wall clock less a second (packets still in the kernel's ring are
-/// not overtaken), so idle calls time out as idle flows do in `flows -i`.
-/// Live runs only; file runs keep packet time alone.
-pub(crate) fn advance_idle(t: &mut Tracker) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    t.advance(now.saturating_sub(1_000_000_000));
+/// `clock` (the latest packet time carried on by the monotonic clock)
+/// less a second (packets still in the kernel's ring are not overtaken),
+/// so idle calls time out as idle flows do in `flows -i`, and a step of
+/// the wall clock does not end them. Live runs only; file runs keep
+/// packet time alone.
+pub(crate) fn advance_idle(t: &mut Tracker, clock: &crate::time::IdleClock) {
+    t.advance(clock.now().saturating_sub(1_000_000_000));
 }
 
 /// How long the writer waits for a batch before it calls `write` with

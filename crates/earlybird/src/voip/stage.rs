@@ -27,8 +27,11 @@
 //! voip`, whatever the number of shards. Live ([`Order::Time`]): a packet
 //! is tracked once it is [`LIVE_WINDOW`] older than the newest packet
 //! queued, or when no batch came for [`LIVE_IDLE`] (then everything
-//! queued is tracked and the tracker's clock moves to the wall clock less
-//! a second, as in `voip -i`); shards' packets that come later than the
+//! queued is tracked and the tracker's clock moves to an
+//! [`IdleClock`](crate::time::IdleClock) less a second: the latest packet
+//! time carried on by the monotonic clock, so a step of the wall clock
+//! ends no call); the stage's own timers (`last_batch`, `last_sent`) are
+//! monotonic too. Shards' packets that come later than the
 //! window are tracked late, out of order.
 //!
 //! In a file run the stage polls its channels ([`TURNS_POLL`]) instead of
@@ -454,6 +457,7 @@ pub fn run_stage(
         let mut open = true;
         let mut last_batch = Instant::now();
         let mut last_sent = Instant::now();
+        let mut clock = crate::time::IdleClock::start();
         loop {
             lanes.iter_mut().for_each(Lane::refresh);
             let idle_live = order == Order::Time && last_batch.elapsed() >= LIVE_IDLE;
@@ -486,6 +490,9 @@ pub fn run_stage(
                 }
                 let lane = &mut lanes[i];
                 if let Some(b) = lane.queue.front() {
+                    if order == Order::Time {
+                        clock.saw(key.0);
+                    }
                     t.packet(&b.packet(lane.at));
                     sum.voip_packets += 1;
                 }
@@ -498,7 +505,7 @@ pub fn run_stage(
                 }
             }
             if idle_live {
-                advance_idle(&mut t);
+                advance_idle(&mut t, &clock);
                 last_batch = Instant::now();
             }
             if open {
