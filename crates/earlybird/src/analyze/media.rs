@@ -58,6 +58,10 @@
 //!   controlled transfer (QUIC), not a media clock. Fixed-size bulk
 //!   ([`FixedSizeGuard`]): more than `share` of the flow's windows have all
 //!   their packets of one size and a mean inter-arrival under `iat_ms`.
+//!   With the clear-header layer on, also: most of the flow's first 10
+//!   datagrams not media by their shape (a DNS or ONC RPC message, or a
+//!   body repeated from the previous datagram of its direction: `shape.rs`),
+//!   or a DTLS tunnel (`clear.rs`).
 //! - Intervals and thresholds come from [`MediaConfig`]: Table 6.2 and the
 //!   guards by default, or a TOML file ([`MediaConfig::from_toml`]). Pure
 //!   arithmetic on sizes and timestamps; never fails.
@@ -537,8 +541,12 @@ pub struct State {
     /// The layer that decided: [`BY_WINDOWS`], [`BY_RTP`] (0: none).
     by: u8,
     /// Of the flow's first [`SHAPE_PACKETS`] datagrams with a payload: how
-    /// many were read, how many had a shape that is not media.
+    /// many were read, how many had a shape that is not media (a DNS or
+    /// RPC message, or a body repeated from the previous datagram of its
+    /// direction, [`shape::Body`]).
     shapes: [u8; 2],
+    /// Per direction, the last of those datagrams' summary.
+    bodies: [shape::Body; 2],
     /// Nothing more to learn or count of the flow ([`Analyzer::done`]).
     done: bool,
 }
@@ -633,7 +641,8 @@ impl Media {
         // A DTLS tunnel: application data records in most packets and no
         // RTP (DTLS-SRTP sends its media as SRTP, not as DTLS records).
         let seen = st.dirs[0].seen + st.dirs[1].seen;
-        // Most of the first datagrams DNS or ONC RPC messages.
+        // Most of the first datagrams DNS or ONC RPC messages, or bodies
+        // repeated under a new head.
         let shaped = st.shapes[1] * 2 > st.shapes[0];
         if self.guarded(st, all) || shaped || st.clear.as_ref().is_some_and(|c| c.dtls_tunnel(seen))
         {
@@ -876,11 +885,13 @@ impl Analyzer for Media {
         if p.proto != UDP {
             return Action::Continue;
         }
-        if self.clear && st.shapes[0] < SHAPE_PACKETS && !p.payload.is_empty() {
-            st.shapes[0] += 1;
-            st.shapes[1] += u8::from(shape::not_media(p.payload));
-        }
         let d = usize::from(!p.from_client);
+        if self.clear && st.shapes[0] < SHAPE_PACKETS && !p.payload.is_empty() {
+            let body = shape::Body::of(p.payload);
+            let repeated = body.repeats(std::mem::replace(&mut st.bodies[d], body));
+            st.shapes[0] += 1;
+            st.shapes[1] += u8::from(repeated || shape::not_media(p.payload));
+        }
         let w = &mut st.dirs[d];
         if w.seen > 0 {
             w.iat_sum += p.ts.saturating_sub(w.last_ts);
@@ -1272,6 +1283,43 @@ mod tests {
         let st = feed(&m, 200, 20_000_000, |_| 160);
         assert_eq!(st.kind(), Some("audio"));
         assert!(!m.done(&st));
+    }
+
+    #[test]
+    fn a_load_generator_repeating_one_buffer_is_not_media() {
+        // iperf3 over UDP at 1 Mbit/s: 780-byte datagrams (808 IP bytes)
+        // every 6.4 ms one way, a counter in front of one buffer. Sizes
+        // and gaps are those of video (too slow for the fixed-size guard).
+        let buf: Vec<u8> = (0..768u32).map(|i| (i * 37 % 251) as u8).collect();
+        let dgrams: Vec<Vec<u8>> = (0..60u32)
+            .map(|n| {
+                let mut d = vec![0, 0, 0x5c, 0xe4];
+                d.extend_from_slice(&(n * 6400).to_be_bytes());
+                d.extend_from_slice(&n.to_be_bytes());
+                d.extend_from_slice(&buf);
+                d
+            })
+            .collect();
+        let run = |m: &Media, fresh: bool| {
+            let mut st = State::default();
+            for (i, d) in dgrams.iter().enumerate() {
+                let mut d = d.clone();
+                if fresh {
+                    // A body that changes, as ciphertext does.
+                    d[20] = i as u8;
+                }
+                let i = i as u32 + 1;
+                m.packet(
+                    &mut st,
+                    &with_payload(u64::from(i) * 6_400_000, true, i, &d),
+                );
+            }
+            st
+        };
+        let m = Media::default();
+        let st = run(&m, false);
+        assert_eq!(st.verdict.map(|v| v.0), Some(NOT_MEDIA));
+        assert_eq!(run(&m, true).kind(), Some("video"));
     }
 
     #[test]

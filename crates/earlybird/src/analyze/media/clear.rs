@@ -15,9 +15,17 @@
 //!   90 kHz for video, within a factor of [`CLOCK_TOLERANCE`]), or taken
 //!   from a static payload type (RFC 3551); a stream whose frames often
 //!   span several packets (equal timestamps) is video whatever its clock.
-//!   A step that advances the timestamp less than [`BURST_GAP_NS`] after
-//!   the previous packet (queued packets flushed at once) is left out of
-//!   the spans. The first stream that has a clock decides the flow's
+//!   Consistent steps are summed in segments of at least [`SEGMENT_NS`]
+//!   of capture time; a segment whose timestamps advance faster than the
+//!   fastest clock allows ([`RATE_MAX`]) is a sender's backlog flushed at
+//!   once (a pipeline that queued seconds of audio while ICE and DTLS
+//!   completed) and is left out of the spans, whereas packets that jitter
+//!   bunched keep their timestamps in their segment. A stream whose
+//!   payload type is that of a stream of the flow that already has a kind
+//!   takes that kind and clock: on one 5-tuple a payload type names one
+//!   codec configuration (RFC 8843 §7.5 for bundled media; RFC 3264
+//!   §6.1 has the answer use the offer's numbers, so both directions
+//!   agree). The first stream that has a clock decides the flow's
 //!   verdict: audio or video, the share of the flow's RTP-class packets
 //!   that were consistent steps as the confidence, and the packet index;
 //!   a video stream found later in a flow decided audio (audio and video
@@ -54,12 +62,16 @@ pub const TS_STEP_MAX: u32 = 900_000;
 pub const RUN_MIN: u32 = 5;
 /// Capture time a stream must span before its clock is inferred.
 pub const SPAN_MIN_NS: u64 = 80_000_000;
-/// A step that advances the timestamp but arrives sooner than this after
-/// the previous packet (a sender flushing queued packets) is left out of
-/// the clock inference.
-pub const BURST_GAP_NS: u64 = 2_000_000;
+/// Capture time a segment of consistent steps spans before its rate is
+/// tested (about one video frame interval; packets of one frame, or
+/// bunched by jitter, fall in one segment).
+pub const SEGMENT_NS: u64 = 30_000_000;
 /// An inferred clock within this factor of a standard rate is that rate.
 pub const CLOCK_TOLERANCE: f64 = 1.25;
+/// Fastest timestamp rate a segment may show, ticks per second: the
+/// fastest standard clock (90 kHz) times [`CLOCK_TOLERANCE`]. Faster is a
+/// backlog flushed at once, not a sender pacing its media in real time.
+pub const RATE_MAX: f64 = 90_000.0 * CLOCK_TOLERANCE;
 /// Longest app name kept from a SOFTWARE attribute, bytes.
 pub const APP_MAX: usize = 32;
 
@@ -106,6 +118,9 @@ struct Track {
     ts_span: u64,
     /// Capture time of those steps, ns.
     ns_span: u64,
+    /// The segment in progress: timestamp steps and capture time.
+    seg_ts: u64,
+    seg_ns: u64,
     clock: u32,
     kind: Option<Kind>,
     relay: Option<Relay>,
@@ -338,10 +353,15 @@ impl Clear {
             if ts_step == 0 {
                 t.same_ts += 1;
             }
-            let gap = ts.saturating_sub(t.last_ns);
-            if ts_step == 0 || gap >= BURST_GAP_NS {
-                t.ts_span += u64::from(ts_step);
-                t.ns_span += gap;
+            t.seg_ts += u64::from(ts_step);
+            t.seg_ns += ts.saturating_sub(t.last_ns);
+            if t.seg_ns >= SEGMENT_NS {
+                if t.seg_ts as f64 * 1e9 <= t.seg_ns as f64 * RATE_MAX {
+                    t.ts_span += t.seg_ts;
+                    t.ns_span += t.seg_ns;
+                }
+                t.seg_ts = 0;
+                t.seg_ns = 0;
             }
         } else {
             t.run = 0;
@@ -354,15 +374,23 @@ impl Clear {
         t.last_ns = ts;
         if t.kind.is_none() && t.run >= RUN_MIN && t.ns_span >= SPAN_MIN_NS {
             let inferred = nearest_clock(t.ts_span as f64 * 1e9 / t.ns_span as f64);
-            let (clock, mut kind) = match (static_pt(t.pt), inferred) {
-                (Some((c, k)), _) => (c, Some(k)),
-                (None, Some((c, video))) => {
+            let pt = t.pt;
+            let known = self
+                .tracks
+                .iter()
+                .find(|o| o.pt == pt && o.used && o.kind.is_some())
+                .map(|o| (o.clock, o.kind));
+            let t = &mut self.tracks[i];
+            let (clock, mut kind) = match (known, static_pt(t.pt), inferred) {
+                (Some(ck), _, _) => ck,
+                (None, Some((c, k)), _) => (c, Some(k)),
+                (None, None, Some((c, video))) => {
                     (c, Some(if video { Kind::Video } else { Kind::Audio }))
                 }
-                (None, None) => (0, None),
+                (None, None, None) => (0, None),
             };
             // Frames of several packets: video.
-            if kind.is_some() && t.same_ts * 5 >= t.steps {
+            if known.is_none() && kind.is_some() && t.same_ts * 5 >= t.steps {
                 kind = Some(Kind::Video);
             }
             if let Some(k) = kind {
@@ -615,6 +643,79 @@ pub(crate) mod tests {
         let (k, _, at, _) = c.verdict.unwrap();
         assert_eq!(k, Kind::Video);
         assert!(at > 20, "{at}");
+    }
+
+    #[test]
+    fn a_backlog_flushed_over_milliseconds_and_jittered_pairs_stay_audio() {
+        // As GStreamer's webrtcbin sends Opus once ICE and DTLS complete:
+        // 110 queued packets (2.2 s of audio) over about 100 ms, some 3 to
+        // 5.5 ms apart (each step alone "says" 175 to 320 kHz), then paced
+        // at 20 ms, with jitter bunching pairs (a 39.6 ms gap, then 0.4 ms).
+        let mut c = Clear::default();
+        let mut ns = 0;
+        for s in 0..200u16 {
+            ns += match s {
+                0..110 if s % 7 == 3 => 5_500_000,
+                0..110 if s % 5 == 1 => 3_000_000,
+                0..110 => 400_000,
+                _ if s % 2 == 0 => 39_600_000,
+                _ => 400_000,
+            };
+            c.packet(
+                &rtp(111, s, u32::from(s) * 960, 1, 80),
+                true,
+                ns,
+                u32::from(s) + 1,
+            );
+        }
+        assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Audio));
+        assert_eq!(c.quality().unwrap().clock, 48_000);
+    }
+
+    #[test]
+    fn a_stream_of_a_payload_type_with_a_kind_takes_that_kind() {
+        // Opus one way at 48 kHz; the other way the same PT 111 whose
+        // timestamps run 1.6 times ahead of capture time (a sender whose
+        // pipeline drifts): alone it would be a 75 kHz clock, nearest
+        // 90 kHz, video; on this 5-tuple PT 111 is the audio codec.
+        let mut c = Clear::default();
+        let mut index = 0;
+        for s in 0..60u16 {
+            let ns = u64::from(s) * 20 * MS;
+            index += 1;
+            c.packet(&rtp(111, s, u32::from(s) * 960, 1, 80), true, ns, index);
+            if s >= 10 {
+                index += 1;
+                let ts = u32::from(s) * 1536;
+                c.packet(&rtp(111, s, ts, 2, 80), false, ns + MS, index);
+            }
+        }
+        assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Audio));
+        assert_eq!(
+            c.tracks
+                .iter()
+                .filter(|t| t.kind == Some(Kind::Audio))
+                .count(),
+            2
+        );
+        // A different PT on the same 5-tuple keeps its own inference.
+        let mut c = Clear::default();
+        for s in 0..60u16 {
+            let ns = u64::from(s) * 20 * MS;
+            c.packet(
+                &rtp(111, s, u32::from(s) * 960, 1, 80),
+                true,
+                ns,
+                u32::from(s) + 1,
+            );
+            c.packet(
+                &rtp(96, s, u32::from(s) * 1800, 2, 80),
+                false,
+                ns + MS,
+                u32::from(s) + 100,
+            );
+        }
+        assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Video));
     }
 
     #[test]

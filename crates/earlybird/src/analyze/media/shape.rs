@@ -7,11 +7,55 @@
 //! type and class; DNS tunnels and exfiltration keep this shape) or an ONC
 //! RPC message (RFC 5531: a call of RPC version 2, or a reply whose reply
 //! status is 0 or 1; NFS over UDP). Random or encrypted bytes pass these
-//! tests with a chance under 2^-40. Pure, no allocation, never panics.
+//! tests with a chance under 2^-40.
+//!
+//! [`Body::of`] summarises a datagram for the repeated-body test: a
+//! datagram whose bytes [`HEAD`]..[`BODY_END`] are those of the previous
+//! datagram of its direction while its first [`HEAD`] bytes differ (not a
+//! duplicate captured twice) carries no encoded signal. Media cannot do
+//! that: a codec's frames differ from one to the next, and every cipher a
+//! call uses encrypts each packet under its own keystream or nonce (SRTP,
+//! RFC 3711 §4.1.1: the keystream depends on the packet index; DTLS and
+//! QUIC: a record or packet number in the nonce), so equal ciphertext at
+//! one offset in consecutive packets happens with a chance of 2^-32. A
+//! load generator that sends one buffer behind a counter (iperf3 over
+//! UDP) or a fill pattern does it in every packet. Pure, no allocation,
+//! never panics.
+
+/// Bytes of a datagram's head (headers, counters, timestamps) left out of
+/// the repeated-body test.
+pub const HEAD: usize = 16;
+/// End of the bytes the repeated-body test compares.
+pub const BODY_END: usize = 48;
 
 /// Whether `b` is a DNS or ONC RPC message (see the module docs).
 pub fn not_media(b: &[u8]) -> bool {
     dns(b) || rpc(b)
+}
+
+/// A datagram's head and body hashes (FNV-1a, 32 bits each); zero: the
+/// datagram is shorter than [`BODY_END`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Body(u64);
+
+impl Body {
+    /// The summary of `b`.
+    pub fn of(b: &[u8]) -> Body {
+        let Some(x) = b.get(..BODY_END) else {
+            return Body(0);
+        };
+        let fnv = |bytes: &[u8]| {
+            bytes.iter().fold(0x811c_9dc5u32, |h, &v| {
+                (h ^ u32::from(v)).wrapping_mul(0x0100_0193)
+            })
+        };
+        Body((u64::from(fnv(&x[..HEAD])) << 32 | u64::from(fnv(&x[HEAD..]))).max(1))
+    }
+
+    /// Whether `self` repeats `prev`'s body under another head.
+    pub fn repeats(self, prev: Body) -> bool {
+        self.0 != 0 && prev.0 != 0 && self.0 as u32 == prev.0 as u32 && self.0 != prev.0
+    }
 }
 
 fn dns(b: &[u8]) -> bool {
@@ -85,6 +129,35 @@ mod tests {
         let mut root = q[..12].to_vec();
         root.extend_from_slice(&[0, 0, 1, 0, 1]);
         assert!(!not_media(&root));
+    }
+
+    #[test]
+    fn a_repeated_body_under_a_new_head_is_told_from_duplicates_and_media() {
+        // iperf3 over UDP: seconds, microseconds, a counter, then one
+        // buffer sent again and again.
+        let buf: Vec<u8> = (0..796u32).map(|i| (i * 37 % 251) as u8).collect();
+        let dgram = |n: u32| {
+            let mut d = vec![0, 0, 0x5c, 0xe4];
+            d.extend_from_slice(&(n * 6400).to_be_bytes());
+            d.extend_from_slice(&n.to_be_bytes());
+            d.extend_from_slice(&buf);
+            d
+        };
+        let (a, b) = (Body::of(&dgram(1)), Body::of(&dgram(2)));
+        assert!(b.repeats(a));
+        // The same datagram captured twice is a duplicate, not a repeat.
+        assert!(!a.repeats(Body::of(&dgram(1))));
+        // SRTP-like: the same RTP header layout, a payload that changes.
+        let srtp = |n: u8| {
+            let mut d = vec![0x80, 0x6f, 0, n, 0, 0, 3, n, 1, 2, 3, 4];
+            d.extend((0..100u8).map(|i| i.wrapping_mul(n).wrapping_add(n)));
+            d
+        };
+        assert!(!Body::of(&srtp(2)).repeats(Body::of(&srtp(1))));
+        // Too short to compare: never a repeat.
+        assert_eq!(Body::of(&[7; 47]), Body::default());
+        assert!(!Body::of(&[7; 47]).repeats(Body::of(&[7; 47])));
+        assert!(!Body::of(&dgram(2)).repeats(Body::default()));
     }
 
     #[test]
