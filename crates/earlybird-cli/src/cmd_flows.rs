@@ -156,8 +156,12 @@ pub fn run(a: FlowsArgs, m: &ArgMatches) -> i32 {
         (None, None) => Progress::bytes(show, ctl.progress.clone()),
     };
     let learning = probe.learning();
+    let first_model = (learning.clone()).filter(|_| !quiet).map(FirstModel::watch);
     let notifier = crate::notify::Notifier::start(&ctl, live.is_some());
     let report = probe.run(&ctl);
+    if let Some(w) = first_model {
+        w.stop();
+    }
     if let Some(n) = notifier {
         n.finish();
     }
@@ -197,6 +201,51 @@ pub fn run(a: FlowsArgs, m: &ArgMatches) -> i32 {
         4
     } else {
         0
+    }
+}
+
+/// Says once, while the run goes on, when its first learnt model is in
+/// use (a shard took it in): the model's number and the packet time of
+/// the swap. The status is looked at every 100 ms of wall time; the end
+/// of the run says it again with the installations' count.
+struct FirstModel {
+    done: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FirstModel {
+    fn watch(status: Arc<std::sync::Mutex<earlybird::learn_online::Status>>) -> FirstModel {
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let end = done.clone();
+        let thread = std::thread::Builder::new()
+            .name("eb-first-model".into())
+            .spawn(move || {
+                while !end.load(Ordering::Relaxed) {
+                    let in_use = status.lock().unwrap_or_else(|p| p.into_inner()).in_use;
+                    if let Some(u) = in_use {
+                        crate::say(&format!(
+                            "earlybird: first learnt model {} in use from packet time {:.3} s{}",
+                            u.id,
+                            u.packet_time as f64 / 1e9,
+                            match u.turn {
+                                0 => String::new(),
+                                t => format!(", after batch turn {t}"),
+                            },
+                        ));
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+            })
+            .ok();
+        FirstModel { done, thread }
+    }
+
+    fn stop(mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 

@@ -330,8 +330,14 @@ fn flows_and_packets(csv: &std::path::Path) -> (usize, u64) {
 
 /// A live capture in a network namespace while a capture is replayed into
 /// it three times, a second and a half apart (flows idle for a second
-/// end in between): `extra` are the run's own options. Returns its stderr.
-fn live_replays(net: &crate::lib_common::Veth, csv: &str, extra: &[&str]) -> String {
+/// end in between): `extra` are the run's own options; `look` runs after
+/// the replays, before the capture is stopped. Returns its stderr.
+fn live_replays(
+    net: &crate::lib_common::Veth,
+    csv: &str,
+    extra: &[&str],
+    look: &mut dyn FnMut(),
+) -> String {
     use std::io::{BufRead, Read};
     use std::process::{Command, Stdio};
     let bin = env!("CARGO_BIN_EXE_earlybird");
@@ -345,12 +351,17 @@ fn live_replays(net: &crate::lib_common::Veth, csv: &str, extra: &[&str]) -> Str
         .unwrap();
     let mut err = std::io::BufReader::new(cap.stderr.take().unwrap());
     let mut first = String::new();
-    err.read_line(&mut first).unwrap();
+    while !first.contains("capturing on") {
+        if err.read_line(&mut first).unwrap() == 0 {
+            break;
+        }
+    }
     assert!(first.contains("capturing on"), "{first}");
     for _ in 0..3 {
         net.replay(bin, &pcap);
         std::thread::sleep(std::time::Duration::from_millis(2500));
     }
+    look();
     // SAFETY: signals the child process started above.
     unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
     let status = cap.wait().unwrap();
@@ -371,7 +382,7 @@ fn a_live_capture_swaps_learnt_models_without_losing_or_splitting_a_flow() {
         .unwrap();
     let (plain, learnt) = (tmp.path().join("plain.csv"), tmp.path().join("learnt.csv"));
     let dir = tmp.path().join("models");
-    let rest = live_replays(&net, &plain.display().to_string(), &[]);
+    let rest = live_replays(&net, &plain.display().to_string(), &[], &mut || {});
     let (flows, packets) = flows_and_packets(&plain);
     let d = dir.display().to_string();
     let rest2 = live_replays(
@@ -387,6 +398,7 @@ fn a_live_capture_swaps_learnt_models_without_losing_or_splitting_a_flow() {
             "--learn-cpu",
             "1",
         ],
+        &mut || {},
     );
     // Models were learnt from the first replays and swapped in while the
     // capture went on: later flows name them.
@@ -413,4 +425,203 @@ fn a_live_capture_swaps_learnt_models_without_losing_or_splitting_a_flow() {
     );
     // Three replays of a capture of several hundred packets.
     assert!(packets > 1000, "{rest}");
+}
+
+/// Sums of the per-second columns `names` of a stats CSV.
+fn column_sums(csv: &std::path::Path, names: &[&str]) -> Vec<u64> {
+    let text = std::fs::read_to_string(csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let cols: Vec<usize> = (names.iter())
+        .map(|n| header.iter().position(|h| h == n).expect(n))
+        .collect();
+    let mut sums = vec![0; names.len()];
+    for l in lines {
+        let v: Vec<&str> = l.split(',').collect();
+        for (s, &c) in sums.iter_mut().zip(&cols) {
+            *s += v[c].parse::<u64>().unwrap();
+        }
+    }
+    sums
+}
+
+/// Records with a payload label and a model verdict, and those whose
+/// verdict is the label's class at `level` (proto: the protocol the name
+/// was read from; app: the application), counted from JSON-lines records.
+fn agreement_of_records(jsonl: &std::path::Path, level: &str) -> (u64, u64) {
+    let text = std::fs::read_to_string(jsonl).unwrap();
+    let (mut labelled, mut agreeing) = (0, 0);
+    for l in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let text = |k: &str| v[k].as_str().unwrap_or("").to_string();
+        let proto = match text("label_source").as_str() {
+            "sni" => "TLS",
+            "quic" => "QUIC",
+            "http" => "HTTP",
+            "dns" => "DNS",
+            "ssh" => "SSH",
+            _ => continue,
+        };
+        let stat = text("stat_app");
+        if stat == "unknown" {
+            continue;
+        }
+        labelled += 1;
+        let class = if level == "proto" {
+            proto.to_string()
+        } else {
+            text("app")
+        };
+        agreeing += u64::from(stat == class);
+    }
+    (labelled, agreeing)
+}
+
+#[test]
+fn drift_columns_count_the_records_whose_model_verdict_and_payload_label_agree() {
+    let Some(c) = corpus() else { return };
+    let dev = c.join("classify/dev/ndpi/pcap").display().to_string();
+    let tmp = tempfile::Builder::new()
+        .prefix("eb-cli-drift-")
+        .tempdir()
+        .unwrap();
+    for (level, shards) in [("proto", "1"), ("app", "2")] {
+        let csv = tmp.path().join(format!("{level}.jsonl"));
+        let stats = tmp.path().join(format!("{level}-stats.csv"));
+        let alarms = tmp.path().join(format!("{level}-alarms.csv"));
+        let (code, _, stderr) = eb(&[
+            "flows",
+            &dev,
+            "--no-progress",
+            "--labellers",
+            "--learn-level",
+            level,
+            "-s",
+            shards,
+            "-o",
+            &csv.display().to_string(),
+            "--stats-out",
+            &stats.display().to_string(),
+            // The drift series is one an alarm can watch.
+            "--alarm",
+            "disagreeing_flows:cusum",
+            "--alarms-out",
+            &alarms.display().to_string(),
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        let (labelled, agreeing) = agreement_of_records(&csv, level);
+        let sums = column_sums(
+            &stats,
+            &["labelled_flows", "agreeing_flows", "disagreeing_flows"],
+        );
+        assert_eq!(sums, [labelled, agreeing, labelled - agreeing], "{level}");
+        // The dev corpus has hundreds of named flows, and the default
+        // model is neither always right nor always wrong on them.
+        assert!(labelled > 300, "{labelled}");
+        assert!(
+            agreeing > 0 && agreeing < labelled,
+            "{agreeing} of {labelled}"
+        );
+        assert!(alarms.is_file());
+    }
+    // Without the payload labellers nothing is counted.
+    let stats = tmp.path().join("none-stats.csv");
+    let (code, _, stderr) = eb(&[
+        "flows",
+        &dev,
+        "--no-progress",
+        "-f",
+        "null",
+        "--stats-out",
+        &stats.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(column_sums(&stats, &["labelled_flows"]), [0]);
+}
+
+#[test]
+fn flows_learn_refuses_a_model_on_the_classifier_pool() {
+    let tmp = tempfile::Builder::new()
+        .prefix("eb-cli-learn-svm-")
+        .tempdir()
+        .unwrap();
+    let pcap = crate::lib_common::testdata().join("pcap/ndpi__iphone.pcap");
+    let pcap = pcap.display().to_string();
+    let svm = tmp.path().join("svm.ebm").display().to_string();
+    let (code, _, stderr) = eb(&["train", "--algo", "svm", "--self-labels", &pcap, "-o", &svm]);
+    assert_eq!(code, 0, "{stderr}");
+    let d = tmp.path().join("models").display().to_string();
+    let (code, _, stderr) = eb(&["flows", &pcap, "-f", "null", "--model", &svm, "--learn", &d]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("classifier pool"), "{stderr}");
+    assert!(!tmp.path().join("models").exists());
+}
+
+/// The sum of the samples of metric `name` over its labels.
+fn metric_sum(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[test]
+fn a_live_capture_shows_the_agreement_and_the_learnt_model_on_metrics() {
+    let Some(net) = crate::lib_common::Veth::create("ebld") else {
+        return;
+    };
+    net.capture_loopback_up();
+    let tmp = tempfile::Builder::new()
+        .prefix("eb-cli-learn-metrics-")
+        .tempdir()
+        .unwrap();
+    let csv = tmp.path().join("learnt.jsonl");
+    let d = tmp.path().join("models").display().to_string();
+    let port = 19_473;
+    let mut scraped = String::new();
+    let rest = live_replays(
+        &net,
+        &csv.display().to_string(),
+        &[
+            "--learn",
+            &d,
+            "--learn-every-labels",
+            "5",
+            "--learn-every-seconds",
+            "0",
+            "--learn-cpu",
+            "1",
+            "--learn-level",
+            "proto",
+            "--metrics-listen",
+            &port.to_string(),
+        ],
+        &mut || {
+            scraped = crate::metrics_cli::scrape(&net, port).unwrap_or_default();
+        },
+    );
+    // The first learnt model is announced while the capture runs, and
+    // /metrics names the model the shards use.
+    assert!(rest.contains("first learnt model"), "{rest}");
+    let id = crate::metrics_cli::value(&scraped, "earlybird_learn_model_id");
+    assert!(id.is_some_and(|id| id >= 1.0), "{scraped}");
+    // The agreement counters count the records with both labels: at most
+    // those the run wrote in all (the scrape came before its end), and
+    // most of them (their flows had ended).
+    let (labelled, agreeing) = agreement_of_records(&csv, "proto");
+    let m_labelled = metric_sum(&scraped, "earlybird_learn_labelled_flows_total");
+    let m_agreeing = metric_sum(&scraped, "earlybird_learn_agreeing_flows_total");
+    assert!(labelled > 0, "{rest}");
+    assert!(
+        m_labelled > 0.0 && m_labelled <= labelled as f64,
+        "{m_labelled} of {labelled}\n{scraped}"
+    );
+    assert!(
+        m_agreeing <= m_labelled && m_agreeing <= agreeing as f64,
+        "{scraped}"
+    );
+    assert!(
+        scraped.contains("earlybird_learn_labelled_flows_total{class=\"DNS\"}"),
+        "{scraped}"
+    );
 }

@@ -20,6 +20,8 @@
 //!
 //! - keeps, hashes or drops the names of [`NAME_FIELDS`] ([`Privacy`]),
 //!   after the label was taken from them;
+//! - counts, with a [`Drift`] ([`Labeller::with_drift`]), the flows whose
+//!   payload label and model verdict agree (`classify/drift.rs`);
 //! - counts the handshakes the capture's snap length cut short (records
 //!   whose `tls_status` is `cut-snap`, TLS and QUIC apart:
 //!   [`Labeller::cut_by_snap`]) and those stopped because the table's
@@ -33,6 +35,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::drift::Drift;
 use super::payload_label::{combine, protocol_category, Names, Source, Verdict as StatVerdict};
 use super::services::{Services, CATEGORIES};
 use super::Verdict;
@@ -149,6 +152,8 @@ pub struct Labeller {
     cut_snap: [AtomicU64; 2],
     /// Handshakes stopped by the reassembly budget (`cut-memory`).
     cut_memory: AtomicU64,
+    /// Agreement of the model with the payload labels, when counted.
+    drift: Option<Arc<Drift>>,
 }
 
 impl std::fmt::Debug for Labeller {
@@ -226,6 +231,7 @@ impl Labeller {
                 .collect(),
             cut_snap: Default::default(),
             cut_memory: AtomicU64::new(0),
+            drift: None,
         })
     }
 
@@ -233,6 +239,18 @@ impl Labeller {
     pub fn with_privacy(mut self, privacy: Privacy) -> Labeller {
         self.privacy = privacy;
         self
+    }
+
+    /// The same labeller, counting in `drift` how often the model agrees
+    /// with the payload labels.
+    pub fn with_drift(mut self, drift: Arc<Drift>) -> Labeller {
+        self.drift = Some(drift);
+        self
+    }
+
+    /// The agreement counts, when kept ([`Labeller::with_drift`]).
+    pub fn drift(&self) -> Option<Arc<Drift>> {
+        self.drift.clone()
     }
 
     /// The handshakes of the records labelled so far that the capture's
@@ -317,6 +335,14 @@ impl Labeller {
             // The model already left below its threshold `unknown`.
             let label = combine(&names, decided.then_some(&stat), &self.services, 0.0);
             let stat_confidence = f64::from(v.confidence);
+            if let Some(d) = &self.drift {
+                d.count(
+                    label.source,
+                    &label.app,
+                    &label.category,
+                    decided.then_some((stat.app, stat.category)),
+                );
+            }
             v.class = match label.source {
                 Source::None => Verdict::UNKNOWN,
                 _ => self

@@ -16,7 +16,8 @@
 //! `model` (the `Model` type and its file format, `docs/MODEL_FORMAT.md`),
 //! `dataset` (the labelled samples the models are fitted on),
 //! `provenance` (the files a model was trained on, its held-out scores),
-//! `pool` (worker threads for costly models),
+//! `pool` (worker threads for costly models), `drift` (the model's
+//! agreement with the payload labels),
 //! `swap` (models swapped into running shards, `flows --learn`).
 //! Algorithms and measured costs: `docs/CLASSIFIERS.md`.
 
@@ -24,6 +25,7 @@ pub mod cascade;
 pub mod class_category;
 pub mod compiled_tree;
 pub mod dataset;
+pub mod drift;
 pub mod forest;
 pub mod gaussian_nb;
 pub mod inline;

@@ -119,6 +119,8 @@ struct State {
     first: Option<Installed>,
     /// Installations, all shards.
     installs: u64,
+    /// The model a shard took in last (`None`: the run's own).
+    latest: Option<u16>,
 }
 
 /// The hub between the trainer and the shards (see the module docs).
@@ -233,6 +235,12 @@ impl Swap {
         (s.first, s.installs)
     }
 
+    /// The number of the model a shard took in last (0: none yet, the
+    /// run's own model decides).
+    pub fn in_use(&self) -> u16 {
+        self.lock().latest.unwrap_or(0)
+    }
+
     /// Shard `shard`'s end of the hub.
     pub fn link(self: &Arc<Self>, shard: usize) -> ShardLink {
         ShardLink {
@@ -297,6 +305,7 @@ impl ShardLink {
         let mut s = self.swap.lock();
         let m = s.model.clone()?;
         s.installs += 1;
+        s.latest = Some(m.0);
         if s.first.is_none() {
             s.first = Some(Installed {
                 id: m.0,

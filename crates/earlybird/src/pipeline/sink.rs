@@ -358,6 +358,8 @@ pub(super) struct SeriesOut {
     #[cfg(feature = "metrics")]
     pub(super) metrics: Option<Arc<Metrics>>,
     pub(super) alarms: Option<Alarms>,
+    /// The model's agreement with the payload labels (its columns).
+    pub(super) drift: Option<Arc<crate::classify::drift::Drift>>,
     /// Forensic pcaps of raised alarms.
     pub(super) forensics: Option<Arc<Forensics>>,
 }
@@ -376,10 +378,12 @@ impl SeriesOut {
             #[cfg(feature = "metrics")]
             metrics,
             alarms,
+            drift,
             forensics,
         } = self;
         let mut out = |sec: u64, f: &Figures| {
-            series::stats_row(&mut stats, sec, f);
+            let agreement = drift.as_ref().map_or((0, 0), |d| d.take_second());
+            series::stats_row(&mut stats, sec, f, agreement);
             series::app_rows(&mut apps, sec, f, classes);
             #[cfg(feature = "metrics")]
             if let Some(m) = metrics {

@@ -149,6 +149,7 @@ pub(super) fn run_shards(
             #[cfg(feature = "metrics")]
             metrics: opts.metrics.clone(),
             alarms,
+            drift: opts.labels.as_ref().and_then(|l| l.drift()),
             forensics: forensics.clone(),
         }),
         labels: opts.labels.clone(),

@@ -505,6 +505,20 @@ impl Config {
             true => None,
             false => Some(Arc::new(Model::named(self.model.as_deref())?)),
         };
+        // A costly model (SVM) runs on the classifier pool, whose workers
+        // keep the model they started with: a learnt model would never
+        // decide a flow, so say so instead of learning for nothing.
+        if let Some(m) = (start.as_ref()).filter(|m| crate::classify::Classifier::costly(&***m)) {
+            return Err(Error::Usage(format!(
+                "--learn: the model {} is an {} model, which runs on the classifier pool, and \
+                 the pool's model is never swapped for a learnt one; start from a c45, forest, \
+                 nb, gnb or cascade model (or --no-model)",
+                self.model
+                    .as_deref()
+                    .map_or("(default)".into(), |p| p.display().to_string()),
+                m.kind.algo()
+            )));
+        }
         let train = crate::learn::TrainOptions {
             algo,
             packets: self.early_packets,
@@ -780,6 +794,12 @@ impl Plan {
                         use std::sync::atomic::Ordering::Relaxed;
                         (g.held.load(Relaxed), g.not_written.load(Relaxed))
                     }));
+                }
+                if let Some(d) = self.options.labels.as_ref().and_then(|l| l.drift()) {
+                    let swap = self.options.swap.clone();
+                    metrics.register(Box::new(crate::classify::drift::AgreementMetrics::new(
+                        d, swap,
+                    )))?;
                 }
                 self.options.metrics = Some(metrics.clone());
                 Some(MetricsServer::start(addr, metrics)?)

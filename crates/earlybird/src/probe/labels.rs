@@ -1,7 +1,8 @@
 //! The run's labeller: the shipped service map with the user's maps
 //! (`services`) laid over it, Debian's Public Suffix List when installed,
 //! the model's classes, and what records keep of names (`names`,
-//! `names-key`); and the analyzers a run turns on (the labellers with
+//! `names-key`), counting the model's agreement with the payload labels
+//! at `[learn] level` (`classify/drift.rs`); and the analyzers a run turns on (the labellers with
 //! `labellers`).
 //!
 //! Contract: [`Config::labeller`] reads the maps (a map that does not read
@@ -59,6 +60,11 @@ impl Config {
         let l = Labeller::new(Arc::new(services), classes, by_port, analyzed)
             .map_err(|e| Error::Config(e.to_string()))?
             .with_privacy(privacy);
-        Ok(Arc::new(l))
+        // The model's agreement with the payload labels, at the level
+        // self-training learns (`--learn-level`, with or without `--learn`).
+        let level: crate::classify::LabelLevel = (self.learn.level.parse())
+            .map_err(|e: crate::Error| Error::Usage(format!("--learn-level: {e}")))?;
+        let drift = crate::classify::drift::Drift::new(level, &l.names());
+        Ok(Arc::new(l.with_drift(Arc::new(drift))))
     }
 }

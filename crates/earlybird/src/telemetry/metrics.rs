@@ -492,6 +492,14 @@ impl Metrics {
         let _ = self.call_db_source.set(count);
     }
 
+    /// Adds metrics that a part of the run keeps itself and brings up to
+    /// date at each scrape (self-training's, `classify/drift.rs`).
+    pub fn register(&self, c: Box<dyn prometheus::core::Collector>) -> Result<()> {
+        self.registry
+            .register(c)
+            .map_err(|e| Error::Config(format!("metrics: {e}")))
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn render(&self) -> String {
         if let Some(c) = self.call_db_source.get() {

@@ -110,6 +110,24 @@ pub const STATS: Kind = Kind::new(
             "Flows open when the second ended",
         ),
         Field::new("flows_classified", U64, "flows", "Verdicts given"),
+        Field::new(
+            "labelled_flows",
+            U64,
+            "flows",
+            "Flow records with a payload label and a model verdict, labelled since the previous row (classify/drift.rs)",
+        ),
+        Field::new(
+            "agreeing_flows",
+            U64,
+            "flows",
+            "Of them, records whose model verdict is their payload label's class (at --learn-level)",
+        ),
+        Field::new(
+            "disagreeing_flows",
+            U64,
+            "flows",
+            "labelled_flows - agreeing_flows: the alarm series of drift",
+        ),
     ],
 );
 
@@ -271,8 +289,9 @@ pub fn app_name(classes: &[String], i: usize) -> &str {
     classes.get(i).map_or("unknown", String::as_str)
 }
 
-/// Appends the [`STATS`] row of second `sec` to `rows`.
-pub fn stats_row(rows: &mut RowBatch, sec: u64, f: &Figures) {
+/// Appends the [`STATS`] row of second `sec` to `rows`; `drift` is the
+/// labelled and agreeing flows to write in it (`classify/drift.rs`).
+pub fn stats_row(rows: &mut RowBatch, sec: u64, f: &Figures, drift: (u64, u64)) {
     let c = &f.counters;
     rows.push(|r| {
         r.u64(sec);
@@ -291,6 +310,9 @@ pub fn stats_row(rows: &mut RowBatch, sec: u64, f: &Figures) {
         }
         r.u64(f.active);
         r.u64(c.flows.classified);
+        r.u64(drift.0);
+        r.u64(drift.1);
+        r.u64(drift.0.saturating_sub(drift.1));
     });
 }
 
@@ -413,7 +435,7 @@ mod tests {
             assert!(STATS.position(&name).is_some(), "{name}");
         }
         let mut rows = RowBatch::new(&STATS);
-        stats_row(&mut rows, 7, &Figures::default());
+        stats_row(&mut rows, 7, &Figures::default(), (0, 0));
         assert_eq!(rows.len(), 1);
     }
 }
