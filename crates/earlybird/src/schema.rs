@@ -261,6 +261,21 @@ impl Rows {
         self.cells.resize(start + width, Cell::Null);
     }
 
+    /// No rows, with room for `rows` rows of `width` cells and `text`
+    /// bytes of text.
+    pub fn with_capacity(rows: usize, width: usize, text: usize) -> Rows {
+        Rows {
+            width,
+            cells: Vec::with_capacity(rows * width),
+            text: Vec::with_capacity(text),
+        }
+    }
+
+    /// Bytes of text the rows hold.
+    pub fn text_len(&self) -> usize {
+        self.text.len()
+    }
+
     /// Appends a row of nulls.
     pub fn push_null(&mut self, width: usize) {
         self.push_row(width, |_| {});
@@ -454,6 +469,25 @@ impl Cells<'_> {
         });
     }
 
+    /// The cells of row `i` of `src`, as they are (nothing when `src` has
+    /// no row `i`): what [`Rows::get`] would read of each, written in turn,
+    /// without reading each cell as a [`Value`].
+    pub fn row_of(&mut self, src: &Rows, i: usize) {
+        let from = i * src.width;
+        let Some(cells) = src.cells.get(from..from + src.width) else {
+            return;
+        };
+        for c in cells {
+            match *c {
+                Cell::Text { start, len } => {
+                    let (s, l) = (start as usize, len as usize);
+                    self.text_bytes(src.text.get(s..s + l).unwrap_or(&[]));
+                }
+                other => self.put(other),
+            }
+        }
+    }
+
     fn text_bytes(&mut self, b: &[u8]) {
         let start = self.rows.text.len();
         self.rows.text.extend_from_slice(b);
@@ -491,6 +525,53 @@ mod tests {
         );
         assert_eq!(r.get(5, 0), Value::Null);
         assert_eq!(r.get(0, 3), Value::Null);
+    }
+
+    #[test]
+    fn a_row_copied_cell_by_cell_reads_as_the_original() {
+        let mut src = Rows::default();
+        src.push_row(4, |c| {
+            c.text("first");
+            c.u64(1);
+        });
+        src.push_row(4, |c| {
+            c.f64(0.5);
+            c.text("héllo");
+            c.hex(&[0xab, 0x01]);
+            c.i64(-3);
+        });
+        let mut out = Rows::default();
+        // Wider rows: the copy's cells, then nulls; narrower: cut.
+        out.push_row(6, |c| {
+            c.section(5, |c| c.row_of(&src, 1));
+            c.text("after");
+        });
+        out.push_row(6, |c| {
+            c.section(2, |c| c.row_of(&src, 0));
+            c.section(2, |c| c.row_of(&src, 9));
+        });
+        assert_eq!(
+            out.row(0).collect::<Vec<_>>(),
+            [
+                Value::F64(0.5),
+                Value::Text("héllo"),
+                Value::Text("ab01"),
+                Value::I64(-3),
+                Value::Null,
+                Value::Text("after"),
+            ]
+        );
+        assert_eq!(
+            out.row(1).collect::<Vec<_>>(),
+            [
+                Value::Text("first"),
+                Value::U64(1),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+            ]
+        );
     }
 
     #[test]

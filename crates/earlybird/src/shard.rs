@@ -164,22 +164,12 @@ impl Span {
     }
 
     /// The payload in `data` (empty when the span is not inside it), with
-    /// the IP packet it ends when `ip` (an analyzer on reads it).
-    #[inline]
+    /// the IP packet it ends when `ip` (an analyzer on reads it): not
+    /// sliced here, only when an analyzer reads it.
+    #[inline(always)]
     fn payload(self, data: &[u8], ip: bool) -> Payload<'_> {
-        let end = self.start + self.captured as usize;
-        let bytes = data.get(self.start..end).unwrap_or(&[]);
-        let ip = if ip && self.head != 0 {
-            data.get(self.start - self.head as usize..end)
-                .unwrap_or(&[])
-        } else {
-            &[]
-        };
-        Payload {
-            bytes,
-            len: self.len,
-            ip,
-        }
+        let head = if ip { self.head } else { 0 };
+        Payload::at(data, self.start, self.captured, self.len, head)
     }
 }
 

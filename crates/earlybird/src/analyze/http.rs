@@ -86,6 +86,12 @@ pub fn starts_request(b: &[u8]) -> bool {
 /// or it is a short start of a method and its space (a first segment of a
 /// few bytes).
 fn may_start_request(b: &[u8]) -> bool {
+    // The common case first: a first byte no method starts with.
+    if b.first()
+        .is_some_and(|&c| METHODS.iter().all(|m| m[0] != c))
+    {
+        return false;
+    }
     starts_request(b)
         || METHODS
             .iter()

@@ -39,8 +39,9 @@
 //!   and that it never reads packets without payload
 //!   ([`Analyzer::EMPTY`]). A packet every analyzer on would not be shown
 //!   (the flow left the analyzers, or they are done with its side, or it
-//!   has no payload) costs the consumer one test (`Active::live`, in
-//!   `shard/analyzers.rs`) and no view is built.
+//!   has no payload) costs the flow table one test (`Active::live`, asked
+//!   through `Consumer::follows` in `shard/analyzers.rs`): the analyzers'
+//!   consumer is not called, and its payload is never sliced.
 //! - [`Action::End`] ends the flow after the packet: its record says
 //!   `active` (as when the active timeout splits a flow) and the flow's next
 //!   packet starts a new flow.

@@ -60,11 +60,7 @@ fn feed_dir(t: &mut FlowTable<Consumers>, ts: u64, sport: u16, dport: u16, ip: &
         size: ip.len() as u16,
         ..Pkt::from_key(&key.0, false, key.1)
     };
-    let pl = Payload {
-        bytes: &ip[28..],
-        len: (ip.len() - 28) as u16,
-        ip,
-    };
+    let pl = Payload::in_ip(ip, 28, (ip.len() - 28) as u16);
     t.packet_full(&p, &V6Icmp::default(), 0, pl);
 }
 

@@ -101,11 +101,7 @@ fn payload_reaches_the_analyzer_and_its_fields_follow_in_registry_order() {
             "seen"
         ]
     );
-    let hello = Payload {
-        bytes: b"GET / HTTP/1.1\r\nHost",
-        len: 300,
-        ip: &[],
-    };
+    let hello = Payload::of(b"GET / HTTP/1.1\r\nHost", 300);
     t.packet_full(&pkt(1, true), &V6Icmp::default(), 0, Payload::NONE);
     t.packet_full(&pkt(2, true), &V6Icmp::default(), 0, hello);
     t.flush();

@@ -139,6 +139,8 @@ pub struct Labeller {
     services: Arc<Services>,
     names: Arc<[String]>,
     index: HashMap<String, u16>,
+    /// The index in `names` of each model class's name.
+    class_index: Vec<u16>,
     classes: usize,
     /// Category of each model class (empty when it has none).
     class_category: Vec<&'static str>,
@@ -203,6 +205,10 @@ impl Labeller {
             .into_iter()
             .map(|(k, v)| (k, v as u16))
             .collect::<HashMap<_, _>>();
+        let class_index = classes
+            .iter()
+            .map(|c| index.get(c).copied().unwrap_or(Verdict::UNKNOWN))
+            .collect();
         let class_category = classes.iter().map(|c| category_of_class(c)).collect();
         let at = |name: &str| analyzed.iter().position(|f| f.name == name);
         let cols = Columns {
@@ -219,6 +225,7 @@ impl Labeller {
             services,
             names: names.into(),
             index,
+            class_index,
             classes: classes.len(),
             class_category,
             by_port,
@@ -290,8 +297,13 @@ impl Labeller {
         verdicts: impl Iterator<Item = (&'a mut Verdict, Option<u16>)>,
         rows: &mut Rows,
     ) {
-        let mut out = Rows::default();
         let width = self.width + FIELDS.len();
+        // Room for every row at once: the text of the names, and the
+        // category, source and statistical application of each row.
+        let (n, text) = (rows.len(), rows.text_len());
+        let mut out = Rows::with_capacity(n, width, text + n * 32);
+        // A row is copied as it is unless names are hashed or dropped.
+        let verbatim = matches!(self.privacy, Privacy::Keep) || !self.named.contains(&true);
         for (i, (v, model_id)) in verdicts.enumerate() {
             let text = |col: Option<usize>| match col.map(|j| rows.get(i, j)) {
                 Some(Value::Text(t)) if !t.is_empty() => Some(t),
@@ -345,6 +357,8 @@ impl Labeller {
             }
             v.class = match label.source {
                 Source::None => Verdict::UNKNOWN,
+                // The model's own class: its label is the class's name.
+                Source::Stat | Source::Port if decided => self.class_index[usize::from(v.class)],
                 _ => self
                     .index
                     .get(&label.app)
@@ -352,18 +366,24 @@ impl Labeller {
                     .unwrap_or(Verdict::UNKNOWN),
             };
             out.push_row(width, |c| {
-                for j in 0..self.width {
-                    match rows.get(i, j) {
-                        Value::Null => c.null(),
-                        Value::U64(x) => c.u64(x),
-                        Value::I64(x) => c.i64(x),
-                        Value::F64(x) => c.f64(x),
-                        Value::Text(t) if self.named[j] => match &self.privacy {
-                            Privacy::Keep => c.text(t),
-                            Privacy::Hash(key) => c.text(&hash_name(key, t)),
-                            Privacy::Drop => c.null(),
-                        },
-                        Value::Text(t) => c.text(t),
+                if verbatim {
+                    // As many cells as the loop below writes: nulls past
+                    // the row's, none past `self.width`.
+                    c.section(self.width, |c| c.row_of(rows, i));
+                } else {
+                    for j in 0..self.width {
+                        match rows.get(i, j) {
+                            Value::Null => c.null(),
+                            Value::U64(x) => c.u64(x),
+                            Value::I64(x) => c.i64(x),
+                            Value::F64(x) => c.f64(x),
+                            Value::Text(t) if self.named[j] => match &self.privacy {
+                                Privacy::Keep => c.text(t),
+                                Privacy::Hash(key) => c.text(&hash_name(key, t)),
+                                Privacy::Drop => c.null(),
+                            },
+                            Value::Text(t) => c.text(t),
+                        }
                     }
                 }
                 if label.category.is_empty() {

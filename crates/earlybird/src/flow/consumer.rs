@@ -88,6 +88,25 @@ pub trait Consumer {
         false
     }
 
+    /// The flow just started in `flow.slot` (after [`Self::start`]; its
+    /// first packet is not accounted yet: its counters are zero, its
+    /// timestamps and client are the first packet's).
+    #[inline(always)]
+    fn opened(&mut self, flow: FlowRef<'_>) {
+        let _ = flow;
+    }
+
+    /// Whether [`Self::packet`] is to be called for a packet of the flow in
+    /// `slot` sent by its client (`from_client`) or its server, with a
+    /// payload or not (`empty`); only asked when [`Self::reads_packets`].
+    /// False when the consumer would do nothing with that packet: the
+    /// table then skips the call, and the payload is never sliced.
+    #[inline(always)]
+    fn follows(&self, slot: usize, from_client: bool, empty: bool) -> bool {
+        let _ = (slot, from_client, empty);
+        true
+    }
+
     /// `flow` just got its verdict (in its entry); `model` names its class.
     #[inline(always)]
     fn verdict(&mut self, flow: FlowRef<'_>, model: &Inline) {

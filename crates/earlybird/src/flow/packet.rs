@@ -35,25 +35,88 @@ pub struct Pkt {
     pub ip_offset: u16,
 }
 
-/// A packet's transport payload, for the analyzers that read it.
+/// A packet's transport payload, for the analyzers that read it: where
+/// it lies in its batch's bytes, sliced only when a consumer reads it
+/// ([`Payload::bytes`], [`Payload::ip`]), so that a packet no consumer
+/// reads costs no slicing.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Payload<'a> {
-    /// The payload as captured (cut by the snaplen).
-    pub bytes: &'a [u8],
+    /// The bytes the payload lies in (its batch's; empty: no payload).
+    data: &'a [u8],
+    /// Offset of the payload's first byte in `data`.
+    start: usize,
+    /// Bytes captured of it (cut by the snaplen, never past the IP length).
+    captured: u16,
     /// Its length according to the headers.
     pub len: u16,
-    /// The (innermost) IP packet it ends, from the IP header, as captured
-    /// (empty unless an analyzer on reads it).
-    pub ip: &'a [u8],
+    /// Bytes of the (innermost) IP and transport headers before it in
+    /// `data`; 0 when the IP packet is not shown (not captured whole, or
+    /// no consumer reads it).
+    head: u16,
 }
 
-impl Payload<'_> {
+impl<'a> Payload<'a> {
     /// No payload (no analyzer reads it).
     pub const NONE: Payload<'static> = Payload {
-        bytes: &[],
+        data: &[],
+        start: 0,
+        captured: 0,
         len: 0,
-        ip: &[],
+        head: 0,
     };
+
+    /// The payload `captured` bytes of which are at `start` in `data`
+    /// (`len` long per its headers), after `head` bytes of IP and
+    /// transport headers (0: the IP packet is not shown).
+    #[inline(always)]
+    pub fn at(data: &'a [u8], start: usize, captured: u16, len: u16, head: u16) -> Payload<'a> {
+        Payload {
+            data,
+            start,
+            captured,
+            len,
+            head,
+        }
+    }
+
+    /// The payload `bytes` (`len` long per its headers), without its IP
+    /// packet.
+    pub fn of(bytes: &'a [u8], len: u16) -> Payload<'a> {
+        Payload::at(bytes, 0, bytes.len().min(u16::MAX as usize) as u16, len, 0)
+    }
+
+    /// The payload of the IP packet `ip`, after its first `head` bytes
+    /// (`len` long per its headers).
+    pub fn in_ip(ip: &'a [u8], head: u16, len: u16) -> Payload<'a> {
+        let captured = ip
+            .len()
+            .saturating_sub(head as usize)
+            .min(u16::MAX as usize) as u16;
+        Payload::at(ip, head as usize, captured, len, head)
+    }
+
+    /// The payload as captured (cut by the snaplen; empty when it is not
+    /// inside the bytes).
+    #[inline]
+    pub fn bytes(&self) -> &'a [u8] {
+        self.data
+            .get(self.start..self.start + self.captured as usize)
+            .unwrap_or(&[])
+    }
+
+    /// The (innermost) IP packet the payload ends, from the IP header, as
+    /// captured (empty unless a consumer reads it and its headers were all
+    /// captured).
+    #[inline]
+    pub fn ip(&self) -> &'a [u8] {
+        match self.start.checked_sub(self.head as usize) {
+            Some(from) if self.head != 0 => self
+                .data
+                .get(from..self.start + self.captured as usize)
+                .unwrap_or(&[]),
+            _ => &[],
+        }
+    }
 }
 
 /// What a packet of the general decoding path carries beside its [`Pkt`]
@@ -92,5 +155,31 @@ impl Pkt {
             from_a,
             ..Pkt::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Payload;
+
+    #[test]
+    fn a_payload_is_sliced_where_it_lies_and_never_past_its_bytes() {
+        // An IPv4 header (20 bytes), a UDP header (8), 4 bytes of payload.
+        let mut ip = vec![0u8; 28];
+        ip.extend_from_slice(b"ping");
+        let pl = Payload::in_ip(&ip, 28, 4);
+        assert_eq!((pl.bytes(), pl.ip(), pl.len), (&b"ping"[..], &ip[..], 4));
+        // The IP packet not shown (no consumer reads it).
+        let pl = Payload::at(&ip, 28, 4, 4, 0);
+        assert_eq!((pl.bytes(), pl.ip()), (&b"ping"[..], &[][..]));
+        // Cut by the snap length: 2 of 300 bytes captured.
+        let pl = Payload::of(b"GE", 300);
+        assert_eq!((pl.bytes(), pl.ip(), pl.len), (&b"GE"[..], &[][..], 300));
+        // A span outside its bytes, or headers longer than the offset.
+        assert!(Payload::at(&ip, 30, 4, 4, 28).bytes().is_empty());
+        assert!(Payload::at(&ip, 30, 4, 4, 28).ip().is_empty());
+        assert_eq!(Payload::at(&ip, 24, 4, 4, 20).ip().len(), 24);
+        assert!(Payload::at(&ip, 4, 4, 4, 20).ip().is_empty());
+        assert!(Payload::NONE.bytes().is_empty() && Payload::NONE.ip().is_empty());
     }
 }

@@ -612,6 +612,8 @@ impl<C: Consumer> FlowTable<C> {
             self.icmp_used = true;
         }
         self.consumers.start(s);
+        self.consumers
+            .opened(flow_ref(&self.entries, &self.tails, &self.wide, s));
         self.used += 1;
         self.counters.created += 1;
         if self.used as u64 > self.counters.peak_flows {
@@ -684,7 +686,7 @@ impl<C: Consumer> FlowTable<C> {
                 self.decide::<false>(s);
             }
         }
-        if PACKETS {
+        if PACKETS && self.consumers.follows(s, dir == Dir::Fwd, pl.len == 0) {
             self.consume(s, p, pl);
         }
     }

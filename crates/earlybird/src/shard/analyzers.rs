@@ -121,15 +121,25 @@ impl Consumer for Analyzers {
         }
     }
 
+    /// The flow's server address takes its cached name (with the `dns`
+    /// analyzer), whether or not an analyzer is shown its first packet (a
+    /// TCP flow's SYN has no payload).
+    #[inline(always)]
+    fn opened(&mut self, flow: FlowRef<'_>) {
+        if self.dns {
+            let ts = flow.entry.first_ts;
+            self.active.dns_flow_start(flow.slot, server(flow), ts);
+        }
+    }
+
+    #[inline(always)]
+    fn follows(&self, slot: usize, from_client: bool, empty: bool) -> bool {
+        self.active.live(slot, from_client, empty)
+    }
+
     #[inline]
     fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> bool {
         let h = flow.entry;
-        // Before the gate: a TCP flow's first packet (a SYN) has no
-        // payload, and no analyzer is shown it, but the flow's server
-        // address takes its cached name then.
-        if self.dns && h.packets[0] + h.packets[1] == 1 {
-            self.active.dns_flow_start(flow.slot, server(flow), p.ts);
-        }
         let from_client = flow.sent_by_client(p);
         if !self.active.live(flow.slot, from_client, pl.len == 0) {
             // No analyzer on would be shown the packet.
@@ -143,8 +153,8 @@ impl Consumer for Analyzers {
             tcp_flags: p.flags,
             proto: h.key.proto,
             payload_len: pl.len,
-            payload: pl.bytes,
-            ip: pl.ip,
+            payload: pl.bytes(),
+            ip: pl.ip(),
         };
         self.active.packet(flow.slot, &view) == Action::End
     }

@@ -57,6 +57,20 @@ macro_rules! registry {
             }
 
             #[inline(always)]
+            fn opened(&mut self, flow: FlowRef<'_>) {
+                $(if let Some(c) = &mut self.$name {
+                    c.opened(flow);
+                })*
+            }
+
+            #[inline(always)]
+            fn follows(&self, slot: usize, from_client: bool, empty: bool) -> bool {
+                false $(|| self.$name.as_ref().is_some_and(|c| {
+                    c.reads_packets() && c.follows(slot, from_client, empty)
+                }))*
+            }
+
+            #[inline(always)]
             fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> bool {
                 let mut end = false;
                 $(if let Some(c) = &mut self.$name {
