@@ -365,7 +365,7 @@ fn clickhouse_stopped_and_started_again_gets_every_record_of_the_meantime() {
 
 /// The server away for more than 16 batches, the queue's bound before
 /// `--clickhouse-hold` (docs/OPERATIONS.md, "What survives what"): a
-/// replay of 25 seconds while it is stopped makes a batch at nearly every
+/// replay of 33 seconds while it is stopped makes a batch at nearly every
 /// one-second flush. With the default hold every record of that time
 /// waits and is inserted once the server is back; with
 /// `--clickhouse-hold 30` at most 30 wait, the rest are counted as not
@@ -412,6 +412,8 @@ fn clickhouse_away_for_more_than_sixteen_batches_keeps_what_the_hold_allows() {
         let csv = tmp.path().join(format!("{table}.csv"));
         let dest = format!("clickhouse+http://127.0.0.1:{port}/{table}");
         let hold_arg = hold.map(|h: usize| h.to_string());
+        let mport = free_tcp_port();
+        let mport_arg = format!("127.0.0.1:{mport}");
         let mut args = vec![
             "--idle-timeout",
             "1",
@@ -419,6 +421,8 @@ fn clickhouse_away_for_more_than_sixteen_batches_keeps_what_the_hold_allows() {
             &dest,
             "-o",
             csv.to_str().unwrap(),
+            "--metrics-listen",
+            &mport_arg,
         ];
         if let Some(h) = &hold_arg {
             args.extend(["--clickhouse-hold", h.as_str()]);
@@ -432,11 +436,13 @@ fn clickhouse_away_for_more_than_sixteen_batches_keeps_what_the_hold_allows() {
                 .saturating_sub(1)
         };
         server.take().unwrap().stop();
-        // The replay (25 s at 200 packets a second) while the server is
+        // The replay (33 s at 150 packets a second; at 200 a second, 25 s,
+        // a run with the metrics endpoint on saw 13 to 16 batches on a
+        // loaded machine) while the server is
         // away; every growth of the CSV beside it is a flush that made a
         // ClickHouse batch too.
         let replay = std::thread::scope(|s| {
-            let r = s.spawn(|| replay_paced(&net, &gen, 200));
+            let r = s.spawn(|| replay_paced(&net, &gen, 150));
             let (mut last, mut batches) = (0, 0);
             while !r.is_finished() {
                 let n = rows();
@@ -452,6 +458,39 @@ fn clickhouse_away_for_more_than_sixteen_batches_keeps_what_the_hold_allows() {
         // The last flows end after a second idle.
         std::thread::sleep(std::time::Duration::from_secs(3));
         assert!(replay > 16, "{replay} batches while the server was away");
+        // The hold on /metrics while the server is away: every record
+        // written is held or was dropped beyond the hold.
+        let metric = |text: &str, name: &str| -> u64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or_else(|| panic!("{name} missing: {text}"))
+        };
+        let scrape = || {
+            let (st, text) = net.in_capture(|| http(mport, "GET", "/metrics", ""));
+            assert_eq!(st, 200, "{text}");
+            (
+                metric(&text, "earlybird_clickhouse_held_records"),
+                metric(&text, "earlybird_clickhouse_dropped_records_total"),
+            )
+        };
+        let away = rows();
+        assert!(
+            eventually(10, || {
+                let (h, d) = scrape();
+                h + d == away as u64
+            }),
+            "{away} records written; held and dropped on /metrics: {:?}",
+            scrape()
+        );
+        let (held_away, dropped_away) = scrape();
+        match hold {
+            None => assert_eq!(dropped_away, 0, "held {held_away}"),
+            Some(_) => assert!(
+                dropped_away > 0 && held_away > 0,
+                "held {held_away}, dropped {dropped_away}"
+            ),
+        }
         server = Some(start_on(tmp.path(), ports, Some(&net)).unwrap());
         let written = rows();
         match hold {
@@ -467,6 +506,21 @@ fn clickhouse_away_for_more_than_sixteen_batches_keeps_what_the_hold_allows() {
         let inserted = count().unwrap();
         eprintln!(
             "hold {hold:?}: {replay} batches while away, {written} records, {inserted} inserted; {rest}"
+        );
+        // The summary's line of the hold.
+        let summary = rest
+            .lines()
+            .find(|l| l.starts_with(&format!("ClickHouse {dest}: ")))
+            .unwrap_or_else(|| panic!("no ClickHouse line: {rest}"));
+        let beyond = written as u64 - inserted as u64;
+        assert!(
+            summary.contains(&format!(
+                ": {inserted} of {written} records inserted; at most "
+            )) && summary.ends_with(&format!(
+                "(--clickhouse-hold {}), {beyond} dropped beyond the hold",
+                hold.unwrap_or(100_000)
+            )),
+            "{summary}"
         );
         match hold {
             None => {

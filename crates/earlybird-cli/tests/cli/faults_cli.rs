@@ -1038,6 +1038,6 @@ fn a_wall_clock_stepped_under_a_live_capture_splits_and_loses_nothing() {
     // Dump files: one per second of packet time at most, every packet in
     // exactly one.
     let files = std::fs::read_dir(&dump).unwrap().count() as u64;
-    assert!(files >= 1 && files <= ran, "{files} dump files");
+    assert!((1..=ran).contains(&files), "{files} dump files");
     assert_eq!(packets_of(&dump), want, "packets dumped");
 }

@@ -31,6 +31,12 @@
 //! [`LINGER`] for the queue, then returns an [`Error::Output`] stating the
 //! records not delivered, the failures and the last (the server's own
 //! message for a refused insert).
+//!
+//! [`open_counted`] also gives the output's [`HoldCounts`]: the records
+//! held now and those dropped because the hold was full, read while the
+//! run goes (`earlybird_clickhouse_held_records`,
+//! `earlybird_clickhouse_dropped_records_total` on `/metrics`) and at its
+//! end (a line of the summary).
 
 use std::fmt::Write as _;
 use std::io::{Read, Write};
@@ -161,6 +167,8 @@ struct Tally {
     held: AtomicU64,
     /// The most records held at once.
     held_peak: AtomicU64,
+    /// Records dropped because the hold was full (part of `dropped`).
+    beyond_hold: AtomicU64,
     last: Mutex<Option<String>>,
     /// Set by `finish`: the thread posts no batch again after this time.
     give_up: Mutex<Option<std::time::Instant>>,
@@ -216,6 +224,62 @@ pub struct ClickHouseExporter {
 /// while the server is away or slow: checks the name and resolves the
 /// server (nothing is sent until records come). Errors name the output.
 pub fn open(out: &std::path::Path, opts: &ExportOptions, hold: usize) -> Result<Box<dyn Exporter>> {
+    open_counted(out, opts, hold).map(|(e, _)| e)
+}
+
+/// What a ClickHouse output's hold did so far: cheap to clone, read from
+/// any thread while the output runs and after it ended.
+#[derive(Clone)]
+pub struct HoldCounts {
+    name: String,
+    hold: u64,
+    tally: Arc<Tally>,
+}
+
+impl std::fmt::Debug for HoldCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HoldCounts")
+            .field("name", &self.name)
+            .field("held", &self.held())
+            .field("dropped_beyond_hold", &self.dropped_beyond_hold())
+            .finish()
+    }
+}
+
+impl HoldCounts {
+    /// Records held now: waiting for the server or being posted.
+    pub fn held(&self) -> u64 {
+        self.tally.held.load(Ordering::Relaxed)
+    }
+
+    /// Records dropped so far because the hold was full.
+    pub fn dropped_beyond_hold(&self) -> u64 {
+        self.tally.beyond_hold.load(Ordering::Relaxed)
+    }
+
+    /// The summary's line: records handed over and inserted, the most
+    /// held at once against the bound, and those dropped beyond it.
+    pub fn line(&self) -> String {
+        let t = &self.tally;
+        format!(
+            "ClickHouse {}: {} of {} records inserted; at most {} held (--clickhouse-hold {}), \
+             {} dropped beyond the hold",
+            self.name,
+            t.delivered.load(Ordering::Relaxed),
+            t.records.load(Ordering::Relaxed),
+            t.held_peak.load(Ordering::Relaxed),
+            self.hold,
+            self.dropped_beyond_hold()
+        )
+    }
+}
+
+/// [`open`], and the output's [`HoldCounts`].
+pub fn open_counted(
+    out: &std::path::Path,
+    opts: &ExportOptions,
+    hold: usize,
+) -> Result<(Box<dyn Exporter>, HoldCounts)> {
     let name = out.display().to_string();
     let err = |reason: String| Error::Output {
         name: name.clone(),
@@ -232,9 +296,13 @@ pub fn open(out: &std::path::Path, opts: &ExportOptions, hold: usize) -> Result<
         )));
     }
     let addr = super::ipfix::transport::resolve(hostport).map_err(|e| err(e.to_string()))?;
-    Ok(Box::new(ClickHouseExporter::new(
-        &name, addr, hostport, table, opts, hold,
-    )))
+    let ex = ClickHouseExporter::new(&name, addr, hostport, table, opts, hold);
+    let counts = HoldCounts {
+        name: name.clone(),
+        hold: ex.hold,
+        tally: Arc::clone(&ex.tally),
+    };
+    Ok((Box::new(ex), counts))
 }
 
 impl ClickHouseExporter {
@@ -302,6 +370,7 @@ impl ClickHouseExporter {
         // race with another batch.
         let held = self.tally.held.load(Ordering::Relaxed);
         if held > 0 && held + records > self.hold {
+            self.tally.beyond_hold.fetch_add(records, Ordering::Relaxed);
             self.tally.fail(
                 records,
                 format!(

@@ -110,6 +110,8 @@ pub struct Probe {
     exporters: Vec<Box<dyn Exporter>>,
     live: Option<LiveInput>,
     calls: Option<Arc<Mutex<CallOutputs>>>,
+    /// The ClickHouse outputs' holds (their summary lines).
+    clickhouse: Vec<crate::export::clickhouse::HoldCounts>,
     #[cfg(feature = "metrics")]
     server: Option<MetricsServer>,
     #[cfg(feature = "tools")]
@@ -729,13 +731,20 @@ impl Plan {
             ));
         }
         let mut exporters = extra;
+        let mut clickhouse = Vec::new();
         let first_own = exporters.len();
         let row_group = (self.config.parquet_row_group, self.config.parquet_part_rows);
         for (out, fmt) in &self.outputs {
             exporters.push(match *fmt {
                 Format::Ipfix => ipfix::open(out, &self.export, &self.ipfix)?,
                 Format::ClickHouse => {
-                    crate::export::clickhouse::open(out, &self.export, self.config.clickhouse_hold)?
+                    let (ex, counts) = crate::export::clickhouse::open_counted(
+                        out,
+                        &self.export,
+                        self.config.clickhouse_hold,
+                    )?;
+                    clickhouse.push(counts);
+                    ex
                 }
                 Format::Netflow => crate::export::netflow::open(
                     out,
@@ -801,6 +810,14 @@ impl Plan {
                         d, swap,
                     )))?;
                 }
+                if !clickhouse.is_empty() {
+                    let holds = clickhouse.clone();
+                    metrics.watch_clickhouse(Box::new(move || {
+                        holds.iter().fold((0, 0), |(h, d), c| {
+                            (h + c.held(), d + c.dropped_beyond_hold())
+                        })
+                    }));
+                }
                 self.options.metrics = Some(metrics.clone());
                 Some(MetricsServer::start(addr, metrics)?)
             }
@@ -811,6 +828,7 @@ impl Plan {
             exporters,
             live,
             calls,
+            clickhouse,
             #[cfg(feature = "metrics")]
             server,
             #[cfg(feature = "tools")]
@@ -880,6 +898,7 @@ impl Probe {
             exporters,
             live,
             calls,
+            clickhouse,
             #[cfg(feature = "metrics")]
             server,
             #[cfg(feature = "tools")]
@@ -914,6 +933,9 @@ impl Probe {
         }
         let mut report = result?;
         report.output_errors.extend(call_errors);
+        report
+            .output_notes
+            .extend(clickhouse.iter().map(|c| c.line()));
         if plan.options.flow.analyzers.iter().any(|a| a == "tls") {
             report.handshakes_cut_by_snap = plan.options.labels.as_ref().map(|l| l.cut_by_snap());
             report.handshakes_cut_by_memory =

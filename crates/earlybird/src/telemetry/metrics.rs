@@ -9,7 +9,8 @@
 //! (packets the capture filter left out, which no shard sees), is read at
 //! each scrape from the filter's own count ([`Metrics::watch_filtered`]),
 //! and so are the call database's records held and not written
-//! ([`Metrics::watch_call_db`]).
+//! ([`Metrics::watch_call_db`]) and the ClickHouse outputs' records held
+//! and dropped beyond their hold ([`Metrics::watch_clickhouse`]).
 //! The drops of a live run are not per-second figures either: each live
 //! shard adds what its socket's kernel counters and its hand-over to the
 //! exporter dropped since its last tick ([`Metrics::live_drops`], every
@@ -90,7 +91,15 @@ pub struct Metrics {
     call_db_not_written: IntCounter,
     /// The call database's hold, when there is a database.
     call_db_source: std::sync::OnceLock<CallDbCount>,
+    clickhouse_held: IntGauge,
+    clickhouse_dropped: IntCounter,
+    /// The ClickHouse outputs' holds, when there are some.
+    clickhouse_source: std::sync::OnceLock<ClickHouseCount>,
 }
+
+/// Reads the ClickHouse outputs' records held now and records dropped
+/// beyond the hold so far (`export/clickhouse.rs`), summed over them.
+pub type ClickHouseCount = Box<dyn Fn() -> (u64, u64) + Send + Sync>;
 
 /// Reads the call database's records held now and records not written
 /// so far (`voip/store/hold.rs`).
@@ -156,6 +165,20 @@ impl Metrics {
                 "Call records the call database could not take and the hold could not keep.",
             ),
             call_db_source: std::sync::OnceLock::new(),
+            clickhouse_held: reg(
+                &r,
+                IntGauge::new(
+                    "earlybird_clickhouse_held_records",
+                    "Records the ClickHouse outputs hold in memory, waiting for the server or being posted (--clickhouse-hold).",
+                )
+                .expect("valid metric"),
+            ),
+            clickhouse_dropped: counter(
+                &r,
+                "earlybird_clickhouse_dropped_records_total",
+                "Records the ClickHouse outputs dropped because their hold was full.",
+            ),
+            clickhouse_source: std::sync::OnceLock::new(),
             kernel_offered: counter(
                 &r,
                 "earlybird_kernel_packets_total",
@@ -500,8 +523,21 @@ impl Metrics {
             .map_err(|e| Error::Config(format!("metrics: {e}")))
     }
 
+    /// Makes `earlybird_clickhouse_held_records` and
+    /// `earlybird_clickhouse_dropped_records_total` follow `count` (read
+    /// at each scrape).
+    pub fn watch_clickhouse(&self, count: ClickHouseCount) {
+        let _ = self.clickhouse_source.set(count);
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn render(&self) -> String {
+        if let Some(c) = self.clickhouse_source.get() {
+            let (held, dropped) = c();
+            self.clickhouse_held
+                .set(i64::try_from(held).unwrap_or(i64::MAX));
+            (self.clickhouse_dropped).inc_by(dropped.saturating_sub(self.clickhouse_dropped.get()));
+        }
         if let Some(c) = self.call_db_source.get() {
             let (held, lost) = c();
             self.call_db_held

@@ -298,6 +298,8 @@ pub struct Report {
     /// addresses it held, and the addresses evicted because it was full
     /// (per board: shards that share their turns count once).
     pub dns_cache: Option<(u64, u64)>,
+    /// Lines the outputs add to the summary (a ClickHouse output's hold).
+    pub output_notes: Vec<String>,
 }
 
 /// The process's anonymous resident memory (Linux), in bytes.
@@ -593,6 +595,9 @@ impl fmt::Display for Report {
         }
         for w in &self.warnings {
             writeln!(f, "warning: {w}")?;
+        }
+        for n in &self.output_notes {
+            writeln!(f, "{n}")?;
         }
         for e in &self.output_errors {
             writeln!(f, "output error: {e}")?;
