@@ -55,6 +55,7 @@ use std::path::PathBuf;
 use crate::error::{Error, Result};
 use crate::flow::held::HeldEnd;
 use crate::flow::key::TableKey;
+use crate::flow::packet::{Pkt, V6Icmp};
 use crate::flow::table::FlowTable;
 use crate::source::PacketRef;
 
@@ -241,11 +242,12 @@ impl DumpFilter {
 pub trait FrameTap: Send {
     /// One packet that belongs to no flow (bytes in `data`).
     fn frame(&mut self, data: &[u8], r: &PacketRef);
-    /// One packet of a flow (`first`: the flow's first packet); returns
-    /// whether the tap wants the flow's next packets (the shard shows it
-    /// none of them once it says no).
-    fn flow_frame(&mut self, data: &[u8], r: &PacketRef, first: bool) -> bool {
-        let _ = first;
+    /// One packet of a flow, as the shard decoded it (`p`: its [`Pkt`]
+    /// and side; `first`: the flow's first packet); returns whether the
+    /// tap wants the flow's next packets (the shard shows it none of them
+    /// once it says no).
+    fn flow_frame(&mut self, data: &[u8], r: &PacketRef, p: (&Pkt, &V6Icmp), first: bool) -> bool {
+        let _ = (p, first);
         self.frame(data, r);
         true
     }

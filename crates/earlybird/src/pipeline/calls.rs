@@ -14,6 +14,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::dump::{FrameTap, Taps};
+use crate::flow::packet::{Pkt, V6Icmp};
 use crate::source::PacketRef;
 use crate::voip::record::{CallRecord, StreamRecord};
 use crate::voip::stage::{self, Order, ShardTap, StageCounters, StageEnd, TapPolicy};
@@ -61,8 +62,8 @@ impl FrameTap for ShardTap {
         ShardTap::frame(self, data, r);
     }
     #[inline]
-    fn flow_frame(&mut self, data: &[u8], r: &PacketRef, first: bool) -> bool {
-        ShardTap::flow_frame(self, data, r, first)
+    fn flow_frame(&mut self, data: &[u8], r: &PacketRef, p: (&Pkt, &V6Icmp), first: bool) -> bool {
+        ShardTap::flow_frame(self, data, r, p, first)
     }
     #[inline]
     fn not_shown(&mut self, n: u64) {

@@ -57,10 +57,11 @@ use crossbeam_channel::{Receiver, Select, Sender, TryRecvError};
 
 use super::record::{CallRecord, StreamRecord};
 use super::run::{advance_idle, new_tracker, send_records, writer_loop, Records, VoipSummary};
-use super::tap::{extract, extract_flow, follow_tcp, Follow, SipConnections};
+use super::tap::{extract, flow_packet, Follow, SipConnections};
 use super::tracker::{Fragment, Tcp, TrackerConfig, VoipPacket};
 use crate::decode::Decoded;
 use crate::error::{Error, Result};
+use crate::flow::packet::{Pkt, V6Icmp};
 use crate::source::PacketRef;
 
 /// Packets a tap's batch holds at most.
@@ -191,28 +192,35 @@ impl ShardTap {
         self.keep(r, &v);
     }
 
-    /// Shows the tap one packet of a flow (`first`: the flow's first);
-    /// returns whether the flow's next packets may carry what the tracker
-    /// wants (see [`Follow`]): the shard shows it no more of them when
-    /// not.
+    /// Shows the tap one packet of a flow as the shard decoded it (`p`,
+    /// its side `side`; `first`: the flow's first); returns whether the
+    /// flow's next packets may carry what the tracker wants (see
+    /// [`Follow`]): the shard shows it no more of them when not. The
+    /// frame is not decoded again ([`flow_packet`]).
     #[inline]
-    pub fn flow_frame(&mut self, data: &[u8], r: &PacketRef, first: bool) -> bool {
+    pub fn flow_frame(
+        &mut self,
+        data: &[u8],
+        r: &PacketRef,
+        (p, side): (&Pkt, &V6Icmp),
+        first: bool,
+    ) -> bool {
         self.seen += 1;
         let Some(frame) = data.get(r.offset..r.offset + r.caplen as usize) else {
             return true;
         };
-        let (v, mut follow) = extract_flow(r.ts, r.link, frame, &mut self.d, first);
-        let Some(v) = v else {
-            return follow == Follow::Yes;
-        };
-        if v.tcp.is_some() {
-            let wanted = self.conns.wants(&v);
-            follow = follow_tcp(&v, wanted);
-            if !wanted {
-                return follow == Follow::Yes;
-            }
+        let (v, follow) = flow_packet(
+            r.ts,
+            r.link,
+            frame,
+            (p, side),
+            first,
+            &mut self.conns,
+            &mut self.d,
+        );
+        if let Some(v) = v {
+            self.keep(r, &v);
         }
-        self.keep(r, &v);
         follow == Follow::Yes
     }
 

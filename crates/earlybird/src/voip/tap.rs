@@ -12,8 +12,12 @@
 //! the decoder skips give `None`; nothing here panics on any input. The
 //! common frame (untagged Ethernet, IPv4 without options, TCP or UDP) is
 //! read through the decoder's fast path (`decode/fast.rs`, the same result
-//! in a handful of loads); the rest through the general walk.
-//! [`SipConnections`] is the bounded set of TCP connections a shard has
+//! in a handful of loads); the rest through the general walk. That is
+//! for the packets of no flow: a packet of a flow reaches the tap in a
+//! flows run as the shard decoded it, and [`flow_packet`] reads it
+//! without decoding it again (the shard's protocol, ports, direction and
+//! flags; the transport found from its IP header offset; addresses built
+//! only for what is kept). [`SipConnections`] is the bounded set of TCP connections a shard has
 //! seen SIP on, so that only their segments travel to the call stage.
 //!
 //! [`Follow`] is the candidate mark of a flow: what the packets of a flow
@@ -35,6 +39,7 @@ use crate::decode::ipv4::Ipv4;
 use crate::decode::ipv6::Ipv6;
 use crate::decode::LinkType;
 use crate::decode::{decode, fast, ipproto, map_v4, Decoded, Skip};
+use crate::flow::packet::{Pkt, V6Icmp};
 
 /// What the call tap does with the flow of a packet after it (see the
 /// module docs).
@@ -94,6 +99,185 @@ pub fn extract_flow<'a>(
         _ => Follow::No,
     };
     (None, follow)
+}
+
+/// Where the transport of a flow packet is in its frame, found from the
+/// innermost IP header the shard's decoding placed (see [`flow_packet`]).
+#[derive(Debug, Clone, Copy)]
+struct Located {
+    /// Offset of the transport header.
+    l4: usize,
+    /// Offset of the transport payload.
+    start: usize,
+    /// The payload's length according to the headers.
+    len: usize,
+    /// An IPv4 first fragment (more fragments follow).
+    first_fragment: bool,
+}
+
+/// The transport of flow packet `p` (protocol `p.key.proto`, UDP, TCP or
+/// SCTP) in `frame`, read from the IP header at `p.ip_offset`: the
+/// header's own length and the length it declares, and for TCP the data
+/// offset. `None` for what the shard's decoding read past more headers
+/// than these (IPv6 extension headers, an IPv4 length of 0 (TSO), a
+/// jumbogram): such a packet is decoded again.
+#[inline(always)]
+fn locate(frame: &[u8], p: &Pkt) -> Option<Located> {
+    let ip = usize::from(p.ip_offset);
+    let proto = p.key.proto;
+    let (l4, declared, first_fragment) = if p.key.is_v6() {
+        let h: &[u8; 40] = frame.get(ip..)?.first_chunk()?;
+        let declared = usize::from(u16::from_be_bytes([h[4], h[5]]));
+        if h[6] != proto || declared == 0 {
+            return None;
+        }
+        (ip + 40, declared, false)
+    } else {
+        let h: &[u8; 20] = frame.get(ip..)?.first_chunk()?;
+        let ihl = usize::from(h[0] & 0x0f) * 4;
+        let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+        (ip + ihl, total.checked_sub(ihl)?, h[6] & 0x20 != 0)
+    };
+    let head = match proto {
+        ipproto::UDP => 8,
+        ipproto::TCP => usize::from(*frame.get(l4 + 12)? >> 4) * 4,
+        _ => 12,
+    };
+    Some(Located {
+        l4,
+        start: l4 + head,
+        len: declared.checked_sub(head)?,
+        first_fragment,
+    })
+}
+
+/// The addresses of flow packet `p` (its side `side`), source first.
+#[inline]
+fn ends(p: &Pkt, side: &V6Icmp) -> (Addr, Addr) {
+    let k = &p.key;
+    let (a, b) = if k.is_v6() {
+        (side.wide[0], side.wide[1])
+    } else {
+        (map_v4(k.a.to_be_bytes()), map_v4(k.b.to_be_bytes()))
+    };
+    if p.from_a {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+/// A flow packet as the shard decoded it (`p`, its side `side`, its
+/// frame `frame`; `first`: the flow's first packet): the datagram or
+/// segment the tracker wants, TCP segments already asked of `conns`, and
+/// what it says of the flow's next packets ([`Follow`]). The same packet
+/// and the same mark as [`extract_flow`] followed by
+/// [`SipConnections::wants`] and [`follow_tcp`], but without decoding
+/// the frame again: the protocol, ports, direction and TCP flags are the
+/// shard's, the transport is found from its IP header offset, and
+/// addresses are built only for a packet that is kept (or asked of a
+/// set that knows connections). A TCP segment whose payload starts past
+/// the bytes captured keeps its flow followed (so does the general walk;
+/// the fast path had judged it as a UDP datagram). Packets [`locate`]
+/// cannot place are decoded again (`link`, scratch `d`).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub fn flow_packet<'a>(
+    ts: u64,
+    link: LinkType,
+    frame: &'a [u8],
+    (p, side): (&Pkt, &V6Icmp),
+    first: bool,
+    conns: &mut SipConnections,
+    d: &mut Decoded,
+) -> (Option<VoipPacket<'a>>, Follow) {
+    let k = &p.key;
+    let proto = k.proto;
+    if !matches!(proto, ipproto::UDP | ipproto::TCP | ipproto::SCTP) {
+        return (None, Follow::No);
+    }
+    let Some(at) = locate(frame, p) else {
+        return decode_again(ts, link, frame, d, first, conns);
+    };
+    let (sport, dport) = if p.from_a { (k.pa, k.pb) } else { (k.pb, k.pa) };
+    let end = (at.start + at.len).min(frame.len());
+    let payload = frame.get(at.start..end);
+    let packet = |payload, tcp, sctp| {
+        let (src, dst) = ends(p, side);
+        VoipPacket {
+            ts,
+            src,
+            dst,
+            sport,
+            dport,
+            tcp,
+            frag: None,
+            sctp,
+            payload,
+        }
+    };
+    match proto {
+        ipproto::UDP => {
+            if at.first_fragment {
+                let version = if k.is_v6() { 6 } else { 4 };
+                let f = fragment(ts, frame, (p.ip_offset, version), (sport, dport), true);
+                if f.is_some() {
+                    return (f, Follow::Yes);
+                }
+            } else if let Some(pl) = payload.filter(|pl| wanted_udp(pl)) {
+                return (Some(packet(pl, None, false)), Follow::Yes);
+            }
+            let rest = frame.get(at.start..).unwrap_or(&[]);
+            (None, udp_follow(first, sport, dport, rest))
+        }
+        ipproto::TCP => {
+            let (Some(pl), Some(h)) = (payload, frame.get(at.l4..at.l4 + 8)) else {
+                return (None, Follow::Yes);
+            };
+            let flags = p.flags;
+            // What `wants` answers first, before any address is built.
+            if conns.is_empty() && (flags & 0x05 != 0 || !looks_like_sip(pl)) {
+                let keep = pl.is_empty() || is_sip_port(sport) || is_sip_port(dport);
+                return (None, if keep { Follow::Yes } else { Follow::No });
+            }
+            let seq = u32::from_be_bytes([h[4], h[5], h[6], h[7]]);
+            let v = packet(pl, Some(Tcp { seq, flags }), false);
+            let wanted = conns.wants(&v);
+            (wanted.then_some(v), follow_tcp(&v, wanted))
+        }
+        _ => {
+            let sip = payload.filter(|pl| super::sctp::messages(pl).any(looks_like_sip));
+            (sip.map(|pl| packet(pl, None, true)), Follow::Yes)
+        }
+    }
+}
+
+/// [`flow_packet`] of a packet it cannot place: decoded again.
+#[cold]
+#[inline(never)]
+fn decode_again<'a>(
+    ts: u64,
+    link: LinkType,
+    frame: &'a [u8],
+    d: &mut Decoded,
+    first: bool,
+    conns: &mut SipConnections,
+) -> (Option<VoipPacket<'a>>, Follow) {
+    let (v, follow) = extract_flow(ts, link, frame, d, first);
+    match v {
+        Some(v) if v.tcp.is_some() => {
+            let wanted = conns.wants(&v);
+            (wanted.then_some(v), follow_tcp(&v, wanted))
+        }
+        v => (v, follow),
+    }
+}
+
+/// Whether a whole UDP datagram's payload is one the tracker may want:
+/// RTP or RTCP (first two bits 2) or SIP, 8 bytes at least.
+#[inline]
+fn wanted_udp(payload: &[u8]) -> bool {
+    payload.len() >= 8 && (payload[0] >> 6 == 2 || looks_like_sip(payload))
 }
 
 /// A UDP flow none of whose datagrams the tracker wants so far: judged at
@@ -187,9 +371,14 @@ fn extract_walk<'a>(
     d: &mut Decoded,
 ) -> Option<VoipPacket<'a>> {
     match decode(link, frame, d) {
-        Ok(()) if d.first_fragment && d.proto == 17 => return fragment(ts, frame, d, true),
+        Ok(()) if d.first_fragment && d.proto == 17 => {
+            let ports = (d.sport, d.dport);
+            return fragment(ts, frame, (d.ip_offset, d.ip_version), ports, true);
+        }
         Ok(()) => {}
-        Err(Skip::FragmentNonFirst) => return fragment(ts, frame, d, false),
+        Err(Skip::FragmentNonFirst) => {
+            return fragment(ts, frame, (d.ip_offset, d.ip_version), (0, 0), false)
+        }
         Err(_) => return None,
     }
     let start = d.payload_offset as usize;
@@ -232,12 +421,17 @@ fn extract_walk<'a>(
     })
 }
 
-/// A fragment of a UDP datagram (`first`: the one with the ports), its
-/// IP header at `d.ip_offset`.
-fn fragment<'a>(ts: u64, frame: &'a [u8], d: &Decoded, first: bool) -> Option<VoipPacket<'a>> {
-    let off = d.ip_offset as usize;
-    let ip = frame.get(off..)?;
-    let (src, dst, ident, offset, more, proto, start, end) = if d.ip_version == 4 {
+/// A fragment of a UDP datagram (`first`: the one with the ports, `ports`
+/// its ports), its IP header of version `version` at `ip_offset`.
+fn fragment(
+    ts: u64,
+    frame: &[u8],
+    (ip_offset, version): (u16, u8),
+    ports: (u16, u16),
+    first: bool,
+) -> Option<VoipPacket<'_>> {
+    let ip = frame.get(usize::from(ip_offset)..)?;
+    let (src, dst, ident, offset, more, proto, start, end) = if version == 4 {
         let h = Ipv4::parse(ip).ok()?;
         (
             map_v4(h.src),
@@ -270,15 +464,15 @@ fn fragment<'a>(ts: u64, frame: &'a [u8], d: &Decoded, first: bool) -> Option<Vo
         ts,
         src,
         dst,
-        sport: if first { d.sport } else { 0 },
-        dport: if first { d.dport } else { 0 },
+        sport: if first { ports.0 } else { 0 },
+        dport: if first { ports.1 } else { 0 },
         tcp: None,
         sctp: false,
         frag: Some(Fragment {
             ident,
             offset,
             more,
-            version: d.ip_version,
+            version,
         }),
         payload,
     })
@@ -316,6 +510,13 @@ pub struct SipConnections {
 }
 
 impl SipConnections {
+    /// Whether the set knows no connection (then [`Self::wants`] takes
+    /// only a segment that starts SIP, without FIN or RST).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
+
     /// An empty set of at most `max` connections.
     pub fn new(max: usize) -> SipConnections {
         SipConnections {
