@@ -467,8 +467,7 @@ fn clickhouse_away_for_more_than_sixteen_batches_keeps_what_the_hold_allows() {
                 .unwrap_or_else(|| panic!("{name} missing: {text}"))
         };
         let scrape = || {
-            let (st, text) = net.in_capture(|| http(mport, "GET", "/metrics", ""));
-            assert_eq!(st, 200, "{text}");
+            let text = crate::metrics_cli::scrape(&net, mport).expect("/metrics answers");
             (
                 metric(&text, "earlybird_clickhouse_held_records"),
                 metric(&text, "earlybird_clickhouse_dropped_records_total"),
