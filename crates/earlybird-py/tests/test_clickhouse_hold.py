@@ -38,9 +38,10 @@ def test_clickhouse_hold_reaches_the_configuration():
 
 
 def test_clickhouse_hold_bounds_what_waits_for_an_absent_server(cli, tmp_path):
-    # Enough flows for several batches of about 1 MiB of JSON each.
+    # More flows than one record batch (2,048) holds, so that at least two
+    # batches wait for the server.
     pcap = tmp_path / "many.pcap"
-    subprocess.run([cli, "gen", "realistic", "-n", "60000", "--seed", "4", "-o", pcap], check=True)
+    subprocess.run([cli, "gen", "realistic", "-n", "250000", "--seed", "4", "-o", pcap], check=True)
     out = f"clickhouse+http://127.0.0.1:{refused_port()}/flows"
     seen = {}
     for hold in (100000, 1000):
@@ -56,4 +57,5 @@ def test_clickhouse_hold_bounds_what_waits_for_an_absent_server(cli, tmp_path):
     # larger than the hold is held alone) and drops the rest, counted.
     assert seen[100000] == (rows, 0), seen
     held, beyond = seen[1000]
+    assert rows > 2048, rows
     assert 0 < held < rows and beyond == rows - held, seen
