@@ -151,19 +151,18 @@ fn locate(frame: &[u8], p: &Pkt) -> Option<Located> {
     })
 }
 
-/// The addresses of flow packet `p` (its side `side`), source first.
-#[inline]
+/// The addresses of flow packet `p` (its side `side`), source first (an
+/// IPv4 address in its mapped form, built as one 128-bit value).
+#[inline(always)]
 fn ends(p: &Pkt, side: &V6Icmp) -> (Addr, Addr) {
     let k = &p.key;
-    let (a, b) = if k.is_v6() {
-        (side.wide[0], side.wide[1])
+    let (s, d) = if p.from_a { (0, 1) } else { (1, 0) };
+    if k.is_v6() {
+        (side.wide[s], side.wide[d])
     } else {
-        (map_v4(k.a.to_be_bytes()), map_v4(k.b.to_be_bytes()))
-    };
-    if p.from_a {
-        (a, b)
-    } else {
-        (b, a)
+        let mapped = |a: u32| (0xffff_0000_0000_u128 | u128::from(a)).to_be_bytes();
+        let (a, b) = if p.from_a { (k.a, k.b) } else { (k.b, k.a) };
+        (mapped(a), mapped(b))
     }
 }
 
