@@ -21,10 +21,11 @@ fn sample(name: &str) -> PathBuf {
 
 /// The record fields of the label's enterprise elements, in template
 /// order (after the seven every record has).
-const LABEL_PIE: [&str; 13] = [
+const LABEL_PIE: [&str; 14] = [
     "label_source",
     "stat_app",
     "stat_confidence",
+    "model_id",
     "sni",
     "alpn",
     "tls_version",
@@ -160,6 +161,11 @@ fn check(
             match field {
                 "stat_confidence" => want.push(Want::F32(r[field].parse().unwrap())),
                 "ech" => want.push(Want::Bytes(vec![r[field].parse().unwrap_or(0)])),
+                // unsigned16; 65535 when no model decided the flow.
+                "model_id" => want.push(Want::Bytes(match r[field].parse::<u16>() {
+                    Ok(v) => v.to_be_bytes().to_vec(),
+                    Err(_) => vec![0xff, 0xff],
+                })),
                 _ if r[field].is_empty() => {}
                 _ => {
                     *filled.entry(field).or_default() += 1;
@@ -222,6 +228,16 @@ fn ipfix_labels_cli_tshark_decodes_the_label_elements_as_documented() {
         filled["http_host"] >= 1 && filled["http_user_agent"] >= 1,
         "{filled:?}"
     );
+    // A --learn run names the model that decided each flow (0: the run's
+    // own; the run trains once, at its end).
+    let models = dir.path().join("models");
+    let (flows, rows) = run(
+        dir.path(),
+        &sample("ndpi__iphone.pcap"),
+        &["--learn", models.to_str().unwrap()],
+    );
+    assert!(rows.iter().any(|r| r["model_id"] == "0"), "{rows:?}");
+    check(&flows, &rows);
     // Without a labeller: none of them.
     let (flows, _) = run(dir.path(), &sample("ndpi__iphone.pcap"), &[]);
     for f in &flows {

@@ -9,7 +9,8 @@
 //! shorter, or applied when the classifier pool returns it. The row names
 //! the flow as its record will (client first, same key fields), the
 //! verdict ("unknown" below the model's threshold), its confidence, the
-//! early packet it was taken at, and two packet times: the flow's first
+//! early packet it was taken at, the number of the model that took it
+//! (`model_id`), and two packet times: the flow's first
 //! packet and the packet at which the verdict was known to the table (the
 //! latest packet of the flow then; for a pooled verdict, the latest packet
 //! when the verdict came back), so `time_to_decision_ns` is the delay
@@ -67,6 +68,12 @@ pub const VERDICTS: Kind = Kind::new(
             U64,
             "",
             "The early packet (1-based) the verdict was taken at",
+        ),
+        Field::new(
+            "model_id",
+            U64,
+            "",
+            "Number of the model that took the verdict: 0 the run's own, then the models a --learn run swapped in (DIR/models.jsonl)",
         ),
     ],
 );
@@ -126,6 +133,7 @@ impl Events {
             c.text(app);
             c.f64(f64::from(v.confidence));
             c.u64(u64::from(v.at_packet));
+            c.u64(u64::from(model.model_id()));
         });
     }
 }

@@ -78,7 +78,7 @@ pub(crate) enum Source {
 
 /// The record fields of the payload labels exported over IPFIX, in the
 /// order of [`Source::Label`].
-pub(crate) const LABEL_FIELDS: [&str; 16] = [
+pub(crate) const LABEL_FIELDS: [&str; 17] = [
     "sni",
     "alpn",
     "tls_version",
@@ -95,6 +95,7 @@ pub(crate) const LABEL_FIELDS: [&str; 16] = [
     "label_source",
     "stat_app",
     "stat_confidence",
+    "model_id",
 ];
 
 /// The label fields after the payload labellers' own: present in every
@@ -255,6 +256,8 @@ pub(crate) const ELEMENTS: &[Element] = &[
       "The model's early verdict beside the payload label (stat_app)."),
     e("earlybirdStatConfidence", 25, PEN_EARLYBIRD, 4, "float32", S::Label(15), W::Labels,
       "Confidence of that verdict, 0 to 1 (stat_confidence)."),
+    e("earlybirdModelId", 26, PEN_EARLYBIRD, 2, "unsigned16", S::Label(16), W::Labels,
+      "Number of the model that decided the flow (model_id): 0 the run's own, then the models a --learn run swapped in (DIR/models.jsonl); 65535 when no model decided it."),
     e("earlybirdTlsServerName", 12, PEN_EARLYBIRD, VARLEN, "string", S::Label(0), W::Labels,
       "Server name of the TLS or QUIC ClientHello (sni); IANA has no element for it. Empty when none."),
     e("earlybirdTlsAlpn", 13, PEN_EARLYBIRD, VARLEN, "string", S::Label(1), W::Labels,
@@ -313,6 +316,8 @@ pub(crate) const EVENT_ELEMENTS: &[Element] = &[
       "The early packet (1-based) the verdict was taken at."),
     e("earlybirdTimeToDecisionNanoseconds", 7, PEN_EARLYBIRD, 8, "unsigned64", S::Cell(10), W::Always,
       "Nanoseconds of packet time from the flow's first packet to the verdict."),
+    e("earlybirdModelId", 26, PEN_EARLYBIRD, 2, "unsigned16", S::Cell(14), W::Always,
+      "Number of the model that took the verdict (the event's model_id): 0 the run's own, then the models a --learn run swapped in."),
 ];
 
 /// Template id of early-verdict events of IPv4 flows (IPv6: the next).

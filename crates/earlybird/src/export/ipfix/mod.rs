@@ -284,6 +284,12 @@ fn label_values<'a>(cols: &LabelCols, batch: &'a RecordBatch, i: usize) -> recor
             }
             (Some(1), Value::U64(v)) => out.fixed[k][0] = v.min(255) as u8,
             (Some(4), Value::F64(v)) => out.fixed[k] = (v as f32).to_be_bytes(),
+            // model_id: no model decided the flow.
+            (Some(2), Value::Null) => out.fixed[k] = [0xff, 0xff, 0, 0],
+            (Some(2), Value::U64(v)) => {
+                let [a, b] = (v.min(0xfffe) as u16).to_be_bytes();
+                out.fixed[k] = [a, b, 0, 0];
+            }
             _ => {}
         }
     }

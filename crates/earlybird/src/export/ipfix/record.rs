@@ -156,7 +156,8 @@ impl Media {
 /// The label values of one record, by [`LABEL_FIELDS`] index: the
 /// strings (cut by the caller to `LABEL_MAX` bytes each and `LABEL_BUDGET`
 /// together, `elements.rs`) and the fixed-length values in network byte
-/// order (`ech` one byte, `stat_confidence` a float32).
+/// order (`ech` one byte, `stat_confidence` a float32, `model_id` an
+/// unsigned16).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Labels<'a> {
     pub text: [&'a [u8]; LABEL_FIELDS.len()],
@@ -168,6 +169,7 @@ pub(crate) const fn label_len(k: usize) -> Option<usize> {
     match k {
         5 => Some(1),
         15 => Some(4),
+        16 => Some(2),
         _ => None,
     }
 }
@@ -752,8 +754,9 @@ mod tests {
                 &Media::default(),
                 &Labels::default(),
             );
-            // applicationName (1 + 3 bytes), the two fixed values (5).
-            let fixed_labels = 4 + 1;
+            // applicationName (1 + 3 bytes, the `4` below), the three fixed
+            // values: stat_confidence (4), ech (1), model_id (2).
+            let fixed_labels = 4 + 1 + 2;
             let strings = labels
                 .text
                 .iter()
