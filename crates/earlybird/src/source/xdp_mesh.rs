@@ -33,8 +33,14 @@ use super::PacketRef;
 
 /// Bytes of frames a parcel holds.
 pub const PARCEL_BYTES: usize = 256 * 1024;
-/// Parcels a shard owns for each other shard.
-pub const PARCELS: usize = 8;
+/// Parcels a shard may own for each other shard. A parcel leaves at the
+/// end of every take, however few frames it holds, so at a low rate one
+/// parcel may carry one frame: this many takes can wait for a shard that
+/// is not scheduled (eight were used up by a busy machine's pause in a
+/// test at 1,000 packets a second). Parcels are made only when none
+/// came back, so the bound (this × [`PARCEL_BYTES`] for each pair of
+/// shards) is reached only while a shard stalls.
+pub const PARCELS: usize = 64;
 
 /// Frames copied for another shard: their bytes and where each starts.
 pub struct Parcel {
