@@ -220,7 +220,10 @@ impl FirstModel {
         let thread = std::thread::Builder::new()
             .name("eb-first-model".into())
             .spawn(move || {
-                while !end.load(Ordering::Relaxed) {
+                loop {
+                    // Read before the status, so that a model taken in
+                    // just before the run ended is still said once.
+                    let ending = end.load(Ordering::Relaxed);
                     let in_use = status.lock().unwrap_or_else(|p| p.into_inner()).in_use;
                     if let Some(u) = in_use {
                         crate::say(&format!(
@@ -232,6 +235,9 @@ impl FirstModel {
                                 t => format!(", after batch turn {t}"),
                             },
                         ));
+                        return;
+                    }
+                    if ending {
                         return;
                     }
                     std::thread::sleep(std::time::Duration::from_millis(100));
