@@ -24,10 +24,16 @@ ones (or --media-config's), so a held-out app sees the same detector as
 the others. The per-app rows say what each app gets.
 
 Usage: media_eval.py [--corpus DIR] [--bin EARLYBIRD] [--markdown]
-       [--config NAME=ARGS ...] [--json FILE]
+       [--config NAME=ARGS ...] [--json FILE] [--explain N]
 Each --config runs the binary with ARGS (split on spaces) added to
 `flows FILE --analyzer media -o OUT.csv`; the default is one config
-"default" with no added arguments. Standard library only.
+"default" with no added arguments. `--explain N` prints, for each call
+flow the first config misses, its first N datagrams as tshark (an
+independent decoder) reads them: gap from the flow's previous datagram,
+direction, UDP payload length, what its first byte is by RFC 9443's
+ranges (inside TURN ChannelData too) and its first 12 bytes; for a flow
+inside a tunnel tshark decodes (GTP-U), the innermost UDP payload.
+Standard library only (and tshark for --explain).
 """
 
 import argparse
@@ -111,6 +117,64 @@ def run(binary, pcap, extra, tmp):
     return found
 
 
+def demux(b):
+    """What a datagram carries by its first byte (RFC 9443 ranges; the
+    detector's `analyze/media/demux.rs` follows the same table)."""
+    if not b:
+        return "empty"
+    f = b[0]
+    if f <= 3:
+        # RFC 5389 and later: the magic cookie; without it, classic STUN
+        # (RFC 3489) or another protocol in STUN's range.
+        if b[4:8] == bytes.fromhex("2112a442"):
+            return "STUN(0x%04x)" % int.from_bytes(b[0:2], "big")
+        return "STUN-range, no cookie"
+    if 16 <= f <= 19:
+        return "ZRTP"
+    if 20 <= f <= 63:
+        if b[1:3] in (b"\xfe\xff", b"\xfe\xfd", b"\xfe\xfc"):
+            return "DTLS(ct %d)" % f
+        return "DTLS-range, no version"
+    if 64 <= f <= 79 and len(b) >= 4 and 4 + int.from_bytes(b[2:4], "big") <= len(b):
+        return "TURN-ch/" + demux(b[4 : 4 + int.from_bytes(b[2:4], "big")])
+    if 128 <= f <= 191:
+        if len(b) > 1 and 192 <= b[1] <= 223:
+            return "RTCP(pt %d)" % b[1]
+        return "RTP(v2 pt %d)" % (b[1] & 0x7F if len(b) > 1 else -1)
+    if 64 <= f <= 127 or f >= 192:
+        return "QUIC-range"
+    return "other"
+
+
+def explain(pcap, key, n):
+    """The first `n` datagrams of the flow `key` as tshark reads them."""
+    (a, ap), (b, bp) = key
+    fam = "ipv6" if ":" in a else "ip"
+    filt = f"{fam}.addr=={a} && {fam}.addr=={b} && udp.port=={ap} && udp.port=={bp}"
+    cmd = ["tshark", "-r", pcap, "-Y", filt, "-T", "fields", "-e", "frame.time_epoch",
+           "-e", f"{fam}.src", "-e", "udp.srcport", "-e", "udp.payload"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return [f"    tshark failed: {p.stderr.strip()}"]
+    lines, last = [], None
+    for row in p.stdout.splitlines():
+        if len(lines) == n:
+            break
+        f = row.split("\t")
+        if len(f) < 4:
+            continue
+        # Inside a tunnel tshark lists every layer's value: the last is
+        # the innermost.
+        src, sport, pay = f[1].split(",")[-1], f[2].split(",")[-1], f[3].split(",")[-1]
+        t = float(f[0])
+        gap = "" if last is None else "%.1f ms" % ((t - last) * 1e3)
+        last = t
+        body = bytes.fromhex(pay)
+        d = "->" if (src, int(sport)) == (a, ap) else "<-"
+        lines.append(f"    {gap:>10} {d} {len(body):5} B {demux(body):24} {body[:12].hex()}")
+    return lines
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
@@ -119,6 +183,7 @@ def main():
     ap.add_argument("--config", action="append", default=[])
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--explain", type=int, default=0)
     a = ap.parse_args()
     dev = os.path.join(a.corpus, "classify", "dev")
     if not os.path.exists(os.path.join(dev, "media_flows.csv")):
@@ -203,6 +268,16 @@ def main():
                     mark = "FOUND" if fl["verdict"] else ("-" if fl["seen"] else "UNSEEN")
                     if s == "call flows" or fl["verdict"]:
                         print(f"  {mark:6} {fl['verdict']:11} {fl['label']:28} {fl['packets']:6} {fl['pcap']} {fl['flow']}")
+    if a.explain:
+        print()
+        print(f"Call flows {names[0]} misses, first {a.explain} datagrams (a = the first address):")
+        first = result["configs"][names[0]]["call flows"]["flows"]
+        for k, fl in zip(sets["call flows"], first):
+            if fl["verdict"]:
+                continue
+            print(f"  {fl['label']} {fl['packets']} packets, {fl['pcap']} a={fl['flow']}")
+            for line in explain(k[0], k[1], a.explain):
+                print(line)
 
 
 if __name__ == "__main__":
