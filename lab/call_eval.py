@@ -3,7 +3,8 @@
 
 Contract
 --------
-``call_eval.py --earlybird BIN DIR [--media-config TOML] [--train-on STACK]
+``call_eval.py --earlybird BIN DIR [--media-config TOML] [--train-on STACK
+[--learned-out TOML]]
 [--min-packets N] [--tshark] [--json OUT]`` reads every
 ``DIR/calls-N.pcap`` with its ``calls-N.labels.csv`` (calls.py), runs
 ``BIN flows PCAP --analyzer media --no-model --format jsonl`` on it and
@@ -22,7 +23,9 @@ packets (default 30), both directions counted, it prints:
 * with ``--train-on STACK``: ``BIN train-media`` learns intervals from
   that stack's labelled call flows and the other stack's flows are
   scored with them (and with the default), runs held out: the captures
-  with an odd run id train, the even ones test;
+  with an odd run id train, the even ones test; ``--learned-out TOML``
+  keeps the learned intervals (for ``--media-config`` elsewhere, e.g.
+  scripts/media_eval.py on the corpus);
 * with ``--tshark``: tshark's RTP stream analysis (heuristic RTP on, as
   SRTP leaves the RTP header in clear) per server-to-client stream of
   the UDP calls (inside TURN channel data too): its lost-packet count against the link's loss on that
@@ -30,7 +33,11 @@ packets (default 30), both directions counted, it prints:
   counted by calls.py), and its jitter; where the records have the media
   analyzer's RTP fields (``media_rtp_packets``, ``media_rtp_lost``,
   ``media_rtp_reordered``, ``media_jitter_ms``), those beside tshark's
-  largest stream of the flow.
+  largest stream of the flow; tshark has no clock for a dynamic payload
+  type without SDP (its jitter is 0), so the harness also computes RFC
+  3550 jitter itself from tshark's per-packet decode of that stream
+  (capture time, RTP timestamp) at the clock the record states, and the
+  clock that stream's timestamps show over capture time.
 
 Where the records have them, it also prints the packet at which call
 flows were decided (``media_packet``), what decided them
@@ -46,6 +53,7 @@ import csv
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -222,6 +230,60 @@ def train(bin_, captures, stack, tmp):
     return toml
 
 
+STANDARD_CLOCKS = (8000, 16000, 24000, 32000, 44100, 48000, 90000)
+
+
+def tshark_packets(pcap):
+    """Per RTP stream as tshark decodes it (heuristic RTP, inside TURN
+    channel data too), keyed (ssrc, src, sport, dst, dport): its packets'
+    capture times and RTP timestamps in arrival order."""
+    r = subprocess.run(["tshark", "-n", "-r", pcap, "-o", "rtp.heuristic_rtp:TRUE", "-Y", "rtp",
+                        "-T", "fields", "-e", "rtp.ssrc", "-e", "ip.src", "-e", "udp.srcport",
+                        "-e", "ip.dst", "-e", "udp.dstport", "-e", "frame.time_epoch",
+                        "-e", "rtp.timestamp"], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"call_eval: tshark on {pcap}: {r.stderr.strip()}")
+    out = defaultdict(list)
+    for line in r.stdout.splitlines():
+        f = line.split("\t")
+        if len(f) != 7 or "," in f[0] or not f[0]:
+            continue
+        out[(f[0].lower(), f[1], f[2], f[3], f[4])].append((float(f[5]), int(f[6])))
+    return out
+
+
+def rfc3550(pkts, clock):
+    """RFC 3550 §6.4.1 interarrival jitter of one stream's (time, RTP
+    timestamp) packets at `clock` Hz, computed here from tshark's decode:
+    its mean over the packets after the first and its maximum, ms; and the
+    clock the timestamps show over capture time (the nearest standard
+    rate, and the raw ratio), to check the clock the record inferred."""
+    q = {"tshark_jitter_ms": None, "tshark_jitter_max_ms": None, "tshark_clock": None,
+         "tshark_rate": None}
+    if len(pkts) < 2:
+        return q
+    span_s = pkts[-1][0] - pkts[0][0]
+    span_ts = (pkts[-1][1] - pkts[0][1]) % (1 << 32)
+    if span_s > 0:
+        rate = span_ts / span_s
+        q["tshark_rate"] = round(rate)
+        q["tshark_clock"] = min(STANDARD_CLOCKS, key=lambda c: abs(c - rate) / c)
+    if not clock:
+        return q
+    j, j_sum, j_max = 0.0, 0.0, 0.0
+    for (t0, s0), (t1, s1) in zip(pkts, pkts[1:]):
+        step = (s1 - s0) % (1 << 32)
+        if step >= 1 << 31:
+            step -= 1 << 32
+        d = abs((t1 - t0) * 1e3 - step * 1e3 / clock)
+        j += (d - j) / 16
+        j_sum += j
+        j_max = max(j_max, j)
+    q["tshark_jitter_ms"] = round(j_sum / (len(pkts) - 1), 3)
+    q["tshark_jitter_max_ms"] = round(j_max, 3)
+    return q
+
+
 def tshark_rtp(captures, flows):
     """tshark's RTP streams (heuristic RTP) per call flow, server to
     client, against the link's loss on that flow; and the record's RTP
@@ -254,6 +316,7 @@ def tshark_rtp(captures, flows):
                                     problem=" ".join(p[i + 7:])))
             except (StopIteration, ValueError, IndexError):
                 continue
+        rtp_rows = tshark_packets(pcap)
         for row in labels:
             if row["class"] not in MEDIA or row["proto"] != "UDP":
                 continue
@@ -263,6 +326,10 @@ def tshark_rtp(captures, flows):
             for s in mine:
                 res.append(dict(session=row["session"], run=row["run"], link_lost=link_lost,
                                 flow_pkts=int(row["s2c_pkts"]), **s))
+                lines.append(f"| {row['session']} (run {row['run']}) | {s['ssrc']} | "
+                             f"{s['pkts']} | {s['lost']} | {link_lost} | "
+                             f"{s['max_jitter']:.2f} | {s['mean_jitter']:.2f} | "
+                             f"{s['problem']} |")
             # The record's RTP quality (its flow's largest stream in clear),
             # beside tshark's largest stream of the flow, either direction.
             rec = records.get((row["run"], row["session"], row["sport"]), {})
@@ -274,13 +341,15 @@ def tshark_rtp(captures, flows):
                          packets=rec["media_rtp_packets"], lost=rec.get("media_rtp_lost"),
                          reordered=rec.get("media_rtp_reordered"),
                          jitter_ms=rec.get("media_jitter_ms"),
+                         clock=rec.get("media_clock"),
                          tshark_packets=big["pkts"] if big else None,
                          tshark_lost=big["lost"] if big else None)
+                if big:
+                    q.update(rfc3550(rtp_rows.get((big["ssrc"].lower(), big["src"], big["sport"],
+                                                   big["dst"], big["dport"]), []),
+                                     rec.get("media_clock")))
+                    q["jitter_max_ms"] = rec.get("media_jitter_max_ms")
                 quality.append(q)
-                lines.append(f"| {row['session']} (run {row['run']}) | {s['ssrc']} | "
-                             f"{s['pkts']} | {s['lost']} | {link_lost} | "
-                             f"{s['max_jitter']:.2f} | {s['mean_jitter']:.2f} | "
-                             f"{s['problem']} |")
     # Per flow: tshark's lost packets summed over the flow's streams
     # against the link's loss on the flow (which also counts RTCP, STUN
     # consent checks and retransmissions: an upper bound of RTP loss).
@@ -298,12 +367,16 @@ def tshark_rtp(captures, flows):
     if quality:
         lines += ["\nthe record's RTP quality (its largest stream in clear) and tshark's "
                   "largest stream of the flow:",
-                  "| session | packets | lost | reordered | jitter ms | tshark packets | "
-                  "tshark lost |", "|---|---:|---:|---:|---:|---:|---:|"]
+                  "| session | packets | lost | reordered | jitter ms mean / max | "
+                  "tshark packets | tshark lost | RFC 3550 on tshark's decode, mean / max | "
+                  "clock: record / tshark's timestamps |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
         for q in quality:
             lines.append(f"| {q['session']} (run {q['run']}) | {q['packets']} | {q['lost']} | "
-                         f"{q['reordered']} | {q['jitter_ms']} | {q['tshark_packets']} | "
-                         f"{q['tshark_lost']} |")
+                         f"{q['reordered']} | {q['jitter_ms']} / {q.get('jitter_max_ms')} | "
+                         f"{q['tshark_packets']} | {q['tshark_lost']} | "
+                         f"{q.get('tshark_jitter_ms')} / {q.get('tshark_jitter_max_ms')} | "
+                         f"{q.get('clock')} / {q.get('tshark_clock')} ({q.get('tshark_rate')}) |")
     print("\n".join(lines))
     return {"streams": res, "record_quality": quality}
 
@@ -314,6 +387,7 @@ def main():
     p.add_argument("--earlybird", required=True)
     p.add_argument("--media-config")
     p.add_argument("--train-on", help="a stack: train-media on it, test on the other")
+    p.add_argument("--learned-out", help="with --train-on: keep the learned TOML there")
     p.add_argument("--min-packets", type=int, default=30)
     p.add_argument("--tshark", action="store_true")
     p.add_argument("--json")
@@ -340,6 +414,8 @@ def main():
             sys.exit("call_eval: --train-on needs runs of odd and even ids")
         with tempfile.TemporaryDirectory() as tmp:
             toml = train(args.earlybird, odd, args.train_on, tmp)
+            if args.learned_out:
+                shutil.copyfile(toml, args.learned_out)
             other = [(p, [r for r in rows if args.train_on not in r["stack"]])
                      for p, rows in even]
             held = evaluate(args.earlybird, other, toml, args.min_packets)

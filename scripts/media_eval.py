@@ -246,19 +246,26 @@ def main():
                 cells.append("%d (%.2f)" % (k, k / n if n else 0.0))
             print(f"| {s} | {n} | " + " | ".join(cells) + " |")
         print()
-        print("Per app, call flows found (leave one app out: no fitted parameter, see the script):")
+        print("Per app (the capture's first word), call flows found and other labelled UDP")
+        print("flows flagged, of all dev captures (leave one app out: no fitted parameter,")
+        print("see the script):")
         print()
-        print("| app | call flows | " + " | ".join(names) + " |")
-        print("|---|---:|" + "---:|" * len(names))
-        apps = collections.defaultdict(list)
-        for i, fl in enumerate(result["configs"][names[0]]["call flows"]["flows"]):
-            apps[fl["app"]].append(i)
+        print("| app | call flows | other UDP | " + " | ".join(f"{c}: found / flagged" for c in names) + " |")
+        print("|---|---:|---:|" + "---:|" * len(names))
+        apps = collections.defaultdict(lambda: ([], []))
+        for j, s in enumerate(("call flows", "other UDP, all captures")):
+            for i, fl in enumerate(result["configs"][names[0]][s]["flows"]):
+                apps[fl["app"]][j].append(i)
         for app in sorted(apps):
+            calls, others = apps[app]
             cells = []
             for c in names:
-                fls = result["configs"][c]["call flows"]["flows"]
-                cells.append(str(sum(1 for i in apps[app] if fls[i]["verdict"])))
-            print(f"| {app} | {len(apps[app])} | " + " | ".join(cells) + " |")
+                cf = result["configs"][c]["call flows"]["flows"]
+                of = result["configs"][c]["other UDP, all captures"]["flows"]
+                found = sum(1 for i in calls if cf[i]["verdict"])
+                flagged = sum(1 for i in others if of[i]["verdict"])
+                cells.append(f"{found} / {flagged}")
+            print(f"| {app} | {len(calls)} | {len(others)} | " + " | ".join(cells) + " |")
     else:
         for c in names:
             for s in sets:
