@@ -819,7 +819,7 @@ impl Analyzer for Media {
             "media_jitter_ms",
             FieldType::F64,
             "ms",
-            "Mean RFC 3550 interarrival jitter of that stream at its clock, from the packet its clock was found; null without one",
+            "Mean RFC 3550 interarrival jitter of that stream at its clock, from the packet its clock was last set (an inferred clock is inferred once more after 1 s of the stream); null without one",
         ),
         Field::new(
             "media_jitter_max_ms",

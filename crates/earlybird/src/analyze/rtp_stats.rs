@@ -16,9 +16,13 @@
 //! - interarrival jitter per RFC 3550 §6.4.1, `J += (|D| − J) / 16` with
 //!   `D` the difference between the arrival spacing and the RTP timestamp
 //!   spacing of consecutive packets in arrival order, in milliseconds at
-//!   the stream's clock rate; its mean over the packets after the first
-//!   (each has a jitter value; Wireshark's RTP analysis averages the same
-//!   way) and its maximum;
+//!   the stream's clock rate; its mean over the packets that have a jitter
+//!   value (every packet after the first when the clock is known from the
+//!   start; Wireshark's RTP analysis averages the same way) and its
+//!   maximum. [`StreamStats::set_clock`] gives a stream a clock later (a
+//!   clock inferred from the stream, or inferred again): the jitter
+//!   figures then start afresh at that clock, so they are never a mix of
+//!   two rates;
 //! - the largest gap between consecutive arrivals.
 //!
 //! The jitter needs the stream's clock rate: a stream whose rate is not
@@ -57,6 +61,8 @@ pub struct StreamStats {
     last: Option<(u64, u32)>,
     jitter_ms: f64,
     jitter_sum_ms: f64,
+    /// Packets that added a jitter value to `jitter_sum_ms`.
+    jitter_n: u64,
     max_jitter_ms: f64,
     /// Largest gap between consecutive arrivals, ns.
     pub max_delta_ns: u64,
@@ -82,6 +88,7 @@ impl StreamStats {
             last: None,
             jitter_ms: 0.0,
             jitter_sum_ms: 0.0,
+            jitter_n: 0,
             max_jitter_ms: 0.0,
             max_delta_ns: 0,
             first_ns: 0,
@@ -154,6 +161,7 @@ impl StreamStats {
                 self.jitter_ms += (d - self.jitter_ms) / 16.0;
                 self.max_jitter_ms = self.max_jitter_ms.max(self.jitter_ms);
                 self.jitter_sum_ms += self.jitter_ms;
+                self.jitter_n += 1;
             }
         }
         self.last = Some((arrival_ns, ts));
@@ -184,15 +192,29 @@ impl StreamStats {
         (self.clock > 0).then_some(self.max_jitter_ms)
     }
 
-    /// Mean jitter over the packets after the first, ms (`None` at an
-    /// unknown clock rate; 0 with fewer than two packets).
+    /// Mean jitter over the packets that have a jitter value, ms (`None`
+    /// at an unknown clock rate; 0 before any packet has one).
     pub fn mean_jitter_ms(&self) -> Option<f64> {
         if self.clock == 0 {
             None
-        } else if self.packets < 2 {
+        } else if self.jitter_n == 0 {
             Some(0.0)
         } else {
-            Some(self.jitter_sum_ms / (self.packets - 1) as f64)
+            Some(self.jitter_sum_ms / self.jitter_n as f64)
+        }
+    }
+
+    /// Sets the clock rate the jitter is computed at. A different rate
+    /// starts the jitter figures afresh (the next packet's spacing from
+    /// the previous one is the first at the new rate); the same rate
+    /// changes nothing.
+    pub fn set_clock(&mut self, clock: u32) {
+        if clock != self.clock {
+            self.clock = clock;
+            self.jitter_ms = 0.0;
+            self.jitter_sum_ms = 0.0;
+            self.jitter_n = 0;
+            self.max_jitter_ms = 0.0;
         }
     }
 }
@@ -267,5 +289,33 @@ mod tests {
             (r.jitter_ms(), r.mean_jitter_ms(), r.max_jitter_ms()),
             (None, None, None)
         );
+    }
+
+    #[test]
+    fn a_clock_set_later_averages_only_its_own_packets() {
+        // Three packets at no clock, then 8 kHz: only the packets from
+        // then on have a jitter value, and the mean is over them alone.
+        let mut s = StreamStats::new(0);
+        feed(&mut s, &[(1, 0), (2, 20), (3, 40)]);
+        s.set_clock(8000);
+        feed(&mut s, &[(4, 70), (5, 80)]);
+        let j1 = 10.0 / 16.0;
+        let j2 = j1 + (10.0 - j1) / 16.0;
+        assert!((s.mean_jitter_ms().unwrap() - (j1 + j2) / 2.0).abs() < 1e-9);
+        assert!((s.max_jitter_ms().unwrap() - j2).abs() < 1e-9);
+        // Another rate starts afresh: packet 6 is 20 ms after 5 with a
+        // timestamp step of 160, which at 16 kHz is 10 ms: D = 10.
+        s.set_clock(16_000);
+        assert_eq!(
+            (s.mean_jitter_ms(), s.max_jitter_ms()),
+            (Some(0.0), Some(0.0))
+        );
+        feed(&mut s, &[(6, 100)]);
+        assert!((s.max_jitter_ms().unwrap() - 10.0 / 16.0).abs() < 1e-9);
+        assert!((s.mean_jitter_ms().unwrap() - 10.0 / 16.0).abs() < 1e-9);
+        // The same rate again changes nothing.
+        s.set_clock(16_000);
+        assert!((s.jitter_ms().unwrap() - 10.0 / 16.0).abs() < 1e-9);
+        assert_eq!(s.packets, 6);
     }
 }

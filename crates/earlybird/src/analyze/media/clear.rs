@@ -15,6 +15,13 @@
 //!   90 kHz for video, within a factor of [`CLOCK_TOLERANCE`]), or taken
 //!   from a static payload type (RFC 3551); a stream whose frames often
 //!   span several packets (equal timestamps) is video whatever its clock.
+//!   An inferred clock is inferred once more when the stream's spans
+//!   reach [`REFINE_NS`]: a rate read over the first ~100 ms can sit
+//!   nearer 44.1 than 48 kHz (a sender settling after ICE and DTLS),
+//!   while over a second it is within a few per cent of the true rate. A
+//!   new rate of the same kind (audio for audio, 90 kHz for video)
+//!   replaces the clock of that stream and of the streams that took it
+//!   from it (same payload type); the verdict's kind does not change.
 //!   Consistent steps are summed in segments of at least [`SEGMENT_NS`]
 //!   of capture time; a segment whose timestamps advance faster than the
 //!   fastest clock allows ([`RATE_MAX`]) is a sender's backlog flushed at
@@ -31,7 +38,8 @@
 //!   a video stream found later in a flow decided audio (audio and video
 //!   bundled on one 5-tuple) makes it video, at that packet.
 //! - keeps each stream's quality (packets, loss, reordering, RFC 3550
-//!   jitter at the inferred clock, from the packet the clock was known)
+//!   jitter at the inferred clock, from the packet the clock was last
+//!   set: figures at one clock only)
 //!   in [`crate::analyze::rtp_stats::StreamStats`], from the stream's
 //!   second packet on (its first is replayed into it);
 //! - reads STUN messages (also inside TURN): the first SOFTWARE attribute
@@ -62,6 +70,9 @@ pub const TS_STEP_MAX: u32 = 900_000;
 pub const RUN_MIN: u32 = 5;
 /// Capture time a stream must span before its clock is inferred.
 pub const SPAN_MIN_NS: u64 = 80_000_000;
+/// Capture time of a stream's spans at which an inferred clock is
+/// inferred once more, from the longer span.
+pub const REFINE_NS: u64 = 1_000_000_000;
 /// Capture time a segment of consistent steps spans before its rate is
 /// tested (about one video frame interval; packets of one frame, or
 /// bunched by jitter, fall in one segment).
@@ -122,6 +133,10 @@ struct Track {
     seg_ts: u64,
     seg_ns: u64,
     clock: u32,
+    /// The clock was inferred from this stream's timestamps (not a static
+    /// payload type's, not taken from another stream) and is yet to be
+    /// inferred again at [`REFINE_NS`].
+    refine: bool,
     kind: Option<Kind>,
     relay: Option<Relay>,
     stats: Option<Box<StreamStats>>,
@@ -341,6 +356,7 @@ impl Clear {
             return;
         }
         let consistent = seq_step <= SEQ_GAP && ts_step <= TS_STEP_MAX && r.pt == t.pt;
+        let mut refine_now = false;
         if consistent {
             if t.stats.is_none() {
                 let mut s = Box::new(StreamStats::new(t.clock));
@@ -362,6 +378,7 @@ impl Clear {
                 }
                 t.seg_ts = 0;
                 t.seg_ns = 0;
+                refine_now = t.refine && t.ns_span >= REFINE_NS;
             }
         } else {
             t.run = 0;
@@ -385,6 +402,7 @@ impl Clear {
                 (Some(ck), _, _) => ck,
                 (None, Some((c, k)), _) => (c, Some(k)),
                 (None, None, Some((c, video))) => {
+                    t.refine = true;
                     (c, Some(if video { Kind::Video } else { Kind::Audio }))
                 }
                 (None, None, None) => (0, None),
@@ -397,7 +415,7 @@ impl Clear {
                 t.kind = Some(k);
                 t.clock = clock;
                 if let Some(s) = &mut t.stats {
-                    s.clock = clock;
+                    s.set_clock(clock);
                 }
                 // The first stream decides; a video stream later in a flow
                 // decided audio (audio and video bundled) makes it video.
@@ -405,6 +423,34 @@ impl Clear {
                 if self.verdict.is_none() || upgrade {
                     let conf = f64::from(self.consistent) / f64::from(self.rtp_class.max(1));
                     self.verdict = Some((k, conf.min(1.0) as f32, index, i as u8));
+                }
+            }
+        }
+        if refine_now {
+            self.refine(i);
+        }
+    }
+
+    /// Infers track `i`'s clock again from its spans so far (once): a
+    /// standard rate of the same kind as its clock replaces that clock in
+    /// it and in the streams that took it from it (the same payload type
+    /// and clock).
+    fn refine(&mut self, i: usize) {
+        let t = &mut self.tracks[i];
+        t.refine = false;
+        let old = t.clock;
+        let pt = t.pt;
+        let Some((new, video)) = nearest_clock(t.ts_span as f64 * 1e9 / t.ns_span as f64) else {
+            return;
+        };
+        if new == old || video != (old == 90_000) {
+            return;
+        }
+        for o in self.tracks.iter_mut() {
+            if o.used && o.pt == pt && o.clock == old && o.kind.is_some() {
+                o.clock = new;
+                if let Some(s) = &mut o.stats {
+                    s.set_clock(new);
                 }
             }
         }
@@ -507,6 +553,48 @@ pub(crate) mod tests {
         );
         assert!(q.jitter_ms.is_some_and(|j| j > 0.0 && j < 5.0), "{q:?}");
         assert_eq!(q.relay, 0);
+    }
+
+    #[test]
+    fn a_clock_read_as_44k1_early_is_48k_over_a_second() {
+        let mut c = Clear::default();
+        // Opus (960 ticks a frame) whose first 8 frames arrive 21.8 ms
+        // apart (a sender settling: 44 kHz over them), then every 20 ms;
+        // the other direction's stream of the same payload type takes the
+        // clock from the first.
+        let mut at = 0;
+        let mut i = 0;
+        for s in 0u16..70 {
+            at += if s <= 8 { 21_800_000 } else { 20 * MS };
+            i += 1;
+            c.packet(&rtp(111, s, u32::from(s) * 960, 0xa, 80), true, at, i);
+            if s == 20 {
+                assert_eq!(c.quality().unwrap().clock, 44_100, "inferred early");
+            }
+            if s >= 10 {
+                i += 1;
+                let b = rtp(111, s, 7 + u32::from(s) * 960, 0xb, 80);
+                c.packet(&b, false, at + MS, i);
+            }
+        }
+        assert_eq!(c.verdict.unwrap().0, Kind::Audio);
+        assert!(c
+            .tracks
+            .iter()
+            .filter(|t| t.used)
+            .all(|t| t.clock == 48_000));
+        let q = c.quality().unwrap();
+        assert_eq!((q.ssrc, q.clock), (0xa, 48_000));
+        // The jitter is at 48 kHz from the refinement on: the arrivals are
+        // then exactly 20 ms a frame, so it is 0.
+        assert_eq!((q.jitter_ms, q.jitter_max_ms), (Some(0.0), Some(0.0)));
+        // A static payload type's clock is never inferred again.
+        let mut g = Clear::default();
+        for s in 0u16..80 {
+            let b = rtp(0, s, u32::from(s) * 160, 0xc, 160);
+            g.packet(&b, true, u64::from(s) * 21 * MS, u32::from(s) + 1);
+        }
+        assert_eq!(g.quality().unwrap().clock, 8_000);
     }
 
     #[test]
