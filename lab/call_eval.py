@@ -255,11 +255,14 @@ def tshark_packets(pcap):
 def rfc3550(pkts, clock):
     """RFC 3550 §6.4.1 interarrival jitter of one stream's (time, RTP
     timestamp) packets at `clock` Hz, computed here from tshark's decode:
-    its mean over the packets after the first and its maximum, ms; and the
-    clock the timestamps show over capture time (the nearest standard
-    rate, and the raw ratio), to check the clock the record inferred."""
+    its mean over the packets after the first and its maximum, ms, and the
+    same over the packets from the stream's second 1 on (the record's
+    jitter starts where its clock was set, up to a second in: a sender's
+    start, e.g. GStreamer's flushed backlog, is in the first figures
+    only); and the clock the timestamps show over capture time (the
+    nearest standard rate, and the raw ratio), to check the record's."""
     q = {"tshark_jitter_ms": None, "tshark_jitter_max_ms": None, "tshark_clock": None,
-         "tshark_rate": None}
+         "tshark_rate": None, "tshark_jitter_1s_ms": None, "tshark_jitter_1s_max_ms": None}
     if len(pkts) < 2:
         return q
     span_s = pkts[-1][0] - pkts[0][0]
@@ -271,6 +274,7 @@ def rfc3550(pkts, clock):
     if not clock:
         return q
     j, j_sum, j_max = 0.0, 0.0, 0.0
+    late_sum, late_n, late_max = 0.0, 0, 0.0
     for (t0, s0), (t1, s1) in zip(pkts, pkts[1:]):
         step = (s1 - s0) % (1 << 32)
         if step >= 1 << 31:
@@ -279,8 +283,15 @@ def rfc3550(pkts, clock):
         j += (d - j) / 16
         j_sum += j
         j_max = max(j_max, j)
+        if t1 - pkts[0][0] >= 1.0:
+            late_sum += j
+            late_n += 1
+            late_max = max(late_max, j)
     q["tshark_jitter_ms"] = round(j_sum / (len(pkts) - 1), 3)
     q["tshark_jitter_max_ms"] = round(j_max, 3)
+    if late_n:
+        q["tshark_jitter_1s_ms"] = round(late_sum / late_n, 3)
+        q["tshark_jitter_1s_max_ms"] = round(late_max, 3)
     return q
 
 
@@ -369,13 +380,14 @@ def tshark_rtp(captures, flows):
                   "largest stream of the flow:",
                   "| session | packets | lost | reordered | jitter ms mean / max | "
                   "tshark packets | tshark lost | RFC 3550 on tshark's decode, mean / max | "
-                  "clock: record / tshark's timestamps |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+                  "the same from 1 s on | clock: record / tshark's timestamps |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for q in quality:
             lines.append(f"| {q['session']} (run {q['run']}) | {q['packets']} | {q['lost']} | "
                          f"{q['reordered']} | {q['jitter_ms']} / {q.get('jitter_max_ms')} | "
                          f"{q['tshark_packets']} | {q['tshark_lost']} | "
                          f"{q.get('tshark_jitter_ms')} / {q.get('tshark_jitter_max_ms')} | "
+                         f"{q.get('tshark_jitter_1s_ms')} / {q.get('tshark_jitter_1s_max_ms')} | "
                          f"{q.get('clock')} / {q.get('tshark_clock')} ({q.get('tshark_rate')}) |")
     print("\n".join(lines))
     return {"streams": res, "record_quality": quality}
