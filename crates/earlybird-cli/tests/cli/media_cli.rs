@@ -158,7 +158,7 @@ fn table_row(section: &str, name: &str) -> (u64, u64, f64) {
 /// flows and tshark's RTP streams): the TOML it writes is read by `flows
 /// --media-config` (and makes the 280-byte G.711 stream that Table 6.2
 /// calls video audio), and its leave-one-capture-out figures are those
-/// docs/MEDIA.md reports (measured 2026-11-26: 5 of 10 labelled audio
+/// BENCHMARKS.md reports ("Learned intervals"; measured 2026-11-26: 5 of 10 labelled audio
 /// flows of >= 30 packets, 80.2 % of their bytes; 2 of 16 other UDP flows
 /// of >= 30 packets, 10.3 % of their bytes), as floors one flow and 5
 /// points under and ceilings one flow and 5 points over.

@@ -51,7 +51,7 @@ const TOOLS: &[&str] = &[
 
 /// Today's detector on the UDP call flows of this run: at least this share
 /// found (measured 2026-11-29: 0.56 on this test's run, 5 of 9; 0.73 on
-/// the longer runs 3–6 of docs/MEDIA.md).
+/// the longer runs 3–6 of BENCHMARKS.md, "Media detection").
 const FOUND_FLOOR: f64 = 0.3;
 /// Today's detector on the negatives: at most this share flagged (measured
 /// 0.27 on this test's run, 3 of 11, and 0.21 on runs 3–6: the games-like

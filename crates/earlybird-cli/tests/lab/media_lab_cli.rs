@@ -22,7 +22,7 @@
 //! the default, QUIC, both iperf3 flows and both kinds of DNS flow are not
 //! media (the guards); Table 6.2's tests alone call QUIC and the 1000-byte
 //! iperf3 flow video and the one-port DNS flow sometimes audio
-//! (docs/MEDIA.md, "Against real programs", with the table this test
+//! (BENCHMARKS.md, "Against real programs", with the table this test
 //! prints). With `EARLYBIRD_MEDIA_LAB_PCAP=FILE` the capture is kept.
 //!
 //! Needs root and ffmpeg, sipp, iperf3, dnsmasq, dig, tcpdump, python3 with
@@ -146,7 +146,7 @@ fn expected(label: &str, cfg: usize) -> Want {
     } else if label.starts_with("QUIC") || label.starts_with("iperf3") {
         // Bulk transfers of packets within video's sizes: Table 6.2's video
         // test has no bitrate, and the inter-arrival of a bulk transfer is
-        // stable, so they pass it (docs/MEDIA.md, "Against real
+        // stable, so they pass it (BENCHMARKS.md, "Against real
         // programs"); capping video's bitrate removes some, not all, and the
         // size variation test removes iperf3's but not QUIC's.
         let _ = cfg;
@@ -154,7 +154,7 @@ fn expected(label: &str, cfg: usize) -> Want {
     } else {
         // RTCP, SIP; and DNS lookups from one port: small packets at a low
         // rate, whose first windows are sometimes stable enough to be called
-        // audio (docs/MEDIA.md, "Against real programs").
+        // audio (BENCHMARKS.md, "Against real programs").
         Want::Any
     }
 }

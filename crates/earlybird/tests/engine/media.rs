@@ -4,8 +4,9 @@
 //! and label kind: detection rate (flows with an audio or video verdict) and
 //! false-positive rate (the other UDP flows of the same captures with one),
 //! in flows and in bytes, over every flow and over the flows of at least 30
-//! packets the detector can decide. Prints the table docs/MEDIA.md quotes
-//! and asserts floors and ceilings measured on 2026-11-26 (see there), and
+//! packets the detector can decide. Prints the table BENCHMARKS.md quotes
+//! ("Media detection", "Measured against labels from elsewhere") and
+//! asserts floors and ceilings measured on 2026-11-26 (see there), and
 //! that the default's guards (docs/MEDIA.md, "Guards") lose no labelled
 //! media flow or byte and flag no other UDP flow that Table 6.2's tests
 //! alone do not.
@@ -248,7 +249,7 @@ fn table_6_2_detects_labelled_media_and_few_other_udp_flows() {
         "media analyzer, the default: thesis Table 6.2 intervals and the guards",
         &t,
     );
-    // Measured 2026-11-26 (docs/MEDIA.md), the same with and without the
+    // Measured 2026-11-26 (BENCHMARKS.md, "Media detection"), the same with and without the
     // guards (see the next test): detected 8 of 19 nDPI media
     // flows of >= 30 packets (86.8 % of bytes), 6 of 9 RTP streams (88.0 %);
     // flagged 1 of 160 and 1 of 129 other UDP flows (6.2 %, 20.5 % of
@@ -310,7 +311,7 @@ fn wider_audio_sizes_find_more_rtp_without_more_false_positives() {
     let wide = MediaConfig::from_toml(WIDE_AUDIO, "WIDE_AUDIO").unwrap();
     let t = measure(&corpus, &wide);
     print("media analyzer, wider audio sizes", &t);
-    // Measured 2026-11-26 (docs/MEDIA.md): all 9 RTP streams of >= 30
+    // Measured 2026-11-26 (BENCHMARKS.md, "Media detection"): all 9 RTP streams of >= 30
     // packets (100 % of bytes), the nDPI rows and the false positives as
     // with Table 6.2.
     bound(&t, "voip media rtp (≥30 packets)", true, 8, 0.95);
@@ -351,7 +352,7 @@ fn video_size_variation_keeps_most_corpus_media_and_adds_no_false_positive() {
     let c = MediaConfig::from_toml(VIDEO_SIZE_CV, "VIDEO_SIZE_CV").unwrap();
     let t = measure(&corpus, &c);
     print("media analyzer, Table 6.2 with video size variation", &t);
-    // Measured 2026-11-26 (docs/MEDIA.md, "Size variation"): detected 7 of
+    // Measured 2026-11-26 (BENCHMARKS.md, "Size variation"): detected 7 of
     // 19 nDPI media flows of >= 30 packets (67.0 % of bytes; Table 6.2: 8,
     // 86.8 %), 5 of 9 RTP streams (79.9 %; Table 6.2: 6, 88.0 %); false
     // positives as with Table 6.2. Floors one flow and 5 points under.

@@ -1,5 +1,5 @@
-//! Today's calls on the corpus (docs/MEDIA.md, "Today's calls on the
-//! corpus"): the call flows of the developer half (`media_flows.csv`, UDP,
+//! Today's calls on the corpus (BENCHMARKS.md, "Media detection";
+//! docs/MEDIA.md, "Scoring"): the call flows of the developer half (`media_flows.csv`, UDP,
 //! at least 30 packets) and every other labelled UDP flow of at least 30
 //! packets of the same half (`ndpi_truth.csv`, and `nfstream_truth.csv`
 //! rows whose 5-tuple was verified). A flow is found (or flagged) when a
@@ -148,7 +148,8 @@ fn the_clear_layer_finds_more_calls_and_flags_fewer_other_flows() {
     );
     // The sets (2026-11-29): 20 call flows, 55 other labelled UDP flows.
     assert_eq!((on.1, on.3), (20, 55));
-    // Floors and ceilings measured on 2026-11-29 (docs/MEDIA.md).
+    // Floors and ceilings measured on 2026-11-29 (BENCHMARKS.md, "Media
+    // detection").
     // 10, not the 11 of before the repeated-body guard: Zoom's P2P flow
     // 10.78.14.178:49586-192.168.12.156:49579 (zoom_p2p.pcapng) carries
     // 92-byte plain-text messages (an address and a GUID) that repeat one
