@@ -300,6 +300,10 @@ pub struct Report {
     pub dns_cache: Option<(u64, u64)>,
     /// Lines the outputs add to the summary (a ClickHouse output's hold).
     pub output_notes: Vec<String>,
+    /// Drift (`classify/drift.rs`), when the payload labellers ran: the
+    /// level, then per class with a labelled flow (class, flows with both
+    /// a payload label and a model verdict, of them those that agreed).
+    pub agreement: Option<(String, Vec<(String, u64, u64)>)>,
 }
 
 /// The process's anonymous resident memory (Linux), in bytes.
@@ -440,6 +444,18 @@ impl fmt::Display for Report {
                 "handshakes cut by the snap length: {} (TLS {tls}, QUIC {quic}; tls_status cut-snap: \
                  their names are not read)",
                 tls + quic
+            )?;
+        }
+        if let Some((level, classes)) = self.agreement.as_ref().filter(|(_, c)| !c.is_empty()) {
+            let (l, a) = classes.iter().fold((0, 0), |(l, a), c| (l + c.1, a + c.2));
+            let per: Vec<String> = classes
+                .iter()
+                .map(|(c, l, a)| format!("{c} {a}/{l}"))
+                .collect();
+            writeln!(
+                f,
+                "model against payload labels ({level}): {a} of {l} flows agree ({})",
+                per.join(", ")
             )?;
         }
         if let Some(n) = self.handshakes_cut_by_memory.filter(|n| *n > 0) {
