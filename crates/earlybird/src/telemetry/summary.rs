@@ -301,10 +301,14 @@ pub struct Report {
     /// Lines the outputs add to the summary (a ClickHouse output's hold).
     pub output_notes: Vec<String>,
     /// Drift (`classify/drift.rs`), when the payload labellers ran: the
-    /// level, then per class with a labelled flow (class, flows with both
-    /// a payload label and a model verdict, of them those that agreed).
-    pub agreement: Option<(String, Vec<(String, u64, u64)>)>,
+    /// level, then each class with a labelled flow.
+    pub agreement: Option<(String, Vec<Agreement>)>,
 }
+
+/// One class's agreement of the model with the payload labels: the
+/// class, the flows with both a payload label and a model verdict, and of
+/// them those whose verdict was the class.
+pub type Agreement = (String, u64, u64);
 
 /// The process's anonymous resident memory (Linux), in bytes.
 pub fn rss_anon() -> Option<u64> {
