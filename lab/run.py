@@ -20,6 +20,13 @@ seconds, captures the client-side interface with tcpdump, and writes
 * ``OUT/lab-N.meta.json``: seed, conditions, link parameters, the
   service -> port table, sessions run and failed per service.
 
+With ``--learn DIR`` a self-training probe runs beside tcpdump on the
+same interface: ``earlybird flows -i IF --learn DIR`` (``--earlybird BIN``,
+the class level ``--learn-level``), stopped with SIGTERM after tcpdump, so
+that its last model, trained from everything it kept, is in DIR; its flow
+records go to ``DIR/flows.csv`` and its stderr to ``DIR/probe.log``
+(``lab/selftrain.py`` scores the model on another run).
+
 Everything it started (processes, namespaces, the TAP devices) is stopped
 and removed on exit, also on error or Ctrl-C. A service whose program is
 missing is an error (``--services`` picks a subset). Exit status 0 only if
@@ -737,6 +744,50 @@ def write_truth(pcap, truth, services, ports):
     return counts, unlabelled
 
 
+def start_probe(lab, args):
+    """`earlybird flows --learn` on the client interface, beside tcpdump.
+
+    Started before the sessions; returns once it captures (its start-up
+    line) so that it sees the same flows as tcpdump.
+    """
+    os.makedirs(args.learn, exist_ok=True)
+    log_path = os.path.join(args.learn, "probe.log")
+    out = open(log_path, "wb")
+    cmd = lab.ns("c", [shutil.which(args.earlybird), "flows", "-i", lab.tap_c,
+                       "-f", "csv", "-o", os.path.join(args.learn, "flows.csv"),
+                       "--learn", args.learn, "--learn-level", args.learn_level, "--no-progress",
+                       "--filter", f"host {SERVER_IP}"])
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=out,
+                         stdin=subprocess.DEVNULL, start_new_session=True)
+    lab.procs.append(("probe", p))
+    t0 = time.time()
+    while time.time() - t0 < 20:
+        with open(log_path, "rb") as f:
+            if b"capturing" in f.read():
+                return p
+        if p.poll() is not None:
+            raise RuntimeError(f"the probe exited ({p.returncode}, see {log_path})")
+        time.sleep(0.05)
+    raise RuntimeError(f"the probe did not start in 20 s (see {log_path})")
+
+
+def stop_probe(p, args):
+    """SIGTERM: the probe flushes its flows and trains its last model."""
+    os.killpg(p.pid, signal.SIGTERM)
+    try:
+        p.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError("the probe did not stop within 120 s of SIGTERM")
+    with open(os.path.join(args.learn, "probe.log"), "rb") as f:
+        tail = f.read().decode(errors="replace").splitlines()[-12:]
+    if p.returncode not in (0, 130):  # 130: stopped by the signal, every flow flushed
+        raise RuntimeError(f"the probe exited {p.returncode}: {tail}")
+    models = os.path.join(args.learn, "models.jsonl")
+    if not os.path.exists(models):
+        raise RuntimeError(f"the probe wrote no model to {args.learn}: {tail}")
+    return dict(exit=p.returncode, learn=args.learn, level=args.learn_level, log=tail)
+
+
 def main():
     p = argparse.ArgumentParser(description="Make one labelled lab capture.")
     p.add_argument("--seed", type=int, required=True)
@@ -748,6 +799,12 @@ def main():
                    help="comma-separated subset of: " + ",".join(SERVICES))
     p.add_argument("--keep-work", action="store_true",
                    help="keep the configuration/log directory (printed)")
+    p.add_argument("--learn", metavar="DIR",
+                   help="also run a self-training probe (earlybird flows --learn DIR)")
+    p.add_argument("--learn-level", default="proto", choices=["category", "app", "proto"],
+                   help="the probe's --learn-level (default proto)")
+    p.add_argument("--earlybird", default=os.environ.get("EARLYBIRD", "earlybird"),
+                   help="the earlybird binary of --learn (default $EARLYBIRD or PATH)")
     args = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("lab: needs root (network namespaces, TAP devices)")
@@ -760,6 +817,8 @@ def main():
     missing = sorted({prog for s in services for prog in SERVICES[s][6]
                       if not find_prog(prog)} | {t for t in ("ip", "tcpdump", "openssl")
                                                   if not find_prog(t)})
+    if args.learn and not shutil.which(args.earlybird):
+        missing.append(args.earlybird)
     if missing:
         sys.exit(f"lab: missing programs: {', '.join(missing)} (see docs/LAB.md)")
     os.makedirs(args.out, exist_ok=True)
@@ -790,12 +849,14 @@ def main():
         if tcpdump.poll() is not None:
             raise RuntimeError("tcpdump exited (see its log)")
         time.sleep(0.05)
+    probe = start_probe(lab, args) if args.learn else None
     log(f"seed {args.seed}, {args.conditions} {cond}, ports {ports}")
     wl = Workload(lab, services, ports, args.seed, args.workers)
     wl.run(args.duration)
     time.sleep(1.0 + 4 * cond["delay"] / 1000.0)  # last packets through the link
     os.killpg(tcpdump.pid, signal.SIGINT)
     tcpdump.wait(timeout=10)
+    probe_meta = stop_probe(probe, args) if probe else None
     with open(os.path.join(lab.work, "tcpdump.log"), "rb") as f:
         tlog = f.read().decode(errors="replace")
     counts, unlabelled = write_truth(pcap, truth, services, ports)
@@ -803,7 +864,8 @@ def main():
                 duration=args.duration, workers=args.workers, sessions=wl.stats,
                 first_error=wl.first_error,
                 flows_per_label=counts, unlabelled_flows=unlabelled,
-                tcpdump=[l for l in tlog.splitlines() if "packets" in l])
+                tcpdump=[l for l in tlog.splitlines() if "packets" in l],
+                probe=probe_meta)
     with open(meta_path, "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
     lab.stop_all()

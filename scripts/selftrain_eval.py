@@ -13,7 +13,9 @@ split on every run), trains on one side
 both at the category level, and scores both with `earlybird evaluate` on
 nDPI's labels of the OTHER side's captures: on all their labelled flows,
 on those that have a payload label, and on those that have none (the
-flows a reservoir of self-labels never sees). Prints a Markdown table.
+flows a reservoir of self-labels never sees), with the share of those
+flows whose class each model knows (the most it can get right) and its
+accuracy on them. Prints a Markdown table.
 
 Usage: scripts/selftrain_eval.py [--corpus DIR] [--earlybird BIN]
        [--algo c45] [--use-ports] [--work DIR]
@@ -70,11 +72,18 @@ def payload_flows(eb, path):
 
 
 def scores(text):
+    """(flows, accuracy, precision, coverage, flows of classes the model
+    knows, accuracy on those)."""
     m = re.search(r"(\d+) flows, accuracy ([\d.]+) %", text)
     p = re.search(r"precision ([\d.]+) % where it answers, coverage ([\d.]+) %", text)
     if not m or not p:
         sys.exit(f"cannot read the evaluation:\n{text}")
-    return int(m.group(1)), float(m.group(2)), float(p.group(1)), float(p.group(2))
+    flows, acc = int(m.group(1)), float(m.group(2))
+    # evaluate says this line only when some flows are of classes the
+    # model does not know.
+    k = re.search(r"accuracy on the other (\d+): ([\d.]+) %", text)
+    known, known_acc = (int(k.group(1)), float(k.group(2))) if k else (flows, acc)
+    return flows, acc, float(p.group(1)), float(p.group(2)), known, known_acc
 
 
 def main():
@@ -138,16 +147,17 @@ def main():
     for name in names:
         for m, mp in models.items():
             text = run([eb, "evaluate", "--model", mp, *files_of[name], *test])
-            flows, acc, prec, cov = scores(text)
-            rows.append((name, m, flows, acc, prec, cov))
+            rows.append((name, m, *scores(text)))
     ports = "sizes, directions, gaps and ports" if a.use_ports else "sizes, directions and gaps"
     print(f"{a.algo}, category level, {ports}; trained on {len(train)} dev captures, "
           f"scored on nDPI's labels of the other {len(test)}")
     print()
-    print("| held-out flows | trained on | flows | accuracy % | precision where it answers % | coverage % |")
-    print("|---|---|---|---|---|---|")
-    for name, m, flows, acc, prec, cov in rows:
-        print(f"| {name} | {m} | {flows} | {acc:.2f} | {prec:.2f} | {cov:.2f} |")
+    print("| held-out flows | trained on | flows | accuracy % | precision where it answers % | coverage % "
+          "| flows of classes the model knows | accuracy on them % |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, m, flows, acc, prec, cov, known, known_acc in rows:
+        print(f"| {name} | {m} | {flows} | {acc:.2f} | {prec:.2f} | {cov:.2f} "
+              f"| {known} ({100.0 * known / flows:.2f} %) | {known_acc:.2f} |")
 
 
 if __name__ == "__main__":

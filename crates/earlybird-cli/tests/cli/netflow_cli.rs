@@ -4,8 +4,10 @@
 //! bytes, first and last times; v5: the IPv4 flows, the others counted as
 //! left out); tshark's NetFlow dissector decodes the v9 datagrams
 //! (captured by the test) to the same records, with the verdict, its
-//! confidence, the Community ID and the direction as docs/NETFLOW.md
-//! documents them; with packet sampling the options record carries N.
+//! confidence, the Community ID, the model id and the direction as
+//! docs/NETFLOW.md documents them (the model ids of learnt models too,
+//! from a `--learn` run); with packet sampling the options record
+//! carries N.
 //!
 //! nfdump and tshark must be installed (`.ci/run` does); without them a
 //! test says SKIPPED, and fails under CI.
@@ -414,7 +416,7 @@ fn tshark_decodes_every_v9_field_as_the_csv_of_the_same_run_says() {
                 );
                 assert_eq!(f["cflow.appl_name"].as_str().unwrap(), r["app"], "{c}: app");
                 // The vendor types, in template order: confidence,
-                // decided-at packet, Community ID.
+                // decided-at packet, Community ID, model id.
                 let vendor: Vec<Vec<u8>> = f["cflow.unknown_field_type"]
                     .as_array()
                     .unwrap()
@@ -434,6 +436,8 @@ fn tshark_decodes_every_v9_field_as_the_csv_of_the_same_run_says() {
                     r["community_id"].as_bytes().to_vec()
                 };
                 assert_eq!(vendor[2], cid, "{c}: community id");
+                let model = r["model_id"].parse::<u16>().unwrap_or(u16::MAX);
+                assert_eq!(vendor[3], model.to_be_bytes(), "{c}: model id");
                 checked += 1;
             }
         }
@@ -486,4 +490,74 @@ fn v9_with_sampling_sends_the_rate_in_its_options_record() {
         ["4", "1"],
         "{text}"
     );
+}
+
+/// The vendor field of a tshark-decoded v9 data record at `i` in
+/// template order (confidence, decided-at packet, Community ID, model id).
+fn vendor_field(f: &serde_json::Value, i: usize) -> Vec<u8> {
+    unhex(f["cflow.unknown_field_type"][i].as_str().unwrap())
+}
+
+#[test]
+fn v9_names_the_learnt_model_that_decided_each_flow() {
+    if !have("tshark", "-v") {
+        return;
+    }
+    let dev =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/classify/dev/ndpi/pcap");
+    if !dev.is_dir() {
+        eprintln!("SKIPPED: corpus not found at {}", dev.display());
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let catcher = Catcher::start();
+    let csv = tmp.path().join("out.csv");
+    let models = tmp.path().join("models");
+    // Models trained every 100 payload labels and swapped in every 5,000
+    // packets: the run's own model decides the first flows, learnt ones
+    // the later (as in selftrain_cli's swap test).
+    let (code, _, err) = eb(&[
+        "flows",
+        dev.to_str().unwrap(),
+        "-o",
+        &format!("netflow9+udp://127.0.0.1:{}", catcher.port),
+        "-o",
+        csv.to_str().unwrap(),
+        "--learn",
+        models.to_str().unwrap(),
+        "--learn-every-labels",
+        "100",
+        "--learn-every-seconds",
+        "0",
+        "--learn-swap-packets",
+        "5000",
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    std::thread::sleep(Duration::from_millis(300));
+    let flows = tshark_flows(&catcher.finish(), tmp.path());
+    let rows = csv_rows(&csv);
+    let mut it = flows.iter();
+    let mut ids = HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        let dirs = if r["bwd_packets"] != "0" { 2 } else { 1 };
+        for d in 0..dirs {
+            let (_, f) = it.next().unwrap_or_else(|| panic!("row {i}: missing"));
+            assert_eq!(
+                num(&f["cflow.srcport"]).to_string(),
+                r[if d == 0 { "sport" } else { "dport" }]
+            );
+            let want = r["model_id"].parse::<u16>().unwrap_or(u16::MAX);
+            assert_eq!(
+                vendor_field(f, 3),
+                want.to_be_bytes(),
+                "row {i} direction {d}"
+            );
+            *ids.entry(want).or_insert(0) += 1;
+        }
+    }
+    assert!(it.next().is_none(), "more records than the CSV gives");
+    // The run's own model and learnt ones (1 and up) decided flows.
+    assert!(ids.contains_key(&0), "{ids:?}");
+    assert!(ids.keys().any(|&k| (1..u16::MAX).contains(&k)), "{ids:?}");
 }

@@ -16,6 +16,40 @@ fn corpus() -> Option<PathBuf> {
     }
 }
 
+/// The dev corpus's nDPI captures (a directory `flows` reads whole).
+fn dev() -> Option<String> {
+    let c = corpus()?;
+    Some(c.join("classify/dev/ndpi/pcap").display().to_string())
+}
+
+/// A temporary directory named after the test.
+fn tmp(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(prefix).tempdir().unwrap()
+}
+
+/// `earlybird flows INPUT --no-progress ARGS…`, which must exit 0: its
+/// stderr.
+fn flows_ok(input: &str, args: &[&str]) -> String {
+    let mut a = vec!["flows", input, "--no-progress"];
+    a.extend_from_slice(args);
+    let (code, _, stderr) = eb(&a);
+    assert_eq!(code, 0, "{stderr}");
+    stderr
+}
+
+/// `--learn DIR` with a model every `labels` labelled flows and none by
+/// packet time.
+fn learn<'a>(dir: &'a str, labels: &'a str) -> [&'a str; 6] {
+    [
+        "--learn",
+        dir,
+        "--learn-every-labels",
+        labels,
+        "--learn-every-seconds",
+        "0",
+    ]
+}
+
 /// The "(self-labels: K kept in the reservoir, D not kept, …)" figures.
 fn kept_dropped(out: &str) -> (u64, u64) {
     let s = out.split("(self-labels: ").nth(1).expect(out);
@@ -41,10 +75,7 @@ fn train_self_labels() {
     .iter()
     .map(|n| dev.join(n).display().to_string())
     .collect();
-    let tmp = tempfile::Builder::new()
-        .prefix("eb-cli-selftrain-")
-        .tempdir()
-        .unwrap();
+    let tmp = tmp("eb-cli-selftrain-");
     let out = |n: &str| tmp.path().join(n).display().to_string();
     let train = |extra: &[&str], model: &str| {
         let mut a = vec!["train", "--self-labels", "--algo", "c45", "--seed", "3"];
@@ -99,30 +130,13 @@ fn models_index(dir: &std::path::Path) -> Vec<serde_json::Value> {
 
 #[test]
 fn flows_learn_writes_models_while_it_runs_and_a_last_one_at_the_end() {
-    let Some(c) = corpus() else { return };
-    let dev = c.join("classify/dev/ndpi/pcap").display().to_string();
-    let tmp = tempfile::Builder::new()
-        .prefix("eb-cli-learn-")
-        .tempdir()
-        .unwrap();
+    let Some(dev) = dev() else { return };
+    let tmp = tmp("eb-cli-learn-");
     let dir = tmp.path().join("models");
     let d = dir.display().to_string();
-    let (code, _, stderr) = eb(&[
-        "flows",
-        &dev,
-        "-f",
-        "null",
-        "--no-progress",
-        "--learn",
-        &d,
-        "--learn-every-labels",
-        "200",
-        "--learn-every-seconds",
-        "0",
-        "--learn-level",
-        "proto",
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    let mut args = vec!["-f", "null", "--learn-level", "proto"];
+    args.extend(learn(&d, "200"));
+    let stderr = flows_ok(&dev, &args);
     let index = models_index(&dir);
     // Several while the run went on (every 200 labels, when the thread
     // was free), and the last one at the end.
@@ -170,32 +184,15 @@ fn flows_learn_writes_models_while_it_runs_and_a_last_one_at_the_end() {
 
 #[test]
 fn flows_learn_leaves_the_same_last_model_whatever_the_shards_and_reads_learn_from_the_file() {
-    let Some(c) = corpus() else { return };
-    let dev = c.join("classify/dev/ndpi/pcap").display().to_string();
-    let tmp = tempfile::Builder::new()
-        .prefix("eb-cli-learn-shards-")
-        .tempdir()
-        .unwrap();
+    let Some(dev) = dev() else { return };
+    let tmp = tmp("eb-cli-learn-shards-");
     let mut models = Vec::new();
     for shards in ["1", "2", "4"] {
         let dir = tmp.path().join(format!("s{shards}"));
         let d = dir.display().to_string();
-        let (code, _, stderr) = eb(&[
-            "flows",
-            &dev,
-            "-f",
-            "null",
-            "--no-progress",
-            "-s",
-            shards,
-            "--learn",
-            &d,
-            "--learn-every-labels",
-            "0",
-            "--learn-every-seconds",
-            "0",
-        ]);
-        assert_eq!(code, 0, "{stderr}");
+        let mut args = vec!["-f", "null", "-s", shards];
+        args.extend(learn(&d, "0"));
+        let stderr = flows_ok(&dev, &args);
         let index = models_index(&dir);
         assert_eq!(index.len(), 1, "{stderr}");
         models.push(std::fs::read(dir.join("model-0001.ebm")).unwrap());
@@ -216,16 +213,7 @@ fn flows_learn_leaves_the_same_last_model_whatever_the_shards_and_reads_learn_fr
     let (code, printed, stderr) = eb(&["flows", "--config", &conf, "--print-config"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(printed.contains("[learn]"), "{printed}");
-    let (code, _, stderr) = eb(&[
-        "flows",
-        &dev,
-        "-f",
-        "null",
-        "--no-progress",
-        "--config",
-        &conf,
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    flows_ok(&dev, &["-f", "null", "--config", &conf]);
     assert_eq!(
         std::fs::read(dir.join("model-0001.ebm")).unwrap(),
         models[0]
@@ -246,35 +234,16 @@ fn sorted_rows(csv: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn flows_learn_swaps_models_at_the_same_points_whatever_the_shards() {
-    let Some(c) = corpus() else { return };
-    let dev = c.join("classify/dev/ndpi/pcap").display().to_string();
-    let tmp = tempfile::Builder::new()
-        .prefix("eb-cli-learn-swap-")
-        .tempdir()
-        .unwrap();
+    let Some(dev) = dev() else { return };
+    let tmp = tmp("eb-cli-learn-swap-");
     let mut runs = Vec::new();
     for shards in ["1", "2", "4"] {
         let dir = tmp.path().join(format!("s{shards}"));
         let csv = tmp.path().join(format!("s{shards}.csv"));
         let (d, o) = (dir.display().to_string(), csv.display().to_string());
-        let (code, _, stderr) = eb(&[
-            "flows",
-            &dev,
-            "-o",
-            &o,
-            "--no-progress",
-            "-s",
-            shards,
-            "--learn",
-            &d,
-            "--learn-every-labels",
-            "100",
-            "--learn-every-seconds",
-            "0",
-            "--learn-swap-packets",
-            "5000",
-        ]);
-        assert_eq!(code, 0, "{stderr}");
+        let mut args = vec!["-o", &o, "-s", shards, "--learn-swap-packets", "5000"];
+        args.extend(learn(&d, "100"));
+        let stderr = flows_ok(&dev, &args);
         assert!(stderr.contains("in use from packet time"), "{stderr}");
         let index = models_index(&dir);
         let models: Vec<Vec<u8>> = index
@@ -376,10 +345,7 @@ fn a_live_capture_swaps_learnt_models_without_losing_or_splitting_a_flow() {
     let Some(net) = crate::lib_common::Veth::create("ebls") else {
         return;
     };
-    let tmp = tempfile::Builder::new()
-        .prefix("eb-cli-learn-live-")
-        .tempdir()
-        .unwrap();
+    let tmp = tmp("eb-cli-learn-live-");
     let (plain, learnt) = (tmp.path().join("plain.csv"), tmp.path().join("learnt.csv"));
     let dir = tmp.path().join("models");
     let rest = live_replays(&net, &plain.display().to_string(), &[], &mut || {});
@@ -388,16 +354,7 @@ fn a_live_capture_swaps_learnt_models_without_losing_or_splitting_a_flow() {
     let rest2 = live_replays(
         &net,
         &learnt.display().to_string(),
-        &[
-            "--learn",
-            &d,
-            "--learn-every-labels",
-            "5",
-            "--learn-every-seconds",
-            "0",
-            "--learn-cpu",
-            "1",
-        ],
+        &[&learn(&d, "5")[..], &["--learn-cpu", "1"]].concat(),
         &mut || {},
     );
     // Models were learnt from the first replays and swapped in while the
@@ -479,36 +436,33 @@ fn agreement_of_records(jsonl: &std::path::Path, level: &str) -> (u64, u64) {
 
 #[test]
 fn drift_columns_count_the_records_whose_model_verdict_and_payload_label_agree() {
-    let Some(c) = corpus() else { return };
-    let dev = c.join("classify/dev/ndpi/pcap").display().to_string();
-    let tmp = tempfile::Builder::new()
-        .prefix("eb-cli-drift-")
-        .tempdir()
-        .unwrap();
+    let Some(dev) = dev() else { return };
+    let tmp = tmp("eb-cli-drift-");
     for (level, shards) in [("proto", "1"), ("app", "2")] {
         let csv = tmp.path().join(format!("{level}.jsonl"));
         let stats = tmp.path().join(format!("{level}-stats.csv"));
         let alarms = tmp.path().join(format!("{level}-alarms.csv"));
-        let (code, _, stderr) = eb(&[
-            "flows",
+        let (csv_s, stats_s) = (csv.display().to_string(), stats.display().to_string());
+        let alarms_s = alarms.display().to_string();
+        let stderr = flows_ok(
             &dev,
-            "--no-progress",
-            "--labellers",
-            "--learn-level",
-            level,
-            "-s",
-            shards,
-            "-o",
-            &csv.display().to_string(),
-            "--stats-out",
-            &stats.display().to_string(),
-            // The drift series is one an alarm can watch.
-            "--alarm",
-            "disagreeing_flows:cusum",
-            "--alarms-out",
-            &alarms.display().to_string(),
-        ]);
-        assert_eq!(code, 0, "{stderr}");
+            &[
+                "--labellers",
+                "--learn-level",
+                level,
+                "-s",
+                shards,
+                "-o",
+                &csv_s,
+                "--stats-out",
+                &stats_s,
+                // The drift series is one an alarm can watch.
+                "--alarm",
+                "disagreeing_flows:cusum",
+                "--alarms-out",
+                &alarms_s,
+            ],
+        );
         let (labelled, agreeing) = agreement_of_records(&csv, level);
         let sums = column_sums(
             &stats,
@@ -523,28 +477,34 @@ fn drift_columns_count_the_records_whose_model_verdict_and_payload_label_agree()
             "{agreeing} of {labelled}"
         );
         assert!(alarms.is_file());
+        // The summary says the same, per class: the classes' counts add
+        // up to the records'.
+        let line = format!(
+            "model against payload labels ({level}): {agreeing} of {labelled} flows agree ("
+        );
+        let per = stderr.split(&line).nth(1).expect(&stderr);
+        let per = per.lines().next().unwrap().trim_end_matches(')');
+        let (mut l, mut a) = (0, 0);
+        for class in per.split(", ") {
+            let (ca, cl) = class.rsplit_once(' ').unwrap().1.split_once('/').unwrap();
+            a += ca.parse::<u64>().unwrap();
+            l += cl.parse::<u64>().unwrap();
+        }
+        assert_eq!((l, a), (labelled, agreeing), "{per}");
     }
     // Without the payload labellers nothing is counted.
     let stats = tmp.path().join("none-stats.csv");
-    let (code, _, stderr) = eb(&[
-        "flows",
+    let stderr = flows_ok(
         &dev,
-        "--no-progress",
-        "-f",
-        "null",
-        "--stats-out",
-        &stats.display().to_string(),
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+        &["-f", "null", "--stats-out", &stats.display().to_string()],
+    );
     assert_eq!(column_sums(&stats, &["labelled_flows"]), [0]);
+    assert!(!stderr.contains("model against payload labels"), "{stderr}");
 }
 
 #[test]
 fn flows_learn_refuses_a_model_on_the_classifier_pool() {
-    let tmp = tempfile::Builder::new()
-        .prefix("eb-cli-learn-svm-")
-        .tempdir()
-        .unwrap();
+    let tmp = tmp("eb-cli-learn-svm-");
     let pcap = crate::lib_common::testdata().join("pcap/ndpi__iphone.pcap");
     let pcap = pcap.display().to_string();
     let svm = tmp.path().join("svm.ebm").display().to_string();
@@ -571,10 +531,7 @@ fn a_live_capture_shows_the_agreement_and_the_learnt_model_on_metrics() {
         return;
     };
     net.capture_loopback_up();
-    let tmp = tempfile::Builder::new()
-        .prefix("eb-cli-learn-metrics-")
-        .tempdir()
-        .unwrap();
+    let tmp = tmp("eb-cli-learn-metrics-");
     let csv = tmp.path().join("learnt.jsonl");
     let d = tmp.path().join("models").display().to_string();
     let port = 19_473;
@@ -583,19 +540,11 @@ fn a_live_capture_shows_the_agreement_and_the_learnt_model_on_metrics() {
         &net,
         &csv.display().to_string(),
         &[
-            "--learn",
-            &d,
-            "--learn-every-labels",
-            "5",
-            "--learn-every-seconds",
-            "0",
-            "--learn-cpu",
-            "1",
-            "--learn-level",
-            "proto",
-            "--metrics-listen",
-            &port.to_string(),
-        ],
+            &learn(&d, "5")[..],
+            &["--learn-cpu", "1", "--learn-level", "proto"],
+            &["--metrics-listen", &port.to_string()],
+        ]
+        .concat(),
         &mut || {
             scraped = crate::metrics_cli::scrape(&net, port).unwrap_or_default();
         },

@@ -941,6 +941,11 @@ impl Probe {
             report.handshakes_cut_by_memory =
                 plan.options.labels.as_ref().map(|l| l.cut_by_memory());
         }
+        if let Some(d) = plan.options.labels.as_ref().and_then(|l| l.drift()) {
+            let classes = d.classes().into_iter();
+            let classes = classes.map(|c| (c.class, c.labelled, c.agreeing));
+            report.agreement = Some((d.level().name().to_string(), classes.collect()));
+        }
         if let Some(s) = report.calls.as_mut() {
             s.db = db;
         }

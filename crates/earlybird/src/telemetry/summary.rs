@@ -300,7 +300,15 @@ pub struct Report {
     pub dns_cache: Option<(u64, u64)>,
     /// Lines the outputs add to the summary (a ClickHouse output's hold).
     pub output_notes: Vec<String>,
+    /// Drift (`classify/drift.rs`), when the payload labellers ran: the
+    /// level, then each class with a labelled flow.
+    pub agreement: Option<(String, Vec<Agreement>)>,
 }
+
+/// One class's agreement of the model with the payload labels: the
+/// class, the flows with both a payload label and a model verdict, and of
+/// them those whose verdict was the class.
+pub type Agreement = (String, u64, u64);
 
 /// The process's anonymous resident memory (Linux), in bytes.
 pub fn rss_anon() -> Option<u64> {
@@ -440,6 +448,18 @@ impl fmt::Display for Report {
                 "handshakes cut by the snap length: {} (TLS {tls}, QUIC {quic}; tls_status cut-snap: \
                  their names are not read)",
                 tls + quic
+            )?;
+        }
+        if let Some((level, classes)) = self.agreement.as_ref().filter(|(_, c)| !c.is_empty()) {
+            let (l, a) = classes.iter().fold((0, 0), |(l, a), c| (l + c.1, a + c.2));
+            let per: Vec<String> = classes
+                .iter()
+                .map(|(c, l, a)| format!("{c} {a}/{l}"))
+                .collect();
+            writeln!(
+                f,
+                "model against payload labels ({level}): {a} of {l} flows agree ({})",
+                per.join(", ")
             )?;
         }
         if let Some(n) = self.handshakes_cut_by_memory.filter(|n| *n > 0) {

@@ -250,6 +250,11 @@ pub(crate) fn check_v9(
             let want = crate::export::community_id::of_record(seed, k, r.icmp)
                 .map_or(vec![0u8; 30], |x| x.as_bytes().to_vec());
             assert_eq!(f(32779), want.as_slice(), "{c}: community id");
+            assert_eq!(
+                be(f(32794)),
+                u64::from(r.model_id.unwrap_or(u16::MAX)),
+                "{c}: model id"
+            );
         }
     }
     assert!(it.next().is_none(), "{ctx}: more records than flows");
@@ -260,6 +265,8 @@ fn batch(n: usize) -> RecordBatch {
     for (i, (r, e)) in sample().iter().cycle().take(n).enumerate() {
         let mut r = *r;
         r.key.sport = r.key.sport.wrapping_add(i as u16);
+        // No model, the run's own, learnt models.
+        r.model_id = [None, Some(0), Some(3), Some(65534)][i % 4];
         b.push(r, &e[..e.len().min(4)]);
     }
     b

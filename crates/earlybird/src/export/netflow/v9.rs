@@ -5,8 +5,9 @@
 //! fields are [`V4_FIELDS`] and [`V6_FIELDS`], all fixed-length as v9
 //! requires: the verdict as `APPLICATION_NAME` (type 96, 32 bytes, UTF-8
 //! padded with NULs, cut at a character boundary), its confidence and
-//! packet and the Community ID as vendor types (32768 + earlybird's IPFIX
-//! element id: 32770, 32771, 32779). Packets are at most the MTU; the
+//! packet, the Community ID and the number of the model that decided it
+//! as vendor types (32768 + earlybird's IPFIX element id: 32770, 32771,
+//! 32779, 32794; v9 has no enterprise numbers). Packets are at most the MTU; the
 //! templates (and, when the run samples packets, the options template 258
 //! with the sampling interval and algorithm, and its options record) open
 //! the first packet and again the first packet after the refresh interval
@@ -40,6 +41,9 @@ pub const CONFIDENCE: u16 = 0x8000 | 2;
 pub const DECIDED_AT: u16 = 0x8000 | 3;
 /// The Community ID.
 pub const COMMUNITY_ID: u16 = 0x8000 | 11;
+/// The number of the model that decided the flow (`model_id`; 65535
+/// when no model decided it).
+pub const MODEL_ID: u16 = 0x8000 | 26;
 
 /// The fields of template 256 (IPv4): (type, length), in record order.
 pub const V4_FIELDS: &[(u16, u16)] = &[
@@ -62,6 +66,7 @@ pub const V4_FIELDS: &[(u16, u16)] = &[
     (CONFIDENCE, 4),
     (DECIDED_AT, 1),
     (COMMUNITY_ID, community_id::LEN as u16),
+    (MODEL_ID, 2),
 ];
 
 /// The fields of template 257 (IPv6).
@@ -85,6 +90,7 @@ pub const V6_FIELDS: &[(u16, u16)] = &[
     (CONFIDENCE, 4),
     (DECIDED_AT, 1),
     (COMMUNITY_ID, community_id::LEN as u16),
+    (MODEL_ID, 2),
 ];
 
 /// Bytes of a data record of a template.
@@ -358,6 +364,7 @@ impl V9Exporter {
         b.extend_from_slice(&r.verdict.confidence.to_be_bytes());
         b.push(r.verdict.at_packet);
         b.extend_from_slice(cid);
+        b.extend_from_slice(&r.model_id.unwrap_or(u16::MAX).to_be_bytes());
     }
 }
 
