@@ -116,7 +116,7 @@ pub fn run(a: BenchArgs) -> i32 {
             ..earlybird::DumpConfig::default()
         }),
     };
-    println!(
+    outln!(
         "{:<10} {:<6} {:>6} {:<6} {:>11} {:>9} {:>8} {:>8} {:>9} {:>9} {:>11} {:<5}",
         "traffic",
         "source",
@@ -132,7 +132,7 @@ pub fn run(a: BenchArgs) -> i32 {
         "pages"
     );
     let res = bench::run(&cfg, |r| {
-        println!(
+        outln!(
             "{:<10} {:<6} {:>6} {:<6} {:>11} {:>9.3} {:>8.2} {:>8.2} {:>9.2} {:>9} {:>11.0} {:<5}",
             r.traffic,
             r.source,
@@ -154,7 +154,7 @@ pub fn run(a: BenchArgs) -> i32 {
     if a.memory_flows > 0 {
         match bench::memory_per_flow(a.memory_flows, &flow) {
             Ok((flows, table, rss, pool)) => {
-                println!(
+                outln!(
                     "memory: {flows} concurrent flows: table {:.1} MiB = {:.0} B/flow; process anonymous RSS grew {}",
                     table as f64 / 1048576.0,
                     table as f64 / flows.max(1) as f64,
@@ -162,7 +162,7 @@ pub fn run(a: BenchArgs) -> i32 {
                         .unwrap_or_else(|| "(unknown)".into())
                 );
                 if pool > 0 {
-                    println!(
+                    outln!(
                         "memory: the table is in the reserved huge-page pool, which anonymous RSS does not count; EARLYBIRD_NO_HUGETLB=1 measures it in RSS"
                     );
                 }

@@ -67,7 +67,7 @@ fn wav(w: WavArgs) -> i32 {
     };
     match earlybird::voip::audio::write_wav(&folder, &codec_of, !w.mono, &w.output) {
         Ok(n) => {
-            println!(
+            outln!(
                 "wrote {} ({:.2} s, {})",
                 w.output.display(),
                 n as f64 / 8000.0,
@@ -222,16 +222,24 @@ fn json(c: &CallRecord) -> serde_json::Value {
 fn print(calls: &[CallRecord], as_json: bool) {
     if as_json {
         for c in calls {
-            println!("{}", json(c));
+            outln!("{}", json(c));
         }
         return;
     }
-    println!(
+    outln!(
         "{:<19} {:<16} {:<16} {:>6} {:<10} {:>9} {:>7} {:>4} {:<16} CALL-ID",
-        "START (UTC s)", "CALLER", "CALLEE", "STATUS", "END", "TALK ms", "SETUP", "MOS", "CODECS"
+        "START (UTC s)",
+        "CALLER",
+        "CALLEE",
+        "STATUS",
+        "END",
+        "TALK ms",
+        "SETUP",
+        "MOS",
+        "CODECS"
     );
     for c in calls {
-        println!(
+        outln!(
             "{:<19.6} {:<16} {:<16} {:>6} {:<10} {:>9} {:>7} {:>4} {:<16} {}",
             c.invite_ns as f64 / 1e9,
             c.caller,
@@ -293,7 +301,7 @@ pub fn run(a: CallsArgs) -> i32 {
                 }
                 for c in &calls {
                     let v = json(c);
-                    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+                    outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
                 }
                 return 0;
             }

@@ -124,7 +124,7 @@ pub fn run(a: EvaluateArgs) -> i32 {
             for (name, trained) in &summary.overlap {
                 eprintln!("earlybird: WARNING: {name} was used to train this model (as {trained})");
             }
-            println!(
+            outln!(
                 "{model}\nlabels at level {}\n{summary}\n\n{report}",
                 level.name()
             );
@@ -197,14 +197,14 @@ pub fn run(a: EvaluateArgs) -> i32 {
                 eprintln!("earlybird: warning: skipped {s}");
             }
             let ports = if a.train.use_ports { " + ports" } else { "" };
-            println!(
+            outln!(
                 "labels at level {}, N = {}, split {} by capture file (seed {})\n{summary}\n",
                 a.train.level().name(),
                 a.train.packets,
                 a.data.split,
                 a.data.seed
             );
-            println!("{:<14} {:>9} {:>9}", "algorithm", "accuracy", "macro F1");
+            outln!("{:<14} {:>9} {:>9}", "algorithm", "accuracy", "macro F1");
             let names: Vec<String> = reports
                 .iter()
                 .map(|r| {
@@ -216,10 +216,10 @@ pub fn run(a: EvaluateArgs) -> i32 {
                 })
                 .collect();
             for (n, r) in names.iter().zip(&reports) {
-                println!("{n:<14} {:>8.2}% {:>9.3}", 100.0 * r.accuracy, r.macro_f1);
+                outln!("{n:<14} {:>8.2}% {:>9.3}", 100.0 * r.accuracy, r.macro_f1);
             }
             for r in &reports {
-                println!("\n{r}");
+                outln!("\n{r}");
             }
             if let Some(p) = &a.png {
                 let named: Vec<(String, &EvalReport)> = names.into_iter().zip(&reports).collect();

@@ -49,7 +49,7 @@ pub fn run(a: LabelArgs) -> i32 {
     for s in &stats.skipped {
         eprintln!("earlybird: warning: skipped {s}");
     }
-    println!("{stats}");
-    println!("wrote {name}");
+    outln!("{stats}");
+    outln!("wrote {name}");
     0
 }

@@ -33,7 +33,7 @@ pub(crate) fn run(m: &clap::ArgMatches) -> i32 {
     match write_all(&a.dir) {
         Ok(pages) => {
             for p in pages {
-                println!("{}", p.display());
+                outln!("{}", p.display());
             }
             0
         }

@@ -36,21 +36,21 @@ pub fn run(a: ModelArgs) -> i32 {
         Some(p) if p.as_os_str() != crate::model_arg::DEFAULT_NAME => p.display().to_string(),
         _ => "built-in default model".into(),
     };
-    println!("{name}: {m}");
-    println!(
+    outln!("{name}: {m}");
+    outln!(
         "classes ({}): {}",
         m.info.classes.len(),
         m.info.classes.join(", ")
     );
     match &m.info.held_out {
-        Some(h) => println!("measured {h}"),
-        None => println!("no held-out scores recorded (trained without --split)"),
+        Some(h) => outln!("measured {h}"),
+        None => outln!("no held-out scores recorded (trained without --split)"),
     }
     let bytes: u64 = m.info.captures.iter().map(|d| d.bytes).sum();
     if m.info.captures.is_empty() {
-        println!("training captures: not recorded");
+        outln!("training captures: not recorded");
     } else {
-        println!(
+        outln!(
             "training captures: {} files, {bytes} bytes{}",
             m.info.captures.len(),
             if captures {
@@ -62,13 +62,15 @@ pub fn run(a: ModelArgs) -> i32 {
     }
     if captures {
         for d in &m.info.captures {
-            println!("  {}  {:>10}  {}", d.sha256, d.bytes, d.name);
+            outln!("  {}  {:>10}  {}", d.sha256, d.bytes, d.name);
         }
     }
     for d in &m.info.labels {
-        println!(
+        outln!(
             "labels: {} ({} bytes, sha256 {})",
-            d.name, d.bytes, d.sha256
+            d.name,
+            d.bytes,
+            d.sha256
         );
     }
     0

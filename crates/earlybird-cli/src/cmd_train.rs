@@ -247,10 +247,10 @@ pub fn run(a: TrainArgs) -> i32 {
     if let Err(e) = model.save(&a.output) {
         return crate::fail(e);
     }
-    println!("{summary}");
-    println!("wrote {}: {model}", a.output.display());
+    outln!("{summary}");
+    outln!("wrote {}: {model}", a.output.display());
     if let Some(r) = report {
-        println!("\nheld-out captures:\n{r}");
+        outln!("\nheld-out captures:\n{r}");
         if let Some(p) = &a.png {
             if let Err(e) = r.write_png(p) {
                 return crate::fail(e);
@@ -335,40 +335,40 @@ pub fn run_media(a: TrainMediaArgs) -> i32 {
         .iter()
         .map(|c| c.flows.iter().filter(|f| f.kind.is_some()).count())
         .sum();
-    println!(
+    outln!(
         "{} captures, {} labelled UDP flows of {} labels",
         caps.len(),
         labelled,
         labels.len()
     );
     if learned.kinds.is_empty() {
-        println!(
+        outln!(
             "no kind has {} labelled flows of at least 30 packets: Table 6.2 kept",
             a.min_flows
         );
     }
     for (k, flows, windows) in &learned.kinds {
-        println!("learned {k} from {flows} flows ({windows} windows)");
+        outln!("learned {k} from {flows} flows ({windows} windows)");
     }
     let text = media::to_toml(&learned.config);
     let header = "# Intervals of the media analyzer learned by `earlybird train-media`\n# (docs/MEDIA.md); flows --media-config reads this file.\n";
     if let Err(e) = std::fs::write(&a.output, format!("{header}{text}")) {
         return crate::fail(format!("{}: {e}", a.output.display()));
     }
-    println!("wrote {}:\n{text}", a.output.display());
-    println!(
+    outln!("wrote {}:\n{text}", a.output.display());
+    outln!(
         "Table 6.2 on these captures:\n{}",
         media::markdown(&media::score(
             &earlybird::analyze::media::MediaConfig::default(),
             &all
         ))
     );
-    println!(
+    outln!(
         "learned, on the captures it was learned from:\n{}",
         media::markdown(&media::score(&learned.config, &all))
     );
     let (held, _) = media::leave_one_capture_out(&caps, &opts);
-    println!(
+    outln!(
         "learned, leave one capture out (each capture scored with the intervals learned from the others):\n{}",
         media::markdown(&held)
     );

@@ -13,6 +13,20 @@
 //! interrupted by SIGINT/SIGTERM (open flows were flushed). SIGHUP reopens
 //! the record files of `flows` (log rotation).
 
+/// `println!` for the commands that print a report (model info, train,
+/// evaluate…): `println!` panics when the reader of standard output went
+/// away (`earlybird model info | head`); this drops the rest of the report
+/// instead and lets the command finish its work (exit code as without the
+/// pipe). Another write error is said once on stderr.
+macro_rules! outln {
+    () => {
+        $crate::out(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::out(format_args!($($arg)*))
+    };
+}
+
 mod cmd_bench;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod cmd_calls;
@@ -140,6 +154,22 @@ fn main() {
         Command::Completions(a) => cmd_completions::run(a),
     };
     std::process::exit(code);
+}
+
+/// Writes one line of a report on standard output (see `outln!`).
+pub(crate) fn out(line: std::fmt::Arguments) {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static FAILED: AtomicBool = AtomicBool::new(false);
+    if FAILED.load(Ordering::Relaxed) {
+        return;
+    }
+    if let Err(e) = writeln!(std::io::stdout().lock(), "{line}") {
+        FAILED.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            say(&format!("earlybird: error: standard output: {e}"));
+        }
+    }
 }
 
 /// Prints an error the way every subcommand does and returns exit code 1.

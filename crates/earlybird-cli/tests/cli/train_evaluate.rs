@@ -417,3 +417,23 @@ fn a_cascade_decides_earlier_with_its_precision_on_held_out_captures() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("cascade"), "{err}");
 }
+
+/// A report printed into a pipe whose reader is gone (`model info | head`
+/// after head exited) ends quietly with the command's own exit code; the
+/// write used to panic. The pipe's read end is closed before the command
+/// starts, so every write fails.
+#[test]
+fn a_report_into_a_closed_pipe_is_not_a_panic() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    for args in [&["model", "info"][..], &["gen", "--help"][..]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_earlybird"))
+            .args(args)
+            .stdout(writer.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}
