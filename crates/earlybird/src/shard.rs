@@ -215,6 +215,10 @@ pub struct Shard {
     pub closed: Vec<ShardSecond>,
     /// The packets of no flow of one part of a shard batch (kept for reuse).
     no_flow_buf: Vec<(u32, PacketRef)>,
+    /// The part being run is not its batch's first: its packets are timed
+    /// from the floor the first part set (the table clock at the batch's
+    /// start), so cutting a batch at second boundaries changes no flow.
+    mid_batch: bool,
     /// Packet sampling (`None`: every packet is run).
     sampling: Option<Sampling>,
     /// Per-second statistics or sampling are on: a batch leaves the plain
@@ -253,6 +257,7 @@ impl Shard {
             seconds: None,
             closed: Vec::new(),
             no_flow_buf: Vec::new(),
+            mid_batch: false,
             sampling: cfg.sample.as_ref().map(|s| Sampling {
                 sampler: Sampler::new(s, id as u64),
                 kept: Vec::new(),
@@ -385,8 +390,10 @@ impl Shard {
             } else {
                 self.batch_whole(data, part);
             }
+            self.mid_batch = true;
             rest = tail;
         }
+        self.mid_batch = false;
     }
 
     /// Samples `part` and runs the packets kept; the clock then moves to
@@ -616,8 +623,10 @@ impl Shard {
             let frames = (shard_batch.frames.get(i..j).unwrap_or(&[]), &no_flow[..]);
             let times = (shard_batch.min_ts, max_ts);
             self.run_part(&pkts[i..j], shard_batch, spans, frames, data, times);
+            self.mid_batch = true;
             i = j;
         }
+        self.mid_batch = false;
         self.no_flow_buf = no_flow;
     }
 
@@ -852,10 +861,12 @@ impl Shard {
         let calls = TAPS && self.taps.as_deref().is_some_and(|t| t.frames.is_some());
         let gaps = calls && solo && pkts.len() != refs.len();
         let (mut next_ref, mut not_shown) = (0, 0u64);
-        let floor = self.table.now();
+        if !self.mid_batch {
+            self.table.begin_batch();
+        }
+        let floor = self.table.floor();
         // An analyzer on reads the IP packet (the span then cuts it too).
         let ip_view = PACKETS && self.table.consumers.reads_ip();
-        self.table.begin_batch();
         // Second pass, software-pipelined: while packet i updates its flow,
         // the index bucket of packet i + 2·AHEAD and the entry lines of
         // packet i + AHEAD (whose bucket is arriving) are being fetched. A
@@ -1095,6 +1106,14 @@ impl Shard {
             hand_over(&mut self.table.out);
         }
         self.resolve_held();
+        if let Some(s) = self.seconds.as_mut() {
+            // The domain's last seconds, the flows just ended in them.
+            let (counters, table) = (&self.counters, &mut self.table);
+            for (clock, part) in s.iter_mut().zip([Part::Read, Part::Run]) {
+                self.closed
+                    .push(clock.new_domain(|| second_figures(counters, table, part)));
+            }
+        }
         self.table.restart_clock();
         if self.id == 0 {
             self.counters.time_domains += 1;
