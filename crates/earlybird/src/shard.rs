@@ -1256,96 +1256,81 @@ mod tests {
     /// again.
     #[test]
     fn the_call_tap_reads_the_shard_decode_as_a_second_decode_would() {
-        use crate::decode::testutil::{corpus, read_pcap};
+        use crate::decode::testutil::{corpus, corpus_pcaps};
         use crate::voip::tap::{extract_flow, flow_packet, follow_tcp, Follow, SipConnections};
         let Some(root) = corpus() else { return };
         let (mut flow_pkts, mut udp, mut tcp, mut v6) = (0, 0, 0, 0);
         let (mut kept, mut cut, mut again) = (0, 0, 0);
-        for dir in ["voip", "tunnels"] {
-            let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
-                continue;
-            };
-            for e in entries.flatten() {
-                let Ok(bytes) = std::fs::read(e.path()) else {
-                    continue;
-                };
-                let Some((link, frames)) = read_pcap(&bytes) else {
-                    continue;
-                };
-                let Some(link) = LinkType::from_pcap(link) else {
-                    continue;
-                };
-                let mut shard = Shard::new(0, 1, &FlowConfig::default(), None).unwrap();
-                let (mut d_old, mut d_new) = (Decoded::default(), Decoded::default());
-                let mut conns = [SipConnections::new(64), SipConnections::new(64)];
-                for chunk in frames.chunks(crate::source::BATCH) {
-                    let (mut data, mut refs) = (Vec::new(), Vec::new());
-                    for (i, f) in chunk.iter().enumerate() {
-                        refs.push(PacketRef {
-                            offset: data.len(),
-                            caplen: f.len() as u32,
-                            orig_len: f.len() as u32,
-                            ts: 1_000 + i as u64,
-                            link,
-                            number: i as u64 + 1,
-                        });
-                        data.extend_from_slice(f);
-                    }
-                    shard.begin(refs.len());
-                    shard.decode::<KEEP_ALL, false, false>(&data, &refs, &mut []);
-                    for p in &shard.pkts {
-                        let r = &refs[p.idx as usize];
-                        let frame = &data[r.offset..r.offset + r.caplen as usize];
-                        let side = &shard.wide[p.idx as usize];
-                        flow_pkts += 1;
-                        udp += usize::from(p.key.proto == 17);
-                        tcp += usize::from(p.key.proto == 6);
-                        v6 += usize::from(p.key.is_v6());
-                        // What the tap reads past (IPv6 extension headers,
-                        // an IPv4 length of 0): decoded again.
-                        let ip = &frame[p.ip_offset as usize..];
-                        again += usize::from(if p.key.is_v6() {
-                            ip[6] != p.key.proto
-                        } else {
-                            ip[2..4] == [0, 0]
-                        });
-                        for first in [true, false] {
-                            let (v, mut follow) =
-                                extract_flow(r.ts, link, frame, &mut d_old, first);
-                            let old = match v {
-                                Some(v) if v.tcp.is_some() => {
-                                    let wanted = conns[0].wants(&v);
-                                    follow = follow_tcp(&v, wanted);
-                                    (wanted.then_some(v), follow)
-                                }
-                                v => (v, follow),
-                            };
-                            let new = flow_packet(
-                                r.ts,
-                                link,
-                                frame,
-                                (p, side),
-                                first,
-                                &mut conns[1],
-                                &mut d_new,
-                            );
-                            kept += usize::from(new.0.is_some());
-                            if p.key.proto == 6 && old != new && old.0.is_none() {
-                                let mut d = Decoded::default();
-                                assert!(decode(link, frame, &mut d).is_ok());
-                                assert!(usize::from(d.payload_offset) > frame.len());
-                                assert_eq!(new, (None, Follow::Yes));
-                                cut += 1;
-                                continue;
+        for (path, link, frames) in corpus_pcaps(&root, &["voip", "tunnels"]) {
+            let mut shard = Shard::new(0, 1, &FlowConfig::default(), None).unwrap();
+            let (mut d_old, mut d_new) = (Decoded::default(), Decoded::default());
+            let mut conns = [SipConnections::new(64), SipConnections::new(64)];
+            for chunk in frames.chunks(crate::source::BATCH) {
+                let (mut data, mut refs) = (Vec::new(), Vec::new());
+                for (i, f) in chunk.iter().enumerate() {
+                    refs.push(PacketRef {
+                        offset: data.len(),
+                        caplen: f.len() as u32,
+                        orig_len: f.len() as u32,
+                        ts: 1_000 + i as u64,
+                        link,
+                        number: i as u64 + 1,
+                    });
+                    data.extend_from_slice(f);
+                }
+                shard.begin(refs.len());
+                shard.decode::<KEEP_ALL, false, false>(&data, &refs, &mut []);
+                for p in &shard.pkts {
+                    let r = &refs[p.idx as usize];
+                    let frame = &data[r.offset..r.offset + r.caplen as usize];
+                    let side = &shard.wide[p.idx as usize];
+                    flow_pkts += 1;
+                    udp += usize::from(p.key.proto == 17);
+                    tcp += usize::from(p.key.proto == 6);
+                    v6 += usize::from(p.key.is_v6());
+                    // What the tap reads past (IPv6 extension headers,
+                    // an IPv4 length of 0): decoded again.
+                    let ip = &frame[p.ip_offset as usize..];
+                    again += usize::from(if p.key.is_v6() {
+                        ip[6] != p.key.proto
+                    } else {
+                        ip[2..4] == [0, 0]
+                    });
+                    for first in [true, false] {
+                        let (v, mut follow) = extract_flow(r.ts, link, frame, &mut d_old, first);
+                        let old = match v {
+                            Some(v) if v.tcp.is_some() => {
+                                let wanted = conns[0].wants(&v);
+                                follow = follow_tcp(&v, wanted);
+                                (wanted.then_some(v), follow)
                             }
-                            assert_eq!(
-                                old,
-                                new,
-                                "{}: packet {}, first {first}",
-                                e.path().display(),
-                                r.number
-                            );
+                            v => (v, follow),
+                        };
+                        let new = flow_packet(
+                            r.ts,
+                            link,
+                            frame,
+                            (p, side),
+                            first,
+                            &mut conns[1],
+                            &mut d_new,
+                        );
+                        kept += usize::from(new.0.is_some());
+                        if p.key.proto == 6 && old != new && old.0.is_none() {
+                            let mut d = Decoded::default();
+                            assert!(decode(link, frame, &mut d).is_ok());
+                            assert!(usize::from(d.payload_offset) > frame.len());
+                            assert_eq!(new, (None, Follow::Yes));
+                            cut += 1;
+                            continue;
                         }
+                        assert_eq!(
+                            old,
+                            new,
+                            "{}: packet {}, first {first}",
+                            path.display(),
+                            r.number
+                        );
                     }
                 }
             }
