@@ -17,7 +17,7 @@ use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{csv_records, eb};
+use common::eb;
 
 fn free_tcp_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -266,6 +266,16 @@ fn flows_ddl() -> String {
         .collect::<Vec<_>>()
         .join("\n");
     ddl.trim_end_matches([';', '\n']).to_string()
+}
+
+/// Lines of a CSV file less its header: the records written so far (0
+/// while it is missing; the header comes with the first record).
+pub(crate) fn csv_records(p: &Path) -> usize {
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .count()
+        .saturating_sub(1)
 }
 
 /// What a live test runs against: a namespace pair of its own (the

@@ -14,13 +14,3 @@ pub fn eb(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
-
-/// Lines of a CSV file less its header: the records written so far (0
-/// while it is missing; the header comes with the first record).
-pub fn csv_records(p: &std::path::Path) -> usize {
-    std::fs::read_to_string(p)
-        .unwrap_or_default()
-        .lines()
-        .count()
-        .saturating_sub(1)
-}

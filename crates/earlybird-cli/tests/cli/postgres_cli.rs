@@ -14,7 +14,8 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{csv_records, eb};
+use crate::clickhouse_cli::csv_records;
+use common::eb;
 
 fn pg_bin() -> Option<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
