@@ -74,20 +74,11 @@ mkdir -p "$dir"
 dir=$(realpath "$dir")
 rm -f "$dir"/calls.sqlite* "$dir"/heap.* "$dir"/peak.txt
 
-tag="ebheap$$"
-a="${tag}a" b="${tag}b" nsa="${tag}c" ns="${tag}s"
-cleanup() {
-  ip netns del "$nsa" 2>/dev/null || true
-  ip netns del "$ns" 2>/dev/null || true
-}
-trap cleanup EXIT
-ip netns add "$nsa"
-ip netns add "$ns"
-ip -n "$nsa" link add "$a" type veth peer name "$b" netns "$ns"
-ip -n "$nsa" link set "$a" up
-ip -n "$ns" link set "$b" up
+. "$(dirname "$0")/churn_net.sh"
+trap churn_net_del EXIT
+churn_net "ebheap$$"
 
-printf '[[alarm]]\nseries = "packets"\nmethod = "ewma"\nwarmup = 30\n' >"$dir/alarms.toml"
+churn_alarm "$dir/alarms.toml"
 ip netns exec "$nsa" heaptrack -o "$dir/heap" "$bin" flows -i "$a" --no-progress \
   --max-flows "$max_flows" -o /dev/null -f csv --voip-db "$dir/calls.sqlite" \
   --alarms "$dir/alarms.toml" --alarms-out "$dir/alarms.csv" --duration "$secs" \
@@ -98,8 +89,7 @@ end=$((SECONDS + secs - 8))
 loop=0
 while [ $SECONDS -lt $end ]; do
   loop=$((loop + 1))
-  "$bin" gen realistic --seed "$loop" -n $((pps * 4)) -o "$dir/loop.pcap" >/dev/null
-  "$bin" gen voip --seed "$loop" -n "$pps" -o "$dir/voip.pcap" >/dev/null
+  churn_loop "$bin" "$loop" $((pps * 4)) "$pps" "$dir"
   ip netns exec "$ns" timeout $((end - SECONDS + 1)) "$bin" replay -i "$b" --pps "$pps" \
     "$dir/loop.pcap" "$dir/voip.pcap" >>"$dir/replay.log" 2>&1 || true
 done

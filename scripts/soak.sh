@@ -52,27 +52,20 @@ mkdir -p "$dir"
 dir=$(realpath "$dir")
 rm -f "$dir"/calls.sqlite* "$dir"/samples.tsv "$dir"/summary.txt
 
-tag="ebsoak$$"
-a="${tag}a" b="${tag}b" nsa="${tag}c" ns="${tag}s"
+. scripts/churn_net.sh
 port=19877
 cap=""
 cleanup() {
   [ -n "$cap" ] && kill -INT "$cap" 2>/dev/null || true
-  ip netns del "$nsa" 2>/dev/null || true
-  ip netns del "$ns" 2>/dev/null || true
+  churn_net_del
 }
 trap cleanup EXIT
-ip netns add "$nsa"
-ip netns add "$ns"
-ip -n "$nsa" link add "$a" type veth peer name "$b" netns "$ns"
-ip -n "$nsa" link set lo up
-ip -n "$nsa" link set "$a" up
-ip -n "$ns" link set "$b" up
+churn_net "ebsoak$$"
 
 rt=()
 [ -n "$prio" ] && rt=(chrt -f "$prio")
 
-printf '[[alarm]]\nseries = "packets"\nmethod = "ewma"\nwarmup = 30\n' >"$dir/alarms.toml"
+churn_alarm "$dir/alarms.toml"
 ip netns exec "$nsa" "${rt[@]}" "$bin" flows -i "$a" --no-progress --max-flows "$max_flows" \
   -o /dev/null -f csv --voip-db "$dir/calls.sqlite" \
   --alarms "$dir/alarms.toml" --alarms-out "$dir/alarms.csv" \
@@ -97,8 +90,7 @@ end=$((SECONDS + secs))
   loop=0
   while [ $SECONDS -lt $end ]; do
     loop=$((loop + 1))
-    "$bin" gen realistic --seed "$loop" -n $((pps * 20)) -o "$dir/loop.pcap" >/dev/null
-    "$bin" gen voip --seed "$loop" -n $((pps * 4)) -o "$dir/voip.pcap" >/dev/null
+    churn_loop "$bin" "$loop" $((pps * 20)) $((pps * 4)) "$dir"
     rate=$pps
     [ $((loop % 5)) = 0 ] && rate=$((pps * 2))
     ip netns exec "$ns" "${rt[@]}" "$bin" replay -i "$b" --pps "$rate" "$dir/loop.pcap" "$dir/voip.pcap" \

@@ -227,13 +227,8 @@ impl FirstModel {
                     let in_use = status.lock().unwrap_or_else(|p| p.into_inner()).in_use;
                     if let Some(u) = in_use {
                         crate::say(&format!(
-                            "earlybird: first learnt model {} in use from packet time {:.3} s{}",
-                            u.id,
-                            u.packet_time as f64 / 1e9,
-                            match u.turn {
-                                0 => String::new(),
-                                t => format!(", after batch turn {t}"),
-                            },
+                            "earlybird: first learnt model {}",
+                            model_in_use(u.id, u.turn, u.packet_time)
                         ));
                         return;
                     }
@@ -253,6 +248,18 @@ impl FirstModel {
             let _ = t.join();
         }
     }
+}
+
+/// "N in use from packet time T s[, after batch turn K]": the model a
+/// self-training run swapped in (its number, the batch turn and the
+/// packet time in ns it was taken in at).
+fn model_in_use(id: u16, turn: u64, packet_time: u64) -> String {
+    let turn = match turn {
+        0 => String::new(),
+        t => format!(", after batch turn {t}"),
+    };
+    let t = packet_time as f64 / 1e9;
+    format!("{id} in use from packet time {t:.3} s{turn}")
 }
 
 /// What self-training learnt: a line per model (unless `quiet`) and its
@@ -281,13 +288,8 @@ fn print_learning(l: &earlybird::learn_online::Status, quiet: bool) {
         }
         if let Some(u) = &l.in_use {
             crate::say(&format!(
-                "earlybird: learnt model {} in use from packet time {:.3} s{} ({} installations in the shards)",
-                u.id,
-                u.packet_time as f64 / 1e9,
-                match u.turn {
-                    0 => String::new(),
-                    t => format!(", after batch turn {t}"),
-                },
+                "earlybird: learnt model {} ({} installations in the shards)",
+                model_in_use(u.id, u.turn, u.packet_time),
                 l.installs
             ));
         }

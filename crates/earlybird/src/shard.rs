@@ -215,6 +215,10 @@ pub struct Shard {
     pub closed: Vec<ShardSecond>,
     /// The packets of no flow of one part of a shard batch (kept for reuse).
     no_flow_buf: Vec<(u32, PacketRef)>,
+    /// The part being run is not its batch's first: its packets are timed
+    /// from the floor the first part set (the table clock at the batch's
+    /// start), so cutting a batch at second boundaries changes no flow.
+    mid_batch: bool,
     /// Packet sampling (`None`: every packet is run).
     sampling: Option<Sampling>,
     /// Per-second statistics or sampling are on: a batch leaves the plain
@@ -253,6 +257,7 @@ impl Shard {
             seconds: None,
             closed: Vec::new(),
             no_flow_buf: Vec::new(),
+            mid_batch: false,
             sampling: cfg.sample.as_ref().map(|s| Sampling {
                 sampler: Sampler::new(s, id as u64),
                 kept: Vec::new(),
@@ -385,8 +390,10 @@ impl Shard {
             } else {
                 self.batch_whole(data, part);
             }
+            self.mid_batch = true;
             rest = tail;
         }
+        self.mid_batch = false;
     }
 
     /// Samples `part` and runs the packets kept; the clock then moves to
@@ -616,8 +623,10 @@ impl Shard {
             let frames = (shard_batch.frames.get(i..j).unwrap_or(&[]), &no_flow[..]);
             let times = (shard_batch.min_ts, max_ts);
             self.run_part(&pkts[i..j], shard_batch, spans, frames, data, times);
+            self.mid_batch = true;
             i = j;
         }
+        self.mid_batch = false;
         self.no_flow_buf = no_flow;
     }
 
@@ -852,10 +861,12 @@ impl Shard {
         let calls = TAPS && self.taps.as_deref().is_some_and(|t| t.frames.is_some());
         let gaps = calls && solo && pkts.len() != refs.len();
         let (mut next_ref, mut not_shown) = (0, 0u64);
-        let floor = self.table.now();
+        if !self.mid_batch {
+            self.table.begin_batch();
+        }
+        let floor = self.table.floor();
         // An analyzer on reads the IP packet (the span then cuts it too).
         let ip_view = PACKETS && self.table.consumers.reads_ip();
-        self.table.begin_batch();
         // Second pass, software-pipelined: while packet i updates its flow,
         // the index bucket of packet i + 2·AHEAD and the entry lines of
         // packet i + AHEAD (whose bucket is arriving) are being fetched. A
@@ -1095,6 +1106,14 @@ impl Shard {
             hand_over(&mut self.table.out);
         }
         self.resolve_held();
+        if let Some(s) = self.seconds.as_mut() {
+            // The domain's last seconds, the flows just ended in them.
+            let (counters, table) = (&self.counters, &mut self.table);
+            for (clock, part) in s.iter_mut().zip([Part::Read, Part::Run]) {
+                self.closed
+                    .push(clock.new_domain(|| second_figures(counters, table, part)));
+            }
+        }
         self.table.restart_clock();
         if self.id == 0 {
             self.counters.time_domains += 1;
@@ -1237,96 +1256,81 @@ mod tests {
     /// again.
     #[test]
     fn the_call_tap_reads_the_shard_decode_as_a_second_decode_would() {
-        use crate::decode::testutil::{corpus, read_pcap};
+        use crate::decode::testutil::{corpus, corpus_pcaps};
         use crate::voip::tap::{extract_flow, flow_packet, follow_tcp, Follow, SipConnections};
         let Some(root) = corpus() else { return };
         let (mut flow_pkts, mut udp, mut tcp, mut v6) = (0, 0, 0, 0);
         let (mut kept, mut cut, mut again) = (0, 0, 0);
-        for dir in ["voip", "tunnels"] {
-            let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
-                continue;
-            };
-            for e in entries.flatten() {
-                let Ok(bytes) = std::fs::read(e.path()) else {
-                    continue;
-                };
-                let Some((link, frames)) = read_pcap(&bytes) else {
-                    continue;
-                };
-                let Some(link) = LinkType::from_pcap(link) else {
-                    continue;
-                };
-                let mut shard = Shard::new(0, 1, &FlowConfig::default(), None).unwrap();
-                let (mut d_old, mut d_new) = (Decoded::default(), Decoded::default());
-                let mut conns = [SipConnections::new(64), SipConnections::new(64)];
-                for chunk in frames.chunks(crate::source::BATCH) {
-                    let (mut data, mut refs) = (Vec::new(), Vec::new());
-                    for (i, f) in chunk.iter().enumerate() {
-                        refs.push(PacketRef {
-                            offset: data.len(),
-                            caplen: f.len() as u32,
-                            orig_len: f.len() as u32,
-                            ts: 1_000 + i as u64,
-                            link,
-                            number: i as u64 + 1,
-                        });
-                        data.extend_from_slice(f);
-                    }
-                    shard.begin(refs.len());
-                    shard.decode::<KEEP_ALL, false, false>(&data, &refs, &mut []);
-                    for p in &shard.pkts {
-                        let r = &refs[p.idx as usize];
-                        let frame = &data[r.offset..r.offset + r.caplen as usize];
-                        let side = &shard.wide[p.idx as usize];
-                        flow_pkts += 1;
-                        udp += usize::from(p.key.proto == 17);
-                        tcp += usize::from(p.key.proto == 6);
-                        v6 += usize::from(p.key.is_v6());
-                        // What the tap reads past (IPv6 extension headers,
-                        // an IPv4 length of 0): decoded again.
-                        let ip = &frame[p.ip_offset as usize..];
-                        again += usize::from(if p.key.is_v6() {
-                            ip[6] != p.key.proto
-                        } else {
-                            ip[2..4] == [0, 0]
-                        });
-                        for first in [true, false] {
-                            let (v, mut follow) =
-                                extract_flow(r.ts, link, frame, &mut d_old, first);
-                            let old = match v {
-                                Some(v) if v.tcp.is_some() => {
-                                    let wanted = conns[0].wants(&v);
-                                    follow = follow_tcp(&v, wanted);
-                                    (wanted.then_some(v), follow)
-                                }
-                                v => (v, follow),
-                            };
-                            let new = flow_packet(
-                                r.ts,
-                                link,
-                                frame,
-                                (p, side),
-                                first,
-                                &mut conns[1],
-                                &mut d_new,
-                            );
-                            kept += usize::from(new.0.is_some());
-                            if p.key.proto == 6 && old != new && old.0.is_none() {
-                                let mut d = Decoded::default();
-                                assert!(decode(link, frame, &mut d).is_ok());
-                                assert!(usize::from(d.payload_offset) > frame.len());
-                                assert_eq!(new, (None, Follow::Yes));
-                                cut += 1;
-                                continue;
+        for (path, link, frames) in corpus_pcaps(&root, &["voip", "tunnels"]) {
+            let mut shard = Shard::new(0, 1, &FlowConfig::default(), None).unwrap();
+            let (mut d_old, mut d_new) = (Decoded::default(), Decoded::default());
+            let mut conns = [SipConnections::new(64), SipConnections::new(64)];
+            for chunk in frames.chunks(crate::source::BATCH) {
+                let (mut data, mut refs) = (Vec::new(), Vec::new());
+                for (i, f) in chunk.iter().enumerate() {
+                    refs.push(PacketRef {
+                        offset: data.len(),
+                        caplen: f.len() as u32,
+                        orig_len: f.len() as u32,
+                        ts: 1_000 + i as u64,
+                        link,
+                        number: i as u64 + 1,
+                    });
+                    data.extend_from_slice(f);
+                }
+                shard.begin(refs.len());
+                shard.decode::<KEEP_ALL, false, false>(&data, &refs, &mut []);
+                for p in &shard.pkts {
+                    let r = &refs[p.idx as usize];
+                    let frame = &data[r.offset..r.offset + r.caplen as usize];
+                    let side = &shard.wide[p.idx as usize];
+                    flow_pkts += 1;
+                    udp += usize::from(p.key.proto == 17);
+                    tcp += usize::from(p.key.proto == 6);
+                    v6 += usize::from(p.key.is_v6());
+                    // What the tap reads past (IPv6 extension headers,
+                    // an IPv4 length of 0): decoded again.
+                    let ip = &frame[p.ip_offset as usize..];
+                    again += usize::from(if p.key.is_v6() {
+                        ip[6] != p.key.proto
+                    } else {
+                        ip[2..4] == [0, 0]
+                    });
+                    for first in [true, false] {
+                        let (v, mut follow) = extract_flow(r.ts, link, frame, &mut d_old, first);
+                        let old = match v {
+                            Some(v) if v.tcp.is_some() => {
+                                let wanted = conns[0].wants(&v);
+                                follow = follow_tcp(&v, wanted);
+                                (wanted.then_some(v), follow)
                             }
-                            assert_eq!(
-                                old,
-                                new,
-                                "{}: packet {}, first {first}",
-                                e.path().display(),
-                                r.number
-                            );
+                            v => (v, follow),
+                        };
+                        let new = flow_packet(
+                            r.ts,
+                            link,
+                            frame,
+                            (p, side),
+                            first,
+                            &mut conns[1],
+                            &mut d_new,
+                        );
+                        kept += usize::from(new.0.is_some());
+                        if p.key.proto == 6 && old != new && old.0.is_none() {
+                            let mut d = Decoded::default();
+                            assert!(decode(link, frame, &mut d).is_ok());
+                            assert!(usize::from(d.payload_offset) > frame.len());
+                            assert_eq!(new, (None, Follow::Yes));
+                            cut += 1;
+                            continue;
                         }
+                        assert_eq!(
+                            old,
+                            new,
+                            "{}: packet {}, first {first}",
+                            path.display(),
+                            r.number
+                        );
                     }
                 }
             }

@@ -172,16 +172,7 @@ fn flows_inserted_into_a_real_server_read_back_as_the_csv() {
         return;
     };
     let port = server.http;
-    let ddl = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/clickhouse_flows.sql"),
-    )
-    .unwrap();
-    let ddl: String = ddl
-        .lines()
-        .filter(|l| !l.starts_with("--"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let (st, body) = http(port, "POST", "/", ddl.trim_end_matches([';', '\n']));
+    let (st, body) = http(port, "POST", "/", &flows_ddl());
     assert_eq!(st, 200, "DDL: {body}");
     let (_, version) = http(port, "GET", "/?query=SELECT%20version()", "");
     eprintln!("clickhouse-server {}", version.trim());
@@ -277,6 +268,83 @@ fn flows_ddl() -> String {
     ddl.trim_end_matches([';', '\n']).to_string()
 }
 
+/// Lines of a CSV file less its header: the records written so far (0
+/// while it is missing; the header comes with the first record).
+pub(crate) fn csv_records(p: &Path) -> usize {
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .count()
+        .saturating_sub(1)
+}
+
+/// What a live test runs against: a namespace pair of its own (the
+/// capture side's loopback up), a temporary directory and a server in the
+/// capture namespace on free ports, with `table` made by the shipped DDL.
+/// Fields drop in order: the server stops before its directory and its
+/// namespace go.
+struct Live {
+    server: Option<Server>,
+    tmp: tempfile::TempDir,
+    ports: (u16, u16),
+    net: crate::lib_common::Veth,
+}
+
+impl Live {
+    /// The set-up, tagged `tag` (`None`: skipped, no namespaces or no
+    /// server).
+    fn start(tag: &str) -> Option<Live> {
+        let net = crate::lib_common::Veth::create(tag)?;
+        net.capture_loopback_up();
+        let tmp = tempfile::tempdir().unwrap();
+        let ports = (free_tcp_port(), free_tcp_port());
+        let server = Some(start_on(tmp.path(), ports, Some(&net))?);
+        Some(Live {
+            server,
+            tmp,
+            ports,
+            net,
+        })
+    }
+
+    /// The server's HTTP port.
+    fn port(&self) -> u16 {
+        self.ports.0
+    }
+
+    /// Makes `table` with the shipped DDL.
+    fn create(&self, table: &str) {
+        let ddl = flows_ddl().replacen(
+            "CREATE TABLE IF NOT EXISTS flows",
+            &format!("CREATE TABLE IF NOT EXISTS {table}"),
+            1,
+        );
+        let (st, body) = self.net.in_capture(|| http(self.port(), "POST", "/", &ddl));
+        assert_eq!(st, 200, "DDL: {body}");
+    }
+
+    /// Rows in `table` (`None`: the server does not answer).
+    fn count(&self, table: &str) -> Option<usize> {
+        self.net.in_capture(|| {
+            let q = format!("/?query=SELECT%20count()%20FROM%20{table}");
+            let (st, n) = http(self.port(), "GET", &q, "");
+            (st == 200).then(|| n.trim().parse::<usize>().unwrap_or(0))
+        })
+    }
+
+    /// Stops the server (SIGTERM: it answers the inserts it took, then
+    /// ends).
+    fn stop(&mut self) {
+        self.server.take().expect("the server runs").stop();
+    }
+
+    /// Starts the server again on its data.
+    fn restart(&mut self) {
+        assert!(self.server.is_none());
+        self.server = Some(start_on(self.tmp.path(), self.ports, Some(&self.net)).unwrap());
+    }
+}
+
 /// The server stopped and started again on its data during a live
 /// capture (docs/OPERATIONS.md, "What survives what"): the batches that
 /// could not reach it meanwhile are held and inserted once it is back, so
@@ -286,46 +354,26 @@ fn flows_ddl() -> String {
 #[test]
 fn clickhouse_stopped_and_started_again_gets_every_record_of_the_meantime() {
     use crate::faults_cli::{bin, Capture};
-    let Some(net) = crate::lib_common::Veth::create("ebch") else {
+    let Some(mut live) = Live::start("ebch") else {
         return;
     };
-    net.capture_loopback_up();
-    let tmp = tempfile::tempdir().unwrap();
-    let ports = (free_tcp_port(), free_tcp_port());
-    let Some(server) = start_on(tmp.path(), ports, Some(&net)) else {
-        return;
-    };
-    let port = ports.0;
-    let (st, body) = net.in_capture(|| http(port, "POST", "/", &flows_ddl()));
-    assert_eq!(st, 200, "DDL: {body}");
-    let count = || {
-        net.in_capture(|| {
-            let (st, n) = http(port, "GET", "/?query=SELECT%20count()%20FROM%20flows", "");
-            (st == 200).then(|| n.trim().parse::<usize>().unwrap_or(0))
-        })
-    };
-    let csv = tmp.path().join("out.csv");
+    live.create("flows");
+    let count = || live.count("flows");
+    let csv = live.tmp.path().join("out.csv");
     let cap = Capture::start(
-        &net,
+        &live.net,
         &[
             "--idle-timeout",
             "1",
             "-o",
-            &format!("clickhouse+http://127.0.0.1:{port}/flows"),
+            &format!("clickhouse+http://127.0.0.1:{}/flows", live.port()),
             "-o",
             csv.to_str().unwrap(),
         ],
     );
-    // Records in the CSV so far (the header comes with the first).
-    let rows = || {
-        std::fs::read_to_string(&csv)
-            .unwrap_or_default()
-            .lines()
-            .count()
-            .saturating_sub(1)
-    };
+    let rows = || csv_records(&csv);
     let pcap = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pcap/ndpi__iphone.pcap");
-    net.replay(bin(), &pcap);
+    live.net.replay(bin(), &pcap);
     assert!(
         eventually(60, || rows() > 0 && count() == Some(rows())),
         "before: {} rows, {:?} in the table",
@@ -333,9 +381,8 @@ fn clickhouse_stopped_and_started_again_gets_every_record_of_the_meantime() {
         count()
     );
     let before = rows();
-    // Stopped (SIGTERM: the server answers the inserts it took, then ends).
-    server.stop();
-    let gen = tmp.path().join("gen.pcap");
+    live.stop();
+    let gen = live.tmp.path().join("gen.pcap");
     let (code, _, e) = eb(&[
         "gen",
         "realistic",
@@ -345,12 +392,13 @@ fn clickhouse_stopped_and_started_again_gets_every_record_of_the_meantime() {
         gen.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{e}");
-    net.replay(bin(), &gen);
+    live.net.replay(bin(), &gen);
     // The records of the replay leave while the server is away (flows end
     // after a second idle; outputs are flushed every second).
     assert!(eventually(60, || rows() > before), "no record while away");
     std::thread::sleep(std::time::Duration::from_secs(3));
-    let _server = start_on(tmp.path(), ports, Some(&net)).unwrap();
+    live.restart();
+    let count = || live.count("flows");
     assert!(
         eventually(90, || count() == Some(rows())),
         "after: {} rows, {:?} in the table",
@@ -373,18 +421,11 @@ fn clickhouse_stopped_and_started_again_gets_every_record_of_the_meantime() {
 #[test]
 fn clickhouse_away_for_more_than_sixteen_batches_keeps_what_the_hold_allows() {
     use crate::faults_cli::{replay_paced, Capture};
-    let Some(net) = crate::lib_common::Veth::create("ebcq") else {
+    let Some(mut live) = Live::start("ebcq") else {
         return;
     };
-    net.capture_loopback_up();
-    let tmp = tempfile::tempdir().unwrap();
-    let ports = (free_tcp_port(), free_tcp_port());
-    let Some(first) = start_on(tmp.path(), ports, Some(&net)) else {
-        return;
-    };
-    let mut server = Some(first);
-    let port = ports.0;
-    let gen = tmp.path().join("gen.pcap");
+    let port = live.port();
+    let gen = live.tmp.path().join("gen.pcap");
     let (code, _, e) = eb(&[
         "gen",
         "realistic",
@@ -395,21 +436,8 @@ fn clickhouse_away_for_more_than_sixteen_batches_keeps_what_the_hold_allows() {
     ]);
     assert_eq!(code, 0, "{e}");
     for (table, hold) in [("flows", None), ("held", Some(30))] {
-        let ddl = flows_ddl().replacen(
-            "CREATE TABLE IF NOT EXISTS flows",
-            &format!("CREATE TABLE IF NOT EXISTS {table}"),
-            1,
-        );
-        let (st, body) = net.in_capture(|| http(port, "POST", "/", &ddl));
-        assert_eq!(st, 200, "DDL: {body}");
-        let count = || {
-            net.in_capture(|| {
-                let q = format!("/?query=SELECT%20count()%20FROM%20{table}");
-                let (st, n) = http(port, "GET", &q, "");
-                (st == 200).then(|| n.trim().parse::<usize>().unwrap_or(0))
-            })
-        };
-        let csv = tmp.path().join(format!("{table}.csv"));
+        live.create(table);
+        let csv = live.tmp.path().join(format!("{table}.csv"));
         let dest = format!("clickhouse+http://127.0.0.1:{port}/{table}");
         let hold_arg = hold.map(|h: usize| h.to_string());
         let mport = free_tcp_port();
@@ -427,22 +455,17 @@ fn clickhouse_away_for_more_than_sixteen_batches_keeps_what_the_hold_allows() {
         if let Some(h) = &hold_arg {
             args.extend(["--clickhouse-hold", h.as_str()]);
         }
-        let cap = Capture::start(&net, &args);
-        let rows = || {
-            std::fs::read_to_string(&csv)
-                .unwrap_or_default()
-                .lines()
-                .count()
-                .saturating_sub(1)
-        };
-        server.take().unwrap().stop();
+        let cap = Capture::start(&live.net, &args);
+        let rows = || csv_records(&csv);
+        live.stop();
+        let net = &live.net;
         // The replay (33 s at 150 packets a second; at 200 a second, 25 s,
         // a run with the metrics endpoint on saw 13 to 16 batches on a
         // loaded machine) while the server is
         // away; every growth of the CSV beside it is a flush that made a
         // ClickHouse batch too.
         let replay = std::thread::scope(|s| {
-            let r = s.spawn(|| replay_paced(&net, &gen, 150));
+            let r = s.spawn(|| replay_paced(net, &gen, 150));
             let (mut last, mut batches) = (0, 0);
             while !r.is_finished() {
                 let n = rows();
@@ -467,7 +490,7 @@ fn clickhouse_away_for_more_than_sixteen_batches_keeps_what_the_hold_allows() {
                 .unwrap_or_else(|| panic!("{name} missing: {text}"))
         };
         let scrape = || {
-            let text = crate::metrics_cli::scrape(&net, mport).expect("/metrics answers");
+            let text = crate::metrics_cli::scrape(net, mport).expect("/metrics answers");
             (
                 metric(&text, "earlybird_clickhouse_held_records"),
                 metric(&text, "earlybird_clickhouse_dropped_records_total"),
@@ -490,7 +513,8 @@ fn clickhouse_away_for_more_than_sixteen_batches_keeps_what_the_hold_allows() {
                 "held {held_away}, dropped {dropped_away}"
             ),
         }
-        server = Some(start_on(tmp.path(), ports, Some(&net)).unwrap());
+        live.restart();
+        let count = || live.count(table);
         let written = rows();
         match hold {
             None => assert!(

@@ -14,6 +14,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::clickhouse_cli::csv_records;
 use common::eb;
 
 fn pg_bin() -> Option<PathBuf> {
@@ -237,15 +238,6 @@ fn calls_in(url: &str) -> usize {
     out.lines().count()
 }
 
-/// Lines of a CSV file less its header (0 when missing).
-fn rows(p: &Path) -> usize {
-    std::fs::read_to_string(p)
-        .unwrap_or_default()
-        .lines()
-        .count()
-        .saturating_sub(1)
-}
-
 /// `earlybird gen voip` of `calls` one-second calls, seed `seed`.
 fn voip_pcap(dir: &Path, calls: u32, seed: u32) -> PathBuf {
     let p = dir.join(format!("calls{seed}.pcap"));
@@ -309,9 +301,9 @@ fn postgresql_stopped_and_started_again_gets_the_calls_held_meanwhile() {
     );
     net.replay(crate::faults_cli::bin(), &voip_pcap(tmp.path(), 10, 1));
     assert!(
-        eventually(60, || rows(&csv) == 10),
+        eventually(60, || csv_records(&csv) == 10),
         "first calls: {}",
-        rows(&csv)
+        csv_records(&csv)
     );
     assert!(
         eventually(30, || calls_in(&url) == 10),
@@ -320,9 +312,9 @@ fn postgresql_stopped_and_started_again_gets_the_calls_held_meanwhile() {
     server.down();
     net.replay(crate::faults_cli::bin(), &voip_pcap(tmp.path(), 15, 2));
     assert!(
-        eventually(60, || rows(&csv) == 25),
+        eventually(60, || csv_records(&csv) == 25),
         "calls while down: {}",
-        rows(&csv)
+        csv_records(&csv)
     );
     assert!(
         eventually(30, || held(port) == Some(15.0)),
@@ -369,7 +361,11 @@ fn postgresql_stopped_and_started_again_gets_the_calls_held_meanwhile() {
     );
     server.down();
     net.replay(crate::faults_cli::bin(), &voip_pcap(tmp.path(), 12, 3));
-    assert!(eventually(60, || rows(&csv) == 12), "calls: {}", rows(&csv));
+    assert!(
+        eventually(60, || csv_records(&csv) == 12),
+        "calls: {}",
+        csv_records(&csv)
+    );
     assert!(
         eventually(30, || unwritten(port) == Some(7.0)),
         "{:?}",

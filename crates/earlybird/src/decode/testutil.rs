@@ -1,7 +1,7 @@
 //! Test-only helpers: packet builders for whole-stack tests and a minimal
 //! classic-pcap reader for the corpus tests. Compiled only under `cfg(test)`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::LinkType;
 use super::{decode, Decoded, Skip};
@@ -150,4 +150,22 @@ pub fn corpus_pcap(rel: &str) -> Option<(u32, Vec<Vec<u8>>)> {
     let root = corpus()?;
     let bytes = std::fs::read(root.join(rel)).ok()?;
     read_pcap(&bytes)
+}
+
+/// The classic-pcap captures directly in the folders `dirs` of the corpus
+/// at `root` whose link type earlybird decodes: path, link type and the
+/// captured bytes of each record. Missing folders, unreadable files,
+/// pcapng and other files are passed over.
+pub fn corpus_pcaps<'a>(
+    root: &'a Path,
+    dirs: &'a [&str],
+) -> impl Iterator<Item = (PathBuf, LinkType, Vec<Vec<u8>>)> + 'a {
+    dirs.iter()
+        .filter_map(|d| std::fs::read_dir(root.join(d)).ok())
+        .flat_map(|entries| entries.flatten())
+        .filter_map(|e| {
+            let bytes = std::fs::read(e.path()).ok()?;
+            let (link, frames) = read_pcap(&bytes)?;
+            Some((e.path(), LinkType::from_pcap(link)?, frames))
+        })
 }

@@ -122,6 +122,13 @@ impl<C: Consumer> FlowTable<C> {
         self.floor = self.now;
     }
 
+    /// The floor the current batch's packets are timed from (see
+    /// [`Self::begin_batch`]).
+    #[inline]
+    pub fn floor(&self) -> Nanos {
+        self.floor
+    }
+
     /// The table clock: the largest timestamp seen so far (or observed).
     #[inline]
     pub fn now(&self) -> Nanos {

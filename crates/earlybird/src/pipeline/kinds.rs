@@ -29,7 +29,10 @@ pub const OTHER_KINDS: [(&Kind, &str, &str); 4] = [
         "Per-second statistics: one record per second of packet time, from \
          the first second with a packet to the last, the figures of every \
          shard added up (runs of more than an hour without a packet are \
-         left out). Each packet counts in the second of its timestamp. A \
+         left out). Each packet counts in the second of its timestamp. \
+         Several inputs of separate time domains (an input that begins \
+         before the latest packet read) are series of their own, one after \
+         the other: the times go back where one begins. A \
          flow counts as ended in the second its end was found: a FIN or RST \
          at that packet, an idle or active timeout when the table's \
          incremental expiry reaches it (up to a second or so after the \

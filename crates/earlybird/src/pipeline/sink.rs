@@ -18,7 +18,9 @@
 //! is asked to stop reading); an output that fails gets nothing more and
 //! the others go on. On request it reopens the file outputs (SIGHUP), in
 //! live runs it flushes them about once a second when records of any kind
-//! were written since the last flush (never per record), and at the end it
+//! were written to an output since the last flush (never per record; rows
+//! no output takes, such as per-second statistics kept only for the
+//! metrics, flush nothing), and at the end it
 //! finishes (flushes) every output still working. Nothing is allocated per
 //! packet: emptied batches go back to the shards through two pools, one of
 //! flow batches and one of row batches (any kind: a row batch is reset to
@@ -502,23 +504,27 @@ impl Outputs {
 
     /// Runs `f` on every output still alive, ending those it fails on.
     fn each(&mut self, f: impl FnMut(usize, &mut dyn Exporter) -> Result<()>) {
-        self.each_of(None, f)
+        self.each_of(None, f);
     }
 
     /// Runs `f` on every output still alive that takes `kind` (every one
-    /// when `None`), ending those it fails on.
+    /// when `None`), ending those it fails on; returns whether it ran on
+    /// one without failing.
     fn each_of(
         &mut self,
         kind: Option<&Kind>,
         mut f: impl FnMut(usize, &mut dyn Exporter) -> Result<()>,
-    ) {
+    ) -> bool {
+        let mut done = false;
         for i in 0..self.exporters.len() {
             if self.alive[i] && kind.is_none_or(|k| k.is(self.kinds[i])) {
-                if let Err(e) = f(i, &mut *self.exporters[i]) {
-                    self.end(i, e);
+                match f(i, &mut *self.exporters[i]) {
+                    Ok(()) => done = true,
+                    Err(e) => self.end(i, e),
                 }
             }
         }
+        done
     }
 }
 
@@ -555,27 +561,29 @@ pub(super) fn export_loop(
             Next::Batch(Batch::Flows(mut batch)) => {
                 build(&mut batch, ctl.labels.as_deref());
                 summary.add(&batch);
-                out.each_of(Some(flows), |i, ex| {
+                let taken = out.each_of(Some(flows), |i, ex| {
                     match batch.rendered.iter().find(|(j, _)| *j == i) {
                         Some((_, text)) => ex.write_rendered(text),
                         None => ex.write_batch(&batch),
                     }
                 });
-                dirty |= !batch.is_empty();
+                dirty |= taken && !batch.is_empty();
                 batch.clear();
                 let _ = ends.flows_pool.try_send(batch);
             }
             Next::Batch(Batch::Second(s)) => {
                 if let Some(series) = series.as_mut() {
+                    // Rows no output takes (the statistics kept for the
+                    // metrics or the alarms only) leave the outputs clean.
                     for rows in series.take(Some(*s)) {
-                        out.each_of(Some(rows.kind()), |_, ex| ex.write_rows(&rows));
-                        dirty |= !rows.is_empty();
+                        let taken = out.each_of(Some(rows.kind()), |_, ex| ex.write_rows(&rows));
+                        dirty |= taken && !rows.is_empty();
                     }
                 }
             }
             Next::Batch(Batch::Rows(mut rows)) => {
-                out.each_of(Some(rows.kind()), |_, ex| ex.write_rows(&rows));
-                dirty |= !rows.is_empty();
+                let taken = out.each_of(Some(rows.kind()), |_, ex| ex.write_rows(&rows));
+                dirty |= taken && !rows.is_empty();
                 rows.clear();
                 let _ = ends.rows_pool.try_send(rows);
             }

@@ -430,3 +430,82 @@ fn records_lack_size_and_gap_statistics_only_when_no_output_reads_them() {
         assert!(lean.iter().any(|r| r.tcp_flags.is_some()));
     }
 }
+
+/// Counts the flushes of a flow output.
+struct Flushes(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Exporter for Flushes {
+    fn write_batch(&mut self, _: &RecordBatch) -> crate::Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self) -> crate::Result<()> {
+        Ok(())
+    }
+    fn name(&self) -> &str {
+        "flushes"
+    }
+    fn flush(&mut self) -> crate::Result<()> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+#[test]
+fn per_second_rows_no_output_takes_flush_nothing() {
+    use crate::telemetry::second::{Part, ShardSecond};
+    // The exporter thread of a live run (flushing as soon as anything was
+    // written) whose statistics are kept for the metrics or the alarms
+    // only: its one output takes flow records.
+    let run = |flows: bool| {
+        let flushes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let exporters: Vec<Box<dyn Exporter>> = vec![Box::new(Flushes(flushes.clone()))];
+        let (mut s, export, ends) = sink(&exporters, ExportPolicy::Block, 8);
+        // Both clocks of the one shard: second 100 of packet time, then
+        // nothing more, so the second comes out while the thread runs.
+        let mut closed: Vec<ShardSecond> = [Part::Read, Part::Run]
+            .into_iter()
+            .map(|part| ShardSecond {
+                shard: 0,
+                part,
+                second: Some(100),
+                domain: 0,
+                next: u64::MAX,
+                next_domain: u64::MAX,
+                counters: crate::telemetry::counters::Counters {
+                    packets_read: 3,
+                    ..Default::default()
+                },
+                tally: crate::flow::tally::Tally::new(0),
+            })
+            .collect();
+        s.send_seconds(&mut closed, false);
+        if flows {
+            let mut batch = RecordBatch::with_capacity(2, 4);
+            batch.push(crate::flow::record::FlowRecord::default(), &[]);
+            s.send(&mut batch, false);
+        }
+        drop((s, ends));
+        let ctl = ExportControl {
+            flush_every: Some(Duration::ZERO),
+            reopen: Default::default(),
+            halt: None,
+            unidirectional: false,
+            series: Some(SeriesOut {
+                merger: Merger::new(1, Arc::from(Vec::new())),
+                classes: Arc::from(Vec::new()),
+                #[cfg(feature = "metrics")]
+                metrics: None,
+                alarms: None,
+                drift: None,
+                forensics: None,
+            }),
+            labels: None,
+        };
+        let (_, errors, _) = export_loop(export, exporters, ctl);
+        assert!(errors.is_empty(), "{errors:?}");
+        flushes.load(Ordering::Relaxed)
+    };
+    assert_eq!(run(false), 0, "a stats row marked the flow output dirty");
+    // A flow record written is flushed (the test can tell).
+    assert_eq!(run(true), 1);
+}

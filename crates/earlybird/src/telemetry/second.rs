@@ -14,9 +14,15 @@
 //! difference of the shard's counters since the second began and the flow
 //! table's [`Tally`] — are closed into a
 //! [`ShardSecond`] and the new second begins. Time that goes back stays
-//! in the current second. [`Seconds::close`] closes the last second at the
-//! end of the run (`next = u64::MAX`: this shard will send nothing more).
-//! Seconds are Unix seconds of packet time, never the wall clock.
+//! in the current second. When an input starts a new time domain (its
+//! first packet is earlier than the latest one read, see
+//! `pipeline/files.rs`), every shard closes its current seconds there
+//! ([`Seconds::new_domain`], after the open flows were ended) and counts
+//! the new domain's packets in seconds of their own, numbered with the
+//! domain: the time domains are series of their own, whatever the shard
+//! count. [`Seconds::close`] closes the last second at the end of the run
+//! (`next = u64::MAX`: this shard will send nothing more). Seconds are
+//! Unix seconds of packet time, never the wall clock.
 
 use super::counters::Counters;
 use crate::flow::tally::Tally;
@@ -42,9 +48,15 @@ pub struct ShardSecond {
     /// The second (Unix seconds of packet time) these figures belong to;
     /// `None` when the shard counted nothing before its end.
     pub second: Option<u64>,
+    /// The time domain of `second` (0: the first input's).
+    pub domain: u64,
     /// The second the shard's clock is in now: it sends nothing more for
-    /// any earlier second (`u64::MAX`: nothing more at all).
+    /// any earlier second of `next_domain` or of an earlier domain
+    /// (`u64::MAX`: nothing more at all).
     pub next: u64,
+    /// The time domain the shard's clock is in now (`u64::MAX` with
+    /// `next`: nothing more at all).
+    pub next_domain: u64,
     /// The counters' increase during the second (shard 0 alone counts
     /// the packets read and skipped, see [`Counters`]).
     pub counters: Counters,
@@ -59,6 +71,8 @@ pub struct Seconds {
     part: Part,
     /// The current second, once a packet was seen.
     current: Option<u64>,
+    /// The current time domain.
+    domain: u64,
     /// The shard's counters when the current second began.
     base: Counters,
 }
@@ -70,6 +84,7 @@ impl Seconds {
             shard,
             part,
             current: None,
+            domain: 0,
             base: Counters::default(),
         }
     }
@@ -108,16 +123,34 @@ impl Seconds {
         self.roll(u64::MAX, now)
     }
 
+    /// The last second of the current time domain, closed where the next
+    /// domain begins (the open flows ended before, so their ends count in
+    /// it); the next packet starts the new domain's first second.
+    pub fn new_domain(&mut self, now: impl FnOnce() -> (Counters, Tally)) -> ShardSecond {
+        let mut closed = self.roll(0, now);
+        self.current = None;
+        self.domain += 1;
+        closed.next_domain = self.domain;
+        closed
+    }
+
     #[cold]
     fn roll(&mut self, next: u64, now: impl FnOnce() -> (Counters, Tally)) -> ShardSecond {
         let (counters, tally) = now();
+        let next_domain = if next == u64::MAX {
+            u64::MAX
+        } else {
+            self.domain
+        };
         let grown = counters.since(&self.base);
         let closed = match self.part {
             Part::Read => ShardSecond {
                 shard: self.shard,
                 part: Part::Read,
                 second: self.current,
+                domain: self.domain,
                 next,
+                next_domain,
                 counters: Counters {
                     packets_read: grown.packets_read,
                     bytes_read: grown.bytes_read,
@@ -131,7 +164,9 @@ impl Seconds {
                 shard: self.shard,
                 part: Part::Run,
                 second: self.current,
+                domain: self.domain,
                 next,
+                next_domain,
                 counters: Counters {
                     packets_read: 0,
                     bytes_read: 0,

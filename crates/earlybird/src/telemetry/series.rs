@@ -10,9 +10,13 @@
 //! shard counted anything, between two that did, comes out with zeros
 //! (open flows carried over), at most [`MAX_GAP`] of them in a row; a
 //! longer gap (a capture with a pause of hours, a clock jump) is skipped
-//! and counted in [`Merger::gaps_skipped`]. Figures of a second that
-//! arrive after it came out (possible only when a shard's clock went back
-//! across inputs) are added to the shards' totals but to no row. The rows
+//! and counted in [`Merger::gaps_skipped`]. Seconds are numbered with
+//! their time domain ([`ShardSecond::domain`]): a domain's seconds come out
+//! after every second of the domains before, with no zero rows between
+//! two domains, so the rows' times go back where a domain begins earlier
+//! than the last one ended. Figures of a second that arrive after it came
+//! out (not expected: a shard's clock does not go back within a domain)
+//! are added to the shards' totals but to no row. The rows
 //! are records of the kinds [`STATS`] (one per second) and [`APP_STATS`]
 //! (one per application, transport and port class with anything counted,
 //! per second), written to any record output.
@@ -200,12 +204,13 @@ impl Figures {
 /// Merges the shards' seconds (see the module docs).
 pub struct Merger {
     classes: Arc<[String]>,
-    /// Per shard and clock (`2 × shard + part`), the second it is in (0:
-    /// not heard from yet).
-    next: Vec<u64>,
-    open: BTreeMap<u64, Figures>,
-    /// The last second that came out.
-    last: Option<u64>,
+    /// Per shard and clock (`2 × shard + part`), the time domain and the
+    /// second it is in ((0, 0): not heard from yet).
+    next: Vec<(u64, u64)>,
+    /// Seconds not out yet, by time domain and second.
+    open: BTreeMap<(u64, u64), Figures>,
+    /// The last second that came out, and its time domain.
+    last: Option<(u64, u64)>,
     /// Open flows of the last second out (carried into empty seconds).
     active: u64,
     /// Every figure received, all seconds.
@@ -218,7 +223,7 @@ impl Merger {
     /// A merger for `shards` shards and a model of `classes` (empty: none).
     pub fn new(shards: usize, classes: Arc<[String]>) -> Merger {
         Merger {
-            next: vec![0; 2 * shards.max(1)],
+            next: vec![(0, 0); 2 * shards.max(1)],
             open: BTreeMap::new(),
             last: None,
             active: 0,
@@ -231,38 +236,40 @@ impl Merger {
     /// Adds a shard's second; `out` gets every second that is complete now.
     pub fn add(&mut self, s: ShardSecond, out: &mut impl FnMut(u64, &Figures)) {
         if let Some(n) = self.next.get_mut(2 * s.shard + s.part as usize) {
-            *n = (*n).max(s.next);
+            *n = (*n).max((s.next_domain, s.next));
         }
         self.totals.add(&s);
         if let Some(sec) = s.second {
-            if self.last.is_none_or(|l| sec > l) {
+            let at = (s.domain, sec);
+            if self.last.is_none_or(|l| at > l) {
                 let classes = self.classes.len();
                 self.open
-                    .entry(sec)
+                    .entry(at)
                     .or_insert_with(|| Figures::new(classes))
                     .add(&s);
             }
         }
-        let watermark = self.next.iter().copied().min().unwrap_or(0);
+        let watermark = self.next.iter().copied().min().unwrap_or((0, 0));
         self.emit_before(watermark, out);
     }
 
     /// Every second still open comes out (end of the run).
     pub fn finish(&mut self, out: &mut impl FnMut(u64, &Figures)) {
-        self.emit_before(u64::MAX, out);
+        self.emit_before((u64::MAX, u64::MAX), out);
     }
 
-    fn emit_before(&mut self, watermark: u64, out: &mut impl FnMut(u64, &Figures)) {
+    fn emit_before(&mut self, watermark: (u64, u64), out: &mut impl FnMut(u64, &Figures)) {
         while let Some(entry) = self.open.first_entry() {
-            let sec = *entry.key();
-            if sec >= watermark {
+            let at @ (domain, sec) = *entry.key();
+            if at >= watermark {
                 break;
             }
             let mut figures = entry.remove();
             // Open flows: every flow started and not ended so far.
             let c = &figures.counters;
             figures.active = (self.active + c.flows.created).saturating_sub(c.flows_ended());
-            if let Some(last) = self.last {
+            // Zero rows fill a gap within a domain, never between two.
+            if let Some((_, last)) = self.last.filter(|l| l.0 == domain) {
                 let gap = sec - last - 1;
                 if gap > MAX_GAP {
                     self.gaps_skipped += gap;
@@ -277,7 +284,7 @@ impl Merger {
                 }
             }
             out(sec, &figures);
-            self.last = Some(sec);
+            self.last = Some(at);
             self.active = figures.active;
         }
     }
@@ -353,7 +360,9 @@ mod tests {
             shard,
             part: Part::Read,
             second: Some(sec),
+            domain: 0,
             next,
+            next_domain: if next == u64::MAX { u64::MAX } else { 0 },
             counters: Counters {
                 packets_read: packets,
                 ..Counters::default()
@@ -362,19 +371,26 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_second_comes_out_once_every_shard_has_passed_it() {
-        // One clock per shard here: the running clocks are done.
-        let mut m = Merger::new(2, vec!["web".to_string()].into());
-        for shard in 0..2 {
+    /// A merger of `shards` shards whose running clocks are done (the
+    /// tests follow one clock per shard).
+    fn reading_only(shards: usize, classes: Arc<[String]>) -> Merger {
+        let mut m = Merger::new(shards, classes);
+        for shard in 0..shards {
             let done = ShardSecond {
                 part: Part::Run,
                 second: None,
                 next: u64::MAX,
+                next_domain: u64::MAX,
                 ..second(shard, 0, 0, 0)
             };
             m.add(done, &mut |_, _| panic!("nothing is complete yet"));
         }
+        m
+    }
+
+    #[test]
+    fn a_second_comes_out_once_every_shard_has_passed_it() {
+        let mut m = reading_only(2, vec!["web".to_string()].into());
         let mut got = Vec::new();
         let mut out = |s: u64, f: &Figures| got.push((s, f.counters.packets_read, f.active));
         m.add(second(0, 100, 101, 5), &mut out);
@@ -388,6 +404,7 @@ mod tests {
             ShardSecond {
                 second: None,
                 next: u64::MAX,
+                next_domain: u64::MAX,
                 ..second(1, 0, 0, 0)
             },
             &mut out,
@@ -414,6 +431,7 @@ mod tests {
         let run = ShardSecond {
             part: Part::Run,
             next: u64::MAX,
+            next_domain: u64::MAX,
             ..second(0, 10, 0, 0)
         };
         m.add(run, &mut out);
@@ -422,6 +440,39 @@ mod tests {
         m.add(second(0, 20 + MAX_GAP + 5, u64::MAX, 1), &mut out);
         assert_eq!(got.len(), 10 + 2);
         assert_eq!(m.gaps_skipped, MAX_GAP + 4);
+    }
+
+    #[test]
+    fn a_time_domain_comes_out_after_the_one_before_without_a_gap() {
+        // The second domain begins 97 s before the first one ended.
+        let mut m = reading_only(2, Arc::from(Vec::new()));
+        let mut got = Vec::new();
+        let mut out = |s: u64, f: &Figures| got.push((s, f.counters.packets_read));
+        let ended = |shard, sec, packets| ShardSecond {
+            next: 0,
+            next_domain: 1,
+            ..second(shard, sec, 0, packets)
+        };
+        let later = |shard, sec, next, packets| ShardSecond {
+            domain: 1,
+            next_domain: if next == u64::MAX { u64::MAX } else { 1 },
+            ..second(shard, sec, next, packets)
+        };
+        m.add(second(0, 100, 102, 3), &mut out);
+        m.add(ended(0, 102, 4), &mut out);
+        // Shard 1 is still in second 101 of the first domain.
+        m.add(second(1, 100, 101, 1), &mut out);
+        m.add(ended(1, 101, 2), &mut out);
+        // Second 5 of the second domain, by shard 0, and shard 1's 5 too.
+        m.add(later(0, 5, 7, 5), &mut out);
+        m.add(later(1, 5, u64::MAX, 1), &mut out);
+        m.add(later(0, 7, u64::MAX, 2), &mut out);
+        m.finish(&mut out);
+        assert_eq!(
+            got,
+            vec![(100, 4), (101, 2), (102, 4), (5, 6), (6, 0), (7, 2)]
+        );
+        assert_eq!(m.gaps_skipped, 0);
     }
 
     #[test]

@@ -613,7 +613,7 @@ mod tests {
         );
     }
 
-    use crate::decode::testutil::{corpus, eth, ipv4, ipv6, read_pcap, tcp, udp};
+    use crate::decode::testutil::{corpus, corpus_pcaps, eth, ipv4, ipv6, tcp, udp};
 
     /// The fast path gives the walk's packet for every frame of the
     /// corpus's VoIP and tunnel captures (classic pcap), and `None` alike.
@@ -621,31 +621,17 @@ mod tests {
     fn the_fast_path_extracts_what_the_walk_does_on_the_corpus() {
         let Some(root) = corpus() else { return };
         let (mut frames, mut fast, mut kept) = (0, 0, 0);
-        for dir in ["voip", "tunnels"] {
-            let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
-                continue;
-            };
-            for e in entries.flatten() {
-                let Ok(bytes) = std::fs::read(e.path()) else {
-                    continue;
-                };
-                let Some((link, packets)) = read_pcap(&bytes) else {
-                    continue;
-                };
-                let Some(link) = LinkType::from_pcap(link) else {
-                    continue;
-                };
-                let (mut d1, mut d2) = (Decoded::default(), Decoded::default());
-                for f in &packets {
-                    frames += 1;
-                    if link == LinkType::Ethernet && fast::ethernet_ipv4(f).is_some() {
-                        fast += 1;
-                    }
-                    let a = extract(7, link, f, &mut d1);
-                    let b = extract_walk(7, link, f, &mut d2);
-                    assert_eq!(a, b, "{}: a frame of {} bytes", e.path().display(), f.len());
-                    kept += usize::from(a.is_some());
+        for (path, link, packets) in corpus_pcaps(&root, &["voip", "tunnels"]) {
+            let (mut d1, mut d2) = (Decoded::default(), Decoded::default());
+            for f in &packets {
+                frames += 1;
+                if link == LinkType::Ethernet && fast::ethernet_ipv4(f).is_some() {
+                    fast += 1;
                 }
+                let a = extract(7, link, f, &mut d1);
+                let b = extract_walk(7, link, f, &mut d2);
+                assert_eq!(a, b, "{}: a frame of {} bytes", path.display(), f.len());
+                kept += usize::from(a.is_some());
             }
         }
         eprintln!("{frames} frames, {fast} on the fast path, {kept} for the tracker");
