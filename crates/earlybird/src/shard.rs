@@ -140,22 +140,27 @@ pub struct Span {
     pub caplen: u32,
 }
 
-/// Where the flow table finds the payload of packet `i` of a pass, when a
-/// consumer follows it ([`PayloadSource`]): its frame in `refs` at the
-/// packet's `idx` (one shard) or in `spans` at `i` (a shard batch), its
-/// place in the frame in the packet ([`Pkt::payload_at`]). Only then is it
-/// looked up: a packet no analyzer reads costs nothing more.
-#[derive(Clone, Copy)]
-struct InFrame<'a> {
+/// Where the packets of a pass have their frames: in `refs` at each
+/// packet's `idx` (one shard) or in `spans` in order (a shard batch).
+struct Frames<'a> {
     data: &'a [u8],
     refs: &'a [PacketRef],
     spans: &'a [Span],
-    i: usize,
     /// An analyzer on reads the IP packet (the payload then carries it).
     ip: bool,
 }
 
-impl<'a> PayloadSource<'a> for InFrame<'a> {
+/// Where the flow table finds the payload of packet `i` of a pass, when a
+/// consumer follows it ([`PayloadSource`]): its frame in `frames`, its
+/// place in the frame in the packet ([`Pkt::payload_at`]). Only then is it
+/// looked up: a packet no analyzer reads costs nothing more.
+#[derive(Clone, Copy)]
+struct InFrame<'f, 'a> {
+    frames: &'f Frames<'a>,
+    i: usize,
+}
+
+impl<'a> PayloadSource<'a> for InFrame<'_, 'a> {
     #[inline(always)]
     fn empty(&self, p: &Pkt) -> bool {
         p.payload_len == 0
@@ -166,10 +171,11 @@ impl<'a> PayloadSource<'a> for InFrame<'a> {
     /// headers were all captured.
     #[inline(always)]
     fn payload(self, p: &Pkt) -> Payload<'a> {
-        let frame = if self.refs.is_empty() {
-            self.spans.get(self.i).copied()
+        let fs = self.frames;
+        let frame = if fs.refs.is_empty() {
+            fs.spans.get(self.i).copied()
         } else {
-            (self.refs.get(p.idx as usize)).map(|r| Span {
+            (fs.refs.get(p.idx as usize)).map(|r| Span {
                 frame: r.offset,
                 caplen: r.caplen,
             })
@@ -179,13 +185,13 @@ impl<'a> PayloadSource<'a> for InFrame<'a> {
         };
         let at = p.payload_at as usize;
         let room = (f.caplen as usize).saturating_sub(at);
-        let head = if self.ip && at <= f.caplen as usize {
+        let head = if fs.ip && at <= f.caplen as usize {
             p.payload_at.saturating_sub(p.ip_offset)
         } else {
             0
         };
         let captured = room.min(p.payload_len as usize) as u16;
-        Payload::at(self.data, f.frame + at, captured, p.payload_len, head)
+        Payload::at(fs.data, f.frame + at, captured, p.payload_len, head)
     }
 }
 
@@ -844,6 +850,12 @@ impl Shard {
         let floor = self.table.now();
         // An analyzer on reads the IP packet (the span then cuts it too).
         let ip_view = PACKETS && self.table.consumers.reads_ip();
+        let in_frames = Frames {
+            data,
+            refs,
+            spans,
+            ip: ip_view,
+        };
         self.table.begin_batch();
         // Second pass, software-pipelined: while packet i updates its flow,
         // the index bucket of packet i + 2·AHEAD and the entry lines of
@@ -874,11 +886,8 @@ impl Shard {
             }
             let p = &pkts[i];
             let pl = InFrame {
-                data,
-                refs,
-                spans,
+                frames: &in_frames,
                 i,
-                ip: ip_view,
             };
             let slot = self
                 .table
