@@ -271,6 +271,20 @@ impl Rows {
         }
     }
 
+    /// No rows, with room for `rows` rows of `width` cells, holding a copy
+    /// of `src`'s text and room for `more` bytes after it: the cells of
+    /// `src` copied as they are ([`Cells::row_as_is`]) read the same text
+    /// here.
+    pub(crate) fn sharing_text(src: &Rows, rows: usize, width: usize, more: usize) -> Rows {
+        let mut text = Vec::with_capacity(src.text.len() + more);
+        text.extend_from_slice(&src.text);
+        Rows {
+            width,
+            cells: Vec::with_capacity(rows * width),
+            text,
+        }
+    }
+
     /// Bytes of text the rows hold.
     pub fn text_len(&self) -> usize {
         self.text.len()
@@ -488,6 +502,19 @@ impl Cells<'_> {
         }
     }
 
+    /// The cells of row `i` of `src` as they are, in one copy (nothing
+    /// when `src` has no row `i`), into rows made by
+    /// [`Rows::sharing_text`] of `src` (whose text their text cells point
+    /// into): what [`Cells::row_of`] writes there.
+    pub(crate) fn row_as_is(&mut self, src: &Rows, i: usize) {
+        let from = i * src.width;
+        let Some(cells) = src.cells.get(from..from + src.width) else {
+            return;
+        };
+        let room = self.end.saturating_sub(self.rows.cells.len());
+        (self.rows.cells).extend_from_slice(cells.get(..room).unwrap_or(cells));
+    }
+
     fn text_bytes(&mut self, b: &[u8]) {
         let start = self.rows.text.len();
         self.rows.text.extend_from_slice(b);
@@ -540,38 +567,53 @@ mod tests {
             c.hex(&[0xab, 0x01]);
             c.i64(-3);
         });
-        let mut out = Rows::default();
-        // Wider rows: the copy's cells, then nulls; narrower: cut.
-        out.push_row(6, |c| {
-            c.section(5, |c| c.row_of(&src, 1));
-            c.text("after");
-        });
-        out.push_row(6, |c| {
-            c.section(2, |c| c.row_of(&src, 0));
-            c.section(2, |c| c.row_of(&src, 9));
-        });
-        assert_eq!(
-            out.row(0).collect::<Vec<_>>(),
-            [
-                Value::F64(0.5),
-                Value::Text("héllo"),
-                Value::Text("ab01"),
-                Value::I64(-3),
-                Value::Null,
-                Value::Text("after"),
-            ]
-        );
-        assert_eq!(
-            out.row(1).collect::<Vec<_>>(),
-            [
-                Value::Text("first"),
-                Value::U64(1),
-                Value::Null,
-                Value::Null,
-                Value::Null,
-                Value::Null,
-            ]
-        );
+        // Cell by cell, and as they are into rows holding a copy of the
+        // source's text: the same values.
+        for as_is in [false, true] {
+            let mut out = if as_is {
+                Rows::sharing_text(&src, 2, 6, 0)
+            } else {
+                Rows::default()
+            };
+            let copy = |c: &mut Cells<'_>, i| {
+                if as_is {
+                    c.row_as_is(&src, i)
+                } else {
+                    c.row_of(&src, i)
+                }
+            };
+            // Wider rows: the copy's cells, then nulls; narrower: cut.
+            out.push_row(6, |c| {
+                c.section(5, |c| copy(c, 1));
+                c.text("after");
+            });
+            out.push_row(6, |c| {
+                c.section(2, |c| copy(c, 0));
+                c.section(2, |c| copy(c, 9));
+            });
+            assert_eq!(
+                out.row(0).collect::<Vec<_>>(),
+                [
+                    Value::F64(0.5),
+                    Value::Text("héllo"),
+                    Value::Text("ab01"),
+                    Value::I64(-3),
+                    Value::Null,
+                    Value::Text("after"),
+                ]
+            );
+            assert_eq!(
+                out.row(1).collect::<Vec<_>>(),
+                [
+                    Value::Text("first"),
+                    Value::U64(1),
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                ]
+            );
+        }
     }
 
     #[test]

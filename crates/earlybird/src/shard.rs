@@ -36,7 +36,7 @@ use crate::decode::{decode, fast, Decoded, Skip};
 use crate::dump::Taps;
 use crate::flow::consumer::Consumer;
 use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
-use crate::flow::packet::{is_icmp, Payload, Pkt, V6Icmp};
+use crate::flow::packet::{is_icmp, Payload, PayloadSource, Pkt, V6Icmp};
 use crate::flow::record::RecordBatch;
 use crate::flow::table::FlowTable;
 use crate::flow::tally::Tally;
@@ -68,8 +68,9 @@ pub struct ShardBatch {
     /// (other packets point at it), such a packet's `idx` is the place of
     /// its side.
     pub wide: Vec<V6Icmp>,
-    /// Where each packet's transport payload is, in input order with
-    /// `pkts` (filled only when an analyzer reads payload).
+    /// Where each packet's frame is, in input order with `pkts` (filled
+    /// only when an analyzer reads packets: its payload is found there
+    /// again for the packets an analyzer follows).
     pub spans: Vec<Span>,
     /// Largest timestamp of the whole batch, every shard's packets.
     pub max_ts: u64,
@@ -129,47 +130,68 @@ impl ShardBatch {
     }
 }
 
-/// Where a packet's transport payload is in the bytes of its batch.
+/// Where a packet's frame is in the bytes of its batch (a shard batch's
+/// packet has no [`PacketRef`] beside it).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Span {
-    /// Offset of the payload's first byte in the batch's data.
-    pub start: usize,
-    /// Bytes captured (cut by the snaplen, never past the IP length).
-    pub captured: u16,
-    /// Length according to the headers.
-    pub len: u16,
-    /// Bytes of the (innermost) IP and transport headers before the
-    /// payload; 0 when the headers were not all captured.
-    pub head: u16,
+    /// Offset of the frame's first byte in the batch's data.
+    pub frame: usize,
+    /// Bytes of the frame captured.
+    pub caplen: u32,
 }
 
-impl Span {
-    /// The span of a packet captured at `r` whose innermost IP header
-    /// starts `ip_offset` bytes into it and whose transport payload starts
-    /// `offset` bytes into it and is `len` bytes long per its headers.
-    #[inline]
-    fn of(r: &PacketRef, ip_offset: u16, offset: u16, len: u16) -> Span {
-        let room = (r.caplen as usize).saturating_sub(offset as usize);
-        let head = if offset as usize <= r.caplen as usize {
-            offset.saturating_sub(ip_offset)
+/// Where the packets of a pass have their frames: in `refs` at each
+/// packet's `idx` (one shard) or in `spans` in order (a shard batch).
+struct Frames<'a> {
+    data: &'a [u8],
+    refs: &'a [PacketRef],
+    spans: &'a [Span],
+    /// An analyzer on reads the IP packet (the payload then carries it).
+    ip: bool,
+}
+
+/// Where the flow table finds the payload of packet `i` of a pass, when a
+/// consumer follows it ([`PayloadSource`]): its frame in `frames`, its
+/// place in the frame in the packet ([`Pkt::payload_at`]). Only then is it
+/// looked up: a packet no analyzer reads costs nothing more.
+#[derive(Clone, Copy)]
+struct InFrame<'f, 'a> {
+    frames: &'f Frames<'a>,
+    i: usize,
+}
+
+impl<'a> PayloadSource<'a> for InFrame<'_, 'a> {
+    #[inline(always)]
+    fn empty(&self, p: &Pkt) -> bool {
+        p.payload_len == 0
+    }
+
+    /// The payload as captured (cut by the snaplen, never past its length
+    /// per the headers), with the IP packet it ends when `ip` and its
+    /// headers were all captured.
+    #[inline(always)]
+    fn payload(self, p: &Pkt) -> Payload<'a> {
+        let fs = self.frames;
+        let frame = if fs.refs.is_empty() {
+            fs.spans.get(self.i).copied()
+        } else {
+            (fs.refs.get(p.idx as usize)).map(|r| Span {
+                frame: r.offset,
+                caplen: r.caplen,
+            })
+        };
+        let Some(f) = frame else {
+            return Payload::NONE;
+        };
+        let at = p.payload_at as usize;
+        let room = (f.caplen as usize).saturating_sub(at);
+        let head = if fs.ip && at <= f.caplen as usize {
+            p.payload_at.saturating_sub(p.ip_offset)
         } else {
             0
         };
-        Span {
-            start: r.offset + offset as usize,
-            captured: room.min(len as usize) as u16,
-            len,
-            head,
-        }
-    }
-
-    /// The payload in `data` (empty when the span is not inside it), with
-    /// the IP packet it ends when `ip` (an analyzer on reads it): not
-    /// sliced here, only when an analyzer reads it.
-    #[inline(always)]
-    fn payload(self, data: &[u8], ip: bool) -> Payload<'_> {
-        let head = if ip { self.head } else { 0 };
-        Payload::at(data, self.start, self.captured, self.len, head)
+        let captured = room.min(p.payload_len as usize) as u16;
+        Payload::at(fs.data, f.frame + at, captured, p.payload_len, head)
     }
 }
 
@@ -198,12 +220,11 @@ pub struct Shard {
     /// in the batch.
     wide: Vec<V6Icmp>,
     /// A flow consumer reads packets (an analyzer is on): the first pass
-    /// keeps each packet's payload span and the second shows the packets
-    /// to the consumers (each pass is compiled twice, with and without,
-    /// and picked once per batch: `PACKETS`).
+    /// keeps each packet's payload place and length in its `Pkt` (and a
+    /// shard batch its frame's place) and the second shows the packets to
+    /// the consumers (each pass is compiled twice, with and without, and
+    /// picked once per batch: `PACKETS`).
     per_packet: bool,
-    /// The payload spans of `pkts` (when `per_packet`).
-    spans: Vec<Span>,
     /// Packet taps (the dumper, the packet ring; `crate::dump`): `None`
     /// runs batches without any tap code (each pass is compiled with and
     /// without, and picked once per batch).
@@ -249,7 +270,6 @@ impl Shard {
             bidirectional: cfg.bidirectional,
             hash: cfg.hash,
             per_packet: table.consumers.reads_packets(),
-            spans: Vec::new(),
             table,
             counters: Counters::default(),
             marker: None,
@@ -454,16 +474,7 @@ impl Shard {
         let (min_ts, max_ts) = self.decode::<KEEP_ALL, PACKETS, false>(data, refs, &mut []);
         let pkts = std::mem::take(&mut self.pkts);
         let wide = std::mem::take(&mut self.wide);
-        let spans = std::mem::take(&mut self.spans);
-        self.account::<PACKETS, TAPS>(
-            &pkts,
-            &wide,
-            &spans,
-            data,
-            refs,
-            NO_FRAMES,
-            (min_ts, max_ts),
-        );
+        self.account::<PACKETS, TAPS>(&pkts, &wide, &[], data, refs, NO_FRAMES, (min_ts, max_ts));
         if TAPS {
             if let Some(t) = self.taps.as_deref_mut() {
                 t.whole_batch(data, refs);
@@ -471,7 +482,6 @@ impl Shard {
         }
         self.pkts = pkts;
         self.wide = wide;
-        self.spans = spans;
     }
 
     /// Reads a batch for every shard of a run without running any of it:
@@ -549,7 +559,7 @@ impl Shard {
 
     /// Runs the packets a [`Shard::split`] (this shard's or another's) put
     /// into a shard batch for this shard; they were counted there. `data` is the
-    /// capture the shard batch's batch was read from (its payload spans point
+    /// capture the shard batch's batch was read from (its frames' places point
     /// into it).
     pub fn run_shard_batch(&mut self, shard_batch: &ShardBatch, data: &[u8]) {
         self.table.drain_verdicts(false);
@@ -630,7 +640,7 @@ impl Shard {
         self.no_flow_buf = no_flow;
     }
 
-    /// Runs `pkts` of `shard batch` (their payload spans `spans`, their frames
+    /// Runs `pkts` of `shard batch` (their frames' places `spans`, their frames
     /// and the packets of no flow among them `frames`) through the table.
     #[inline(always)]
     fn run_part(
@@ -682,7 +692,6 @@ impl Shard {
         let mut d = Decoded::default();
         let (mut min_ts, mut max_ts) = (u64::MAX, 0);
         self.pkts.clear();
-        self.spans.clear();
         for (idx, r) in refs.iter().enumerate() {
             max_ts = max_ts.max(r.ts);
             min_ts = min_ts.min(r.ts);
@@ -725,13 +734,11 @@ impl Shard {
                     macs: [f.src_mac(), f.dst_mac()],
                     idx: idx as u16,
                     ip_offset: fast::IP_OFFSET,
+                    payload_at: if PACKETS { f.payload_offset } else { 0 },
+                    payload_len: if PACKETS { f.payload_len } else { 0 },
                 };
-                if PACKETS {
-                    self.push_span::<SPLIT>(
-                        fwd,
-                        owner,
-                        Span::of(r, fast::IP_OFFSET, f.payload_offset, f.payload_len),
-                    );
+                if PACKETS && SPLIT {
+                    push_frame(fwd, owner, r);
                 }
                 if SPLIT && TAPS {
                     fwd[owner].frames.push(*r);
@@ -768,17 +775,15 @@ impl Shard {
                 macs: [d.src_mac, d.dst_mac],
                 idx: idx as u16,
                 ip_offset: d.ip_offset,
+                payload_at: if PACKETS { d.payload_offset } else { 0 },
+                payload_len: if PACKETS { d.payload_len } else { 0 },
             };
             let side = (v6 || is_icmp(d.proto)).then_some(V6Icmp {
                 wide: [key.a, key.b],
                 icmp: d.icmp,
             });
-            if PACKETS {
-                self.push_span::<SPLIT>(
-                    fwd,
-                    owner,
-                    Span::of(r, d.ip_offset, d.payload_offset, d.payload_len),
-                );
+            if PACKETS && SPLIT {
+                push_frame(fwd, owner, r);
             }
             if SPLIT && TAPS {
                 fwd[owner].frames.push(*r);
@@ -823,16 +828,6 @@ impl Shard {
         }
     }
 
-    /// Keeps a packet's payload span beside it (an analyzer reads payload).
-    #[inline(always)]
-    fn push_span<const SPLIT: bool>(&mut self, fwd: &mut [ShardBatch], owner: usize, span: Span) {
-        if !SPLIT {
-            self.spans.push(span);
-        } else {
-            fwd[owner].spans.push(span);
-        }
-    }
-
     /// Second pass: runs `pkts` (sides in `wide` at each packet's `idx`) through the flow table (and the DSCP marker, which writes the
     /// batch `refs` over `data`), then advances the clock to `max_ts` and
     /// sweeps. With taps (`TAPS`), each packet goes to them after its flow
@@ -867,6 +862,12 @@ impl Shard {
         let floor = self.table.floor();
         // An analyzer on reads the IP packet (the span then cuts it too).
         let ip_view = PACKETS && self.table.consumers.reads_ip();
+        let in_frames = Frames {
+            data,
+            refs,
+            spans,
+            ip: ip_view,
+        };
         // Second pass, software-pipelined: while packet i updates its flow,
         // the index bucket of packet i + 2·AHEAD and the entry lines of
         // packet i + AHEAD (whose bucket is arriving) are being fetched. A
@@ -895,16 +896,13 @@ impl Shard {
                 next_no_flow = self.no_flow_before(i, no_flow, next_no_flow, data);
             }
             let p = &pkts[i];
-            let pl = if PACKETS {
-                spans
-                    .get(i)
-                    .map_or(Payload::NONE, |s| s.payload(data, ip_view))
-            } else {
-                Payload::NONE
+            let pl = InFrame {
+                frames: &in_frames,
+                i,
             };
             let slot = self
                 .table
-                .packet_at::<PACKETS>(p, &wide[p.idx as usize], hint, pl);
+                .packet_at::<PACKETS, _>(p, &wide[p.idx as usize], hint, pl);
             self.counters.ip_bytes_flowed += p.size as u64;
             if TAPS && tap_each {
                 let r = if solo {
@@ -1141,6 +1139,17 @@ impl Shard {
             }
         }
     }
+}
+
+/// A reader of several shards keeps the frame of a packet beside it in
+/// its shard's batch (an analyzer reads packets: the payload is found
+/// there again for the packets an analyzer follows).
+#[inline(always)]
+fn push_frame(fwd: &mut [ShardBatch], owner: usize, r: &PacketRef) {
+    fwd[owner].spans.push(Span {
+        frame: r.offset,
+        caplen: r.caplen,
+    });
 }
 
 /// What a second of a shard's clock `part` closes with: its counters (the

@@ -333,6 +333,10 @@ impl Analyzer for Dns {
     }
 
     fn record(&self, st: &State, out: &mut Cells<'_>) {
+        if st.cached.is_none() && st.seen().is_none() {
+            // Every field null: left unwritten.
+            return;
+        }
         self.record_message(st, out);
         match st.cached.as_deref() {
             Some((name, age)) => {

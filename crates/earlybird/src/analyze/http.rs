@@ -278,7 +278,11 @@ impl Analyzer for Http {
     }
 
     fn record(&self, st: &State, out: &mut Cells<'_>) {
-        let head = st.head();
+        let Some(head) = st.head() else {
+            // Every field null: left unwritten.
+            return;
+        };
+        let head = Some(head);
         for v in [
             head.and_then(|h| h.host.as_deref()),
             head.and_then(|h| h.user_agent.as_deref()),

@@ -167,7 +167,9 @@ pub trait Analyzer: Default + Send + 'static {
     }
     /// The flow ended (called once, just before [`Self::record`]).
     fn finish(&self, _state: &mut Self::State) {}
-    /// Writes the fields of a finished flow, [`Self::FIELDS`] in order.
+    /// Writes the fields of a finished flow, [`Self::FIELDS`] in order;
+    /// the fields after the last one written are null (a flow the
+    /// analyzer found nothing in may write none).
     fn record(&self, state: &Self::State, out: &mut Cells<'_>);
 }
 
@@ -431,15 +433,11 @@ macro_rules! registry {
             /// server, with a payload or not (`empty`).
             #[inline]
             fn skipped(&self, s: usize, from_client: bool, empty: bool) -> u16 {
-                let done = self
-                    .done
-                    .get(s)
-                    .map_or(0, |d| d[usize::from(!from_client)]);
-                if empty {
-                    done | self.no_empty
-                } else {
-                    done
-                }
+                let done = match self.done.get(s) {
+                    Some(d) => d[usize::from(!from_client)],
+                    None => 0,
+                };
+                done | if empty { self.no_empty } else { 0 }
             }
 
             /// Whether an analyzer on is shown a packet of the flow in

@@ -234,6 +234,10 @@ impl Analyzer for Ssh {
 
     fn record(&self, st: &State, out: &mut Cells<'_>) {
         let (c, s) = st.banners();
+        if c.is_none() && s.is_none() {
+            // Every field null: left unwritten.
+            return;
+        }
         for v in [c, s] {
             match v {
                 Some(t) => out.text(t),

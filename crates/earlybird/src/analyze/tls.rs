@@ -626,9 +626,7 @@ impl Analyzer for Tls {
 
     fn record(&self, st: &State, out: &mut Cells<'_>) {
         let Some(hs) = &st.hs else {
-            for _ in 0..Self::FIELDS.len() {
-                out.null();
-            }
+            // Every field null: left unwritten.
             return;
         };
         let f = &hs.found;

@@ -301,9 +301,15 @@ impl Labeller {
         // Room for every row at once: the text of the names, and the
         // category, source and statistical application of each row.
         let (n, text) = (rows.len(), rows.text_len());
-        let mut out = Rows::with_capacity(n, width, text + n * 32);
-        // A row is copied as it is unless names are hashed or dropped.
+        // A row is copied as it is unless names are hashed or dropped: its
+        // cells in one copy, their text read from a copy of the whole
+        // text.
         let verbatim = matches!(self.privacy, Privacy::Keep) || !self.named.contains(&true);
+        let mut out = if verbatim {
+            Rows::sharing_text(rows, n, width, n * 32)
+        } else {
+            Rows::with_capacity(n, width, text + n * 32)
+        };
         for (i, (v, model_id)) in verdicts.enumerate() {
             let text = |col: Option<usize>| match col.map(|j| rows.get(i, j)) {
                 Some(Value::Text(t)) if !t.is_empty() => Some(t),
@@ -369,7 +375,7 @@ impl Labeller {
                 if verbatim {
                     // As many cells as the loop below writes: nulls past
                     // the row's, none past `self.width`.
-                    c.section(self.width, |c| c.row_of(rows, i));
+                    c.section(self.width, |c| c.row_as_is(rows, i));
                 } else {
                     for j in 0..self.width {
                         match rows.get(i, j) {

@@ -33,7 +33,15 @@ pub struct Pkt {
     pub idx: u16,
     /// Offset of the innermost IP header in the packet.
     pub ip_offset: u16,
+    /// Offset of the transport payload in the packet (its frame); set
+    /// only when a consumer reads packets (else 0).
+    pub payload_at: u16,
+    /// Transport payload length according to the headers; set only when
+    /// a consumer reads packets (else 0).
+    pub payload_len: u16,
 }
+
+const _: () = assert!(std::mem::size_of::<Pkt>() == 64);
 
 /// A packet's transport payload, for the analyzers that read it: where
 /// it lies in its batch's bytes, sliced only when a consumer reads it
@@ -116,6 +124,29 @@ impl<'a> Payload<'a> {
                 .unwrap_or(&[]),
             _ => &[],
         }
+    }
+}
+
+/// Where the flow table finds the payload of a packet when a consumer
+/// reads it: [`PayloadSource::payload`] is called only for a packet a
+/// consumer follows, so a packet no consumer reads costs no lookup.
+pub(crate) trait PayloadSource<'a>: Copy {
+    /// The packet `p` carries no transport payload (by its headers).
+    fn empty(&self, p: &Pkt) -> bool;
+    /// The payload of packet `p`.
+    fn payload(self, p: &Pkt) -> Payload<'a>;
+}
+
+/// A payload already found is its own source.
+impl<'a> PayloadSource<'a> for Payload<'a> {
+    #[inline(always)]
+    fn empty(&self, _: &Pkt) -> bool {
+        self.len == 0
+    }
+
+    #[inline(always)]
+    fn payload(self, _: &Pkt) -> Payload<'a> {
+        self
     }
 }
 

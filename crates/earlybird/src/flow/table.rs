@@ -63,7 +63,7 @@ use super::entry::{
     SPILLED, UNFOLLOWED,
 };
 use super::expiry::close_reason;
-use super::packet::{is_icmp, Payload, Pkt, V6Icmp};
+use super::packet::{is_icmp, Payload, PayloadSource, Pkt, V6Icmp};
 use super::record::{EndReason, RecordBatch};
 use crate::classify::inline::Inline;
 use crate::classify::Classifier;
@@ -433,9 +433,9 @@ impl<C: Consumer> FlowTable<C> {
     #[inline]
     pub fn packet_full(&mut self, p: &Pkt, side: &V6Icmp, hint: u32, pl: Payload<'_>) -> usize {
         if self.consumers.reads_packets() {
-            self.packet_at::<true>(p, side, hint, pl)
+            self.packet_at::<true, _>(p, side, hint, pl)
         } else {
-            self.packet_at::<false>(p, side, hint, pl)
+            self.packet_at::<false, _>(p, side, hint, pl)
         }
     }
 
@@ -444,12 +444,12 @@ impl<C: Consumer> FlowTable<C> {
     /// with `false` the per-packet path has no consumer code at all (the
     /// shard picks the variant once per batch).
     #[inline(always)]
-    pub(crate) fn packet_at<const PACKETS: bool>(
+    pub(crate) fn packet_at<'a, const PACKETS: bool, L: PayloadSource<'a>>(
         &mut self,
         p: &Pkt,
         side: &V6Icmp,
         hint: u32,
-        pl: Payload<'_>,
+        pl: L,
     ) -> usize {
         debug_assert_eq!(PACKETS, self.consumers.reads_packets());
         if p.ts > self.now {
@@ -462,7 +462,7 @@ impl<C: Consumer> FlowTable<C> {
             if unsafe { self.entries.get_unchecked(s) }.state & IN_USE != 0
                 && self.holds(s, p, &side.wide)
             {
-                return self.known::<PACKETS>(s, p, side, pl);
+                return self.known::<PACKETS, L>(s, p, side, pl);
             }
         }
         let tag = tag_of(p.hash);
@@ -482,10 +482,10 @@ impl<C: Consumer> FlowTable<C> {
             i = (i + 1) & self.mask;
         };
         match slot {
-            Some(s) => self.known::<PACKETS>(s, p, side, pl),
+            Some(s) => self.known::<PACKETS, L>(s, p, side, pl),
             None => {
                 let s = self.insert_at(p, side, i);
-                self.update::<PACKETS>(s, p, pl);
+                self.update::<PACKETS, L>(s, p, pl);
                 s
             }
         }
@@ -503,12 +503,12 @@ impl<C: Consumer> FlowTable<C> {
     /// Accounts packet `p` of the live flow in slot `s` (which it may end,
     /// starting a new one); returns the slot of its flow.
     #[inline(always)]
-    fn known<const PACKETS: bool>(
+    fn known<'a, const PACKETS: bool, L: PayloadSource<'a>>(
         &mut self,
         s: usize,
         p: &Pkt,
         side: &V6Icmp,
-        pl: Payload<'_>,
+        pl: L,
     ) -> usize {
         let s = if let Some(reason) = self.ends_before(s, p) {
             self.end(s, reason);
@@ -516,7 +516,7 @@ impl<C: Consumer> FlowTable<C> {
         } else {
             s
         };
-        self.update::<PACKETS>(s, p, pl);
+        self.update::<PACKETS, L>(s, p, pl);
         s
     }
 
@@ -622,9 +622,10 @@ impl<C: Consumer> FlowTable<C> {
         s
     }
 
-    /// Updates slot `s` with packet `p` (whose transport payload is `pl`).
+    /// Updates slot `s` with packet `p` (whose transport payload `pl`
+    /// finds, only when a consumer follows the packet).
     #[inline]
-    fn update<const PACKETS: bool>(&mut self, s: usize, p: &Pkt, pl: Payload<'_>) {
+    fn update<'a, const PACKETS: bool, L: PayloadSource<'a>>(&mut self, s: usize, p: &Pkt, pl: L) {
         // Every unchecked access here: `s` comes from the index or from
         // `insert_at` (module docs); the early array holds `n` entries per
         // slot.
@@ -686,17 +687,18 @@ impl<C: Consumer> FlowTable<C> {
                 self.decide::<false>(s);
             }
         }
-        if PACKETS && self.consumers.follows(s, dir == Dir::Fwd, pl.len == 0) {
+        if PACKETS && self.consumers.follows(s, dir == Dir::Fwd, pl.empty(p)) {
             self.consume(s, p, pl);
         }
     }
 
     /// Shows packet `p` of the flow in slot `s` (just accounted) to the
-    /// consumers; ends the flow when one asks to.
+    /// consumers, with its payload found now; ends the flow when one asks
+    /// to.
     #[inline(never)]
-    fn consume(&mut self, s: usize, p: &Pkt, pl: Payload<'_>) {
+    fn consume<'a, L: PayloadSource<'a>>(&mut self, s: usize, p: &Pkt, pl: L) {
         let flow = flow_ref(&self.entries, &self.tails, &self.wide, s);
-        if self.consumers.packet(flow, p, pl) {
+        if self.consumers.packet(flow, p, pl.payload(p)) {
             self.end(s, EndReason::Active);
         }
     }
