@@ -56,7 +56,10 @@
 # was full (xdp_xmit_errors) are printed as `refused`: they never reached
 # the capture. One sending core feeds one receive queue (veth picks the
 # peer's queue by the sending CPU): with two shards, AF_XDP's second
-# socket gets no frame of its own, only those the first hands over.
+# socket gets no frame of its own, only those the first hands over. Its
+# `--pps` is an average over bursts of a tenth of a second's worth sent
+# at the kernel's speed; a rate of 0 sends as fast as it goes (no
+# --pps; its laps are counted for 5 Mpps).
 #
 # Every figure is of veth on this VM. Run every setting -A times (A/A) to
 # see the noise. Needs root; installs ethtool and softflowd (Debian) when
@@ -187,8 +190,9 @@ run() {
   # time.
   local how=(--capture af-xdp --queues "$queues" --spread hosts)
   [ "$sender" = af-xdp ] || how=(--capture xdp-live)
+  [ "$rate" = 0 ] || how+=(--pps "$rate")
   ( ip netns exec "$ns" taskset -c 0 "${fifo[@]}" "$sender_bin" replay -i "$b" "${how[@]}" \
-      --pps "$rate" --loops "$loops" "$file" 2>"$out.sent"
+      --loops "$loops" "$file" 2>"$out.sent"
     rc=$?
     times >"$out.times"
     exit $rc ) || { echo "live_rate.sh: the sender failed: $(cat "$out.sent")" >&2; exit 1; }
@@ -222,7 +226,7 @@ line() {
 }
 
 declare -A top bad
-loops_of() { echo $(( ($1 * secs + packets - 1) / packets )); }
+loops_of() { local r=$1; [ "$r" != 0 ] || r=5000000; echo $(( (r * secs + packets - 1) / packets )); }
 for s in $shard_list; do
   pair "$s"
   for capture in $captures; do
