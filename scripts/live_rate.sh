@@ -44,6 +44,23 @@
 # program for xdp_redirect_map_err, which the kernel no longer has, and
 # libbpf refuses the whole object. The sender is `earlybird replay`.)
 #
+# `-X xdp-live` sends with `replay --capture xdp-live` instead: the kernel
+# runs an XDP program in live-frame mode that writes each frame of the
+# file and redirects it out of the sending end (no socket, several Mpps
+# from one core). veth hands a redirected frame to its peer only when the
+# peer runs XDP: the AF_XDP capture and -c xdp-drop bring their own
+# program, and for af-packet and the peers the capture's end gets one that
+# passes every frame to the stack (XDP_PASS, built like the drop program).
+# `sent` is then what the sending end's veth took (its
+# tx_queue_*_xdp_xmit), and the frames it refused because its peer's ring
+# was full (xdp_xmit_errors) are printed as `refused`: they never reached
+# the capture. One sending core feeds one receive queue (veth picks the
+# peer's queue by the sending CPU): with two shards, AF_XDP's second
+# socket gets no frame of its own, only those the first hands over. Its
+# `--pps` is an average over bursts of a tenth of a second's worth sent
+# at the kernel's speed; a rate of 0 sends as fast as it goes (no
+# --pps; its laps are counted for 5 Mpps).
+#
 # Every figure is of veth on this VM. Run every setting -A times (A/A) to
 # see the noise. Needs root; installs ethtool and softflowd (Debian) when
 # absent.
@@ -54,6 +71,7 @@
 #   scripts/live_rate.sh [-b BIN] [-R BIN] [-t worst|realistic] [-n PACKETS]
 #       [-r "RATES"] [-S SECONDS] [-c "af-packet af-xdp xdp-drop"] [-s "1 2"]
 #       [-P "tcpdump softflowd ndpiReader"] [-A REPEATS] [-d DIR] [-F]
+#       [-X af-xdp|xdp-live]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,14 +79,14 @@ bin=target/release/earlybird traffic=worst packets=100000
 rates="50000 100000 200000 300000 400000" secs=4
 captures="af-packet af-xdp" shard_list="1 2" peers="tcpdump softflowd ndpiReader"
 repeats=2 dir=bench-data fifo=()
-sender_bin=
-while getopts "b:R:t:n:r:S:c:s:P:A:d:F" o; do
+sender_bin= sender=af-xdp
+while getopts "b:R:t:n:r:S:c:s:P:A:d:FX:" o; do
   case $o in
     b) bin=$OPTARG ;; R) sender_bin=$OPTARG ;; t) traffic=$OPTARG ;; n) packets=$OPTARG ;;
     r) rates=$OPTARG ;; S) secs=$OPTARG ;; c) captures=$OPTARG ;;
     s) shard_list=$OPTARG ;; P) peers=$OPTARG ;; A) repeats=$OPTARG ;;
-    d) dir=$OPTARG ;; F) fifo=(chrt -f 20) ;;
-    *) sed -n 2,58p "$0"; exit 2 ;;
+    d) dir=$OPTARG ;; F) fifo=(chrt -f 20) ;; X) sender=$OPTARG ;;
+    *) sed -n 2,74p "$0"; exit 2 ;;
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "live_rate.sh needs root (namespaces, veth, XDP)" >&2; exit 1; }
@@ -96,18 +114,26 @@ cleanup() {
 trap cleanup EXIT
 cleanup
 work=$(mktemp -d)
-# The XDP program that drops every frame (XDP_DROP = 1), for -c xdp-drop.
-case " $captures " in *" xdp-drop "*)
-  command -v llc >/dev/null || { echo "live_rate.sh: -c xdp-drop needs llc (llvm)" >&2; exit 1; }
-  for ptr in ptr 'i8*'; do
-    printf '%s\n' 'target triple = "bpf"' "define i32 @xdp_drop($ptr %ctx) section \"xdp\" {" \
-      '  ret i32 1' '}' '@_license = global [4 x i8] c"GPL\00", section "license"' >"$work/drop.ll"
-    llc -march=bpf -filetype=obj -o "$work/drop.o" "$work/drop.ll" 2>/dev/null && break
-  done
-  [ -s "$work/drop.o" ] || { echo "live_rate.sh: llc could not build the XDP drop program" >&2; exit 1; } ;;
+# The XDP programs that drop (XDP_DROP = 1, for -c xdp-drop) and pass
+# (XDP_PASS = 2, for -X xdp-live) every frame.
+case "$sender $captures " in *" xdp-drop "*|xdp-live*)
+  command -v llc >/dev/null || { echo "live_rate.sh: -c xdp-drop and -X xdp-live need llc (llvm)" >&2; exit 1; }
+  for prog in "drop 1" "pass 2"; do
+    set -- $prog
+    for ptr in ptr 'i8*'; do
+      printf '%s\n' 'target triple = "bpf"' "define i32 @xdp_$1($ptr %ctx) section \"xdp\" {" \
+        "  ret i32 $2" '}' '@_license = global [4 x i8] c"GPL\00", section "license"' >"$work/$1.ll"
+      llc -march=bpf -filetype=obj -o "$work/$1.o" "$work/$1.ll" 2>/dev/null && break
+    done
+    [ -s "$work/$1.o" ] || { echo "live_rate.sh: llc could not build the XDP $1 program" >&2; exit 1; }
+  done ;;
 esac
+case $sender in af-xdp|xdp-live) ;; *) echo "live_rate.sh: -X af-xdp or xdp-live" >&2; exit 2 ;; esac
 # Frames the XDP programs of the capture's end dropped (veth's counters).
 xdp_drops() { ip netns exec "$nsa" ethtool -S "$a" | awk '/rx_queue_[0-9]+_xdp_drops:/ { n += $2 } END { print n + 0 }'; }
+# Frames the sending end handed to its peer's ring, and those it refused
+# (ring full), for -X xdp-live.
+xmit() { ip netns exec "$ns" ethtool -S "$b" | awk '/tx_queue_[0-9]+_xdp_xmit:/ { n += $2 } /xdp_xmit_errors:/ { e += $2 } END { print n + 0, e + 0 }'; }
 # The pair with QUEUES queues each way (AF_XDP reads each receive queue
 # with a shard of its own: as many queues as shards).
 pair() {
@@ -141,6 +167,17 @@ before_stop= stop_sig=INT
 run() {
   local rate=$1 loops=$2 out=$3; shift 3
   local cmd=("${@/#CAP/$a}")
+  # The kernel sender into a capture that brings no XDP program: the
+  # capture's end passes every frame to the stack.
+  local pass=
+  if [ "$sender" = xdp-live ] && [ "${cmd[0]}" != sleep ]; then
+    case " ${cmd[*]} " in *" --capture af-xdp "*) ;; *)
+      ip -n "$nsa" link set dev "$a" xdp obj "$work/pass.o" sec xdp
+      pass=1 ;;
+    esac
+  fi
+  local x0 e0 x1 e1
+  read -r x0 e0 < <(xmit)
   ip netns exec "$nsa" taskset -c 1 "${fifo[@]}" "${cmd[@]}" >"$out.out" 2>"$out.err" &
   local cap=$!
   sleep 1.5
@@ -151,8 +188,11 @@ run() {
   # Children times of the subshell (the second line of `times`, which
   # must not run in a pipeline's subshell): the sender's user and system
   # time.
-  ( ip netns exec "$ns" taskset -c 0 "${fifo[@]}" "$sender_bin" replay -i "$b" --capture af-xdp --queues "$queues" \
-      --spread hosts --pps "$rate" --loops "$loops" "$file" 2>"$out.sent"
+  local how=(--capture af-xdp --queues "$queues" --spread hosts)
+  [ "$sender" = af-xdp ] || how=(--capture xdp-live)
+  [ "$rate" = 0 ] || how+=(--pps "$rate")
+  ( ip netns exec "$ns" taskset -c 0 "${fifo[@]}" "$sender_bin" replay -i "$b" "${how[@]}" \
+      --loops "$loops" "$file" 2>"$out.sent"
     rc=$?
     times >"$out.times"
     exit $rc ) || { echo "live_rate.sh: the sender failed: $(cat "$out.sent")" >&2; exit 1; }
@@ -162,25 +202,31 @@ run() {
   [ -z "$before_stop" ] || eval "$before_stop"
   kill -"$stop_sig" "$cap" 2>/dev/null || true
   wait "$cap" 2>/dev/null || true
+  [ -z "$pass" ] || ip -n "$nsa" link set dev "$a" xdp off
   sent=$(grep -oE '[0-9]+ packets' "$out.sent" | head -1 | grep -oE '[0-9]+' || echo 0)
+  refused=-
+  if [ "$sender" = xdp-live ]; then
+    read -r x1 e1 < <(xmit)
+    sent=$(( x1 - x0 )) refused=$(( e1 - e0 ))
+  fi
   mpps=$(grep -oE '[0-9.]+ Mpps' "$out.sent" | head -1 | grep -oE '[0-9.]+' || echo 0)
   # "0m1.234s 0m0.567s": seconds to ticks.
-  sender=$(awk -v k="$tick" 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, m, /[ms]/); t += m[1] * 60 + m[2] } printf "%.0f", t * k }' "$out.times")
+  snd_t=$(awk -v k="$tick" 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, m, /[ms]/); t += m[1] * 60 + m[2] } printf "%.0f", t * k }' "$out.times")
   cap_t=$(( c1 - c0 ))
   busy=$(( s1 - s0 )) softirq=$(( sq1 - sq0 ))
 }
 
-printf "# veth on this VM; %s, %s packets; -S %s s a run\n" "$traffic" "$packets" "$secs"
-printf "%-12s %6s %2s %8s %10s %10s %10s %10s %7s %7s %7s %7s %7s  %s\n" \
-  tool shards rep offered sent_Mpps sent read lost kdrop cap_ns snd_ns sirq_ns total_ns busy_ns
+printf "# veth on this VM; %s, %s packets; -S %s s a run; sender %s\n" "$traffic" "$packets" "$secs" "$sender"
+printf "%-12s %6s %2s %8s %10s %10s %10s %10s %7s %7s %7s %7s %7s %7s  %s\n" \
+  tool shards rep offered sent_Mpps sent read lost kdrop refused cap_ns snd_ns sirq_ns total_ns busy_ns
 line() {
-  printf "%-12s %6s %2s %8s %10s %10s %10s %10s %7s %7s %7s %7s %7s  %s\n" "$1" "$2" "$3" "$4" "$mpps" \
-    "$sent" "$read" "$(( sent - read ))" "$5" "$(per_pkt "$cap_t" "$sent")" "$(per_pkt "$sender" "$sent")" \
-    "$(per_pkt "$softirq" "$sent")" "$(per_pkt $(( cap_t + sender + softirq )) "$sent")" "$(per_pkt "$busy" "$sent")"
+  printf "%-12s %6s %2s %8s %10s %10s %10s %10s %7s %7s %7s %7s %7s %7s  %s\n" "$1" "$2" "$3" "$4" "$mpps" \
+    "$sent" "$read" "$(( sent - read ))" "$5" "$refused" "$(per_pkt "$cap_t" "$sent")" "$(per_pkt "$snd_t" "$sent")" \
+    "$(per_pkt "$softirq" "$sent")" "$(per_pkt $(( cap_t + snd_t + softirq )) "$sent")" "$(per_pkt "$busy" "$sent")"
 }
 
 declare -A top bad
-loops_of() { echo $(( ($1 * secs + packets - 1) / packets )); }
+loops_of() { local r=$1; [ "$r" != 0 ] || r=5000000; echo $(( (r * secs + packets - 1) / packets )); }
 for s in $shard_list; do
   pair "$s"
   for capture in $captures; do

@@ -1,5 +1,6 @@
 //! `earlybird replay`: send the packets of capture files out of a network
-//! interface (AF_PACKET transmit ring), at full speed or a given rate.
+//! interface (AF_PACKET transmit ring, AF_XDP sockets or, with `--capture
+//! xdp-live`, from the kernel), at full speed or a given rate.
 //!
 //! Prints one summary line on stderr. Exit codes: 0 done, 1 a file or the
 //! interface is unusable (the message names it), 130 interrupted by
@@ -28,9 +29,12 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "K", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     loops: u32,
-    /// How frames are sent: "af-packet" (a transmit ring, default) or
+    /// How frames are sent: "af-packet" (a transmit ring, default),
     /// "af-xdp" (XDP sockets, one per transmit queue: faster, and the
-    /// queue of each frame is chosen, see --queues and --spread).
+    /// queue of each frame is chosen, see --queues and --spread) or
+    /// "xdp-live" (from the kernel: an XDP program run in live-frame mode
+    /// writes each frame and redirects it out, kernel 5.18 or later; the
+    /// fastest; on veth the peer must run XDP or have GRO on to receive).
     #[arg(long, value_name = "HOW", default_value = "af-packet")]
     capture: String,
     /// AF_XDP: transmit queues to send on (the interface must have them;
@@ -60,11 +64,16 @@ pub fn run(a: ReplayArgs) -> i32 {
             return crate::fail(format!("cannot install signal handler: {e}"));
         }
     }
-    let Some(capture) = earlybird::Capture::parse(&a.capture) else {
-        return crate::fail(format!(
-            "--capture {:?}: \"af-packet\" or \"af-xdp\"",
-            a.capture
-        ));
+    let live = a.capture == "xdp-live";
+    let capture = match earlybird::Capture::parse(&a.capture) {
+        Some(c) => c,
+        None if live => earlybird::Capture::AfPacket,
+        None => {
+            return crate::fail(format!(
+                "--capture {:?}: \"af-packet\", \"af-xdp\" or \"xdp-live\"",
+                a.capture
+            ))
+        }
     };
     let Some(spread) = earlybird::Spread::parse(&a.spread) else {
         return crate::fail(format!("--spread {:?}: \"hosts\" or \"sources\"", a.spread));
@@ -77,7 +86,12 @@ pub fn run(a: ReplayArgs) -> i32 {
         spread,
         ..ReplayOptions::new(&a.interface)
     };
-    let report = match earlybird::replay(&files, &opts, &stop) {
+    let sent = if live {
+        earlybird::replay_live(&files, &opts, &stop)
+    } else {
+        earlybird::replay(&files, &opts, &stop)
+    };
+    let report = match sent {
         Ok(r) => r,
         Err(e) => return crate::fail(e),
     };

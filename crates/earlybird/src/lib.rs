@@ -226,6 +226,8 @@ pub use source::inputs::{InputOrder, Inputs, SkipReason};
 #[cfg(feature = "tools")]
 pub use source::replay::{replay, ReplayOptions, ReplayReport};
 pub use source::retime::Timestamps;
+#[cfg(feature = "tools")]
+pub use source::xdp_live::replay_live;
 pub use source::{CaptureFile, CaptureReader, PacketRef, Warning, BATCH};
 pub use telemetry::alarms::{
     AlarmSpec, Direction as AlarmDirection, Method as AlarmMethod, ALARMS,

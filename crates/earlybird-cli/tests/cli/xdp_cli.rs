@@ -12,7 +12,8 @@
 //! (skipped otherwise, and says so). Every frame carries the stamp the XDP
 //! program took (the kernel's clock, veth having no receive stamp of its
 //! own), also frames that came together; the sockets' statistics are live
-//! metrics (`earlybird_xdp_*`), never ahead of the summary's line.
+//! metrics (`earlybird_xdp_*`), never ahead of the summary's line. The
+//! kernel sender (`replay --capture xdp-live`) sends the file's frames.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -20,12 +21,111 @@ use std::process::{Command, Stdio};
 use crate::filter_cli::timeless;
 use crate::lib_common;
 
+const BIN: &str = env!("CARGO_BIN_EXE_earlybird");
+
+/// Writes the records of `pcap` read as a file to `csv`.
+fn file_records(pcap: &std::path::Path, csv: &std::path::Path) {
+    let out = Command::new(BIN)
+        .args(["flows", "--no-model", "-q", "-o"])
+        .arg(csv)
+        .arg(pcap)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A running `flows -i A ARGS` in the capture namespace, past its first
+/// line (which says it captures); killed if the test fails first.
+struct Live {
+    cap: Killed,
+    err: BufReader<std::process::ChildStderr>,
+}
+
+impl Live {
+    fn start(net: &lib_common::Veth, args: &[&str]) -> Live {
+        let mut cap = Killed(
+            Command::new("ip")
+                .args(["netns", "exec", &net.ns_a, BIN, "flows", "-i", &net.a])
+                .args(args)
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        let mut err = BufReader::new(cap.0.stderr.take().unwrap());
+        let mut first = String::new();
+        err.read_line(&mut first).unwrap();
+        assert!(first.contains("capturing on"), "{first}");
+        Live { cap, err }
+    }
+
+    /// Stops it with SIGINT after half a second (the last frames are
+    /// read): what it wrote to stderr after its first line.
+    fn stop(mut self) -> String {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        // SAFETY: signals the child process started above.
+        unsafe { libc::kill(self.cap.0.id() as i32, libc::SIGINT) };
+        self.cap.0.wait().unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.err, &mut rest).unwrap();
+        rest
+    }
+}
+
+/// `replay -i B ARGS PCAP` from the peer namespace, which must succeed:
+/// its report line.
+fn send(net: &lib_common::Veth, args: &[&str], pcap: &std::path::Path) -> String {
+    let sent = Command::new("ip")
+        .args(["netns", "exec", &net.ns, BIN, "replay", "-i", &net.b])
+        .args(args)
+        .arg(pcap)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&sent.stderr).into_owned();
+    assert!(sent.status.success(), "{said}");
+    said
+}
+
+/// Flow keys (the first 14 columns) of timeless rows, each once.
+fn keys(rows: &[String]) -> Vec<String> {
+    let mut k: Vec<String> = rows
+        .iter()
+        .map(|r| r.split(',').take(14).collect::<Vec<_>>().join(","))
+        .collect();
+    k.dedup();
+    k
+}
+
+/// Packets of timeless rows, both ways.
+fn packets(rows: &[String]) -> u64 {
+    rows.iter()
+        .map(|r| {
+            let f: Vec<&str> = r.split(',').collect();
+            f[14].parse::<u64>().unwrap() + f[15].parse::<u64>().unwrap()
+        })
+        .sum()
+}
+
+/// Sets the MTU of both ends of `net` (at 1500 veth runs XDP in its
+/// driver; above, only multi-buffer programs).
+fn mtu(net: &lib_common::Veth, mtu: &str) {
+    for (ns, dev) in [(&net.ns_a, &net.a), (&net.ns, &net.b)] {
+        let ok = Command::new("ip")
+            .args(["-n", ns, "link", "set", dev, "mtu", mtu])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+}
+
 #[test]
 fn af_xdp_gives_the_records_of_af_packet_and_of_the_file() {
     let Some(net) = lib_common::Veth::create("ebx") else {
         return;
     };
-    let bin = env!("CARGO_BIN_EXE_earlybird");
     let pcap = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
     let dir = tempfile::tempdir().unwrap();
     let (file, packet, xdp) = (
@@ -33,17 +133,11 @@ fn af_xdp_gives_the_records_of_af_packet_and_of_the_file() {
         dir.path().join("packet.csv"),
         dir.path().join("xdp.csv"),
     );
-    let out = Command::new(bin)
-        .args(["flows", "--no-model", "-q", "-o"])
-        .arg(&file)
-        .arg(&pcap)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    file_records(&pcap, &file);
     for (csv, how) in [(&packet, "af-packet"), (&xdp, "af-xdp")] {
         let path = csv.display().to_string();
         let (code, err) =
-            net.capture_a_replay(bin, &["--no-model", "--capture", how, "-o", &path], &pcap);
+            net.capture_a_replay(BIN, &["--no-model", "--capture", how, "-o", &path], &pcap);
         assert_eq!(code, Some(130), "{err}");
         assert!(
             err.contains("interface: 500 packets offered"),
@@ -59,22 +153,6 @@ fn af_xdp_gives_the_records_of_af_packet_and_of_the_file() {
     assert_eq!(timeless(&xdp), live);
     // The file: the same flows (a replay closes the capture's gaps, so a
     // flow the file ends on idle time is one flow live) and packets.
-    let keys = |rows: &[String]| {
-        let mut k: Vec<String> = rows
-            .iter()
-            .map(|r| r.split(',').take(14).collect::<Vec<_>>().join(","))
-            .collect();
-        k.dedup();
-        k
-    };
-    let packets = |rows: &[String]| -> u64 {
-        rows.iter()
-            .map(|r| {
-                let f: Vec<&str> = r.split(',').collect();
-                f[14].parse::<u64>().unwrap() + f[15].parse::<u64>().unwrap()
-            })
-            .sum()
-    };
     let want = timeless(&file);
     assert_eq!(keys(&live), keys(&want));
     assert_eq!(packets(&live), packets(&want));
@@ -89,25 +167,6 @@ fn has_xdp(ns: &str, dev: &str) -> bool {
     String::from_utf8_lossy(&out.stdout).contains("prog/xdp")
 }
 
-/// Starts `flows -i A --capture af-xdp ARGS` in the capture namespace and
-/// waits for it to say it captures.
-fn start(net: &lib_common::Veth, args: &[&str]) -> std::process::Child {
-    let mut cap = Command::new("ip")
-        .args(["netns", "exec", &net.ns_a, env!("CARGO_BIN_EXE_earlybird")])
-        .args(["flows", "--no-model", "-o", "/dev/null", "-i", &net.a])
-        .args(["--capture", "af-xdp"])
-        .args(args)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(cap.stderr.as_mut().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    assert!(first.contains("capturing on"), "{first}");
-    cap
-}
-
 #[test]
 fn the_xdp_program_is_gone_after_sigterm_and_after_sigkill() {
     let Some(net) = lib_common::Veth::create("ebk") else {
@@ -115,12 +174,15 @@ fn the_xdp_program_is_gone_after_sigterm_and_after_sigkill() {
     };
     for signal in [libc::SIGTERM, libc::SIGKILL] {
         assert!(!has_xdp(&net.ns_a, &net.a));
-        let mut cap = start(&net, &[]);
+        let mut live = Live::start(
+            &net,
+            &["--no-model", "-o", "/dev/null", "--capture", "af-xdp"],
+        );
         assert!(has_xdp(&net.ns_a, &net.a), "signal {signal}");
         // SAFETY: signals the child started above (`ip netns exec` runs
         // earlybird in its own process).
-        unsafe { libc::kill(cap.id() as i32, signal) };
-        cap.wait().unwrap();
+        unsafe { libc::kill(live.cap.0.id() as i32, signal) };
+        live.cap.0.wait().unwrap();
         assert!(!has_xdp(&net.ns_a, &net.a), "after signal {signal}");
     }
 }
@@ -130,7 +192,6 @@ fn an_interface_with_addresses_is_refused_unless_told() {
     let Some(net) = lib_common::Veth::create("ebr") else {
         return;
     };
-    let bin = env!("CARGO_BIN_EXE_earlybird");
     let ok = Command::new("ip")
         .args([
             "-n",
@@ -146,7 +207,7 @@ fn an_interface_with_addresses_is_refused_unless_told() {
     assert!(ok.success());
     let run = |extra: &[&str]| {
         Command::new("ip")
-            .args(["netns", "exec", &net.ns_a, bin])
+            .args(["netns", "exec", &net.ns_a, BIN])
             .args(["flows", "--no-model", "-i", &net.a, "--capture", "af-xdp"])
             .args(extra)
             .args(["--duration", "0.2", "-o", "/dev/null"])
@@ -225,17 +286,10 @@ fn two_shards_on_two_queues_keep_flows_whole() {
         return;
     };
     two_queues(&net);
-    let bin = env!("CARGO_BIN_EXE_earlybird");
     let pcap = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("file.csv");
-    let out = Command::new(bin)
-        .args(["flows", "--no-model", "-q", "-o"])
-        .arg(&file)
-        .arg(&pcap)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    file_records(&pcap, &file);
     let mut got = Vec::new();
     for (how, spread) in [
         ("af-packet", "sources"),
@@ -243,35 +297,29 @@ fn two_shards_on_two_queues_keep_flows_whole() {
         ("af-xdp", "hosts"),
     ] {
         let csv = dir.path().join(format!("{how}-{spread}.csv"));
-        let mut cap = Command::new("ip")
-            .args(["netns", "exec", &net.ns_a, bin, "flows", "-i", &net.a])
-            .args(["--no-model", "-s", "2", "--capture", how, "-o"])
-            .arg(&csv)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut err = BufReader::new(cap.stderr.take().unwrap());
-        let mut first = String::new();
-        err.read_line(&mut first).unwrap();
-        assert!(first.contains("capturing on"), "{first}");
+        let path = csv.display().to_string();
+        let live = Live::start(
+            &net,
+            &["--no-model", "-s", "2", "--capture", how, "-o", &path],
+        );
         // Paced, so that a frame handed between shards is run before the
         // next frame of its session comes.
-        let sent = Command::new("ip")
-            .args(["netns", "exec", &net.ns, bin, "replay", "-i", &net.b])
-            .args(["--capture", "af-xdp", "--queues", "2", "--spread", spread])
-            .args(["--pps", "1000"])
-            .arg(&pcap)
-            .output()
-            .unwrap();
-        let said = String::from_utf8_lossy(&sent.stderr);
-        assert!(sent.status.success(), "{said}");
+        let said = send(
+            &net,
+            &[
+                "--capture",
+                "af-xdp",
+                "--queues",
+                "2",
+                "--spread",
+                spread,
+                "--pps",
+                "1000",
+            ],
+            &pcap,
+        );
         assert!(said.contains("500 packets"), "{said}");
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        // SAFETY: signals the child process started above.
-        unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
-        cap.wait().unwrap();
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+        let rest = live.stop();
         assert!(
             rest.contains("interface: 500 packets offered by the kernel, 0 dropped"),
             "{how} {spread}: {rest}"
@@ -309,14 +357,6 @@ fn two_shards_on_two_queues_keep_flows_whole() {
     assert_eq!(got[1], got[0], "af-xdp, spread by source");
     assert_eq!(got[2], got[0], "af-xdp, spread by host pair");
     // The file: the same flows (by key) as the live captures.
-    let keys = |rows: &[String]| {
-        let mut k: Vec<String> = rows
-            .iter()
-            .map(|r| r.split(',').take(14).collect::<Vec<_>>().join(","))
-            .collect();
-        k.dedup();
-        k
-    };
     assert_eq!(keys(&got[0]), keys(&timeless(&file)));
 }
 
@@ -332,45 +372,26 @@ fn a_replay_over_two_queues_keeps_the_files_order() {
         return;
     };
     two_queues(&net);
-    let bin = env!("CARGO_BIN_EXE_earlybird");
     let pcap = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
     let dir = tempfile::tempdir().unwrap();
     let (file, live) = (dir.path().join("file.csv"), dir.path().join("live.csv"));
-    let out = Command::new(bin)
-        .args(["flows", "--no-model", "-q", "-o"])
-        .arg(&file)
-        .arg(&pcap)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let cap = Command::new("ip")
-        .args(["netns", "exec", &net.ns_a, bin, "flows", "-i", &net.a])
-        .args(["--no-model", "--capture", "af-packet", "-o"])
-        .arg(&live)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut cap = Killed(cap);
-    let mut err = BufReader::new(cap.0.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    assert!(first.contains("capturing on"), "{first}");
-    let sent = Command::new("ip")
-        .args(["netns", "exec", &net.ns, bin, "replay", "-i", &net.b])
-        .args(["--capture", "af-xdp", "--queues", "2"])
-        .args(["--spread", "sources"])
-        .arg(&pcap)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&sent.stderr);
-    assert!(sent.status.success(), "{said}");
+    file_records(&pcap, &file);
+    let path = live.display().to_string();
+    let cap = Live::start(&net, &["--no-model", "--capture", "af-packet", "-o", &path]);
+    let said = send(
+        &net,
+        &[
+            "--capture",
+            "af-xdp",
+            "--queues",
+            "2",
+            "--spread",
+            "sources",
+        ],
+        &pcap,
+    );
     assert!(said.contains("500 packets"), "{said}");
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    // SAFETY: signals the child process started above.
-    unsafe { libc::kill(cap.0.id() as i32, libc::SIGINT) };
-    cap.0.wait().unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let rest = cap.stop();
     assert!(
         rest.contains("interface: 500 packets offered by the kernel, 0 dropped"),
         "{rest}"
@@ -456,14 +477,7 @@ fn af_xdp_stamps_every_frame_in_the_kernel() {
     };
     // MTU 1500: veth runs the program in its driver, bound to the device,
     // where it asks the driver for its receive stamp (veth has none: 0).
-    for (ns, dev) in [(&net.ns_a, &net.a), (&net.ns, &net.b)] {
-        let ok = Command::new("ip")
-            .args(["-n", ns, "link", "set", dev, "mtu", "1500"])
-            .status()
-            .unwrap();
-        assert!(ok.success());
-    }
-    let bin = env!("CARGO_BIN_EXE_earlybird");
+    mtu(&net, "1500");
     let pcap = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("xdp.csv");
@@ -472,7 +486,7 @@ fn af_xdp_stamps_every_frame_in_the_kernel() {
     // At full speed the frames of a take come together: each still has
     // the kernel's stamp of its own.
     let (code, err) = net.capture_a_replay(
-        bin,
+        BIN,
         &["--no-model", "--capture", "af-xdp", "-o", &path],
         &pcap,
     );
@@ -501,23 +515,8 @@ fn af_xdp_stamps_every_frame_in_the_kernel() {
     let paced = dir.path().join("paced.pcap");
     retimed(&pcap, 200, &paced);
     let file_csv = dir.path().join("file.csv");
-    let out = Command::new(bin)
-        .args(["flows", "--no-model", "-q", "-o"])
-        .arg(&file_csv)
-        .arg(&paced)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let mut cap = Command::new("ip")
-        .args(["netns", "exec", &net.ns_a, bin, "flows", "-i", &net.a])
-        .args(["--no-model", "--capture", "af-xdp", "-o", &path])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(cap.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    assert!(first.contains("capturing on"), "{first}");
+    file_records(&paced, &file_csv);
+    let cap = Live::start(&net, &["--no-model", "--capture", "af-xdp", "-o", &path]);
     let now_ns = || {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -525,20 +524,9 @@ fn af_xdp_stamps_every_frame_in_the_kernel() {
             .as_nanos() as u64
     };
     let before = now_ns();
-    let sent = Command::new("ip")
-        .args(["netns", "exec", &net.ns, bin, "replay", "-i", &net.b])
-        .args(["--pps", "5000"])
-        .arg(&pcap)
-        .output()
-        .unwrap();
+    send(&net, &["--pps", "5000"], &pcap);
     let after = now_ns();
-    assert!(sent.status.success());
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    // SAFETY: signals the child process started above.
-    unsafe { libc::kill(cap.id() as i32, libc::SIGINT) };
-    cap.wait().unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let rest = cap.stop();
     assert!(rest.contains("timestamps: software 500 packets"), "{rest}");
     let (live, file) = (spans(&csv), spans(&file_csv));
     assert_eq!(
@@ -611,11 +599,10 @@ fn the_xdp_sockets_statistics_are_live_metrics() {
     // The endpoint listens on the namespace's loopback (down in a new
     // namespace: every scrape failed).
     net.capture_loopback_up();
-    let bin = env!("CARGO_BIN_EXE_earlybird");
     let port = 9464;
     // A ring of 512 frames: stopped, the probe lets it fill.
     let cap = Command::new("ip")
-        .args(["netns", "exec", &net.ns_a, bin])
+        .args(["netns", "exec", &net.ns_a, BIN])
         .args(["flows", "--no-model", "-o", "/dev/null", "-i", &net.a])
         .args(["--capture", "af-xdp", "--ring-mib", "1"])
         .args(["--metrics-listen", &port.to_string()])
@@ -650,7 +637,7 @@ fn the_xdp_sockets_statistics_are_live_metrics() {
     // SAFETY: signals the child process started above.
     unsafe { libc::kill(cap.0.id() as i32, libc::SIGSTOP) };
     let sent = Command::new("ip")
-        .args(["netns", "exec", &net.ns, bin, "replay", "--loops", "10"])
+        .args(["netns", "exec", &net.ns, BIN, "replay", "--loops", "10"])
         .args(["-i", &net.b])
         .arg(lib_common::testdata().join("pcap/ndpi__iphone.pcap"))
         .output();
@@ -701,4 +688,81 @@ fn the_xdp_sockets_statistics_are_live_metrics() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{iface}"));
     assert_eq!(dropped, end, "{rest}");
+}
+
+/// The frames veth refused on `net`'s sending end (its peer's ring was
+/// full): `tx_queue_*_xdp_xmit_errors` of `ethtool -S`.
+fn xmit_errors(net: &lib_common::Veth) -> u64 {
+    let out = Command::new("ip")
+        .args(["netns", "exec", &net.ns, "ethtool", "-S", &net.b])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "ethtool -S {}", net.b);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("xdp_xmit_errors:"))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum()
+}
+
+/// `replay --capture xdp-live`: the kernel sends the file's frames (an XDP
+/// program run in live-frame mode writes each into a page and redirects it
+/// out of the sending end). Into an AF_XDP capture (whose program gives
+/// the peer the XDP a redirect needs): paced, every frame arrives and the
+/// records have the file's flows and packets; at full speed, over ten
+/// laps, every frame the sender counts was read or refused by veth (its
+/// peer's ring full: counted by the sending end).
+#[test]
+fn the_kernel_sender_sends_the_files_frames() {
+    let Some(net) = lib_common::Veth::create("ebl") else {
+        return;
+    };
+    mtu(&net, "1500");
+    let pcap = lib_common::testdata().join("pcap/ndpi__iphone.pcap");
+    let dir = tempfile::tempdir().unwrap();
+    let (file, live) = (dir.path().join("file.csv"), dir.path().join("live.csv"));
+    file_records(&pcap, &file);
+    let path = live.display().to_string();
+    let cap = Live::start(&net, &["--no-model", "--capture", "af-xdp", "-o", &path]);
+    let said = send(&net, &["--capture", "xdp-live", "--pps", "20000"], &pcap);
+    assert!(said.contains("500 packets"), "{said}");
+    let rest = cap.stop();
+    assert!(
+        rest.contains("interface: 500 packets offered by the kernel, 0 dropped"),
+        "{rest}"
+    );
+    let (got, want) = (timeless(&live), timeless(&file));
+    assert!(got.len() > 40);
+    assert_eq!(keys(&got), keys(&want));
+    assert_eq!(packets(&got), packets(&want));
+
+    let refused = xmit_errors(&net);
+    let cap = Live::start(
+        &net,
+        &["--no-model", "--capture", "af-xdp", "-o", "/dev/null"],
+    );
+    let said = send(&net, &["--capture", "xdp-live", "--loops", "10"], &pcap);
+    assert!(said.contains("5000 packets"), "{said}");
+    let rest = cap.stop();
+    let offered: u64 = rest
+        .lines()
+        .find_map(|l| l.strip_prefix("interface: "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{rest}"));
+    assert_eq!(offered + xmit_errors(&net) - refused, 5000, "{rest}");
+
+    // One core sends to one queue: more is refused, naming what works.
+    let out = Command::new("ip")
+        .args(["netns", "exec", &net.ns, BIN, "replay", "-i", &net.b])
+        .args(["--capture", "xdp-live", "--queues", "2"])
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("xdp-live sends from one core to one queue"),
+        "{err}"
+    );
 }

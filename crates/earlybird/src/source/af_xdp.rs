@@ -187,11 +187,11 @@ const MAP_QUEUES: u32 = 64;
 /// One eBPF instruction, as the kernel reads it.
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct Insn {
-    code: u8,
-    regs: u8,
-    off: i16,
-    imm: i32,
+pub(super) struct Insn {
+    pub(super) code: u8,
+    pub(super) regs: u8,
+    pub(super) off: i16,
+    pub(super) imm: i32,
 }
 
 /// Bytes of metadata the program puts in front of each frame: the
@@ -260,7 +260,7 @@ fn program(map_fd: RawFd, kfunc: Option<u32>) -> Vec<Insn> {
 }
 
 /// The `bpf` system call over an attribute block of 128 bytes.
-fn bpf(cmd: libc::c_int, attr: &mut [u8; 128]) -> std::io::Result<libc::c_long> {
+pub(super) fn bpf(cmd: libc::c_int, attr: &mut [u8; 128]) -> std::io::Result<libc::c_long> {
     // SAFETY: the attribute block is as large as the kernel reads for
     // these commands; unused fields are zero.
     let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), attr.len()) };
@@ -271,15 +271,15 @@ fn bpf(cmd: libc::c_int, attr: &mut [u8; 128]) -> std::io::Result<libc::c_long> 
     }
 }
 
-fn put32(a: &mut [u8; 128], at: usize, v: u32) {
+pub(super) fn put32(a: &mut [u8; 128], at: usize, v: u32) {
     a[at..at + 4].copy_from_slice(&v.to_ne_bytes());
 }
 
-fn put64(a: &mut [u8; 128], at: usize, v: u64) {
+pub(super) fn put64(a: &mut [u8; 128], at: usize, v: u64) {
     a[at..at + 8].copy_from_slice(&v.to_ne_bytes());
 }
 
-fn fd_of(r: libc::c_long) -> OwnedFd {
+pub(super) fn fd_of(r: libc::c_long) -> OwnedFd {
     // SAFETY: a descriptor the kernel just returned to this process.
     unsafe { OwnedFd::from_raw_fd(r as RawFd) }
 }

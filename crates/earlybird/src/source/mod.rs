@@ -38,6 +38,8 @@ pub mod snaprule;
 pub mod stream;
 pub mod vanish;
 mod walk;
+#[cfg(feature = "tools")]
+pub mod xdp_live;
 pub mod xdp_mesh;
 
 pub use file::{CaptureFile, CaptureReader};

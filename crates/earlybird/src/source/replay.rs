@@ -79,7 +79,7 @@ impl ReplayOptions {
     }
 
     /// Checks the options; the message names the offending one.
-    fn validate(&self) -> Result<()> {
+    pub(super) fn validate(&self) -> Result<()> {
         if self.loops == 0 {
             return Err(Error::Config("replay: loops must be at least 1".into()));
         }
@@ -234,7 +234,7 @@ impl Sender {
 
 /// Nanoseconds after the start at which packet `k` may leave at `pps`
 /// (saturates for absurd values instead of wrapping).
-fn due_ns(k: u64, pps: f64) -> u64 {
+pub(super) fn due_ns(k: u64, pps: f64) -> u64 {
     (k as f64 * 1e9 / pps) as u64
 }
 
@@ -246,13 +246,13 @@ const MAX_SLEEP_NS: u64 = 50_000_000;
 
 /// One step of waiting for a packet's time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Wait {
+pub(super) enum Wait {
     Go,
     Spin,
     Sleep(Duration),
 }
 
-fn wait_step(now_ns: u64, due_ns: u64) -> Wait {
+pub(super) fn wait_step(now_ns: u64, due_ns: u64) -> Wait {
     let ahead = due_ns.saturating_sub(now_ns);
     if ahead == 0 {
         Wait::Go
@@ -265,7 +265,7 @@ fn wait_step(now_ns: u64, due_ns: u64) -> Wait {
     }
 }
 
-fn elapsed_ns(start: Instant) -> u64 {
+pub(super) fn elapsed_ns(start: Instant) -> u64 {
     u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
