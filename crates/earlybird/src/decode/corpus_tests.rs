@@ -154,8 +154,8 @@ fn corpus_known_packets() {
         ("tunnels/pcpp__PPPoESession.pcap", 1, "fe80::c801:eff:fe88:8:547 > fe80::ce05:eff:fe88:0:546 p17 off22 len144 vlan0 /0 pay70+96"),
         // PPPoE over QinQ: outer tag 3704.
         ("tunnels/zeek__pppoe-over-qinq.pcap", 0, "1.1.1.1:20394 > 2.2.2.2:443 p6 off30 len64 vlan3704 /0 pay94+0"),
-        // PPTP (enhanced GRE, call id 6016) under VLAN 100.
-        ("tunnels/zeek__gre-pptp.pcap", 0, "172.16.44.3:40768 > 8.8.8.8:53 p17 off98 len99 vlan100 gre/6016 pay126+71"),
+        // PPTP (enhanced GRE, call id 6016: one per direction, so not in the key) under VLAN 100.
+        ("tunnels/zeek__gre-pptp.pcap", 0, "172.16.44.3:40768 > 8.8.8.8:53 p17 off98 len99 vlan100 gre/0 pay126+71"),
         // ERSPAN type III.
         ("tunnels/zeek__erspanIII.pcap", 0, "192.168.15.47:0 > 1.1.1.1:0 p1 off68 len84 vlan0 gre/0 pay96+56"),
         // GRE under VLAN 6 carrying syslog.
@@ -163,8 +163,8 @@ fn corpus_known_packets() {
         // Linux cooked v1 and v2.
         ("tunnels/pcpp__SllPacket.pcap", 0, "2404:6800:8004::68:80 > 2404:138:4002:4000:230:48ff:fedd:53:50243 p6 off16 len1280 vlan0 /0 pay88+1208"),
         ("tunnels/pcpp__Sll2Packet.pcap", 0, "7.249.151.114:57292 > 116.63.66.108:443 p6 off20 len40 vlan0 /0 pay60+0"),
-        // GTP-U carrying IPv6 LLMNR.
-        ("tunnels/zeek__gtp7_ipv6.pcap", 0, "fe80::224c:4fff:fe43:414c:1234 > ff02::1:3:5355 p17 off50 len80 vlan0 gtp/2436252775 pay98+32"),
+        // GTP-U carrying IPv6 LLMNR (TEID 2436252775, one per direction, so not in the key).
+        ("tunnels/zeek__gtp7_ipv6.pcap", 0, "fe80::224c:4fff:fe43:414c:1234 > ff02::1:3:5355 p17 off50 len80 vlan0 gtp/0 pay98+32"),
         // First fragment of an NFS reply: ports from the first fragment.
         ("tunnels/pcpp__IPv4Frag.pcap", 0, "192.168.0.254:2049 > 192.168.0.2:1023 p17 off14 len1500 vlan0 /0 pay42+1472"),
     ];

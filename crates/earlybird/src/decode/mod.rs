@@ -47,9 +47,11 @@
 //!   PPTP and MPLS over GRE, VXLAN on UDP 4789 and 8472, GTP-U on UDP 2152,
 //!   Geneve on UDP 6081, Teredo on UDP 3544, CAPWAP data on UDP 5247): the flow is the
 //!   innermost IP packet; the innermost tunnel's kind and identifier (GRE
-//!   key or PPTP call id, VXLAN or Geneve VNI, GTP TEID) are kept in
+//!   key, VXLAN or Geneve VNI, CAPWAP radio id) are kept in
 //!   [`Decoded::tunnel`] / [`Decoded::tunnel_id`] and become part of the
-//!   flow key. MACs stay those of the outermost Ethernet header. When a
+//!   flow key. A GTP-U TEID and a PPTP call id differ by direction (each
+//!   end names the receiver's), so their id is 0: both directions of the
+//!   inner session are one flow. MACs stay those of the outermost Ethernet header. When a
 //!   tunnel carries no IP (ARP in VXLAN, PPP LCP, GRE keepalive, 802.11 in
 //!   GRE) the outer packet itself is the flow. Nesting is bounded
 //!   ([`walk::MAX_TUNNELS`], [`walk::MAX_VLAN_TAGS`], MPLS and IPv6 extension chains):
@@ -252,8 +254,8 @@ pub struct Decoded {
     pub vlan: u16,
     /// Tunnel kind that carried the inner packet.
     pub tunnel: TunnelKind,
-    /// GRE key (PPTP: call id), VXLAN or Geneve VNI, GTP TEID, CAPWAP
-    /// radio id (0 when none).
+    /// GRE key, VXLAN or Geneve VNI, CAPWAP radio id (0 when none, and
+    /// for GTP-U and PPTP, whose TEID / call id differs by direction).
     pub tunnel_id: u32,
     /// Source MAC of the outermost Ethernet header (zero when none).
     pub src_mac: [u8; 6],

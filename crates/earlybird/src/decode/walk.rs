@@ -470,10 +470,13 @@ fn ip_tunnel(cx: &mut Ctx, data: &[u8], off: usize, out: &mut Decoded) -> Result
                 // MPLS over GRE (RFC 4023), tagged frames; others → NotIp.
                 et => ethertype_walk(cx, data, p, et, out)?,
             };
+            // PPTP (GRE version 1) puts the peer's call id in the key
+            // field, a different one each way: kept out of the flow key
+            // so that both directions meet in one flow.
             Ok(Inner {
                 version,
                 offset,
-                id: g.key,
+                id: if g.version == 1 { 0 } else { g.key },
             })
         }),
     }
@@ -533,10 +536,13 @@ fn udp_tunnel(
                 6 => 6,
                 _ => return Err(Skip::NotIp),
             };
+            // Each end sends the TEID the receiver handed out (TS 29.281),
+            // a different one each way: kept out of the flow key so that
+            // both directions meet in one flow.
             Ok(Inner {
                 version,
                 offset,
-                id: g.teid,
+                id: 0,
             })
         })
     } else if kind == TunnelKind::Capwap {

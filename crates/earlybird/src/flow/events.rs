@@ -37,7 +37,7 @@ pub const VERDICTS: Kind = Kind::new(
         Field::new("proto", U64, "", "IP protocol number"),
         Field::new("vlan", U64, "", "802.1Q VLAN id, 0 when untagged"),
         Field::new("tunnel", Str, "", "Tunnel that carried the flow"),
-        Field::new("tunnel_id", U64, "", "GRE key / VXLAN VNI"),
+        Field::new("tunnel_id", U64, "", "GRE key, VXLAN or Geneve VNI, CAPWAP radio id; 0 for GTP-U and PPTP"),
         Field::new(
             "first_ts",
             U64,

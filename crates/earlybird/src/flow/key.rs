@@ -27,7 +27,8 @@ pub struct Key {
     pub tunnel: u8,
     /// Outer VLAN id.
     pub vlan: u16,
-    /// GRE key / VXLAN VNI.
+    /// GRE key, VXLAN or Geneve VNI, CAPWAP radio id; 0 for GTP-U and PPTP
+    /// (their id differs by direction: both directions are one flow).
     pub tunnel_id: u32,
 }
 
@@ -167,7 +168,8 @@ pub struct TableKey {
     pub kind: u8,
     /// Outer VLAN id.
     pub vlan: u16,
-    /// GRE key / VXLAN VNI.
+    /// GRE key, VXLAN or Geneve VNI, CAPWAP radio id; 0 for GTP-U and PPTP
+    /// (their id differs by direction: both directions are one flow).
     pub tunnel_id: u32,
 }
 

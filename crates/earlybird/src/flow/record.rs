@@ -82,7 +82,8 @@ pub struct RecordKey {
     pub vlan: u16,
     /// Tunnel that carried the flow.
     pub tunnel: TunnelKind,
-    /// GRE key / VXLAN VNI.
+    /// The tunnel id of the flow key: GRE key, VXLAN or Geneve VNI, CAPWAP
+    /// radio id; 0 for GTP-U and PPTP, whose id differs by direction.
     pub tunnel_id: u32,
 }
 

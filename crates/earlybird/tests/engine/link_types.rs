@@ -384,3 +384,112 @@ fn a_ppp_capture_that_also_holds_cisco_hdlc_frames_gives_one_flow() {
         .sum();
     assert_eq!(total, 6);
 }
+
+/// An IPv4 packet `src` → `dst` of protocol `proto` around `body`.
+fn ipv4(proto: u8, src: [u8; 4], dst: [u8; 4], body: &[u8]) -> Vec<u8> {
+    let len = (20 + body.len()) as u16;
+    let mut ip = vec![0x45, 0];
+    ip.extend_from_slice(&len.to_be_bytes());
+    ip.extend_from_slice(&[0, 1, 0, 0, 64, proto, 0, 0]);
+    ip.extend_from_slice(&src);
+    ip.extend_from_slice(&dst);
+    ip.extend_from_slice(body);
+    ip
+}
+
+/// A TCP segment of the inner session 10.0.0.1:40000 ↔ 10.0.0.2:80, sent
+/// by the client when `up`.
+fn inner(up: bool, flags: u8) -> Vec<u8> {
+    let (a, b) = ([10, 0, 0, 1], [10, 0, 0, 2]);
+    let (src, dst, sp, dp) = if up {
+        (a, b, 40000u16, 80u16)
+    } else {
+        (b, a, 80, 40000)
+    };
+    let mut t = Vec::new();
+    t.extend_from_slice(&sp.to_be_bytes());
+    t.extend_from_slice(&dp.to_be_bytes());
+    t.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+    ipv4(6, src, dst, &t)
+}
+
+/// Runs raw-IP `frames` and returns the flows and the report.
+fn run_frames(name: &str, frames: &[Vec<u8>]) -> (Vec<earlybird::CollectedFlow>, Report) {
+    let dir = std::env::temp_dir().join(format!("eb-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.pcap"));
+    std::fs::write(&path, pcap(101, &frames)).unwrap();
+    let out = run(&path);
+    std::fs::remove_dir_all(&dir).ok();
+    out
+}
+
+/// The handshake and a FIN exchange of the inner session: (uplink, flags).
+const SESSION: [(bool, u8); 5] = [
+    (true, 0x02),
+    (false, 0x12),
+    (true, 0x10),
+    (true, 0x11),
+    (false, 0x11),
+];
+
+#[test]
+fn a_gtp_u_session_with_a_teid_each_way_is_one_two_way_flow() {
+    // eNodeB 192.168.0.1 ↔ gateway 192.168.0.2, GTP-U on 2152 both ways;
+    // each end sends the TEID the receiver handed out (TS 29.281): 0x1
+    // uplink, 0x2 downlink. One inner TCP session, so one flow.
+    let (enb, gw) = ([192, 168, 0, 1], [192, 168, 0, 2]);
+    let frames: Vec<Vec<u8>> = SESSION
+        .iter()
+        .map(|&(up, flags)| {
+            let user = inner(up, flags);
+            let teid: u32 = if up { 1 } else { 2 };
+            let mut g = vec![0x30, 0xff];
+            g.extend_from_slice(&(user.len() as u16).to_be_bytes());
+            g.extend_from_slice(&teid.to_be_bytes());
+            g.extend_from_slice(&user);
+            let mut u = Vec::new();
+            for w in [2152u16, 2152, (8 + g.len()) as u16, 0] {
+                u.extend_from_slice(&w.to_be_bytes());
+            }
+            u.extend_from_slice(&g);
+            let (s, d) = if up { (enb, gw) } else { (gw, enb) };
+            ipv4(17, s, d, &u)
+        })
+        .collect();
+    let (flows, r) = run_frames("gtp-two-teids", &frames);
+    assert_eq!(skipped(&r), 0, "{:?}", r.counters.skipped);
+    assert_eq!(flows.len(), 1, "{flows:#?}");
+    let k = &flows[0].record;
+    assert_eq!(k.key.tunnel, TunnelKind::Gtp);
+    assert_eq!((k.packets[0], k.packets[1]), (3, 2));
+    assert_eq!((k.key.sport, k.key.dport), (40000, 80));
+}
+
+#[test]
+fn a_pptp_call_with_a_call_id_each_way_is_one_two_way_flow() {
+    // PPTP's enhanced GRE (version 1): each side puts the peer's call id
+    // in the key field, 0x4000 client → server and 0x0007 back.
+    let (pns, pac) = ([192, 168, 0, 1], [192, 168, 0, 2]);
+    let frames: Vec<Vec<u8>> = SESSION
+        .iter()
+        .enumerate()
+        .map(|(i, &(up, flags))| {
+            let ppp = [&[0xff, 0x03, 0x00, 0x21][..], &inner(up, flags)].concat();
+            let call: u16 = if up { 0x4000 } else { 0x0007 };
+            let mut g = vec![0x30, 0x01, 0x88, 0x0b];
+            g.extend_from_slice(&(ppp.len() as u16).to_be_bytes());
+            g.extend_from_slice(&call.to_be_bytes());
+            g.extend_from_slice(&(i as u32).to_be_bytes());
+            g.extend_from_slice(&ppp);
+            let (s, d) = if up { (pns, pac) } else { (pac, pns) };
+            ipv4(47, s, d, &g)
+        })
+        .collect();
+    let (flows, r) = run_frames("pptp-two-calls", &frames);
+    assert_eq!(skipped(&r), 0, "{:?}", r.counters.skipped);
+    assert_eq!(flows.len(), 1, "{flows:#?}");
+    let k = &flows[0].record;
+    assert_eq!(k.key.tunnel, TunnelKind::Gre);
+    assert_eq!((k.packets[0], k.packets[1]), (3, 2));
+}
