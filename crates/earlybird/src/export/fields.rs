@@ -86,7 +86,7 @@ pub const FIELDS: &[Field] = &[
         "tunnel_id",
         U32,
         "",
-        "GRE key (PPTP call id), VXLAN or Geneve VNI, GTP-U TEID, CAPWAP radio id; 0 when none and for ipip and teredo",
+        "GRE key, VXLAN or Geneve VNI, CAPWAP radio id; 0 when none, for ipip and teredo, and for GTP-U and PPTP (their TEID / call id differs by direction, so it is left out of the flow key and both directions are one flow)",
     ),
     f(
         "src_mac",
