@@ -418,7 +418,7 @@ fn run_frames(name: &str, frames: &[Vec<u8>]) -> (Vec<earlybird::CollectedFlow>,
     let dir = std::env::temp_dir().join(format!("eb-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{name}.pcap"));
-    std::fs::write(&path, pcap(101, &frames)).unwrap();
+    std::fs::write(&path, pcap(101, frames)).unwrap();
     let out = run(&path);
     std::fs::remove_dir_all(&dir).ok();
     out
