@@ -272,6 +272,29 @@ impl Catcher {
         let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
         sock.set_read_timeout(Some(Duration::from_millis(50)))
             .unwrap();
+        // A run's last records leave in one burst; with the default
+        // receive buffer (about 200 KiB) a busy machine that does not
+        // schedule this thread in time loses datagrams. 32 MiB (forced
+        // past net.core.rmem_max when the tests run as root).
+        {
+            use std::os::fd::AsRawFd;
+            let size: libc::c_int = 32 << 20;
+            for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+                // SAFETY: a valid socket and a c_int option value.
+                let rc = unsafe {
+                    libc::setsockopt(
+                        sock.as_raw_fd(),
+                        libc::SOL_SOCKET,
+                        opt,
+                        (&size as *const libc::c_int).cast(),
+                        std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                    )
+                };
+                if rc == 0 {
+                    break;
+                }
+            }
+        }
         let port = sock.local_addr().unwrap().port();
         let stop = Arc::new(AtomicBool::new(false));
         let s = Arc::clone(&stop);
