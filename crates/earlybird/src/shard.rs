@@ -26,6 +26,7 @@
 
 mod analyzers;
 pub mod consumers;
+pub mod taps;
 
 use std::sync::Arc;
 
@@ -40,15 +41,12 @@ use crate::flow::packet::{is_icmp, Payload, PayloadSource, Pkt, V6Icmp};
 use crate::flow::record::RecordBatch;
 use crate::flow::table::FlowTable;
 use crate::flow::tally::Tally;
-use crate::mark::Marker;
 use crate::sample::Sampler;
 use crate::source::PacketRef;
 use crate::telemetry::second::{Part, Seconds, ShardSecond};
 use crate::telemetry::Counters;
 use consumers::Consumers;
-
-/// No shard batch frames (one shard, or no taps).
-const NO_FRAMES: (&[PacketRef], &[(u32, PacketRef)]) = (&[], &[]);
+use taps::{PacketTaps, TapPacket};
 
 /// [`Shard::decode`]'s `SPLIT` flag: a reader of several shards puts
 /// each packet into its shard's [`ShardBatch`]; the only shard keeps every
@@ -213,8 +211,6 @@ pub struct Shard {
     pub table: FlowTable<Consumers>,
     /// The shard's counters.
     pub counters: Counters,
-    /// DSCP marking (single-shard runs with `--mark`).
-    pub marker: Option<Marker>,
     pkts: Vec<Pkt>,
     /// What the batch's IPv6 and ICMP packets carry beside them, by index
     /// in the batch.
@@ -225,10 +221,9 @@ pub struct Shard {
     /// the consumers (each pass is compiled twice, with and without, and
     /// picked once per batch: `PACKETS`).
     per_packet: bool,
-    /// Packet taps (the dumper, the packet ring; `crate::dump`): `None`
-    /// runs batches without any tap code (each pass is compiled with and
-    /// without, and picked once per batch).
-    pub taps: Option<Box<Taps>>,
+    /// The packet taps (the dumper and the packet ring, the call stage's
+    /// frame tap, the `-w` writer and its DSCP marks; `shard/taps.rs`).
+    pub taps: PacketTaps,
     /// Per-second statistics (`None` unless the run keeps them): batches
     /// are cut where a second of packet time ends.
     seconds: Option<[Seconds; 2]>,
@@ -272,8 +267,7 @@ impl Shard {
             per_packet: table.consumers.reads_packets(),
             table,
             counters: Counters::default(),
-            marker: None,
-            taps: None,
+            taps: PacketTaps::default(),
             seconds: None,
             closed: Vec::new(),
             no_flow_buf: Vec::new(),
@@ -288,13 +282,13 @@ impl Shard {
         })
     }
 
-    /// Gives the shard its packet taps (`None`: none); the ends of flows
-    /// with held packets are noted only when the taps hold packets
-    /// (`--dump-app`, `crate::dump::held`).
+    /// Gives the shard its dumper and ring taps (`None`: none); the ends
+    /// of flows with held packets are noted only when the taps hold
+    /// packets (`--dump-app`, `crate::dump::held`).
     pub fn set_taps(&mut self, taps: Option<Box<Taps>>) {
         let holds = taps.as_deref().is_some_and(|t| t.held.is_some());
         self.table.consumers.held = holds.then(crate::flow::held::HeldEnds::default);
-        self.taps = taps;
+        self.taps.dump = taps;
     }
 
     /// Turns early-verdict events on: from now on each verdict adds a row
@@ -457,29 +451,21 @@ impl Shard {
     /// [`Shard::batch`] in one part.
     #[inline(always)]
     fn batch_whole(&mut self, data: &[u8], refs: &[PacketRef]) {
-        match (self.per_packet, self.taps.is_some()) {
-            (false, false) => self.batch_as::<false, false>(data, refs),
-            (true, false) => self.batch_as::<true, false>(data, refs),
-            (false, true) => self.batch_as::<false, true>(data, refs),
-            (true, true) => self.batch_as::<true, true>(data, refs),
+        match self.per_packet {
+            false => self.batch_as::<false>(data, refs),
+            true => self.batch_as::<true>(data, refs),
         }
     }
 
     /// [`Self::batch`] with the flow consumers' per-packet call (`PACKETS`)
-    /// or without, with packet taps
-    /// (`TAPS`) or without.
+    /// or without.
     #[inline(always)]
-    fn batch_as<const PACKETS: bool, const TAPS: bool>(&mut self, data: &[u8], refs: &[PacketRef]) {
+    fn batch_as<const PACKETS: bool>(&mut self, data: &[u8], refs: &[PacketRef]) {
         self.begin(refs.len());
-        let (min_ts, max_ts) = self.decode::<KEEP_ALL, PACKETS, false>(data, refs, &mut []);
+        let (min_ts, max_ts) = self.decode::<KEEP_ALL, PACKETS>(data, refs, &mut []);
         let pkts = std::mem::take(&mut self.pkts);
         let wide = std::mem::take(&mut self.wide);
-        self.account::<PACKETS, TAPS>(&pkts, &wide, &[], data, refs, NO_FRAMES, (min_ts, max_ts));
-        if TAPS {
-            if let Some(t) = self.taps.as_deref_mut() {
-                t.whole_batch(data, refs);
-            }
-        }
+        self.account::<PACKETS>(&pkts, &wide, &[], data, refs, (&[], &[]), (min_ts, max_ts));
         self.pkts = pkts;
         self.wide = wide;
     }
@@ -588,11 +574,9 @@ impl Shard {
         refs: &[PacketRef],
         shard_batches: &mut [ShardBatch],
     ) -> (u64, u64) {
-        match (self.per_packet, self.taps.is_some()) {
-            (false, false) => self.decode::<SPLIT_ALL, false, false>(data, refs, shard_batches),
-            (true, false) => self.decode::<SPLIT_ALL, true, false>(data, refs, shard_batches),
-            (false, true) => self.decode::<SPLIT_ALL, false, true>(data, refs, shard_batches),
-            (true, true) => self.decode::<SPLIT_ALL, true, true>(data, refs, shard_batches),
+        match self.per_packet {
+            false => self.decode::<SPLIT_ALL, false>(data, refs, shard_batches),
+            true => self.decode::<SPLIT_ALL, true>(data, refs, shard_batches),
         }
     }
 
@@ -653,17 +637,9 @@ impl Shard {
         times: (u64, u64),
     ) {
         let wide = &shard_batch.wide;
-        match (self.per_packet, self.taps.is_some()) {
-            (false, false) => {
-                self.account::<false, false>(pkts, wide, spans, data, &[], NO_FRAMES, times)
-            }
-            (true, false) => {
-                self.account::<true, false>(pkts, wide, spans, data, &[], NO_FRAMES, times)
-            }
-            (false, true) => {
-                self.account::<false, true>(pkts, wide, spans, data, &[], frames, times)
-            }
-            (true, true) => self.account::<true, true>(pkts, wide, spans, data, &[], frames, times),
+        match self.per_packet {
+            false => self.account::<false>(pkts, wide, spans, data, &[], frames, times),
+            true => self.account::<true>(pkts, wide, spans, data, &[], frames, times),
         }
     }
 
@@ -679,16 +655,19 @@ impl Shard {
     /// (`KEEP_ALL`) or into the shard batch of each packet's shard (`SPLIT_ALL`, from
     /// the symmetric shard hash of the raw header fields, taken before the
     /// key is built). Returns the smallest and the largest timestamp. With
-    /// taps (`TAPS`, `SPLIT_ALL` only) each packet's place in the batch goes
-    /// into its shard batch beside it, and a packet that belongs to no flow into
-    /// this shard's own shard batch's `no_flow` (for [`Taps::no_flow_packet`]).
+    /// a packet tap that reads shard batches (`SPLIT_ALL` only,
+    /// [`PacketTaps::on_shard_batches`]) each packet's place in the batch
+    /// goes into its shard batch beside it, and a packet that belongs to no
+    /// flow into this shard's own shard batch's `no_flow` (for
+    /// [`PacketTaps::no_flow`]).
     #[inline(always)]
-    fn decode<const SPLIT: bool, const PACKETS: bool, const TAPS: bool>(
+    fn decode<const SPLIT: bool, const PACKETS: bool>(
         &mut self,
         data: &[u8],
         refs: &[PacketRef],
         fwd: &mut [ShardBatch],
     ) -> (u64, u64) {
+        let frames = SPLIT && self.taps.on_shard_batches();
         let mut d = Decoded::default();
         let (mut min_ts, mut max_ts) = (u64::MAX, 0);
         self.pkts.clear();
@@ -740,7 +719,7 @@ impl Shard {
                 if PACKETS && SPLIT {
                     push_frame(fwd, owner, r);
                 }
-                if SPLIT && TAPS {
+                if frames {
                     fwd[owner].frames.push(*r);
                 }
                 self.push::<SPLIT>(fwd, owner, pkt, None);
@@ -748,7 +727,7 @@ impl Shard {
             }
             if let Err(skip) = decode(r.link, bytes, &mut d) {
                 self.counters.skipped[skip as usize] += 1;
-                if SPLIT && TAPS {
+                if frames {
                     let own = &mut fwd[self.id];
                     own.no_flow.push((own.pkts.len() as u32, *r));
                 }
@@ -785,7 +764,7 @@ impl Shard {
             if PACKETS && SPLIT {
                 push_frame(fwd, owner, r);
             }
-            if SPLIT && TAPS {
+            if frames {
                 fwd[owner].frames.push(*r);
             }
             self.push::<SPLIT>(fwd, owner, pkt, side);
@@ -828,16 +807,16 @@ impl Shard {
         }
     }
 
-    /// Second pass: runs `pkts` (sides in `wide` at each packet's `idx`) through the flow table (and the DSCP marker, which writes the
-    /// batch `refs` over `data`), then advances the clock to `max_ts` and
-    /// sweeps. With taps (`TAPS`), each packet goes to them after its flow
-    /// is updated: one shard finds it in `refs` at its `idx` (and only a
-    /// filtered dumper takes it here, the rest take the whole batch after),
-    /// a shard batch's packets are in `frames.0` (the taps take all of them, and
-    /// the packets of no flow in `frames.1` each at its place).
+    /// Second pass: runs `pkts` (sides in `wide` at each packet's `idx`)
+    /// through the flow table, then advances the clock to `max_ts` and
+    /// sweeps. The packet taps (`shard/taps.rs`) that want flow packets one
+    /// by one get each after its flow is updated: one shard finds it in
+    /// `refs` (the whole batch) at its `idx`, a shard batch's packets are
+    /// in `frames.0` (the packets of no flow in `frames.1`, each at its
+    /// place); every tap on ends the batch before the sweep.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn account<const PACKETS: bool, const TAPS: bool>(
+    fn account<const PACKETS: bool>(
         &mut self,
         pkts: &[Pkt],
         wide: &[V6Icmp],
@@ -849,13 +828,9 @@ impl Shard {
     ) {
         let mut next_no_flow = 0;
         let solo = !refs.is_empty();
-        let tap_each = TAPS && (!solo || self.taps.as_deref().is_some_and(Taps::filtering));
-        // The frame tap (the call stage's) takes the packets of the flows
-        // it follows as they run; with one shard, also the packets of no
-        // flow between them (`next_ref`: the first not handed yet).
-        let calls = TAPS && self.taps.as_deref().is_some_and(|t| t.frames.is_some());
-        let gaps = calls && solo && pkts.len() != refs.len();
-        let (mut next_ref, mut not_shown) = (0, 0u64);
+        // One test per batch: with no tap wanting flow packets, the loop
+        // below has a flag test and no tap code.
+        let each = self.taps.each_packet(solo);
         if !self.mid_batch {
             self.table.begin_batch();
         }
@@ -888,10 +863,9 @@ impl Shard {
             if let Some(q) = pkts.get(i + AHEAD) {
                 hints[i % AHEAD] = self.table.prefetch_entry(q.hash);
             }
-            if TAPS
-                && no_flow
-                    .get(next_no_flow)
-                    .is_some_and(|&(at, _)| at as usize <= i)
+            if no_flow
+                .get(next_no_flow)
+                .is_some_and(|&(at, _)| at as usize <= i)
             {
                 next_no_flow = self.no_flow_before(i, no_flow, next_no_flow, data);
             }
@@ -900,116 +874,39 @@ impl Shard {
                 frames: &in_frames,
                 i,
             };
-            let slot = self
-                .table
-                .packet_at::<PACKETS, _>(p, &wide[p.idx as usize], hint, pl);
+            let side = &wide[p.idx as usize];
+            let slot = self.table.packet_at::<PACKETS, _>(p, side, hint, pl);
             self.counters.ip_bytes_flowed += p.size as u64;
-            if TAPS && tap_each {
+            if each {
                 let r = if solo {
                     refs.get(p.idx as usize)
                 } else {
                     frames.get(i)
                 };
-                if let (Some(t), Some(r)) = (self.taps.as_deref_mut(), r) {
-                    if t.held.is_some() {
-                        t.flow_packet_held(data, r, &p.key, (&mut self.table, slot), !solo);
-                    } else {
-                        let table = &self.table;
-                        t.flow_packet(data, r, &p.key, || table.mark_class(slot), !solo);
-                    }
-                }
-            }
-            if TAPS && calls {
-                if gaps {
-                    next_ref = self.no_flow_frames(data, refs, next_ref, p.idx as usize) + 1;
-                }
-                if self.table.followed(slot) {
-                    let r = if solo {
-                        refs.get(p.idx as usize)
-                    } else {
-                        frames.get(i)
+                if let Some(r) = r {
+                    let at = TapPacket {
+                        data,
+                        r,
+                        p,
+                        side,
+                        slot,
+                        refs,
                     };
-                    if let Some(r) = r {
-                        self.call_frame(data, r, (p, &wide[p.idx as usize]), slot);
-                    }
-                } else {
-                    not_shown += 1;
-                }
-            }
-            if let Some(m) = self.marker.as_mut().filter(|m| m.marking()) {
-                if let Some(class) = self.table.mark_class(slot) {
-                    m.note(p.idx, refs.len(), class, p.ip_offset, p.key.is_v6());
+                    self.taps.flow_packet(&at, &mut self.table);
                 }
             }
         }
-        if TAPS && next_no_flow < no_flow.len() {
+        if next_no_flow < no_flow.len() {
             self.no_flow_before(usize::MAX, no_flow, next_no_flow, data);
         }
-        if TAPS && calls {
-            if gaps {
-                self.no_flow_frames(data, refs, next_ref, refs.len());
-            }
-            if let Some(f) = self
-                .taps
-                .as_deref_mut()
-                .and_then(|t| t.frames.as_deref_mut())
-            {
-                f.not_shown(not_shown);
-            }
-        }
-        if let Some(m) = &mut self.marker {
-            m.write_batch(data, refs);
-        }
+        self.taps.batch_done(data, refs);
         self.counters.packets_flowed += pkts.len() as u64;
         if min_ts < floor {
             self.count_backwards(pkts, floor);
         }
         self.table.observe_time(max_ts);
         self.table.sweep();
-        if TAPS {
-            self.resolve_held();
-        }
-    }
-
-    /// Shows the frame tap packet `r` of the flow in `slot` as this shard
-    /// decoded it (`p`: its `Pkt` and side), which it follows
-    /// (`dump::FrameTap::flow_frame`); the flow is marked in the table
-    /// when the tap says it wants no more of it.
-    #[inline(always)]
-    fn call_frame(&mut self, data: &[u8], r: &PacketRef, p: (&Pkt, &V6Icmp), slot: usize) {
-        let first = self.table.first_packet(slot);
-        let Some(f) = self
-            .taps
-            .as_deref_mut()
-            .and_then(|t| t.frames.as_deref_mut())
-        else {
-            return;
-        };
-        if !f.flow_frame(data, r, p, first) {
-            self.table.unfollow(slot);
-        }
-    }
-
-    /// One shard: shows the frame tap `refs[from..to]`, the packets of no
-    /// flow before the batch's flow packet `to`; returns `to`.
-    #[inline(always)]
-    fn no_flow_frames(&mut self, data: &[u8], refs: &[PacketRef], from: usize, to: usize) -> usize {
-        if from < to {
-            self.frames_of_no_flow(data, refs.get(from..to).unwrap_or(&[]));
-        }
-        to
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn frames_of_no_flow(&mut self, data: &[u8], refs: &[PacketRef]) {
-        if let Some(f) = self
-            .taps
-            .as_deref_mut()
-            .and_then(|t| t.frames.as_deref_mut())
-        {
-            refs.iter().for_each(|r| f.frame(data, r));
-        }
+        self.resolve_held();
     }
 
     /// Hands the taps the flows with held packets that have ended
@@ -1020,13 +917,11 @@ impl Shard {
             return;
         };
         if !held.ended.is_empty() {
-            if let Some(t) = self.taps.as_deref_mut() {
-                t.resolve_held(&mut held.ended);
-            }
+            self.taps.flows_ended(&mut held.ended);
         }
     }
 
-    /// Hands the taps the packets of no flow from `packets of no flow[k..]` that came
+    /// Hands the taps the packets of no flow from `no_flow[k..]` that came
     /// before the shard batch's packet `i`; returns where the next one is.
     #[cold]
     #[inline(never)]
@@ -1038,9 +933,7 @@ impl Shard {
         data: &[u8],
     ) -> usize {
         while let Some((_, r)) = no_flow.get(k).filter(|(at, _)| (*at as usize) <= i) {
-            if let Some(t) = self.taps.as_deref_mut() {
-                t.no_flow_packet(data, r);
-            }
+            self.taps.no_flow(data, r);
             k += 1;
         }
         k
@@ -1062,7 +955,7 @@ impl Shard {
     /// order, and writes it here; its own turns' packets are written by
     /// this call too, not by [`Shard::run_shard_batch`]).
     pub fn copy(&mut self, data: &[u8], refs: &[PacketRef]) {
-        if let Some(m) = &mut self.marker {
+        if let Some(m) = &mut self.taps.marker {
             m.write_batch(data, refs);
         }
     }
@@ -1228,13 +1121,11 @@ mod tests {
         let log = Log::default();
         let unshown = Arc::new(Mutex::new(0));
         let mut shard = Shard::new(0, 1, &FlowConfig::default(), None).unwrap();
-        shard.taps = Some(Box::new(Taps {
-            dumper: None,
-            thread: None,
-            ring: None,
-            held: None,
-            frames: Some(Box::new(Recorder(log.clone(), unshown.clone()))),
-        }));
+        shard.taps.calls = Some(taps::Frames::new(Box::new(Recorder(
+            log.clone(),
+            unshown.clone(),
+        ))));
+
         let (mut data, mut refs) = (Vec::new(), Vec::new());
         for (i, f) in frames.iter().enumerate() {
             refs.push(PacketRef {
@@ -1288,7 +1179,7 @@ mod tests {
                     data.extend_from_slice(f);
                 }
                 shard.begin(refs.len());
-                shard.decode::<KEEP_ALL, false, false>(&data, &refs, &mut []);
+                shard.decode::<KEEP_ALL, false>(&data, &refs, &mut []);
                 for p in &shard.pkts {
                     let r = &refs[p.idx as usize];
                     let frame = &data[r.offset..r.offset + r.caplen as usize];

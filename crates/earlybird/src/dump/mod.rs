@@ -2,11 +2,10 @@
 //! (`--dump-dir`) and the bounded packet ring kept for forensic pcaps.
 //!
 //! Contract:
-//! - A shard holds its taps in [`crate::shard::Shard::taps`] (`None`: off;
-//!   the shard's batch code is then compiled without any tap code and
-//!   picked once per batch, as for analyzers). With taps on, the shard
-//!   hands them the packets of the batch it runs, bytes borrowed from the
-//!   batch (no copy before the write itself):
+//! - A shard holds its [`Taps`] as one of its packet taps
+//!   (`shard/taps.rs`, `PacketTap`; `None`: off).
+//!   With taps on, the shard hands them the packets of the batch it runs,
+//!   bytes borrowed from the batch (no copy before the write itself):
 //!   - one shard ([`Taps::whole_batch`] after the batch, in input order):
 //!     every packet of the batch, flow or not, to the ring and to an
 //!     unfiltered dumper; a filtered dumper gets the packets of matching
@@ -274,8 +273,6 @@ pub struct Taps {
     /// Packets of undecided flows held for an application-filtered
     /// dumper ([`held`]).
     pub held: Option<Held>,
-    /// Another part's tap, shown every packet as the ring is.
-    pub frames: Option<Box<dyn FrameTap>>,
 }
 
 impl Taps {
@@ -299,7 +296,6 @@ impl Taps {
             thread,
             ring: None,
             held: None,
-            frames: None,
         }
     }
 
@@ -484,9 +480,6 @@ impl Taps {
             return;
         };
         self.ring_push(r, bytes);
-        if let Some(f) = self.frames.as_mut() {
-            f.frame(data, r);
-        }
         if let Some(d) = self.dumper.as_mut().filter(|d| d.filter.is_all()) {
             d.write(r.ts, r.orig_len, r.link, bytes);
         }
@@ -587,7 +580,6 @@ mod tests {
             thread: None,
             ring: Some(PacketRing::new(u64::MAX / 4, 8 << 20)),
             held: None,
-            frames: None,
         }))
     }
 
@@ -602,13 +594,13 @@ mod tests {
         let out = dir.path().join("w.pcap");
 
         let mut one = crate::shard::Shard::new(0, 1, &cfg, None).unwrap();
-        one.taps = ring_taps();
+        one.set_taps(ring_taps());
         let mut r = file.reader();
         let mut refs = Vec::new();
         while r.next_batch(&mut refs, 64) > 0 {
             one.batch(r.data(), &refs);
         }
-        let ring = one.taps.as_ref().unwrap().ring.as_ref().unwrap();
+        let ring = one.taps.dump.as_ref().unwrap().ring.as_ref().unwrap();
         ring.write_window(&out, 0, u64::MAX).unwrap();
         assert!(read(&out) == want, "one shard");
 
@@ -616,7 +608,7 @@ mod tests {
             .map(|id| crate::shard::Shard::new(id, 2, &cfg, None).unwrap())
             .collect();
         for s in &mut shards {
-            s.taps = ring_taps();
+            s.set_taps(ring_taps());
         }
         let mut shard_batches: Vec<_> = (0..2)
             .map(|_| crate::shard::ShardBatch::with_capacity(64))
@@ -633,7 +625,7 @@ mod tests {
         }
         let mut got = Vec::new();
         for s in &shards {
-            let ring = s.taps.as_ref().unwrap().ring.as_ref().unwrap();
+            let ring = s.taps.dump.as_ref().unwrap().ring.as_ref().unwrap();
             ring.write_window(&out, 0, u64::MAX).unwrap();
             got.extend(read(&out));
         }

@@ -8,7 +8,8 @@
 //! [`Marker::note`] for each packet whose flow has a verdict to mark, then
 //! [`Marker::write_batch`] once, which writes every packet of the batch in
 //! input order with the marks noted and forgets them. The first write
-//! error stops writing (kept in [`Marker::error`]); flows go on.
+//! error stops writing (kept in [`Marker::error`]); flows go on. The
+//! marker is one of the shard's packet taps (`shard/taps.rs`).
 
 use std::path::Path;
 

@@ -13,7 +13,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::dump::{FrameTap, Taps};
+use crate::dump::FrameTap;
 use crate::flow::packet::{Pkt, V6Icmp};
 use crate::source::PacketRef;
 use crate::voip::record::{CallRecord, StreamRecord};
@@ -89,7 +89,7 @@ pub(super) struct Stage {
 pub(super) fn start(
     calls: Option<&CallStage>,
     live: bool,
-    taps: &mut [Option<Box<Taps>>],
+    taps: &mut [crate::shard::taps::PacketTaps],
 ) -> Result<Option<Stage>> {
     let Some(c) = calls else {
         return Ok(None);
@@ -102,17 +102,8 @@ pub(super) fn start(
         false => (Order::Turns, TapPolicy::Block),
     };
     let (shard_taps, ends, counters) = stage::channels(taps.len(), order, policy);
-    for (slot, tap) in taps.iter_mut().zip(shard_taps) {
-        let t = slot.get_or_insert_with(|| {
-            Box::new(Taps {
-                dumper: None,
-                thread: None,
-                ring: None,
-                held: None,
-                frames: None,
-            })
-        });
-        t.frames = Some(Box::new(tap));
+    for (t, tap) in taps.iter_mut().zip(shard_taps) {
+        t.calls = Some(crate::shard::taps::Frames::new(Box::new(tap)));
     }
     Ok(Some(Stage {
         ends,

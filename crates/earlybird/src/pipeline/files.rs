@@ -96,7 +96,7 @@ pub(super) fn shard_loop(
         time_domain(shard, sink, &input, &mut warnings);
         let mut reader = f.reader();
         let data = reader.data();
-        if let Some(t) = shard.taps.as_mut().filter(|t| t.wants_input()) {
+        if let Some(t) = shard.taps.dump.as_mut().filter(|t| t.wants_input()) {
             // A file (not a chunk of a stream) whose records the dumper
             // may take by place.
             let records = match &input {
@@ -161,7 +161,7 @@ pub(super) fn shard_loop_shared(
     let id = shard.id();
     // `-w` (shard 0 holds the writer): this shard reads every turn, its
     // own and the others', in input order, and writes its packets.
-    let copying = shard.marker.is_some();
+    let copying = shard.taps.marker.is_some();
     let mut warnings = Vec::new();
     let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
     let mut done_bytes = 0u64;
@@ -444,8 +444,8 @@ fn after_batch(shard: &mut Shard, sink: &mut Sink, ctl: &RunControl, position: u
         sink.send_seconds(&mut shard.closed, false);
     }
     sink.serve_forensics(shard);
-    if let Some(f) = shard.taps.as_mut().and_then(|t| t.frames.as_mut()) {
-        f.turn_done();
+    if let Some(f) = shard.taps.calls.as_mut() {
+        f.tap().turn_done();
     }
     if shard.id() == 0 {
         ctl.progress.store(position, Ordering::Relaxed);

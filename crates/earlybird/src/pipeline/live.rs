@@ -82,8 +82,8 @@ fn read(
                     shard.names_turn(turn);
                     turn += 1;
                     shard.batch(block.data(), &refs);
-                    if let Some(f) = shard.taps.as_mut().and_then(|t| t.frames.as_mut()) {
-                        f.turn_done();
+                    if let Some(f) = shard.taps.calls.as_mut() {
+                        f.tap().turn_done();
                     }
                     if shard.table.out.len() >= RECORDS_PER_BATCH {
                         sink.send(&mut shard.table.out, false);

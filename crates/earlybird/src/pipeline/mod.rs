@@ -432,20 +432,20 @@ fn open_taps(
     forensics: Option<&crate::dump::Forensics>,
     shards: usize,
     model: &ModelRef,
-) -> Result<Vec<Option<Box<crate::dump::Taps>>>> {
+) -> Result<Vec<crate::shard::taps::PacketTaps>> {
     let ring = || forensics.map(|f| f.ring());
     let Some(cfg) = dump else {
         return Ok((0..shards)
-            .map(|_| {
-                ring().map(|r| {
+            .map(|_| crate::shard::taps::PacketTaps {
+                dump: ring().map(|r| {
                     Box::new(crate::dump::Taps {
                         dumper: None,
                         thread: None,
                         ring: Some(r),
                         held: None,
-                        frames: None,
                     })
-                })
+                }),
+                ..Default::default()
             })
             .collect());
     };
@@ -474,7 +474,10 @@ fn open_taps(
                 let share = (cfg.hold_bytes / shards as u64).max(1);
                 taps.held = Some(crate::dump::Held::new(share as usize));
             }
-            Some(Box::new(taps))
+            crate::shard::taps::PacketTaps {
+                dump: Some(Box::new(taps)),
+                ..Default::default()
+            }
         })
         .collect())
 }

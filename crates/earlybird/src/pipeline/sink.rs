@@ -178,7 +178,7 @@ impl Sink {
         let Some((f, done)) = self.forensics.as_mut() else {
             return;
         };
-        let Some(ring) = shard.taps.as_ref().and_then(|t| t.ring.as_ref()) else {
+        let Some(ring) = shard.taps.dump.as_ref().and_then(|t| t.ring.as_ref()) else {
             return;
         };
         for r in f.serve(shard.id(), ring, done) {

@@ -39,7 +39,7 @@ struct ShardStart<'f> {
     core: Option<core_affinity::CoreId>,
     model: Option<std::sync::Arc<dyn Classifier>>,
     marker: Option<Marker>,
-    taps: Option<Box<crate::dump::Taps>>,
+    taps: crate::shard::taps::PacketTaps,
     link: Option<PoolLink>,
     renderers: Vec<Option<Renderer>>,
     /// Some flow output reads the records' size and inter-arrival
@@ -202,7 +202,7 @@ pub(super) fn run_shards(
                 core: (!cores.is_empty()).then(|| cores[id % cores.len()]),
                 model: model.model.clone(),
                 marker: if id == 0 { marker.take() } else { None },
-                taps: taps.get_mut(id).and_then(Option::take),
+                taps: taps.get_mut(id).map(std::mem::take).unwrap_or_default(),
                 link: links[id].take(),
                 renderers: std::mem::take(&mut renderers[id]),
                 moments,
@@ -283,8 +283,10 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
     // populating holds (10-60 ms measured).
     let _ = st.ready.send(());
     drop(st.ready);
-    shard.marker = st.marker;
-    shard.set_taps(st.taps);
+    let mut taps = st.taps;
+    shard.set_taps(taps.dump.take());
+    shard.taps.calls = taps.calls.take();
+    shard.taps.marker = st.marker;
     if let Some(l) = st.link {
         shard.table.attach_pool(l);
     }
@@ -356,17 +358,17 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
     sink.serve_forensics(&shard);
     if let (Some((f, done)), Some(ring)) = (
         sink.forensics.take(),
-        shard.taps.as_mut().and_then(|t| t.ring.take()),
+        shard.taps.dump.as_mut().and_then(|t| t.ring.take()),
     ) {
         f.hand_over(id, ring, done);
     }
     let forensic_errors = std::mem::take(&mut sink.forensic_errors);
-    let mark_result = shard.marker.take().map(|mut m| match m.error.take() {
+    let mark_result = shard.taps.marker.take().map(|mut m| match m.error.take() {
         // Errors of the pcap writer name its file.
         Some(e) => Err(e),
         None => m.writer.finish(),
     });
-    let dumped = shard.taps.as_mut().and_then(|t| t.finish_dumper());
+    let dumped = shard.taps.dump.as_mut().and_then(|t| t.finish_dumper());
     Ok((
         shard.counters,
         warnings,
