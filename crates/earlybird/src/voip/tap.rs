@@ -25,7 +25,11 @@
 //! flow that cannot carry SIP, RTP or RTCP). A UDP flow is judged once, at
 //! its first packet: it is followed when that datagram looks like SIP, RTP
 //! or RTCP, or is a STUN message (ICE checks precede the media on its
-//! ports), or one of its ports is a SIP port (5060, 5061). A TCP flow is
+//! ports), or the keying that precedes SRTP there (ZRTP, DTLS), or one of
+//! its ports is a SIP port (5060, 5061). Ports announced in SDP do not
+//! count: the SDP is often run by another shard than the media flow, and a
+//! mark set from it would depend on when each shard ran, so the calls
+//! written would change with the number of shards. A TCP flow is
 //! followed until a segment with payload is neither SIP nor of a
 //! connection seen with SIP, unless a port is a SIP port. Other protocols
 //! than UDP, TCP and SCTP are never followed; packets the decoder does not
@@ -283,7 +287,12 @@ fn wanted_udp(payload: &[u8]) -> bool {
 /// its first datagram, `payload` (see the module docs).
 #[inline]
 fn udp_follow(first: bool, sport: u16, dport: u16, payload: &[u8]) -> Follow {
-    if !first || is_sip_port(sport) || is_sip_port(dport) || is_stun(payload) {
+    if !first
+        || is_sip_port(sport)
+        || is_sip_port(dport)
+        || is_stun(payload)
+        || is_media_keying(payload)
+    {
         Follow::Yes
     } else {
         Follow::No
@@ -296,6 +305,18 @@ fn udp_follow(first: bool, sport: u16, dport: u16, payload: &[u8]) -> Follow {
 #[inline]
 fn is_stun(p: &[u8]) -> bool {
     p.len() >= 20 && p[0] >> 6 == 0 && p[4..8] == [0x21, 0x12, 0xa4, 0x42]
+}
+
+/// Whether a datagram is the keying that precedes SRTP on the media's own
+/// ports, told apart by its first byte as RFC 7983 does: a ZRTP message
+/// (RFC 6189: first byte 0x10, the cookie "ZRTP" at bytes 4-7) or a DTLS
+/// record (content type 20-25, version 1.0 or 1.2: DTLS-SRTP, RFC 5764).
+#[inline]
+fn is_media_keying(p: &[u8]) -> bool {
+    let zrtp = p.len() >= 12 && p[0] == 0x10 && p[4..8] == *b"ZRTP";
+    let dtls =
+        p.len() >= 13 && (20..=25).contains(&p[0]) && p[1] == 0xfe && matches!(p[2], 0xff | 0xfd);
+    zrtp || dtls
 }
 
 /// A TCP segment of a flow after [`SipConnections::wants`] said `wanted`:
@@ -686,6 +707,30 @@ mod tests {
             follow(&frame_v4(17, &udp(50000, 50002, &stun)), true),
             (false, Follow::Yes)
         );
+        // The keying before SRTP on the media ports (ZRTP, DTLS-SRTP
+        // without ICE): followed, so the SRTP after it reaches the tap.
+        let mut zrtp = vec![0x10, 0x00, 0x00, 0x01];
+        zrtp.extend_from_slice(b"ZRTP");
+        zrtp.extend_from_slice(&[0x12, 0x34, 0x56, 0x78, 0x50, 0x5a, 0, 0x1d]);
+        assert_eq!(
+            follow(&frame_v4(17, &udp(40000, 40002, &zrtp)), true),
+            (false, Follow::Yes)
+        );
+        let mut hello = vec![22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 40, 1];
+        hello.extend_from_slice(&[0; 39]);
+        assert_eq!(
+            follow(&frame_v4(17, &udp(40000, 40002, &hello)), true),
+            (false, Follow::Yes)
+        );
+        // Neither with its cookie or version wrong.
+        zrtp[5] = b'X';
+        hello[2] = 0x03;
+        for p in [&zrtp, &hello] {
+            assert_eq!(
+                follow(&frame_v4(17, &udp(40000, 40002, p)), true),
+                (false, Follow::No)
+            );
+        }
         // Other protocols than UDP, TCP and SCTP: never followed.
         assert_eq!(
             follow(&frame_v4(1, &[8, 0, 0, 0, 0, 1, 0, 1]), true),
