@@ -133,6 +133,87 @@ fn flows_tracks_the_calls_of_the_corpus_as_voip_does() {
     assert!(calls > 40, "{calls} calls");
 }
 
+/// A copy of the classic pcap `src` (Ethernet, IPv4 without options) in
+/// which the first datagram of every RTP or RTCP flow off port 5060 is
+/// preceded by a copy of it whose payload is keying (ZRTP on even
+/// flows, a DTLS ClientHello record on odd ones): SRTP keyed on the
+/// media's own ports. Returns the number of flows so keyed.
+fn key_the_media(src: &Path, dst: &Path) -> usize {
+    let b = std::fs::read(src).unwrap();
+    assert_eq!(b[..4], [0xd4, 0xc3, 0xb2, 0xa1], "little-endian pcap");
+    assert_eq!(b[20], 1, "Ethernet");
+    let (mut out, mut seen) = (b[..24].to_vec(), std::collections::HashSet::new());
+    let mut at = 24;
+    while at + 16 <= b.len() {
+        let caplen = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+        let rec = &b[at..at + 16 + caplen];
+        let f = &rec[16..];
+        let udp = f.len() > 42 && f[12..14] == [8, 0] && f[14] == 0x45 && f[23] == 17;
+        if udp {
+            let (sp, dp) = (
+                u16::from_be_bytes([f[34], f[35]]),
+                u16::from_be_bytes([f[36], f[37]]),
+            );
+            let mut ends = [(&f[26..30], sp), (&f[30..34], dp)];
+            ends.sort();
+            let media = f[42] >> 6 == 2 && sp != 5060 && dp != 5060;
+            if media && f.len() >= 42 + 13 && seen.insert(format!("{ends:?}")) {
+                let mut k = rec.to_vec();
+                let p = &mut k[16 + 42..];
+                if seen.len() % 2 == 0 {
+                    p[..8].copy_from_slice(&[0x10, 0, 0, 1, b'Z', b'R', b'T', b'P']);
+                } else {
+                    p[..3].copy_from_slice(&[22, 0xfe, 0xfd]);
+                }
+                // The UDP checksum no longer holds: none.
+                k[16 + 40..16 + 42].copy_from_slice(&[0, 0]);
+                out.extend_from_slice(&k);
+            }
+        }
+        out.extend_from_slice(rec);
+        at += 16 + caplen;
+    }
+    std::fs::write(dst, out).unwrap();
+    seen.len()
+}
+
+#[test]
+fn media_keyed_on_its_own_ports_is_tracked_as_voip_does() {
+    let Some(files) = corpus_files() else { return };
+    let src = files
+        .iter()
+        .find(|f| f.ends_with("heplify__rtp_rtcp_sip.pcap"))
+        .expect("heplify__rtp_rtcp_sip.pcap in the corpus");
+    let tmp = tempfile::tempdir().unwrap();
+    let keyed = tmp.path().join("keyed.pcap");
+    let flows = key_the_media(Path::new(src), &keyed);
+    assert!(flows >= 2, "{flows} media flows keyed");
+    // The keying before the media changes none of the streams `voip`
+    // writes (its call tap follows the keyed flows; before, a flow whose
+    // first datagram was ZRTP or DTLS was dropped from the tap there).
+    let streams = |input: &str, name: &str| {
+        let out = tmp.path().join(name);
+        let o = out.display().to_string();
+        let db = tmp
+            .path()
+            .join(format!("{name}.sqlite"))
+            .display()
+            .to_string();
+        let (code, _, e) = eb(&["voip", input, "--db", &db, "--streams-out", &o, "-q"]);
+        assert_eq!(code, 0, "{e}");
+        sorted_lines(&out)
+    };
+    let keyed = keyed.display().to_string();
+    let want = streams(src, "plain.jsonl");
+    assert!(want.len() >= 2, "{want:?}");
+    assert_eq!(streams(&keyed, "keyed.jsonl"), want);
+    // The shards' call tap follows the keyed flows: the same calls and
+    // streams at 1, 2 and 3 shards.
+    let sub = tmp.path().join("flows");
+    std::fs::create_dir(&sub).unwrap();
+    same_as_voip(&[keyed], &sub);
+}
+
 #[test]
 fn flows_tracks_generated_calls_as_voip_does_and_its_flows_do_not_change() {
     let tmp = tempfile::tempdir().unwrap();
