@@ -73,12 +73,14 @@
 # absent.
 #
 # `-R BIN` sends with another build's `replay` (default: the -b binary).
+# `-L DIR` keeps each earlybird run's end-of-run summary (its standard
+# error) as DIR/CAPTURE-sSHARDS-RATE-REPEAT.err.
 #
 # Usage:
 #   scripts/live_rate.sh [-b BIN] [-R BIN] [-t worst|realistic] [-n PACKETS]
 #       [-r "RATES"] [-S SECONDS] [-c "af-packet af-xdp xdp-drop"] [-s "1 2"]
 #       [-P "tcpdump softflowd ndpiReader"] [-A REPEATS] [-d DIR] [-F]
-#       [-X af-xdp|xdp-live] [-p PRIO] [-C CPUS]
+#       [-X af-xdp|xdp-live] [-p PRIO] [-C CPUS] [-L DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -86,15 +88,15 @@ bin=target/release/earlybird traffic=worst packets=100000
 rates="50000 100000 200000 300000 400000" secs=4
 captures="af-packet af-xdp" shard_list="1 2" peers="tcpdump softflowd ndpiReader"
 repeats=2 dir=bench-data fifo=()
-sender_bin= sender=af-xdp prio=20 fifo_on= cap_cpus=1
-while getopts "b:R:t:n:r:S:c:s:P:A:d:FX:p:C:" o; do
+sender_bin= sender=af-xdp prio=20 fifo_on= cap_cpus=1 logs=
+while getopts "b:R:t:n:r:S:c:s:P:A:d:FX:p:C:L:" o; do
   case $o in
     b) bin=$OPTARG ;; R) sender_bin=$OPTARG ;; t) traffic=$OPTARG ;; n) packets=$OPTARG ;;
     r) rates=$OPTARG ;; S) secs=$OPTARG ;; c) captures=$OPTARG ;;
     s) shard_list=$OPTARG ;; P) peers=$OPTARG ;; A) repeats=$OPTARG ;;
     d) dir=$OPTARG ;; F) fifo_on=1 ;; X) sender=$OPTARG ;;
-    p) prio=$OPTARG ;; C) cap_cpus=$OPTARG ;;
-    *) sed -n 2,81p "$0"; exit 2 ;;
+    p) prio=$OPTARG ;; C) cap_cpus=$OPTARG ;; L) logs=$OPTARG ;;
+    *) sed -n 2,84p "$0"; exit 2 ;;
   esac
 done
 [ -z "$fifo_on" ] || fifo=(chrt -f "$prio")
@@ -262,6 +264,7 @@ for s in $shard_list; do
         read=$(grep -oE '^packets: [0-9]+' "$o.err" | grep -oE '[0-9]+' || echo 0)
         kdrop=$(grep -oE 'offered by the kernel, [0-9]+ dropped' "$o.err" | grep -oE '[0-9]+ dropped' | grep -oE '[0-9]+' || echo "?")
         line "$capture" "$s" "$rep" "$rate" "$kdrop"
+        [ -z "$logs" ] || { mkdir -p "$logs"; cp "$o.err" "$logs/$capture-s$s-$rate-$rep.err"; }
         if [ "$(( sent - read ))" -ne 0 ] || [ "$sent" -eq 0 ]; then
           lost_at["$capture $s $rate"]=1
         fi
