@@ -74,13 +74,14 @@
 #
 # `-R BIN` sends with another build's `replay` (default: the -b binary).
 # `-L DIR` keeps each earlybird run's end-of-run summary (its standard
-# error) as DIR/CAPTURE-sSHARDS-RATE-REPEAT.err.
+# error) as DIR/CAPTURE-sSHARDS-RATE-REPEAT.err. `-O "OPTIONS"` adds
+# options to every earlybird capture (e.g. "--ring-mib 256").
 #
 # Usage:
 #   scripts/live_rate.sh [-b BIN] [-R BIN] [-t worst|realistic] [-n PACKETS]
 #       [-r "RATES"] [-S SECONDS] [-c "af-packet af-xdp xdp-drop"] [-s "1 2"]
 #       [-P "tcpdump softflowd ndpiReader"] [-A REPEATS] [-d DIR] [-F]
-#       [-X af-xdp|xdp-live] [-p PRIO] [-C CPUS] [-L DIR]
+#       [-X af-xdp|xdp-live] [-p PRIO] [-C CPUS] [-L DIR] [-O OPTIONS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -88,14 +89,14 @@ bin=target/release/earlybird traffic=worst packets=100000
 rates="50000 100000 200000 300000 400000" secs=4
 captures="af-packet af-xdp" shard_list="1 2" peers="tcpdump softflowd ndpiReader"
 repeats=2 dir=bench-data fifo=()
-sender_bin= sender=af-xdp prio=20 fifo_on= cap_cpus=1 logs=
-while getopts "b:R:t:n:r:S:c:s:P:A:d:FX:p:C:L:" o; do
+sender_bin= sender=af-xdp prio=20 fifo_on= cap_cpus=1 logs= extra=
+while getopts "b:R:t:n:r:S:c:s:P:A:d:FX:p:C:L:O:" o; do
   case $o in
     b) bin=$OPTARG ;; R) sender_bin=$OPTARG ;; t) traffic=$OPTARG ;; n) packets=$OPTARG ;;
     r) rates=$OPTARG ;; S) secs=$OPTARG ;; c) captures=$OPTARG ;;
     s) shard_list=$OPTARG ;; P) peers=$OPTARG ;; A) repeats=$OPTARG ;;
     d) dir=$OPTARG ;; F) fifo_on=1 ;; X) sender=$OPTARG ;;
-    p) prio=$OPTARG ;; C) cap_cpus=$OPTARG ;; L) logs=$OPTARG ;;
+    p) prio=$OPTARG ;; C) cap_cpus=$OPTARG ;; L) logs=$OPTARG ;; O) extra=$OPTARG ;;
     *) sed -n 2,84p "$0"; exit 2 ;;
   esac
 done
@@ -227,8 +228,8 @@ run() {
   busy=$(( s1 - s0 )) softirq=$(( sq1 - sq0 ))
 }
 
-printf "# veth on this VM; %s, %s packets; -S %s s a run; sender %s on core 0, capture on %s%s\n" "$traffic" \
-  "$packets" "$secs" "$sender" "$cap_cpus" "${fifo_on:+, both under SCHED_FIFO $prio}"
+printf "# veth on this VM; %s, %s packets; -S %s s a run; sender %s on core 0, capture on %s%s%s\n" "$traffic" \
+  "$packets" "$secs" "$sender" "$cap_cpus" "${fifo_on:+, both under SCHED_FIFO $prio}" "${extra:+; earlybird $extra}"
 printf "%-12s %6s %2s %8s %10s %10s %10s %10s %7s %7s %7s %7s %7s %7s  %s\n" \
   tool shards rep offered sent_Mpps sent read lost kdrop refused cap_ns snd_ns sirq_ns total_ns busy_ns
 line() {
@@ -260,7 +261,7 @@ for s in $shard_list; do
           continue
         fi
         run "$rate" "$(loops_of "$rate")" "$o" "$bin" flows -i CAP --capture "$capture" -s "$s" -o /dev/null -f null \
-          --no-model --stats basic --max-flows 1000000
+          --no-model --stats basic --max-flows 1000000 $extra
         read=$(grep -oE '^packets: [0-9]+' "$o.err" | grep -oE '[0-9]+' || echo 0)
         kdrop=$(grep -oE 'offered by the kernel, [0-9]+ dropped' "$o.err" | grep -oE '[0-9]+ dropped' | grep -oE '[0-9]+' || echo "?")
         line "$capture" "$s" "$rep" "$rate" "$kdrop"
@@ -343,7 +344,7 @@ for key in "${!top[@]}"; do
   rate=${top[$key]}
   o=$work/same
   # One pass of the file at that rate.
-  run "$rate" 1 "$o" "$bin" flows -i CAP --capture "$1" -s "$2" --no-model -q --max-flows 1000000 -o "$o.csv"
+  run "$rate" 1 "$o" "$bin" flows -i CAP --capture "$1" -s "$2" --no-model -q --max-flows 1000000 -o "$o.csv" $extra
   if cmp -s <(timeless "$o.csv") <(timeless "$work/file.csv"); then
     verdict=same
   elif cmp -s <(keyed "$o.csv") <(keyed "$work/file.csv"); then
