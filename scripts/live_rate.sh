@@ -85,7 +85,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bin=target/release/earlybird traffic=worst packets=100000
+bin=${CARGO_TARGET_DIR:-target}/release/earlybird traffic=worst packets=100000
 rates="50000 100000 200000 300000 400000" secs=4
 captures="af-packet af-xdp" shard_list="1 2" peers="tcpdump softflowd ndpiReader"
 repeats=2 dir=bench-data fifo=()
