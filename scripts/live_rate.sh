@@ -36,8 +36,15 @@
 # `-c xdp-drop` measures the sender alone: the receiving end runs an XDP
 # program that drops every frame (built with llc from four lines of LLVM
 # IR), and "read" is the frames it dropped (veth's rx xdp_drops). `-F`
-# runs the sender and the capture under SCHED_FIFO (chrt -f 20), for a
-# loaded machine: other work then waits on those two cores.
+# runs the sender and the capture under SCHED_FIFO (chrt -f PRIO, `-p`,
+# 20 unless told), for a loaded machine: other work then waits on those
+# two cores.
+#
+# The sender runs on core 0 and the capture on core 1 unless `-C CPUS`
+# (taskset's list) places the capture elsewhere: on a 2-core machine two
+# shards on cores 0,1 share one with the sender. Within each rate and
+# repeat the captures of -c take turns (af-packet, af-xdp, af-packet...),
+# so a change in the machine's other load falls on both.
 #
 # (Debian 12's xdp-tools 1.3.1, whose xdp-trafficgen would send from the
 # kernel, loads nothing on kernel 6.18: its objects carry a tracepoint
@@ -66,29 +73,34 @@
 # absent.
 #
 # `-R BIN` sends with another build's `replay` (default: the -b binary).
+# `-L DIR` keeps each earlybird run's end-of-run summary (its standard
+# error) as DIR/CAPTURE-sSHARDS-RATE-REPEAT.err. `-O "OPTIONS"` adds
+# options to every earlybird capture (e.g. "--ring-mib 256").
 #
 # Usage:
 #   scripts/live_rate.sh [-b BIN] [-R BIN] [-t worst|realistic] [-n PACKETS]
 #       [-r "RATES"] [-S SECONDS] [-c "af-packet af-xdp xdp-drop"] [-s "1 2"]
 #       [-P "tcpdump softflowd ndpiReader"] [-A REPEATS] [-d DIR] [-F]
-#       [-X af-xdp|xdp-live]
+#       [-X af-xdp|xdp-live] [-p PRIO] [-C CPUS] [-L DIR] [-O OPTIONS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bin=target/release/earlybird traffic=worst packets=100000
+bin=${CARGO_TARGET_DIR:-target}/release/earlybird traffic=worst packets=100000
 rates="50000 100000 200000 300000 400000" secs=4
 captures="af-packet af-xdp" shard_list="1 2" peers="tcpdump softflowd ndpiReader"
 repeats=2 dir=bench-data fifo=()
-sender_bin= sender=af-xdp
-while getopts "b:R:t:n:r:S:c:s:P:A:d:FX:" o; do
+sender_bin= sender=af-xdp prio=20 fifo_on= cap_cpus=1 logs= extra=
+while getopts "b:R:t:n:r:S:c:s:P:A:d:FX:p:C:L:O:" o; do
   case $o in
     b) bin=$OPTARG ;; R) sender_bin=$OPTARG ;; t) traffic=$OPTARG ;; n) packets=$OPTARG ;;
     r) rates=$OPTARG ;; S) secs=$OPTARG ;; c) captures=$OPTARG ;;
     s) shard_list=$OPTARG ;; P) peers=$OPTARG ;; A) repeats=$OPTARG ;;
-    d) dir=$OPTARG ;; F) fifo=(chrt -f 20) ;; X) sender=$OPTARG ;;
-    *) sed -n 2,74p "$0"; exit 2 ;;
+    d) dir=$OPTARG ;; F) fifo_on=1 ;; X) sender=$OPTARG ;;
+    p) prio=$OPTARG ;; C) cap_cpus=$OPTARG ;; L) logs=$OPTARG ;; O) extra=$OPTARG ;;
+    *) sed -n 2,84p "$0"; exit 2 ;;
   esac
 done
+[ -z "$fifo_on" ] || fifo=(chrt -f "$prio")
 [ "$(id -u)" = 0 ] || { echo "live_rate.sh needs root (namespaces, veth, XDP)" >&2; exit 1; }
 [ -x "$bin" ] || cargo build --release -q -p earlybird-cli
 bin=$(realpath "$bin")
@@ -178,7 +190,7 @@ run() {
   fi
   local x0 e0 x1 e1
   read -r x0 e0 < <(xmit)
-  ip netns exec "$nsa" taskset -c 1 "${fifo[@]}" "${cmd[@]}" >"$out.out" 2>"$out.err" &
+  ip netns exec "$nsa" taskset -c "$cap_cpus" "${fifo[@]}" "${cmd[@]}" >"$out.out" 2>"$out.err" &
   local cap=$!
   sleep 1.5
   local c0 s0 sq0 c1 s1 sq1
@@ -216,7 +228,8 @@ run() {
   busy=$(( s1 - s0 )) softirq=$(( sq1 - sq0 ))
 }
 
-printf "# veth on this VM; %s, %s packets; -S %s s a run; sender %s\n" "$traffic" "$packets" "$secs" "$sender"
+printf "# veth on this VM; %s, %s packets; -S %s s a run; sender %s on core 0, capture on %s%s%s\n" "$traffic" \
+  "$packets" "$secs" "$sender" "$cap_cpus" "${fifo_on:+, both under SCHED_FIFO $prio}" "${extra:+; earlybird $extra}"
 printf "%-12s %6s %2s %8s %10s %10s %10s %10s %7s %7s %7s %7s %7s %7s  %s\n" \
   tool shards rep offered sent_Mpps sent read lost kdrop refused cap_ns snd_ns sirq_ns total_ns busy_ns
 line() {
@@ -227,11 +240,12 @@ line() {
 
 declare -A top bad
 loops_of() { local r=$1; [ "$r" != 0 ] || r=5000000; echo $(( (r * secs + packets - 1) / packets )); }
+declare -A lost_at
 for s in $shard_list; do
   pair "$s"
-  for capture in $captures; do
-    for rate in $rates; do
-      for rep in $(seq 1 "$repeats"); do
+  for rate in $rates; do
+    for rep in $(seq 1 "$repeats"); do
+      for capture in $captures; do
         o=$work/eb
         if [ "$capture" = xdp-drop ]; then
           # The sender alone: its frames dropped by XDP at the other end.
@@ -247,18 +261,25 @@ for s in $shard_list; do
           continue
         fi
         run "$rate" "$(loops_of "$rate")" "$o" "$bin" flows -i CAP --capture "$capture" -s "$s" -o /dev/null -f null \
-          --no-model --stats basic --max-flows 1000000
+          --no-model --stats basic --max-flows 1000000 $extra
         read=$(grep -oE '^packets: [0-9]+' "$o.err" | grep -oE '[0-9]+' || echo 0)
         kdrop=$(grep -oE 'offered by the kernel, [0-9]+ dropped' "$o.err" | grep -oE '[0-9]+ dropped' | grep -oE '[0-9]+' || echo "?")
         line "$capture" "$s" "$rep" "$rate" "$kdrop"
-        key="$capture $s"
+        [ -z "$logs" ] || { mkdir -p "$logs"; cp "$o.err" "$logs/$capture-s$s-$rate-$rep.err"; }
         if [ "$(( sent - read ))" -ne 0 ] || [ "$sent" -eq 0 ]; then
-          bad[$key]=1
+          lost_at["$capture $s $rate"]=1
         fi
       done
-      # Highest rate at which every repeat (of it and the rates below)
-      # lost nothing.
-      [ "$capture" = xdp-drop ] || [ "${bad[$key]:-}" = 1 ] || top[$key]=$rate
+    done
+  done
+  # Highest rate at which every repeat (of it and the rates below, in the
+  # order of -r) lost nothing.
+  for capture in $captures; do
+    [ "$capture" != xdp-drop ] || continue
+    key="$capture $s"
+    for rate in $rates; do
+      [ -z "${lost_at["$capture $s $rate"]:-}" ] || bad[$key]=1
+      [ "${bad[$key]:-}" = 1 ] || top[$key]=$rate
     done
   done
 done
@@ -323,7 +344,7 @@ for key in "${!top[@]}"; do
   rate=${top[$key]}
   o=$work/same
   # One pass of the file at that rate.
-  run "$rate" 1 "$o" "$bin" flows -i CAP --capture "$1" -s "$2" --no-model -q --max-flows 1000000 -o "$o.csv"
+  run "$rate" 1 "$o" "$bin" flows -i CAP --capture "$1" -s "$2" --no-model -q --max-flows 1000000 -o "$o.csv" $extra
   if cmp -s <(timeless "$o.csv") <(timeless "$work/file.csv"); then
     verdict=same
   elif cmp -s <(keyed "$o.csv") <(keyed "$work/file.csv"); then
