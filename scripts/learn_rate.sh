@@ -4,7 +4,9 @@
 # stalls a shard").
 #
 # Usage: scripts/learn_rate.sh CAPTURE [ROUNDS]
-#   EARLYBIRD  the binary (default target/release/earlybird)
+#   EARLYBIRD  the binary (default target/release/earlybird); several, as
+#              "TAG=PATH TAG=PATH", compare builds: each round runs every
+#              configuration with each, and configurations are named TAG:NAME
 #   SHARDS     shard counts to run (default "1 2")
 #   WORK       directory for the models and runs.jsonl (default a temporary one)
 #   LEARN      the training options of the learning runs (default: a forest
@@ -45,7 +47,7 @@
 # only within one invocation.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-eb="${EARLYBIRD:-$here/../target/release/earlybird}"
+read -r -a binaries <<<"${EARLYBIRD:-$here/../target/release/earlybird}"
 cap="$1"
 rounds="${2:-5}"
 work="${WORK:-$(mktemp -d)}"
@@ -60,12 +62,14 @@ read -r -a learn <<<"$learn_opts"
 run() { # shards name args...
   local s="$1" name="$2"
   shift 2
+  [ "${#binaries[@]}" -gt 1 ] && name="$tag:$name"
   local out
   out="$("${watch[@]}" -- "${prefix[@]}" "$eb" flows "$cap" -f null --no-progress -s "$s" \
     --learn-level proto --labellers "$@")"
   local models=""
-  if [ -f "$work/$name-$s/models.jsonl" ]; then
-    models="$(wc -l <"$work/$name-$s/models.jsonl")"
+  local dir="$work/${name/:/-}-$s"
+  if [ -f "$dir/models.jsonl" ]; then
+    models="$(wc -l <"$dir/models.jsonl")"
   fi
   python3 -c '
 import json, sys
@@ -91,13 +95,20 @@ print(line)'
 for r in $(seq 1 "$rounds"); do
   echo "== round $r"
   for s in $shards; do
-    rm -rf "$work"/learn*-"$s"
-    run "$s" labellers
-    run "$s" learn --learn "$work/learn-$s" "${learn[@]}" --learn-cpu 1 --learn-swap-packets 0
-    run "$s" labellers2
-    run "$s" learn-half --learn "$work/learn-half-$s" "${learn[@]}" --learn-cpu 0.5 --learn-swap-packets 0
-    run "$s" learn-swap --learn "$work/learn-swap-$s" "${learn[@]}" --learn-cpu 1 --learn-swap-packets 100000
-    run "$s" learn-default --learn "$work/learn-default-$s"
+    for b in "${binaries[@]}"; do
+      eb="${b#*=}"
+      tag="${b%%=*}"
+      [ "$tag" = "$b" ] && tag="$eb"
+      d="$work/"
+      [ "${#binaries[@]}" -gt 1 ] && d="$work/$tag-"
+      rm -rf "$d"learn*-"$s"
+      run "$s" labellers
+      run "$s" learn --learn "${d}learn-$s" "${learn[@]}" --learn-cpu 1 --learn-swap-packets 0
+      run "$s" labellers2
+      run "$s" learn-half --learn "${d}learn-half-$s" "${learn[@]}" --learn-cpu 0.5 --learn-swap-packets 0
+      run "$s" learn-swap --learn "${d}learn-swap-$s" "${learn[@]}" --learn-cpu 1 --learn-swap-packets 100000
+      run "$s" learn-default --learn "${d}learn-default-$s"
+    done
   done
 done
 echo "== best (median) over $rounds rounds; medians of the CPU shares (of the wall time; a share of 1 is a whole core)"

@@ -35,15 +35,17 @@
 //!
 //! Memory is bounded by classes × `reservoir` samples ([`Status::bytes`]);
 //! the thread's share of a core is bounded by `cpu` (it rests after each
-//! model for as long as that share asks); the seconds it trained and
-//! rested are in [`Status::busy`] and [`Status::rested`]. Errors writing
+//! model for as long as that share asks, except after the last one of
+//! the run and at the points of a file run, where the shards wait for it
+//! anyway and a rest would only make them wait longer); the seconds it
+//! trained and rested are in [`Status::busy`] and [`Status::rested`]. Errors writing
 //! a model are kept in [`Status::errors`], never fatal to the run.
 
 use std::collections::{BinaryHeap, HashMap};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -365,6 +367,16 @@ impl Sampled {
     }
 }
 
+/// How a rest of the training thread ended.
+enum Rest {
+    /// It rested as long as its share asks.
+    Done,
+    /// The end of the run handed over the last job.
+    Job(Job),
+    /// The run ended with no job left.
+    Closed,
+}
+
 /// The training thread's side.
 struct Trainer {
     opts: LearnOptions,
@@ -394,23 +406,35 @@ impl Trainer {
                         false => None,
                     }
                 };
-                let started = Instant::now();
+                // No rest here: the shards wait at the next point until
+                // the thread takes it, so a rest would only stall them
+                // longer (they never run beside this training).
                 if let Some(job) = job {
-                    self.train_one(job, started);
+                    self.train_one(job, Instant::now());
                 }
                 sw.release(b);
-                self.rest(started);
             }
         }
+        let mut next = None;
         loop {
-            self.idle.store(true, Ordering::Release);
-            let Ok(job) = jobs.recv() else {
-                break;
+            let job = match next.take() {
+                Some(job) => job,
+                None => {
+                    self.idle.store(true, Ordering::Release);
+                    let Ok(job) = jobs.recv() else {
+                        break;
+                    };
+                    self.idle.store(false, Ordering::Release);
+                    job
+                }
             };
-            self.idle.store(false, Ordering::Release);
             let started = Instant::now();
             self.train_one(job, started);
-            self.rest(started);
+            match self.rest(started, &jobs) {
+                Rest::Done => {}
+                Rest::Job(job) => next = Some(job),
+                Rest::Closed => break,
+            }
         }
     }
 
@@ -424,15 +448,24 @@ impl Trainer {
         }
     }
 
-    /// Rests so that training takes at most `cpu` of a core.
-    fn rest(&self, started: Instant) {
+    /// Rests so that training takes at most `cpu` of a core. The end of
+    /// the run cuts a rest short: its last job is trained at once, and
+    /// the thread ends without resting after it.
+    fn rest(&self, started: Instant, jobs: &Receiver<Job>) -> Rest {
         let busy = started.elapsed().as_secs_f64();
         let cpu = self.opts.cpu.clamp(0.01, 1.0);
-        if cpu < 1.0 && busy > 0.0 {
-            let rest = busy * (1.0 - cpu) / cpu;
-            std::thread::sleep(Duration::from_secs_f64(rest));
-            self.status.lock().unwrap_or_else(|p| p.into_inner()).rested += rest;
+        if cpu >= 1.0 || busy <= 0.0 {
+            return Rest::Done;
         }
+        let resting = Instant::now();
+        let rest = match jobs.recv_timeout(Duration::from_secs_f64(busy * (1.0 - cpu) / cpu)) {
+            Ok(job) => Rest::Job(job),
+            Err(RecvTimeoutError::Timeout) => Rest::Done,
+            Err(RecvTimeoutError::Disconnected) => Rest::Closed,
+        };
+        self.status.lock().unwrap_or_else(|p| p.into_inner()).rested +=
+            resting.elapsed().as_secs_f64();
+        rest
     }
 
     fn one(&mut self, job: Job, started: Instant) -> Result<()> {
