@@ -14,7 +14,10 @@
 #              payload labels, so that a model takes a core for a good part
 #              of a second and the training thread is busy most of the run)
 #   CHRT       a prefix for the measured process (e.g. "chrt -f 39"); the
-#              watcher then runs one priority above it (chrt -f 40)
+#              watcher then runs at chrt -f 40, so keep the process below 40:
+#              at the same priority the watcher waits while the process's
+#              threads hold both cores, and its samples miss the shards'
+#              first and last milliseconds
 #
 # Alternating rounds: each round runs every configuration once per shard
 # count, in turn, `-f null`, the payload labellers on in all:
