@@ -120,8 +120,11 @@ import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 def share(r, part, t):
     return sum(v for k, v in r[part]["ran"].items() if k.startswith(t))
-print("| shards | configuration | Mpps best (median) | shards Mpps best (median) | training s a run | shards ran, training | exporter ran, training | shards ran, otherwise | exporter ran, otherwise | models |")
-print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+def cpu(r, t):
+    # CPU seconds of the threads named t... while shard threads ran.
+    return sum(r[p]["wall_s"] * share(r, p, t) for p in ("training", "other"))
+print("| shards | configuration | Mpps best (median) | shards Mpps best (median) | training s a run | shards ran, training | exporter ran, training | shards ran, otherwise | exporter ran, otherwise | exporter CPU s | models |")
+print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 keys = []
 for r in runs:
     if (r["shards"], r["config"]) not in keys:
@@ -136,5 +139,5 @@ for s, c in keys:
     print(f"| {s} | {c} | {max(v):.3f} ({statistics.median(v):.3f}) | {max(w):.3f} ({statistics.median(w):.3f}) | {med(lambda r: r['training']['wall_s']):.2f} "
           f"| {medt(lambda r: share(r, 'training', 'eb-shard'))} | {medt(lambda r: share(r, 'training', 'eb-export'))} "
           f"| {med(lambda r: share(r, 'other', 'eb-shard')):.2f} | {med(lambda r: share(r, 'other', 'eb-export')):.2f} "
-          f"| {med(lambda r: r['models']):.0f} |")
+          f"| {med(lambda r: cpu(r, 'eb-export')):.3f} | {med(lambda r: r['models']):.0f} |")
 EOF
