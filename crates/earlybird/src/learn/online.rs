@@ -20,7 +20,7 @@
 //! into a job only once the thread is idle, so a trigger that waits costs
 //! the exporter thread one atomic load a record batch, not a copy of the
 //! reservoir (a copy made a batch while a forest trained slowed the
-//! exporter thread, and through it the shards, BENCHMARKS.md). At the end of the run
+//! exporter thread, BENCHMARKS.md). At the end of the run
 //! ([`Exporter::finish`], also after SIGTERM, which flushes every flow
 //! first) a last model is trained from everything kept, so one pass over
 //! a capture leaves a model in DIR. What was learnt is in [`Status`].
@@ -38,8 +38,9 @@
 //! model for as long as that share asks, except after the last one of
 //! the run and at the points of a file run, where the shards wait for it
 //! anyway and a rest would only make them wait longer); the seconds it
-//! trained and rested are in [`Status::busy`] and [`Status::rested`]. Errors writing
-//! a model are kept in [`Status::errors`], never fatal to the run.
+//! trained and rested are in [`Status::busy`] and [`Status::rested`].
+//! Errors writing a model are kept in [`Status::errors`], never fatal to
+//! the run.
 
 use std::collections::{BinaryHeap, HashMap};
 use std::io::Write;
