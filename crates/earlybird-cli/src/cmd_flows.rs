@@ -189,7 +189,7 @@ pub fn run(a: FlowsArgs, m: &ArgMatches) -> i32 {
     }
     if let Some(l) = learning {
         let l = l.lock().unwrap_or_else(|p| p.into_inner());
-        print_learning(&l, quiet);
+        print_learning(&l, &config.learn, quiet);
     }
     if ctl.stop.load(Ordering::Relaxed) {
         130
@@ -262,16 +262,21 @@ fn model_in_use(id: u16, turn: u64, packet_time: u64) -> String {
     format!("{id} in use from packet time {t:.3} s{turn}")
 }
 
-/// What self-training learnt: a line per model (unless `quiet`) and its
-/// errors.
-fn print_learning(l: &earlybird::learn_online::Status, quiet: bool) {
+/// What self-training learnt: its bounds as configured and what it used
+/// of them, a line per model (unless `quiet`) and its errors.
+fn print_learning(l: &earlybird::learn_online::Status, c: &earlybird::LearnSection, quiet: bool) {
     if !quiet {
         crate::say(&format!(
-            "earlybird: learning: {} payload-labelled flows, {} kept ({} KiB), {} models",
+            "earlybird: learning: {} payload-labelled flows, {} kept ({} KiB; --learn-reservoir {} a class), {} models",
             l.offered,
             l.kept,
             l.bytes.div_ceil(1024),
+            c.reservoir,
             l.models.len()
+        ));
+        crate::say(&format!(
+            "earlybird: training thread: {:.3} s training, {:.3} s resting (--learn-cpu {}), {} triggers waited for it",
+            l.busy, l.rested, c.cpu, l.deferred
         ));
         for m in &l.models {
             crate::say(&format!(

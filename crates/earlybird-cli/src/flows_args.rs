@@ -702,7 +702,8 @@ pub struct FlowsArgs {
     ///
     /// Self-training: share of one core the training thread may use (0 to 1):
     /// after each model it rests so that training takes at most this share of
-    /// its time.
+    /// its time (not at the swap points of a file run, where the shards wait
+    /// while it trains).
     #[arg(
         help_heading = "Classification",
         long,

@@ -169,6 +169,20 @@ fn flows_learn_writes_models_while_it_runs_and_a_last_one_at_the_end() {
         }
     }
     assert!(stderr.contains("earlybird: learning: "), "{stderr}");
+    // The bounds as configured (the defaults here) beside what was used:
+    // the training thread's seconds training the models above, and
+    // resting (none at the swap points of this file run).
+    assert!(
+        stderr.contains("KiB; --learn-reservoir 2000 a class), "),
+        "{stderr}"
+    );
+    let line = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("earlybird: training thread: "))
+        .expect(&stderr);
+    let figures: Vec<f64> = line.split(' ').filter_map(|w| w.parse().ok()).collect();
+    assert!(figures[0] > 0.0 && figures[1] >= 0.0, "{line}");
+    assert!(line.contains("s resting (--learn-cpu 0.5), "), "{line}");
     // The model file says where it came from and how it scored.
     let last = index.last().unwrap()["path"].as_str().unwrap().to_string();
     let (code, info, e) = eb(&["model", "info", &last]);

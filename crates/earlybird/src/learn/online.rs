@@ -16,7 +16,11 @@
 //! and writes it to `DIR/model-NNNN.ebm` with its provenance and held-out
 //! scores; a line per model goes to `DIR/models.jsonl` and the best one
 //! is also written to `DIR/best.ebm`. While the thread trains, a trigger
-//! waits for it (never the exporter thread). At the end of the run
+//! waits for it (never the exporter thread): the kept flows are copied
+//! into a job only once the thread is idle, so a trigger that waits costs
+//! the exporter thread one atomic load a record batch, not a copy of the
+//! reservoir (a copy made a batch while a forest trained slowed the
+//! exporter thread, BENCHMARKS.md). At the end of the run
 //! ([`Exporter::finish`], also after SIGTERM, which flushes every flow
 //! first) a last model is trained from everything kept, so one pass over
 //! a capture leaves a model in DIR. What was learnt is in [`Status`].
@@ -31,13 +35,18 @@
 //!
 //! Memory is bounded by classes × `reservoir` samples ([`Status::bytes`]);
 //! the thread's share of a core is bounded by `cpu` (it rests after each
-//! model for as long as that share asks). Errors writing a model are
-//! kept in [`Status::errors`], never fatal to the run.
+//! model for as long as that share asks, except after the last one of
+//! the run and at the points of a file run, where the shards wait for it
+//! anyway and a rest would only make them wait longer); the seconds it
+//! trained and rested are in [`Status::busy`] and [`Status::rested`].
+//! Errors writing a model are kept in [`Status::errors`], never fatal to
+//! the run.
 
 use std::collections::{BinaryHeap, HashMap};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -125,6 +134,12 @@ pub struct Status {
     /// Triggers that came while the thread was still training (the
     /// training waited for the next record batch).
     pub deferred: u64,
+    /// Seconds of wall time the training thread spent training (all
+    /// models, failed ones too).
+    pub busy: f64,
+    /// Seconds it rested after them to keep to its share of a core
+    /// (`cpu`).
+    pub rested: f64,
     /// Models written, in order.
     pub models: Vec<Written>,
     /// Models that could not be trained or written (the reason).
@@ -316,6 +331,8 @@ struct Sampled {
     first_ts: Option<u64>,
     last_train_ts: Option<u64>,
     latest_ts: u64,
+    /// Jobs made from the kept flows (each a copy of them).
+    jobs: u64,
 }
 
 impl Sampled {
@@ -330,10 +347,11 @@ impl Sampled {
     }
 
     /// The kept flows as a training job (`None`: nothing kept).
-    fn job(&self, holdout: f64) -> Option<Job> {
+    fn job(&mut self, holdout: f64) -> Option<Job> {
         if self.keep.is_empty() {
             return None;
         }
+        self.jobs += 1;
         let (fit, test) = self.keep.split(holdout);
         Some(Job {
             fit,
@@ -350,6 +368,16 @@ impl Sampled {
     }
 }
 
+/// How a rest of the training thread ended.
+enum Rest {
+    /// It rested as long as its share asks.
+    Done,
+    /// The end of the run handed over the last job.
+    Job(Job),
+    /// The run ended with no job left.
+    Closed,
+}
+
 /// The training thread's side.
 struct Trainer {
     opts: LearnOptions,
@@ -358,6 +386,8 @@ struct Trainer {
     /// The model to beat and its name.
     best: Option<Arc<Model>>,
     next_id: u32,
+    /// Raised while the thread waits for a job.
+    idle: Arc<AtomicBool>,
 }
 
 impl Trainer {
@@ -377,39 +407,66 @@ impl Trainer {
                         false => None,
                     }
                 };
-                let started = Instant::now();
+                // No rest here: the shards wait at the next point until
+                // the thread takes it, so a rest would only stall them
+                // longer (they never run beside this training).
                 if let Some(job) = job {
-                    self.train_one(job, started);
+                    self.train_one(job, Instant::now());
                 }
                 sw.release(b);
-                self.rest(started);
             }
         }
-        for job in jobs {
+        let mut next = None;
+        loop {
+            let job = match next.take() {
+                Some(job) => job,
+                None => {
+                    self.idle.store(true, Ordering::Release);
+                    let Ok(job) = jobs.recv() else {
+                        break;
+                    };
+                    self.idle.store(false, Ordering::Release);
+                    job
+                }
+            };
             let started = Instant::now();
             self.train_one(job, started);
-            self.rest(started);
+            match self.rest(started, &jobs) {
+                Rest::Done => {}
+                Rest::Job(job) => next = Some(job),
+                Rest::Closed => break,
+            }
         }
     }
 
     /// Trains, scores and writes one model; an error is kept in the status.
     fn train_one(&mut self, job: Job, started: Instant) {
-        if let Err(e) = self.one(job, started) {
-            self.status
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .errors
-                .push(e.to_string());
+        let done = self.one(job, started);
+        let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
+        status.busy += started.elapsed().as_secs_f64();
+        if let Err(e) = done {
+            status.errors.push(e.to_string());
         }
     }
 
-    /// Rests so that training takes at most `cpu` of a core.
-    fn rest(&self, started: Instant) {
+    /// Rests so that training takes at most `cpu` of a core. The end of
+    /// the run cuts a rest short: its last job is trained at once, and
+    /// the thread ends without resting after it.
+    fn rest(&self, started: Instant, jobs: &Receiver<Job>) -> Rest {
         let busy = started.elapsed().as_secs_f64();
         let cpu = self.opts.cpu.clamp(0.01, 1.0);
-        if cpu < 1.0 && busy > 0.0 {
-            std::thread::sleep(Duration::from_secs_f64(busy * (1.0 - cpu) / cpu));
+        if cpu >= 1.0 || busy <= 0.0 {
+            return Rest::Done;
         }
+        let resting = Instant::now();
+        let rest = match jobs.recv_timeout(Duration::from_secs_f64(busy * (1.0 - cpu) / cpu)) {
+            Ok(job) => Rest::Job(job),
+            Err(RecvTimeoutError::Timeout) => Rest::Done,
+            Err(RecvTimeoutError::Disconnected) => Rest::Closed,
+        };
+        self.status.lock().unwrap_or_else(|p| p.into_inner()).rested +=
+            resting.elapsed().as_secs_f64();
+        rest
     }
 
     fn one(&mut self, job: Job, started: Instant) -> Result<()> {
@@ -502,6 +559,10 @@ pub struct Learner {
     category_col: Option<usize>,
     sampled: Arc<Mutex<Sampled>>,
     due: bool,
+    /// Triggers that waited for the training thread.
+    deferred: u64,
+    /// The training thread waits for a job.
+    idle: Arc<AtomicBool>,
     status: Arc<Mutex<Status>>,
     jobs: Option<SyncSender<Job>>,
     thread: Option<JoinHandle<()>>,
@@ -525,12 +586,14 @@ impl Learner {
             ..Sampled::default()
         }));
         let (tx, rx) = sync_channel(0);
+        let idle = Arc::new(AtomicBool::new(false));
         let trainer = Trainer {
             opts: opts.clone(),
             status: status.clone(),
             sampled: sampled.clone(),
             best: start,
             next_id: 1,
+            idle: idle.clone(),
         };
         let thread = std::thread::Builder::new()
             .name("eb-learn".into())
@@ -546,6 +609,8 @@ impl Learner {
                 category_col: at("category"),
                 sampled,
                 due: false,
+                deferred: 0,
+                idle,
                 status: status.clone(),
                 jobs: Some(tx),
                 thread: Some(thread),
@@ -585,11 +650,16 @@ impl Learner {
     }
 
     /// Hands the kept flows to the training thread; with `wait`, waits
-    /// for it to take them. False when it was busy (not waiting).
+    /// for it to take them. False when it was busy (not waiting): then
+    /// the kept flows are not copied.
     fn submit(&mut self, wait: bool) -> bool {
         let Some(tx) = &self.jobs else {
             return false;
         };
+        if !wait && !self.idle.load(Ordering::Acquire) {
+            self.deferred += 1;
+            return false;
+        }
         let Some(job) = self
             .sampled
             .lock()
@@ -603,10 +673,7 @@ impl Learner {
             false => match tx.try_send(job) {
                 Ok(()) => true,
                 Err(TrySendError::Full(_)) => {
-                    self.status
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .deferred += 1;
+                    self.deferred += 1;
                     false
                 }
                 Err(TrySendError::Disconnected(_)) => false,
@@ -624,6 +691,7 @@ impl Learner {
         s.offered = offered;
         s.kept = kept;
         s.bytes = bytes;
+        s.deferred = self.deferred;
         if let Some((first, installs)) = installed {
             s.in_use = first;
             s.installs = installs;
@@ -742,5 +810,65 @@ mod tests {
         // The sample is spread over the offered flows, not the first 20.
         let kept: Vec<u16> = fit.samples.iter().map(|s| s.early[0].size).collect();
         assert!(kept.iter().any(|&s| s > 100), "{kept:?}");
+    }
+
+    /// A trigger that comes while the training thread trains does not copy
+    /// the kept flows: one job for the model in training, none for the
+    /// triggers that wait, and the thread's training time is reported.
+    #[test]
+    fn a_trigger_that_waits_does_not_copy_the_kept_flows() {
+        let dir = std::env::temp_dir().join(format!("eb-learn-wait-{}", std::process::id()));
+        let opts = LearnOptions {
+            dir: dir.clone(),
+            reservoir: 100,
+            every_labels: 1,
+            every_ns: 0,
+            level: LabelLevel::Proto,
+            train: TrainOptions {
+                algo: crate::learn::Algo::C45,
+                ..TrainOptions::default()
+            },
+            holdout: 0.25,
+            cpu: 1.0,
+            swap: None,
+        };
+        let (mut learner, status) =
+            Learner::start(opts, &[], Arc::from(Vec::<String>::new()), None).unwrap();
+        {
+            let mut sampled = learner.sampled.lock().unwrap();
+            for i in 0..40 {
+                let (r, e) = rec(i);
+                sampled
+                    .keep
+                    .offer(if i % 2 == 0 { "DNS" } else { "HTTP" }, &r, &e);
+                sampled.offered += 1;
+            }
+        }
+        // Wait (no time limit) until the thread waits for a job.
+        while !learner.idle.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        // Holding the status keeps the thread in its first model: it
+        // records the model there once trained.
+        let held = status.lock().unwrap();
+        assert!(learner.submit(false));
+        while learner.idle.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        for _ in 0..3 {
+            assert!(!learner.submit(false));
+        }
+        assert_eq!(learner.deferred, 3);
+        assert_eq!(learner.sampled.lock().unwrap().jobs, 1);
+        drop(held);
+        learner.finish().unwrap();
+        let s = status.lock().unwrap();
+        assert_eq!(s.deferred, 3);
+        assert_eq!(s.models.len(), 2, "{:?}", s.errors);
+        assert_eq!(learner.sampled.lock().unwrap().jobs, 2);
+        assert!(s.busy > 0.0);
+        assert_eq!(s.rested, 0.0);
+        drop(s);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
