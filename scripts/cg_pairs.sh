@@ -16,8 +16,10 @@
 #
 # OUT.tsv gets one line a run:
 #   round  tag  name  input  instructions  outputs  options
-# where `outputs` is the SHA-256 of the list of every file the run wrote
-# (dump files and all), or "-" if it wrote none; OUT.tsv.files keeps that
+# where `outputs` is the SHA-256 (16 hex digits) of the list of every
+# file the run wrote (dump files and all), or "-" if it wrote none, and
+# `instructions` is FAILED for a run that exited non-zero (its last lines
+# of output go to standard error); OUT.tsv.files keeps that
 # list per run: round tag name input file size sha256, and for a CSV the
 # SHA-256 of its lines sorted with the header kept first (two shards
 # write their lines in an order that changes from run to run), else "-".
