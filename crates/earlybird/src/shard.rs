@@ -830,7 +830,7 @@ impl Shard {
         let solo = !refs.is_empty();
         // One test per batch: with no tap wanting flow packets, the loop
         // below has a flag test and no tap code.
-        let each = self.taps.each_packet(solo);
+        let each = self.taps.begin_batch(solo);
         if !self.mid_batch {
             self.table.begin_batch();
         }
