@@ -830,7 +830,9 @@ impl Shard {
         let solo = !refs.is_empty();
         // One test per batch: with no tap wanting flow packets, the loop
         // below has a flag test and no tap code.
-        let each = self.taps.begin_batch(solo);
+        // One shard: packets of no flow lie between the flow packets.
+        let gaps = solo && pkts.len() != refs.len();
+        let each = self.taps.begin_batch(solo, gaps);
         if !self.mid_batch {
             self.table.begin_batch();
         }

@@ -61,6 +61,11 @@ pub trait PacketTap {
     /// of a batch read by this shard alone (`solo`) or of a shard batch.
     fn each_packet(&self, solo: bool) -> bool;
 
+    /// A batch is about to run; `gaps`: it was read by this shard alone
+    /// and has packets of no flow among its flow packets.
+    fn batch_start(&mut self, gaps: bool) {
+        let _ = gaps;
+    }
     /// A packet of a flow, in input order, after its flow was updated.
     fn flow_packet(&mut self, at: &TapPacket<'_>, table: &mut FlowTable<Consumers>) {
         let _ = (at, table);
@@ -114,14 +119,18 @@ macro_rules! registry {
                 self.each_packet(false)
             }
 
-            /// Notes which taps want the flow packets of the batch about
-            /// to run (read by this shard alone: `solo`) one by one;
-            /// returns whether any does ([`Self::each_packet`]).
+            /// Starts a batch for each tap on ([`PacketTap::batch_start`])
+            /// and notes which taps want its flow packets (read by this
+            /// shard alone: `solo`) one by one; returns whether any does
+            /// ([`Self::each_packet`]).
             #[inline]
-            pub fn begin_batch(&mut self, solo: bool) -> bool {
+            pub fn begin_batch(&mut self, solo: bool, gaps: bool) -> bool {
                 let (mut wanted, mut bit) = (0, 1);
-                $(if self.$name.as_ref().is_some_and(|t| t.each_packet(solo)) {
-                    wanted |= bit;
+                $(if let Some(t) = self.$name.as_mut() {
+                    t.batch_start(gaps);
+                    if t.each_packet(solo) {
+                        wanted |= bit;
+                    }
                 }
                 bit <<= 1;)*
                 let _ = bit;
@@ -193,6 +202,9 @@ pub struct Frames {
     tap: Box<dyn FrameTap>,
     /// One shard: the first packet of the batch not shown yet.
     next: usize,
+    /// One shard, and the batch has packets of no flow among its flow
+    /// packets (else there is no gap to look for).
+    gaps: bool,
     /// Packets of flows the tap follows no more, this batch.
     not_shown: u64,
 }
@@ -203,6 +215,7 @@ impl Frames {
         Frames {
             tap,
             next: 0,
+            gaps: false,
             not_shown: 0,
         }
     }
@@ -228,13 +241,16 @@ impl Frames {
 }
 
 impl PacketTap for Frames {
+    fn batch_start(&mut self, gaps: bool) {
+        self.gaps = gaps;
+    }
     fn each_packet(&self, _solo: bool) -> bool {
         true
     }
 
     #[inline]
     fn flow_packet(&mut self, at: &TapPacket<'_>, table: &mut FlowTable<Consumers>) {
-        if at.solo() {
+        if self.gaps {
             let idx = at.p.idx as usize;
             self.gap(at.data, at.refs, idx);
             self.next = idx + 1;
@@ -254,7 +270,9 @@ impl PacketTap for Frames {
     }
 
     fn batch_done(&mut self, data: &[u8], refs: &[PacketRef]) {
-        self.gap(data, refs, refs.len());
+        if self.gaps {
+            self.gap(data, refs, refs.len());
+        }
         self.next = 0;
         self.tap.not_shown(std::mem::take(&mut self.not_shown));
     }
