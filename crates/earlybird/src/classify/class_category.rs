@@ -12,6 +12,9 @@
 //! that is not two words is skipped (a unit test holds the shipped table to
 //! the format).
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
 /// The shipped table (`models/class_categories.txt`).
 pub const TABLE: &str = include_str!("../../../../models/class_categories.txt");
 
@@ -33,13 +36,19 @@ fn entries(text: &str) -> (Vec<(&str, &str)>, Vec<usize>) {
 }
 
 /// The category of model class `class` in the shipped table, if it names
-/// one (see the module docs).
+/// one (see the module docs). The table is read once per process: a
+/// model's classes are looked up one by one when a run starts.
 pub fn of(class: &str) -> Option<&'static str> {
-    entries(TABLE)
-        .0
-        .into_iter()
-        .find(|(c, _)| *c == class)
-        .map(|(_, cat)| cat)
+    static BY_CLASS: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
+    let by_class = BY_CLASS.get_or_init(|| {
+        let mut m = HashMap::new();
+        for (c, cat) in entries(TABLE).0 {
+            // The first line naming a class wins, as a scan would find it.
+            m.entry(c).or_insert(cat);
+        }
+        m
+    });
+    by_class.get(class).copied()
 }
 
 #[cfg(test)]

@@ -20,10 +20,15 @@
 //! `www.example.co.uk`) comes from the Public Suffix List, read from
 //! Debian's `publicsuffix` package ([`PSL_PATH`]) or any file in its
 //! format; without a list, names are matched but no registered domain is
-//! known and suffixes are not checked. Nothing here panics on any input.
+//! known and suffixes are not checked. The list is checked for its format
+//! when it is set; a map's suffixes are looked up in the list's rules for
+//! their top-level domains alone, and the whole list is built into a tree
+//! only when a registered domain is first asked for (a run's maps use a
+//! few of its 10,000 rules). Nothing here panics on any input.
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use publicsuffix::{List, Psl, Type};
 
@@ -97,7 +102,67 @@ pub struct Services {
     exact: HashMap<String, Entry>,
     suffix: HashMap<String, Entry>,
     origins: Vec<Origin>,
-    psl: Option<List>,
+    psl: Option<SuffixList>,
+}
+
+/// The Public Suffix List as read: its text, checked, and the whole list
+/// as a tree once a registered domain was asked for.
+struct SuffixList {
+    text: String,
+    whole: OnceLock<Option<List>>,
+}
+
+/// A rule line of the list's format (as the `publicsuffix` crate reads
+/// it): outside the comments, its first word; `None` for the section
+/// markers, comments and blank lines.
+fn rule_of(line: &str) -> Option<&str> {
+    if line.starts_with("//") {
+        return None;
+    }
+    line.split_whitespace().next()
+}
+
+/// The line opens a section of the list (ICANN's or the private one).
+fn opens_section(line: &str) -> bool {
+    // (A byte search first: most lines hold no `B`.)
+    line.contains('B')
+        && (line.contains("BEGIN ICANN DOMAINS") || line.contains("BEGIN PRIVATE DOMAINS"))
+}
+
+/// The top-level label of a rule or name (`uk` of `!city.kawasaki.jp`'s
+/// `jp`, of `co.uk`'s `uk`).
+fn top_label(rule: &str) -> &str {
+    rule.rsplit('.').next().unwrap_or(rule)
+}
+
+/// Why `text` is not a list in the format the `publicsuffix` crate reads
+/// (no rule in a section, an exception rule of one label, an empty label),
+/// checked without building its tree.
+fn list_error(text: &str) -> Option<String> {
+    let mut in_section = false;
+    let mut rules = 0usize;
+    for line in text.lines() {
+        if opens_section(line) {
+            in_section = true;
+            continue;
+        }
+        let Some(rule) = rule_of(line) else { continue };
+        if !in_section {
+            continue;
+        }
+        let bare = match rule.strip_prefix('!') {
+            Some(b) if !b.contains('.') => {
+                return Some(format!("exception rule {rule:?} at the first label"))
+            }
+            Some(b) => b,
+            None => rule,
+        };
+        if bare.split('.').any(str::is_empty) {
+            return Some(format!("empty label in rule {rule:?}"));
+        }
+        rules += 1;
+    }
+    (rules == 0).then(|| "no rule in an ICANN or private section".to_string())
 }
 
 impl std::fmt::Debug for Services {
@@ -141,13 +206,35 @@ impl Services {
     /// Uses the Public Suffix List `text` (its file format) for the
     /// registered domains and the suffix check of the maps added after.
     pub fn set_public_suffixes(&mut self, text: &str, origin: &str) -> Result<(), MapError> {
-        let list: List = text.parse().map_err(|e| MapError {
-            origin: origin.to_string(),
-            line: 0,
-            what: format!("not a public suffix list: {e}"),
-        })?;
-        self.psl = Some(list);
+        if let Some(e) = list_error(text) {
+            return Err(MapError {
+                origin: origin.to_string(),
+                line: 0,
+                what: format!("not a public suffix list: {e}"),
+            });
+        }
+        self.psl = Some(SuffixList {
+            text: text.to_string(),
+            whole: OnceLock::new(),
+        });
         Ok(())
+    }
+
+    /// The list's rules whose top-level label is one of `tops`, as a tree
+    /// (the rules that can match a name under those labels, sections
+    /// kept), or `None` without a list or such a rule.
+    fn rules_under(&self, tops: &[&str]) -> Option<List> {
+        let psl = self.psl.as_ref()?;
+        let mut kept = String::new();
+        for line in psl.text.lines() {
+            let keep =
+                opens_section(line) || rule_of(line).is_some_and(|r| tops.contains(&top_label(r)));
+            if keep {
+                kept.push_str(line);
+                kept.push('\n');
+            }
+        }
+        kept.parse().ok()
     }
 
     /// Adds the map `text` (its entries win over those added before);
@@ -160,6 +247,9 @@ impl Services {
         };
         let mut source = String::new();
         let mut parsed = Vec::new();
+        // The first line that does not read; a suffix that is a public
+        // suffix on an earlier line is reported before it (below).
+        let mut bad = None;
         for (i, raw) in text.lines().enumerate() {
             let line = raw.split('#').next().unwrap_or("").trim();
             if line.is_empty() {
@@ -168,25 +258,28 @@ impl Services {
             if let Some(rest) = line.strip_prefix("@source") {
                 source = rest.trim().to_string();
                 if source.is_empty() {
-                    return Err(fail(i + 1, "@source without text".into()));
+                    bad = Some(fail(i + 1, "@source without text".into()));
+                    break;
                 }
                 continue;
             }
             let cols: Vec<&str> = line.split_whitespace().collect();
             let [name, app, category] = cols[..] else {
-                return Err(fail(
+                bad = Some(fail(
                     i + 1,
                     format!("expected NAME APP CATEGORY, found {} fields", cols.len()),
                 ));
+                break;
             };
             let Some(category) = CATEGORIES.iter().find(|c| **c == category) else {
-                return Err(fail(
+                bad = Some(fail(
                     i + 1,
                     format!(
                         "unknown category {category:?} (known: {})",
                         CATEGORIES.join(", ")
                     ),
                 ));
+                break;
             };
             let (suffix, bare) = match name.strip_prefix("*.") {
                 Some(b) => (true, b),
@@ -199,17 +292,41 @@ impl Services {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
             {
-                return Err(fail(i + 1, format!("not a host name: {name:?}")));
+                bad = Some(fail(i + 1, format!("not a host name: {name:?}")));
+                break;
             }
-            if suffix && self.is_public_suffix(&bare) {
-                return Err(fail(
-                    i + 1,
-                    format!("{name:?} is a public suffix: it would claim every name under it"),
-                ));
-            }
-            parsed.push((suffix, bare, app.to_string(), *category, source.clone()));
+            parsed.push((
+                i + 1,
+                name,
+                suffix,
+                bare,
+                app.to_string(),
+                *category,
+                source.clone(),
+            ));
         }
-        for (suffix, bare, app, category, source) in parsed {
+        // Suffixes that are public suffixes themselves, looked up in the
+        // list's rules for their top-level labels.
+        let mut tops: Vec<&str> = (parsed.iter())
+            .filter(|p| p.2)
+            .map(|p| top_label(&p.3))
+            .collect();
+        tops.sort_unstable();
+        tops.dedup();
+        if let Some(rules) = self.rules_under(&tops) {
+            for (line, name, suffix, bare, ..) in &parsed {
+                if *suffix && is_icann_suffix(&rules, bare) {
+                    return Err(fail(
+                        *line,
+                        format!("{name:?} is a public suffix: it would claim every name under it"),
+                    ));
+                }
+            }
+        }
+        if let Some(e) = bad {
+            return Err(e);
+        }
+        for (_, _, suffix, bare, app, category, source) in parsed {
             let origin = Origin {
                 map: origin.to_string(),
                 source,
@@ -245,18 +362,13 @@ impl Services {
         self.add(&text, &path.display().to_string())
     }
 
-    fn is_public_suffix(&self, name: &str) -> bool {
-        let Some(psl) = &self.psl else { return false };
-        psl.suffix(name.as_bytes())
-            .is_some_and(|s| s.typ() == Some(Type::Icann) && s.as_bytes() == name.as_bytes())
-    }
-
     /// The registered domain of `name` (one label above its public
     /// suffix), when a list is loaded and the name has one.
     pub fn registered_domain(&self, name: &str) -> Option<String> {
         let n = normalize(name);
         let psl = self.psl.as_ref()?;
-        let d = psl.domain(n.as_bytes())?;
+        let whole = psl.whole.get_or_init(|| psl.text.parse().ok()).as_ref()?;
+        let d = whole.domain(n.as_bytes())?;
         if !d.suffix().is_known() {
             return None;
         }
@@ -308,6 +420,13 @@ impl Services {
         v.dedup();
         v
     }
+}
+
+/// `name` is itself a public suffix of the ICANN section of `rules`.
+fn is_icann_suffix(rules: &List, name: &str) -> bool {
+    rules
+        .suffix(name.as_bytes())
+        .is_some_and(|s| s.typ() == Some(Type::Icann) && s.as_bytes() == name.as_bytes())
 }
 
 /// The label of a name no map knows: its protocol (`TLS`, `QUIC`, `HTTP`,
@@ -396,6 +515,82 @@ mod tests {
             s.lookup("x.usercontent.example.com"),
             Some(("Example", "Cloud"))
         );
+    }
+
+    #[test]
+    fn wildcard_and_exception_rules_make_public_suffixes() {
+        let mut s = Services::new();
+        let list =
+            "// ===BEGIN ICANN DOMAINS===\nck\n*.ck\n!www.ck\ncom\n// ===END ICANN DOMAINS===\n";
+        s.set_public_suffixes(list, "test").unwrap();
+        // *.ck: every name one label under ck is a public suffix, but
+        // www.ck (the exception).
+        let e = s
+            .add("*.example.com E Web\n*.foo.ck F Web\n", "m")
+            .unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        s.add("*.www.ck W Web\n*.a.foo.ck A Web\n", "m").unwrap();
+        assert_eq!(s.lookup("x.www.ck"), Some(("W", "Web")));
+        // A suffix error on a line before a malformed one is the one told.
+        let e = s.add("*.ck C Web\nx.com X Nonsense\n", "m").unwrap_err();
+        assert_eq!(e.line, 1, "{e}");
+        let e = s
+            .add("a.com A Web\nx.com X Nonsense\n*.ck C Web\n", "m")
+            .unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+    }
+
+    #[test]
+    fn lists_that_do_not_read_are_refused() {
+        let mut s = Services::new();
+        for bad in [
+            "",
+            "com\n",
+            "// ===BEGIN ICANN DOMAINS===\n!ck\n",
+            "// ===BEGIN ICANN DOMAINS===\na..b\n",
+        ] {
+            let e = s.set_public_suffixes(bad, "l").unwrap_err();
+            assert!(e.what.contains("not a public suffix list"), "{e}");
+            // The crate refuses them too.
+            assert!(bad.parse::<List>().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_rules_of_a_top_label_decide_as_the_whole_list() {
+        // Debian's list when installed: every rule's name, its parent and
+        // a name under it, decided with the rules of their top-level
+        // label alone and with the whole list.
+        let Ok(text) = std::fs::read_to_string(PSL_PATH) else {
+            return;
+        };
+        let whole: List = text.parse().unwrap();
+        let mut s = Services::new();
+        s.set_public_suffixes(&text, PSL_PATH).unwrap();
+        let mut names = Vec::new();
+        for line in text.lines() {
+            let Some(rule) = rule_of(line) else { continue };
+            let bare = rule.trim_start_matches('!').trim_start_matches("*.");
+            names.push(bare.to_string());
+            names.push(format!("x.{bare}"));
+            if let Some((_, parent)) = bare.split_once('.') {
+                names.push(parent.to_string());
+            }
+        }
+        let (mut checked, mut public) = (0, 0);
+        for chunk in names.chunks(400) {
+            let mut tops: Vec<&str> = chunk.iter().map(|n| top_label(n)).collect();
+            tops.sort_unstable();
+            tops.dedup();
+            let rules = s.rules_under(&tops).unwrap();
+            for n in chunk {
+                let want = is_icann_suffix(&whole, n);
+                assert_eq!(is_icann_suffix(&rules, n), want, "{n}");
+                checked += 1;
+                public += usize::from(want);
+            }
+        }
+        assert!(checked > 10_000 && public > 5_000, "{checked} {public}");
     }
 
     #[test]
