@@ -89,14 +89,13 @@ impl Exporter for Counted {
         self.wrote(r, n)
     }
 
-    fn write_rendered(&mut self, text: &[u8]) -> Result<()> {
-        // Rendered text is CSV or JSON lines: one line per record.
-        let n = text.iter().filter(|&&b| b == b'\n').count() as u64;
+    fn write_rendered(&mut self, text: &[u8], records: usize) -> Result<()> {
+        let n = records as u64;
         if self.failed.is_some() {
             self.lost += n;
             return Ok(());
         }
-        let r = self.inner.write_rendered(text);
+        let r = self.inner.write_rendered(text, records);
         self.wrote(r, n)
     }
 
@@ -201,5 +200,24 @@ mod tests {
         // full or it is flushed, so the first flush fails, with the first
         // batch; all 300 records were lost.
         assert!(err.contains("at most 300 records not written"), "{err}");
+    }
+
+    #[test]
+    fn records_rendered_elsewhere_are_counted_as_records_not_as_lines() {
+        let opts = ExportOptions {
+            early_packets: 4,
+            ..ExportOptions::default()
+        };
+        let ex = to_writer(Format::Csv, Box::new(Full(0)), "csv:full", &opts);
+        let mut ex = counted(ex);
+        // Text made by a renderer, which need not be lines (IPFIX's is
+        // binary): what counts is the records it holds.
+        let text = b"\n\n\n\n\n\n\n";
+        for _ in 0..3 {
+            ex.write_rendered(text, 2).unwrap();
+            ex.flush().unwrap();
+        }
+        let err = ex.finish().unwrap_err().to_string();
+        assert!(err.contains("at most 6 records not written"), "{err}");
     }
 }

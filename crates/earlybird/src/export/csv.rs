@@ -107,7 +107,7 @@ impl Exporter for CsvExporter {
         }))
     }
 
-    fn write_rendered(&mut self, text: &[u8]) -> Result<()> {
+    fn write_rendered(&mut self, text: &[u8], _records: usize) -> Result<()> {
         self.out.write_text(text)
     }
 

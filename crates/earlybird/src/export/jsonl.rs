@@ -129,7 +129,7 @@ impl Exporter for JsonLinesExporter {
         }))
     }
 
-    fn write_rendered(&mut self, text: &[u8]) -> Result<()> {
+    fn write_rendered(&mut self, text: &[u8], _records: usize) -> Result<()> {
         self.out.write_text(text)
     }
 

@@ -129,9 +129,11 @@ pub trait Exporter: Send {
     fn reads_moments(&self) -> bool {
         true
     }
-    /// Writes text made by this exporter's [`Renderer`], after everything
-    /// already buffered. Only called for exporters that have a renderer.
-    fn write_rendered(&mut self, text: &[u8]) -> Result<()> {
+    /// Writes text made by this exporter's [`Renderer`] from `records`
+    /// records, after everything already buffered. Only called for
+    /// exporters that have a renderer.
+    fn write_rendered(&mut self, text: &[u8], records: usize) -> Result<()> {
+        let _ = records;
         Err(Error::Output {
             name: self.name().to_string(),
             reason: format!("cannot write {} bytes rendered elsewhere", text.len()),

@@ -563,7 +563,7 @@ pub(super) fn export_loop(
                 summary.add(&batch);
                 let taken = out.each_of(Some(flows), |i, ex| {
                     match batch.rendered.iter().find(|(j, _)| *j == i) {
-                        Some((_, text)) => ex.write_rendered(text),
+                        Some((_, text)) => ex.write_rendered(text, batch.len()),
                         None => ex.write_batch(&batch),
                     }
                 });

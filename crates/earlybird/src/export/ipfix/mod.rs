@@ -643,7 +643,7 @@ impl Exporter for IpfixExporter {
         }))
     }
 
-    fn write_rendered(&mut self, text: &[u8]) -> Result<()> {
+    fn write_rendered(&mut self, text: &[u8], _records: usize) -> Result<()> {
         let mut at = 0;
         while at + FRAME <= text.len() {
             let id = u16::from_le_bytes([text[at], text[at + 1]]);
