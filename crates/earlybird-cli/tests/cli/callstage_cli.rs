@@ -163,7 +163,11 @@ fn key_the_media(src: &Path, dst: &Path) -> usize {
                 if seen.len() % 2 == 0 {
                     p[..8].copy_from_slice(&[0x10, 0, 0, 1, b'Z', b'R', b'T', b'P']);
                 } else {
+                    // A record header whose length is the rest of the
+                    // datagram.
+                    let body = (p.len() - 13) as u16;
                     p[..3].copy_from_slice(&[22, 0xfe, 0xfd]);
+                    p[11..13].copy_from_slice(&body.to_be_bytes());
                 }
                 // The UDP checksum no longer holds: none.
                 k[16 + 40..16 + 42].copy_from_slice(&[0, 0]);

@@ -39,6 +39,8 @@ use std::collections::HashMap;
 
 use super::sip::looks_like_sip;
 use super::tracker::{Addr, Fragment, Tcp, VoipPacket};
+use crate::analyze::media::demux::{self, Demux};
+use crate::analyze::media::dtls;
 use crate::decode::ipv4::Ipv4;
 use crate::decode::ipv6::Ipv6;
 use crate::decode::LinkType;
@@ -308,15 +310,17 @@ fn is_stun(p: &[u8]) -> bool {
 }
 
 /// Whether a datagram is the keying that precedes SRTP on the media's own
-/// ports, told apart by its first byte as RFC 7983 does: a ZRTP message
-/// (RFC 6189: first byte 0x10, the cookie "ZRTP" at bytes 4-7) or a DTLS
-/// record (content type 20-25, version 1.0 or 1.2: DTLS-SRTP, RFC 5764).
+/// ports, told apart by its first byte as RFC 7983 does
+/// (`analyze::media::demux`): a ZRTP message (RFC 6189: the cookie "ZRTP"
+/// at bytes 4-7) or a DTLS record (`analyze::media::dtls`: DTLS-SRTP,
+/// RFC 5764).
 #[inline]
 fn is_media_keying(p: &[u8]) -> bool {
-    let zrtp = p.len() >= 12 && p[0] == 0x10 && p[4..8] == *b"ZRTP";
-    let dtls =
-        p.len() >= 13 && (20..=25).contains(&p[0]) && p[1] == 0xfe && matches!(p[2], 0xff | 0xfd);
-    zrtp || dtls
+    match demux::classify(p) {
+        Demux::Zrtp => p.get(4..8) == Some(b"ZRTP"),
+        Demux::Dtls => dtls::Record::parse(p).is_ok(),
+        _ => false,
+    }
 }
 
 /// A TCP segment of a flow after [`SipConnections::wants`] said `wanted`:
