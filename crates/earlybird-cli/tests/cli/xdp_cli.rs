@@ -109,6 +109,55 @@ fn packets(rows: &[String]) -> u64 {
         .sum()
 }
 
+/// A timeless row seen from its other end: addresses, ports, MACs and the
+/// two directions' counts and sizes swapped.
+fn mirrored(row: &str) -> String {
+    let mut f: Vec<&str> = row.split(',').collect();
+    for (a, b) in [
+        (0, 1),
+        (2, 3),
+        (11, 12),
+        (14, 15),
+        (16, 17),
+        (18, 22),
+        (19, 23),
+        (20, 24),
+        (21, 25),
+    ] {
+        f.swap(a, b);
+    }
+    f.join(",")
+}
+
+/// Asserts that `got` holds the rows of `want`, each as it is or seen
+/// from its other end ([`mirrored`]); how many were mirrored.
+fn same_or_mirrored(want: &[String], got: &[String]) -> usize {
+    let mut left: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for w in want {
+        *left.entry(w.as_str()).or_default() += 1;
+    }
+    let mut flipped = 0;
+    for g in got {
+        let m = mirrored(g);
+        let hit = if left.get(g.as_str()).is_some_and(|&n| n > 0) {
+            g.as_str()
+        } else if left.get(m.as_str()).is_some_and(|&n| n > 0) {
+            flipped += 1;
+            m.as_str()
+        } else {
+            panic!("{g}: no such flow either way in {want:#?}");
+        };
+        *left.get_mut(hit).unwrap() -= 1;
+    }
+    let missing: Vec<&&str> = left
+        .iter()
+        .filter(|(_, &n)| n > 0)
+        .map(|(k, _)| k)
+        .collect();
+    assert!(missing.is_empty(), "flows missing: {missing:#?}");
+    flipped
+}
+
 /// Sets the MTU of both ends of `net` (at 1500 veth runs XDP in its
 /// driver; above, only multi-buffer programs).
 fn mtu(net: &lib_common::Veth, mtu: &str) {
@@ -354,7 +403,14 @@ fn two_shards_on_two_queues_keep_flows_whole() {
         got.push(timeless(&csv));
     }
     assert!(got[0].len() > 40);
-    assert_eq!(got[1], got[0], "af-xdp, spread by source");
+    // Spread by source, the two directions of a session reach different
+    // shards, and a frame handed over runs a take after the frames its
+    // owner's socket received at the same time (xdp_mesh's contract): on
+    // a busy machine a reply can run before the packet it answers, and
+    // the flow is reported from its far end. It is whole all the same:
+    // AF_PACKET's row, or that row seen from the other end.
+    let flipped = same_or_mirrored(&got[0], &got[1]);
+    eprintln!("af-xdp spread by source: {flipped} flows reported from their far end");
     assert_eq!(got[2], got[0], "af-xdp, spread by host pair");
     // The file: the same flows (by key) as the live captures.
     assert_eq!(keys(&got[0]), keys(&timeless(&file)));
