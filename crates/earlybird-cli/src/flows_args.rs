@@ -702,8 +702,8 @@ pub struct FlowsArgs {
     ///
     /// Self-training: share of one core the training thread may use (0 to 1):
     /// after each model it rests so that training takes at most this share of
-    /// its time (not at the swap points of a file run, where the shards wait
-    /// while it trains).
+    /// its time (in a file run with swap points, only until the shards wait at
+    /// the next point; not when a job waits).
     #[arg(
         help_heading = "Classification",
         long,
@@ -712,15 +712,15 @@ pub struct FlowsArgs {
     )]
     learn_cpu: f64,
     /// Self-training: file runs stop every this many input packets (whole
-    /// batches), train a model if one is due and swap in one that beats the
-    /// model in use, at the same points whatever the shard count (0: file
-    /// runs never swap; live runs swap as soon as a model beats the one in
-    /// use).
+    /// batches); a model due there trains while they go on and, if it beats
+    /// the model in use, is swapped in at the next such point: the same
+    /// points whatever the shard count (0: file runs never swap; live runs
+    /// swap as soon as a model beats the one in use).
     #[arg(
         help_heading = "Classification",
         long,
         value_name = "PACKETS",
-        default_value_t = 100_000
+        default_value_t = 1_000_000
     )]
     learn_swap_packets: u64,
     #[command(flatten)]

@@ -17,8 +17,10 @@
 //! ([`ShardLink::between_batches`]) until the trainer has seen that many
 //! records ([`Swap::seen`]), has taken the point ([`Swap::next_point`])
 //! and has released it ([`Swap::release`]), with a new model or without.
-//! So which model decides which flow does not depend on the number of
-//! shards nor on how fast the trainer is. A shard that leaves its input
+//! The trainer publishes at a point only the model it trained from the
+//! records before the point before (`learn/online.rs`), so the shards run
+//! while it trains. So which model decides which flow does not depend on
+//! the number of shards nor on how fast the trainer is. A shard that leaves its input
 //! (its end, or a stop) leaves the points ([`ShardLink::leave`]) so no
 //! other shard waits for it; [`Swap::close`] (the trainer is done) lets
 //! every waiting shard go on.
@@ -30,7 +32,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{Classifier, FlowFeatures, Model, Verdict};
 
@@ -123,6 +125,17 @@ struct State {
     latest: Option<u16>,
 }
 
+/// What [`Swap::wait_point`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Point {
+    /// Every shard reached (or left) point `n`, its records all seen.
+    Reached(u64),
+    /// The trainer is done ([`Swap::close`]).
+    Closed,
+    /// The deadline came first.
+    NotYet,
+}
+
 /// The hub between the trainer and the shards (see the module docs).
 pub struct Swap {
     classes: Arc<[String]>,
@@ -192,10 +205,19 @@ impl Swap {
     /// records the trainer has all seen, and returns its number (1, 2, …);
     /// `None` once [`Swap::close`]d or when no shard is left to reach one.
     pub fn next_point(&self) -> Option<u64> {
+        match self.wait_point(None) {
+            Point::Reached(b) => Some(b),
+            Point::Closed | Point::NotYet => None,
+        }
+    }
+
+    /// As [`Swap::next_point`], but waits at most until `deadline`
+    /// (`None`: as long as it takes): [`Point::NotYet`] then.
+    pub fn wait_point(&self, deadline: Option<Instant>) -> Point {
         let mut s = self.lock();
         loop {
             if s.closed {
-                return None;
+                return Point::Closed;
             }
             let b = s.taken + 1;
             let running = s.left.iter().filter(|l| !**l).count();
@@ -203,11 +225,18 @@ impl Swap {
             let sent: u64 = s.sent.iter().sum();
             if running > 0 && all && s.seen >= sent {
                 s.taken = b;
-                return Some(b);
+                return Point::Reached(b);
+            }
+            let mut wait = Duration::from_millis(200);
+            if let Some(d) = deadline {
+                match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => wait = wait.min(left),
+                    _ => return Point::NotYet,
+                }
             }
             s = self
                 .cond
-                .wait_timeout(s, Duration::from_millis(200))
+                .wait_timeout(s, wait)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }

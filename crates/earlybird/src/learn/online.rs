@@ -29,15 +29,20 @@
 //! far is published to the shards (`classify/swap.rs`). In a file run
 //! that stops at points, the triggers are not looked at per record batch:
 //! at each point the training thread waits until every record handed over
-//! before it has been offered here, and trains a model then if one is
-//! due, while the shards wait; so which models are trained and swapped in
-//! does not depend on the shard count.
+//! before it has been offered here, publishes the model it trained since
+//! the point before (if that one beat the best), lets the shards go on,
+//! and then trains a model from the flows kept at the point if one is due,
+//! while the shards run; that model is published at the next point. So
+//! which models are trained and swapped in, and where, does not depend on
+//! the shard count nor on how fast the thread trains, and the shards wait
+//! at a point only when a model took longer to train than they took to
+//! run from the point before.
 //!
 //! Memory is bounded by classes × `reservoir` samples ([`Status::bytes`]);
 //! the thread's share of a core is bounded by `cpu` (it rests after each
 //! model for as long as that share asks, except after the last one of
-//! the run and at the points of a file run, where the shards wait for it
-//! anyway and a rest would only make them wait longer); the seconds it
+//! the run, and in a file run with swap points only until every shard
+//! waits at the next point: a rest then would stall them); the seconds it
 //! trained and rested are in [`Status::busy`] and [`Status::rested`].
 //! Errors writing a model are kept in [`Status::errors`], never fatal to
 //! the run.
@@ -53,7 +58,7 @@ use std::time::{Duration, Instant};
 
 use crate::classify::dataset::{Dataset, LabelLevel, Sample};
 use crate::classify::provenance::HeldOut;
-use crate::classify::swap::{Installed, Swap};
+use crate::classify::swap::{Installed, Point, Swap};
 use crate::classify::{Model, Verdict};
 use crate::error::{Error, Result};
 use crate::export::Exporter;
@@ -393,10 +398,18 @@ struct Trainer {
 impl Trainer {
     fn run(mut self, jobs: Receiver<Job>) {
         // A file run whose models are swapped: the shards stop at points
-        // of the input, and a model due is trained there, from what the
-        // records before the point brought, while they wait.
+        // of the input. A model due at one point is trained from what the
+        // records before it brought while the shards run on, and is
+        // published at the next point (if it beat the best), so the
+        // shards wait only for what is left of a training longer than
+        // the stretch between two points.
         if let Some(sw) = self.opts.swap.clone().filter(|s| s.at_points()) {
-            while let Some(b) = sw.next_point() {
+            let mut ready: Option<(u16, Arc<Model>)> = None;
+            let mut point = sw.next_point();
+            while let Some(b) = point {
+                if let Some((id, model)) = ready.take() {
+                    sw.publish(id, model);
+                }
                 let job = {
                     let mut sampled = self.sampled.lock().unwrap_or_else(|p| p.into_inner());
                     match sampled.due(&self.opts) {
@@ -407,13 +420,15 @@ impl Trainer {
                         false => None,
                     }
                 };
-                // No rest here: the shards wait at the next point until
-                // the thread takes it, so a rest would only stall them
-                // longer (they never run beside this training).
-                if let Some(job) = job {
-                    self.train_one(job, Instant::now());
-                }
                 sw.release(b);
+                point = match job {
+                    Some(job) => {
+                        let started = Instant::now();
+                        ready = self.train_one(job, started);
+                        self.rest_before_point(started, &sw)
+                    }
+                    None => sw.next_point(),
+                };
             }
         }
         let mut next = None;
@@ -430,7 +445,9 @@ impl Trainer {
                 }
             };
             let started = Instant::now();
-            self.train_one(job, started);
+            if let (Some((id, model)), Some(sw)) = (self.train_one(job, started), &self.opts.swap) {
+                sw.publish(id, model);
+            }
             match self.rest(started, &jobs) {
                 Rest::Done => {}
                 Rest::Job(job) => next = Some(job),
@@ -440,13 +457,40 @@ impl Trainer {
     }
 
     /// Trains, scores and writes one model; an error is kept in the status.
-    fn train_one(&mut self, job: Job, started: Instant) {
+    /// The model with its number when it beat the best so far (for the
+    /// shards, when models are swapped).
+    fn train_one(&mut self, job: Job, started: Instant) -> Option<(u16, Arc<Model>)> {
         let done = self.one(job, started);
         let mut status = self.status.lock().unwrap_or_else(|p| p.into_inner());
         status.busy += started.elapsed().as_secs_f64();
-        if let Err(e) = done {
-            status.errors.push(e.to_string());
+        match done {
+            Ok(best) => best,
+            Err(e) => {
+                status.errors.push(e.to_string());
+                None
+            }
         }
+    }
+
+    /// In a file run with swap points: rests after a model trained from
+    /// `started` as [`Trainer::rest`] does, but ends the rest as soon as
+    /// every shard waits at the next point (a rest then would stall
+    /// them); that point, or `None` once the run is done.
+    fn rest_before_point(&self, started: Instant, sw: &Swap) -> Option<u64> {
+        let busy = started.elapsed().as_secs_f64();
+        let cpu = self.opts.cpu.clamp(0.01, 1.0);
+        let resting = Instant::now();
+        let until = resting + Duration::from_secs_f64(busy * (1.0 - cpu) / cpu);
+        let point = match (cpu < 1.0).then(|| sw.wait_point(Some(until))) {
+            Some(Point::Reached(b)) => Some(b),
+            Some(Point::Closed) => None,
+            Some(Point::NotYet) | None => sw.next_point(),
+        };
+        if cpu < 1.0 {
+            self.status.lock().unwrap_or_else(|p| p.into_inner()).rested +=
+                (Instant::now().min(until) - resting).as_secs_f64();
+        }
+        point
     }
 
     /// Rests so that training takes at most `cpu` of a core. The end of
@@ -469,7 +513,7 @@ impl Trainer {
         rest
     }
 
-    fn one(&mut self, job: Job, started: Instant) -> Result<()> {
+    fn one(&mut self, job: Job, started: Instant) -> Result<Option<(u16, Arc<Model>)>> {
         let id = self.next_id;
         self.next_id += 1;
         let mut opts = self.opts.train.clone();
@@ -512,12 +556,11 @@ impl Trainer {
         let best = scored.is_some() && (self.best.is_none() || accuracy > before);
         let path = self.opts.dir.join(format!("model-{id:04}.ebm"));
         model.save(&path)?;
+        let mut publish = None;
         if best {
             model.save(self.opts.dir.join("best.ebm"))?;
             let m = Arc::new(model.clone());
-            if let (Some(sw), Ok(n)) = (&self.opts.swap, u16::try_from(id)) {
-                sw.publish(n, m.clone());
-            }
+            publish = u16::try_from(id).ok().map(|n| (n, m.clone()));
             self.best = Some(m);
         }
         let w = Written {
@@ -546,7 +589,7 @@ impl Trainer {
             .unwrap_or_else(|p| p.into_inner())
             .models
             .push(w);
-        Ok(())
+        Ok(publish)
     }
 }
 
@@ -810,6 +853,70 @@ mod tests {
         // The sample is spread over the offered flows, not the first 20.
         let kept: Vec<u16> = fit.samples.iter().map(|s| s.early[0].size).collect();
         assert!(kept.iter().any(|&s| s > 100), "{kept:?}");
+    }
+
+    /// A file run with swap points: the model due at a point trains while
+    /// the shard runs on from it, and comes in at the next point.
+    #[test]
+    fn a_model_due_at_a_point_trains_while_the_shards_run_on() {
+        let dir = std::env::temp_dir().join(format!("eb-learn-points-{}", std::process::id()));
+        let classes: Arc<[String]> = Arc::from(vec!["DNS".to_string(), "HTTP".to_string()]);
+        let sw = Arc::new(Swap::new(classes.clone(), 1, 1));
+        let opts = LearnOptions {
+            dir: dir.clone(),
+            reservoir: 100,
+            every_labels: 1,
+            every_ns: 0,
+            level: LabelLevel::Proto,
+            train: TrainOptions {
+                algo: crate::learn::Algo::C45,
+                ..TrainOptions::default()
+            },
+            holdout: 0.25,
+            cpu: 1.0,
+            swap: Some(sw.clone()),
+        };
+        let (mut learner, status) = Learner::start(opts, &[], classes, None).unwrap();
+        {
+            let mut sampled = learner.sampled.lock().unwrap();
+            for i in 0..40 {
+                let (r, e) = rec(i);
+                sampled
+                    .keep
+                    .offer(if i % 2 == 0 { "DNS" } else { "HTTP" }, &r, &e);
+                sampled.offered += 1;
+                sampled.since += 1;
+            }
+            sampled.last_train_ts = Some(0);
+        }
+        let mut link = sw.link(0);
+        // Holding the status keeps the thread in the model due at point 1
+        // (it records the model there once trained).
+        let held = status.lock().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let shard = std::thread::spawn(move || {
+            let first = link.between_batches(0, || 0, || false).map(|m| m.0);
+            tx.send(first).unwrap();
+            link.between_batches(0, || 0, || false).map(|m| m.0)
+        });
+        // Only a guard against a hang: the shard goes on from point 1 at
+        // once when it does not wait for the training.
+        let first = rx.recv_timeout(std::time::Duration::from_secs(120));
+        assert_eq!(
+            first,
+            Ok(None),
+            "the shard waited at point 1 for the model due there"
+        );
+        assert_eq!(learner.sampled.lock().unwrap().jobs, 1);
+        drop(held);
+        assert_eq!(
+            shard.join().unwrap(),
+            Some(1),
+            "model 1 comes in at point 2"
+        );
+        learner.finish().unwrap();
+        assert_eq!(status.lock().unwrap().models.len(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A trigger that comes while the training thread trains does not copy

@@ -286,11 +286,11 @@ pub struct LearnSection {
     /// 0.5.
     pub cpu: f64,
     /// File runs: every this many input packets (rounded to whole
-    /// batches) the shards stop, a model due is trained, and one that
-    /// beats the model in use is swapped in before they go on, so a run
-    /// swaps at the same points whatever its shard count (0: file runs
-    /// never swap). Live runs swap a model as soon as it beats the one in
-    /// use. Default 100000.
+    /// batches) the shards stop; a model due there trains while they go
+    /// on, and if it beats the model in use it is swapped in at the next
+    /// such point, so a run swaps at the same points whatever its shard
+    /// count (0: file runs never swap). Live runs swap a model as soon as
+    /// it beats the one in use. Default 1000000.
     pub swap_packets: u64,
 }
 
@@ -419,7 +419,7 @@ impl Default for LearnSection {
             algo: "c45".into(),
             holdout: 0.25,
             cpu: 0.5,
-            swap_packets: 100_000,
+            swap_packets: 1_000_000,
         }
     }
 }
