@@ -29,6 +29,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -95,6 +96,8 @@ struct Run {
     report: Option<Report>,
     /// A batch received but not handed over (its import was interrupted).
     pending: Option<ArrowBatch>,
+    /// What self-training has learnt so far (`learn=`), else `None`.
+    learning: Option<Arc<Mutex<earlybird::learn_online::Status>>>,
 }
 
 impl Run {
@@ -214,6 +217,54 @@ impl Run {
         }
         Ok(Some(d))
     }
+
+    /// What self-training (`learn=`) has learnt so far, while the run goes
+    /// on and once it has ended (`None` without `learn=`): the flows
+    /// offered and kept, the training thread's time, each model written,
+    /// and the first learnt model the shards took in.
+    fn learning<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(status) = &self.learning else {
+            return Ok(None);
+        };
+        let l = status.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let d = PyDict::new(py);
+        d.set_item("offered", l.offered)?;
+        d.set_item("kept", l.kept)?;
+        d.set_item("kept_bytes", l.bytes)?;
+        d.set_item("deferred", l.deferred)?;
+        d.set_item("training_seconds", l.busy)?;
+        d.set_item("resting_seconds", l.rested)?;
+        let models = PyList::empty(py);
+        for m in &l.models {
+            let md = PyDict::new(py);
+            md.set_item("id", m.id)?;
+            md.set_item("path", m.path.display().to_string())?;
+            md.set_item("trained", m.trained)?;
+            md.set_item("classes", m.classes)?;
+            md.set_item("held_out", m.held_out)?;
+            md.set_item("accuracy", m.accuracy)?;
+            md.set_item("coverage", m.coverage)?;
+            md.set_item("best_before", m.best_before)?;
+            md.set_item("best", m.best)?;
+            md.set_item("packet_time", m.packet_time)?;
+            md.set_item("seconds", m.seconds)?;
+            models.append(md)?;
+        }
+        d.set_item("models", models)?;
+        d.set_item("errors", l.errors.clone())?;
+        match l.in_use {
+            Some(u) => {
+                let ud = PyDict::new(py);
+                ud.set_item("id", u.id)?;
+                ud.set_item("turn", u.turn)?;
+                ud.set_item("packet_time", u.packet_time)?;
+                d.set_item("first_in_use", ud)?;
+            }
+            None => d.set_item("first_in_use", py.None())?,
+        }
+        d.set_item("installs", l.installs)?;
+        Ok(Some(d))
+    }
 }
 
 impl Drop for Run {
@@ -307,6 +358,7 @@ fn start(
     });
     let exporter = ArrowFlows::new("python", &plan.export, batch_size, sink);
     let probe = plan.open_with(vec![Box::new(exporter)]).map_err(to_py)?;
+    let learning = probe.learning();
     let ctl = RunControl::default();
     let thread_ctl = ctl.clone();
     let thread = std::thread::Builder::new()
@@ -320,6 +372,7 @@ fn start(
         schema,
         report: None,
         pending: None,
+        learning,
     })
 }
 

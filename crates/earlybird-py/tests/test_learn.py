@@ -2,6 +2,7 @@
 same model file and the same figures as `earlybird train` and `earlybird
 evaluate --model`."""
 
+import json
 import subprocess
 
 import pytest
@@ -79,3 +80,34 @@ def test_flows_learn_writes_the_clis_model(corpus, cli, tmp_path):
     )
     assert (ours / "model-0001.ebm").read_bytes() == (theirs / "model-0001.ebm").read_bytes()
     assert len((ours / "models.jsonl").read_text().splitlines()) == 1
+
+
+def test_flows_learn_says_what_it_learnt(corpus, tmp_path):
+    """`Flows.learning` is the run's self-training status: before the
+    records are read nothing was offered; after, every model written is
+    there as `models.jsonl` lists it, and the first learnt model the shards
+    took in (a file run swapping at points) is named."""
+    pcaps = corpus / "classify" / "dev" / "ndpi" / "pcap"
+    d = tmp_path / "learn"
+    run = earlybird.flows(
+        str(pcaps),
+        learn=str(d),
+        learn_every_labels=200,
+        learn_every_seconds=0,
+        learn_swap_packets=5000,
+        learn_level="proto",
+    )
+    assert run.learning["models"] == []
+    run.to_arrow()
+    status = run.learning
+    lines = [json.loads(line) for line in (d / "models.jsonl").read_text().splitlines()]
+    assert len(lines) >= 2
+    assert [m["id"] for m in status["models"]] == [m["id"] for m in lines]
+    assert [m["accuracy"] for m in status["models"]] == [m["accuracy"] for m in lines]
+    assert status["offered"] >= status["kept"] > 0
+    assert status["kept_bytes"] > 0
+    assert status["errors"] == []
+    first = status["first_in_use"]
+    assert first is not None and first["id"] >= 1, status
+    assert status["installs"] >= 1
+    assert earlybird.flows(str(pcaps / "443-curl.pcap")).learning is None

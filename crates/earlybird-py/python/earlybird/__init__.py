@@ -186,6 +186,20 @@ class Flows:
         """The run's report (a dict), ``None`` until the run has ended."""
         return self._run.report()
 
+    @property
+    def learning(self):
+        """What self-training (``learn=DIR``) has learnt so far, as a dict,
+        while the run goes on and after it (``None`` without ``learn``):
+        ``offered`` and ``kept`` flows (``kept_bytes``), the training
+        thread's ``training_seconds`` and ``resting_seconds``, ``deferred``
+        triggers, ``models`` (one dict per model written: ``id``, ``path``,
+        ``trained``, ``held_out``, ``accuracy``, ``coverage``,
+        ``best_before``, ``best``, ...), ``errors``, ``first_in_use`` (the
+        first learnt model the shards took in: ``id``, ``turn``,
+        ``packet_time``; ``None`` while the run's own model decides) and
+        ``installs``."""
+        return self._run.learning()
+
     def stop(self):
         """Ask the run to stop; open flows are flushed and still arrive."""
         self._run.stop()
