@@ -28,13 +28,14 @@
 #                training thread may take a whole core, no swap points (the
 #                shards never wait for it)
 #   learn-half   the same with --learn-cpu 0.5 (the default share)
-#   learn-swap   --learn-cpu 1 with swap points every 100,000 packets (the
-#                default): the shards wait at each point while a model
-#                due is trained
+#   learn-swap   --learn-cpu 1 with swap points every 100,000 packets: a
+#                model due at a point trains while the shards run on and is
+#                swapped in at the next point, where the shards wait for
+#                what is left of its training
 #   learn-default  --learn DIR alone: every learning option at its default
 #                (C4.5, 2,000 flows a class, a model every 10,000 payload
 #                labels or 300 s of packet time, --learn-cpu 0.5, swap
-#                points every 100,000 packets)
+#                points every 1,000,000 packets)
 #
 # Each run goes through scripts/learn_watch.py, which samples the threads'
 # CPU time every 5 ms of wall time (/proc/PID/task/TID/schedstat) and
