@@ -318,13 +318,6 @@ macro_rules! registry {
             /// done with the flow); all of `all` for both: the flow left
             /// the analyzers.
             done: Vec<[u16; 2]>,
-            /// Per slot (with `early`), what `done` says of the four kinds
-            /// of packets, one bit each ([`Active::kind`]): set when an
-            /// analyzer on is shown that kind, so the per-packet test is
-            /// one bit.
-            shown: Vec<u8>,
-            /// `shown` of a flow just started.
-            fresh: u8,
         }
 
         // One bit per registered analyzer in `Active::done`.
@@ -362,8 +355,6 @@ macro_rules! registry {
                     all: 0,
                     no_empty: 0,
                     done: Vec::new(),
-                    shown: Vec::new(),
-                    fresh: 0,
                 };
                 let mut bit = 1u16;
                 $($(#[$attr])* {
@@ -383,7 +374,6 @@ macro_rules! registry {
                 if a.sample.is_some() {
                     a.width += crate::sample::FIELDS.len();
                 }
-                a.fresh = a.shown_of([0; 2]);
                 Ok(a)
             }
 
@@ -435,10 +425,6 @@ macro_rules! registry {
                         Some(d) => *d = [0; 2],
                         None => self.done.resize(s + 1, [0; 2]),
                     }
-                    match self.shown.get_mut(s) {
-                        Some(m) => *m = self.fresh,
-                        None => self.shown.resize(s + 1, self.fresh),
-                    }
                 }
             }
 
@@ -459,32 +445,7 @@ macro_rules! registry {
             /// with a payload or not (`empty`); see the module docs.
             #[inline]
             pub(crate) fn live(&self, s: usize, from_client: bool, empty: bool) -> bool {
-                let kind = Active::kind(from_client, empty);
-                !self.early || self.shown.get(s).copied().unwrap_or(self.fresh) & kind != 0
-            }
-
-            /// The bit of `shown` of a packet sent by the client
-            /// (`from_client`) or the server, with a payload or not
-            /// (`empty`).
-            #[inline(always)]
-            fn kind(from_client: bool, empty: bool) -> u8 {
-                1 << (u8::from(from_client) << 1 | u8::from(empty))
-            }
-
-            /// `shown` of a flow whose analyzers are done with the
-            /// client's and the server's packets as `done` says.
-            fn shown_of(&self, done: [u16; 2]) -> u8 {
-                let mut m = 0;
-                for from_client in [true, false] {
-                    for empty in [false, true] {
-                        let skip = done[usize::from(!from_client)]
-                            | if empty { self.no_empty } else { 0 };
-                        if skip & self.all != self.all {
-                            m |= Active::kind(from_client, empty);
-                        }
-                    }
-                }
-                m
+                !self.early || self.skipped(s, from_client, empty) & self.all != self.all
             }
 
             /// A packet of the flow in slot `s`, shown to each analyzer
@@ -522,13 +483,7 @@ macro_rules! registry {
                 let _ = bit;
                 if self.early {
                     if let Some(d) = self.done.get_mut(s) {
-                        if *d != done {
-                            *d = done;
-                            let m = self.shown_of(done);
-                            if let Some(x) = self.shown.get_mut(s) {
-                                *x = m;
-                            }
-                        }
+                        *d = done;
                     }
                 }
                 act
