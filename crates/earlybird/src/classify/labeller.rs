@@ -314,8 +314,27 @@ impl Labeller {
         cells: bool,
     ) {
         if !cells {
+            let plain = matches!(
+                self.cols,
+                Columns {
+                    sni: None,
+                    quic_version: None,
+                    http_host: None,
+                    ssh_client: None,
+                    ssh_server: None,
+                    dns_query: None,
+                    dns_name: None,
+                    tls_status: None,
+                }
+            );
             for (i, (v, _)) in verdicts.enumerate() {
-                self.label_one(v, rows, i);
+                if plain {
+                    // No name to read, nothing to count: the label is the
+                    // verdict's, as `label_one` would take it.
+                    v.class = self.stat_class(v);
+                } else {
+                    self.label_one(v, rows, i);
+                }
             }
             return;
         }
@@ -370,6 +389,19 @@ impl Labeller {
             });
         }
         *rows = out;
+    }
+
+    /// The class of the label of verdict `v` when the flow has no payload
+    /// name ([`combine_ref`] of no names: the model's class when it
+    /// decided, else unknown).
+    fn stat_class(&self, v: &Verdict) -> u16 {
+        let c = usize::from(v.class);
+        let decided = v.class != Verdict::UNKNOWN && c < self.classes;
+        if decided && f64::from(v.confidence) >= 0.0 && !self.names[c].is_empty() {
+            self.class_index[c]
+        } else {
+            Verdict::UNKNOWN
+        }
     }
 
     /// Labels the verdict `v` of row `i` of `rows` (its class becomes the
@@ -579,6 +611,35 @@ mod tests {
         assert_eq!(without_rows.width(), 3);
         for i in 0..rows.len() {
             assert!(rows.row(i).eq(without_rows.row(i)));
+        }
+    }
+
+    #[test]
+    fn without_analyzer_cells_the_label_is_the_verdicts() {
+        let classes = ["TLS".to_string(), String::new(), "DNS".to_string()];
+        let verdicts = [
+            v(0, 0.5),
+            v(1, 0.9),
+            v(2, f32::NAN),
+            v(2, 0.0),
+            v(7, 0.9),
+            v(Verdict::UNKNOWN, 0.2),
+        ];
+        for by_port in [false, true] {
+            let l = Labeller::new(services(), &classes, by_port, &[]).unwrap();
+            let labelled = |cells: bool| {
+                let mut rows = Rows::default();
+                let mut vs = verdicts;
+                l.label(vs.iter_mut().map(|v| (v, None)), &mut rows, cells);
+                vs.map(|v| v.class)
+            };
+            let with = labelled(true);
+            assert_eq!(with, labelled(false));
+            let names = l.names();
+            assert_eq!(names[usize::from(with[0])], "TLS");
+            assert_eq!(names[usize::from(with[3])], "DNS");
+            assert_eq!(with[1..3], [Verdict::UNKNOWN; 2]);
+            assert_eq!(with[4..], [Verdict::UNKNOWN; 2]);
         }
     }
 
