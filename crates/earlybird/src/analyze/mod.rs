@@ -201,10 +201,7 @@ impl<A: Analyzer> Slots<A> {
 
     #[inline]
     fn start(&mut self, s: usize) {
-        match self.states.get_mut(s) {
-            Some(st) => *st = A::State::default(),
-            None => self.states.resize_with(s + 1, A::State::default),
-        }
+        start_slot(&mut self.states, s, A::State::default);
     }
 
     /// Shows packet `p` to the flow in slot `s`: what the analyzer asks,
@@ -236,6 +233,19 @@ impl<A: Analyzer> Slots<A> {
             }
             None => self.analyzer.record(&A::State::default(), out),
         }
+    }
+}
+
+/// Slot `s` of a side array holds `fresh()` (the array grown to it when
+/// shorter; a table's new slots come in order, so most often by one).
+#[inline(always)]
+fn start_slot<T>(v: &mut Vec<T>, s: usize, fresh: impl Fn() -> T) {
+    if s < v.len() {
+        v[s] = fresh();
+    } else if s == v.len() {
+        v.push(fresh());
+    } else {
+        v.resize_with(s + 1, fresh);
     }
 }
 
@@ -421,10 +431,7 @@ macro_rules! registry {
                     x.start(s);
                 })*
                 if self.early {
-                    match self.done.get_mut(s) {
-                        Some(d) => *d = [0; 2],
-                        None => self.done.resize(s + 1, [0; 2]),
-                    }
+                    start_slot(&mut self.done, s, || [0; 2]);
                 }
             }
 

@@ -76,7 +76,7 @@ impl Banner {
     /// Feeds the direction's next bytes.
     pub fn feed(&mut self, mut b: &[u8]) {
         while !b.is_empty() && self.done.is_none() {
-            let (part, rest, ended) = match b.iter().position(|&c| c == b'\n') {
+            let (part, rest, ended) = match memchr::memchr(b'\n', b) {
                 Some(i) => (&b[..i], &b[i + 1..], true),
                 None => (b, &b[b.len()..], false),
             };

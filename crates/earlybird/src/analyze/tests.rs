@@ -270,3 +270,14 @@ fn a_side_the_labellers_are_done_with_and_empty_packets_are_not_shown() {
     assert!(r.contains(&Value::Text("h.example")), "{r:?}");
     assert!(r.contains(&Value::Text("SSH-2.0-srv")), "{r:?}");
 }
+
+#[test]
+fn a_slot_started_holds_a_fresh_state_whatever_the_array_held() {
+    let mut v = vec![1, 2];
+    super::start_slot(&mut v, 0, || 9);
+    assert_eq!(v, [9, 2]);
+    super::start_slot(&mut v, 2, || 7);
+    assert_eq!(v, [9, 2, 7]);
+    super::start_slot(&mut v, 5, || 4);
+    assert_eq!(v, [9, 2, 7, 4, 4, 4]);
+}

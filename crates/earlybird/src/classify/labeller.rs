@@ -28,15 +28,19 @@
 //!   handshake bytes were at their bound (`cut-memory`:
 //!   [`Labeller::cut_by_memory`]), for the run's summary.
 //!
-//! It allocates the new rows once per batch and two short strings per
-//! record; it never fails and never panics on any cell.
+//! It allocates the new rows once per batch (none when the run's outputs
+//! read no cells: [`Labeller::label`] then labels the verdicts alone) and
+//! per record only the lower-case copy of a name it looks up in the map;
+//! it never fails and never panics on any cell.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::drift::Drift;
-use super::payload_label::{combine, protocol_category, Names, Source, Verdict as StatVerdict};
+use super::payload_label::{
+    combine_ref, protocol_category, LabelRef, Names, Source, Verdict as StatVerdict,
+};
 use super::services::{Services, CATEGORIES};
 use super::Verdict;
 use crate::schema::{Field, FieldType, Rows, Value};
@@ -297,6 +301,43 @@ impl Labeller {
         verdicts: impl Iterator<Item = (&'a mut Verdict, Option<u16>)>,
         rows: &mut Rows,
     ) {
+        self.label(verdicts, rows, true);
+    }
+
+    /// [`Labeller::apply_with_models`], the rows left as they are when not
+    /// `cells` (no output of the run reads them: the verdicts are
+    /// labelled, and the counts kept, all the same).
+    pub(crate) fn label<'a>(
+        &self,
+        verdicts: impl Iterator<Item = (&'a mut Verdict, Option<u16>)>,
+        rows: &mut Rows,
+        cells: bool,
+    ) {
+        if !cells {
+            let plain = matches!(
+                self.cols,
+                Columns {
+                    sni: None,
+                    quic_version: None,
+                    http_host: None,
+                    ssh_client: None,
+                    ssh_server: None,
+                    dns_query: None,
+                    dns_name: None,
+                    tls_status: None,
+                }
+            );
+            for (i, (v, _)) in verdicts.enumerate() {
+                if plain {
+                    // No name to read, nothing to count: the label is the
+                    // verdict's, as `label_one` would take it.
+                    v.class = self.stat_class(v);
+                } else {
+                    self.label_one(v, rows, i);
+                }
+            }
+            return;
+        }
         let width = self.width + FIELDS.len();
         // Room for every row at once: the text of the names, and the
         // category, source and statistical application of each row.
@@ -311,66 +352,7 @@ impl Labeller {
             Rows::with_capacity(n, width, text + n * 32)
         };
         for (i, (v, model_id)) in verdicts.enumerate() {
-            let text = |col: Option<usize>| match col.map(|j| rows.get(i, j)) {
-                Some(Value::Text(t)) if !t.is_empty() => Some(t),
-                _ => None,
-            };
-            let sni = text(self.cols.sni);
-            let quic = text(self.cols.quic_version).is_some();
-            match text(self.cols.tls_status) {
-                Some("cut-snap") => {
-                    self.cut_snap[usize::from(quic)].fetch_add(1, Ordering::Relaxed);
-                }
-                Some("cut-memory") => {
-                    self.cut_memory.fetch_add(1, Ordering::Relaxed);
-                }
-                _ => {}
-            }
-            let names = Names {
-                sni: if quic { None } else { sni },
-                quic_sni: if quic { sni } else { None },
-                http_host: text(self.cols.http_host),
-                ssh: text(self.cols.ssh_client).is_some() || text(self.cols.ssh_server).is_some(),
-                dns_query: text(self.cols.dns_query),
-                dns_name: text(self.cols.dns_name),
-            };
-            let decided = v.class != Verdict::UNKNOWN && usize::from(v.class) < self.classes;
-            let stat_app = if decided {
-                self.names[usize::from(v.class)].as_str()
-            } else {
-                "unknown"
-            };
-            let stat = StatVerdict {
-                app: stat_app,
-                category: if decided {
-                    self.class_category[usize::from(v.class)]
-                } else {
-                    ""
-                },
-                confidence: f64::from(v.confidence),
-                by_port: self.by_port,
-            };
-            // The model already left below its threshold `unknown`.
-            let label = combine(&names, decided.then_some(&stat), &self.services, 0.0);
-            let stat_confidence = f64::from(v.confidence);
-            if let Some(d) = &self.drift {
-                d.count(
-                    label.source,
-                    &label.app,
-                    &label.category,
-                    decided.then_some((stat.app, stat.category)),
-                );
-            }
-            v.class = match label.source {
-                Source::None => Verdict::UNKNOWN,
-                // The model's own class: its label is the class's name.
-                Source::Stat | Source::Port if decided => self.class_index[usize::from(v.class)],
-                _ => self
-                    .index
-                    .get(&label.app)
-                    .copied()
-                    .unwrap_or(Verdict::UNKNOWN),
-            };
+            let (label, stat_app, stat_confidence) = self.label_one(v, rows, i);
             out.push_row(width, |c| {
                 if verbatim {
                     // As many cells as the loop below writes: nulls past
@@ -395,7 +377,7 @@ impl Labeller {
                 if label.category.is_empty() {
                     c.null();
                 } else {
-                    c.text(&label.category);
+                    c.text(label.category);
                 }
                 c.text(label.source.name());
                 c.text(stat_app);
@@ -407,6 +389,91 @@ impl Labeller {
             });
         }
         *rows = out;
+    }
+
+    /// The class of the label of verdict `v` when the flow has no payload
+    /// name ([`combine_ref`] of no names: the model's class when it
+    /// decided, else unknown).
+    fn stat_class(&self, v: &Verdict) -> u16 {
+        let c = usize::from(v.class);
+        let decided = v.class != Verdict::UNKNOWN && c < self.classes;
+        if decided && f64::from(v.confidence) >= 0.0 && !self.names[c].is_empty() {
+            self.class_index[c]
+        } else {
+            Verdict::UNKNOWN
+        }
+    }
+
+    /// Labels the verdict `v` of row `i` of `rows` (its class becomes the
+    /// combined label's), counting its cut handshakes and its agreement:
+    /// the label, the model's application and its confidence.
+    fn label_one<'r>(
+        &'r self,
+        v: &mut Verdict,
+        rows: &'r Rows,
+        i: usize,
+    ) -> (LabelRef<'r>, &'r str, f64) {
+        let text = |col: Option<usize>| match col.map(|j| rows.get(i, j)) {
+            Some(Value::Text(t)) if !t.is_empty() => Some(t),
+            _ => None,
+        };
+        let sni = text(self.cols.sni);
+        let quic = text(self.cols.quic_version).is_some();
+        match text(self.cols.tls_status) {
+            Some("cut-snap") => {
+                self.cut_snap[usize::from(quic)].fetch_add(1, Ordering::Relaxed);
+            }
+            Some("cut-memory") => {
+                self.cut_memory.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        let names = Names {
+            sni: if quic { None } else { sni },
+            quic_sni: if quic { sni } else { None },
+            http_host: text(self.cols.http_host),
+            ssh: text(self.cols.ssh_client).is_some() || text(self.cols.ssh_server).is_some(),
+            dns_query: text(self.cols.dns_query),
+            dns_name: text(self.cols.dns_name),
+        };
+        let decided = v.class != Verdict::UNKNOWN && usize::from(v.class) < self.classes;
+        let stat_app = if decided {
+            self.names[usize::from(v.class)].as_str()
+        } else {
+            "unknown"
+        };
+        let stat = StatVerdict {
+            app: stat_app,
+            category: if decided {
+                self.class_category[usize::from(v.class)]
+            } else {
+                ""
+            },
+            confidence: f64::from(v.confidence),
+            by_port: self.by_port,
+        };
+        // The model already left below its threshold `unknown`.
+        let label = combine_ref(&names, decided.then_some(&stat), &self.services, 0.0);
+        let stat_confidence = f64::from(v.confidence);
+        if let Some(d) = &self.drift {
+            d.count(
+                label.source,
+                label.app,
+                label.category,
+                decided.then_some((stat.app, stat.category)),
+            );
+        }
+        v.class = match label.source {
+            Source::None => Verdict::UNKNOWN,
+            // The model's own class: its label is the class's name.
+            Source::Stat | Source::Port if decided => self.class_index[usize::from(v.class)],
+            _ => self
+                .index
+                .get(label.app)
+                .copied()
+                .unwrap_or(Verdict::UNKNOWN),
+        };
+        (label, stat_app, stat_confidence)
     }
 }
 
@@ -515,6 +582,65 @@ mod tests {
         assert_eq!(rows.get(1, 1), Value::Text("1"));
         // The verdict keeps its confidence and packet.
         assert_eq!((vs[0].confidence, vs[0].at_packet), (0.5, 4));
+    }
+
+    #[test]
+    fn without_cells_the_verdicts_are_labelled_the_same() {
+        let classes = ["TLS".to_string(), "DNS".to_string()];
+        let mut rows = Rows::default();
+        row(&mut rows, Some("ipv4-c1.1.nflxvideo.net"), None);
+        row(&mut rows, Some("www.example.org"), Some("1"));
+        row(&mut rows, None, None);
+        row(&mut rows, None, None);
+        let verdicts = [v(1, 0.5), v(1, 0.6), v(0, 0.9), v(Verdict::UNKNOWN, 0.2)];
+        let labelled = |cells: bool| {
+            let l = Labeller::new(services(), &classes, false, TLS_FIELDS).unwrap();
+            let drift = Arc::new(Drift::new(crate::classify::LabelLevel::App, &l.names()));
+            let l = l.with_drift(drift.clone());
+            let (mut r, mut vs) = (rows.clone(), verdicts);
+            l.label(vs.iter_mut().map(|v| (v, Some(3))), &mut r, cells);
+            (vs, r, drift.take_second())
+        };
+        let (with, with_rows, with_drift) = labelled(true);
+        let (without, without_rows, without_drift) = labelled(false);
+        assert_eq!(with, without);
+        assert_eq!(with_drift, without_drift);
+        assert_eq!(with_drift.0, 2, "the two flows labelled by their names");
+        assert_eq!(with_rows.width(), 3 + FIELDS.len());
+        // Without cells, the rows are as the analyzers left them.
+        assert_eq!(without_rows.width(), 3);
+        for i in 0..rows.len() {
+            assert!(rows.row(i).eq(without_rows.row(i)));
+        }
+    }
+
+    #[test]
+    fn without_analyzer_cells_the_label_is_the_verdicts() {
+        let classes = ["TLS".to_string(), String::new(), "DNS".to_string()];
+        let verdicts = [
+            v(0, 0.5),
+            v(1, 0.9),
+            v(2, f32::NAN),
+            v(2, 0.0),
+            v(7, 0.9),
+            v(Verdict::UNKNOWN, 0.2),
+        ];
+        for by_port in [false, true] {
+            let l = Labeller::new(services(), &classes, by_port, &[]).unwrap();
+            let labelled = |cells: bool| {
+                let mut rows = Rows::default();
+                let mut vs = verdicts;
+                l.label(vs.iter_mut().map(|v| (v, None)), &mut rows, cells);
+                vs.map(|v| v.class)
+            };
+            let with = labelled(true);
+            assert_eq!(with, labelled(false));
+            let names = l.names();
+            assert_eq!(names[usize::from(with[0])], "TLS");
+            assert_eq!(names[usize::from(with[3])], "DNS");
+            assert_eq!(with[1..3], [Verdict::UNKNOWN; 2]);
+            assert_eq!(with[4..], [Verdict::UNKNOWN; 2]);
+        }
     }
 
     #[test]

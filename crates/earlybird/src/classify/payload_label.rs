@@ -107,6 +107,18 @@ pub(crate) fn protocol_category(app: &str) -> &'static str {
     }
 }
 
+/// A flow's final label, borrowed from the names, the verdict and the map
+/// it came from ([`combine_ref`]; [`combine`] owns it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LabelRef<'a> {
+    /// The application (`unknown` when none).
+    pub(crate) app: &'a str,
+    /// Its category (empty when none).
+    pub(crate) category: &'a str,
+    /// Where it came from.
+    pub(crate) source: Source,
+}
+
 /// The label of a flow (see the module docs).
 pub fn combine(
     names: &Names<'_>,
@@ -114,6 +126,21 @@ pub fn combine(
     services: &Services,
     threshold: f64,
 ) -> Label {
+    let l = combine_ref(names, verdict, services, threshold);
+    Label {
+        app: l.app.to_string(),
+        category: l.category.to_string(),
+        source: l.source,
+    }
+}
+
+/// [`combine`] without a copy of the application and category.
+pub(crate) fn combine_ref<'a>(
+    names: &Names<'a>,
+    verdict: Option<&Verdict<'a>>,
+    services: &'a Services,
+    threshold: f64,
+) -> LabelRef<'a> {
     let named = [
         (names.sni, Source::Sni, "TLS"),
         (names.quic_sni, Source::Quic, "QUIC"),
@@ -125,9 +152,9 @@ pub fn combine(
         }
     }
     if names.ssh {
-        return Label {
-            app: "SSH".into(),
-            category: protocol_category("SSH").into(),
+        return LabelRef {
+            app: "SSH",
+            category: protocol_category("SSH"),
             source: Source::Ssh,
         };
     }
@@ -140,38 +167,43 @@ pub fn combine(
         }
     }
     match verdict {
-        Some(v) if v.confidence >= threshold && !v.app.is_empty() => Label {
-            app: v.app.to_string(),
-            category: v.category.to_string(),
+        Some(v) if v.confidence >= threshold && !v.app.is_empty() => LabelRef {
+            app: v.app,
+            category: v.category,
             source: if v.by_port {
                 Source::Port
             } else {
                 Source::Stat
             },
         },
-        _ => Label {
-            app: "unknown".into(),
-            category: String::new(),
+        _ => LabelRef {
+            app: "unknown",
+            category: "",
             source: Source::None,
         },
     }
 }
 
-fn by_name(services: &Services, name: &str, source: Source, proto: Option<&str>) -> Label {
+fn by_name<'a>(
+    services: &'a Services,
+    name: &str,
+    source: Source,
+    proto: Option<&'static str>,
+) -> LabelRef<'a> {
     match (services.lookup(name), proto) {
-        (Some((app, category)), _) => Label {
-            app: app.to_string(),
-            category: category.to_string(),
+        (Some((app, category)), _) => LabelRef {
+            app,
+            category,
             source,
         },
-        (None, Some(p)) => Label {
-            app: p.to_string(),
-            category: protocol_category(p).to_string(),
+        (None, Some(p)) => LabelRef {
+            app: p,
+            category: protocol_category(p),
             source,
         },
-        (None, None) => Label {
-            app: "unknown".into(),
-            category: String::new(),
+        (None, None) => LabelRef {
+            app: "unknown",
+            category: "",
             source: Source::None,
         },
     }

@@ -20,11 +20,16 @@
 //! `www.example.co.uk`) comes from the Public Suffix List, read from
 //! Debian's `publicsuffix` package ([`PSL_PATH`]) or any file in its
 //! format; without a list, names are matched but no registered domain is
-//! known and suffixes are not checked. The list is checked for its format
-//! when it is set; a map's suffixes are looked up in the list's rules for
-//! their top-level domains alone, and the whole list is built into a tree
-//! only when a registered domain is first asked for (a run's maps use a
-//! few of its 10,000 rules). Nothing here panics on any input.
+//! known and suffixes are not checked. A list given as text is checked
+//! for its format when it is set; the installed one ([`Services::builtin`])
+//! is read and checked only when it is first needed: when a map is added
+//! ([`Services::add`]) or a registered domain asked for (the shipped map
+//! is not checked at run time: its unit test checks it against the
+//! installed list, so a run that adds no map of its own never reads the
+//! list). A map's suffixes are looked up in the list's rules for their
+//! top-level domains alone, and the whole list is built into a tree only
+//! when a registered domain is first asked for (a run's maps use a few of
+//! its 10,000 rules). Nothing here panics on any input.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -103,6 +108,12 @@ pub struct Services {
     suffix: HashMap<String, Entry>,
     origins: Vec<Origin>,
     psl: Option<SuffixList>,
+    /// The installed list, not read yet: read when first needed
+    /// ([`Services::builtin`]).
+    installed: Option<&'static str>,
+    /// The installed list as read for a registered domain (which cannot
+    /// set `psl`); `None` in it: missing or not a list.
+    read_late: OnceLock<Option<SuffixList>>,
 }
 
 /// The Public Suffix List as read: its text, checked, and the whole list
@@ -193,14 +204,48 @@ impl Services {
         Services::default()
     }
 
-    /// The shipped map, with Debian's list when it is installed.
+    /// The shipped map, with Debian's list when it is installed (read
+    /// when first needed: see the module docs).
     pub fn builtin() -> Result<Services, MapError> {
         let mut s = Services::new();
-        if let Ok(text) = std::fs::read_to_string(PSL_PATH) {
-            s.set_public_suffixes(&text, PSL_PATH)?;
-        }
-        s.add(DEFAULT_MAP, "built-in")?;
+        s.insert(DEFAULT_MAP, "built-in", false)?;
+        s.installed = Some(PSL_PATH);
         Ok(s)
+    }
+
+    /// Reads and checks the installed list if it is still unread; a list
+    /// that does not read is an error naming its file, a missing file
+    /// means no list.
+    fn read_installed(&mut self) -> Result<(), MapError> {
+        if let Some(path) = self.installed.take() {
+            match self.read_late.take() {
+                Some(Some(list)) => self.psl = Some(list),
+                // Unread, or read and refused: read again to say why.
+                _ => {
+                    if let Ok(text) = std::fs::read_to_string(path) {
+                        self.set_public_suffixes(&text, path)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The list in use: the one set or read, else the installed one read
+    /// now (`None` when it is missing or does not read).
+    fn list(&self) -> Option<&SuffixList> {
+        if let Some(psl) = &self.psl {
+            return Some(psl);
+        }
+        let path = self.installed?;
+        let late = self.read_late.get_or_init(|| {
+            let text = std::fs::read_to_string(path).ok()?;
+            list_error(&text).is_none().then(|| SuffixList {
+                text,
+                whole: OnceLock::new(),
+            })
+        });
+        late.as_ref()
     }
 
     /// Uses the Public Suffix List `text` (its file format) for the
@@ -217,6 +262,8 @@ impl Services {
             text: text.to_string(),
             whole: OnceLock::new(),
         });
+        self.installed = None;
+        self.read_late = OnceLock::new();
         Ok(())
     }
 
@@ -238,8 +285,16 @@ impl Services {
     }
 
     /// Adds the map `text` (its entries win over those added before);
-    /// `origin` names it in errors.
+    /// `origin` names it in errors (so does a list read now that does not
+    /// read: see the module docs).
     pub fn add(&mut self, text: &str, origin: &str) -> Result<(), MapError> {
+        self.read_installed()?;
+        self.insert(text, origin, true)
+    }
+
+    /// [`Services::add`] with the list read as it is, its suffixes checked
+    /// against it when `check`.
+    fn insert(&mut self, text: &str, origin: &str, check: bool) -> Result<(), MapError> {
         let fail = |line: usize, what: String| MapError {
             origin: origin.to_string(),
             line,
@@ -313,7 +368,8 @@ impl Services {
             .collect();
         tops.sort_unstable();
         tops.dedup();
-        if let Some(rules) = self.rules_under(&tops) {
+        let rules = if check { self.rules_under(&tops) } else { None };
+        if let Some(rules) = rules {
             for (line, name, suffix, bare, ..) in &parsed {
                 if *suffix && is_icann_suffix(&rules, bare) {
                     return Err(fail(
@@ -366,7 +422,7 @@ impl Services {
     /// suffix), when a list is loaded and the name has one.
     pub fn registered_domain(&self, name: &str) -> Option<String> {
         let n = normalize(name);
-        let psl = self.psl.as_ref()?;
+        let psl = self.list()?;
         let whole = psl.whole.get_or_init(|| psl.text.parse().ok()).as_ref()?;
         let d = whole.domain(n.as_bytes())?;
         if !d.suffix().is_known() {
@@ -611,6 +667,8 @@ mod tests {
 
     #[test]
     fn the_shipped_map_reads_and_names_its_sources() {
+        // The shipped map's suffixes are checked here, against the
+        // installed list, rather than at every run (`Services::builtin`).
         let mut s = Services::new();
         if let Ok(text) = std::fs::read_to_string(PSL_PATH) {
             s.set_public_suffixes(&text, PSL_PATH).unwrap();
@@ -639,6 +697,29 @@ mod tests {
             s.lookup("swcdn.apple.com").map(|x| x.1),
             Some("SoftwareUpdate")
         );
+    }
+
+    #[test]
+    fn the_installed_list_is_read_only_when_needed() {
+        let mut s = Services::builtin().unwrap();
+        // The shipped map alone: the list is not read.
+        assert!(s.psl.is_none() && s.installed == Some(PSL_PATH));
+        let installed = std::fs::read_to_string(PSL_PATH).is_ok();
+        // A registered domain reads it (without keeping it as set).
+        assert_eq!(
+            s.registered_domain("www.bbc.co.uk").is_some(),
+            installed,
+            "{s:?}"
+        );
+        // A map of one's own reads it and is checked against it.
+        s.add("*.example.com Example Web\n", "m").unwrap();
+        assert!(s.installed.is_none());
+        assert_eq!(s.psl.is_some(), installed);
+        if installed {
+            let e = s.add("*.co.uk Everything Web\n", "m").unwrap_err();
+            assert!(e.what.contains("public suffix"), "{e}");
+        }
+        assert_eq!(s.lookup("www.example.com"), Some(("Example", "Web")));
     }
 
     #[test]

@@ -126,6 +126,10 @@ impl Exporter for Counted {
         self.inner.reads_moments()
     }
 
+    fn reads_cells(&self) -> bool {
+        self.inner.reads_cells()
+    }
+
     fn flush(&mut self) -> Result<()> {
         if self.failed.is_some() {
             return Ok(());

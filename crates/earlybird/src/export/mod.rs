@@ -129,6 +129,14 @@ pub trait Exporter: Send {
     fn reads_moments(&self) -> bool {
         true
     }
+    /// Whether this output reads the records' cells
+    /// ([`crate::flow::record::RecordBatch::analyzed`]: the analyzers',
+    /// the sampling and the label fields). When no flow output of a run
+    /// does, records are labelled (their `app`, the summary's counts)
+    /// without their label cells. Default: it does.
+    fn reads_cells(&self) -> bool {
+        true
+    }
     /// Writes text made by this exporter's [`Renderer`] from `records`
     /// records, after everything already buffered. Only called for
     /// exporters that have a renderer.

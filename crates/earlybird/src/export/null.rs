@@ -66,6 +66,10 @@ impl Exporter for NullExporter {
     fn reads_moments(&self) -> bool {
         false
     }
+
+    fn reads_cells(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

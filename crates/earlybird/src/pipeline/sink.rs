@@ -140,6 +140,10 @@ pub(super) struct Sink {
     pub(super) forensic_errors: Vec<String>,
     /// The records' labels ([`RunOptions::labels`](super::RunOptions)).
     pub(super) labels: Option<Arc<Labeller>>,
+    /// Some flow output reads the records' cells
+    /// ([`crate::export::Exporter::reads_cells`]): labelled records get
+    /// their label cells.
+    pub(super) cells: bool,
     /// Flow records handed to the exporter thread so far.
     pub(super) sent: u64,
     /// This shard's end of the model swap ([`RunOptions::swap`](super::RunOptions)).
@@ -166,6 +170,7 @@ impl Sink {
             forensics: None,
             forensic_errors: Vec::new(),
             labels: None,
+            cells: true,
             sent: 0,
             swap: None,
         }
@@ -255,7 +260,7 @@ impl Sink {
             Placement::Exporter => false,
         };
         if here {
-            build(&mut full, self.labels.as_deref());
+            build(&mut full, self.labels.as_deref(), self.cells);
             for (i, r) in self.renderers.iter_mut().enumerate() {
                 if let Some(r) = r {
                     let mut text = full.spare_text.pop().unwrap_or_default();
@@ -331,21 +336,25 @@ pub(super) struct ExportControl {
     pub(super) series: Option<SeriesOut>,
     /// The records' labels ([`RunOptions::labels`](super::RunOptions)).
     pub(super) labels: Option<Arc<Labeller>>,
+    /// Labelled records get their label cells ([`Sink::cells`]).
+    pub(super) cells: bool,
 }
 
-/// Builds the records of `batch` from its snapshots and labels them: a
-/// batch is labelled once, where its records are built (a batch whose
-/// records were built before, on the shard, is left as it is).
-fn build(batch: &mut RecordBatch, labels: Option<&Labeller>) {
+/// Builds the records of `batch` from its snapshots and labels them (with
+/// their label cells when `cells`): a batch is labelled once, where its
+/// records are built (a batch whose records were built before, on the
+/// shard, is left as it is).
+fn build(batch: &mut RecordBatch, labels: Option<&Labeller>, cells: bool) {
     let pending = batch.records.is_empty() && !batch.is_empty();
     batch.materialize();
     if let (true, Some(l)) = (pending, labels) {
-        l.apply_with_models(
+        l.label(
             batch
                 .records
                 .iter_mut()
                 .map(|r| (&mut r.verdict, r.model_id)),
             &mut batch.analyzed,
+            cells,
         );
     }
 }
@@ -559,7 +568,7 @@ pub(super) fn export_loop(
         };
         match next_export(&ends.rx, &mut empty, wait.min(EXPORT_WAKE)) {
             Next::Batch(Batch::Flows(mut batch)) => {
-                build(&mut batch, ctl.labels.as_deref());
+                build(&mut batch, ctl.labels.as_deref(), ctl.cells);
                 summary.add(&batch);
                 let taken = out.each_of(Some(flows), |i, ex| {
                     match batch.rendered.iter().find(|(j, _)| *j == i) {

@@ -349,6 +349,7 @@ fn row_batches_come_back_through_their_pool_and_outputs_get_only_their_kind() {
         unidirectional: false,
         series: None,
         labels: None,
+        cells: true,
     };
     let (summary, errors, closed) = export_loop(export, exporters, ctl);
     assert_eq!(summary.records, 1);
@@ -500,6 +501,7 @@ fn per_second_rows_no_output_takes_flush_nothing() {
                 forensics: None,
             }),
             labels: None,
+            cells: true,
         };
         let (_, errors, _) = export_loop(export, exporters, ctl);
         assert!(errors.is_empty(), "{errors:?}");

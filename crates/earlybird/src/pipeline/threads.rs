@@ -45,6 +45,8 @@ struct ShardStart<'f> {
     /// Some flow output reads the records' size and inter-arrival
     /// statistics.
     moments: bool,
+    /// Some flow output reads the records' cells (their label cells).
+    cells: bool,
     ready: mpsc::Sender<()>,
     spare: bool,
     /// Keep per-second statistics, for a model of this many classes.
@@ -127,6 +129,10 @@ pub(super) fn run_shards(
     let moments = exporters
         .iter()
         .any(|e| e.kind().is(&crate::export::fields::FLOWS) && e.reads_moments());
+    // And with their label cells only when a flow output reads cells.
+    let cells = exporters
+        .iter()
+        .any(|e| e.kind().is(&crate::export::fields::FLOWS) && e.reads_cells());
     // Per-second statistics, when the metrics or an output want them.
     let per_second = opts.feeds_metrics()
         || !opts.alarms.is_empty()
@@ -153,6 +159,7 @@ pub(super) fn run_shards(
             forensics: forensics.clone(),
         }),
         labels: opts.labels.clone(),
+        cells,
     };
     // The DNS cache's boards, for its figures in the report.
     let mut boards = Vec::new();
@@ -206,6 +213,7 @@ pub(super) fn run_shards(
                 link: links[id].take(),
                 renderers: std::mem::take(&mut renderers[id]),
                 moments,
+                cells,
                 ready: ready_tx.clone(),
                 spare,
                 per_second: per_second.then_some(model.classes.len()),
@@ -300,6 +308,7 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
     sink.forensics = st.forensics.map(|f| (f, 0));
     sink.moments = st.moments;
     sink.labels = opts.labels.clone();
+    sink.cells = st.cells;
     if let Some(sw) = &opts.swap {
         sink.swap = Some(sw.link(id));
         shard.table.keep_model_ids();

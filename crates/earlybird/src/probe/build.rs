@@ -290,7 +290,7 @@ impl Config {
             None => None,
         };
         #[allow(unused_mut)]
-        let mut model = self.model_ref()?;
+        let (mut model, by_port) = self.model_ref()?;
         let filter = match &c.filter {
             Some(e) => Some(Arc::new(crate::source::capfilter::CaptureFilter::new(e)?)),
             None => None,
@@ -362,13 +362,13 @@ impl Config {
         }
         // Every record is labelled: its label's fields end the row.
         #[allow(unused_mut)]
-        let mut labels = self.labeller(&model.classes, &analyzed)?;
+        let mut labels = self.labeller(&model.classes, by_port, &analyzed)?;
         // Learnt models are swapped in: the run's classes are those of its
         // model and of every model it may learn.
         #[cfg(feature = "tools")]
         if let Some((lo, _)) = learn.as_mut() {
             model.classes = Self::learn_classes(&model.classes, lo.level, &labels);
-            labels = self.labeller(&model.classes, &analyzed)?;
+            labels = self.labeller(&model.classes, by_port, &analyzed)?;
             let every_turns = match (&input, self.learn.swap_packets) {
                 (Input::Live(..), _) => Some(0),
                 (Input::Files(_), 0) => None,
@@ -444,10 +444,11 @@ impl Config {
         self.plan()?.open()
     }
 
-    /// The model the run labels flows with, its threshold replaced.
-    fn model_ref(&self) -> Result<ModelRef> {
+    /// The model the run labels flows with, its threshold replaced, and
+    /// whether it is the port table (its verdicts are labelled `port`).
+    fn model_ref(&self) -> Result<(ModelRef, bool)> {
         if self.no_model {
-            return Ok(ModelRef::default());
+            return Ok((ModelRef::default(), false));
         }
         let mut model = Model::named(self.model.as_deref())?;
         if let Some(t) = self.threshold {
@@ -465,10 +466,14 @@ impl Config {
             model.info.threshold = t;
         }
         let classes: Arc<[String]> = model.info.classes.clone().into();
-        Ok(ModelRef {
-            model: Some(Arc::new(model)),
-            classes,
-        })
+        let by_port = model.kind.algo() == "ports";
+        Ok((
+            ModelRef {
+                model: Some(Arc::new(model)),
+                classes,
+            },
+            by_port,
+        ))
     }
 
     /// Self-training's options (`[learn]`), with the run's own model as

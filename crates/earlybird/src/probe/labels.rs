@@ -15,7 +15,6 @@ use std::sync::Arc;
 use super::config::Config;
 use crate::classify::labeller::{Labeller, Privacy, DEFAULT_NAMES_KEY};
 use crate::classify::services::Services;
-use crate::classify::Model;
 use crate::schema::Field;
 use crate::{Error, Result};
 
@@ -35,9 +34,15 @@ impl Config {
         on
     }
 
-    /// The labeller of a run whose model has `classes` and whose records
-    /// carry the analyzer cells `analyzed`.
-    pub(super) fn labeller(&self, classes: &[String], analyzed: &[Field]) -> Result<Arc<Labeller>> {
+    /// The labeller of a run whose model has `classes` (the port table's
+    /// when `by_port`) and whose records carry the analyzer cells
+    /// `analyzed`.
+    pub(super) fn labeller(
+        &self,
+        classes: &[String],
+        by_port: bool,
+        analyzed: &[Field],
+    ) -> Result<Arc<Labeller>> {
         let mut services = Services::builtin().map_err(|e| Error::Config(e.to_string()))?;
         for path in &self.services {
             services
@@ -56,7 +61,6 @@ impl Config {
             (n, _) => return Err(Error::Usage(format!("--names {n:?}: keep, hash or drop"))),
         };
         // The port table's verdicts are labelled `port`, a trained model's `stat`.
-        let by_port = !self.no_model && Model::named(self.model.as_deref())?.kind.algo() == "ports";
         let l = Labeller::new(Arc::new(services), classes, by_port, analyzed)
             .map_err(|e| Error::Config(e.to_string()))?
             .with_privacy(privacy);

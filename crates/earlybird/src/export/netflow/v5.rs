@@ -158,6 +158,10 @@ impl Exporter for V5Exporter {
         false
     }
 
+    fn reads_cells(&self) -> bool {
+        false
+    }
+
     fn flush(&mut self) -> Result<()> {
         self.send()?;
         self.out.flush()

@@ -384,6 +384,10 @@ impl Exporter for V9Exporter {
         false
     }
 
+    fn reads_cells(&self) -> bool {
+        false
+    }
+
     fn flush(&mut self) -> Result<()> {
         self.send()?;
         self.out.flush()
