@@ -287,15 +287,18 @@ impl Labeller {
     /// each verdict becomes the combined label and each row gets
     /// [`FIELDS`] (see the module docs).
     pub fn apply<'a>(&self, verdicts: impl Iterator<Item = &'a mut Verdict>, rows: &mut Rows) {
-        self.apply_with_models(verdicts.map(|v| (v, None)), rows);
+        self.apply_with_models(verdicts.map(|v| (v, None)), rows, |_, _| {});
     }
 
     /// [`Labeller::apply`] to verdicts with the number of the model that
-    /// took each (the `model_id` cell; `None`: no model decided it).
+    /// took each (the `model_id` cell; `None`: no model decided it);
+    /// `counted(i, agree)` is called for each record `i` the [`Drift`]
+    /// counted, with whether the model agreed.
     pub fn apply_with_models<'a>(
         &self,
         verdicts: impl Iterator<Item = (&'a mut Verdict, Option<u16>)>,
         rows: &mut Rows,
+        mut counted: impl FnMut(usize, bool),
     ) {
         let width = self.width + FIELDS.len();
         // Room for every row at once: the text of the names, and the
@@ -354,12 +357,10 @@ impl Labeller {
             let label = combine(&names, decided.then_some(&stat), &self.services, 0.0);
             let stat_confidence = f64::from(v.confidence);
             if let Some(d) = &self.drift {
-                d.count(
-                    label.source,
-                    &label.app,
-                    &label.category,
-                    decided.then_some((stat.app, stat.category)),
-                );
+                let stat = decided.then_some((stat.app, stat.category));
+                if let Some(agree) = d.count(label.source, &label.app, &label.category, stat) {
+                    counted(i, agree);
+                }
             }
             v.class = match label.source {
                 Source::None => Verdict::UNKNOWN,

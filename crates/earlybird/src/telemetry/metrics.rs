@@ -402,9 +402,11 @@ impl Metrics {
         m
     }
 
-    /// Adds complete second `sec` (figures of all shards); `app` names the
-    /// application of a tally index.
-    pub fn observe<'a>(&self, sec: u64, f: &Figures, app: impl Fn(usize) -> &'a str) {
+    /// Adds the `n` complete seconds from `first` on, whose figures (all
+    /// shards, all `n` seconds together) are `f`: one second, or the empty
+    /// seconds of a gap at once ([`super::series::Merger`]); `app` names
+    /// the application of a tally index.
+    pub fn observe<'a>(&self, first: u64, n: u64, f: &Figures, app: impl Fn(usize) -> &'a str) {
         let c = &f.counters;
         self.packets.inc_by(c.packets_read);
         self.bytes.inc_by(c.bytes_read);
@@ -463,8 +465,8 @@ impl Metrics {
             self.media_packets.with_label_values(&l).inc_by(s.packets);
             self.media_bytes.with_label_values(&l).inc_by(s.bytes);
         }
-        self.packet_time.set(sec as i64);
-        self.seconds.inc();
+        self.packet_time.set((first + n.max(1) - 1) as i64);
+        self.seconds.inc_by(n);
     }
 
     /// An alarm on `series` was raised (`active`) or cleared.
@@ -745,8 +747,8 @@ mod tests {
         f.counters.packets_read = 5;
         f.counters.flows.ended[EndReason::Fin as usize] = 2;
         f.tally.ended(0, 6, (50000, 443), 3, 300);
-        m.observe(1000, &f, |i| ["web", "unknown"][i]);
-        m.observe(1001, &f, |i| ["web", "unknown"][i]);
+        m.observe(1000, 1, &f, |i| ["web", "unknown"][i]);
+        m.observe(1001, 1, &f, |i| ["web", "unknown"][i]);
         let text = m.render();
         assert!(text.contains("earlybird_packets_total 10\n"), "{text}");
         assert!(
@@ -769,6 +771,22 @@ mod tests {
             text.contains("earlybird_packet_time_seconds 1001\n"),
             "{text}"
         );
+        // The empty seconds of a gap at once: the same as one by one.
+        let empty = Figures {
+            active: 7,
+            tally: Tally::new(1),
+            ..Figures::default()
+        };
+        m.observe(1002, 500, &empty, |i| ["web", "unknown"][i]);
+        let text = m.render();
+        for line in [
+            "earlybird_packet_time_seconds 1501\n",
+            "earlybird_seconds_total 502\n",
+            "earlybird_flows_active 7\n",
+            "earlybird_packets_total 10\n",
+        ] {
+            assert!(text.contains(line), "{line}{text}");
+        }
         let server = MetricsServer::start(listen_address(":0").unwrap(), m).unwrap();
         assert!(server.addr().ip().is_loopback());
         let get = |path: &str| {
