@@ -5,7 +5,8 @@
 //! `prometheus` crate); the exporter thread adds each complete second of
 //! the run to it ([`Metrics::observe`]), so every counter is the sum of
 //! the seconds merged so far, in packet time, and `earlybird_packet_time_seconds`
-//! says which second that is. The one exception, `earlybird_filtered_packets_total`
+//! says which second that is (the series every second adds to are looked
+//! up once, so a second costs atomic additions, not label lookups). The one exception, `earlybird_filtered_packets_total`
 //! (packets the capture filter left out, which no shard sees), is read at
 //! each scrape from the filter's own count ([`Metrics::watch_filtered`]),
 //! and so are the call database's records held and not written
@@ -95,6 +96,20 @@ pub struct Metrics {
     clickhouse_dropped: IntCounter,
     /// The ClickHouse outputs' holds, when there are some.
     clickhouse_source: std::sync::OnceLock<ClickHouseCount>,
+    /// The series of the labelled counters every second adds to, looked
+    /// up at the first second (a lookup hashes its labels: about 50 a
+    /// second otherwise).
+    each_second: std::sync::OnceLock<EachSecond>,
+}
+
+/// The series [`Metrics::observe`] adds to every second, in the order of
+/// [`Skip::ALL`], [`EndReason::ALL`], [`TRANSPORTS`] and [`PORT_CLASSES`]
+/// (flows ended, packets, IP bytes for the last two).
+struct EachSecond {
+    skipped: Vec<IntCounter>,
+    ended: Vec<IntCounter>,
+    transports: Vec<[IntCounter; 3]>,
+    ports: Vec<[IntCounter; 3]>,
 }
 
 /// Reads the ClickHouse outputs' records held now and records dropped
@@ -179,6 +194,7 @@ impl Metrics {
                 "Records the ClickHouse outputs dropped because their hold was full.",
             ),
             clickhouse_source: std::sync::OnceLock::new(),
+            each_second: std::sync::OnceLock::new(),
             kernel_offered: counter(
                 &r,
                 "earlybird_kernel_packets_total",
@@ -408,20 +424,35 @@ impl Metrics {
     /// the application of a tally index.
     pub fn observe<'a>(&self, first: u64, n: u64, f: &Figures, app: impl Fn(usize) -> &'a str) {
         let c = &f.counters;
+        let each = self.each_second.get_or_init(|| {
+            let three = |l: &str, v: [&IntCounterVec; 3]| v.map(|v| v.with_label_values(&[l]));
+            let transport = [
+                &self.transport_ended,
+                &self.transport_packets,
+                &self.transport_bytes,
+            ];
+            let port = [&self.port_ended, &self.port_packets, &self.port_bytes];
+            EachSecond {
+                skipped: (Skip::ALL.iter())
+                    .map(|s| self.skipped.with_label_values(&[s.name()]))
+                    .collect(),
+                ended: (EndReason::ALL.iter())
+                    .map(|e| self.flows_ended.with_label_values(&[e.name()]))
+                    .collect(),
+                transports: TRANSPORTS.iter().map(|t| three(t, transport)).collect(),
+                ports: PORT_CLASSES.iter().map(|p| three(p, port)).collect(),
+            }
+        });
         self.packets.inc_by(c.packets_read);
         self.bytes.inc_by(c.bytes_read);
         self.packets_flowed.inc_by(c.packets_flowed);
         self.bytes_flowed.inc_by(c.ip_bytes_flowed);
-        for s in Skip::ALL {
-            self.skipped
-                .with_label_values(&[s.name()])
-                .inc_by(c.skipped[s as usize]);
+        for (s, m) in Skip::ALL.iter().zip(&each.skipped) {
+            m.inc_by(c.skipped[*s as usize]);
         }
         self.flows_created.inc_by(c.flows.created);
-        for e in EndReason::ALL {
-            self.flows_ended
-                .with_label_values(&[e.name()])
-                .inc_by(c.flows.ended[e as usize]);
+        for (e, m) in EndReason::ALL.iter().zip(&each.ended) {
+            m.inc_by(c.flows.ended[*e as usize]);
         }
         self.flows_active.set(f.active as i64);
         self.classified.inc_by(c.flows.classified);
@@ -440,17 +471,12 @@ impl Metrics {
             self.app_packets.with_label_values(&l).inc_by(s.packets);
             self.app_bytes.with_label_values(&l).inc_by(s.bytes);
         }
-        for (s, t) in f.tally.transports.iter().zip(TRANSPORTS) {
-            self.transport_ended.with_label_values(&[t]).inc_by(s.ended);
-            self.transport_packets
-                .with_label_values(&[t])
-                .inc_by(s.packets);
-            self.transport_bytes.with_label_values(&[t]).inc_by(s.bytes);
-        }
-        for (s, p) in f.tally.ports.iter().zip(PORT_CLASSES) {
-            self.port_ended.with_label_values(&[p]).inc_by(s.ended);
-            self.port_packets.with_label_values(&[p]).inc_by(s.packets);
-            self.port_bytes.with_label_values(&[p]).inc_by(s.bytes);
+        let sums = (f.tally.transports.iter().zip(&each.transports))
+            .chain(f.tally.ports.iter().zip(&each.ports));
+        for (s, [ended, packets, bytes]) in sums {
+            ended.inc_by(s.ended);
+            packets.inc_by(s.packets);
+            bytes.inc_by(s.bytes);
         }
         // Media kinds appear once the media analyzer counted one.
         for (s, k) in f.tally.media.iter().zip(MEDIA_KINDS) {
