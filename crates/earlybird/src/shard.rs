@@ -23,6 +23,11 @@
 //! clock still advances to the whole batch's largest timestamp. Without
 //! sampling the batch goes on as it came; sampling and per-second
 //! statistics share one test per batch (`by_part`).
+//!
+//! With per-second statistics, the records the table ends go into `out`
+//! marked with the second of the running clock they were made in
+//! ([`MadeIn`], one entry per second), so what labelling counts among
+//! them lands in that second's row whichever thread labels them.
 
 mod analyzers;
 pub mod consumers;
@@ -38,7 +43,7 @@ use crate::dump::Taps;
 use crate::flow::consumer::Consumer;
 use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
 use crate::flow::packet::{is_icmp, Payload, PayloadSource, Pkt, V6Icmp};
-use crate::flow::record::RecordBatch;
+use crate::flow::record::{MadeIn, RecordBatch};
 use crate::flow::table::FlowTable;
 use crate::flow::tally::Tally;
 use crate::sample::Sampler;
@@ -368,6 +373,9 @@ impl Shard {
             let clock = &mut s[part as usize];
             if let Some(c) = clock.tick(ts, || second_figures(counters, table, part)) {
                 self.closed.push(c);
+            }
+            if part == Part::Run {
+                mark_second(&mut table.out, clock.at());
             }
         }
     }
@@ -1034,6 +1042,33 @@ impl Shard {
             }
         }
     }
+}
+
+/// The records `out` gets from now on are made in second `at` of the
+/// running clock: a new [`MadeIn`] entry when the second is not the last
+/// entry's (one per second of packet time, not per packet).
+#[inline]
+fn mark_second(out: &mut RecordBatch, at: Option<(u64, u64)>) {
+    let Some((domain, second)) = at else {
+        return;
+    };
+    let from = out.len();
+    match out.made_in.last_mut() {
+        Some(m) if (m.domain, m.second) == (domain, second) => return,
+        // No record was made in the last entry's second: it is replaced
+        // (seconds without ended flows leave no entries behind).
+        Some(m) if m.from == from => {
+            (m.domain, m.second) = (domain, second);
+            return;
+        }
+        _ => {}
+    }
+    out.made_in.push(MadeIn {
+        from,
+        domain,
+        second,
+        ..MadeIn::default()
+    });
 }
 
 /// A reader of several shards keeps the frame of a packet beside it in

@@ -15,13 +15,14 @@
 //! class's name). A payload label without a class at the level (an empty
 //! category) is not counted.
 //!
-//! Counts only grow ([`Drift::classes`]); [`Drift::take_second`] returns
-//! what was counted since its previous call, which the per-second
-//! statistics write in the second they write next. Records reach the
-//! statistics in batches, so a flow counts in the second its record was
-//! labelled before, which is the second it ended or a later one; the
-//! totals are exact. Counting is two relaxed atomic additions per flow
-//! with both labels; classes are bounded by the level's names.
+//! Counts only grow ([`Drift::classes`], [`Drift::totals`]): they are
+//! exact, whichever thread labelled a record and when. [`Drift::count`]
+//! also tells its caller whether the flow counted and agreed, so the
+//! per-second statistics can count it in the second its record was made
+//! ([`crate::flow::record::MadeIn`], added up on the exporter thread by
+//! `telemetry/series.rs`): the rows depend on the input only, not on when
+//! a thread labelled the record. Counting is two relaxed atomic additions
+//! per flow with both labels; classes are bounded by the level's names.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -42,8 +43,6 @@ pub struct Drift {
     index: HashMap<String, usize>,
     /// Per class: labelled, agreeing.
     counts: Vec<[AtomicU64; 2]>,
-    /// Since the last [`Drift::take_second`]: labelled, agreeing.
-    second: [AtomicU64; 2],
 }
 
 /// One class's counts.
@@ -75,7 +74,6 @@ impl Drift {
             counts: names.iter().map(|_| Default::default()).collect(),
             names,
             index,
-            second: Default::default(),
         }
     }
 
@@ -87,31 +85,34 @@ impl Drift {
     /// A labelled flow: its label came from `source` with application
     /// `app` and category `category`; the model said `stat_app`, of
     /// category `stat_category` (`None`: the model gave no class).
-    pub fn count(&self, source: Source, app: &str, category: &str, stat: Option<(&str, &str)>) {
-        let Some((stat_app, stat_category)) = stat else {
-            return;
-        };
+    /// Returns whether the flow counted and, if so, whether the model
+    /// agreed (`Some(true)`).
+    pub fn count(
+        &self,
+        source: Source,
+        app: &str,
+        category: &str,
+        stat: Option<(&str, &str)>,
+    ) -> Option<bool> {
+        let (stat_app, stat_category) = stat?;
         let proto = match source {
             Source::Sni => "TLS",
             Source::Quic => "QUIC",
             Source::Http => "HTTP",
             Source::Dns => "DNS",
             Source::Ssh => "SSH",
-            Source::Stat | Source::Port | Source::None => return,
+            Source::Stat | Source::Port | Source::None => return None,
         };
         let (class, said) = match self.level {
             LabelLevel::Category => (category, stat_category),
             LabelLevel::App => (app, stat_app),
             LabelLevel::Proto => (proto, stat_app),
         };
-        let Some(&i) = self.index.get(class) else {
-            return;
-        };
-        let agree = u64::from(class == said);
+        let &i = self.index.get(class)?;
+        let agree = class == said;
         self.counts[i][0].fetch_add(1, Relaxed);
-        self.counts[i][1].fetch_add(agree, Relaxed);
-        self.second[0].fetch_add(1, Relaxed);
-        self.second[1].fetch_add(agree, Relaxed);
+        self.counts[i][1].fetch_add(u64::from(agree), Relaxed);
+        Some(agree)
     }
 
     /// Every class with a labelled flow so far, in the level's order.
@@ -124,18 +125,6 @@ impl Drift {
             })
             .filter(|c| c.labelled > 0)
             .collect()
-    }
-
-    /// Labelled and agreeing flows counted since the previous call.
-    pub fn take_second(&self) -> (u64, u64) {
-        let labelled = self.second[0].swap(0, Relaxed);
-        let agreeing = self.second[1].swap(0, Relaxed);
-        // A flow counted between the two swaps moves to the next second
-        // whole or in part; never more agreeing than labelled in a row.
-        if agreeing > labelled {
-            self.second[1].fetch_add(agreeing - labelled, Relaxed);
-        }
-        (labelled, agreeing.min(labelled))
     }
 
     /// Labelled and agreeing flows, all classes.
@@ -231,13 +220,19 @@ mod tests {
     #[test]
     fn a_flow_counts_at_the_level_only_with_both_labels() {
         let d = Drift::new(LabelLevel::Category, &[]);
-        d.count(Source::Sni, "Netflix", "Video", Some(("TLS", "Web")));
-        d.count(Source::Quic, "YouTube", "Video", Some(("Video", "Video")));
-        d.count(Source::Dns, "DNS", "Network", Some(("DNS", "Network")));
-        // No model verdict, a label of the model, no category: not counted.
-        d.count(Source::Sni, "Netflix", "Video", None);
-        d.count(Source::Stat, "TLS", "Web", Some(("TLS", "Web")));
-        d.count(Source::Sni, "TLS", "", Some(("TLS", "Web")));
+        let counted = [
+            d.count(Source::Sni, "Netflix", "Video", Some(("TLS", "Web"))),
+            d.count(Source::Quic, "YouTube", "Video", Some(("Video", "Video"))),
+            d.count(Source::Dns, "DNS", "Network", Some(("DNS", "Network"))),
+            // No model verdict, a label of the model, no category: not counted.
+            d.count(Source::Sni, "Netflix", "Video", None),
+            d.count(Source::Stat, "TLS", "Web", Some(("TLS", "Web"))),
+            d.count(Source::Sni, "TLS", "", Some(("TLS", "Web"))),
+        ];
+        assert_eq!(
+            counted,
+            [Some(false), Some(true), Some(true), None, None, None]
+        );
         let got = d.classes();
         let of = |c: &str| got.iter().find(|x| x.class == c).cloned();
         assert_eq!(of("Video").map(|c| (c.labelled, c.agreeing)), Some((2, 1)));
@@ -247,8 +242,6 @@ mod tests {
         );
         assert_eq!(got.len(), 2);
         assert_eq!(d.totals(), (3, 2));
-        assert_eq!(d.take_second(), (3, 2));
-        assert_eq!(d.take_second(), (0, 0));
 
         let p = Drift::new(LabelLevel::Proto, &[]);
         p.count(Source::Sni, "Netflix", "Video", Some(("TLS", "Web")));

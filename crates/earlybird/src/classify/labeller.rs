@@ -291,17 +291,20 @@ impl Labeller {
     /// each verdict becomes the combined label and each row gets
     /// [`FIELDS`] (see the module docs).
     pub fn apply<'a>(&self, verdicts: impl Iterator<Item = &'a mut Verdict>, rows: &mut Rows) {
-        self.apply_with_models(verdicts.map(|v| (v, None)), rows);
+        self.apply_with_models(verdicts.map(|v| (v, None)), rows, |_, _| {});
     }
 
     /// [`Labeller::apply`] to verdicts with the number of the model that
-    /// took each (the `model_id` cell; `None`: no model decided it).
+    /// took each (the `model_id` cell; `None`: no model decided it);
+    /// `counted(i, agree)` is called for each record `i` the [`Drift`]
+    /// counted, with whether the model agreed.
     pub fn apply_with_models<'a>(
         &self,
         verdicts: impl Iterator<Item = (&'a mut Verdict, Option<u16>)>,
         rows: &mut Rows,
+        counted: impl FnMut(usize, bool),
     ) {
-        self.label(verdicts, rows, true);
+        self.label(verdicts, rows, true, counted);
     }
 
     /// [`Labeller::apply_with_models`], the rows left as they are when not
@@ -312,6 +315,7 @@ impl Labeller {
         verdicts: impl Iterator<Item = (&'a mut Verdict, Option<u16>)>,
         rows: &mut Rows,
         cells: bool,
+        mut counted: impl FnMut(usize, bool),
     ) {
         if !cells {
             let plain = matches!(
@@ -333,7 +337,7 @@ impl Labeller {
                     // verdict's, as `label_one` would take it.
                     v.class = self.stat_class(v);
                 } else {
-                    self.label_one(v, rows, i);
+                    self.label_one(v, rows, i, &mut counted);
                 }
             }
             return;
@@ -352,7 +356,7 @@ impl Labeller {
             Rows::with_capacity(n, width, text + n * 32)
         };
         for (i, (v, model_id)) in verdicts.enumerate() {
-            let (label, stat_app, stat_confidence) = self.label_one(v, rows, i);
+            let (label, stat_app, stat_confidence) = self.label_one(v, rows, i, &mut counted);
             out.push_row(width, |c| {
                 if verbatim {
                     // As many cells as the loop below writes: nulls past
@@ -412,6 +416,7 @@ impl Labeller {
         v: &mut Verdict,
         rows: &'r Rows,
         i: usize,
+        counted: &mut impl FnMut(usize, bool),
     ) -> (LabelRef<'r>, &'r str, f64) {
         let text = |col: Option<usize>| match col.map(|j| rows.get(i, j)) {
             Some(Value::Text(t)) if !t.is_empty() => Some(t),
@@ -456,12 +461,10 @@ impl Labeller {
         let label = combine_ref(&names, decided.then_some(&stat), &self.services, 0.0);
         let stat_confidence = f64::from(v.confidence);
         if let Some(d) = &self.drift {
-            d.count(
-                label.source,
-                label.app,
-                label.category,
-                decided.then_some((stat.app, stat.category)),
-            );
+            let stat = decided.then_some((stat.app, stat.category));
+            if let Some(agree) = d.count(label.source, label.app, label.category, stat) {
+                counted(i, agree);
+            }
         }
         v.class = match label.source {
             Source::None => Verdict::UNKNOWN,
@@ -598,8 +601,18 @@ mod tests {
             let drift = Arc::new(Drift::new(crate::classify::LabelLevel::App, &l.names()));
             let l = l.with_drift(drift.clone());
             let (mut r, mut vs) = (rows.clone(), verdicts);
-            l.label(vs.iter_mut().map(|v| (v, Some(3))), &mut r, cells);
-            (vs, r, drift.take_second())
+            let mut counted = (0, 0);
+            l.label(
+                vs.iter_mut().map(|v| (v, Some(3))),
+                &mut r,
+                cells,
+                |_, agree| {
+                    counted.0 += 1;
+                    counted.1 += u64::from(agree);
+                },
+            );
+            assert_eq!(counted, drift.totals());
+            (vs, r, counted)
         };
         let (with, with_rows, with_drift) = labelled(true);
         let (without, without_rows, without_drift) = labelled(false);
@@ -630,7 +643,12 @@ mod tests {
             let labelled = |cells: bool| {
                 let mut rows = Rows::default();
                 let mut vs = verdicts;
-                l.label(vs.iter_mut().map(|v| (v, None)), &mut rows, cells);
+                l.label(
+                    vs.iter_mut().map(|v| (v, None)),
+                    &mut rows,
+                    cells,
+                    |_, _| {},
+                );
                 vs.map(|v| v.class)
             };
             let with = labelled(true);

@@ -177,6 +177,30 @@ pub struct RecordBatch {
     /// statistics (no output of the run reads them; see
     /// [`crate::export::Exporter::reads_moments`]).
     pub skip_moments: bool,
+    /// The seconds of packet time the records were made in, in record
+    /// order (empty when the run keeps no per-second statistics): see
+    /// [`MadeIn`].
+    pub made_in: Vec<MadeIn>,
+}
+
+/// Records of a [`RecordBatch`] from index `from` on (up to the next
+/// entry's) were made in second `second` of time domain `domain` by their
+/// shard's running clock (`telemetry/second.rs`); labelling them counts
+/// among them the flows whose model verdict and payload label were
+/// compared and agreed (`classify/drift.rs`), which the per-second
+/// statistics write in that second's row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MadeIn {
+    /// Index of the first record made in the second.
+    pub from: usize,
+    /// The time domain.
+    pub domain: u64,
+    /// The second (Unix seconds of packet time).
+    pub second: u64,
+    /// Records with a payload label and a model verdict.
+    pub labelled: u64,
+    /// Of them, records whose model verdict was the label's class.
+    pub agreeing: u64,
 }
 
 impl RecordBatch {
@@ -339,6 +363,7 @@ impl RecordBatch {
         self.raw_flags_hi.clear();
         self.raw_icmp.clear();
         self.analyzed.clear();
+        self.made_in.clear();
         for (_, mut text) in self.rendered.drain(..) {
             text.clear();
             self.spare_text.push(text);

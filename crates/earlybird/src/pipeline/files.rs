@@ -431,10 +431,14 @@ fn time_domain(
 }
 
 /// After each batch run: hands a full batch of records (or of early-verdict
-/// events) and the seconds closed to the exporter, and shard 0 reports how far the input is read.
+/// events) and the seconds closed to the exporter (the records before the
+/// seconds, full or not, when the drift is counted per second: see
+/// [`Sink::records_before_seconds`]), and shard 0 reports how far the
+/// input is read.
 #[inline(always)]
 fn after_batch(shard: &mut Shard, sink: &mut Sink, ctl: &RunControl, position: u64) {
-    if shard.table.out.len() >= RECORDS_PER_BATCH {
+    let closing = sink.records_before_seconds && !shard.closed.is_empty();
+    if shard.table.out.len() >= RECORDS_PER_BATCH || (closing && !shard.table.out.is_empty()) {
         sink.send(&mut shard.table.out, false);
     }
     if let Some(ev) = shard.events().filter(|e| e.len() >= RECORDS_PER_BATCH) {

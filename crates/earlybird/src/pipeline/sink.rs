@@ -10,6 +10,13 @@
 //! counts the records of every kind that overflow its queue
 //! ([`Sink::dropped`]). Rows of a kind no output takes are discarded on the
 //! shard, uncounted ([`Sink::wants`] lets a producer skip building them).
+//! Labelling a flow batch (on the shard or the exporter thread) counts the
+//! drift among its records in the seconds they were made in
+//! ([`crate::flow::record::MadeIn`]), which the exporter thread adds to
+//! the per-second statistics ([`Merger::add_agreement`]); a file shard
+//! hands its records over before the seconds it closed
+//! ([`Sink::records_before_seconds`]) and a live shard at each tick, so
+//! they arrive before those seconds can come out.
 //! [`export_loop`] hands every batch to each output still working that
 //! takes its kind ([`Exporter::kind`]: flow batches to the flow outputs,
 //! rows to the outputs of their kind) and returns the summary of the flow
@@ -37,7 +44,7 @@ use super::{ExportPolicy, Placement, RECORDS_PER_BATCH};
 use crate::classify::labeller::Labeller;
 use crate::dump::Forensics;
 use crate::export::{Exporter, Renderer};
-use crate::flow::record::RecordBatch;
+use crate::flow::record::{MadeIn, RecordBatch};
 use crate::schema::Value;
 use crate::schema::{Kind, RowBatch};
 use crate::shard::Shard;
@@ -59,8 +66,10 @@ pub(super) enum Batch {
     Flows(RecordBatch),
     /// Records of another kind.
     Rows(RowBatch),
-    /// A second of a shard's per-second statistics.
-    Second(Box<ShardSecond>),
+    /// The seconds of a shard's per-second statistics it closed since its
+    /// last hand-over (one message for all: a batch of sparse packet time
+    /// closes a second or two a packet).
+    Seconds(Vec<ShardSecond>),
 }
 
 impl Batch {
@@ -69,7 +78,7 @@ impl Batch {
         match self {
             Batch::Flows(b) => b.len(),
             Batch::Rows(b) => b.len(),
-            Batch::Second(_) => 1,
+            Batch::Seconds(s) => s.len(),
         }
     }
 
@@ -146,6 +155,10 @@ pub(super) struct Sink {
     pub(super) cells: bool,
     /// Flow records handed to the exporter thread so far.
     pub(super) sent: u64,
+    /// The records' drift is counted per second ([`MadeIn`]): the shard
+    /// hands its records over before the seconds it closed, so they reach
+    /// the exporter thread before those seconds can come out.
+    pub(super) records_before_seconds: bool,
     /// This shard's end of the model swap ([`RunOptions::swap`](super::RunOptions)).
     pub(super) swap: Option<crate::classify::swap::ShardLink>,
 }
@@ -172,6 +185,7 @@ impl Sink {
             labels: None,
             cells: true,
             sent: 0,
+            records_before_seconds: false,
             swap: None,
         }
     }
@@ -232,12 +246,14 @@ impl Sink {
     }
 
     /// Hands the seconds the shard has closed to the exporter thread (for
-    /// the per-second statistics); at the end (`last`), waits whatever the
-    /// policy.
+    /// the per-second statistics) in one message; at the end (`last`),
+    /// waits whatever the policy.
     pub(super) fn send_seconds(&mut self, closed: &mut Vec<ShardSecond>, last: bool) {
-        for s in closed.drain(..) {
-            self.dispatch(Batch::Second(Box::new(s)), last);
+        if closed.is_empty() && self.pending.is_empty() {
+            return;
         }
+        let seconds = std::mem::take(closed);
+        self.dispatch(Batch::Seconds(seconds), last);
     }
 
     /// Hands `out` to the exporter (replacing it with an empty batch). At the
@@ -250,6 +266,16 @@ impl Sink {
         #[cfg(test)]
         tests::tally(self, out.len(), last);
         let mut full = std::mem::replace(out, self.fresh());
+        // The records the shard makes next are made in the second it is
+        // in: the last one marked.
+        if let Some(&last) = full.made_in.last() {
+            out.made_in.push(MadeIn {
+                from: 0,
+                labelled: 0,
+                agreeing: 0,
+                ..last
+            });
+        }
         full.skip_moments = !self.moments;
         // Records are built and formatted where a core is idle: on the
         // exporter thread while it keeps up, here once half its channel is
@@ -343,18 +369,34 @@ pub(super) struct ExportControl {
 /// Builds the records of `batch` from its snapshots and labels them (with
 /// their label cells when `cells`): a batch is labelled once, where its
 /// records are built (a batch whose records were built before, on the
-/// shard, is left as it is).
+/// shard, is left as it is). The records the drift counts are added up in
+/// the [`MadeIn`] second each was made in.
 fn build(batch: &mut RecordBatch, labels: Option<&Labeller>, cells: bool) {
     let pending = batch.records.is_empty() && !batch.is_empty();
     batch.materialize();
     if let (true, Some(l)) = (pending, labels) {
+        let RecordBatch {
+            records,
+            analyzed,
+            made_in,
+            ..
+        } = batch;
+        // Records come in order: the second of record i is the last entry
+        // from at or before i.
+        let mut at = 0;
         l.label(
-            batch
-                .records
-                .iter_mut()
-                .map(|r| (&mut r.verdict, r.model_id)),
-            &mut batch.analyzed,
+            records.iter_mut().map(|r| (&mut r.verdict, r.model_id)),
+            analyzed,
             cells,
+            |i, agree| {
+                while made_in.get(at + 1).is_some_and(|m| m.from <= i) {
+                    at += 1;
+                }
+                if let Some(m) = made_in.get_mut(at).filter(|m| m.from <= i) {
+                    m.labelled += 1;
+                    m.agreeing += u64::from(agree);
+                }
+            },
         );
     }
 }
@@ -362,24 +404,29 @@ fn build(batch: &mut RecordBatch, labels: Option<&Labeller>, cells: bool) {
 /// Where the exporter thread sends the per-second statistics: the merged
 /// seconds as rows of [`STATS`] and [`APP_STATS`] to the outputs of those
 /// kinds and into the metrics, and through the alarms, whose raises and
-/// clears are rows of [`ALARMS`] (and metrics too).
+/// clears are rows of [`ALARMS`] (and metrics too). Rows are built only
+/// where something reads them: the empty seconds of a gap cost the metrics
+/// one update, not one a second, unless an output or an alarm reads their
+/// rows.
 pub(super) struct SeriesOut {
     pub(super) merger: Merger,
     pub(super) classes: Arc<[String]>,
     #[cfg(feature = "metrics")]
     pub(super) metrics: Option<Arc<Metrics>>,
     pub(super) alarms: Option<Alarms>,
-    /// The model's agreement with the payload labels (its columns).
-    pub(super) drift: Option<Arc<crate::classify::drift::Drift>>,
     /// Forensic pcaps of raised alarms.
     pub(super) forensics: Option<Arc<Forensics>>,
+    /// An output takes [`STATS`] rows.
+    pub(super) stats_out: bool,
+    /// An output takes [`APP_STATS`] rows.
+    pub(super) app_stats_out: bool,
 }
 
 impl SeriesOut {
-    /// Adds a shard's second (`None`: the end of the run); returns the
+    /// Adds a shard's seconds (`None`: the end of the run); returns the
     /// rows of every second complete now and of the alarms they raised or
     /// cleared, the metrics updated.
-    fn take(&mut self, second: Option<ShardSecond>) -> [RowBatch; 3] {
+    fn take(&mut self, seconds: Option<Vec<ShardSecond>>) -> [RowBatch; 3] {
         let mut stats = RowBatch::new(&STATS);
         let mut apps = RowBatch::new(&APP_STATS);
         let mut alarm_rows = RowBatch::new(&ALARMS);
@@ -389,18 +436,29 @@ impl SeriesOut {
             #[cfg(feature = "metrics")]
             metrics,
             alarms,
-            drift,
             forensics,
+            stats_out,
+            app_stats_out,
         } = self;
-        let mut out = |sec: u64, f: &Figures| {
-            let agreement = drift.as_ref().map_or((0, 0), |d| d.take_second());
-            series::stats_row(&mut stats, sec, f, agreement);
-            series::app_rows(&mut apps, sec, f, classes);
+        // The alarms read the values of the stats rows.
+        let stats_rows = *stats_out || alarms.is_some();
+        let mut out = |first: u64, n: u64, f: &Figures| {
             #[cfg(feature = "metrics")]
             if let Some(m) = metrics {
-                m.observe(sec, f, |i| series::app_name(classes, i));
+                m.observe(first, n, f, |i| series::app_name(classes, i));
             }
-            if let Some(a) = alarms.as_mut() {
+            // An empty second has no app rows.
+            if *app_stats_out && n == 1 {
+                series::app_rows(&mut apps, first, f, classes);
+            }
+            if !stats_rows {
+                return;
+            }
+            for sec in first..first + n {
+                series::stats_row(&mut stats, sec, f);
+                let Some(a) = alarms.as_mut() else {
+                    continue;
+                };
                 let (rows, last) = (stats.rows(), stats.len() - 1);
                 let value = |j| match rows.get(last, j) {
                     Value::U64(v) => v as f64,
@@ -432,8 +490,12 @@ impl SeriesOut {
                 }
             }
         };
-        match second {
-            Some(s) => merger.add(s, &mut out),
+        match seconds {
+            Some(seconds) => {
+                for s in seconds {
+                    merger.add(s, &mut out);
+                }
+            }
             None => merger.finish(&mut out),
         }
         [stats, apps, alarm_rows]
@@ -569,6 +631,11 @@ pub(super) fn export_loop(
         match next_export(&ends.rx, &mut empty, wait.min(EXPORT_WAKE)) {
             Next::Batch(Batch::Flows(mut batch)) => {
                 build(&mut batch, ctl.labels.as_deref(), ctl.cells);
+                if let Some(series) = series.as_mut() {
+                    for m in &batch.made_in {
+                        series.merger.add_agreement(m);
+                    }
+                }
                 summary.add(&batch);
                 let taken = out.each_of(Some(flows), |i, ex| {
                     match batch.rendered.iter().find(|(j, _)| *j == i) {
@@ -580,11 +647,11 @@ pub(super) fn export_loop(
                 batch.clear();
                 let _ = ends.flows_pool.try_send(batch);
             }
-            Next::Batch(Batch::Second(s)) => {
+            Next::Batch(Batch::Seconds(s)) => {
                 if let Some(series) = series.as_mut() {
                     // Rows no output takes (the statistics kept for the
                     // metrics or the alarms only) leave the outputs clean.
-                    for rows in series.take(Some(*s)) {
+                    for rows in series.take(Some(s)) {
                         let taken = out.each_of(Some(rows.kind()), |_, ex| ex.write_rows(&rows));
                         dirty |= taken && !rows.is_empty();
                     }

@@ -497,8 +497,9 @@ fn per_second_rows_no_output_takes_flush_nothing() {
                 #[cfg(feature = "metrics")]
                 metrics: None,
                 alarms: None,
-                drift: None,
                 forensics: None,
+                stats_out: false,
+                app_stats_out: false,
             }),
             labels: None,
             cells: true,
@@ -510,4 +511,102 @@ fn per_second_rows_no_output_takes_flush_nothing() {
     assert_eq!(run(false), 0, "a stats row marked the flow output dirty");
     // A flow record written is flushed (the test can tell).
     assert_eq!(run(true), 1);
+}
+
+/// One clock of shard 0 of a one-shard run: `second` with `packets`
+/// read, the clock in `next` now (`u64::MAX`: the end).
+fn read_second(second: Option<u64>, next: u64, packets: u64) -> ShardSecond {
+    use crate::telemetry::second::Part;
+    ShardSecond {
+        shard: 0,
+        part: Part::Read,
+        second,
+        domain: 0,
+        next,
+        next_domain: if next == u64::MAX { u64::MAX } else { 0 },
+        counters: crate::telemetry::counters::Counters {
+            packets_read: packets,
+            ..Default::default()
+        },
+        tally: crate::flow::tally::Tally::new(0),
+    }
+}
+
+/// The rows [`SeriesOut::take`] returns for second 100 (3 packets), a
+/// gap of 2,999 empty seconds, second 3,100 (2 packets) and the end, with
+/// `stats_out` saying whether an output takes the stats rows; and the
+/// metrics after.
+#[cfg(feature = "metrics")]
+fn series_over_a_gap(stats_out: bool) -> ([usize; 3], String) {
+    use crate::telemetry::second::Part;
+    let metrics = Arc::new(Metrics::new());
+    let mut series = SeriesOut {
+        merger: Merger::new(1, Arc::from(Vec::new())),
+        classes: Arc::from(Vec::new()),
+        metrics: Some(metrics.clone()),
+        alarms: None,
+        forensics: None,
+        stats_out,
+        app_stats_out: true,
+    };
+    let run_done = ShardSecond {
+        part: Part::Run,
+        ..read_second(None, u64::MAX, 0)
+    };
+    let mut rows = [0; 3];
+    for s in [
+        Some(vec![run_done]),
+        Some(vec![read_second(Some(100), 3100, 3)]),
+        Some(vec![read_second(Some(3100), u64::MAX, 2)]),
+        None,
+    ] {
+        for (n, r) in rows.iter_mut().zip(series.take(s)) {
+            *n += r.len();
+        }
+    }
+    (rows, metrics.render())
+}
+
+#[cfg(feature = "metrics")]
+#[test]
+fn a_gap_of_empty_seconds_builds_no_rows_nobody_reads_and_the_metrics_count_it() {
+    // Only the metrics (and an app-stats output, which has no row for an
+    // empty second) read the seconds: nothing is built for the gap.
+    let (rows, text) = series_over_a_gap(false);
+    assert_eq!(rows, [0, 0, 0]);
+    for line in [
+        "earlybird_seconds_total 3001\n",
+        "earlybird_packet_time_seconds 3100\n",
+        "earlybird_packets_total 5\n",
+    ] {
+        assert!(text.contains(line), "{line}{text}");
+    }
+    // A stats output gets its zero rows, one a second, and the metrics
+    // say the same.
+    let (rows, with_rows) = series_over_a_gap(true);
+    assert_eq!(rows, [3001, 0, 0]);
+    assert_eq!(with_rows, text);
+}
+
+#[test]
+fn the_seconds_of_a_hand_over_travel_in_one_message() {
+    // A batch of sparse packet time closes a second or two a packet: they
+    // go to the exporter thread together (one wake-up, not one each).
+    let exporters: Vec<Box<dyn Exporter>> = Vec::new();
+    let policy = ExportPolicy::Drop { max_pending: 1000 };
+    let (mut s, export, _ends) = sink(&exporters, policy, 8);
+    let mut closed: Vec<ShardSecond> = (0..600)
+        .map(|i| read_second(Some(100 + i), 101 + i, 1))
+        .collect();
+    s.send_seconds(&mut closed, false);
+    assert!(closed.is_empty());
+    assert_eq!(export.rx.len(), 1);
+    match export.rx.try_recv() {
+        Ok(Batch::Seconds(v)) => assert_eq!(v.len(), 600),
+        _ => panic!("not the seconds"),
+    }
+    // Nothing closed, nothing sent.
+    s.send_seconds(&mut closed, false);
+    assert!(export.rx.is_empty());
+    assert_eq!(s.dropped, 0);
 }

@@ -155,8 +155,9 @@ pub(super) fn run_shards(
             #[cfg(feature = "metrics")]
             metrics: opts.metrics.clone(),
             alarms,
-            drift: opts.labels.as_ref().and_then(|l| l.drift()),
             forensics: forensics.clone(),
+            stats_out: exporters.iter().any(|e| e.kind().is(&series::STATS)),
+            app_stats_out: exporters.iter().any(|e| e.kind().is(&series::APP_STATS)),
         }),
         labels: opts.labels.clone(),
         cells,
@@ -309,6 +310,7 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
     sink.moments = st.moments;
     sink.labels = opts.labels.clone();
     sink.cells = st.cells;
+    sink.records_before_seconds = opts.labels.as_ref().is_some_and(|l| l.drift().is_some());
     if let Some(sw) = &opts.swap {
         sink.swap = Some(sw.link(id));
         shard.table.keep_model_ids();

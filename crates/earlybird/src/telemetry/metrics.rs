@@ -5,7 +5,8 @@
 //! `prometheus` crate); the exporter thread adds each complete second of
 //! the run to it ([`Metrics::observe`]), so every counter is the sum of
 //! the seconds merged so far, in packet time, and `earlybird_packet_time_seconds`
-//! says which second that is. The one exception, `earlybird_filtered_packets_total`
+//! says which second that is (the series every second adds to are looked
+//! up once, so a second costs atomic additions, not label lookups). The one exception, `earlybird_filtered_packets_total`
 //! (packets the capture filter left out, which no shard sees), is read at
 //! each scrape from the filter's own count ([`Metrics::watch_filtered`]),
 //! and so are the call database's records held and not written
@@ -95,6 +96,20 @@ pub struct Metrics {
     clickhouse_dropped: IntCounter,
     /// The ClickHouse outputs' holds, when there are some.
     clickhouse_source: std::sync::OnceLock<ClickHouseCount>,
+    /// The series of the labelled counters every second adds to, looked
+    /// up at the first second (a lookup hashes its labels: about 50 a
+    /// second otherwise).
+    each_second: std::sync::OnceLock<EachSecond>,
+}
+
+/// The series [`Metrics::observe`] adds to every second, in the order of
+/// [`Skip::ALL`], [`EndReason::ALL`], [`TRANSPORTS`] and [`PORT_CLASSES`]
+/// (flows ended, packets, IP bytes for the last two).
+struct EachSecond {
+    skipped: Vec<IntCounter>,
+    ended: Vec<IntCounter>,
+    transports: Vec<[IntCounter; 3]>,
+    ports: Vec<[IntCounter; 3]>,
 }
 
 /// Reads the ClickHouse outputs' records held now and records dropped
@@ -179,6 +194,7 @@ impl Metrics {
                 "Records the ClickHouse outputs dropped because their hold was full.",
             ),
             clickhouse_source: std::sync::OnceLock::new(),
+            each_second: std::sync::OnceLock::new(),
             kernel_offered: counter(
                 &r,
                 "earlybird_kernel_packets_total",
@@ -402,24 +418,41 @@ impl Metrics {
         m
     }
 
-    /// Adds complete second `sec` (figures of all shards); `app` names the
-    /// application of a tally index.
-    pub fn observe<'a>(&self, sec: u64, f: &Figures, app: impl Fn(usize) -> &'a str) {
+    /// Adds the `n` complete seconds from `first` on, whose figures (all
+    /// shards, all `n` seconds together) are `f`: one second, or the empty
+    /// seconds of a gap at once ([`super::series::Merger`]); `app` names
+    /// the application of a tally index.
+    pub fn observe<'a>(&self, first: u64, n: u64, f: &Figures, app: impl Fn(usize) -> &'a str) {
         let c = &f.counters;
+        let each = self.each_second.get_or_init(|| {
+            let three = |l: &str, v: [&IntCounterVec; 3]| v.map(|v| v.with_label_values(&[l]));
+            let transport = [
+                &self.transport_ended,
+                &self.transport_packets,
+                &self.transport_bytes,
+            ];
+            let port = [&self.port_ended, &self.port_packets, &self.port_bytes];
+            EachSecond {
+                skipped: (Skip::ALL.iter())
+                    .map(|s| self.skipped.with_label_values(&[s.name()]))
+                    .collect(),
+                ended: (EndReason::ALL.iter())
+                    .map(|e| self.flows_ended.with_label_values(&[e.name()]))
+                    .collect(),
+                transports: TRANSPORTS.iter().map(|t| three(t, transport)).collect(),
+                ports: PORT_CLASSES.iter().map(|p| three(p, port)).collect(),
+            }
+        });
         self.packets.inc_by(c.packets_read);
         self.bytes.inc_by(c.bytes_read);
         self.packets_flowed.inc_by(c.packets_flowed);
         self.bytes_flowed.inc_by(c.ip_bytes_flowed);
-        for s in Skip::ALL {
-            self.skipped
-                .with_label_values(&[s.name()])
-                .inc_by(c.skipped[s as usize]);
+        for (s, m) in Skip::ALL.iter().zip(&each.skipped) {
+            m.inc_by(c.skipped[*s as usize]);
         }
         self.flows_created.inc_by(c.flows.created);
-        for e in EndReason::ALL {
-            self.flows_ended
-                .with_label_values(&[e.name()])
-                .inc_by(c.flows.ended[e as usize]);
+        for (e, m) in EndReason::ALL.iter().zip(&each.ended) {
+            m.inc_by(c.flows.ended[*e as usize]);
         }
         self.flows_active.set(f.active as i64);
         self.classified.inc_by(c.flows.classified);
@@ -438,17 +471,12 @@ impl Metrics {
             self.app_packets.with_label_values(&l).inc_by(s.packets);
             self.app_bytes.with_label_values(&l).inc_by(s.bytes);
         }
-        for (s, t) in f.tally.transports.iter().zip(TRANSPORTS) {
-            self.transport_ended.with_label_values(&[t]).inc_by(s.ended);
-            self.transport_packets
-                .with_label_values(&[t])
-                .inc_by(s.packets);
-            self.transport_bytes.with_label_values(&[t]).inc_by(s.bytes);
-        }
-        for (s, p) in f.tally.ports.iter().zip(PORT_CLASSES) {
-            self.port_ended.with_label_values(&[p]).inc_by(s.ended);
-            self.port_packets.with_label_values(&[p]).inc_by(s.packets);
-            self.port_bytes.with_label_values(&[p]).inc_by(s.bytes);
+        let sums = (f.tally.transports.iter().zip(&each.transports))
+            .chain(f.tally.ports.iter().zip(&each.ports));
+        for (s, [ended, packets, bytes]) in sums {
+            ended.inc_by(s.ended);
+            packets.inc_by(s.packets);
+            bytes.inc_by(s.bytes);
         }
         // Media kinds appear once the media analyzer counted one.
         for (s, k) in f.tally.media.iter().zip(MEDIA_KINDS) {
@@ -463,8 +491,8 @@ impl Metrics {
             self.media_packets.with_label_values(&l).inc_by(s.packets);
             self.media_bytes.with_label_values(&l).inc_by(s.bytes);
         }
-        self.packet_time.set(sec as i64);
-        self.seconds.inc();
+        self.packet_time.set((first + n.max(1) - 1) as i64);
+        self.seconds.inc_by(n);
     }
 
     /// An alarm on `series` was raised (`active`) or cleared.
@@ -745,8 +773,8 @@ mod tests {
         f.counters.packets_read = 5;
         f.counters.flows.ended[EndReason::Fin as usize] = 2;
         f.tally.ended(0, 6, (50000, 443), 3, 300);
-        m.observe(1000, &f, |i| ["web", "unknown"][i]);
-        m.observe(1001, &f, |i| ["web", "unknown"][i]);
+        m.observe(1000, 1, &f, |i| ["web", "unknown"][i]);
+        m.observe(1001, 1, &f, |i| ["web", "unknown"][i]);
         let text = m.render();
         assert!(text.contains("earlybird_packets_total 10\n"), "{text}");
         assert!(
@@ -769,6 +797,22 @@ mod tests {
             text.contains("earlybird_packet_time_seconds 1001\n"),
             "{text}"
         );
+        // The empty seconds of a gap at once: the same as one by one.
+        let empty = Figures {
+            active: 7,
+            tally: Tally::new(1),
+            ..Figures::default()
+        };
+        m.observe(1002, 500, &empty, |i| ["web", "unknown"][i]);
+        let text = m.render();
+        for line in [
+            "earlybird_packet_time_seconds 1501\n",
+            "earlybird_seconds_total 502\n",
+            "earlybird_flows_active 7\n",
+            "earlybird_packets_total 10\n",
+        ] {
+            assert!(text.contains(line), "{line}{text}");
+        }
         let server = MetricsServer::start(listen_address(":0").unwrap(), m).unwrap();
         assert!(server.addr().ip().is_loopback());
         let get = |path: &str| {

@@ -89,6 +89,13 @@ impl Seconds {
         }
     }
 
+    /// The current time domain and second (`None` before the domain's
+    /// first packet and after the end).
+    #[inline]
+    pub fn at(&self) -> Option<(u64, u64)> {
+        self.current.map(|s| (self.domain, s))
+    }
+
     /// Where the current second ends (ns): a batch's packets from there on
     /// belong to a later second. `u64::MAX` before the first packet.
     #[inline]

@@ -4,22 +4,29 @@
 //! Contract: a [`Merger`] takes every [`ShardSecond`] of a run (on the
 //! exporter thread, off the shards' path) and adds up the figures of each
 //! second over the shards. A second is complete once every clock of every
-//! shard has passed it ([`ShardSecond::next`]); complete seconds come out in
-//! time order, once each, through [`Merger::add`]'s callback, and the ones
-//! still open at the end through [`Merger::finish`]. A second in which no
-//! shard counted anything, between two that did, comes out with zeros
+//! shard has passed it ([`ShardSecond::next`]); complete seconds come out
+//! in time order, once each, through [`Merger::add`]'s callback, and the
+//! ones still open at the end through [`Merger::finish`]. A second in which
+//! no shard counted anything, between two that did, comes out with zeros
 //! (open flows carried over), at most [`MAX_GAP`] of them in a row; a
 //! longer gap (a capture with a pause of hours, a clock jump) is skipped
-//! and counted in [`Merger::gaps_skipped`]. Seconds are numbered with
-//! their time domain ([`ShardSecond::domain`]): a domain's seconds come out
-//! after every second of the domains before, with no zero rows between
-//! two domains, so the rows' times go back where a domain begins earlier
-//! than the last one ended. Figures of a second that arrive after it came
-//! out (not expected: a shard's clock does not go back within a domain)
-//! are added to the shards' totals but to no row. The rows
-//! are records of the kinds [`STATS`] (one per second) and [`APP_STATS`]
-//! (one per application, transport and port class with anything counted,
-//! per second), written to any record output.
+//! and counted in [`Merger::gaps_skipped`]. The empty seconds of a gap come
+//! out in one call of the callback (a first second and a count): what the
+//! merger does follows the seconds with traffic, not the length of the
+//! gaps, and so do the metrics; rows are written per second only where an
+//! output or an alarm reads them (`pipeline/sink.rs`). Seconds are numbered
+//! with their time domain ([`ShardSecond::domain`]): a domain's seconds
+//! come out after every second of the domains before, with no zero rows
+//! between two domains, so the rows' times go back where a domain begins
+//! earlier than the last one ended. Figures of a second that arrive after
+//! it came out (not expected: a shard's clock does not go back within a
+//! domain) are added to the shards' totals but to no row. The drift columns
+//! of a second count the flow records made in it
+//! ([`Merger::add_agreement`], from the records' [`MadeIn`] seconds),
+//! whichever thread labelled them: like every other column, they depend on
+//! the input only. The rows are records of the kinds [`STATS`] (one per
+//! second) and [`APP_STATS`] (one per application, transport and port class
+//! with anything counted, per second), written to any record output.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -29,7 +36,7 @@ use super::counters::Counters;
 use super::second::Part;
 use super::second::ShardSecond;
 use crate::decode::Skip;
-use crate::flow::record::EndReason;
+use crate::flow::record::{EndReason, MadeIn};
 use crate::flow::tally::{Sums, Tally, MEDIA_KINDS, PORT_CLASSES, TRANSPORTS};
 use crate::schema::{Field, FieldType, Kind, RowBatch};
 
@@ -118,7 +125,7 @@ pub const STATS: Kind = Kind::new(
             "labelled_flows",
             U64,
             "flows",
-            "Flow records with a payload label and a model verdict, labelled since the previous row (classify/drift.rs)",
+            "Flow records made in the second (the flows_ended) with a payload label and a model verdict (classify/drift.rs)",
         ),
         Field::new(
             "agreeing_flows",
@@ -185,6 +192,10 @@ pub struct Figures {
     pub active: u64,
     /// Verdicts and ended flows per application, transport and port class.
     pub tally: Tally,
+    /// Of the flow records made in the second, those with a payload label
+    /// and a model verdict, and those of them that agreed
+    /// (`classify/drift.rs`; zero without the payload labellers).
+    pub agreement: (u64, u64),
 }
 
 impl Figures {
@@ -233,8 +244,10 @@ impl Merger {
         }
     }
 
-    /// Adds a shard's second; `out` gets every second that is complete now.
-    pub fn add(&mut self, s: ShardSecond, out: &mut impl FnMut(u64, &Figures)) {
+    /// Adds a shard's second; `out` gets every second that is complete now,
+    /// as `out(first, n, figures)`: the `n` seconds from `first` on each had
+    /// `figures` (`n` > 1 only for the empty seconds of a gap).
+    pub fn add(&mut self, s: ShardSecond, out: &mut impl FnMut(u64, u64, &Figures)) {
         if let Some(n) = self.next.get_mut(2 * s.shard + s.part as usize) {
             *n = (*n).max((s.next_domain, s.next));
         }
@@ -253,12 +266,32 @@ impl Merger {
         self.emit_before(watermark, out);
     }
 
+    /// Adds the drift counted among flow records made in second
+    /// `m.second` of domain `m.domain` ([`MadeIn`]; the exporter thread
+    /// labels or receives them before the shard's clock passes that
+    /// second, so before it comes out).
+    pub fn add_agreement(&mut self, m: &MadeIn) {
+        if m.labelled == 0 {
+            return;
+        }
+        let add = |f: &mut Figures| {
+            f.agreement.0 += m.labelled;
+            f.agreement.1 += m.agreeing;
+        };
+        add(&mut self.totals);
+        let at = (m.domain, m.second);
+        if self.last.is_none_or(|l| at > l) {
+            let classes = self.classes.len();
+            add(self.open.entry(at).or_insert_with(|| Figures::new(classes)));
+        }
+    }
+
     /// Every second still open comes out (end of the run).
-    pub fn finish(&mut self, out: &mut impl FnMut(u64, &Figures)) {
+    pub fn finish(&mut self, out: &mut impl FnMut(u64, u64, &Figures)) {
         self.emit_before((u64::MAX, u64::MAX), out);
     }
 
-    fn emit_before(&mut self, watermark: (u64, u64), out: &mut impl FnMut(u64, &Figures)) {
+    fn emit_before(&mut self, watermark: (u64, u64), out: &mut impl FnMut(u64, u64, &Figures)) {
         while let Some(entry) = self.open.first_entry() {
             let at @ (domain, sec) = *entry.key();
             if at >= watermark {
@@ -273,17 +306,15 @@ impl Merger {
                 let gap = sec - last - 1;
                 if gap > MAX_GAP {
                     self.gaps_skipped += gap;
-                } else {
+                } else if gap > 0 {
                     let empty = Figures {
                         active: self.active,
                         ..Figures::new(self.classes.len())
                     };
-                    for s in last + 1..sec {
-                        out(s, &empty);
-                    }
+                    out(last + 1, gap, &empty);
                 }
             }
-            out(sec, &figures);
+            out(sec, 1, &figures);
             self.last = Some(at);
             self.active = figures.active;
         }
@@ -296,10 +327,9 @@ pub fn app_name(classes: &[String], i: usize) -> &str {
     classes.get(i).map_or("unknown", String::as_str)
 }
 
-/// Appends the [`STATS`] row of second `sec` to `rows`; `drift` is the
-/// labelled and agreeing flows to write in it (`classify/drift.rs`).
-pub fn stats_row(rows: &mut RowBatch, sec: u64, f: &Figures, drift: (u64, u64)) {
-    let c = &f.counters;
+/// Appends the [`STATS`] row of second `sec` to `rows`.
+pub fn stats_row(rows: &mut RowBatch, sec: u64, f: &Figures) {
+    let (c, drift) = (&f.counters, f.agreement);
     rows.push(|r| {
         r.u64(sec);
         r.u64(c.packets_read);
@@ -383,7 +413,7 @@ mod tests {
                 next_domain: u64::MAX,
                 ..second(shard, 0, 0, 0)
             };
-            m.add(done, &mut |_, _| panic!("nothing is complete yet"));
+            m.add(done, &mut |_, _, _| panic!("nothing is complete yet"));
         }
         m
     }
@@ -392,7 +422,9 @@ mod tests {
     fn a_second_comes_out_once_every_shard_has_passed_it() {
         let mut m = reading_only(2, vec!["web".to_string()].into());
         let mut got = Vec::new();
-        let mut out = |s: u64, f: &Figures| got.push((s, f.counters.packets_read, f.active));
+        let mut out = |s: u64, n: u64, f: &Figures| {
+            got.extend((s..s + n).map(|s| (s, f.counters.packets_read, f.active)))
+        };
         m.add(second(0, 100, 101, 5), &mut out);
         m.add(second(0, 101, 104, 6), &mut out);
         // Shard 1 has not been heard from: nothing is complete.
@@ -427,7 +459,11 @@ mod tests {
     fn long_gaps_are_skipped_and_counted() {
         let mut m = Merger::new(1, Arc::from(Vec::new()));
         let mut got = Vec::new();
-        let mut out = |s: u64, _: &Figures| got.push(s);
+        let mut calls = 0;
+        let mut out = |s: u64, n: u64, _: &Figures| {
+            calls += 1;
+            got.extend(s..s + n)
+        };
         let run = ShardSecond {
             part: Part::Run,
             next: u64::MAX,
@@ -438,6 +474,9 @@ mod tests {
         m.add(second(0, 10, 20, 1), &mut out);
         m.add(second(0, 20, 20 + MAX_GAP + 5, 1), &mut out);
         m.add(second(0, 20 + MAX_GAP + 5, u64::MAX, 1), &mut out);
+        // 10, the 9 empty seconds up to 20 in one call, 20, and the
+        // second after the long gap.
+        assert_eq!(calls, 4);
         assert_eq!(got.len(), 10 + 2);
         assert_eq!(m.gaps_skipped, MAX_GAP + 4);
     }
@@ -447,7 +486,9 @@ mod tests {
         // The second domain begins 97 s before the first one ended.
         let mut m = reading_only(2, Arc::from(Vec::new()));
         let mut got = Vec::new();
-        let mut out = |s: u64, f: &Figures| got.push((s, f.counters.packets_read));
+        let mut out = |s: u64, n: u64, f: &Figures| {
+            got.extend((s..s + n).map(|s| (s, f.counters.packets_read)))
+        };
         let ended = |shard, sec, packets| ShardSecond {
             next: 0,
             next_domain: 1,
@@ -476,6 +517,34 @@ mod tests {
     }
 
     #[test]
+    fn the_agreement_counts_in_the_second_its_records_were_made() {
+        let mut m = reading_only(1, Arc::from(Vec::new()));
+        let mut got = Vec::new();
+        let mut out =
+            |s: u64, n: u64, f: &Figures| got.extend((s..s + n).map(|s| (s, f.agreement)));
+        let made = |second, labelled, agreeing| MadeIn {
+            from: 0,
+            domain: 0,
+            second,
+            labelled,
+            agreeing,
+        };
+        // Records of 100 and 102, labelled before the shard passed them.
+        m.add_agreement(&made(100, 3, 2));
+        m.add_agreement(&made(102, 1, 0));
+        m.add(second(0, 100, 102, 1), &mut out);
+        m.add_agreement(&made(102, 2, 2));
+        // No record counted: nothing opens.
+        m.add_agreement(&made(103, 0, 0));
+        m.add(second(0, 102, u64::MAX, 1), &mut out);
+        // Late (not expected): the totals only.
+        m.add_agreement(&made(101, 5, 5));
+        m.finish(&mut out);
+        assert_eq!(got, vec![(100, (3, 2)), (101, (0, 0)), (102, (3, 2))]);
+        assert_eq!(m.totals.agreement, (11, 9));
+    }
+
+    #[test]
     fn the_field_names_follow_the_counters() {
         for s in Skip::ALL {
             let name = format!("skipped_{}", s.name());
@@ -486,7 +555,7 @@ mod tests {
             assert!(STATS.position(&name).is_some(), "{name}");
         }
         let mut rows = RowBatch::new(&STATS);
-        stats_row(&mut rows, 7, &Figures::default(), (0, 0));
+        stats_row(&mut rows, 7, &Figures::default());
         assert_eq!(rows.len(), 1);
     }
 }
