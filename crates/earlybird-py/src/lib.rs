@@ -234,22 +234,10 @@ impl Run {
         d.set_item("deferred", l.deferred)?;
         d.set_item("training_seconds", l.busy)?;
         d.set_item("resting_seconds", l.rested)?;
-        let models = PyList::empty(py);
-        for m in &l.models {
-            let md = PyDict::new(py);
-            md.set_item("id", m.id)?;
-            md.set_item("path", m.path.display().to_string())?;
-            md.set_item("trained", m.trained)?;
-            md.set_item("classes", m.classes)?;
-            md.set_item("held_out", m.held_out)?;
-            md.set_item("accuracy", m.accuracy)?;
-            md.set_item("coverage", m.coverage)?;
-            md.set_item("best_before", m.best_before)?;
-            md.set_item("best", m.best)?;
-            md.set_item("packet_time", m.packet_time)?;
-            md.set_item("seconds", m.seconds)?;
-            models.append(md)?;
-        }
+        // The same keys as the lines of DIR/models.jsonl.
+        let models = py
+            .import("json")?
+            .call_method1("loads", (l.models_json().map_err(to_py)?,))?;
         d.set_item("models", models)?;
         d.set_item("errors", l.errors.clone())?;
         match l.in_use {

@@ -156,6 +156,13 @@ pub struct Status {
     pub installs: u64,
 }
 
+impl Status {
+    /// The models written, as a JSON array of the lines of `models.jsonl`.
+    pub fn models_json(&self) -> Result<String> {
+        serde_json::to_string(&self.models).map_err(|e| Error::Training(e.to_string()))
+    }
+}
+
 /// A bounded sample of flows per class: the `per_class` of smallest hash.
 #[derive(Debug, Default)]
 pub struct Keep {
@@ -855,15 +862,11 @@ mod tests {
         assert!(kept.iter().any(|&s| s > 100), "{kept:?}");
     }
 
-    /// A file run with swap points: the model due at a point trains while
-    /// the shard runs on from it, and comes in at the next point.
-    #[test]
-    fn a_model_due_at_a_point_trains_while_the_shards_run_on() {
-        let dir = std::env::temp_dir().join(format!("eb-learn-points-{}", std::process::id()));
-        let classes: Arc<[String]> = Arc::from(vec!["DNS".to_string(), "HTTP".to_string()]);
-        let sw = Arc::new(Swap::new(classes.clone(), 1, 1));
-        let opts = LearnOptions {
-            dir: dir.clone(),
+    /// Options that train a C4.5 model at every labelled flow, on the
+    /// whole of one core, into `dir`.
+    fn small(dir: &std::path::Path, swap: Option<Arc<Swap>>) -> LearnOptions {
+        LearnOptions {
+            dir: dir.to_path_buf(),
             reservoir: 100,
             every_labels: 1,
             every_ns: 0,
@@ -874,8 +877,18 @@ mod tests {
             },
             holdout: 0.25,
             cpu: 1.0,
-            swap: Some(sw.clone()),
-        };
+            swap,
+        }
+    }
+
+    /// A file run with swap points: the model due at a point trains while
+    /// the shard runs on from it, and comes in at the next point.
+    #[test]
+    fn a_model_due_at_a_point_trains_while_the_shards_run_on() {
+        let dir = std::env::temp_dir().join(format!("eb-learn-points-{}", std::process::id()));
+        let classes: Arc<[String]> = Arc::from(vec!["DNS".to_string(), "HTTP".to_string()]);
+        let sw = Arc::new(Swap::new(classes.clone(), 1, 1));
+        let opts = small(&dir, Some(sw.clone()));
         let (mut learner, status) = Learner::start(opts, &[], classes, None).unwrap();
         {
             let mut sampled = learner.sampled.lock().unwrap();
@@ -925,20 +938,7 @@ mod tests {
     #[test]
     fn a_trigger_that_waits_does_not_copy_the_kept_flows() {
         let dir = std::env::temp_dir().join(format!("eb-learn-wait-{}", std::process::id()));
-        let opts = LearnOptions {
-            dir: dir.clone(),
-            reservoir: 100,
-            every_labels: 1,
-            every_ns: 0,
-            level: LabelLevel::Proto,
-            train: TrainOptions {
-                algo: crate::learn::Algo::C45,
-                ..TrainOptions::default()
-            },
-            holdout: 0.25,
-            cpu: 1.0,
-            swap: None,
-        };
+        let opts = small(&dir, None);
         let (mut learner, status) =
             Learner::start(opts, &[], Arc::from(Vec::<String>::new()), None).unwrap();
         {
