@@ -862,6 +862,17 @@ mod tests {
         assert!(kept.iter().any(|&s| s > 100), "{kept:?}");
     }
 
+    /// Offers 40 flows, DNS and HTTP in turn.
+    fn offer40(sampled: &mut Sampled) {
+        for i in 0..40 {
+            let (r, e) = rec(i);
+            sampled
+                .keep
+                .offer(if i % 2 == 0 { "DNS" } else { "HTTP" }, &r, &e);
+            sampled.offered += 1;
+        }
+    }
+
     /// Options that train a C4.5 model at every labelled flow, on the
     /// whole of one core, into `dir`.
     fn small(dir: &std::path::Path, swap: Option<Arc<Swap>>) -> LearnOptions {
@@ -892,14 +903,8 @@ mod tests {
         let (mut learner, status) = Learner::start(opts, &[], classes, None).unwrap();
         {
             let mut sampled = learner.sampled.lock().unwrap();
-            for i in 0..40 {
-                let (r, e) = rec(i);
-                sampled
-                    .keep
-                    .offer(if i % 2 == 0 { "DNS" } else { "HTTP" }, &r, &e);
-                sampled.offered += 1;
-                sampled.since += 1;
-            }
+            offer40(&mut sampled);
+            sampled.since = 40;
             sampled.last_train_ts = Some(0);
         }
         let mut link = sw.link(0);
@@ -941,16 +946,7 @@ mod tests {
         let opts = small(&dir, None);
         let (mut learner, status) =
             Learner::start(opts, &[], Arc::from(Vec::<String>::new()), None).unwrap();
-        {
-            let mut sampled = learner.sampled.lock().unwrap();
-            for i in 0..40 {
-                let (r, e) = rec(i);
-                sampled
-                    .keep
-                    .offer(if i % 2 == 0 { "DNS" } else { "HTTP" }, &r, &e);
-                sampled.offered += 1;
-            }
-        }
+        offer40(&mut learner.sampled.lock().unwrap());
         // Wait (no time limit) until the thread waits for a job.
         while !learner.idle.load(Ordering::Acquire) {
             std::thread::yield_now();
