@@ -9,7 +9,8 @@
 //! record names that model (`model_id`).
 //!
 //! Live runs (`every_turns` 0) install a model at the first batch after it
-//! is published. File runs install models at fixed points of the input:
+//! is published, or at the shard's next tick when no packet comes
+//! (`pipeline/live.rs`). File runs install models at fixed points of the input:
 //! after every `every_turns`-th batch turn (turns are counted across the
 //! files of the run and have the same boundaries whatever the number of
 //! shards, see `crate::exchange`) each shard hands over its finished

@@ -14,7 +14,9 @@
 //! never older than it, and so idle flows still expire. Every [`TICK`] a
 //! sixteenth of the table's slots (at least [`MIN_SWEEP`]) is swept and the records (and early-verdict events) waiting on the
 //! shard are handed to the exporter, so at low rates records still leave
-//! within a second or two. Nothing is allocated per packet. At each tick
+//! within a second or two; a learnt model published since the last batch
+//! (`flows --learn`) is taken in then too, so an idle shard does not keep
+//! the one before until its next packet. Nothing is allocated per packet. At each tick
 //! (and at the end) the socket's kernel counters and the records the sink
 //! dropped are added to the run's metrics, when it has some ([`Drops`]), so
 //! drops are seen while the run goes, and [`RunControl::ticks`] counts
@@ -113,6 +115,11 @@ fn read(
                 sink.send_seconds(&mut shard.closed, false);
             }
             sink.serve_forensics(shard);
+            // A model published while no packet came is taken in here,
+            // not left until the next packet.
+            if sink.swap.is_some() {
+                super::files::swap_between(shard, sink, ctl);
+            }
             drops.publish(ring, sink);
             ctl.ticks.fetch_add(1, Ordering::Relaxed);
         }
