@@ -38,7 +38,9 @@ pub struct Banner {
     line: Vec<u8>,
     /// The line under way is longer than [`MAX_LINE`].
     long: bool,
-    /// Bytes of other lines seen before the banner.
+    /// Bytes of the line under way, those not kept too.
+    seen: usize,
+    /// Bytes of other lines seen before the banner, their line ends too.
     skipped: usize,
     /// Lines before the banner are allowed (the server's side).
     may_skip: bool,
@@ -84,6 +86,7 @@ impl Banner {
             let room = MAX_LINE - self.line.len();
             self.line.extend_from_slice(&part[..part.len().min(room)]);
             self.long |= part.len() > room;
+            self.seen += part.len();
             // As soon as the line's start says what it is.
             let n = self.line.len().min(4);
             let banner = self.line.starts_with(b"SSH-");
@@ -91,7 +94,7 @@ impl Banner {
                 self.stop();
                 return;
             }
-            if !banner && (self.line.contains(&0) || self.skipped + self.line.len() > MAX_SKIP) {
+            if !banner && (self.line.contains(&0) || self.skipped + self.seen > MAX_SKIP) {
                 self.stop();
                 return;
             }
@@ -120,7 +123,8 @@ impl Banner {
                 self.stop();
                 return;
             }
-            self.skipped += self.line.len() + 1;
+            self.skipped += self.seen + 1;
+            self.seen = 0;
             self.line.clear();
             self.long = false;
         }
@@ -321,6 +325,31 @@ mod tests {
                 "cut {cut}"
             );
         }
+    }
+
+    /// A server's lines before its banner count toward [`MAX_SKIP`] with
+    /// all their bytes, not only the 255 kept of a long one.
+    #[test]
+    fn long_server_lines_count_whole_toward_the_skip_bound() {
+        let mut b = Banner::new(true);
+        for _ in 0..11 {
+            b.feed(&[b'a'; 100]);
+        }
+        assert!(b.is_done() && b.banner().is_none());
+        let mut b = Banner::new(true);
+        for _ in 0..4 {
+            b.feed(&[b'a'; 300]);
+            b.feed(b"\n");
+        }
+        b.feed(b"SSH-2.0-x\r\n");
+        assert!(b.is_done() && b.banner().is_none());
+        let mut b = Banner::new(true);
+        for _ in 0..3 {
+            b.feed(&[b'a'; 300]);
+            b.feed(b"\n");
+        }
+        b.feed(b"SSH-2.0-x\r\n");
+        assert_eq!(b.banner(), Some("SSH-2.0-x"));
     }
 
     #[test]
