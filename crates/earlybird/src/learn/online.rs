@@ -484,19 +484,21 @@ impl Trainer {
     /// every shard waits at the next point (a rest then would stall
     /// them); that point, or `None` once the run is done.
     fn rest_before_point(&self, started: Instant, sw: &Swap) -> Option<u64> {
-        let busy = started.elapsed().as_secs_f64();
         let cpu = self.opts.cpu.clamp(0.01, 1.0);
+        if cpu >= 1.0 {
+            return sw.next_point();
+        }
+        let busy = started.elapsed().as_secs_f64();
+        // Wall time: the thread's share of a core, not a flow's timing.
         let resting = Instant::now();
         let until = resting + Duration::from_secs_f64(busy * (1.0 - cpu) / cpu);
-        let point = match (cpu < 1.0).then(|| sw.wait_point(Some(until))) {
-            Some(Point::Reached(b)) => Some(b),
-            Some(Point::Closed) => None,
-            Some(Point::NotYet) | None => sw.next_point(),
+        let point = match sw.wait_point(Some(until)) {
+            Point::Reached(b) => Some(b),
+            Point::Closed => None,
+            Point::NotYet => sw.next_point(),
         };
-        if cpu < 1.0 {
-            self.status.lock().unwrap_or_else(|p| p.into_inner()).rested +=
-                (Instant::now().min(until) - resting).as_secs_f64();
-        }
+        self.status.lock().unwrap_or_else(|p| p.into_inner()).rested +=
+            (Instant::now().min(until) - resting).as_secs_f64();
         point
     }
 
