@@ -72,6 +72,22 @@
 # see the noise. Needs root; installs ethtool and softflowd (Debian) when
 # absent.
 #
+# `-Q CPUS` steers the capture end's receive work for the stack (RPS:
+# each frame's delivery and AF_PACKET's copy into its ring) to CPUS,
+# usually the capture's own core, which then does what the core a NIC
+# queue's interrupt is bound to does. veth's own receive work (its ring of
+# 256 frames drained, the XDP program, an skb built) stays on the sender's
+# core, and so does AF_XDP's copy into the UMEM, which happens in XDP
+# before any steering: -Q changes AF_PACKET's runs and the peers', not
+# AF_XDP's. With -F the steered CPUs' ksoftirqd threads run one priority
+# above the capture for the run. Each steered CPU queues frames in a
+# backlog of net.core.netdev_max_backlog frames (1,000 by default, too few
+# for the sender's bursts): set it first, e.g. `sysctl -w
+# net.core.netdev_max_backlog=100000`. Frames dropped there count in
+# /proc/net/softnet_stat and in `lost`, not in the capture's own count.
+# (veth's threaded NAPI, which would move all of it, hands the sender's
+# bursts a ring of 256 frames on another core: most are refused.)
+#
 # `-R BIN` sends with another build's `replay` (default: the -b binary).
 # `-L DIR` keeps each earlybird run's end-of-run summary (its standard
 # error) as DIR/CAPTURE-sSHARDS-RATE-REPEAT.err. `-O "OPTIONS"` adds
@@ -80,8 +96,8 @@
 # Usage:
 #   scripts/live_rate.sh [-b BIN] [-R BIN] [-t worst|realistic] [-n PACKETS]
 #       [-r "RATES"] [-S SECONDS] [-c "af-packet af-xdp xdp-drop"] [-s "1 2"]
-#       [-P "tcpdump softflowd ndpiReader"] [-A REPEATS] [-d DIR] [-F]
-#       [-X af-xdp|xdp-live] [-p PRIO] [-C CPUS] [-L DIR] [-O OPTIONS]
+#       [-P "tcpdump tcpdump64 softflowd ndpiReader"] [-A REPEATS] [-d DIR] [-F]
+#       [-X af-xdp|xdp-live] [-p PRIO] [-C CPUS] [-Q CPUS] [-L DIR] [-O OPTIONS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -89,15 +105,15 @@ bin=${CARGO_TARGET_DIR:-target}/release/earlybird traffic=worst packets=100000
 rates="50000 100000 200000 300000 400000" secs=4
 captures="af-packet af-xdp" shard_list="1 2" peers="tcpdump softflowd ndpiReader"
 repeats=2 dir=bench-data fifo=()
-sender_bin= sender=af-xdp prio=20 fifo_on= cap_cpus=1 logs= extra=
-while getopts "b:R:t:n:r:S:c:s:P:A:d:FX:p:C:L:O:" o; do
+sender_bin= sender=af-xdp prio=20 fifo_on= cap_cpus=1 logs= extra= rps=
+while getopts "b:R:t:n:r:S:c:s:P:A:d:FX:p:C:Q:L:O:" o; do
   case $o in
     b) bin=$OPTARG ;; R) sender_bin=$OPTARG ;; t) traffic=$OPTARG ;; n) packets=$OPTARG ;;
     r) rates=$OPTARG ;; S) secs=$OPTARG ;; c) captures=$OPTARG ;;
     s) shard_list=$OPTARG ;; P) peers=$OPTARG ;; A) repeats=$OPTARG ;;
     d) dir=$OPTARG ;; F) fifo_on=1 ;; X) sender=$OPTARG ;;
-    p) prio=$OPTARG ;; C) cap_cpus=$OPTARG ;; L) logs=$OPTARG ;; O) extra=$OPTARG ;;
-    *) sed -n 2,84p "$0"; exit 2 ;;
+    p) prio=$OPTARG ;; C) cap_cpus=$OPTARG ;; Q) rps=$OPTARG ;; L) logs=$OPTARG ;; O) extra=$OPTARG ;;
+    *) sed -n 2,98p "$0"; exit 2 ;;
   esac
 done
 [ -z "$fifo_on" ] || fifo=(chrt -f "$prio")
@@ -111,20 +127,32 @@ case " $peers " in *" softflowd "*) command -v softflowd >/dev/null || need+=(so
 if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/dev/null
 fi
-for p in $peers; do command -v "$p" >/dev/null || { echo "live_rate.sh: $p not found" >&2; exit 1; }; done
+for p in $peers; do command -v "${p%64}" >/dev/null || { echo "live_rate.sh: ${p%64} not found" >&2; exit 1; }; done
 mkdir -p "$dir"
 file=$(realpath "$dir")/rate_${traffic}_${packets}.pcap
 [ -f "$file" ] || "$bin" gen "$traffic" -n "$packets" -o "$file" >/dev/null
 work=$(mktemp -d)
 
 a=ebratea b=ebrateb nsa=ebratem ns=ebraten
+# With -Q and -F the receive work of the steered CPUs runs in their
+# ksoftirqd threads once it is heavy; under a real-time capture they would
+# never run, so they get one priority above it for the run and their own
+# policy back at the end.
+ksoft=()
 cleanup() {
+  local k
+  for k in "${ksoft[@]}"; do chrt -o -p 0 "$k" 2>/dev/null || true; done
   ip netns del "$nsa" 2>/dev/null || true
   ip netns del "$ns" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 cleanup
+if [ -n "$rps" ] && [ -n "$fifo_on" ]; then
+  for c in ${rps//,/ }; do
+    k=$(pgrep -x "ksoftirqd/$c") && chrt -f -p $(( prio + 1 )) "$k" && ksoft+=("$k")
+  done
+fi
 work=$(mktemp -d)
 # The XDP programs that drop (XDP_DROP = 1, for -c xdp-drop) and pass
 # (XDP_PASS = 2, for -X xdp-live) every frame.
@@ -163,6 +191,16 @@ pair() {
     ip netns exec "$1" ethtool -K "$2" gro off 2>/dev/null || true
     ip -n "$1" link set lo up
   done
+  # Receive packet steering: the stack's work for each frame the capture's
+  # end passes (its delivery, AF_PACKET's copy into the ring) runs on
+  # these CPUs instead of the sender's.
+  if [ -n "$rps" ]; then
+    local mask q
+    mask=$(python3 -c 'import sys; print("%x" % sum(1 << int(c) for c in sys.argv[1].split(",")))' "$rps")
+    for q in $(seq 0 $(( queues - 1 ))); do
+      ip netns exec "$nsa" sh -c "echo $mask >/sys/class/net/$a/queues/rx-$q/rps_cpus"
+    done
+  fi
 }
 
 tick=$(getconf CLK_TCK)
@@ -290,8 +328,11 @@ for p in $peers; do
     for rep in $(seq 1 "$repeats"); do
       o=$work/$p
       case $p in
-        tcpdump)
-          run "$rate" "$(loops_of "$rate")" "$o" tcpdump -i CAP -w /dev/null
+        tcpdump|tcpdump64)
+          # tcpdump64: with a ring of 64 MiB (-B), earlybird's default,
+          # where tcpdump's own is 2 MiB.
+          buf=(); [ "$p" = tcpdump ] || buf=(-B 65536)
+          run "$rate" "$(loops_of "$rate")" "$o" tcpdump -i CAP "${buf[@]}" -w /dev/null
           read=$(grep -oE '^[0-9]+ packets captured' "$o.err" | grep -oE '^[0-9]+' || echo 0)
           kdrop=$(grep -oE '^[0-9]+ packets dropped by kernel' "$o.err" | grep -oE '^[0-9]+' || echo "?") ;;
         softflowd)
@@ -345,9 +386,9 @@ for key in "${!top[@]}"; do
   o=$work/same
   # One pass of the file at that rate.
   run "$rate" 1 "$o" "$bin" flows -i CAP --capture "$1" -s "$2" --no-model -q --max-flows 1000000 -o "$o.csv" $extra
-  if cmp -s <(timeless "$o.csv") <(timeless "$work/file.csv"); then
+  if cmp -s <(timeless "$o.csv" 2>/dev/null) <(timeless "$work/file.csv" 2>/dev/null); then
     verdict=same
-  elif cmp -s <(keyed "$o.csv") <(keyed "$work/file.csv"); then
+  elif cmp -s <(keyed "$o.csv" 2>/dev/null) <(keyed "$work/file.csv" 2>/dev/null); then
     verdict="same flows and packets"
   else
     verdict=DIFFER
