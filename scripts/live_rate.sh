@@ -90,7 +90,9 @@
 #
 # `-R BIN` sends with another build's `replay` (default: the -b binary).
 # `-L DIR` keeps each earlybird run's end-of-run summary (its standard
-# error) as DIR/CAPTURE-sSHARDS-RATE-REPEAT.err. `-O "OPTIONS"` adds
+# error) as DIR/CAPTURE-sSHARDS-RATE-REPEAT.err, and the records compared
+# with the file's as DIR/records-CAPTURE-sSHARDS-RATE.csv (the file's as
+# DIR/records-file.csv). `-O "OPTIONS"` adds
 # options to every earlybird capture (e.g. "--ring-mib 256").
 #
 # Usage:
@@ -378,6 +380,7 @@ for r in rows[1:]:
     c[",".join(r[:14])] += int(r[f]) + int(r[b])
 for k in sorted(c): print(k, c[k])' "$1"; }
 "$bin" flows --no-model -q --max-flows 1000000 -o "$work/file.csv" "$file"
+[ -z "$logs" ] || { mkdir -p "$logs"; cp "$work/file.csv" "$logs/records-file.csv"; }
 for key in "${!top[@]}"; do
   set -- $key
   pair "$2"
@@ -393,5 +396,6 @@ for key in "${!top[@]}"; do
   else
     verdict=DIFFER
   fi
+  [ -z "$logs" ] || { cp "$o.csv" "$logs/records-$1-s$2-$rate.csv"; cp "$o.err" "$logs/records-$1-s$2-$rate.err"; }
   printf "records at %s pps, %s, %s shard(s): %s (%s of %s packets sent)\n" "$rate" "$1" "$2" "$verdict" "$sent" "$packets"
 done

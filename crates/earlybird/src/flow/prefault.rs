@@ -12,6 +12,8 @@
 //! the contents of a page that is already there, and fresh pages are zero
 //! either way, so the table sees the same memory it would see without the
 //! helper; only who pays the page clearing changes.
+//! [`populate_now`] does the same on the caller's thread for the first
+//! slots, for a live capture before its first packet (see its docs).
 //! Dropping the prefaulter stops and joins the thread, so it must be dropped
 //! before the memory it populates is unmapped (the table declares it
 //! first). When the kernel refuses (older kernel, no memory) the helper
@@ -121,29 +123,55 @@ impl Drop for Prefaulter {
     }
 }
 
+/// Populates the pages of slots `[0, slots)` of every region now, on the
+/// caller's thread; false when the kernel refuses (the pages are then
+/// faulted in at first use, as without it).
+///
+/// For a live capture, called before the first packet: a packet that
+/// arrives while the shard clears its table's first pages waits in the
+/// socket's ring, and in a virtual machine the first touch of guest memory
+/// costs the host's work too (BENCHMARKS.md, "Live rate": tens of ms of
+/// stalls in the first 0.3 s of traffic, enough to empty an AF_XDP fill
+/// ring).
+pub fn populate_now(regions: &[Region], slots: usize) -> bool {
+    if !cfg!(target_os = "linux") || std::env::var_os(NO_PREFAULT_ENV).is_some() {
+        return false;
+    }
+    regions.iter().all(|r| populate(r, 0, slots))
+}
+
+/// `MADV_POPULATE_WRITE` over the pages of slots `[from, to)` of `r`.
+fn populate(r: &Region, from: usize, to: usize) -> bool {
+    const PAGE: usize = 4096;
+    let base = r.base as usize;
+    let start = (base + from * r.per_slot) & !(PAGE - 1);
+    let end = (base + to * r.per_slot).next_multiple_of(PAGE);
+    if end <= start {
+        return true;
+    }
+    // SAFETY: [start, end) lies within the region's mapping (mappings are
+    // whole pages, and callers keep it mapped for the call: the table's
+    // own thread, or the helper joined before the table unmaps it);
+    // POPULATE_WRITE only faults pages in, it never changes what a present
+    // page holds.
+    let rc = unsafe {
+        libc::madvise(
+            start as *mut libc::c_void,
+            end - start,
+            libc::MADV_POPULATE_WRITE,
+        )
+    };
+    rc == 0
+}
+
 /// The helper thread: populates up to the target, then sleeps until woken.
 fn helper(shared: &Shared, regions: &[Region], capacity: usize) {
-    const PAGE: usize = 4096;
     let mut done = 0;
     while !shared.stop.load(Ordering::Acquire) && done < capacity {
         let target = shared.target.load(Ordering::Acquire).min(capacity);
         if target > done {
             for r in regions {
-                let base = r.base as usize;
-                let start = (base + done * r.per_slot) & !(PAGE - 1);
-                let end = (base + target * r.per_slot).next_multiple_of(PAGE);
-                // SAFETY: [start, end) lies within the region's mapping
-                // (mappings are whole pages and the table keeps it mapped
-                // until this thread is joined); POPULATE_WRITE only faults
-                // pages in, it never changes what a present page holds.
-                let rc = unsafe {
-                    libc::madvise(
-                        start as *mut libc::c_void,
-                        end - start,
-                        libc::MADV_POPULATE_WRITE,
-                    )
-                };
-                if rc != 0 {
+                if !populate(r, done, target) {
                     return;
                 }
             }
@@ -172,6 +200,25 @@ mod tests {
     #[test]
     fn small_tables_get_no_helper() {
         assert!(Prefaulter::start(Vec::new(), START).is_none());
+    }
+
+    #[test]
+    fn populates_the_first_slots_now_and_keeps_contents() {
+        if std::env::var_os(NO_PREFAULT_ENV).is_some() {
+            return;
+        }
+        // 4 * START slots of 64 bytes; the first START populated.
+        let slots = 4 * START;
+        let a: Arena<u64> = Arena::new_lazy(slots * 8).unwrap();
+        let region = Region {
+            base: a.ptr(0).cast(),
+            per_slot: 64,
+        };
+        let first = START * 64;
+        assert_eq!(resident(region.base, first), 0, "nothing touched yet");
+        assert!(populate_now(&[region], START));
+        assert_eq!(resident(region.base, first), first / 4096);
+        assert_eq!((a[0], a[START * 8 - 1]), (0, 0));
     }
 
     #[test]

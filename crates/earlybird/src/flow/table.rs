@@ -270,6 +270,24 @@ impl<C: Consumer> FlowTable<C> {
         self.prefault = Prefaulter::start(regions, self.capacity);
     }
 
+    /// Populates now the whole index (its buckets are touched at random)
+    /// and the pages of the first [`super::prefault::START`] slots of every
+    /// slot array ([`super::prefault::populate_now`]): for a live capture,
+    /// before its first packet. The contents do not change.
+    pub fn populate_start(&mut self) {
+        let mut regions = vec![
+            region(&self.entries, 1),
+            region(&self.tails, 1),
+            region(&self.early, self.n),
+        ];
+        if self.full_stats {
+            regions.push(region(&self.extra, 1));
+        }
+        let slots = super::prefault::START.min(self.capacity);
+        let _ = super::prefault::populate_now(&[region(&self.index, 1)], self.mask + 1)
+            && super::prefault::populate_now(&regions, slots);
+    }
+
     /// Whether the table pairs both directions into one flow.
     pub fn bidirectional(&self) -> bool {
         self.bidirectional

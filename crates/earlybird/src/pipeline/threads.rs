@@ -285,6 +285,9 @@ fn shard_thread(st: ShardStart<'_>, opts: &RunOptions, ctl: &RunControl) -> Resu
     if st.spare {
         shard.table.start_prefault();
     }
+    if matches!(st.input, Input::Live(..)) {
+        shard.table.populate_start();
+    }
     // Records built without moments (`Sink::moments`) read none.
     shard.table.keep_moments(st.moments);
     // Threads are started (and their memory mapped) before the file's

@@ -22,7 +22,8 @@
 //! - Reading: [`Xsk::take`] waits for the receive ring (while frames keep
 //!   coming, it first sleeps up to 200 µs so that they come in hundreds,
 //!   not in the dozens the kernel wakes a reader for; a batch stamp is
-//!   then as late); the frames taken are handed out as offsets into the UMEM, and given
+//!   then as late); a take is at most a quarter of the UMEM's chunks;
+//!   the frames taken are handed out as offsets into the UMEM, and given
 //!   back to the fill ring, in one step, when the caller is done with them
 //!   ([`Xsk::release`]). A descriptor that points outside the UMEM is
 //!   counted ([`Xsk::bad`]) and skipped; nothing panics.
@@ -809,7 +810,10 @@ impl Xsk {
             ready = self.ready();
         }
         self.flowing = ready > 0;
-        self.taken = ready.min(self.rx.mask + 1);
+        // A take holds its chunks until it is released: at most a quarter
+        // of them, so that the kernel always has the rest to fill while a
+        // large take is read (the others wait in the receive ring).
+        self.taken = ready.min(((self.rx.mask + 1) / 4).max(1));
         self.walked = 0;
         let real = clock_ns(libc::CLOCK_REALTIME);
         self.stamp = real.max(0) as u64;
