@@ -252,13 +252,16 @@ impl Rows {
             self.clear();
             self.width = width;
         }
+        // The row is laid down as nulls in one go and `fill` writes over
+        // them in turn: what it leaves is null without a fill per section.
         let start = self.cells.len();
+        self.cells.resize(start + width, Cell::Null);
         let mut c = Cells {
             rows: self,
+            at: start,
             end: start + width,
         };
         fill(&mut c);
-        self.cells.resize(start + width, Cell::Null);
     }
 
     /// No rows, with room for `rows` rows of `width` cells and `text`
@@ -293,6 +296,17 @@ impl Rows {
     /// Appends a row of nulls.
     pub fn push_null(&mut self, width: usize) {
         self.push_row(width, |_| {});
+    }
+
+    /// True when the cells `cols` of row `i` are all null (cells outside
+    /// the rows count as null).
+    #[inline]
+    pub fn nulls(&self, i: usize, cols: &[usize]) -> bool {
+        let Some(row) = self.cells.get(i * self.width..(i + 1) * self.width) else {
+            return true;
+        };
+        cols.iter()
+            .all(|&j| matches!(row.get(j), None | Some(Cell::Null)))
     }
 
     /// Cell `j` of row `i`; `Null` outside the rows.
@@ -410,28 +424,32 @@ impl RowBatch {
 /// Writes the cells of one row, in field order ([`Rows::push_row`]).
 pub struct Cells<'a> {
     rows: &'a mut Rows,
+    /// The next cell written (the row's cells up to `end` are there,
+    /// null until written).
+    at: usize,
     end: usize,
 }
 
 impl Cells<'_> {
     #[inline]
     fn put(&mut self, c: Cell) {
-        if self.rows.cells.len() < self.end {
-            self.rows.cells.push(c);
+        if self.at < self.end {
+            self.rows.cells[self.at] = c;
+            self.at += 1;
         }
     }
 
     /// Runs `fill` on the next `n` cells of the row: what it leaves
     /// unwritten is null, what it writes past them is dropped.
+    #[inline]
     pub fn section(&mut self, n: usize, fill: impl FnOnce(&mut Cells<'_>)) {
-        let end = (self.rows.cells.len() + n).min(self.end);
+        let end = (self.at + n).min(self.end);
         fill(&mut Cells {
             rows: self.rows,
+            at: self.at,
             end,
         });
-        if self.rows.cells.len() < end {
-            self.rows.cells.resize(end, Cell::Null);
-        }
+        self.at = end;
     }
 
     /// An unsigned integer.
@@ -511,8 +529,9 @@ impl Cells<'_> {
         let Some(cells) = src.cells.get(from..from + src.width) else {
             return;
         };
-        let room = self.end.saturating_sub(self.rows.cells.len());
-        (self.rows.cells).extend_from_slice(cells.get(..room).unwrap_or(cells));
+        let n = cells.len().min(self.end.saturating_sub(self.at));
+        self.rows.cells[self.at..self.at + n].copy_from_slice(&cells[..n]);
+        self.at += n;
     }
 
     fn text_bytes(&mut self, b: &[u8]) {

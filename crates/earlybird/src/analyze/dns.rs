@@ -112,15 +112,20 @@ impl Dns {
         n.replica.advance(&n.board, turn);
     }
 
-    /// A flow to `server` starts at `ts`: its state takes the name
-    /// cached for that address.
-    pub fn flow_start(&self, st: &mut State, server: IpAddr, ts: Nanos) {
+    /// A flow to `server()` starts at `ts`: its state takes the name
+    /// cached for that address (`server` is not called while the cache
+    /// holds no address).
+    #[inline]
+    pub fn flow_start(&self, st: &mut State, server: impl FnOnce() -> IpAddr, ts: Nanos) {
         if let Some(n) = &self.names {
-            st.cached = n
-                .borrow()
-                .replica
-                .lookup(server, ts)
-                .map(|(name, age)| Box::new((name.into(), age)));
+            let n = n.borrow();
+            st.cached = if n.replica.is_empty() {
+                None
+            } else {
+                n.replica
+                    .lookup(server(), ts)
+                    .map(|(name, age)| Box::new((name.into(), age)))
+            };
         }
     }
 
@@ -584,7 +589,7 @@ mod tests {
         );
         let start = |ts| {
             let mut st = State::default();
-            d.flow_start(&mut st, server, ts);
+            d.flow_start(&mut st, || server, ts);
             st.cached.map(|c| *c)
         };
         // The answer's own turn and the next do not see it.
@@ -595,10 +600,10 @@ mod tests {
         assert_eq!(start(5_000), Some(("named.example".into(), 5_000)));
         // Another address is not named; a flow's record has both fields.
         let mut other = State::default();
-        d.flow_start(&mut other, [192, 0, 2, 2].into(), 5_000);
+        d.flow_start(&mut other, || [192, 0, 2, 2].into(), 5_000);
         assert!(other.cached.is_none());
         let mut named = State::default();
-        d.flow_start(&mut named, server, 9_000);
+        d.flow_start(&mut named, || server, 9_000);
         let mut rows = crate::schema::Rows::default();
         rows.push_row(Dns::FIELDS.len(), |c| d.record(&named, c));
         assert_eq!(rows.get(0, 4), crate::schema::Value::Text("named.example"));

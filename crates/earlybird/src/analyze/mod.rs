@@ -545,9 +545,15 @@ impl Active {
         }
     }
 
-    /// The flow in slot `s` starts at `ts` towards `server`
+    /// The flow in slot `s` starts at `ts` towards `server()`
     /// ([`dns::Dns::flow_start`]).
-    pub(crate) fn dns_flow_start(&mut self, s: usize, server: std::net::IpAddr, ts: Nanos) {
+    #[inline]
+    pub(crate) fn dns_flow_start(
+        &mut self,
+        s: usize,
+        server: impl FnOnce() -> std::net::IpAddr,
+        ts: Nanos,
+    ) {
         if let Some(d) = &mut self.each.dns {
             if let Some(st) = d.states.get_mut(s) {
                 d.analyzer.flow_start(st, server, ts);

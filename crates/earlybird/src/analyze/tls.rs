@@ -400,6 +400,25 @@ impl Handshake {
     }
 }
 
+/// True when `b` starts as a TLS handshake record holding a ClientHello
+/// (`16 03 .. .. .. 01`).
+#[inline]
+fn client_hello_start(b: &[u8]) -> bool {
+    b.len() >= 6 && b[..2] == [0x16, 0x03] && b[5] == tls_hello::CLIENT_HELLO
+}
+
+/// True when `ip` is an IPv4 packet whose TCP header [`tcp_seq`] reads
+/// (its `Some` for IPv4, without the reading).
+#[inline]
+fn v4_tcp_header(ip: &[u8]) -> bool {
+    match ip.first() {
+        Some(&v) if v >> 4 == 4 => {
+            ip.get(9) == Some(&TCP) && ip.len() >= usize::from(v & 0x0f) * 4 + 14
+        }
+        _ => false,
+    }
+}
+
 /// Google QUIC: the version of a client datagram's public header (Q043
 /// style: flags with the version bit, an 8-byte connection id, the
 /// version), or of an IETF-style long header.
@@ -423,8 +442,7 @@ impl Tls {
     fn start_tcp(&self, st: &mut State, dir: usize, seq: u32, p: &PacketView<'_>) {
         let b = p.payload;
         let past_start = st.syn[dir].is_some_and(|s| s.wrapping_add(1) != seq);
-        if !past_start && (b.len() < 6 || b[..2] != [0x16, 0x03] || b[5] != tls_hello::CLIENT_HELLO)
-        {
+        if !past_start && !client_hello_start(b) {
             st.done = true;
             return;
         }
@@ -543,6 +561,20 @@ impl Analyzer for Tls {
         let d = usize::from(!p.from_client);
         match p.proto {
             TCP => {
+                if st.hs.is_none()
+                    && st.syn[d].is_none()
+                    && p.payload_len != 0
+                    && !client_hello_start(p.payload)
+                    && v4_tcp_header(p.ip)
+                {
+                    // The flow's first payload, and no SYN of its side
+                    // before it, in a packet whose TCP header `tcp_seq`
+                    // reads: what `start_tcp` decides from the bytes alone
+                    // (the sequence number would not matter), without
+                    // reading the header.
+                    st.done = true;
+                    return Action::Continue;
+                }
                 let Some((seq, flags)) = tcp_seq(p.ip) else {
                     return Action::Continue;
                 };

@@ -150,6 +150,8 @@ pub struct Labeller {
     class_category: Vec<&'static str>,
     by_port: bool,
     cols: Columns,
+    /// The columns of `cols` that are present.
+    read: Vec<usize>,
     width: usize,
     privacy: Privacy,
     /// Which analyzer cells hold names.
@@ -225,6 +227,19 @@ impl Labeller {
             dns_name: at("dns_name"),
             tls_status: at("tls_status"),
         };
+        let read = [
+            cols.sni,
+            cols.quic_version,
+            cols.http_host,
+            cols.ssh_client,
+            cols.ssh_server,
+            cols.dns_query,
+            cols.dns_name,
+            cols.tls_status,
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         Ok(Labeller {
             services,
             names: names.into(),
@@ -234,6 +249,7 @@ impl Labeller {
             class_category,
             by_port,
             cols,
+            read,
             width: analyzed.len(),
             privacy: Privacy::Keep,
             named: analyzed
@@ -332,7 +348,7 @@ impl Labeller {
                 }
             );
             for (i, (v, _)) in verdicts.enumerate() {
-                if plain {
+                if plain || self.nameless(rows, i) {
                     // No name to read, nothing to count: the label is the
                     // verdict's, as `label_one` would take it.
                     v.class = self.stat_class(v);
@@ -393,6 +409,14 @@ impl Labeller {
             });
         }
         *rows = out;
+    }
+
+    /// True when row `i` of `rows` holds nothing `label_one` reads: every
+    /// column it looks at is null (most flows: the analyzers write no
+    /// cell for a flow they found nothing in).
+    #[inline]
+    fn nameless(&self, rows: &Rows, i: usize) -> bool {
+        rows.nulls(i, &self.read)
     }
 
     /// The class of the label of verdict `v` when the flow has no payload
@@ -595,7 +619,19 @@ mod tests {
         row(&mut rows, Some("www.example.org"), Some("1"));
         row(&mut rows, None, None);
         row(&mut rows, None, None);
-        let verdicts = [v(1, 0.5), v(1, 0.6), v(0, 0.9), v(Verdict::UNKNOWN, 0.2)];
+        // A name in the last column only: not a row without names.
+        rows.push_row(3, |c| {
+            c.null();
+            c.null();
+            c.text("a.nflxvideo.net");
+        });
+        let verdicts = [
+            v(1, 0.5),
+            v(1, 0.6),
+            v(0, 0.9),
+            v(Verdict::UNKNOWN, 0.2),
+            v(1, 0.7),
+        ];
         let labelled = |cells: bool| {
             let l = Labeller::new(services(), &classes, false, TLS_FIELDS).unwrap();
             let drift = Arc::new(Drift::new(crate::classify::LabelLevel::App, &l.names()));
@@ -618,7 +654,8 @@ mod tests {
         let (without, without_rows, without_drift) = labelled(false);
         assert_eq!(with, without);
         assert_eq!(with_drift, without_drift);
-        assert_eq!(with_drift.0, 2, "the two flows labelled by their names");
+        assert_eq!(with_drift.0, 3, "the three flows labelled by their names");
+        assert_eq!(without[4].class, without[0].class, "Netflix by its Host");
         assert_eq!(with_rows.width(), 3 + FIELDS.len());
         // Without cells, the rows are as the analyzers left them.
         assert_eq!(without_rows.width(), 3);

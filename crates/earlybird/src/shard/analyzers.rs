@@ -128,7 +128,7 @@ impl Consumer for Analyzers {
     fn opened(&mut self, flow: FlowRef<'_>) {
         if self.dns {
             let ts = flow.entry.first_ts;
-            self.active.dns_flow_start(flow.slot, server(flow), ts);
+            self.active.dns_flow_start(flow.slot, || server(flow), ts);
         }
     }
 
