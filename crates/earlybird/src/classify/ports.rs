@@ -340,7 +340,7 @@ mod tests {
             .map(|_| {
                 let proto = [6u32, 17, 132, 255][(next() % 4) as usize];
                 Entry {
-                    key: proto << 16 | next() % 65536,
+                    key: (proto << 16) | (next() % 65536),
                     class: (next() % 7) as u16,
                     share: 0.5,
                 }
@@ -375,7 +375,7 @@ mod tests {
         }
         let big: Vec<Entry> = (0..70_000u32)
             .map(|k| Entry {
-                key: (6 + k / 65536) << 16 | k % 65536,
+                key: ((6 + k / 65536) << 16) | (k % 65536),
                 class: 1,
                 share: 1.0,
             })
