@@ -841,6 +841,8 @@ impl Shard {
         // One shard: packets of no flow lie between the flow packets.
         let gaps = solo && pkts.len() != refs.len();
         let each = self.taps.begin_batch(solo, gaps);
+        // Only the packets of followed flows are to be shown (taps.rs).
+        let followed_only = self.taps.followed_only;
         if !self.mid_batch {
             self.table.begin_batch();
         }
@@ -887,7 +889,9 @@ impl Shard {
             let side = &wide[p.idx as usize];
             let slot = self.table.packet_at::<PACKETS, _>(p, side, hint, pl);
             self.counters.ip_bytes_flowed += p.size as u64;
-            if each {
+            if each && followed_only && !self.table.followed(slot) {
+                self.taps.skipped += 1;
+            } else if each {
                 let r = if solo {
                     refs.get(p.idx as usize)
                 } else {
@@ -1307,6 +1311,26 @@ mod tests {
                 // The port-53 flow was let go at its first packet.
                 ("flow", at[4], false),
                 ("no flow", at[5], false),
+            ]
+        );
+        assert_eq!(unshown, 2, "the two later packets of the port-53 flow");
+    }
+
+    /// Without packets of no flow among the flow packets, the shard counts
+    /// the packets of a flow the tap let go itself (`followed_only`): the
+    /// tap sees the same packets and the same count.
+    #[test]
+    fn without_gaps_the_packets_of_flows_let_go_are_counted_by_the_shard() {
+        let dns = eth(0x0800, &ipv4(17, &udp(53, 40000, &[0; 12])));
+        let rtp = eth(0x0800, &ipv4(17, &udp(4000, 4002, &[0x80; 20])));
+        let frames = [dns.clone(), rtp.clone(), dns.clone(), rtp, dns];
+        let (log, unshown, at) = run(&frames);
+        assert_eq!(
+            log,
+            vec![
+                ("flow", at[0], true),
+                ("flow", at[1], true),
+                ("flow", at[3], false),
             ]
         );
         assert_eq!(unshown, 2, "the two later packets of the port-53 flow");

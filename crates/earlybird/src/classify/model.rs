@@ -503,7 +503,9 @@ impl std::fmt::Display for Model {
                 m.pairs.len(),
                 m.support_vectors()
             ),
-            ModelKind::Ports(p) => format!("{} ports, {} protocols", p.ports.len(), p.protos.len()),
+            ModelKind::Ports(p) => {
+                format!("{} ports, {} protocols", p.ports().len(), p.protos().len())
+            }
             ModelKind::GaussianNb(g) => format!(
                 "{} features{}",
                 g.features(),

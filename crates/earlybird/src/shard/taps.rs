@@ -9,7 +9,12 @@
 //! taps want the flow packets one by one, and only then does each packet
 //! go to them (`PacketTaps::flow_packet`, inlined into the loop: a
 //! registry call cost about 50 instructions a packet); with no tap on, a
-//! packet costs one test of a local flag. After the
+//! packet costs one test of a local flag. When every tap that wants them
+//! needs only the packets of the flows it follows
+//! ([`PacketTap::followed_only`]: the call tap in a batch without packets
+//! of no flow among its flow packets), a packet of a flow the table marks
+//! as not followed is not shown but counted, and the count handed over
+//! ([`PacketTap::skipped`]) before the batch ends. After the
 //! batch's flow packets every tap on gets [`PacketTap::batch_done`]
 //! (one shard: the whole batch, packets of no flow included), and after
 //! the sweep the ended flows with held packets ([`PacketTap::flows_ended`]).
@@ -66,6 +71,20 @@ pub trait PacketTap {
     fn batch_start(&mut self, gaps: bool) {
         let _ = gaps;
     }
+    /// Whether, in the batch begun, this tap does nothing with a packet
+    /// of a flow the table does not follow ([`FlowTable::followed`]) but
+    /// count it: the shard may then count such packets for it
+    /// ([`Self::skipped`]) instead of showing them.
+    fn followed_only(&self) -> bool {
+        false
+    }
+
+    /// `n` packets of flows not followed were not shown this batch
+    /// ([`Self::followed_only`]); called before [`Self::batch_done`].
+    fn skipped(&mut self, n: u64) {
+        let _ = n;
+    }
+
     /// A packet of a flow, in input order, after its flow was updated.
     fn flow_packet(&mut self, at: &TapPacket<'_>, table: &mut FlowTable<Consumers>) {
         let _ = (at, table);
@@ -101,6 +120,12 @@ macro_rules! registry {
             /// The taps that want the current batch's flow packets one by
             /// one, a bit each in registry order ([`Self::begin_batch`]).
             pub(crate) wanted: u32,
+            /// Every tap in `wanted` is [`PacketTap::followed_only`] this
+            /// batch.
+            pub(crate) followed_only: bool,
+            /// Packets of flows not followed that the shard did not show
+            /// this batch.
+            pub(crate) skipped: u64,
         }
 
         impl PacketTaps {
@@ -125,16 +150,19 @@ macro_rules! registry {
             /// ([`Self::each_packet`]).
             #[inline]
             pub fn begin_batch(&mut self, solo: bool, gaps: bool) -> bool {
-                let (mut wanted, mut bit) = (0, 1);
+                let (mut wanted, mut bit, mut only) = (0, 1, true);
                 $(if let Some(t) = self.$name.as_mut() {
                     t.batch_start(gaps);
                     if t.each_packet(solo) {
                         wanted |= bit;
+                        only &= t.followed_only();
                     }
                 }
                 bit <<= 1;)*
                 let _ = bit;
                 self.wanted = wanted;
+                self.followed_only = wanted != 0 && only;
+                self.skipped = 0;
                 wanted != 0
             }
             /// Shows packet `at` to each tap that wants the batch's flow
@@ -161,12 +189,19 @@ macro_rules! registry {
                 })*
             }
 
-            /// Ends a batch for each tap on.
+            /// Ends a batch for each tap on, after handing the taps that
+            /// wanted its flow packets the count of those not shown.
             #[inline]
             pub fn batch_done(&mut self, data: &[u8], refs: &[PacketRef]) {
+                let (skipped, mut bit) = (std::mem::take(&mut self.skipped), 1);
                 $(if let Some(t) = &mut self.$name {
+                    if skipped != 0 && self.wanted & bit != 0 {
+                        t.skipped(skipped);
+                    }
                     t.batch_done(data, refs);
-                })*
+                }
+                bit <<= 1;)*
+                let _ = bit;
             }
 
             /// Hands ended flows with held packets to each tap on (they are
@@ -246,6 +281,16 @@ impl PacketTap for Frames {
     }
     fn each_packet(&self, _solo: bool) -> bool {
         true
+    }
+
+    /// Without gaps to look for, a packet of a flow not followed is only
+    /// counted.
+    fn followed_only(&self) -> bool {
+        !self.gaps
+    }
+
+    fn skipped(&mut self, n: u64) {
+        self.not_shown += n;
     }
 
     #[inline]
