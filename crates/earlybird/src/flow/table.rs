@@ -257,17 +257,7 @@ impl<C: Consumer> FlowTable<C> {
         if self.prefault.is_some() {
             return;
         }
-        // The slot arrays filled in slot order (not the randomly probed
-        // index, nor the IPv6 addresses committed only where used).
-        let mut regions = vec![
-            region(&self.entries, 1),
-            region(&self.tails, 1),
-            region(&self.early, self.n),
-        ];
-        if self.full_stats {
-            regions.push(region(&self.extra, 1));
-        }
-        self.prefault = Prefaulter::start(regions, self.capacity);
+        self.prefault = Prefaulter::start(self.slot_regions(), self.capacity);
     }
 
     /// Populates now the whole index (its buckets are touched at random)
@@ -275,6 +265,14 @@ impl<C: Consumer> FlowTable<C> {
     /// slot array ([`super::prefault::populate_now`]): for a live capture,
     /// before its first packet. The contents do not change.
     pub fn populate_start(&mut self) {
+        let slots = super::prefault::START.min(self.capacity);
+        let _ = super::prefault::populate_now(&[region(&self.index, 1)], self.mask + 1)
+            && super::prefault::populate_now(&self.slot_regions(), slots);
+    }
+
+    /// The slot arrays filled in slot order (not the randomly probed
+    /// index, nor the IPv6 addresses committed only where used).
+    fn slot_regions(&self) -> Vec<Region> {
         let mut regions = vec![
             region(&self.entries, 1),
             region(&self.tails, 1),
@@ -283,9 +281,7 @@ impl<C: Consumer> FlowTable<C> {
         if self.full_stats {
             regions.push(region(&self.extra, 1));
         }
-        let slots = super::prefault::START.min(self.capacity);
-        let _ = super::prefault::populate_now(&[region(&self.index, 1)], self.mask + 1)
-            && super::prefault::populate_now(&regions, slots);
+        regions
     }
 
     /// Whether the table pairs both directions into one flow.
