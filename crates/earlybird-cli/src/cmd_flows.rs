@@ -13,7 +13,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use clap::{ArgMatches, CommandFactory};
+use clap::ArgMatches;
 use earlybird::{Config, Error, RunControl};
 
 pub use crate::flows_args::FlowsArgs;
@@ -22,20 +22,13 @@ use crate::progress::Progress;
 /// The options that only the command line has (not configuration keys).
 pub const FRONT_ONLY: [&str; 4] = ["help", "config", "print-config", "check-config"];
 
-/// The command's arguments as clap defines them (for the option walk).
-pub fn command() -> clap::Command {
-    crate::Cli::command()
-        .find_subcommand("flows")
-        .cloned()
-        .unwrap_or_else(|| clap::Command::new("flows"))
-}
-
-/// The options given on the command line, as configuration keys (long
-/// option names; `inputs` for the capture files).
-pub fn given_options(a: &FlowsArgs, m: &ArgMatches) -> Result<toml::Table, String> {
-    let typed = toml::Table::try_from(a).map_err(|e| e.to_string())?;
-    let mut out = toml::Table::new();
-    for arg in command().get_arguments() {
+/// The options given on the command line of `flows` (`cmd`, as parsed
+/// into `m`): each one's clap id and its configuration key (long option
+/// name; `inputs` for the capture files). Read before the typed arguments
+/// are taken out of `m`, which forgets where each value came from.
+pub fn given_keys(cmd: &clap::Command, m: &ArgMatches) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for arg in cmd.get_arguments() {
         let id = arg.get_id().as_str();
         if m.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
             continue;
@@ -46,8 +39,19 @@ pub fn given_options(a: &FlowsArgs, m: &ArgMatches) -> Result<toml::Table, Strin
             (_, Some(long)) => long,
             (_, None) => continue,
         };
+        out.push((id.to_string(), key.to_string()));
+    }
+    out
+}
+
+/// The options given on the command line (`given`, from [`given_keys`]),
+/// as a configuration table of their typed values.
+pub fn given_options(a: &FlowsArgs, given: &[(String, String)]) -> Result<toml::Table, String> {
+    let typed = toml::Table::try_from(a).map_err(|e| e.to_string())?;
+    let mut out = toml::Table::new();
+    for (id, key) in given {
         if let Some(v) = typed.get(id) {
-            out.insert(key.to_string(), v.clone());
+            out.insert(key.clone(), v.clone());
         }
     }
     Ok(out)
@@ -55,12 +59,12 @@ pub fn given_options(a: &FlowsArgs, m: &ArgMatches) -> Result<toml::Table, Strin
 
 /// The run's configuration: the defaults, the `--config` file, then the
 /// command line's options.
-fn configuration(a: &FlowsArgs, m: &ArgMatches) -> earlybird::Result<Config> {
+fn configuration(a: &FlowsArgs, given: &[(String, String)]) -> earlybird::Result<Config> {
     let mut config = match &a.config {
         Some(path) => Config::from_file(path)?,
         None => Config::default(),
     };
-    let given = given_options(a, m).map_err(Error::Usage)?;
+    let given = given_options(a, given).map_err(Error::Usage)?;
     config.overlay(given, "command line")?;
     Ok(config)
 }
@@ -90,8 +94,10 @@ fn reopen_on_hangup(ctl: &RunControl) -> std::io::Result<()> {
     Ok(())
 }
 
-pub fn run(a: FlowsArgs, m: &ArgMatches) -> i32 {
-    let config = match configuration(&a, m) {
+/// Runs `flows` with its arguments and the options given on its command
+/// line ([`given_keys`]).
+pub fn run(a: FlowsArgs, given: &[(String, String)]) -> i32 {
+    let config = match configuration(&a, given) {
         Ok(c) => c,
         Err(e) => return exit(e),
     };
@@ -307,7 +313,16 @@ fn print_learning(l: &earlybird::learn_online::Status, c: &earlybird::LearnSecti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
     use std::path::PathBuf;
+
+    /// The command's arguments as clap defines them (for the option walk).
+    fn command() -> clap::Command {
+        crate::Cli::command()
+            .find_subcommand("flows")
+            .cloned()
+            .unwrap_or_else(|| clap::Command::new("flows"))
+    }
 
     /// The configuration key of long option `long` (`dump-dir` is `[dump]
     /// dir`), as a TOML line setting it to `value`.
@@ -407,9 +422,10 @@ mod tests {
             "--max-calls",
             "7",
         ]);
+        let given = given_keys(&command(), &m);
         let a = FlowsArgs::from_arg_matches(&m).unwrap();
         let mut c = Config::from_toml("output = [\"a.jsonl\"]\nshards = 2\n", "f").unwrap();
-        c.overlay(given_options(&a, &m).unwrap(), "command line")
+        c.overlay(given_options(&a, &given).unwrap(), "command line")
             .unwrap();
         assert_eq!(c.inputs, [PathBuf::from("a.pcap")]);
         assert_eq!(c.idle_timeout, 30.0);

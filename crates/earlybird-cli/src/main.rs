@@ -130,16 +130,22 @@ pub(crate) fn cli_command() -> clap::Command {
 fn main() {
     // `manpages` (hidden) is added here only, so that no completion script
     // offers it (clap_complete's bash script lists hidden commands too).
-    let matches = cli_command().subcommand(cmd_man::command()).get_matches();
+    // The command is kept to the end and never freed (`process::exit`
+    // drops nothing): freeing its arguments is work a run need not do.
+    let mut cmd = cli_command().subcommand(cmd_man::command());
+    let mut matches = cmd.get_matches_mut();
     if let Some(("manpages", m)) = matches.subcommand() {
         std::process::exit(cmd_man::run(m));
     }
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // Which options of `flows` were given, before parsing takes the
+    // values out of the matches.
+    let given = match (matches.subcommand(), cmd.find_subcommand("flows")) {
+        (Some(("flows", m)), Some(flows)) => cmd_flows::given_keys(flows, m),
+        _ => Vec::new(),
+    };
+    let cli = Cli::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.exit());
     let code = match cli.cmd {
-        Command::Flows(a) => match matches.subcommand_matches("flows") {
-            Some(m) => cmd_flows::run(*a, m),
-            None => 2,
-        },
+        Command::Flows(a) => cmd_flows::run(*a, &given),
         Command::Gen(a) => cmd_gen::run(a),
         Command::Bench(a) => cmd_bench::run(a),
         Command::Label(a) => cmd_label::run(a),

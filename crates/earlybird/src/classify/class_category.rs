@@ -12,7 +12,7 @@
 //! that is not two words is skipped (a unit test holds the shipped table to
 //! the format).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::OnceLock;
 
 /// The shipped table (`models/class_categories.txt`).
@@ -41,7 +41,7 @@ fn entries(text: &str) -> (Vec<(&str, &str)>, Vec<usize>) {
 pub fn of(class: &str) -> Option<&'static str> {
     static BY_CLASS: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
     let by_class = BY_CLASS.get_or_init(|| {
-        let mut m = HashMap::new();
+        let mut m = HashMap::default();
         for (c, cat) in entries(TABLE).0 {
             // The first line naming a class wins, as a scan would find it.
             m.entry(c).or_insert(cat);

@@ -33,7 +33,9 @@
 //! per record only the lower-case copy of a name it looks up in the map;
 //! it never fails and never panics on any cell.
 
-use std::collections::HashMap;
+// Built in every run before its first packet from the names of the model
+// and the service maps, never from the traffic: FxHash, not SipHash.
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -190,31 +192,29 @@ impl Labeller {
         analyzed: &[Field],
     ) -> Result<Labeller, TooMany> {
         let mut names: Vec<String> = classes.to_vec();
-        let mut index = HashMap::new();
+        let apps = services.apps();
+        // One map, sized once: a run builds it before its first packet.
+        // An index past u16 is never used: too many names are refused.
+        let mut index: HashMap<String, u16> = HashMap::default();
+        index.reserve(classes.len() + PROTOCOLS.len() + apps.len());
+        // A class named twice takes the index of its first place.
+        let mut class_index = Vec::with_capacity(classes.len());
         for (i, c) in classes.iter().enumerate() {
-            index.entry(c.clone()).or_insert(i);
+            class_index.push(*index.entry(c.clone()).or_insert(i as u16));
         }
         let extra = PROTOCOLS
             .iter()
             .copied()
-            .chain(services.apps().into_iter().map(|(a, _)| a));
+            .chain(apps.iter().map(|(a, _)| *a));
         for a in extra {
             if !index.contains_key(a) {
-                index.insert(a.to_string(), names.len());
+                index.insert(a.to_string(), names.len() as u16);
                 names.push(a.to_string());
             }
         }
         if names.len() >= usize::from(Verdict::UNKNOWN) {
             return Err(TooMany(names.len()));
         }
-        let index = index
-            .into_iter()
-            .map(|(k, v)| (k, v as u16))
-            .collect::<HashMap<_, _>>();
-        let class_index = classes
-            .iter()
-            .map(|c| index.get(c).copied().unwrap_or(Verdict::UNKNOWN))
-            .collect();
         let class_category = classes.iter().map(|c| category_of_class(c)).collect();
         let at = |name: &str| analyzed.iter().position(|f| f.name == name);
         let cols = Columns {

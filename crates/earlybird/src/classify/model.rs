@@ -331,17 +331,28 @@ impl Model {
         })
     }
 
-    /// Parses the contents of a model file (see [`Model::load`]).
-    pub fn from_bytes(bytes: &[u8]) -> std::result::Result<Model, ModelError> {
-        let Some(nl) = bytes.iter().position(|&b| b == b'\n') else {
-            return Err(if bytes.is_empty() {
-                ModelError::Empty
-            } else {
-                ModelError::NoHeader
-            });
-        };
-        let value: serde_json::Value = serde_json::from_slice(&bytes[..nl])
-            .map_err(|e| ModelError::HeaderJson(e.to_string()))?;
+    /// The header line, read straight into its fields: a header that does
+    /// not read so is read again as a JSON value, which says what is wrong
+    /// in the order the format is checked (JSON, format, version, fields).
+    /// Both reads give the same header (a test compares them); the direct
+    /// one costs a run about half as much as the JSON value's.
+    fn header(line: &[u8]) -> std::result::Result<Header, ModelError> {
+        if let Ok(h) = serde_json::from_slice::<Header>(line) {
+            if h.format != FORMAT {
+                return Err(ModelError::Format(h.format));
+            }
+            if h.version != VERSION {
+                return Err(ModelError::Version(u64::from(h.version)));
+            }
+            return Ok(h);
+        }
+        Self::header_from_value(line)
+    }
+
+    /// The header line read as a JSON value first, naming what is wrong.
+    fn header_from_value(line: &[u8]) -> std::result::Result<Header, ModelError> {
+        let value: serde_json::Value =
+            serde_json::from_slice(line).map_err(|e| ModelError::HeaderJson(e.to_string()))?;
         match value.get("format").and_then(|f| f.as_str()) {
             Some(FORMAT) => {}
             Some(other) => return Err(ModelError::Format(other.to_string())),
@@ -352,8 +363,19 @@ impl Model {
             Some(v) => return Err(ModelError::Version(v)),
             None => return Err(ModelError::NoVersion),
         }
-        let h: Header =
-            serde_json::from_value(value).map_err(|e| ModelError::Header(e.to_string()))?;
+        serde_json::from_value(value).map_err(|e| ModelError::Header(e.to_string()))
+    }
+
+    /// Parses the contents of a model file (see [`Model::load`]).
+    pub fn from_bytes(bytes: &[u8]) -> std::result::Result<Model, ModelError> {
+        let Some(nl) = bytes.iter().position(|&b| b == b'\n') else {
+            return Err(if bytes.is_empty() {
+                ModelError::Empty
+            } else {
+                ModelError::NoHeader
+            });
+        };
+        let h = Self::header(&bytes[..nl])?;
         let mut body = &bytes[nl + 1..];
         if body.len() == h.body_bytes + 1 && body.last() == Some(&b'\n') {
             body = &body[..h.body_bytes];
@@ -603,6 +625,34 @@ mod tests {
     use super::super::testutil::patterns;
     use super::*;
     use crate::learn::train::{train, Algo, TrainOptions};
+
+    #[test]
+    fn the_header_reads_the_same_straight_or_through_a_json_value() {
+        let model = crate::DEFAULT_MODEL;
+        let nl = model.iter().position(|&b| b == b'\n').unwrap();
+        let line = &model[..nl];
+        let straight = serde_json::from_slice::<Header>(line).unwrap();
+        let through = Model::header_from_value(line).ok().unwrap();
+        assert_eq!(
+            serde_json::to_value(&straight).unwrap(),
+            serde_json::to_value(&through).unwrap()
+        );
+        assert!(!straight.classes.is_empty() && straight.body_bytes > 0);
+        // A header that does not read straight is refused as before.
+        let text = std::str::from_utf8(line).unwrap();
+        let cases = [
+            text.replacen("\"earlybird-model\"", "\"other\"", 1),
+            text.replacen("\"version\":1", "\"version\":7", 1),
+            text.replacen("\"version\":1", "\"version\":1e0", 1),
+            text.replacen("\"algo\":", "\"algo\":1,\"x\":", 1),
+            text[..text.len() - 1].to_string(),
+        ];
+        for case in cases {
+            let want = Model::header_from_value(case.as_bytes()).err().unwrap();
+            let got = Model::header(case.as_bytes()).err().unwrap();
+            assert_eq!(got.to_string(), want.to_string(), "{}", &case[..80]);
+        }
+    }
 
     fn tmp(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("earlybird-model-{}", std::process::id()));
