@@ -175,6 +175,14 @@ pub struct FlowsArgs {
         default_value_t = 0
     )]
     community_id_seed: u16,
+    /// Leave the Community ID out of the records.
+    ///
+    /// Leave the Community ID out: the community_id field of flow and stream
+    /// records is empty (null in JSON lines, Parquet and ClickHouse, zeros in
+    /// NetFlow v9) and IPFIX's templates go without earlybirdCommunityId. It
+    /// saves one SHA-1 a record, for collectors that join on nothing.
+    #[arg(help_heading = "Outputs", long)]
+    no_community_id: bool,
     /// Flow records held for a ClickHouse output while its server is away.
     ///
     /// A ClickHouse output (clickhouse+http://…) posts its records from a

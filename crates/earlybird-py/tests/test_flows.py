@@ -90,6 +90,18 @@ def test_community_id_seed_keyword_equals_the_cli_option(cli, tmp_path):
     assert seeded != default
 
 
+def test_no_community_id_keyword_equals_the_cli_option(cli, tmp_path):
+    # no_community_id=True is the option --no-community-id (configuration
+    # key no-community-id): the column is null in every record.
+    path = REPO / SAMPLES[1]
+    rows = cli_csv(cli, [path], tmp_path, "--no-community-id")
+    flows = earlybird.flows(path, no_community_id=True).to_arrow()
+    compare(rows, flows)
+    assert len(rows) > 10
+    assert all(r["community_id"] == "" for r in rows)
+    assert flows.column("community_id").null_count == flows.num_rows
+
+
 def test_globs_and_lists_of_inputs(tmp_path):
     one = earlybird.flows(REPO / "testdata/pcap/ndpi__*.pcap").to_arrow()
     two = earlybird.flows([REPO / "testdata/pcap/ndpi__iphone.pcap", REPO / "testdata/pcap/ndpi__vxlan.pcap"]).to_arrow()

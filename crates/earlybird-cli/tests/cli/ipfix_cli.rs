@@ -761,6 +761,99 @@ fn tshark_records(datagrams: &[Vec<u8>], dir: &Path) -> Vec<serde_json::Value> {
     flows
 }
 
+/// `--no-community-id` (TOML `no-community-id = true`): the CSV's
+/// community_id is empty in every row, and tshark reads the IPFIX file of
+/// the same run as the records of the run without it, less the
+/// earlybirdCommunityId element (its templates go without it).
+#[test]
+fn without_the_community_id_ipfix_goes_without_its_element() {
+    if !have("tshark", "-v") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let input = samples()
+        .into_iter()
+        .find(|p| p.ends_with("ndpi__iphone.pcap"))
+        .unwrap();
+    let toml = tmp.path().join("probe.toml");
+    std::fs::write(&toml, "no-community-id = true\n").unwrap();
+    let mut runs = Vec::new();
+    for (name, extra) in [
+        ("with", vec![]),
+        ("without", vec!["--config", toml.to_str().unwrap()]),
+    ] {
+        let (ipfix, csv) = (
+            tmp.path().join(format!("{name}.ipfix")),
+            tmp.path().join(format!("{name}.csv")),
+        );
+        let mut args = vec![
+            "flows",
+            input.to_str().unwrap(),
+            "-o",
+            ipfix.to_str().unwrap(),
+        ];
+        args.extend(["-o", csv.to_str().unwrap(), "-q"]);
+        args.extend(extra);
+        let (code, _, err) = eb(&args);
+        assert_eq!(code, 0, "{err}");
+        // The file is IPFIX messages back to back: one datagram each.
+        let bytes = std::fs::read(&ipfix).unwrap();
+        let mut messages = Vec::new();
+        let mut at = 0;
+        while at + 4 <= bytes.len() {
+            let len = be(&bytes[at + 2..at + 4]) as usize;
+            messages.push(bytes[at..at + len].to_vec());
+            at += len;
+        }
+        assert_eq!(at, bytes.len(), "{name}: whole messages");
+        let dir = tmp.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        runs.push((tshark_records(&messages, &dir), csv_rows(&csv)));
+    }
+    let ((with, rows_with), (without, rows_without)) = (&runs[0], &runs[1]);
+    assert!(!with.is_empty());
+    assert_eq!(with.len(), without.len(), "record count");
+    assert_eq!(rows_with.len(), rows_without.len());
+    assert!(rows_with
+        .iter()
+        .all(|r| r["community_id"].starts_with("1:")));
+    assert!(rows_without.iter().all(|r| r["community_id"].is_empty()));
+    // tshark's JSON objects come with their keys sorted ("Set 10" before
+    // "Set 2"), so records are compared as multisets: each record's other
+    // elements and enterprise elements, the Community ID taken out of the
+    // run with it.
+    let mut ids = Vec::new();
+    let mut rest = |records: &[serde_json::Value], cid: bool| -> Vec<String> {
+        let mut v: Vec<String> = records
+            .iter()
+            .map(|r| {
+                let mut pie = strs(&r["cflow.enterprise_private_entry"]);
+                assert_eq!(pie.len(), if cid { 7 } else { 6 }, "{r}");
+                if cid {
+                    ids.push(String::from_utf8(hex(&pie.remove(3))).unwrap());
+                }
+                let mut r = r.clone();
+                // The enterprise elements and tshark's tree of their lengths.
+                r.as_object_mut()
+                    .unwrap()
+                    .retain(|k, _| !k.starts_with("cflow.enterprise_private_entry"));
+                format!("{r} {pie:?}")
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (a, b) = (rest(with, true), rest(without, false));
+    assert!(a == b, "the records less the Community ID differ");
+    let mut want: Vec<String> = rows_with
+        .iter()
+        .map(|r| r["community_id"].clone())
+        .collect();
+    ids.sort();
+    want.sort();
+    assert_eq!(ids, want, "the Community IDs of the CSV");
+}
+
 /// With `--analyzer media` the templates carry the media verdict
 /// (earlybirdMediaKind, earlybirdMediaShare, earlybirdMediaPacket,
 /// docs/IPFIX.md) and tshark reads back, for every record, the verdict of

@@ -126,8 +126,8 @@ impl Exporter for Counted {
         self.inner.reads_moments()
     }
 
-    fn reads_cells(&self) -> bool {
-        self.inner.reads_cells()
+    fn reads_label_cells(&self) -> bool {
+        self.inner.reads_label_cells()
     }
 
     fn flush(&mut self) -> Result<()> {

@@ -45,7 +45,7 @@ impl CsvExporter {
         CsvExporter {
             out: Output::new(w, name, max, head.as_bytes()),
             apps,
-            texts: Texts::new(false, opts.community_id_seed),
+            texts: Texts::new(false, opts.community_id()),
             cells: CellTexts::after(&opts.analyzed, false),
             n,
             opts: opts.clone(),

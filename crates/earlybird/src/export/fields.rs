@@ -99,7 +99,7 @@ pub const FIELDS: &[Field] = &[
         "community_id",
         Str,
         "",
-        "Community ID v1 of the flow's 5-tuple (1: and base64 of a SHA-1; the same value Zeek, Suricata and Arkime compute, seed --community-id-seed); ICMP and ICMPv6 flows hash their first packet's type and code; empty for an ICMP flow whose first packet was too short to carry them",
+        "Community ID v1 of the flow's 5-tuple (1: and base64 of a SHA-1; the same value Zeek, Suricata and Arkime compute, seed --community-id-seed); ICMP and ICMPv6 flows hash their first packet's type and code; empty for an ICMP flow whose first packet was too short to carry them, and in every record of a run with --no-community-id",
     ),
     f(
         "first_ts",

@@ -53,7 +53,7 @@ impl JsonLinesExporter {
         JsonLinesExporter {
             out: Output::new(w, name, max, b""),
             apps,
-            texts: Texts::new(true, opts.community_id_seed),
+            texts: Texts::new(true, opts.community_id()),
             early_keys,
             cells: CellTexts::after(&opts.analyzed, true),
             n: opts.early_packets,

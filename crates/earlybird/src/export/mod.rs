@@ -129,12 +129,13 @@ pub trait Exporter: Send {
     fn reads_moments(&self) -> bool {
         true
     }
-    /// Whether this output reads the records' cells
-    /// ([`crate::flow::record::RecordBatch::analyzed`]: the analyzers',
-    /// the sampling and the label fields). When no flow output of a run
-    /// does, records are labelled (their `app`, the summary's counts)
-    /// without their label cells. Default: it does.
-    fn reads_cells(&self) -> bool {
+    /// Whether this output reads the records' label cells (the fields of
+    /// [`crate::classify::labeller::FIELDS`] at the end of
+    /// [`crate::flow::record::RecordBatch::analyzed`]; the analyzers' and
+    /// the sampling cells before them are there either way). When no flow
+    /// output of a run does, records are labelled (their `app`, the
+    /// summary's counts) without their label cells. Default: it does.
+    fn reads_label_cells(&self) -> bool {
         true
     }
     /// Writes text made by this exporter's [`Renderer`] from `records`
@@ -480,6 +481,17 @@ pub struct ExportOptions {
     /// Seed of the records' Community ID ([`community_id`]); 0 (the
     /// default) is the seed other tools use unless told otherwise.
     pub community_id_seed: u16,
+    /// Leave the Community ID out: the field is empty (null) in every
+    /// record and IPFIX's templates go without its element. Default false.
+    pub no_community_id: bool,
+}
+
+impl ExportOptions {
+    /// The Community ID's seed, `None` when the run leaves it out
+    /// ([`ExportOptions::no_community_id`]).
+    pub fn community_id(&self) -> Option<u16> {
+        (!self.no_community_id).then_some(self.community_id_seed)
+    }
 }
 
 /// Opens the output (`-` = stdout) and returns the exporter; errors name the
@@ -724,14 +736,14 @@ pub(crate) struct Texts {
     tunnels: Vec<(TunnelKind, Snip)>,
     /// Name of the end reason whose `as usize` is the index.
     ends: Vec<(EndReason, Snip)>,
-    /// Seed of the Community ID.
-    seed: u16,
+    /// Seed of the Community ID; `None`: the field is left empty.
+    seed: Option<u16>,
 }
 
 impl Texts {
     /// Texts for CSV (`json = false`) or JSON lines, Community IDs with
-    /// `seed`.
-    pub(crate) fn new(json: bool, seed: u16) -> Self {
+    /// `seed` (`None`: none).
+    pub(crate) fn new(json: bool, seed: Option<u16>) -> Self {
         let keys = if json {
             fields::FIELDS
                 .iter()
@@ -890,7 +902,10 @@ pub(crate) fn write_scalars<const JSON: bool, const C: bool>(
     plain!(at!("src_mac"), buf.mac(&r.src_mac));
     plain!(at!("dst_mac"), buf.mac(&r.dst_mac));
     key!(at!("community_id"));
-    match community_id::of_record(texts.seed, k, r.icmp) {
+    match texts
+        .seed
+        .and_then(|s| community_id::of_record(s, k, r.icmp))
+    {
         Some(id) if JSON => {
             buf.byte(b'"');
             buf.bytes(id.as_bytes());

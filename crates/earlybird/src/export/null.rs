@@ -67,7 +67,7 @@ impl Exporter for NullExporter {
         false
     }
 
-    fn reads_cells(&self) -> bool {
+    fn reads_label_cells(&self) -> bool {
         false
     }
 }

@@ -274,8 +274,8 @@ enum Shape {
         n: usize,
         /// Class names of the verdicts.
         apps: Arc<[String]>,
-        /// Seed of the Community ID.
-        seed: u16,
+        /// Seed of the Community ID; `None`: the column is null.
+        seed: Option<u16>,
         /// Number of analyzer fields after the early columns.
         analyzed: usize,
     },
@@ -385,7 +385,7 @@ impl Columns {
                 Shape::Flows {
                     n: o.early_packets,
                     apps: o.class_names.clone(),
-                    seed: o.community_id_seed,
+                    seed: o.community_id(),
                     analyzed: o.analyzed.len(),
                 },
                 flow_columns(o),
@@ -528,7 +528,7 @@ impl Columns {
         self.scratch.clear();
         self.scratch.cursor().mac(&r.dst_mac);
         c[at!("dst_mac")].text(as_str(self.scratch.as_slice()));
-        match super::community_id::of_record(seed, k, r.icmp) {
+        match seed.and_then(|s| super::community_id::of_record(s, k, r.icmp)) {
             Some(id) => {
                 c[at!("community_id")].text(id.as_str());
             }

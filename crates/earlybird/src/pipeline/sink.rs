@@ -150,7 +150,7 @@ pub(super) struct Sink {
     /// The records' labels ([`RunOptions::labels`](super::RunOptions)).
     pub(super) labels: Option<Arc<Labeller>>,
     /// Some flow output reads the records' cells
-    /// ([`crate::export::Exporter::reads_cells`]): labelled records get
+    /// ([`crate::export::Exporter::reads_label_cells`]): labelled records get
     /// their label cells.
     pub(super) cells: bool,
     /// Flow records handed to the exporter thread so far.

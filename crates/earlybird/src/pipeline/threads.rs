@@ -132,7 +132,7 @@ pub(super) fn run_shards(
     // And with their label cells only when a flow output reads cells.
     let cells = exporters
         .iter()
-        .any(|e| e.kind().is(&crate::export::fields::FLOWS) && e.reads_cells());
+        .any(|e| e.kind().is(&crate::export::fields::FLOWS) && e.reads_label_cells());
     // Per-second statistics, when the metrics or an output want them.
     let per_second = opts.feeds_metrics()
         || !opts.alarms.is_empty()

@@ -390,6 +390,7 @@ impl Config {
             class_names: labels.names(),
             analyzed: analyzed.into(),
             community_id_seed: c.community_id_seed,
+            no_community_id: c.no_community_id,
         };
         options.labels = Some(labels);
         let ipfix = self.ipfix_options()?;
@@ -718,7 +719,7 @@ impl Plan {
                     c.calls_out.as_deref(),
                     c.streams_out.as_deref(),
                 )?
-                .community_id_seed(c.community_id_seed)
+                .community_id_seed((!c.no_community_id).then_some(c.community_id_seed))
                 .db_hold(c.voip_db_hold);
                 Some(Arc::new(Mutex::new(outs)))
             }

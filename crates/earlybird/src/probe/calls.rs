@@ -61,8 +61,8 @@ pub struct CallOutputs {
     streams_out: Option<RecordOut>,
     rows: RowBatch,
     srows: RowBatch,
-    /// Seed of the streams' Community ID.
-    seed: u16,
+    /// Seed of the streams' Community ID (`None`: none).
+    seed: Option<u16>,
 }
 
 impl CallOutputs {
@@ -108,12 +108,13 @@ impl CallOutputs {
             streams_out: streams.map(|p| record(&STREAMS, p)).transpose()?,
             rows: RowBatch::new(&CALLS),
             srows: RowBatch::new(&STREAMS),
-            seed: 0,
+            seed: Some(0),
         })
     }
 
-    /// The seed of the stream records' Community ID (default 0).
-    pub fn community_id_seed(mut self, seed: u16) -> Self {
+    /// The seed of the stream records' Community ID (default 0; `None`:
+    /// the field is null, as `--no-community-id` asks).
+    pub fn community_id_seed(mut self, seed: Option<u16>) -> Self {
         self.seed = seed;
         self
     }

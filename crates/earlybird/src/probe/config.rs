@@ -133,6 +133,9 @@ pub struct Config {
     pub parquet_part_rows: Option<u64>,
     /// Seed of the records' Community ID (0 to 65535). Default 0.
     pub community_id_seed: u16,
+    /// Leave the records' Community ID out (its field empty, IPFIX
+    /// without its element): one SHA-1 a record saved. Default false.
+    pub no_community_id: bool,
     /// Flow records a ClickHouse output holds in memory while its server
     /// is away or slow, posted once it takes them; more are counted as
     /// not inserted. Default 100,000.
@@ -347,6 +350,7 @@ impl Default for Config {
             parquet_row_group: None,
             parquet_part_rows: None,
             community_id_seed: 0,
+            no_community_id: false,
             clickhouse_hold: crate::export::clickhouse::HOLD,
             services: Vec::new(),
             names: "keep".into(),

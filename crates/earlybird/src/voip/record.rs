@@ -361,8 +361,9 @@ fn stream_community_id(
     ))
 }
 
-/// Writes `s` as one row of [`STREAMS`], its Community ID with `seed`.
-pub fn push_stream(b: &mut RowBatch, s: &StreamRecord, seed: u16) {
+/// Writes `s` as one row of [`STREAMS`], its Community ID with `seed`
+/// (`None`: null).
+pub fn push_stream(b: &mut RowBatch, s: &StreamRecord, seed: Option<u16>) {
     b.push(|c| {
         c.text(s.call_id.as_deref().unwrap_or(""));
         c.text(s.sender.unwrap_or(""));
@@ -370,7 +371,7 @@ pub fn push_stream(b: &mut RowBatch, s: &StreamRecord, seed: u16) {
         c.u64(u64::from(s.sport));
         c.text(&s.dst);
         c.u64(u64::from(s.dport));
-        match stream_community_id(s, seed) {
+        match seed.and_then(|seed| stream_community_id(s, seed)) {
             Some(id) => c.text(id.as_str()),
             None => c.null(),
         }

@@ -124,6 +124,8 @@ pub(crate) enum When {
     Biflow,
     /// Runs with the `media` analyzer on (`--analyzer media`).
     Media,
+    /// Runs that keep the Community ID (all but `--no-community-id`).
+    CommunityId,
     /// Runs with a payload labeller on whose records have the field
     /// (`--labellers`, or `--analyzer` with `tls`, `http`, `dns` or `ssh`).
     Labels,
@@ -232,7 +234,7 @@ pub(crate) const ELEMENTS: &[Element] = &[
       "Confidence of the verdict, 0 to 1."),
     e("earlybirdDecidedAtPacket", 3, PEN_EARLYBIRD, 1, "unsigned8", S::AtPacket, W::Always,
       "1-based packet of the flow at which the verdict was taken; 0 = never."),
-    e("earlybirdCommunityId", 11, PEN_EARLYBIRD, VARLEN, "string", S::CommunityId, W::Always,
+    e("earlybirdCommunityId", 11, PEN_EARLYBIRD, VARLEN, "string", S::CommunityId, W::CommunityId,
       "Community ID v1 of the flow (record field community_id, seed --community-id-seed): 30 ASCII bytes, empty when the record has none. IANA has no element for it."),
     e("basicList", BASIC_LIST, 0, VARLEN, "basicList", S::Early(0), W::Always,
       "Ordered list of earlybirdEarlyPacketSize, one per early packet (up to -n of them)."),
@@ -422,15 +424,17 @@ pub(crate) fn templates(biflow: bool) -> Vec<Template> {
 /// [`templates`], with the media verdict's elements when `media` (runs
 /// with the `media` analyzer on).
 pub(crate) fn templates_for(biflow: bool, media: bool) -> Vec<Template> {
-    templates_with(biflow, media, &[false; LABEL_FIELDS.len()])
+    templates_with(biflow, media, true, &[false; LABEL_FIELDS.len()])
 }
 
-/// [`templates_for`], with the label elements whose field `labels` has
-/// (by [`LABEL_FIELDS`] index; none unless a payload labeller is on).
-/// `applicationName` goes with `category`.
+/// [`templates_for`], with the Community ID's element when `cid`, and the
+/// label elements whose field `labels` has (by [`LABEL_FIELDS`] index;
+/// none unless a payload labeller is on). `applicationName` goes with
+/// `category`.
 pub(crate) fn templates_with(
     biflow: bool,
     media: bool,
+    cid: bool,
     labels: &[bool; LABEL_FIELDS.len()],
 ) -> Vec<Template> {
     (0..4)
@@ -444,6 +448,7 @@ pub(crate) fn templates_with(
                 W::IcmpV6 => icmp && v6,
                 W::Biflow => biflow,
                 W::Media => media,
+                W::CommunityId => cid,
                 W::Labels => match el.src {
                     Source::Label(k) => labels[k],
                     _ => labels[LABEL_OWN],
@@ -466,6 +471,7 @@ pub(crate) fn markdown() -> String {
             W::IcmpV6 => "IPv6 ICMPv6",
             W::Biflow => "biflow runs",
             W::Media => "--analyzer media runs",
+            W::CommunityId => "all but --no-community-id runs",
             W::Labels => "labeller runs",
         };
         row(&mut s, el, t);

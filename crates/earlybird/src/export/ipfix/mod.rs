@@ -237,8 +237,9 @@ struct Plan {
     /// Column of the `media` field in the records' analyzer cells, when
     /// the run has the media analyzer on (its verdict is exported).
     media: Option<usize>,
-    /// Seed of the records' Community ID.
-    seed: u16,
+    /// Seed of the records' Community ID; `None`: the templates go
+    /// without it.
+    seed: Option<u16>,
     /// Column of each label field in the records' analyzer cells, when
     /// the run has a payload labeller on and its records have the field
     /// (`elements::LABEL_FIELDS` order; those are exported).
@@ -333,6 +334,7 @@ impl Plan {
             false => elements::templates_with(
                 ipfix.biflow,
                 media.is_some(),
+                opts.community_id().is_some(),
                 &labels.map(|c| c.is_some()),
             ),
         };
@@ -370,7 +372,7 @@ impl Plan {
             early,
             record_max,
             media,
-            seed: opts.community_id_seed,
+            seed: opts.community_id(),
             labels,
         })
     }
@@ -398,7 +400,7 @@ pub struct IpfixExporter {
     names: Vec<Vec<u8>>,
     early: usize,
     media: Option<usize>,
-    seed: u16,
+    seed: Option<u16>,
     labels: LabelCols,
     msg: Message,
     /// Early-verdict events are encoded here first.
@@ -468,7 +470,7 @@ fn template_and_time<'a>(templates: &'a [Template], r: &FlowRecord) -> (&'a Temp
 /// least [`record::max_len`] + [`record::SLACK`] bytes) and returns its
 /// length. `media` is the column of the media verdict in the batch's
 /// analyzer cells, if the run has one, with the columns of the exported
-/// label fields; `seed` the Community ID's.
+/// label fields; `seed` the Community ID's (`None`: none).
 #[allow(clippy::too_many_arguments)]
 fn encode_one(
     buf: &mut [u8],
@@ -476,7 +478,7 @@ fn encode_one(
     names: &[Vec<u8>],
     early: usize,
     (media, labels): (Option<usize>, &LabelCols),
-    seed: u16,
+    seed: Option<u16>,
     batch: &RecordBatch,
     i: usize,
 ) -> usize {
@@ -506,10 +508,19 @@ fn encode_one(
             record::Media::of(kind, share, packet)
         }
     };
-    let cid = crate::export::community_id::of_record(seed, &r.key, r.icmp);
+    let cid = seed.and_then(|s| crate::export::community_id::of_record(s, &r.key, r.icmp));
     let cid = cid.as_ref().map_or(&[][..], |c| &c.as_bytes()[..]);
-    let l = label_values(labels, batch, i);
-    record::encode_into(buf, t, r, app, cid, early, &m, &l)
+    // Without a payload labeller every label column is `None` (the
+    // label's own fields come with the payload labellers' ones).
+    let l;
+    let l = match labels[elements::LABEL_OWN] {
+        Some(_) => {
+            l = label_values(labels, batch, i);
+            &l
+        }
+        None => &record::Labels::NONE,
+    };
+    record::encode_into(buf, t, r, app, cid, early, &m, l)
 }
 
 /// Bytes before each record in rendered text: template id (2), record
@@ -530,7 +541,7 @@ struct IpfixRecords {
     names: Vec<Vec<u8>>,
     early: usize,
     media: Option<usize>,
-    seed: u16,
+    seed: Option<u16>,
     labels: LabelCols,
     /// The longest record, bytes.
     record_max: usize,
@@ -622,6 +633,11 @@ impl Exporter for IpfixExporter {
     /// (docs/IPFIX.md).
     fn reads_moments(&self) -> bool {
         false
+    }
+
+    /// Only runs with a payload labeller export the label fields.
+    fn reads_label_cells(&self) -> bool {
+        self.labels[elements::LABEL_OWN].is_some()
     }
 
     fn renderer(&self) -> Option<Renderer> {

@@ -164,6 +164,14 @@ pub(crate) struct Labels<'a> {
     pub fixed: [[u8; 4]; LABEL_FIELDS.len()],
 }
 
+impl Labels<'static> {
+    /// No label: every string empty, every number 0.
+    pub(crate) const NONE: Labels<'static> = Labels {
+        text: [&[]; LABEL_FIELDS.len()],
+        fixed: [[0; 4]; LABEL_FIELDS.len()],
+    };
+}
+
 /// Length of the fixed-length label field `k` (`None`: a string).
 pub(crate) const fn label_len(k: usize) -> Option<usize> {
     match k {
@@ -246,11 +254,12 @@ enum Step {
 
 /// How [`encode`] writes the records of a template: its fields as steps,
 /// and whether they are those of [`V4_BIFLOW`], which has a straight-line
-/// encoder of its own ([`encode_v4_biflow`]).
+/// encoder of its own ([`encode_v4_biflow`]): `Some(true)` with its
+/// Community ID, `Some(false)` without (`--no-community-id`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Plan {
     steps: Vec<Step>,
-    v4_biflow: bool,
+    v4_biflow: Option<bool>,
 }
 
 /// The steps of the IPv4 biflow template without ICMP type or media
@@ -304,7 +313,12 @@ impl Plan {
                 _ => steps.push(step),
             }
         }
-        let v4_biflow = steps == V4_BIFLOW;
+        let v4_biflow = if steps == V4_BIFLOW {
+            Some(true)
+        } else {
+            let no_cid = V4_BIFLOW.iter().filter(|s| **s != Step::Cid);
+            steps.iter().eq(no_cid).then_some(false)
+        };
         Plan { steps, v4_biflow }
     }
 }
@@ -402,8 +416,8 @@ pub(crate) fn encode_into(
     media: &Media,
     labels: &Labels<'_>,
 ) -> usize {
-    if t.plan.v4_biflow {
-        return encode_v4_biflow(buf, r, app, cid, early);
+    if let Some(with_cid) = t.plan.v4_biflow {
+        return encode_v4_biflow(buf, r, app, with_cid.then_some(cid), early);
     }
     // Any other template: by its plan.
     let v = Values::of(r);
@@ -446,15 +460,16 @@ pub(crate) fn encode_into(
 /// name.
 const V4_HEAD: usize = 96;
 
-/// [`encode_into`] for the template of [`V4_BIFLOW`], field by field at
-/// fixed offsets: the same bytes as the plan's walk in [`encode_into`] without building
+/// [`encode_into`] for the template of [`V4_BIFLOW`] (without its
+/// Community ID when `cid` is `None`), field by field at fixed offsets:
+/// the same bytes as the plan's walk in [`encode_into`] without building
 /// [`Values`] or walking steps.
 #[inline]
 fn encode_v4_biflow(
     buf: &mut [u8],
     r: &FlowRecord,
     app: &[u8],
-    cid: &[u8],
+    cid: Option<&[u8]>,
     early: &[EarlyPkt],
 ) -> usize {
     let (h, rest) = buf
@@ -484,7 +499,9 @@ fn encode_v4_biflow(
     let c = r.verdict.confidence.to_be_bytes();
     rest[at..at + 5].copy_from_slice(&[c[0], c[1], c[2], c[3], r.verdict.at_packet]);
     at += 5;
-    at += string(&mut rest[at..], cid);
+    if let Some(cid) = cid {
+        at += string(&mut rest[at..], cid);
+    }
     for i in 0..LIST_MEMBERS.len() {
         at += early_list(&mut rest[at..], i, early);
     }
@@ -633,9 +650,11 @@ mod tests {
             })
             .collect();
         assert_eq!(runs, [40, 5, 51, 5]);
-        assert!(t.plan.v4_biflow);
-        assert!(templates(true)[1..].iter().all(|t| !t.plan.v4_biflow));
-        assert!(templates(false).iter().all(|t| !t.plan.v4_biflow));
+        assert_eq!(t.plan.v4_biflow, Some(true));
+        assert!(templates(true)[1..]
+            .iter()
+            .all(|t| t.plan.v4_biflow.is_none()));
+        assert!(templates(false).iter().all(|t| t.plan.v4_biflow.is_none()));
         let runs: usize = t
             .plan
             .steps
@@ -650,11 +669,18 @@ mod tests {
 
     #[test]
     fn the_straight_line_encoder_writes_what_the_plan_writes() {
-        let t = &templates(true)[0];
-        assert!(t.plan.v4_biflow);
-        // The same template, walked by its plan.
-        let mut planned = t.clone();
-        planned.plan.v4_biflow = false;
+        use super::super::elements::templates_with;
+        for with_cid in [true, false] {
+            let t = &templates_with(true, false, with_cid, &[false; LABEL_FIELDS.len()])[0];
+            assert_eq!(t.plan.v4_biflow, Some(with_cid));
+            // The same template, walked by its plan.
+            let mut planned = t.clone();
+            planned.plan.v4_biflow = None;
+            straight_line_as_planned(t, &planned, with_cid);
+        }
+    }
+
+    fn straight_line_as_planned(t: &Template, planned: &Template, with_cid: bool) {
         let early: Vec<EarlyPkt> = (0..6u16)
             .map(|i| EarlyPkt {
                 size: 40 + 300 * i,
@@ -691,10 +717,10 @@ mod tests {
             let (mut a, mut b) = (vec![0xEE; room], vec![0x11; room]);
             let cid = crate::export::community_id::of_record(0, &r.key, None).unwrap();
             let cid = cid.as_bytes();
-            let la = encode_v4_biflow(&mut a, &r, app, cid, &early[..n]);
+            let la = encode_v4_biflow(&mut a, &r, app, with_cid.then_some(cid), &early[..n]);
             let lb = encode_into(
                 &mut b,
-                &planned,
+                planned,
                 &r,
                 app,
                 cid,
@@ -702,14 +728,20 @@ mod tests {
                 &Media::default(),
                 &Labels::default(),
             );
-            assert_eq!(a[..la], b[..lb], "{} early, app of {}", n, app.len());
+            assert_eq!(
+                a[..la],
+                b[..lb],
+                "{} early, app of {}, Community ID {with_cid}",
+                n,
+                app.len()
+            );
         }
     }
 
     #[test]
     fn label_strings_within_the_budget_take_the_bytes_max_len_allows() {
         use super::super::elements::{templates_with, LABEL_BUDGET, LABEL_MAX};
-        let all = templates_with(true, false, &[true; LABEL_FIELDS.len()]);
+        let all = templates_with(true, false, true, &[true; LABEL_FIELDS.len()]);
         let long = [b'z'; LABEL_MAX];
         let mut labels = Labels::default();
         // The budget spent by the first strings, the rest empty.
@@ -724,7 +756,7 @@ mod tests {
         labels.fixed[15] = 0.5f32.to_be_bytes();
         labels.fixed[5] = [1, 0, 0, 0];
         for t in &all {
-            assert!(!t.plan.v4_biflow);
+            assert!(t.plan.v4_biflow.is_none());
             let early = [EarlyPkt::default(); 32];
             let mut out = Vec::new();
             let mut r = FlowRecord::default();

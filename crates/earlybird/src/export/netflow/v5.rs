@@ -158,7 +158,7 @@ impl Exporter for V5Exporter {
         false
     }
 
-    fn reads_cells(&self) -> bool {
+    fn reads_label_cells(&self) -> bool {
         false
     }
 

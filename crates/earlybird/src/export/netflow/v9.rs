@@ -125,7 +125,8 @@ pub struct V9Exporter {
     /// Class names, NUL-padded to [`APP_LEN`]; then "unknown".
     names: Vec<[u8; APP_LEN]>,
     unknown: [u8; APP_LEN],
-    seed: u16,
+    /// Seed of the Community ID; `None`: the field is zeros.
+    seed: Option<u16>,
     source_id: u32,
     mtu: usize,
     /// The packet being filled (header included).
@@ -168,7 +169,7 @@ impl V9Exporter {
             out,
             names: opts.class_names.iter().map(|s| padded(s)).collect(),
             unknown: padded("unknown"),
-            seed: opts.community_id_seed,
+            seed: opts.community_id(),
             source_id: nf.ipfix.domain,
             mtu,
             buf: Vec::with_capacity(mtu),
@@ -300,7 +301,9 @@ impl V9Exporter {
             Verdict::UNKNOWN => self.unknown,
             c => *self.names.get(usize::from(c)).unwrap_or(&self.unknown),
         };
-        let cid = community_id::of_record(self.seed, &r.key, r.icmp);
+        let cid = self
+            .seed
+            .and_then(|s| community_id::of_record(s, &r.key, r.icmp));
         let cid = cid.map_or([0u8; community_id::LEN], |c| *c.as_bytes());
         let dirs = if r.packets[1] > 0 { 2 } else { 1 };
         for d in 0..dirs {
@@ -384,7 +387,7 @@ impl Exporter for V9Exporter {
         false
     }
 
-    fn reads_cells(&self) -> bool {
+    fn reads_label_cells(&self) -> bool {
         false
     }
 
