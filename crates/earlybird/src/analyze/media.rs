@@ -696,6 +696,7 @@ impl Media {
 impl Media {
     /// Feeds the clear-header layer; true when its verdict was taken at
     /// this packet (and the packet counted for it).
+    #[inline]
     fn clear_packet(&self, st: &mut State, p: &PacketView<'_>) -> bool {
         let c = match &mut st.clear {
             Some(c) => c,
