@@ -476,6 +476,24 @@ impl Cells<'_> {
         self.put(Cell::Null);
     }
 
+    /// `n` values that were not measured: the row's cells are laid down
+    /// null ([`Rows::push_row`]) and written in order, so the next `n`
+    /// are null already and are left as they are.
+    #[inline]
+    pub fn nulls(&mut self, n: usize) {
+        self.at = (self.at + n).min(self.end);
+    }
+
+    /// Empty text (as `text("")`, without the cut).
+    #[inline]
+    pub fn empty_text(&mut self) {
+        let start = self.rows.text.len();
+        self.put(Cell::Text {
+            start: start as u32,
+            len: 0,
+        });
+    }
+
     /// Text, cut at 256 bytes (`MAX_TEXT`) on a character boundary.
     pub fn text(&mut self, s: &str) {
         let mut n = s.len().min(MAX_TEXT);
@@ -571,6 +589,52 @@ mod tests {
         );
         assert_eq!(r.get(5, 0), Value::Null);
         assert_eq!(r.get(0, 3), Value::Null);
+    }
+
+    #[test]
+    fn nulls_and_empty_text_read_as_null_cells_and_text_of_nothing() {
+        let fill_each = |c: &mut Cells<'_>| {
+            c.text("");
+            c.null();
+            c.null();
+            c.u64(3);
+            c.text("");
+            c.null();
+        };
+        let fill_at_once = |c: &mut Cells<'_>| {
+            c.empty_text();
+            c.nulls(2);
+            c.u64(3);
+            c.empty_text();
+            c.nulls(1);
+        };
+        let (mut a, mut b) = (Rows::default(), Rows::default());
+        for r in [&mut a, &mut b] {
+            // A row before, with text, so that text starts further on.
+            r.push_row(6, |c| c.text("before"));
+        }
+        a.push_row(6, fill_each);
+        b.push_row(6, fill_at_once);
+        let row: Vec<_> = a.row(1).collect();
+        assert_eq!(
+            row,
+            [
+                Value::Text(""),
+                Value::Null,
+                Value::Null,
+                Value::U64(3),
+                Value::Text(""),
+                Value::Null
+            ]
+        );
+        assert_eq!(b.row(1).collect::<Vec<_>>(), row);
+        // Past the row's end: nothing written, the next row its own.
+        b.push_row(6, |c| {
+            c.nulls(9);
+            c.u64(1);
+        });
+        assert_eq!(b.row(2).collect::<Vec<_>>(), [Value::Null; 6]);
+        assert_eq!(b.len(), 3);
     }
 
     #[test]

@@ -696,6 +696,7 @@ impl Media {
 impl Media {
     /// Feeds the clear-header layer; true when its verdict was taken at
     /// this packet (and the packet counted for it).
+    #[inline]
     fn clear_packet(&self, st: &mut State, p: &PacketView<'_>) -> bool {
         let c = match &mut st.clear {
             Some(c) => c,
@@ -943,10 +944,9 @@ impl Analyzer for Media {
                 });
             }
             None => {
-                out.text("");
-                out.null();
-                out.null();
-                out.text("");
+                out.empty_text();
+                out.nulls(2);
+                out.empty_text();
             }
         }
         match q {
@@ -965,15 +965,14 @@ impl Analyzer for Media {
                     None => out.null(),
                 }
             }
-            None => {
-                for _ in 0..7 {
-                    out.null();
-                }
-            }
+            None => out.nulls(7),
         }
-        out.text(c.and_then(|c| c.app()).unwrap_or(""));
+        match c.and_then(|c| c.app()) {
+            Some(app) => out.text(app),
+            None => out.empty_text(),
+        }
         match c.map_or(0, |c| c.call) {
-            0 => out.text(""),
+            0 => out.empty_text(),
             h => out.text(&format!("{h:016x}")),
         }
     }

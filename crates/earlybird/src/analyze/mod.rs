@@ -447,12 +447,25 @@ macro_rules! registry {
                 done | if empty { self.no_empty } else { 0 }
             }
 
+            /// The bits of the analyzers on not shown a packet of the flow
+            /// in slot `s` sent by the client (`from_client`) or the
+            /// server, with a payload or not (`empty`); `None` when no
+            /// analyzer on is shown it (see the module docs).
+            #[inline]
+            pub(crate) fn skip(&self, s: usize, from_client: bool, empty: bool) -> Option<u16> {
+                if !self.early {
+                    return Some(0);
+                }
+                let skip = self.skipped(s, from_client, empty);
+                (skip & self.all != self.all).then_some(skip)
+            }
+
             /// Whether an analyzer on is shown a packet of the flow in
             /// slot `s` sent by the client (`from_client`) or the server,
             /// with a payload or not (`empty`); see the module docs.
             #[inline]
             pub(crate) fn live(&self, s: usize, from_client: bool, empty: bool) -> bool {
-                !self.early || self.skipped(s, from_client, empty) & self.all != self.all
+                self.skip(s, from_client, empty).is_some()
             }
 
             /// A packet of the flow in slot `s`, shown to each analyzer
@@ -460,14 +473,26 @@ macro_rules! registry {
             /// end the flow.
             #[inline]
             pub(crate) fn packet(&mut self, s: usize, p: &PacketView<'_>) -> Action {
+                match self.skip(s, p.from_client, p.payload_len == 0) {
+                    Some(skip) => self.packet_skipping(s, p, skip),
+                    None => Action::Continue,
+                }
+            }
+
+            /// [`Active::packet`] with the bits of the analyzers not shown
+            /// `p` ([`Active::skip`]'s): the caller asked once.
+            #[inline]
+            pub(crate) fn packet_skipping(
+                &mut self,
+                s: usize,
+                p: &PacketView<'_>,
+                skip: u16,
+            ) -> Action {
                 let mut act = Action::Continue;
-                let (skip, mut done) = if self.early {
-                    (
-                        self.skipped(s, p.from_client, p.payload_len == 0),
-                        self.done.get(s).copied().unwrap_or([0; 2]),
-                    )
+                let mut done = if self.early {
+                    self.done.get(s).copied().unwrap_or([0; 2])
                 } else {
-                    (0, [0; 2])
+                    [0; 2]
                 };
                 let mut bit = 1u16;
                 $($(#[$attr])* {

@@ -141,10 +141,10 @@ impl Consumer for Analyzers {
     fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> bool {
         let h = flow.entry;
         let from_client = flow.sent_by_client(p);
-        if !self.active.live(flow.slot, from_client, pl.len == 0) {
+        let Some(skip) = self.active.skip(flow.slot, from_client, pl.len == 0) else {
             // No analyzer on would be shown the packet.
             return false;
-        }
+        };
         let view = PacketView {
             ts: p.ts,
             from_client,
@@ -156,7 +156,7 @@ impl Consumer for Analyzers {
             payload: pl.bytes(),
             ip: pl.ip(),
         };
-        self.active.packet(flow.slot, &view) == Action::End
+        self.active.packet_skipping(flow.slot, &view, skip) == Action::End
     }
 
     #[inline]

@@ -119,7 +119,8 @@ struct Track {
     first_ns: Nanos,
     /// The first packet's length, kept to replay it into `stats`.
     first_len: usize,
-    /// Consistent steps in a row.
+    /// Consistent steps in a row (counted until the stream has a kind
+    /// and no clock to infer again, as `steps`, `same_ts` and the spans).
     run: u32,
     /// Consistent steps in all.
     steps: u32,
@@ -363,22 +364,27 @@ impl Clear {
                 s.packet(t.first_ns, t.last_seq, t.last_ts, t.first_len);
                 t.stats = Some(s);
             }
-            t.run += 1;
-            t.steps = t.steps.saturating_add(1);
             self.consistent = self.consistent.saturating_add(1);
-            if ts_step == 0 {
-                t.same_ts += 1;
-            }
-            t.seg_ts += u64::from(ts_step);
-            t.seg_ns += ts.saturating_sub(t.last_ns);
-            if t.seg_ns >= SEGMENT_NS {
-                if t.seg_ts as f64 * 1e9 <= t.seg_ns as f64 * RATE_MAX {
-                    t.ts_span += t.seg_ts;
-                    t.ns_span += t.seg_ns;
+            // The run, the steps and the spans decide a stream's kind and
+            // infer its clock (again, with `refine`): a stream that has a
+            // kind and no clock to infer again reads them no more.
+            if t.kind.is_none() || t.refine {
+                t.run += 1;
+                t.steps = t.steps.saturating_add(1);
+                if ts_step == 0 {
+                    t.same_ts += 1;
                 }
-                t.seg_ts = 0;
-                t.seg_ns = 0;
-                refine_now = t.refine && t.ns_span >= REFINE_NS;
+                t.seg_ts += u64::from(ts_step);
+                t.seg_ns += ts.saturating_sub(t.last_ns);
+                if t.seg_ns >= SEGMENT_NS {
+                    if t.seg_ts as f64 * 1e9 <= t.seg_ns as f64 * RATE_MAX {
+                        t.ts_span += t.seg_ts;
+                        t.ns_span += t.seg_ns;
+                    }
+                    t.seg_ts = 0;
+                    t.seg_ns = 0;
+                    refine_now = t.refine && t.ns_span >= REFINE_NS;
+                }
             }
         } else {
             t.run = 0;

@@ -66,7 +66,19 @@ pub enum Relay {
 
 /// The datagram a TURN ChannelData message or Send/Data indication at the
 /// start of `b` relays, and how; `None` for anything else.
+#[inline]
 pub fn unwrap_turn(b: &[u8]) -> Option<(Relay, &[u8])> {
+    // Most datagrams (RTP, DTLS, QUIC) are told by their first byte here,
+    // without a call.
+    match b.first()? {
+        0..=3 | 64..=79 => unwrap_framed(b),
+        _ => None,
+    }
+}
+
+/// [`unwrap_turn`] of a datagram whose first byte is STUN's or
+/// ChannelData's.
+fn unwrap_framed(b: &[u8]) -> Option<(Relay, &[u8])> {
     match b.first()? {
         64..=79 => ChannelData::parse(b).ok().map(|c| (Relay::Channel, c.data)),
         0..=3 => {
