@@ -39,8 +39,9 @@
 //!   and that it never reads packets without payload
 //!   ([`Analyzer::EMPTY`]). A packet every analyzer on would not be shown
 //!   (the flow left the analyzers, or they are done with its side, or it
-//!   has no payload) costs the flow table one test (`Active::live`, asked
-//!   through `Consumer::follows` in `shard/analyzers.rs`): the analyzers'
+//!   has no payload) costs the flow table one test of a mask it keeps in
+//!   the flow's entry (`Active::follows`, which `Active::packet` returns
+//!   and `shard/analyzers.rs` hands to the table): the analyzers'
 //!   consumer is not called, and its payload is never sliced.
 //! - [`Action::End`] ends the flow after the packet: its record says
 //!   `active` (as when the active timeout splits a flow) and the flow's next
@@ -82,6 +83,7 @@ pub const OPTIONAL: &[(&str, &str, &str, &[Field])] = &[(
     ndpi_fields::FIELDS,
 )];
 
+use crate::flow::consumer::{Follows, FOLLOW_ALL};
 use crate::schema::{Cells, Field, Rows};
 use crate::time::Nanos;
 
@@ -468,14 +470,44 @@ macro_rules! registry {
                 self.skip(s, from_client, empty).is_some()
             }
 
+            /// Which packets of the flow in slot `s` an analyzer on is
+            /// shown ([`Active::live`] of each side, with payload or not,
+            /// as one [`Follows`] mask).
+            pub(crate) fn follows(&self, s: usize) -> Follows {
+                if !self.early {
+                    return FOLLOW_ALL;
+                }
+                self.follows_done(self.done.get(s).copied().unwrap_or([0; 2]))
+            }
+
+            /// [`Active::follows`] of a flow that just started.
+            #[inline]
+            pub(crate) fn follows_new(&self) -> Follows {
+                if !self.early {
+                    return FOLLOW_ALL;
+                }
+                self.follows_done([0; 2])
+            }
+
+            /// [`Active::follows`] of a flow whose analyzers are done with
+            /// its client's and its server's packets as `done` says.
+            #[inline(always)]
+            fn follows_done(&self, done: [u16; 2]) -> Follows {
+                let (all, no_empty) = (self.all, self.no_empty);
+                let side = |d: u16| {
+                    Follows::from(d & all != all) | Follows::from((d | no_empty) & all != all) << 1
+                };
+                side(done[0]) | side(done[1]) << 2
+            }
+
             /// A packet of the flow in slot `s`, shown to each analyzer
             /// on that is not done with the flow; `End` when one asks to
-            /// end the flow.
+            /// end the flow, and the flow's [`Active::follows`] after it.
             #[inline]
-            pub(crate) fn packet(&mut self, s: usize, p: &PacketView<'_>) -> Action {
+            pub(crate) fn packet(&mut self, s: usize, p: &PacketView<'_>) -> (Action, Follows) {
                 match self.skip(s, p.from_client, p.payload_len == 0) {
                     Some(skip) => self.packet_skipping(s, p, skip),
-                    None => Action::Continue,
+                    None => (Action::Continue, self.follows(s)),
                 }
             }
 
@@ -487,7 +519,7 @@ macro_rules! registry {
                 s: usize,
                 p: &PacketView<'_>,
                 skip: u16,
-            ) -> Action {
+            ) -> (Action, Follows) {
                 let mut act = Action::Continue;
                 let mut done = if self.early {
                     self.done.get(s).copied().unwrap_or([0; 2])
@@ -517,8 +549,10 @@ macro_rules! registry {
                     if let Some(d) = self.done.get_mut(s) {
                         *d = done;
                     }
+                    (act, self.follows_done(done))
+                } else {
+                    (act, FOLLOW_ALL)
                 }
-                act
             }
 
             /// Appends the fields of the flow in slot `s` as one row; the

@@ -94,6 +94,10 @@ const NIBBLE_LANES: [u64; 16] = {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TcpState {
     /// Bit 0: FIN seen forward; bit 1: FIN seen backward; bit 2: RST seen.
+    /// Bits 4–7 are not the close state's: the flow table keeps in them
+    /// which packets of the flow its consumers read
+    /// (`crate::flow::entry::FOLLOW_SHIFT`); the methods here leave them
+    /// as they are.
     pub close: u8,
 }
 

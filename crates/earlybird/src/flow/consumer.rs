@@ -5,7 +5,10 @@
 //! [`Consumer`] (`()` for none), called with static dispatch: the table
 //! knows no consumer, only this trait. The per-packet call
 //! ([`Consumer::packet`]) is compiled in or out by the caller's `PACKETS`
-//! flag (picked once per batch from [`Consumer::reads_packets`]); the
+//! flag (picked once per batch from [`Consumer::reads_packets`]) and made
+//! only for the packets the consumers say they follow ([`Follows`]: when
+//! the flow opens and after each such call; the table keeps it in the
+//! flow's entry, so a packet no consumer follows costs one test); the
 //! other calls come once per flow. A consumer reads the flow's lines in
 //! the table through [`FlowRef`] and keeps its own state (per slot when it
 //! has per-flow state: a slot is reused by the next flow after
@@ -53,6 +56,15 @@ impl FlowRef<'_> {
     }
 }
 
+/// Which packets of a flow a consumer reads ([`Consumer::follows_new`],
+/// [`Consumer::packet`]): bit 0 the client's packets with payload, bit 1
+/// the client's without, bit 2 the server's with, bit 3 the server's
+/// without.
+pub type Follows = u8;
+
+/// Every packet of the flow.
+pub const FOLLOW_ALL: Follows = 0b1111;
+
 /// A part that follows a table's flows (see the module docs). Every
 /// method has a default that does nothing.
 pub trait Consumer {
@@ -80,12 +92,13 @@ pub trait Consumer {
     }
 
     /// Packet `p` of `flow` was accounted (its counters include it);
-    /// `pl` is its payload when [`Self::reads_payload`]. Returns true to
-    /// end the flow after the packet (its record says `active`).
+    /// `pl` is its payload when [`Self::reads_payload`]. Returns which of
+    /// the flow's later packets it reads ([`Follows`]), or `None` to end
+    /// the flow after the packet (its record says `active`).
     #[inline(always)]
-    fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> bool {
+    fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> Option<Follows> {
         let _ = (flow, p, pl);
-        false
+        Some(FOLLOW_ALL)
     }
 
     /// The flow just started in `flow.slot` (after [`Self::start`]; its
@@ -96,15 +109,15 @@ pub trait Consumer {
         let _ = flow;
     }
 
-    /// Whether [`Self::packet`] is to be called for a packet of the flow in
-    /// `slot` sent by its client (`from_client`) or its server, with a
-    /// payload or not (`empty`); only asked when [`Self::reads_packets`].
-    /// False when the consumer would do nothing with that packet: the
-    /// table then skips the call, and the payload is never sliced.
+    /// Which packets of a flow that just opened (after [`Self::start`] and
+    /// [`Self::opened`]) [`Self::packet`] is to be called for
+    /// ([`Follows`]); only asked when [`Self::reads_packets`]. The table
+    /// keeps it, and what each packet call returns, in the flow's entry
+    /// (`entry::FOLLOW_SHIFT`): a packet outside it costs one test of
+    /// that line, no call, and its payload is never sliced.
     #[inline(always)]
-    fn follows(&self, slot: usize, from_client: bool, empty: bool) -> bool {
-        let _ = (slot, from_client, empty);
-        true
+    fn follows_new(&self) -> Follows {
+        FOLLOW_ALL
     }
 
     /// `flow` just got its verdict (in its entry); `model` names its class.

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::consumer::{Consumer, FlowRef};
+use super::consumer::{Consumer, FlowRef, Follows, FOLLOW_ALL};
 use super::events::Events;
 use super::held::HeldEnds;
 use super::key::Key;
@@ -74,14 +74,14 @@ impl Consumer for Log {
     fn start(&mut self, slot: usize) {
         self.seen.push(format!("start {slot}"));
     }
-    fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, _: Payload<'_>) -> bool {
+    fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, _: Payload<'_>) -> Option<Follows> {
         let n = flow.packets();
         self.seen.push(format!(
             "packet {} #{n} client={}",
             flow.slot,
             flow.sent_by_client(p)
         ));
-        self.end_at == Some(n)
+        (self.end_at != Some(n)).then_some(FOLLOW_ALL)
     }
     fn verdict(&mut self, flow: FlowRef<'_>, model: &Inline) {
         let name = model.class_name(flow.entry.app).unwrap_or("?");
@@ -168,6 +168,84 @@ fn a_consumer_ends_a_flow_and_the_next_packet_starts_another() {
     );
     t.out.materialize();
     assert_eq!(t.out.records.len(), 2);
+}
+
+/// Reads only what its mask says; after its first packet, nothing.
+struct Picky {
+    first: Follows,
+    seen: Vec<(bool, bool)>,
+}
+
+impl Consumer for Picky {
+    fn reads_packets(&self) -> bool {
+        true
+    }
+    fn follows_new(&self) -> Follows {
+        self.first
+    }
+    fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> Option<Follows> {
+        self.seen.push((flow.sent_by_client(p), pl.len == 0));
+        Some(0)
+    }
+}
+
+#[test]
+fn a_consumer_is_called_only_for_the_packets_it_follows() {
+    // The client's and the server's packets, with and without payload,
+    // for a client that is endpoint `a` of the key and one that is `b`.
+    let (ka, a_first) = Key::from_v4([10, 0, 0, 1], 5000, [10, 0, 0, 2], 443, 6, true);
+    let (kb, b_first) = Key::from_v4([10, 0, 0, 2], 443, [10, 0, 0, 1], 5000, 6, true);
+    assert_ne!(a_first, b_first);
+    let bytes = [1u8; 4];
+    for (key, client_a) in [(ka, a_first), (kb, b_first)] {
+        // Bits: client with payload 0, client empty 1, server with 2,
+        // server empty 3.
+        for (bit, from_client, empty) in [
+            (0, true, false),
+            (1, true, true),
+            (2, false, false),
+            (3, false, true),
+        ] {
+            let mut t = FlowTable::with_consumers(
+                &cfg(),
+                None,
+                Picky {
+                    first: 1 << bit,
+                    seen: Vec::new(),
+                },
+            )
+            .unwrap();
+            let mut ts = 1_000;
+            let mut send = |t: &mut FlowTable<Picky>, client: bool, empty: bool| {
+                ts += 1_000;
+                let p = Pkt {
+                    ts,
+                    size: 100,
+                    ..Pkt::from_key(&key, false, client == client_a)
+                };
+                let pl = if empty {
+                    Payload::NONE
+                } else {
+                    Payload::of(&bytes, 4)
+                };
+                t.packet_full(&p, &V6Icmp::default(), 0, pl);
+            };
+            // The flow's first packet (its client's, empty) opens it.
+            send(&mut t, true, true);
+            for (c, e) in [(true, false), (false, false), (false, true), (true, true)] {
+                send(&mut t, c, e);
+            }
+            // Once the consumer follows nothing, no packet reaches it.
+            for (c, e) in [(true, false), (false, false), (false, true), (true, true)] {
+                send(&mut t, c, e);
+            }
+            assert_eq!(
+                t.consumers.seen,
+                [(from_client, empty)],
+                "bit {bit}, client is a: {client_a}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -45,7 +45,8 @@ pub struct Entry {
     pub conf: u16,
     /// Packet index at which the verdict was taken.
     pub at: u8,
-    /// TCP close state.
+    /// TCP close state (bits 0–2 of its byte) and, in bits 4–7, which of
+    /// the flow's packets a consumer reads ([`FOLLOW_SHIFT`]).
     pub tcp: TcpState,
     /// Timestamp of the first packet.
     pub first_ts: u64,
@@ -87,6 +88,13 @@ pub const HELD: u8 = 64;
 /// The shard's frame tap (the call stage's) said it wants none of this
 /// flow's next packets (`dump::FrameTap::flow_frame`).
 pub const UNFOLLOWED: u8 = 128;
+
+/// Where in [`Entry::tcp`]'s byte the flow table keeps which packets of
+/// the flow its consumers read (bits 4–7: the consumers'
+/// `crate::flow::consumer::Follows` mask, its client and server pairs
+/// turned into endpoint `a`'s and `b`'s), so that a packet no consumer
+/// reads costs one test of the line the update already holds.
+pub const FOLLOW_SHIFT: u32 = 4;
 
 /// What a flow writes once, and the carries of its byte counters. 16 bytes.
 #[derive(Debug, Clone, Copy, Default)]

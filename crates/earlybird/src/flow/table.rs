@@ -55,12 +55,12 @@
 use std::sync::Arc;
 
 use super::arena::{Arena, ZeroValid};
-use super::consumer::{Consumer, FlowRef};
+use super::consumer::{Consumer, FlowRef, Follows};
 use super::prefault::{Prefaulter, Region};
 
 use super::entry::{
-    Entry, EntryTail, FullStats, IcmpHead, V6Addrs, CLIENT_IS_A, CLOSED, DECIDED, IN_USE, PENDING,
-    SPILLED, UNFOLLOWED,
+    Entry, EntryTail, FullStats, IcmpHead, V6Addrs, CLIENT_IS_A, CLOSED, DECIDED, FOLLOW_SHIFT,
+    IN_USE, PENDING, SPILLED, UNFOLLOWED,
 };
 use super::expiry::close_reason;
 use super::packet::{is_icmp, Payload, PayloadSource, Pkt, V6Icmp};
@@ -499,7 +499,13 @@ impl<C: Consumer> FlowTable<C> {
             Some(s) => self.known::<PACKETS, L>(s, p, side, pl),
             None => {
                 let s = self.insert_at(p, side, i);
-                self.update::<PACKETS, L>(s, p, pl);
+                if PACKETS {
+                    self.follow(s, self.consumers.follows_new());
+                }
+                self.update(s, p);
+                if PACKETS && self.shown(s, p, pl.empty(p)) {
+                    self.consume(s, p, pl);
+                }
                 s
             }
         }
@@ -526,11 +532,18 @@ impl<C: Consumer> FlowTable<C> {
     ) -> usize {
         let s = if let Some(reason) = self.ends_before(s, p) {
             self.end(s, reason);
-            self.insert(p, side)
+            let s = self.insert(p, side);
+            if PACKETS {
+                self.follow(s, self.consumers.follows_new());
+            }
+            s
         } else {
             s
         };
-        self.update::<PACKETS, L>(s, p, pl);
+        self.update(s, p);
+        if PACKETS && self.shown(s, p, pl.empty(p)) {
+            self.consume(s, p, pl);
+        }
         s
     }
 
@@ -636,10 +649,13 @@ impl<C: Consumer> FlowTable<C> {
         s
     }
 
-    /// Updates slot `s` with packet `p` (whose transport payload `pl`
-    /// finds, only when a consumer follows the packet).
-    #[inline]
-    fn update<'a, const PACKETS: bool, L: PayloadSource<'a>>(&mut self, s: usize, p: &Pkt, pl: L) {
+    /// Updates slot `s` with packet `p` (the same code whether a consumer
+    /// reads packets or not: the caller asks [`Self::shown`] after it).
+    /// Always inlined into the shard's loop: called, it saved and restored
+    /// registers at every packet (measured: 19 instructions a packet on
+    /// the realistic mix without consumers; BENCHMARKS.md, issue 34).
+    #[inline(always)]
+    fn update(&mut self, s: usize, p: &Pkt) {
         // Every unchecked access here: `s` comes from the index or from
         // `insert_at` (module docs); the early array holds `n` entries per
         // slot.
@@ -701,9 +717,18 @@ impl<C: Consumer> FlowTable<C> {
                 self.decide::<false>(s);
             }
         }
-        if PACKETS && self.consumers.follows(s, dir == Dir::Fwd, pl.empty(p)) {
-            self.consume(s, p, pl);
-        }
+    }
+
+    /// Whether a consumer reads packet `p` of the flow in slot `s` (which
+    /// carries no transport payload when `empty`): one test of the bits
+    /// [`Self::follow`] keeps in its entry, indexed by the packet's
+    /// endpoint (`p.from_a`), so that the flow's client is not looked up.
+    #[inline(always)]
+    fn shown(&self, s: usize, p: &Pkt, empty: bool) -> bool {
+        // SAFETY: `s` is the slot `update` just ran (a slot in use).
+        let e = unsafe { self.entries.get_unchecked(s) };
+        let at = FOLLOW_SHIFT + 2 * u32::from(!p.from_a) + u32::from(empty);
+        e.tcp.close >> at & 1 != 0
     }
 
     /// Shows packet `p` of the flow in slot `s` (just accounted) to the
@@ -712,9 +737,24 @@ impl<C: Consumer> FlowTable<C> {
     #[inline(never)]
     fn consume<'a, L: PayloadSource<'a>>(&mut self, s: usize, p: &Pkt, pl: L) {
         let flow = flow_ref(&self.entries, &self.tails, &self.wide, s);
-        if self.consumers.packet(flow, p, pl.payload(p)) {
-            self.end(s, EndReason::Active);
+        match self.consumers.packet(flow, p, pl.payload(p)) {
+            None => self.end(s, EndReason::Active),
+            Some(f) => self.follow(s, f),
         }
+    }
+
+    /// Keeps in slot `s`'s entry which of its packets the consumers read
+    /// (`f`, in the bits at [`FOLLOW_SHIFT`]), as the packets of endpoint
+    /// `a` and of endpoint `b` ([`Self::shown`]).
+    #[inline]
+    fn follow(&mut self, s: usize, f: Follows) {
+        let e = &mut self.entries[s];
+        let by_end = if e.state & CLIENT_IS_A != 0 {
+            f
+        } else {
+            f >> 2 | (f & 3) << 2
+        };
+        e.tcp.close = e.tcp.close & !(0xF << FOLLOW_SHIFT) | by_end << FOLLOW_SHIFT;
     }
 }
 

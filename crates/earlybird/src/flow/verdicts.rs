@@ -18,7 +18,10 @@ use crate::classify::pool::PoolLink;
 
 impl<C: Consumer> FlowTable<C> {
     /// Runs the classifier on slot `s` with the early packets it has
-    /// (`END`: the flow is ending, a cascade's verdict is final).
+    /// (`END`: the flow is ending, a cascade's verdict is final). Never
+    /// inlined: it runs once a flow, and the table's per-packet update it
+    /// is called from is inlined into the shard's loop.
+    #[inline(never)]
     pub(super) fn decide<const END: bool>(&mut self, s: usize) {
         // SAFETY: every caller passes a slot below `high <= capacity` (from
         // the index, `insert_at`, the sweep, eviction or flush cursors); the

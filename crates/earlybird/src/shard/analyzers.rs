@@ -13,7 +13,7 @@
 use crate::analyze::media::KindCounts;
 use crate::analyze::{Action, Active, PacketView};
 use crate::config::FlowConfig;
-use crate::flow::consumer::{Consumer, FlowRef};
+use crate::flow::consumer::{Consumer, FlowRef, Follows};
 use crate::flow::packet::{Payload, Pkt};
 use crate::flow::record::{EndReason, RecordBatch};
 use crate::flow::tally::{Sums, Tally};
@@ -133,17 +133,18 @@ impl Consumer for Analyzers {
     }
 
     #[inline(always)]
-    fn follows(&self, slot: usize, from_client: bool, empty: bool) -> bool {
-        self.active.live(slot, from_client, empty)
+    fn follows_new(&self) -> Follows {
+        self.active.follows_new()
     }
 
     #[inline]
-    fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> bool {
+    fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> Option<Follows> {
         let h = flow.entry;
         let from_client = flow.sent_by_client(p);
         let Some(skip) = self.active.skip(flow.slot, from_client, pl.len == 0) else {
-            // No analyzer on would be shown the packet.
-            return false;
+            // No analyzer on would be shown the packet (another consumer
+            // reads it).
+            return Some(self.active.follows(flow.slot));
         };
         let view = PacketView {
             ts: p.ts,
@@ -156,7 +157,10 @@ impl Consumer for Analyzers {
             payload: pl.bytes(),
             ip: pl.ip(),
         };
-        self.active.packet_skipping(flow.slot, &view, skip) == Action::End
+        match self.active.packet_skipping(flow.slot, &view, skip) {
+            (Action::End, _) => None,
+            (Action::Continue, f) => Some(f),
+        }
     }
 
     #[inline]

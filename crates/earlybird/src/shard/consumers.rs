@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::classify::inline::Inline;
 use crate::classify::Classifier;
 use crate::config::FlowConfig;
-use crate::flow::consumer::{Consumer, FlowRef};
+use crate::flow::consumer::{Consumer, FlowRef, Follows};
 use crate::flow::events::Events;
 use crate::flow::held::HeldEnds;
 use crate::flow::packet::{Payload, Pkt};
@@ -64,19 +64,26 @@ macro_rules! registry {
             }
 
             #[inline(always)]
-            fn follows(&self, slot: usize, from_client: bool, empty: bool) -> bool {
-                false $(|| self.$name.as_ref().is_some_and(|c| {
-                    c.reads_packets() && c.follows(slot, from_client, empty)
-                }))*
+            fn follows_new(&self) -> Follows {
+                0 $(| match &self.$name {
+                    Some(c) if c.reads_packets() => c.follows_new(),
+                    _ => 0,
+                })*
             }
 
+            /// `None` when one asks to end the flow, else the packets
+            /// those that read packets follow.
             #[inline(always)]
-            fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> bool {
-                let mut end = false;
+            fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> Option<Follows> {
+                let (mut end, mut follows) = (false, 0);
                 $(if let Some(c) = &mut self.$name {
-                    end |= c.packet(flow, p, pl);
+                    match c.packet(flow, p, pl) {
+                        None => end = true,
+                        Some(f) if c.reads_packets() => follows |= f,
+                        Some(_) => {}
+                    }
                 })*
-                end
+                (!end).then_some(follows)
             }
 
             #[inline(always)]
