@@ -83,9 +83,17 @@ pub const OPTIONAL: &[(&str, &str, &str, &[Field])] = &[(
     ndpi_fields::FIELDS,
 )];
 
-use crate::flow::consumer::{Follows, FOLLOW_ALL};
 use crate::schema::{Cells, Field, Rows};
 use crate::time::Nanos;
+
+/// Which packets of a flow a consumer reads (`flow::consumer`'s
+/// `Consumer::packet` returns it; the analyzers compute theirs): bit 0 the
+/// client's packets with payload, bit 1 the client's without, bit 2 the
+/// server's with, bit 3 the server's without.
+pub type Follows = u8;
+
+/// Every packet of the flow.
+pub const FOLLOW_ALL: Follows = 0b1111;
 
 /// One packet of a flow, as an analyzer sees it.
 #[derive(Debug, Clone, Copy)]

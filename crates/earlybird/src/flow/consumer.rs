@@ -57,13 +57,9 @@ impl FlowRef<'_> {
 }
 
 /// Which packets of a flow a consumer reads ([`Consumer::follows_new`],
-/// [`Consumer::packet`]): bit 0 the client's packets with payload, bit 1
-/// the client's without, bit 2 the server's with, bit 3 the server's
-/// without.
-pub type Follows = u8;
-
-/// Every packet of the flow.
-pub const FOLLOW_ALL: Follows = 0b1111;
+/// [`Consumer::packet`]); defined beside the analyzers, which compute it
+/// and sit in a lower layer (docs/ARCHITECTURE.md, "Layers").
+pub use crate::analyze::{Follows, FOLLOW_ALL};
 
 /// A part that follows a table's flows (see the module docs). Every
 /// method has a default that does nothing.
