@@ -1,10 +1,14 @@
 //! Fuzz target for the media analyzer's wire parsers: STUN (RFC 8489),
-//! TURN ChannelData (RFC 8656), DTLS record headers (RFC 6347/9147) and
-//! the RFC 9443 demultiplexer. None panics; every view they return lies
-//! inside the input; attribute walks end.
+//! TURN ChannelData (RFC 8656), DTLS record headers (RFC 6347/9147),
+//! WireGuard message heads and the RFC 9443 demultiplexer. None panics;
+//! every view they return lies inside the input; attribute walks end; a
+//! WireGuard transport message's inner length is its wire length less 32,
+//! a multiple of 16.
 #![no_main]
 
-use earlybird::testing::{demux_classify, unwrap_turn, ChannelData, DtlsRecord, Stun};
+use earlybird::testing::{
+    demux_classify, unwrap_turn, ChannelData, DtlsRecord, Stun, WireGuardMessage,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -30,5 +34,13 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Some((_, inner)) = unwrap_turn(data) {
         assert!(inner.len() < data.len());
+    }
+    // The wire length as any u16, the captured bytes as given.
+    let wire = data.len().min(usize::from(u16::MAX)) as u16;
+    for len in [wire, wire.wrapping_mul(16), u16::MAX] {
+        if let Some(WireGuardMessage::Data(inner)) = WireGuardMessage::parse(data, len) {
+            assert_eq!(inner + 32, len);
+            assert_eq!(inner % 16, 0);
+        }
     }
 });

@@ -249,6 +249,7 @@ pub mod testing {
     pub use crate::analyze::media::dtls::Record as DtlsRecord;
     pub use crate::analyze::media::stun::Stun;
     pub use crate::analyze::media::turn::ChannelData;
+    pub use crate::analyze::media::wireguard::Message as WireGuardMessage;
     pub use crate::classify::dataset::SplitMix64;
     pub use crate::classify::tree::{Tree, LEAF};
     pub use crate::classify::vector;

@@ -62,6 +62,13 @@
 //!   datagrams not media by their shape (a DNS or ONC RPC message, or a
 //!   body repeated from the previous datagram of its direction: `shape.rs`),
 //!   or a DTLS tunnel (`clear.rs`).
+//! - A flow every datagram of which (so far) is a WireGuard message
+//!   (`wireguard.rs`) has the windows read its sizes net of the tunnel's
+//!   overhead (the inner packet with its padding), and when the windows
+//!   find it audio or video, its gaps tell which ([`TunnelRule`]): one
+//!   packet per codec frame (regular gaps) is audio, bursts are video.
+//!   The inner packets are encrypted, so no other layer can; a size bound
+//!   cannot either (Opus runs from 6 to 510 kbit/s).
 //! - Intervals and thresholds come from [`MediaConfig`]: Table 6.2 and the
 //!   guards by default, or a TOML file ([`MediaConfig::from_toml`]). Pure
 //!   arithmetic on sizes and timestamps; never fails.
@@ -76,6 +83,7 @@ pub(crate) mod dtls;
 pub(crate) mod shape;
 pub(crate) mod stun;
 pub(crate) mod turn;
+pub(crate) mod wireguard;
 use crate::schema::{Cells, Field, FieldType};
 use crate::time::Nanos;
 
@@ -162,6 +170,9 @@ pub struct MediaConfig {
     /// before the windows. Default true, also in a file that leaves it out.
     #[serde(default = "yes")]
     pub clear: bool,
+    /// Flows seen to be a WireGuard tunnel (on by default, also in a file
+    /// that leaves it out).
+    pub tunnel: TunnelRule,
 }
 
 fn yes() -> bool {
@@ -219,6 +230,36 @@ impl Default for FixedSizeGuard {
     }
 }
 
+/// A flow every datagram of which is a WireGuard message
+/// ([`wireguard::Message`]) has its sizes read net of the tunnel's
+/// overhead (the inner packet's length with its padding), and, once the
+/// windows find it audio or video, the kind is told by timing: audio when
+/// more than `share` of its windows with two gaps or more (and a previous
+/// window in their direction: the first holds the setup) have gaps of a
+/// coefficient of variation (population standard deviation / mean) of at
+/// most `iat_cv_max` (one packet per codec frame), video otherwise (a
+/// video frame goes as a burst of packets). Default on, 0.5, 0.5.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TunnelRule {
+    /// `false`: WireGuard flows are read as any other.
+    pub on: bool,
+    /// Largest coefficient of variation of a regular window's gaps.
+    pub iat_cv_max: f64,
+    /// Share of the windows that must be regular for audio (strictly more).
+    pub share: f64,
+}
+
+impl Default for TunnelRule {
+    fn default() -> Self {
+        TunnelRule {
+            on: true,
+            iat_cv_max: 0.5,
+            share: 0.5,
+        }
+    }
+}
+
 impl Default for MediaConfig {
     /// Table 6.2 of the thesis: audio size [60, 200] B (share 0.75),
     /// inter-arrival ±15 ms (0.6), bitrate [0, 150] kbit/s (0.75); video
@@ -266,6 +307,7 @@ impl Default for MediaConfig {
             feedback: FeedbackGuard::default(),
             fixed_size: FixedSizeGuard::default(),
             clear: true,
+            tunnel: TunnelRule::default(),
         }
     }
 }
@@ -407,6 +449,9 @@ pub struct Media {
     counts: [CellCounts; 3],
     /// The clear-header layer is on.
     clear: bool,
+    /// [`TunnelRule`]: regular window's gap CV bound and share (`None`:
+    /// off).
+    tunnel: Option<(f64, f64)>,
 }
 
 /// The per-second figures of one media kind in one flow table: flows
@@ -476,6 +521,7 @@ impl Media {
                 .then_some((c.fixed_size.iat_ms * 1e6, c.fixed_size.share)),
             counts: Default::default(),
             clear: c.clear,
+            tunnel: c.tunnel.on.then_some((c.tunnel.iat_cv_max, c.tunnel.share)),
         }
     }
 
@@ -514,6 +560,8 @@ struct Dir {
     /// Sum of the squared sizes of the current window.
     size_sq: u64,
     iat_sum: u64,
+    /// Sum of the squared inter-arrivals of the current window, ns².
+    iat_sq: f64,
     iat_n: u32,
     /// Mean inter-arrival of the previous window, ns (`None`: no window yet).
     prev_iat: Option<f64>,
@@ -549,7 +597,21 @@ pub struct State {
     bodies: [shape::Body; 2],
     /// Nothing more to learn or count of the flow ([`Analyzer::done`]).
     done: bool,
+    /// [`TUNNEL_UNSEEN`], [`TUNNEL_WG`] (every datagram so far a WireGuard
+    /// message) or [`TUNNEL_NOT`].
+    tunnel: u8,
+    /// Of a WireGuard flow's windows with two gaps or more and a previous
+    /// window in their direction: how many, and how many had regular gaps
+    /// ([`TunnelRule`]).
+    gapped: [u16; 2],
 }
+
+/// `State::tunnel`: no datagram with a payload yet.
+const TUNNEL_UNSEEN: u8 = 0;
+/// `State::tunnel`: every datagram so far a WireGuard message.
+const TUNNEL_WG: u8 = 1;
+/// `State::tunnel`: not a WireGuard flow (or the rule off).
+const TUNNEL_NOT: u8 = 2;
 
 /// Datagrams per flow the shape guard reads.
 const SHAPE_PACKETS: u8 = 10;
@@ -601,6 +663,16 @@ impl Media {
             f64::INFINITY
         };
         let size_cv = size_cv(w.size_sq, size, w.n);
+        // The gaps' coefficient of variation (scale-free: no divisor).
+        let gaps_cv = (w.iat_n >= 2).then(|| {
+            let mean = w.iat_sum as f64 / f64::from(w.iat_n);
+            let var = (w.iat_sq / f64::from(w.iat_n) - mean * mean).max(0.0);
+            if mean > 0.0 {
+                var.sqrt() / mean
+            } else {
+                0.0
+            }
+        });
         // All sizes equal: n Σs² = (Σs)² (exact in integers).
         let one_size = w.size_sq * u64::from(w.n) == w.size_sum * w.size_sum;
         let prev = w.prev_iat.replace(iat);
@@ -608,7 +680,17 @@ impl Media {
         w.size_sum = 0;
         w.size_sq = 0;
         w.iat_sum = 0;
+        w.iat_sq = 0.0;
         w.iat_n = 0;
+        // The first window of a direction holds the flow's setup (the
+        // tunnel's handshake, ICE, DTLS): left out, as from the stability
+        // share.
+        if let (TUNNEL_WG, Some((cv_max, _)), Some(cv), Some(_)) =
+            (st.tunnel, self.tunnel, gaps_cv, prev)
+        {
+            st.gapped[0] = st.gapped[0].saturating_add(1);
+            st.gapped[1] = st.gapped[1].saturating_add(u16::from(cv <= cv_max));
+        }
         st.windows = st.windows.saturating_add(1);
         if prev.is_some() {
             st.iat_windows = st.iat_windows.saturating_add(1);
@@ -685,6 +767,7 @@ impl Media {
                 if st.clear.as_ref().is_some_and(|c| c.promising()) {
                     return;
                 }
+                let (k, least) = self.tunnel_kind(st, k, least);
                 st.verdict = Some((k as u8, least as f32, index));
                 st.by = BY_WINDOWS;
                 return;
@@ -733,6 +816,24 @@ impl Media {
             return true;
         }
         false
+    }
+
+    /// In a WireGuard flow ([`TunnelRule`]), audio or video as the
+    /// windows' gaps say, with the smaller of `least` and the share behind
+    /// that; any other flow or kind keeps `k` and `least`.
+    fn tunnel_kind(&self, st: &State, k: usize, least: f64) -> (usize, f64) {
+        let Some((_, share)) = self.tunnel else {
+            return (k, least);
+        };
+        if st.tunnel != TUNNEL_WG || k > 1 || st.gapped[0] == 0 {
+            return (k, least);
+        }
+        let regular = f64::from(st.gapped[1]) / f64::from(st.gapped[0]);
+        if regular > share {
+            (0, least.min(regular))
+        } else {
+            (1, least.min(1.0 - regular))
+        }
     }
 
     /// Whether a guard says the flow is not media (`all`: its windows).
@@ -887,6 +988,19 @@ impl Analyzer for Media {
             return Action::Continue;
         }
         let d = usize::from(!p.from_client);
+        // The size the windows read: a WireGuard flow's net of the tunnel.
+        let mut size = p.size;
+        if matches!(st.tunnel, TUNNEL_UNSEEN | TUNNEL_WG) && !p.payload.is_empty() {
+            match wireguard::Message::parse(p.payload, p.payload_len) {
+                Some(m) if self.tunnel.is_some() => {
+                    st.tunnel = TUNNEL_WG;
+                    if let wireguard::Message::Data(inner) = m {
+                        size = inner;
+                    }
+                }
+                _ => st.tunnel = TUNNEL_NOT,
+            }
+        }
         if self.clear && st.shapes[0] < SHAPE_PACKETS && !p.payload.is_empty() {
             let body = shape::Body::of(p.payload);
             let repeated = body.repeats(std::mem::replace(&mut st.bodies[d], body));
@@ -895,15 +1009,17 @@ impl Analyzer for Media {
         }
         let w = &mut st.dirs[d];
         if w.seen > 0 {
-            w.iat_sum += p.ts.saturating_sub(w.last_ts);
+            let gap = p.ts.saturating_sub(w.last_ts);
+            w.iat_sum += gap;
+            w.iat_sq += (gap as f64) * (gap as f64);
             w.iat_n += 1;
         }
         w.seen += 1;
-        w.bytes += u64::from(p.size);
+        w.bytes += u64::from(size);
         w.last_ts = p.ts;
         w.n += 1;
-        w.size_sum += u64::from(p.size);
-        w.size_sq += u64::from(p.size) * u64::from(p.size);
+        w.size_sum += u64::from(size);
+        w.size_sq += u64::from(size) * u64::from(size);
         if w.n >= self.window {
             self.window_done(st, d, p.index);
             if let Some(c) = st
@@ -1282,6 +1398,109 @@ mod tests {
         let st = feed(&m, 200, 20_000_000, |_| 160);
         assert_eq!(st.kind(), Some("audio"));
         assert!(!m.done(&st));
+    }
+
+    /// `len` bytes that look encrypted (a different stream per `seed`),
+    /// behind `head`.
+    fn opaque(head: &[u8], len: usize, seed: u32) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+        let mut v: Vec<u8> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect();
+        v[..head.len()].copy_from_slice(head);
+        v
+    }
+
+    /// Feeds a flow of datagrams `(ts, from_client, payload)`; returns the
+    /// state.
+    fn feed_payloads(m: &Media, packets: &[(Nanos, bool, Vec<u8>)]) -> State {
+        let mut st = State::default();
+        for (i, (ts, d, b)) in packets.iter().enumerate() {
+            m.packet(&mut st, &with_payload(*ts, *d, i as u32 + 1, b));
+        }
+        st
+    }
+
+    /// Both ways: `frames` frames `frame_ns` apart, each `per_frame`
+    /// datagrams 0.5 ms apart of `inner` bytes, inside WireGuard transport
+    /// data messages (`wg`) or as they are.
+    fn stream(
+        frames: u64,
+        frame_ns: u64,
+        per_frame: u64,
+        inner: usize,
+        wg: bool,
+    ) -> Vec<(Nanos, bool, Vec<u8>)> {
+        let mut v = Vec::new();
+        for f in 0..frames {
+            for d in [true, false] {
+                for j in 0..per_frame {
+                    let ts = f * frame_ns + u64::from(!d) * 3_000_000 + j * 500_000;
+                    let seed = (f * 8 + j * 2 + u64::from(d)) as u32;
+                    let b = if wg {
+                        // Header, the inner packet padded to 16, the tag.
+                        opaque(&[4, 0, 0, 0], 16 + inner.div_ceil(16) * 16 + 16, seed)
+                    } else {
+                        opaque(&[0x55], inner - 28, seed)
+                    };
+                    v.push((ts, d, b));
+                }
+            }
+        }
+        v.sort_by_key(|p| p.0);
+        v
+    }
+
+    #[test]
+    fn a_wireguard_flow_is_told_audio_or_video_by_its_gaps() {
+        let m = Media::default();
+        let kind = |st: &State| {
+            st.verdict
+                .map(|(k, _, _)| KINDS.get(usize::from(k)).copied())
+        };
+        // Opus at a high rate: a 500-byte packet every 20 ms each way is
+        // over audio's size and bitrate bounds, so the windows say video
+        // of the plain flow; inside WireGuard the gaps say audio.
+        assert_eq!(
+            kind(&feed_payloads(&m, &stream(40, 20_000_000, 1, 500, false))),
+            Some(Some("video"))
+        );
+        let st = feed_payloads(&m, &stream(40, 20_000_000, 1, 500, true));
+        assert_eq!(st.tunnel, TUNNEL_WG);
+        assert_eq!(kind(&st), Some(Some("audio")));
+        // Video at 15 frames a second, 4 packets a frame: bursts, video.
+        let st = feed_payloads(&m, &stream(30, 66_000_000, 4, 1000, true));
+        assert_eq!(kind(&st), Some(Some("video")));
+        // The rule off: the tunnel's audio is read as any flow.
+        let off = Media::new(&MediaConfig {
+            tunnel: TunnelRule {
+                on: false,
+                ..TunnelRule::default()
+            },
+            ..MediaConfig::default()
+        });
+        let st = feed_payloads(&off, &stream(40, 20_000_000, 1, 500, true));
+        assert_eq!(st.tunnel, TUNNEL_NOT);
+        assert_eq!(kind(&st), Some(Some("video")));
+    }
+
+    #[test]
+    fn a_wireguard_flow_is_sized_net_of_the_tunnel() {
+        let m = Media::default();
+        // 150-byte inner packets (padded to 160) every 20 ms: 220 bytes of
+        // IP on the wire, 160 counted.
+        let st = feed_payloads(&m, &stream(40, 20_000_000, 1, 150, true));
+        assert_eq!(st.dirs[0].bytes, 160 * u64::from(st.dirs[0].seen));
+        // One datagram that is not WireGuard: the flow is not a tunnel.
+        let mut p = stream(40, 20_000_000, 1, 150, true);
+        p[3].2[1] = 1;
+        let st = feed_payloads(&m, &p);
+        assert_eq!(st.tunnel, TUNNEL_NOT);
     }
 
     #[test]

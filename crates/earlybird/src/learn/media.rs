@@ -467,6 +467,12 @@ size_cv_share = {}",
         "\n[feedback]\non = {}\npackets = [{}, {}]\nsize_max = {}\n\n[fixed_size]\non = {}\niat_ms = {}\nshare = {}\n",
         f.on, f.packets[0], f.packets[1], f.size_max, x.on, x.iat_ms, x.share
     );
+    let t = &c.tunnel;
+    let _ = write!(
+        s,
+        "\n[tunnel]\non = {}\niat_cv_max = {}\nshare = {}\n",
+        t.on, t.iat_cv_max, t.share
+    );
     s
 }
 
