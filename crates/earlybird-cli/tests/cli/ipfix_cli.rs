@@ -60,6 +60,14 @@ pub(crate) fn samples() -> Vec<PathBuf> {
     v
 }
 
+/// testdata's `ndpi__iphone.pcap`, the sample the tshark tests decode.
+fn iphone() -> PathBuf {
+    samples()
+        .into_iter()
+        .find(|p| p.ends_with("ndpi__iphone.pcap"))
+        .unwrap()
+}
+
 /// A generated capture with both directions (realistic mix).
 fn generated(dir: &Path) -> PathBuf {
     let p = dir.join("gen.pcap");
@@ -389,10 +397,7 @@ fn tshark_decodes_the_records_and_the_enterprise_elements_as_documented() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let input = samples()
-        .into_iter()
-        .find(|p| p.ends_with("ndpi__iphone.pcap"))
-        .unwrap();
+    let input = iphone();
     let catcher = Catcher::start();
     let csv = tmp.path().join("out.csv");
     let (code, _, err) = eb(&[
@@ -686,10 +691,7 @@ fn udp_to_a_closed_port_counts_the_refused_sends() {
 #[test]
 fn early_verdict_events_go_to_ipfix_too() {
     let tmp = tempfile::tempdir().unwrap();
-    let input = samples()
-        .into_iter()
-        .find(|p| p.ends_with("ndpi__iphone.pcap"))
-        .unwrap();
+    let input = iphone();
     let (csv, events) = (tmp.path().join("out.csv"), tmp.path().join("ev.ipfix"));
     let (code, _, err) = eb(&[
         "flows",
@@ -771,10 +773,7 @@ fn without_the_community_id_ipfix_goes_without_its_element() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let input = samples()
-        .into_iter()
-        .find(|p| p.ends_with("ndpi__iphone.pcap"))
-        .unwrap();
+    let input = iphone();
     let toml = tmp.path().join("probe.toml");
     std::fs::write(&toml, "no-community-id = true\n").unwrap();
     let mut runs = Vec::new();
