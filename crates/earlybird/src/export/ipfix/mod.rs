@@ -260,6 +260,12 @@ fn label_cols(analyzed: &[crate::schema::Field]) -> LabelCols {
     std::array::from_fn(|k| col(elements::LABEL_FIELDS[k]).filter(|_| labelled))
 }
 
+/// Whether a payload labeller is on: `label_cols` gives every column,
+/// the label's own fields included, or none.
+fn labelled(cols: &LabelCols) -> bool {
+    cols[elements::LABEL_OWN].is_some()
+}
+
 /// The label values of record `i` of `batch` from the columns `cols`:
 /// strings cut at a character boundary to `elements::LABEL_MAX` bytes each
 /// and `elements::LABEL_BUDGET` together (in template order: the later
@@ -510,15 +516,13 @@ fn encode_one(
     };
     let cid = seed.and_then(|s| crate::export::community_id::of_record(s, &r.key, r.icmp));
     let cid = cid.as_ref().map_or(&[][..], |c| &c.as_bytes()[..]);
-    // Without a payload labeller every label column is `None` (the
-    // label's own fields come with the payload labellers' ones).
     let l;
-    let l = match labels[elements::LABEL_OWN] {
-        Some(_) => {
+    let l = match labelled(labels) {
+        true => {
             l = label_values(labels, batch, i);
             &l
         }
-        None => &record::Labels::NONE,
+        false => &record::Labels::NONE,
     };
     record::encode_into(buf, t, r, app, cid, early, &m, l)
 }
@@ -637,7 +641,7 @@ impl Exporter for IpfixExporter {
 
     /// Only runs with a payload labeller export the label fields.
     fn reads_label_cells(&self) -> bool {
-        self.labels[elements::LABEL_OWN].is_some()
+        labelled(&self.labels)
     }
 
     fn renderer(&self) -> Option<Renderer> {
