@@ -360,6 +360,9 @@ impl Shard {
             Seconds::new(self.id, Part::Run),
         ]);
         self.table.consumers.tally = Some(Tally::new(classes));
+        if let Some(a) = &mut self.table.consumers.analyzers {
+            a.count_media();
+        }
         self.by_part = true;
     }
 

@@ -7,10 +7,12 @@
 //!   layer (`clear.rs`) reads UDP flows and TCP flows whose first payload
 //!   is TURN framing ([`clear::turn_tcp`]). Any other flow gets an empty
 //!   verdict and the analyzer is done with it at that packet
-//!   ([`Analyzer::done`]), as it is with a flow a guard decided not media
-//!   once no RTP stream can replace that verdict (the clear-header layer
-//!   off, or past its [`CLEAR_PACKETS`]): no later packet of those flows
-//!   can change their record or the per-second figures.
+//!   ([`Analyzer::done`]), as it is with a flow the windows or a guard
+//!   decided once no RTP stream can replace that verdict (the
+//!   clear-header layer off, past its [`CLEAR_PACKETS`], or RTP ruled
+//!   out: [`RTP_TRIES`]) and, for a media verdict, the per-second figures
+//!   are not taken ([`Media::count_per_second`]): no later packet of those
+//!   flows can change their record or the figures taken.
 //! - Each direction of a flow is cut into windows of [`MediaConfig::window`]
 //!   packets (10 by default). Per window: the mean IP length, the mean
 //!   inter-arrival between consecutive packets of that direction (the first
@@ -44,7 +46,9 @@
 //! - Per-second figures: per kind, the analyzer counts the flows it
 //!   decides, the media flows that end, and the packets and IP bytes of
 //!   media flows from the deciding packet on; the shard takes them each
-//!   second of the per-second statistics ([`Media::take_counts`]).
+//!   second of the per-second statistics ([`Media::take_counts`]). A run
+//!   that keeps none says so ([`Media::count_per_second`]): the packets
+//!   and bytes are then not counted to the flows' ends.
 //! - A kind with [`KindConfig::iat_max_ms`] (audio by default, 100 ms)
 //!   counts a window as stable only when its mean inter-arrival is also at
 //!   most that long.
@@ -92,6 +96,13 @@ const TCP: u8 = 6;
 /// Packets of a flow the clear-header layer reads before it decides; a
 /// flow it decided is read to its end (for the quality figures).
 const CLEAR_PACKETS: u32 = 1000;
+/// RTP-class datagrams of a UDP flow that rule RTP out when none of them
+/// is a consistent step of a stream and the flow showed no STUN, TURN or
+/// DTLS handshake ([`clear::Clear::rtp_ruled_out`]): the clear-header
+/// layer then reads no more of it. Datagrams that are not RTP-class do
+/// not count (an app's own framing can precede its RTP: LINE's 40 first
+/// datagrams of a call on the corpus).
+const RTP_TRIES: u32 = 8;
 
 /// Tests of one media kind; a characteristic with no intervals (or no
 /// tolerance) is not tested.
@@ -452,6 +463,9 @@ pub struct Media {
     /// [`TunnelRule`]: regular window's gap CV bound and share (`None`:
     /// off).
     tunnel: Option<(f64, f64)>,
+    /// Someone takes the per-second figures ([`Media::count_per_second`]):
+    /// a media flow is then followed to its end for its packets and bytes.
+    counting: bool,
 }
 
 /// The per-second figures of one media kind in one flow table: flows
@@ -522,7 +536,16 @@ impl Media {
             counts: Default::default(),
             clear: c.clear,
             tunnel: c.tunnel.on.then_some((c.tunnel.iat_cv_max, c.tunnel.share)),
+            counting: true,
         }
+    }
+
+    /// Whether the per-second figures are taken ([`Media::take_counts`];
+    /// on by default). Off, a flow the windows decided media is left once
+    /// the clear-header layer reads no more of it: only the packets and
+    /// bytes counted would have changed.
+    pub fn count_per_second(&mut self, on: bool) {
+        self.counting = on;
     }
 
     /// Per kind (audio, video, file): what the flows did since the last
@@ -597,6 +620,9 @@ pub struct State {
     bodies: [shape::Body; 2],
     /// Nothing more to learn or count of the flow ([`Analyzer::done`]).
     done: bool,
+    /// The clear-header layer reads no more of the flow: RTP ruled out
+    /// ([`RTP_TRIES`]).
+    clear_off: bool,
     /// [`TUNNEL_UNSEEN`], [`TUNNEL_WG`] (every datagram so far a WireGuard
     /// message) or [`TUNNEL_NOT`].
     tunnel: u8,
@@ -779,7 +805,7 @@ impl Media {
 impl Media {
     /// Feeds the clear-header layer; true when its verdict was taken at
     /// this packet (and the packet counted for it).
-    #[inline]
+    #[inline(always)]
     fn clear_packet(&self, st: &mut State, p: &PacketView<'_>) -> bool {
         let c = match &mut st.clear {
             Some(c) => c,
@@ -852,6 +878,30 @@ impl Media {
         }
         self.fixed_size
             .is_some_and(|(_, share)| f64::from(st.fixed) / all > share)
+    }
+
+    /// Counts packet `p` of a flow decided media for the per-second
+    /// figures.
+    #[inline]
+    fn count(&self, st: &State, p: &PacketView<'_>) {
+        if let Some(c) = st
+            .verdict
+            .and_then(|(k, _, _)| self.counts.get(usize::from(k)))
+        {
+            bump(&c.packets, 1);
+            bump(&c.bytes, u64::from(p.size));
+        }
+    }
+
+    /// Whether no later packet of a flow the windows or a guard decided
+    /// (packet `index` just read) can change its record or the counts: the
+    /// clear-header layer reads no more of it (off, RTP ruled out, or past
+    /// [`CLEAR_PACKETS`]), and the flow is not media or the per-second
+    /// figures are not taken.
+    #[inline]
+    fn settled(&self, st: &State, index: u32) -> bool {
+        let read = self.clear && !st.clear_off && index <= CLEAR_PACKETS;
+        !read && (!self.counting || st.verdict.is_some_and(|v| v.0 == NOT_MEDIA))
     }
 }
 
@@ -968,20 +1018,31 @@ impl Analyzer for Media {
                 return Action::Continue;
             }
         }
-        if self.clear && !p.payload.is_empty() && self.clear_packet(st, p) {
+        if st.by == BY_RTP {
+            // An RTP stream decided: the flow is read to its end (the
+            // quality figures; a video stream can still replace audio).
+            if !p.payload.is_empty() && self.clear_packet(st, p) {
+                return Action::Continue;
+            }
+            self.count(st, p);
             return Action::Continue;
         }
-        if let Some((k, _, _)) = st.verdict {
-            match self.counts.get(usize::from(k)) {
-                Some(c) => {
-                    bump(&c.packets, 1);
-                    bump(&c.bytes, u64::from(p.size));
-                }
-                // Not media (a guard fired, so the clear-header layer had
-                // no verdict): final once that layer reads no more.
-                None if !self.clear || p.index > CLEAR_PACKETS => st.done = true,
-                None => {}
+        if self.clear && !st.clear_off && !p.payload.is_empty() {
+            if self.clear_packet(st, p) {
+                return Action::Continue;
             }
+            if p.proto == UDP
+                && st
+                    .clear
+                    .as_deref()
+                    .is_some_and(|c| c.rtp_ruled_out(RTP_TRIES))
+            {
+                st.clear_off = true;
+            }
+        }
+        if st.verdict.is_some() {
+            self.count(st, p);
+            st.done = self.settled(st, p.index);
             return Action::Continue;
         }
         if p.proto != UDP {
@@ -1022,13 +1083,13 @@ impl Analyzer for Media {
         w.size_sq += u64::from(size) * u64::from(size);
         if w.n >= self.window {
             self.window_done(st, d, p.index);
-            if let Some(c) = st
-                .verdict
-                .and_then(|(k, _, _)| self.counts.get(usize::from(k)))
-            {
-                bump(&c.decided, 1);
-                bump(&c.packets, 1);
-                bump(&c.bytes, u64::from(p.size));
+            if let Some((k, _, _)) = st.verdict {
+                if let Some(c) = self.counts.get(usize::from(k)) {
+                    bump(&c.decided, 1);
+                    bump(&c.packets, 1);
+                    bump(&c.bytes, u64::from(p.size));
+                }
+                st.done = self.settled(st, p.index);
             }
         }
         Action::Continue
@@ -1371,33 +1432,73 @@ mod tests {
     #[test]
     fn a_flow_decided_not_media_is_done_once_no_rtp_can_replace_the_verdict() {
         // 1000-byte datagrams every 4 ms, one way: a guard says not media.
-        let run = |m: &Media, packets: u32| {
+        // Payloads: none; or `head` then bytes that look encrypted, each
+        // datagram's own (an RTP-class head: a new SSRC every time).
+        let run = |m: &Media, packets: u32, head: Option<&[u8]>| {
             let mut st = State::default();
             for i in 1..=packets {
-                m.packet(&mut st, &view(u64::from(i) * 4_000_000, true, i, 1000));
+                let body = head.map(|h| opaque(h, 972, i));
+                let ts = u64::from(i) * 4_000_000;
+                match &body {
+                    Some(b) => m.packet(&mut st, &with_payload(ts, true, i, b)),
+                    None => m.packet(&mut st, &view(ts, true, i, 1000)),
+                };
             }
             st
         };
-        // The clear-header layer still reads the first 1000 packets (an
-        // RTP stream found there replaces the verdict): not done before.
         let m = Media::default();
-        let st = run(&m, 200);
+        // Without payloads the clear-header layer still reads the first
+        // 1000 packets (an RTP stream found there replaces the verdict):
+        // not done before.
+        let st = run(&m, 200, None);
         assert_eq!(st.verdict.map(|v| v.0), Some(NOT_MEDIA));
-        assert!(!m.done(&st));
-        assert!(m.done(&run(&m, CLEAR_PACKETS + 1)));
+        assert!(!st.clear_off && !m.done(&st));
+        assert!(m.done(&run(&m, CLEAR_PACKETS + 1, None)));
+        // RTP-class datagrams none of which continues a stream: RTP is
+        // ruled out after RTP_TRIES of them, the verdict is final.
+        let st = run(&m, RTP_TRIES - 1, Some(&[0x80, 0x60]));
+        assert!(!st.clear_off);
+        let st = run(&m, 200, Some(&[0x80, 0x60]));
+        assert_eq!(st.verdict.map(|v| v.0), Some(NOT_MEDIA));
+        assert!(st.clear_off && m.done(&st));
+        // Other datagrams (an app's own framing) do not rule it out.
+        let st = run(&m, 200, Some(&[0xd2, 0x19]));
+        assert_eq!(st.verdict.map(|v| v.0), Some(NOT_MEDIA));
+        assert!(!st.clear_off && !m.done(&st));
         // Without that layer the guard's verdict is final at once.
         let off = MediaConfig {
             clear: false,
             ..MediaConfig::default()
         };
         let m = Media::new(&off);
-        let st = run(&m, 200);
+        let st = run(&m, 200, None);
         assert_eq!(st.verdict.map(|v| v.0), Some(NOT_MEDIA));
         assert!(m.done(&st));
-        // A media verdict is never done: its packets are counted.
+        // A media verdict is done only when the per-second figures are not
+        // taken (its packets are counted for them) and the clear-header
+        // layer reads no more of the flow.
         let st = feed(&m, 200, 20_000_000, |_| 160);
         assert_eq!(st.kind(), Some("audio"));
         assert!(!m.done(&st));
+        let audio_of = |m: &Media| {
+            let mut st = State::default();
+            for i in 1..=400u32 {
+                let b = opaque(&[0x80, 0x60], 132, i);
+                let ts = u64::from(i / 2) * 20_000_000 + u64::from(i % 2) * 1_000_000;
+                m.packet(&mut st, &with_payload(ts, i % 2 == 1, i, &b));
+            }
+            st
+        };
+        let st = audio_of(&Media::default());
+        assert_eq!(st.kind(), Some("audio"));
+        assert!(st.clear_off && !Media::default().done(&st));
+        let mut m = Media::default();
+        m.count_per_second(false);
+        let st = audio_of(&m);
+        assert_eq!(st.kind(), Some("audio"));
+        assert!(st.clear_off && m.done(&st));
+        let [audio, _, _] = m.take_counts();
+        assert_eq!((audio.decided, audio.packets), (1, 1));
     }
 
     /// `len` bytes that look encrypted (a different stream per `seed`),

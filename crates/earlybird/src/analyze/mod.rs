@@ -591,6 +591,14 @@ impl Active {
         self.each.media.as_ref().map(|m| m.analyzer.take_counts())
     }
 
+    /// Whether the `media` analyzer's per-second figures are taken
+    /// ([`media::Media::count_per_second`]).
+    pub(crate) fn count_media(&mut self, on: bool) {
+        if let Some(m) = &mut self.each.media {
+            m.analyzer.count_per_second(on);
+        }
+    }
+
     /// True when the `dns` analyzer is on (flows then take the cached
     /// name of their server address, [`Active::dns_flow_start`]).
     pub(crate) fn dns_on(&self) -> bool {

@@ -50,8 +50,10 @@ impl Analyzers {
             media: &cfg.media,
             sample: cfg.sample.as_ref(),
         };
-        let active = Active::configured(&cfg.analyzers, &opts)
+        let mut active = Active::configured(&cfg.analyzers, &opts)
             .map_err(|e| crate::Error::Config(e.to_string()))?;
+        // No per-second figures until the shard keeps them.
+        active.count_media(false);
         Ok(active.rows().then(|| Analyzers {
             on: active.any(),
             dns: active.dns_on(),
@@ -78,6 +80,12 @@ impl Analyzers {
     /// The shard is about to run turn `turn` (`analyze/dns.rs`).
     pub fn dns_turn(&self, turn: u64) {
         self.active.dns_turn(turn);
+    }
+
+    /// The shard keeps per-second statistics: the `media` analyzer counts
+    /// its figures for them ([`Analyzers::media_into`]).
+    pub fn count_media(&mut self) {
+        self.active.count_media(true);
     }
 
     /// The `media` analyzer's per-kind figures since the last call, added

@@ -472,6 +472,22 @@ impl Clear {
                 .any(|t| t.used && t.kind.is_none() && t.run >= 2)
     }
 
+    /// Whether RTP is ruled out of the flow by what the layer read: at
+    /// least `rtp` datagrams (after TURN) that demultiplexed as RTP (not
+    /// RTCP), none of them a consistent step of a stream, and no STUN
+    /// message, TURN framing or DTLS handshake record (a WebRTC flow
+    /// starts with ICE's STUN; an RTP stream's second packet is its first
+    /// step). With RTP-class packets seen, the DTLS tunnel test cannot
+    /// pass any more either.
+    pub fn rtp_ruled_out(&self, rtp: u32) -> bool {
+        self.consistent == 0
+            && self.rtp_class.saturating_sub(self.rtcp) >= rtp
+            && self.verdict.is_none()
+            && self.stun == 0
+            && self.relayed == 0
+            && self.dtls[0] == 0
+    }
+
     /// A DTLS tunnel or a WebRTC data channel: no RTP or RTCP at all, and
     /// DTLS application data in more than half of the flow's `packets` or,
     /// after a DTLS handshake, in at least 3 of them.
