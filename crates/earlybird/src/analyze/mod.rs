@@ -37,7 +37,8 @@
 //!   (its state is kept for [`Analyzer::finish`] and [`Analyzer::record`]).
 //!   It may also say so of one side's packets ([`Analyzer::done_with`]),
 //!   and that it never reads packets without payload
-//!   ([`Analyzer::EMPTY`]). A packet every analyzer on would not be shown
+//!   ([`Analyzer::EMPTY`]), or of those only the ones with SYN
+//!   ([`Analyzer::SYN_ONLY`]). A packet every analyzer on would not be shown
 //!   (the flow left the analyzers, or they are done with its side, or it
 //!   has no payload) costs the flow table one test of a mask it keeps in
 //!   the flow's entry (`Active::follows`, which `Active::packet` returns
@@ -89,7 +90,11 @@ use crate::time::Nanos;
 /// Which packets of a flow a consumer reads (`flow::consumer`'s
 /// `Consumer::packet` returns it; the analyzers compute theirs): bit 0 the
 /// client's packets with payload, bit 1 the client's without, bit 2 the
-/// server's with, bit 3 the server's without.
+/// server's with, bit 3 the server's without. A TCP packet without
+/// payload that carries SYN counts as one with payload when the
+/// consumers ask it (`Consumer::syn_with_payload`; the analyzers do when
+/// one on reads, of the packets without payload, only SYNs:
+/// [`Analyzer::SYN_ONLY`]).
 pub type Follows = u8;
 
 /// Every packet of the flow.
@@ -155,6 +160,10 @@ pub trait Analyzer: Default + Send + 'static {
     /// (only for an analyzer that reads payload: without one on, every
     /// packet's `payload_len` is 0).
     const EMPTY: bool = true;
+    /// Whether, of the packets without payload, it reads only TCP packets
+    /// that carry SYN (only with [`Self::EMPTY`]): the others are not
+    /// shown to it, so a flow's pure acknowledgements cost it nothing.
+    const SYN_ONLY: bool = false;
     /// The analyzer for a run's options (analyzers with options read them
     /// from it; the default ignores it).
     fn configure(_opts: &Options<'_>) -> Self {
@@ -333,6 +342,10 @@ macro_rules! registry {
             /// The bits of the analyzers on that are not shown packets
             /// without payload.
             no_empty: u16,
+            /// The bits of the analyzers on that are shown, of the packets
+            /// without payload, only those with SYN
+            /// ([`Analyzer::SYN_ONLY`]).
+            syn_only: u16,
             /// Per slot (with `early`), for the client's and the server's
             /// packets: the bits of the analyzers done with them (both:
             /// done with the flow); all of `all` for both: the flow left
@@ -374,6 +387,7 @@ macro_rules! registry {
                     early: false,
                     all: 0,
                     no_empty: 0,
+                    syn_only: 0,
                     done: Vec::new(),
                 };
                 let mut bit = 1u16;
@@ -382,10 +396,14 @@ macro_rules! registry {
                         a.payload |= <$ty as Analyzer>::PAYLOAD || <$ty as Analyzer>::IP;
                         a.ip |= <$ty as Analyzer>::IP;
                         a.width += <$ty as Analyzer>::FIELDS.len();
-                        a.early |= <$ty as Analyzer>::ENDS_EARLY || !<$ty as Analyzer>::EMPTY;
+                        a.early |= <$ty as Analyzer>::ENDS_EARLY
+                            || !<$ty as Analyzer>::EMPTY
+                            || <$ty as Analyzer>::SYN_ONLY;
                         a.all |= bit;
                         if !<$ty as Analyzer>::EMPTY {
                             a.no_empty |= bit;
+                        } else if <$ty as Analyzer>::SYN_ONLY {
+                            a.syn_only |= bit;
                         }
                     }
                     bit <<= 1;
@@ -415,6 +433,13 @@ macro_rules! registry {
             /// True when an analyzer on reads payload.
             pub(crate) fn wants_payload(&self) -> bool {
                 self.payload
+            }
+
+            /// True when an analyzer on reads, of the packets without
+            /// payload, only SYNs: such a packet with SYN is then in the
+            /// class of those with payload ([`Follows`]).
+            pub(crate) fn syn_with_payload(&self) -> bool {
+                self.syn_only != 0
             }
 
             /// True when an analyzer on reads the IP packet.
@@ -447,35 +472,48 @@ macro_rules! registry {
 
             /// The bits of the analyzers on not shown a packet of the flow
             /// in slot `s` sent by the client (`from_client`) or the
-            /// server, with a payload or not (`empty`).
+            /// server, with a payload or not (`empty`), with SYN or not
+            /// (`syn`).
             #[inline]
-            fn skipped(&self, s: usize, from_client: bool, empty: bool) -> u16 {
+            fn skipped(&self, s: usize, from_client: bool, empty: bool, syn: bool) -> u16 {
                 let done = match self.done.get(s) {
                     Some(d) => d[usize::from(!from_client)],
                     None => 0,
                 };
-                done | if empty { self.no_empty } else { 0 }
+                done | if empty {
+                    self.no_empty | if syn { 0 } else { self.syn_only }
+                } else {
+                    0
+                }
             }
 
             /// The bits of the analyzers on not shown a packet of the flow
             /// in slot `s` sent by the client (`from_client`) or the
-            /// server, with a payload or not (`empty`); `None` when no
-            /// analyzer on is shown it (see the module docs).
+            /// server, with a payload or not (`empty`), with SYN or not
+            /// (`syn`); `None` when no analyzer on is shown it (see the
+            /// module docs).
             #[inline]
-            pub(crate) fn skip(&self, s: usize, from_client: bool, empty: bool) -> Option<u16> {
+            pub(crate) fn skip(
+                &self,
+                s: usize,
+                from_client: bool,
+                empty: bool,
+                syn: bool,
+            ) -> Option<u16> {
                 if !self.early {
                     return Some(0);
                 }
-                let skip = self.skipped(s, from_client, empty);
+                let skip = self.skipped(s, from_client, empty, syn);
                 (skip & self.all != self.all).then_some(skip)
             }
 
-            /// Whether an analyzer on is shown a packet of the flow in
-            /// slot `s` sent by the client (`from_client`) or the server,
-            /// with a payload or not (`empty`); see the module docs.
+            /// Whether an analyzer on is shown a packet without SYN of the
+            /// flow in slot `s` sent by the client (`from_client`) or the
+            /// server, with a payload or not (`empty`); see the module
+            /// docs.
             #[inline]
             pub(crate) fn live(&self, s: usize, from_client: bool, empty: bool) -> bool {
-                self.skip(s, from_client, empty).is_some()
+                self.skip(s, from_client, empty, false).is_some()
             }
 
             /// Which packets of the flow in slot `s` an analyzer on is
@@ -501,7 +539,10 @@ macro_rules! registry {
             /// its client's and its server's packets as `done` says.
             #[inline(always)]
             fn follows_done(&self, done: [u16; 2]) -> Follows {
-                let (all, no_empty) = (self.all, self.no_empty);
+                // Without payload: neither those not shown such packets
+                // nor those shown only SYNs (a SYN is then in the class
+                // of the packets with payload, `syn_with_payload`).
+                let (all, no_empty) = (self.all, self.no_empty | self.syn_only);
                 let side = |d: u16| {
                     Follows::from(d & all != all) | Follows::from((d | no_empty) & all != all) << 1
                 };
@@ -513,7 +554,8 @@ macro_rules! registry {
             /// end the flow, and the flow's [`Active::follows`] after it.
             #[inline]
             pub(crate) fn packet(&mut self, s: usize, p: &PacketView<'_>) -> (Action, Follows) {
-                match self.skip(s, p.from_client, p.payload_len == 0) {
+                let syn = p.proto == 6 && p.tcp_flags & 0x02 != 0;
+                match self.skip(s, p.from_client, p.payload_len == 0, syn) {
                     Some(skip) => self.packet_skipping(s, p, skip),
                     None => (Action::Continue, self.follows(s)),
                 }

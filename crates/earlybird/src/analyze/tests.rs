@@ -272,6 +272,23 @@ fn a_side_the_labellers_are_done_with_and_empty_packets_are_not_shown() {
 }
 
 #[test]
+fn tls_is_shown_of_the_packets_without_payload_only_syns() {
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut a = super::Active::new(&names(&super::LABELLERS)).unwrap();
+    a.start(0);
+    assert!(a.syn_with_payload());
+    // Without payload: a SYN goes to `tls` alone, an acknowledgement to none.
+    assert_eq!(a.skip(0, true, true, true), Some(a.all & !a.syn_only));
+    assert_eq!(a.skip(0, false, true, false), None);
+    assert!(!a.live(0, true, true) && a.live(0, true, false));
+    // The flows' mask: without payload (and SYN) nothing on either side.
+    assert_eq!(a.follows(0), 0b0101);
+    // Without `tls`, a SYN is a packet without payload as any other.
+    let b = super::Active::new(&names(&["http", "ssh", "dns"])).unwrap();
+    assert!(!b.syn_with_payload());
+}
+
+#[test]
 fn a_slot_started_holds_a_fresh_state_whatever_the_array_held() {
     let mut v = vec![1, 2];
     super::start_slot(&mut v, 0, || 9);

@@ -499,6 +499,10 @@ impl Analyzer for Tls {
     const PAYLOAD: bool = true;
     const ENDS_EARLY: bool = true;
     const IP: bool = true;
+    // A packet without payload changes nothing here unless it carries SYN
+    // (TCP: its sequence number; UDP: nothing; another protocol: only
+    // `done`, which the next packet with payload sets too, and no field).
+    const SYN_ONLY: bool = true;
     const FIELDS: &'static [Field] = &[
         Field::new(
             "sni",
