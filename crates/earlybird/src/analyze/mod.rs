@@ -14,7 +14,12 @@
 //!   the table, and the table calls `Active::packet` after it has
 //!   accounted each packet (the packet count in [`PacketView::index`]
 //!   includes it). A slot's state is reset to `Default` when a flow starts in
-//!   it, so an analyzer never sees another flow's state.
+//!   it, so an analyzer never sees another flow's state; a lazy analyzer's
+//!   ([`Analyzer::LAZY`]: the payload labellers) only when the flow is
+//!   first shown to it a packet it does not decline
+//!   ([`Analyzer::declines`]: one it would give the flow, or a side, up
+//!   at, recording nothing): a flow it declines costs it no reset, no
+//!   call and no record (its fields stay null).
 //! - Payload: [`PacketView::payload`] is the transport payload as captured
 //!   (cut by the snaplen, never past the IP length), a view into the
 //!   capture's bytes with no copy. It is empty when no analyzer on this run
@@ -26,8 +31,9 @@
 //!   this run does, or when the packet's headers were not all captured.
 //! - Flow end: the table calls [`Analyzer::finish`] (with the state
 //!   mutable: an analyzer frees what it holds there) and then
-//!   [`Analyzer::record`]. A state still held when a slot is reused or the
-//!   table is dropped is dropped with it.
+//!   [`Analyzer::record`] (neither for a lazy analyzer's state the flow
+//!   did not make). A state still held when a later flow of its slot makes
+//!   its own, or when the table is dropped, is dropped then.
 //! - When a flow ends, `Active::record` appends the analyzers' fields to
 //!   the record's row of cells ([`crate::schema::Rows`]), in registry order;
 //!   exporters write them after the flow's own fields.
@@ -164,6 +170,14 @@ pub trait Analyzer: Default + Send + 'static {
     /// that carry SYN (only with [`Self::EMPTY`]): the others are not
     /// shown to it, so a flow's pure acknowledgements cost it nothing.
     const SYN_ONLY: bool = false;
+    /// Whether its state of a flow is made (reset to `Default`) only when
+    /// a packet of the flow is first shown to it that it does not
+    /// [`Self::declines`] (only with [`Self::ENDS_EARLY`]): it then says
+    /// that a flow whose state was never made records nothing (its
+    /// [`Self::record`] of a `Default` state writes no field, after a
+    /// [`Self::finish`] that does nothing), and a flow it declines costs
+    /// it no state reset, no call and no record.
+    const LAZY: bool = false;
     /// The analyzer for a run's options (analyzers with options read them
     /// from it; the default ignores it).
     fn configure(_opts: &Options<'_>) -> Self {
@@ -171,6 +185,18 @@ pub trait Analyzer: Default + Send + 'static {
     }
     /// Sees one packet of a flow (after the flow table accounted it).
     fn packet(&self, state: &mut Self::State, p: &PacketView<'_>) -> Action;
+    /// With [`Self::LAZY`], for a packet shown to a flow whose state was
+    /// not made (every packet shown to it before was declined):
+    /// `Some(sides)` when the packet, shown to a `Default` state, would
+    /// leave one that records nothing and is done with the client's
+    /// packets (`sides[0]`) and the server's (`sides[1]`), at least one,
+    /// and with which a later packet of the other side does what it does
+    /// with a `Default` state (their done bits kept, the analyzer's
+    /// own state not made); `None` to have it made and shown the packet.
+    #[inline(always)]
+    fn declines(&self, _p: &PacketView<'_>) -> Option<[bool; 2]> {
+        None
+    }
     /// True once no later packet of the flow can change what it records
     /// nor anything it counts (read after each packet it is shown, only
     /// when [`Self::ENDS_EARLY`]): its later packets are then not shown to
@@ -218,9 +244,30 @@ impl<A: Analyzer> Slots<A> {
         }
     }
 
+    /// Makes slot `s`'s state: `Default`.
     #[inline]
     fn start(&mut self, s: usize) {
         start_slot(&mut self.states, s, A::State::default);
+    }
+
+    /// [`Self::packet`] for a flow whose state is not made (`fresh`, with
+    /// [`Analyzer::LAZY`]): the packet declined, or the state made and
+    /// shown it.
+    #[inline]
+    fn packet_lazy(
+        &mut self,
+        s: usize,
+        p: &PacketView<'_>,
+        fresh: &mut bool,
+    ) -> (Action, [bool; 2]) {
+        if A::LAZY && *fresh {
+            if let Some(sides) = self.analyzer.declines(p) {
+                return (Action::Continue, sides);
+            }
+            self.start(s);
+            *fresh = false;
+        }
+        self.packet(s, p)
     }
 
     /// Shows packet `p` to the flow in slot `s`: what the analyzer asks,
@@ -244,7 +291,12 @@ impl<A: Analyzer> Slots<A> {
         }
     }
 
-    fn record(&mut self, s: usize, out: &mut Cells<'_>) {
+    /// Writes the record's fields of the flow in slot `s` (nothing when
+    /// its state was not made, `fresh`: [`Analyzer::LAZY`]).
+    fn record(&mut self, s: usize, out: &mut Cells<'_>, fresh: bool) {
+        if A::LAZY && fresh {
+            return;
+        }
         match self.states.get_mut(s) {
             Some(st) => {
                 self.analyzer.finish(st);
@@ -346,11 +398,17 @@ macro_rules! registry {
             /// without payload, only those with SYN
             /// ([`Analyzer::SYN_ONLY`]).
             syn_only: u16,
+            /// The bits of the analyzers on whose states are made lazily
+            /// ([`Analyzer::LAZY`]).
+            lazy: u16,
+            /// The `dns` analyzer's bit (0 when it is off).
+            dns_bit: u16,
             /// Per slot (with `early`), for the client's and the server's
             /// packets: the bits of the analyzers done with them (both:
             /// done with the flow); all of `all` for both: the flow left
-            /// the analyzers.
-            done: Vec<[u16; 2]>,
+            /// the analyzers. Third: the bits of the lazy analyzers whose
+            /// state the flow has not made.
+            done: Vec<[u16; 3]>,
         }
 
         // One bit per registered analyzer in `Active::done`.
@@ -388,6 +446,8 @@ macro_rules! registry {
                     all: 0,
                     no_empty: 0,
                     syn_only: 0,
+                    lazy: 0,
+                    dns_bit: 0,
                     done: Vec::new(),
                 };
                 let mut bit = 1u16;
@@ -404,6 +464,12 @@ macro_rules! registry {
                             a.no_empty |= bit;
                         } else if <$ty as Analyzer>::SYN_ONLY {
                             a.syn_only |= bit;
+                        }
+                        if <$ty as Analyzer>::LAZY && <$ty as Analyzer>::ENDS_EARLY {
+                            a.lazy |= bit;
+                        }
+                        if <$ty as Analyzer>::NAME == <dns::Dns as Analyzer>::NAME {
+                            a.dns_bit = bit;
                         }
                     }
                     bit <<= 1;
@@ -463,10 +529,13 @@ macro_rules! registry {
             #[inline]
             pub(crate) fn start(&mut self, s: usize) {
                 $($(#[$attr])* if let Some(x) = &mut self.each.$name {
-                    x.start(s);
+                    if !(<$ty as Analyzer>::LAZY && <$ty as Analyzer>::ENDS_EARLY) {
+                        x.start(s);
+                    }
                 })*
                 if self.early {
-                    start_slot(&mut self.done, s, || [0; 2]);
+                    let lazy = self.lazy;
+                    start_slot(&mut self.done, s, || [0, 0, lazy]);
                 }
             }
 
@@ -523,7 +592,8 @@ macro_rules! registry {
                 if !self.early {
                     return FOLLOW_ALL;
                 }
-                self.follows_done(self.done.get(s).copied().unwrap_or([0; 2]))
+                let d = self.done.get(s).copied().unwrap_or([0; 3]);
+                self.follows_done([d[0], d[1]])
             }
 
             /// [`Active::follows`] of a flow that just started.
@@ -572,15 +642,24 @@ macro_rules! registry {
             ) -> (Action, Follows) {
                 let mut act = Action::Continue;
                 let mut done = if self.early {
-                    self.done.get(s).copied().unwrap_or([0; 2])
+                    self.done.get(s).copied().unwrap_or([0; 3])
                 } else {
-                    [0; 2]
+                    [0; 3]
                 };
                 let mut bit = 1u16;
                 $($(#[$attr])* {
                     if let Some(x) = &mut self.each.$name {
                         if skip & bit == 0 {
-                            let (a, d) = x.packet(s, p);
+                            let (a, d) = if <$ty as Analyzer>::LAZY {
+                                let mut fresh = done[2] & bit != 0;
+                                let r = x.packet_lazy(s, p, &mut fresh);
+                                if !fresh {
+                                    done[2] &= !bit;
+                                }
+                                r
+                            } else {
+                                x.packet(s, p)
+                            };
                             if a == Action::End {
                                 act = Action::End;
                             }
@@ -599,7 +678,7 @@ macro_rules! registry {
                     if let Some(d) = self.done.get_mut(s) {
                         *d = done;
                     }
-                    (act, self.follows_done(done))
+                    (act, self.follows_done([done[0], done[1]]))
                 } else {
                     (act, FOLLOW_ALL)
                 }
@@ -610,10 +689,17 @@ macro_rules! registry {
             /// estimates).
             pub(crate) fn record(&mut self, s: usize, rows: &mut Rows, seen: (u64, u64)) {
                 let sample = self.sample;
+                let fresh = self.done.get(s).map_or(0, |d| d[2]);
+                let mut bit = 1u16;
                 rows.push_row(self.width, |c| {
-                    $($(#[$attr])* if let Some(x) = &mut self.each.$name {
-                        c.section(<$ty as Analyzer>::FIELDS.len(), |c| x.record(s, c));
+                    $($(#[$attr])* {
+                        if let Some(x) = &mut self.each.$name {
+                            let fresh = fresh & bit != 0;
+                            c.section(<$ty as Analyzer>::FIELDS.len(), |c| x.record(s, c, fresh));
+                        }
+                        bit <<= 1;
                     })*
+                    let _ = bit;
                     if let Some(smp) = &sample {
                         c.section(crate::sample::FIELDS.len(), |c| {
                             crate::sample::record(smp, seen.0, seen.1, c)
@@ -663,9 +749,18 @@ impl Active {
         server: impl FnOnce() -> std::net::IpAddr,
         ts: Nanos,
     ) {
-        if let Some(d) = &mut self.each.dns {
+        let Some(d) = &mut self.each.dns else {
+            return;
+        };
+        // The flow's state is not made yet (`Dns` is lazy): made only for
+        // a name found.
+        if let Some(name) = d.analyzer.cached(server, ts) {
+            d.start(s);
             if let Some(st) = d.states.get_mut(s) {
-                d.analyzer.flow_start(st, server, ts);
+                st.keep_cached(name);
+            }
+            if let Some(bits) = self.done.get_mut(s) {
+                bits[2] &= !self.dns_bit;
             }
         }
     }

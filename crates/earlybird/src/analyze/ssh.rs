@@ -290,6 +290,20 @@ impl Analyzer for Ssh {
     ];
 
     const EMPTY: bool = false;
+    const LAZY: bool = true;
+
+    /// What `packet` decides from a flow's first payload: not TCP, or the
+    /// client's and not the start of `SSH-`. Then nothing is recorded.
+    #[inline(always)]
+    fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
+        if p.payload_len == 0 {
+            return None;
+        }
+        let n = p.payload.len().min(4);
+        let off = p.proto != TCP || (p.from_client && p.payload[..n] != b"SSH-"[..n]);
+        off.then_some([true; 2])
+    }
+
     fn done_with(&self, st: &State, from_client: bool) -> bool {
         st.off
             || match &st.sides {
