@@ -117,16 +117,26 @@ impl Dns {
     /// holds no address).
     #[inline]
     pub fn flow_start(&self, st: &mut State, server: impl FnOnce() -> IpAddr, ts: Nanos) {
-        if let Some(n) = &self.names {
-            let n = n.borrow();
-            st.cached = if n.replica.is_empty() {
-                None
-            } else {
-                n.replica
-                    .lookup(server(), ts)
-                    .map(|(name, age)| Box::new((name.into(), age)))
-            };
+        if self.names.is_some() {
+            st.cached = self.cached(server, ts);
         }
+    }
+
+    /// The name the cache holds for `server()` at `ts`, and its age
+    /// ([`Self::flow_start`]'s, without a state: `server()` is computed
+    /// only while the cache holds an address).
+    pub(crate) fn cached(
+        &self,
+        server: impl FnOnce() -> IpAddr,
+        ts: Nanos,
+    ) -> Option<Box<(Box<str>, Nanos)>> {
+        let n = self.names.as_ref()?.borrow();
+        if n.replica.is_empty() {
+            return None;
+        }
+        n.replica
+            .lookup(server(), ts)
+            .map(|(name, age)| Box::new((name.into(), age)))
     }
 
     /// The answers of a response just read, to the cache.
@@ -233,6 +243,11 @@ pub struct State {
 }
 
 impl State {
+    /// Keeps the name [`Dns::cached`] found for the flow's server.
+    pub(crate) fn keep_cached(&mut self, name: Box<(Box<str>, Nanos)>) {
+        self.cached = Some(name);
+    }
+
     /// What was read (`None`: no DNS message).
     pub fn seen(&self) -> Option<&Seen> {
         self.seen.as_deref()
@@ -315,6 +330,31 @@ impl Analyzer for Dns {
     }
 
     const EMPTY: bool = false;
+    const LAZY: bool = true;
+
+    /// What `packet` decides from a flow's first payload, before a name
+    /// is cached for it (its state is then made at the flow's start): TCP
+    /// whose first message will not be read ([`hopeless`]), or neither
+    /// TCP nor UDP. Then nothing is recorded.
+    #[inline(always)]
+    fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
+        if p.payload_len == 0 {
+            return None;
+        }
+        let off = match p.proto {
+            TCP => {
+                p.payload.len() >= 2
+                    && hopeless(
+                        2 + usize::from(u16::from_be_bytes([p.payload[0], p.payload[1]])),
+                        p.payload,
+                    )
+            }
+            UDP => false,
+            _ => true,
+        };
+        off.then_some([true; 2])
+    }
+
     fn done(&self, st: &State) -> bool {
         st.off
     }

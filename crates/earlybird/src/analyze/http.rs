@@ -204,6 +204,24 @@ impl Analyzer for Http {
     ];
 
     const EMPTY: bool = false;
+    const LAZY: bool = true;
+
+    /// What `packet` decides from a side's first payload while no request
+    /// is read: not TCP (the flow), or not the start of a request (that
+    /// side; the other's first payload is read as by a fresh state, the
+    /// `Waiting` bit of the declined side aside, which only the done bits
+    /// read). Then nothing is recorded.
+    #[inline(always)]
+    fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
+        if p.payload_len == 0 {
+            return None;
+        }
+        if p.proto != TCP {
+            return Some([true; 2]);
+        }
+        (!may_start_request(p.payload)).then_some([p.from_client, !p.from_client])
+    }
+
     fn done(&self, st: &State) -> bool {
         matches!(st.phase, Phase::Done(_))
     }

@@ -14,7 +14,12 @@
 //!   the table, and the table calls `Active::packet` after it has
 //!   accounted each packet (the packet count in [`PacketView::index`]
 //!   includes it). A slot's state is reset to `Default` when a flow starts in
-//!   it, so an analyzer never sees another flow's state.
+//!   it, so an analyzer never sees another flow's state; a lazy analyzer's
+//!   ([`Analyzer::LAZY`]: the payload labellers) only when the flow is
+//!   first shown to it a packet it does not decline
+//!   ([`Analyzer::declines`]: one it would give the flow, or a side, up
+//!   at, recording nothing): a flow it declines costs it no reset, no
+//!   call and no record (its fields stay null).
 //! - Payload: [`PacketView::payload`] is the transport payload as captured
 //!   (cut by the snaplen, never past the IP length), a view into the
 //!   capture's bytes with no copy. It is empty when no analyzer on this run
@@ -26,8 +31,9 @@
 //!   this run does, or when the packet's headers were not all captured.
 //! - Flow end: the table calls [`Analyzer::finish`] (with the state
 //!   mutable: an analyzer frees what it holds there) and then
-//!   [`Analyzer::record`]. A state still held when a slot is reused or the
-//!   table is dropped is dropped with it.
+//!   [`Analyzer::record`] (neither for a lazy analyzer's state the flow
+//!   did not make). A state still held when a later flow of its slot makes
+//!   its own, or when the table is dropped, is dropped then.
 //! - When a flow ends, `Active::record` appends the analyzers' fields to
 //!   the record's row of cells ([`crate::schema::Rows`]), in registry order;
 //!   exporters write them after the flow's own fields.
@@ -37,7 +43,8 @@
 //!   (its state is kept for [`Analyzer::finish`] and [`Analyzer::record`]).
 //!   It may also say so of one side's packets ([`Analyzer::done_with`]),
 //!   and that it never reads packets without payload
-//!   ([`Analyzer::EMPTY`]). A packet every analyzer on would not be shown
+//!   ([`Analyzer::EMPTY`]), or of those only the ones with SYN
+//!   ([`Analyzer::SYN_ONLY`]). A packet every analyzer on would not be shown
 //!   (the flow left the analyzers, or they are done with its side, or it
 //!   has no payload) costs the flow table one test of a mask it keeps in
 //!   the flow's entry (`Active::follows`, which `Active::packet` returns
@@ -89,7 +96,11 @@ use crate::time::Nanos;
 /// Which packets of a flow a consumer reads (`flow::consumer`'s
 /// `Consumer::packet` returns it; the analyzers compute theirs): bit 0 the
 /// client's packets with payload, bit 1 the client's without, bit 2 the
-/// server's with, bit 3 the server's without.
+/// server's with, bit 3 the server's without. A TCP packet without
+/// payload that carries SYN counts as one with payload when the
+/// consumers ask it (`Consumer::syn_with_payload`; the analyzers do when
+/// one on reads, of the packets without payload, only SYNs:
+/// [`Analyzer::SYN_ONLY`]).
 pub type Follows = u8;
 
 /// Every packet of the flow.
@@ -155,6 +166,18 @@ pub trait Analyzer: Default + Send + 'static {
     /// (only for an analyzer that reads payload: without one on, every
     /// packet's `payload_len` is 0).
     const EMPTY: bool = true;
+    /// Whether, of the packets without payload, it reads only TCP packets
+    /// that carry SYN (only with [`Self::EMPTY`]): the others are not
+    /// shown to it, so a flow's pure acknowledgements cost it nothing.
+    const SYN_ONLY: bool = false;
+    /// Whether its state of a flow is made (reset to `Default`) only when
+    /// a packet of the flow is first shown to it that it does not
+    /// [`Self::declines`] (only with [`Self::ENDS_EARLY`]): it then says
+    /// that a flow whose state was never made records nothing (its
+    /// [`Self::record`] of a `Default` state writes no field, after a
+    /// [`Self::finish`] that does nothing), and a flow it declines costs
+    /// it no state reset, no call and no record.
+    const LAZY: bool = false;
     /// The analyzer for a run's options (analyzers with options read them
     /// from it; the default ignores it).
     fn configure(_opts: &Options<'_>) -> Self {
@@ -162,6 +185,18 @@ pub trait Analyzer: Default + Send + 'static {
     }
     /// Sees one packet of a flow (after the flow table accounted it).
     fn packet(&self, state: &mut Self::State, p: &PacketView<'_>) -> Action;
+    /// With [`Self::LAZY`], for a packet shown to a flow whose state was
+    /// not made (every packet shown to it before was declined):
+    /// `Some(sides)` when the packet, shown to a `Default` state, would
+    /// leave one that records nothing and is done with the client's
+    /// packets (`sides[0]`) and the server's (`sides[1]`), at least one,
+    /// and with which a later packet of the other side does what it does
+    /// with a `Default` state (their done bits kept, the analyzer's
+    /// own state not made); `None` to have it made and shown the packet.
+    #[inline(always)]
+    fn declines(&self, _p: &PacketView<'_>) -> Option<[bool; 2]> {
+        None
+    }
     /// True once no later packet of the flow can change what it records
     /// nor anything it counts (read after each packet it is shown, only
     /// when [`Self::ENDS_EARLY`]): its later packets are then not shown to
@@ -209,9 +244,30 @@ impl<A: Analyzer> Slots<A> {
         }
     }
 
+    /// Makes slot `s`'s state: `Default`.
     #[inline]
     fn start(&mut self, s: usize) {
         start_slot(&mut self.states, s, A::State::default);
+    }
+
+    /// [`Self::packet`] for a flow whose state is not made (`fresh`, with
+    /// [`Analyzer::LAZY`]): the packet declined, or the state made and
+    /// shown it.
+    #[inline]
+    fn packet_lazy(
+        &mut self,
+        s: usize,
+        p: &PacketView<'_>,
+        fresh: &mut bool,
+    ) -> (Action, [bool; 2]) {
+        if A::LAZY && *fresh {
+            if let Some(sides) = self.analyzer.declines(p) {
+                return (Action::Continue, sides);
+            }
+            self.start(s);
+            *fresh = false;
+        }
+        self.packet(s, p)
     }
 
     /// Shows packet `p` to the flow in slot `s`: what the analyzer asks,
@@ -235,7 +291,12 @@ impl<A: Analyzer> Slots<A> {
         }
     }
 
-    fn record(&mut self, s: usize, out: &mut Cells<'_>) {
+    /// Writes the record's fields of the flow in slot `s` (nothing when
+    /// its state was not made, `fresh`: [`Analyzer::LAZY`]).
+    fn record(&mut self, s: usize, out: &mut Cells<'_>, fresh: bool) {
+        if A::LAZY && fresh {
+            return;
+        }
         match self.states.get_mut(s) {
             Some(st) => {
                 self.analyzer.finish(st);
@@ -333,11 +394,21 @@ macro_rules! registry {
             /// The bits of the analyzers on that are not shown packets
             /// without payload.
             no_empty: u16,
+            /// The bits of the analyzers on that are shown, of the packets
+            /// without payload, only those with SYN
+            /// ([`Analyzer::SYN_ONLY`]).
+            syn_only: u16,
+            /// The bits of the analyzers on whose states are made lazily
+            /// ([`Analyzer::LAZY`]).
+            lazy: u16,
+            /// The `dns` analyzer's bit (0 when it is off).
+            dns_bit: u16,
             /// Per slot (with `early`), for the client's and the server's
             /// packets: the bits of the analyzers done with them (both:
             /// done with the flow); all of `all` for both: the flow left
-            /// the analyzers.
-            done: Vec<[u16; 2]>,
+            /// the analyzers. Third: the bits of the lazy analyzers whose
+            /// state the flow has not made.
+            done: Vec<[u16; 3]>,
         }
 
         // One bit per registered analyzer in `Active::done`.
@@ -374,6 +445,9 @@ macro_rules! registry {
                     early: false,
                     all: 0,
                     no_empty: 0,
+                    syn_only: 0,
+                    lazy: 0,
+                    dns_bit: 0,
                     done: Vec::new(),
                 };
                 let mut bit = 1u16;
@@ -382,10 +456,20 @@ macro_rules! registry {
                         a.payload |= <$ty as Analyzer>::PAYLOAD || <$ty as Analyzer>::IP;
                         a.ip |= <$ty as Analyzer>::IP;
                         a.width += <$ty as Analyzer>::FIELDS.len();
-                        a.early |= <$ty as Analyzer>::ENDS_EARLY || !<$ty as Analyzer>::EMPTY;
+                        a.early |= <$ty as Analyzer>::ENDS_EARLY
+                            || !<$ty as Analyzer>::EMPTY
+                            || <$ty as Analyzer>::SYN_ONLY;
                         a.all |= bit;
                         if !<$ty as Analyzer>::EMPTY {
                             a.no_empty |= bit;
+                        } else if <$ty as Analyzer>::SYN_ONLY {
+                            a.syn_only |= bit;
+                        }
+                        if <$ty as Analyzer>::LAZY && <$ty as Analyzer>::ENDS_EARLY {
+                            a.lazy |= bit;
+                        }
+                        if <$ty as Analyzer>::NAME == <dns::Dns as Analyzer>::NAME {
+                            a.dns_bit = bit;
                         }
                     }
                     bit <<= 1;
@@ -417,6 +501,13 @@ macro_rules! registry {
                 self.payload
             }
 
+            /// True when an analyzer on reads, of the packets without
+            /// payload, only SYNs: such a packet with SYN is then in the
+            /// class of those with payload ([`Follows`]).
+            pub(crate) fn syn_with_payload(&self) -> bool {
+                self.syn_only != 0
+            }
+
             /// True when an analyzer on reads the IP packet.
             pub(crate) fn wants_ip(&self) -> bool {
                 self.ip
@@ -438,44 +529,60 @@ macro_rules! registry {
             #[inline]
             pub(crate) fn start(&mut self, s: usize) {
                 $($(#[$attr])* if let Some(x) = &mut self.each.$name {
-                    x.start(s);
+                    if !(<$ty as Analyzer>::LAZY && <$ty as Analyzer>::ENDS_EARLY) {
+                        x.start(s);
+                    }
                 })*
                 if self.early {
-                    start_slot(&mut self.done, s, || [0; 2]);
+                    let lazy = self.lazy;
+                    start_slot(&mut self.done, s, || [0, 0, lazy]);
                 }
             }
 
             /// The bits of the analyzers on not shown a packet of the flow
             /// in slot `s` sent by the client (`from_client`) or the
-            /// server, with a payload or not (`empty`).
+            /// server, with a payload or not (`empty`), with SYN or not
+            /// (`syn`).
             #[inline]
-            fn skipped(&self, s: usize, from_client: bool, empty: bool) -> u16 {
+            fn skipped(&self, s: usize, from_client: bool, empty: bool, syn: bool) -> u16 {
                 let done = match self.done.get(s) {
                     Some(d) => d[usize::from(!from_client)],
                     None => 0,
                 };
-                done | if empty { self.no_empty } else { 0 }
+                done | if empty {
+                    self.no_empty | if syn { 0 } else { self.syn_only }
+                } else {
+                    0
+                }
             }
 
             /// The bits of the analyzers on not shown a packet of the flow
             /// in slot `s` sent by the client (`from_client`) or the
-            /// server, with a payload or not (`empty`); `None` when no
-            /// analyzer on is shown it (see the module docs).
+            /// server, with a payload or not (`empty`), with SYN or not
+            /// (`syn`); `None` when no analyzer on is shown it (see the
+            /// module docs).
             #[inline]
-            pub(crate) fn skip(&self, s: usize, from_client: bool, empty: bool) -> Option<u16> {
+            pub(crate) fn skip(
+                &self,
+                s: usize,
+                from_client: bool,
+                empty: bool,
+                syn: bool,
+            ) -> Option<u16> {
                 if !self.early {
                     return Some(0);
                 }
-                let skip = self.skipped(s, from_client, empty);
+                let skip = self.skipped(s, from_client, empty, syn);
                 (skip & self.all != self.all).then_some(skip)
             }
 
-            /// Whether an analyzer on is shown a packet of the flow in
-            /// slot `s` sent by the client (`from_client`) or the server,
-            /// with a payload or not (`empty`); see the module docs.
+            /// Whether an analyzer on is shown a packet without SYN of the
+            /// flow in slot `s` sent by the client (`from_client`) or the
+            /// server, with a payload or not (`empty`); see the module
+            /// docs.
             #[inline]
             pub(crate) fn live(&self, s: usize, from_client: bool, empty: bool) -> bool {
-                self.skip(s, from_client, empty).is_some()
+                self.skip(s, from_client, empty, false).is_some()
             }
 
             /// Which packets of the flow in slot `s` an analyzer on is
@@ -485,7 +592,8 @@ macro_rules! registry {
                 if !self.early {
                     return FOLLOW_ALL;
                 }
-                self.follows_done(self.done.get(s).copied().unwrap_or([0; 2]))
+                let d = self.done.get(s).copied().unwrap_or([0; 3]);
+                self.follows_done([d[0], d[1]])
             }
 
             /// [`Active::follows`] of a flow that just started.
@@ -501,7 +609,10 @@ macro_rules! registry {
             /// its client's and its server's packets as `done` says.
             #[inline(always)]
             fn follows_done(&self, done: [u16; 2]) -> Follows {
-                let (all, no_empty) = (self.all, self.no_empty);
+                // Without payload: neither those not shown such packets
+                // nor those shown only SYNs (a SYN is then in the class
+                // of the packets with payload, `syn_with_payload`).
+                let (all, no_empty) = (self.all, self.no_empty | self.syn_only);
                 let side = |d: u16| {
                     Follows::from(d & all != all) | Follows::from((d | no_empty) & all != all) << 1
                 };
@@ -513,7 +624,8 @@ macro_rules! registry {
             /// end the flow, and the flow's [`Active::follows`] after it.
             #[inline]
             pub(crate) fn packet(&mut self, s: usize, p: &PacketView<'_>) -> (Action, Follows) {
-                match self.skip(s, p.from_client, p.payload_len == 0) {
+                let syn = p.proto == 6 && p.tcp_flags & 0x02 != 0;
+                match self.skip(s, p.from_client, p.payload_len == 0, syn) {
                     Some(skip) => self.packet_skipping(s, p, skip),
                     None => (Action::Continue, self.follows(s)),
                 }
@@ -530,15 +642,24 @@ macro_rules! registry {
             ) -> (Action, Follows) {
                 let mut act = Action::Continue;
                 let mut done = if self.early {
-                    self.done.get(s).copied().unwrap_or([0; 2])
+                    self.done.get(s).copied().unwrap_or([0; 3])
                 } else {
-                    [0; 2]
+                    [0; 3]
                 };
                 let mut bit = 1u16;
                 $($(#[$attr])* {
                     if let Some(x) = &mut self.each.$name {
                         if skip & bit == 0 {
-                            let (a, d) = x.packet(s, p);
+                            let (a, d) = if <$ty as Analyzer>::LAZY {
+                                let mut fresh = done[2] & bit != 0;
+                                let r = x.packet_lazy(s, p, &mut fresh);
+                                if !fresh {
+                                    done[2] &= !bit;
+                                }
+                                r
+                            } else {
+                                x.packet(s, p)
+                            };
                             if a == Action::End {
                                 act = Action::End;
                             }
@@ -557,7 +678,7 @@ macro_rules! registry {
                     if let Some(d) = self.done.get_mut(s) {
                         *d = done;
                     }
-                    (act, self.follows_done(done))
+                    (act, self.follows_done([done[0], done[1]]))
                 } else {
                     (act, FOLLOW_ALL)
                 }
@@ -568,10 +689,17 @@ macro_rules! registry {
             /// estimates).
             pub(crate) fn record(&mut self, s: usize, rows: &mut Rows, seen: (u64, u64)) {
                 let sample = self.sample;
+                let fresh = self.done.get(s).map_or(0, |d| d[2]);
+                let mut bit = 1u16;
                 rows.push_row(self.width, |c| {
-                    $($(#[$attr])* if let Some(x) = &mut self.each.$name {
-                        c.section(<$ty as Analyzer>::FIELDS.len(), |c| x.record(s, c));
+                    $($(#[$attr])* {
+                        if let Some(x) = &mut self.each.$name {
+                            let fresh = fresh & bit != 0;
+                            c.section(<$ty as Analyzer>::FIELDS.len(), |c| x.record(s, c, fresh));
+                        }
+                        bit <<= 1;
                     })*
+                    let _ = bit;
                     if let Some(smp) = &sample {
                         c.section(crate::sample::FIELDS.len(), |c| {
                             crate::sample::record(smp, seen.0, seen.1, c)
@@ -629,9 +757,18 @@ impl Active {
         server: impl FnOnce() -> std::net::IpAddr,
         ts: Nanos,
     ) {
-        if let Some(d) = &mut self.each.dns {
+        let Some(d) = &mut self.each.dns else {
+            return;
+        };
+        // The flow's state is not made yet (`Dns` is lazy): made only for
+        // a name found.
+        if let Some(name) = d.analyzer.cached(server, ts) {
+            d.start(s);
             if let Some(st) = d.states.get_mut(s) {
-                d.analyzer.flow_start(st, server, ts);
+                st.keep_cached(name);
+            }
+            if let Some(bits) = self.done.get_mut(s) {
+                bits[2] &= !self.dns_bit;
             }
         }
     }

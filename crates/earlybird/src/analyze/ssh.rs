@@ -12,7 +12,10 @@
 //! be, end the direction with no banner. A direction whose packet was cut
 //! by the snap length stops there (the line under way is not read).
 //! Bytes that are not UTF-8 become U+FFFD. At most 255 bytes are held per
-//! direction, and nothing once its banner is read. Never fails, never
+//! direction, and nothing once its banner is read; a server's lines that
+//! cannot be its banner (their start is not `SSH-`) are only counted and
+//! checked for a NUL, and hold nothing (no allocation) until a line that
+//! may be the banner comes or the client sends its own. Never fails, never
 //! panics.
 
 use super::{Action, Analyzer, PacketView};
@@ -44,6 +47,9 @@ pub struct Banner {
     skipped: usize,
     /// Lines before the banner are allowed (the server's side).
     may_skip: bool,
+    /// The line under way is known not to be the banner (the server's
+    /// side): its bytes are counted in `seen`, not kept in `line`.
+    plain: bool,
     /// `Some` once over: the banner, or `None` when there is none.
     done: Option<Option<Box<str>>>,
 }
@@ -53,6 +59,19 @@ impl Banner {
     pub fn new(may_skip: bool) -> Banner {
         Banner {
             may_skip,
+            ..Banner::default()
+        }
+    }
+
+    /// The server's reader where [`skim`] left it (a line start, or a
+    /// line known not to be the banner), or given up (`gone`).
+    fn resumed(skim: Skim, gone: bool) -> Banner {
+        Banner {
+            may_skip: true,
+            plain: skim.plain,
+            seen: skim.seen,
+            skipped: skim.skipped,
+            done: gone.then_some(None),
             ..Banner::default()
         }
     }
@@ -78,6 +97,25 @@ impl Banner {
     /// Feeds the direction's next bytes.
     pub fn feed(&mut self, mut b: &[u8]) {
         while !b.is_empty() && self.done.is_none() {
+            if self.may_skip && self.line.is_empty() {
+                // The server's lines that cannot be its banner are only
+                // counted ([`skim`]: what the lines below do to them).
+                let mut k = Skim {
+                    skipped: self.skipped,
+                    seen: self.seen,
+                    plain: self.plain,
+                };
+                let r = skim(&mut k, b);
+                (self.skipped, self.seen, self.plain) = (k.skipped, k.seen, k.plain);
+                match r {
+                    Skimmed::Stop => {
+                        self.stop();
+                        return;
+                    }
+                    Skimmed::All => return,
+                    Skimmed::At(i) => b = &b[i..],
+                }
+            }
             let (part, rest, ended) = match memchr::memchr(b'\n', b) {
                 Some(i) => (&b[..i], &b[i + 1..], true),
                 None => (b, &b[b.len()..], false),
@@ -131,15 +169,96 @@ impl Banner {
     }
 }
 
+/// Where a server's reader is in lines that cannot be its banner (as
+/// [`Banner`]'s fields of the same names).
+#[derive(Debug, Clone, Copy)]
+struct Skim {
+    skipped: usize,
+    seen: usize,
+    plain: bool,
+}
+
+/// What [`skim`] did with a server's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Skimmed {
+    /// They give the side up (a NUL, or more than [`MAX_SKIP`] bytes).
+    Stop,
+    /// All were lines (or a line under way) that cannot be the banner.
+    All,
+    /// A line that may be the banner starts at this offset (`seen` 0,
+    /// `plain` false): [`Banner::feed`]'s lines read it.
+    At(usize),
+}
+
+/// Reads a server's bytes `b` from a line start or from within a line
+/// known not to be the banner (`k.plain`), as [`Banner::feed`] would,
+/// without keeping them: a line whose start is not `SSH-` (nor, cut
+/// short, the start of it) is only checked for a NUL in the bytes `feed`
+/// would keep of it and counted toward [`MAX_SKIP`].
+fn skim(k: &mut Skim, mut b: &[u8]) -> Skimmed {
+    let all = b.len();
+    while !b.is_empty() {
+        let (part, rest, ended) = match memchr::memchr(b'\n', b) {
+            Some(i) => (&b[..i], &b[i + 1..], true),
+            None => (b, &b[b.len()..], false),
+        };
+        if !k.plain {
+            let maybe = if part.len() >= 4 {
+                part[..4] == *b"SSH-"
+            } else {
+                !ended && part == &b"SSH-"[..part.len()]
+            };
+            if maybe {
+                return Skimmed::At(all - b.len());
+            }
+            k.plain = true;
+        }
+        // `feed` keeps a line's first MAX_LINE bytes and looks for a NUL
+        // in them.
+        let room = MAX_LINE.saturating_sub(k.seen);
+        if part[..part.len().min(room)].contains(&0) {
+            return Skimmed::Stop;
+        }
+        k.seen += part.len();
+        if k.skipped + k.seen > MAX_SKIP {
+            return Skimmed::Stop;
+        }
+        if ended {
+            k.skipped += k.seen + 1;
+            k.seen = 0;
+            k.plain = false;
+        }
+        b = rest;
+    }
+    Skimmed::All
+}
+
 /// Per-flow state: the client's side, then the server's.
 #[derive(Debug, Default)]
 pub struct State {
     sides: Option<Box<[Banner; 2]>>,
     /// Not SSH: the client spoke first, and not SSH.
     off: bool,
+    /// Before `sides`: the server has sent only lines that cannot be its
+    /// banner ([`skim`]; nothing is held for them), `pre` their
+    /// `skipped` and `seen` (at most [`MAX_SKIP`] each while the side
+    /// lives), `pre_plain` theirs.
+    pre: [u16; 2],
+    pre_plain: bool,
+    /// Before `sides`: the server's side was given up.
+    pre_gone: bool,
 }
 
 impl State {
+    /// The server's reader as [`skim`] left it before `sides`.
+    fn pre_skim(&self) -> Skim {
+        Skim {
+            skipped: usize::from(self.pre[0]),
+            seen: usize::from(self.pre[1]),
+            plain: self.pre_plain,
+        }
+    }
+
     /// The (client, server) banners read.
     pub fn banners(&self) -> (Option<&str>, Option<&str>) {
         match &self.sides {
@@ -171,12 +290,26 @@ impl Analyzer for Ssh {
     ];
 
     const EMPTY: bool = false;
+    const LAZY: bool = true;
+
+    /// What `packet` decides from a flow's first payload: not TCP, or the
+    /// client's and not the start of `SSH-`. Then nothing is recorded.
+    #[inline(always)]
+    fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
+        if p.payload_len == 0 {
+            return None;
+        }
+        let n = p.payload.len().min(4);
+        let off = p.proto != TCP || (p.from_client && p.payload[..n] != b"SSH-"[..n]);
+        off.then_some([true; 2])
+    }
+
     fn done_with(&self, st: &State, from_client: bool) -> bool {
         st.off
-            || st
-                .sides
-                .as_ref()
-                .is_some_and(|s| s[usize::from(!from_client)].is_done())
+            || match &st.sides {
+                Some(s) => s[usize::from(!from_client)].is_done(),
+                None => !from_client && st.pre_gone,
+            }
     }
 
     fn done(&self, st: &State) -> bool {
@@ -196,22 +329,57 @@ impl Analyzer for Ssh {
             st.off = true;
             return Action::Continue;
         }
-        if st.sides.is_none() && p.from_client {
-            // The client speaks first and not SSH: nothing is held.
-            let n = p.payload.len().min(4);
-            if p.payload[..n] != b"SSH-"[..n] {
-                st.off = true;
-                return Action::Continue;
+        let mut bytes = p.payload;
+        if st.sides.is_none() {
+            if p.from_client {
+                // The client speaks first and not SSH: nothing is held.
+                let n = p.payload.len().min(4);
+                if p.payload[..n] != b"SSH-"[..n] {
+                    st.off = true;
+                    return Action::Continue;
+                }
+            } else {
+                // The server's lines that cannot be its banner hold
+                // nothing either (what `Banner::feed` does with them).
+                if st.pre_gone {
+                    return Action::Continue;
+                }
+                let mut k = st.pre_skim();
+                let r = skim(&mut k, p.payload);
+                // Below MAX_SKIP unless given up (then unused).
+                st.pre = [k.skipped, k.seen].map(|v| v.min(MAX_SKIP + 1) as u16);
+                st.pre_plain = k.plain;
+                match r {
+                    Skimmed::Stop => {
+                        st.pre_gone = true;
+                        return Action::Continue;
+                    }
+                    Skimmed::All => {
+                        if p.payload.len() < usize::from(p.payload_len) {
+                            st.pre_gone = true;
+                        }
+                        return Action::Continue;
+                    }
+                    Skimmed::At(i) => bytes = &p.payload[i..],
+                }
             }
         }
-        let sides = st
-            .sides
-            .get_or_insert_with(|| Box::new([Banner::new(false), Banner::new(true)]));
+        let sides = st.sides.get_or_insert_with(|| {
+            let server = Banner::resumed(
+                Skim {
+                    skipped: usize::from(st.pre[0]),
+                    seen: usize::from(st.pre[1]),
+                    plain: st.pre_plain,
+                },
+                st.pre_gone,
+            );
+            Box::new([Banner::new(false), server])
+        });
         let d = usize::from(!p.from_client);
         if sides[d].is_done() {
             return Action::Continue;
         }
-        sides[d].feed(p.payload);
+        sides[d].feed(bytes);
         if p.from_client
             && sides[0].is_done()
             && sides[0].banner().is_none()
@@ -426,6 +594,165 @@ mod tests {
         a.packet(&mut st, &view(S, false));
         a.finish(&mut st);
         assert_eq!(st.banners(), (None, Some("SSH-2.0-dropbear_2022.83")));
+    }
+
+    /// The server's line reader as it was before [`skim`] (every line's
+    /// first bytes kept): what the state reads must not differ from it.
+    #[derive(Default)]
+    struct Reference {
+        line: Vec<u8>,
+        long: bool,
+        seen: usize,
+        skipped: usize,
+        done: Option<Option<String>>,
+    }
+
+    impl Reference {
+        fn stop(&mut self) {
+            if self.done.is_none() {
+                self.done = Some(None);
+            }
+        }
+
+        fn feed(&mut self, mut b: &[u8]) {
+            while !b.is_empty() && self.done.is_none() {
+                let (part, rest, ended) = match memchr::memchr(b'\n', b) {
+                    Some(i) => (&b[..i], &b[i + 1..], true),
+                    None => (b, &b[b.len()..], false),
+                };
+                b = rest;
+                let room = MAX_LINE - self.line.len();
+                self.line.extend_from_slice(&part[..part.len().min(room)]);
+                self.long |= part.len() > room;
+                self.seen += part.len();
+                let banner = self.line.starts_with(b"SSH-");
+                if !banner && (self.line.contains(&0) || self.skipped + self.seen > MAX_SKIP) {
+                    self.stop();
+                    return;
+                }
+                if !ended {
+                    if banner && self.long {
+                        self.stop();
+                    }
+                    continue;
+                }
+                let line = self.line.strip_suffix(b"\r").unwrap_or(&self.line);
+                if banner {
+                    if self.long || line.len() + 2 > MAX_LINE {
+                        self.stop();
+                        return;
+                    }
+                    self.done = Some(Some(String::from_utf8_lossy(line).into()));
+                    return;
+                }
+                self.skipped += self.seen + 1;
+                self.seen = 0;
+                self.line.clear();
+                self.long = false;
+            }
+        }
+    }
+
+    /// Servers' bytes of lines, NULs, long lines and banners, in random
+    /// packets (some cut by the snap length), the client's banner at a
+    /// random place among them: the banners read are the reference's.
+    #[test]
+    fn server_lines_read_as_the_reference_reads_them() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let pieces: [&[u8]; 9] = [
+            b"a",
+            b"hello there ",
+            b"\n",
+            b"\r\n",
+            b"\0",
+            b"S",
+            b"SSH",
+            b"SSH-2.0-srv\r\n",
+            &[b'z'; 200],
+        ];
+        let mut banners = 0;
+        for _ in 0..3000 {
+            let mut bytes = Vec::new();
+            for _ in 0..next(16) {
+                bytes.extend_from_slice(pieces[next(pieces.len() as u64) as usize]);
+            }
+            // Packets: (bytes, cut by the snap length).
+            let mut packets = Vec::new();
+            let mut at = 0;
+            while at < bytes.len() {
+                let n = (1 + next(40) as usize).min(bytes.len() - at);
+                packets.push((&bytes[at..at + n], next(10) == 0));
+                at += n;
+            }
+            let client_at = next(packets.len() as u64 + 2) as usize;
+            let mut reference = Reference::default();
+            for &(b, cut) in &packets {
+                if reference.done.is_some() {
+                    break;
+                }
+                reference.feed(b);
+                if cut {
+                    reference.stop();
+                }
+            }
+            let a = Ssh;
+            let mut st = State::default();
+            let client = view(b"SSH-2.0-cli\r\n", true);
+            for (i, &(b, cut)) in packets.iter().enumerate() {
+                if i == client_at {
+                    a.packet(&mut st, &client);
+                }
+                if a.done_with(&st, false) {
+                    // Not shown (`Active`).
+                    continue;
+                }
+                let mut p = view(b, false);
+                if cut {
+                    p.payload_len += 1;
+                }
+                a.packet(&mut st, &p);
+            }
+            if client_at >= packets.len() {
+                a.packet(&mut st, &client);
+            }
+            a.finish(&mut st);
+            let want = reference.done.flatten();
+            banners += usize::from(want.is_some());
+            assert_eq!(
+                st.banners(),
+                (Some("SSH-2.0-cli"), want.as_deref()),
+                "{:?}",
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+        assert!(banners > 100, "{banners}");
+    }
+
+    #[test]
+    fn a_server_line_is_read_whole_when_the_client_comes_within_it() {
+        // The client's banner arrives while the server is within a line
+        // that is not its banner: the line goes on being skipped.
+        let st = run(&[
+            (b"220 welcome", false),
+            (C, true),
+            (b" more\r\nSSH-2.0-srv\r\n", false),
+        ]);
+        assert_eq!(st.banners().1, Some("SSH-2.0-srv"));
+        // A NUL past the 255 bytes kept of a line is not looked at.
+        let mut long = vec![b'a'; 300];
+        long.push(0);
+        long.push(b'\n');
+        let st = run(&[(&long, false), (C, true), (S, false)]);
+        assert_eq!(st.banners().1, Some("SSH-2.0-dropbear_2022.83"));
+        // Within the 255 bytes it gives the side up, nothing held.
+        let st = run(&[(b"ab\0\n", false)]);
+        assert!(st.pre_gone && st.sides.is_none());
     }
 
     #[test]

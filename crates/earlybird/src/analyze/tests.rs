@@ -196,14 +196,15 @@ fn analyzers_done_with_a_flow_see_no_more_of_it_and_record_the_same() {
         };
         gated.packet(0, &view);
         open.packet(0, &view);
-        if done_at.is_none() && gated.done[0] == [gated.all; 2] {
+        if done_at.is_none() && gated.done[0][..2] == [gated.all; 2] {
             done_at = Some(i);
         }
     }
     assert!(open.live(0, true, false) && open.live(0, false, true));
     assert!(!gated.live(0, true, false) && !gated.live(0, false, true));
     assert_eq!(
-        open.done[0], [gated.all; 2],
+        open.done[0][..2],
+        [gated.all; 2],
         "each labeller done, payload not"
     );
     // Done once the client's first payload is an HTTP request (not TLS,
@@ -223,7 +224,7 @@ fn analyzers_done_with_a_flow_see_no_more_of_it_and_record_the_same() {
     assert_eq!(ra, rb);
     // A new flow in the slot is shown to every analyzer again.
     gated.start(0);
-    assert!(gated.live(0, true, false) && gated.done[0] == [0; 2]);
+    assert!(gated.live(0, true, false) && gated.done[0][..2] == [0; 2]);
 }
 
 #[test]
@@ -263,12 +264,79 @@ fn a_side_the_labellers_are_done_with_and_empty_packets_are_not_shown() {
         true,
         b"GET / HTTP/1.1\r\nHost: h.example\r\n\r\n",
     );
-    assert_eq!(a.done[0], [a.all; 2]);
+    assert_eq!(a.done[0][..2], [a.all; 2]);
     let mut rows = crate::schema::Rows::default();
     a.record(0, &mut rows, (2, 0));
     let r: Vec<_> = rows.row(0).collect();
     assert!(r.contains(&Value::Text("h.example")), "{r:?}");
     assert!(r.contains(&Value::Text("SSH-2.0-srv")), "{r:?}");
+}
+
+#[test]
+fn tls_is_shown_of_the_packets_without_payload_only_syns() {
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut a = super::Active::new(&names(&super::LABELLERS)).unwrap();
+    a.start(0);
+    assert!(a.syn_with_payload());
+    // Without payload: a SYN goes to `tls` alone, an acknowledgement to none.
+    assert_eq!(a.skip(0, true, true, true), Some(a.all & !a.syn_only));
+    assert_eq!(a.skip(0, false, true, false), None);
+    assert!(!a.live(0, true, true) && a.live(0, true, false));
+    // The flows' mask: without payload (and SYN) nothing on either side.
+    assert_eq!(a.follows(0), 0b0101);
+    // Without `tls`, a SYN is a packet without payload as any other.
+    let b = super::Active::new(&names(&["http", "ssh", "dns"])).unwrap();
+    assert!(!b.syn_with_payload());
+}
+
+#[test]
+fn a_flow_the_labellers_decline_makes_no_state_and_records_nulls() {
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut a = super::Active::new(&names(&super::LABELLERS)).unwrap();
+    assert_eq!(a.lazy, a.all);
+    let view = |ip: &'static [u8], client: bool, flags: u8, payload: &'static [u8]| PacketView {
+        ts: 1_000,
+        from_client: client,
+        index: 1,
+        size: ip.len() as u16,
+        tcp_flags: flags,
+        proto: 6,
+        payload_len: payload.len() as u16,
+        payload,
+        ip,
+    };
+    // Bits in registry order: payload, media, http, ssh, dns, tls.
+    let (http, tls) = (1 << 2, 1 << 5);
+    // A TCP client's first payload none of them reads (no SYN before it;
+    // to `dns` a message with OPCODE 15): `http` waits for the server's.
+    let six: &'static [u8] = b"\x01\x02\x03\x04\x7f\x06";
+    let ip: &'static [u8] = tcp_packet(7, 0x18, six).leak();
+    a.start(0);
+    let (_, follows) = a.packet(0, &view(ip, true, 0x18, six));
+    assert_eq!(follows, 0b0100, "the server's payload");
+    assert_eq!(a.done[0], [a.all, a.all & !http, a.lazy], "none made");
+    assert!(a.each.tls.as_ref().unwrap().states.is_empty());
+    assert!(a.each.http.as_ref().unwrap().states.is_empty());
+    let mut rows = crate::schema::Rows::default();
+    a.record(0, &mut rows, (1, 46));
+    assert!(rows.row(0).all(|v| v == Value::Null));
+    // A SYN makes the state of `tls` alone; a server's first payload that
+    // is not a request leaves `http` waiting for the client's.
+    a.start(1);
+    let syn: &'static [u8] = tcp_packet(7, 0x02, b"").leak();
+    a.packet(1, &view(syn, true, 0x02, b""));
+    assert_eq!(a.done[1][2], a.lazy & !tls);
+    let (_, follows) = a.packet(1, &view(ip, false, 0x18, six));
+    assert_eq!(a.done[1][1] & http, http);
+    assert_eq!(a.done[1][0] & http, 0);
+    assert_ne!(follows & 1, 0, "the client's payload is still read");
+    let req: &'static [u8] = b"GET / HTTP/1.1\r\nHost: h.example\r\n\r\n";
+    let ip2: &'static [u8] = tcp_packet(8, 0x18, req).leak();
+    a.packet(1, &view(ip2, true, 0x18, req));
+    assert_eq!(a.done[1][2] & http, 0, "made for the request");
+    a.record(1, &mut rows, (3, 0));
+    let r: Vec<_> = rows.row(1).collect();
+    assert!(r.contains(&Value::Text("h.example")), "{r:?}");
 }
 
 #[test]

@@ -499,6 +499,28 @@ impl Analyzer for Tls {
     const PAYLOAD: bool = true;
     const ENDS_EARLY: bool = true;
     const IP: bool = true;
+    // A packet without payload changes nothing here unless it carries SYN
+    // (TCP: its sequence number; UDP: nothing; another protocol: only
+    // `done`, which the next packet with payload sets too, and no field).
+    const SYN_ONLY: bool = true;
+    const LAZY: bool = true;
+
+    /// What `packet` decides from a flow's first packet when it is not a
+    /// SYN: TCP, a first payload that is not a ClientHello's start with
+    /// no SYN of its side before it (in a header `tcp_seq` reads); UDP, a
+    /// first datagram shorter than 1,200 bytes (or none of it captured);
+    /// another protocol. Then nothing is recorded.
+    #[inline(always)]
+    fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
+        let off = match p.proto {
+            TCP => p.payload_len != 0 && !client_hello_start(p.payload) && v4_tcp_header(p.ip),
+            UDP => {
+                p.payload_len != 0 && (usize::from(p.payload_len) < 1200 || p.payload.is_empty())
+            }
+            _ => true,
+        };
+        off.then_some([true; 2])
+    }
     const FIELDS: &'static [Field] = &[
         Field::new(
             "sni",

@@ -81,6 +81,14 @@ pub trait Consumer {
         false
     }
 
+    /// Whether a TCP packet without payload that carries SYN is in the
+    /// class of the packets with payload ([`Follows`]), not of those
+    /// without: a consumer that reads, of the packets without payload,
+    /// only SYNs then follows the others of a flow's side no more.
+    fn syn_with_payload(&self) -> bool {
+        false
+    }
+
     /// A flow starts in `slot` (before its first packet is accounted).
     #[inline(always)]
     fn start(&mut self, slot: usize) {

@@ -174,11 +174,16 @@ fn a_consumer_ends_a_flow_and_the_next_packet_starts_another() {
 struct Picky {
     first: Follows,
     seen: Vec<(bool, bool)>,
+    /// [`Consumer::syn_with_payload`].
+    syn: bool,
 }
 
 impl Consumer for Picky {
     fn reads_packets(&self) -> bool {
         true
+    }
+    fn syn_with_payload(&self) -> bool {
+        self.syn
     }
     fn follows_new(&self) -> Follows {
         self.first
@@ -212,6 +217,7 @@ fn a_consumer_is_called_only_for_the_packets_it_follows() {
                 Picky {
                     first: 1 << bit,
                     seen: Vec::new(),
+                    syn: false,
                 },
             )
             .unwrap();
@@ -245,6 +251,51 @@ fn a_consumer_is_called_only_for_the_packets_it_follows() {
                 "bit {bit}, client is a: {client_a}"
             );
         }
+    }
+}
+
+#[test]
+fn a_syn_without_payload_is_of_the_class_with_payload_when_asked() {
+    let (key, a_first) = Key::from_v4([10, 0, 0, 1], 5000, [10, 0, 0, 2], 443, 6, true);
+    let bytes = [1u8; 4];
+    for syn in [false, true] {
+        // The packets with payload of both sides.
+        let mut t = FlowTable::with_consumers(
+            &cfg(),
+            None,
+            Picky {
+                first: 0b0101,
+                seen: Vec::new(),
+                syn,
+            },
+        )
+        .unwrap();
+        let mut ts = 1_000;
+        let mut send = |t: &mut FlowTable<Picky>, flags: u8, payload: bool| {
+            ts += 1_000;
+            let p = Pkt {
+                ts,
+                size: 100,
+                flags,
+                ..Pkt::from_key(&key, false, a_first)
+            };
+            let pl = if payload {
+                Payload::of(&bytes, 4)
+            } else {
+                Payload::NONE
+            };
+            t.packet_full(&p, &V6Icmp::default(), 0, pl);
+        };
+        // An acknowledgement opens the flow, then a SYN, an
+        // acknowledgement and a packet with payload, none of them with
+        // SYN and payload.
+        send(&mut t, 0x10, false);
+        send(&mut t, 0x02, false);
+        send(&mut t, 0x10, false);
+        send(&mut t, 0x18, true);
+        // The first packet shown: the SYN (empty) when asked, else the
+        // one with payload.
+        assert_eq!(t.consumers.seen, [(true, syn)], "syn with payload: {syn}");
     }
 }
 

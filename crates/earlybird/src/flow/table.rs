@@ -723,10 +723,13 @@ impl<C: Consumer> FlowTable<C> {
     /// carries no transport payload when `empty`): one test of the bits
     /// [`Self::follow`] keeps in its entry, indexed by the packet's
     /// endpoint (`p.from_a`), so that the flow's client is not looked up.
+    /// A SYN without payload is of the class with payload when the
+    /// consumers say so ([`Consumer::syn_with_payload`]).
     #[inline(always)]
     fn shown(&self, s: usize, p: &Pkt, empty: bool) -> bool {
         // SAFETY: `s` is the slot `update` just ran (a slot in use).
         let e = unsafe { self.entries.get_unchecked(s) };
+        let empty = empty && (p.flags & tcp::SYN == 0 || !self.consumers.syn_with_payload());
         let at = FOLLOW_SHIFT + 2 * u32::from(!p.from_a) + u32::from(empty);
         e.tcp.close >> at & 1 != 0
     }

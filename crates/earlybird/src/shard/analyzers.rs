@@ -122,6 +122,10 @@ impl Consumer for Analyzers {
         self.active.wants_ip()
     }
 
+    fn syn_with_payload(&self) -> bool {
+        self.active.syn_with_payload()
+    }
+
     #[inline]
     fn start(&mut self, slot: usize) {
         if self.on {
@@ -149,7 +153,8 @@ impl Consumer for Analyzers {
     fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> Option<Follows> {
         let h = flow.entry;
         let from_client = flow.sent_by_client(p);
-        let Some(skip) = self.active.skip(flow.slot, from_client, pl.len == 0) else {
+        let syn = p.flags & crate::features::tcp::SYN != 0;
+        let Some(skip) = self.active.skip(flow.slot, from_client, pl.len == 0, syn) else {
             // No analyzer on would be shown the packet (another consumer
             // reads it).
             return Some(self.active.follows(flow.slot));

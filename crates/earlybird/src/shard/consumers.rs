@@ -50,6 +50,11 @@ macro_rules! registry {
             }
 
             #[inline(always)]
+            fn syn_with_payload(&self) -> bool {
+                false $(|| self.$name.as_ref().is_some_and(Consumer::syn_with_payload))*
+            }
+
+            #[inline(always)]
             fn start(&mut self, slot: usize) {
                 $(if let Some(c) = &mut self.$name {
                     c.start(slot);
