@@ -383,9 +383,11 @@ impl Clear {
                 t.seg_ns += ts.saturating_sub(t.last_ns);
                 if t.seg_ns >= SEGMENT_NS {
                     let paced = t.seg_ts as f64 * 1e9 <= t.seg_ns as f64 * RATE_MAX;
-                    // The segment after a flushed one holds the flush's
-                    // tail with the first paced packets: left out too.
-                    if paced && !t.flushed {
+                    // The segment after a flushed one before any was
+                    // counted (the backlog a sender flushes as the stream
+                    // starts) holds the flush's tail with the first paced
+                    // packets: left out too. Later, counted spans dilute it.
+                    if paced && !(t.flushed && t.ns_span == 0) {
                         t.ts_span += t.seg_ts;
                         t.ns_span += t.seg_ns;
                     }
