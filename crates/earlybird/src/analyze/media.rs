@@ -513,8 +513,16 @@ struct Voice {
     /// Per frame duration, the interval of median gaps on it, in
     /// [`GAP_UNIT_NS`].
     frames: Vec<[f64; 2]>,
+    /// The median gaps that are a clock at all: from the shortest frame's
+    /// interval to [`VOICE_GAP_MAX_NS`] (or the longest frame's).
+    clocked: [f64; 2],
     iat_cv_max: f64,
 }
+
+/// The longest median gap the voice clock rule counts: a conversational
+/// codec packetizes at most this much (audio's 100 ms bound); longer is
+/// silence (discontinuous transmission), not a clock.
+const VOICE_GAP_MAX_NS: u64 = 100_000_000;
 
 /// Gaps of a window kept for its median, at most (a longer window's first).
 const GAPS: usize = 16;
@@ -589,8 +597,8 @@ impl Media {
             counts: Default::default(),
             clear: c.clear,
             tunnel: c.tunnel.on.then_some((c.tunnel.iat_cv_max, c.tunnel.share)),
-            voice: c.voice_clock.on.then(|| Voice {
-                frames: c
+            voice: c.voice_clock.on.then(|| {
+                let frames: Vec<[f64; 2]> = c
                     .voice_clock
                     .frames_ms
                     .iter()
@@ -599,8 +607,17 @@ impl Media {
                         let tol = c.voice_clock.tolerance;
                         [unit * (1.0 - tol), unit * (1.0 + tol)]
                     })
-                    .collect(),
-                iat_cv_max: c.voice_clock.iat_cv_max,
+                    .collect();
+                let lo = frames.iter().map(|f| f[0]).fold(f64::INFINITY, f64::min);
+                let hi = frames
+                    .iter()
+                    .map(|f| f[1])
+                    .fold((VOICE_GAP_MAX_NS / GAP_UNIT_NS) as f64, f64::max);
+                Voice {
+                    frames,
+                    clocked: [lo, hi],
+                    iat_cv_max: c.voice_clock.iat_cv_max,
+                }
             }),
         }
     }
@@ -794,10 +811,15 @@ impl Media {
         st.windows = st.windows.saturating_add(1);
         if prev.is_some() {
             st.iat_windows = st.iat_windows.saturating_add(1);
+            // A median under the shortest frame is a burst (a backlog
+            // flushed, packets of one video frame), over 100 ms silence:
+            // neither is a clock.
             if let (Some(m), Some(v)) = (median, &self.voice) {
-                let on = v.frames.iter().any(|f| m >= f[0] && m <= f[1]);
-                st.voiced[0] = st.voiced[0].saturating_add(1);
-                st.voiced[1] = st.voiced[1].saturating_add(u16::from(on));
+                if m >= v.clocked[0] && m <= v.clocked[1] {
+                    let on = v.frames.iter().any(|f| m >= f[0] && m <= f[1]);
+                    st.voiced[0] = st.voiced[0].saturating_add(1);
+                    st.voiced[1] = st.voiced[1].saturating_add(u16::from(on));
+                }
             }
         }
         if one_size && self.fixed_size.is_some_and(|(max, _)| iat < max) {
@@ -1343,6 +1365,23 @@ mod tests {
             }
         }
         assert_eq!(kind(&st), Some(0));
+        // A backlog flushed at the start (20 packets each way 0.3 ms
+        // apart, as GStreamer's) is a burst, not a clock: not counted.
+        let mut st = State::default();
+        let mut i = 0;
+        for f in 0..120u64 {
+            let t = if f < 20 { f * 300_000 } else { f * 20 * MS };
+            for d in [true, false] {
+                i += 1;
+                m.packet(&mut st, &view(t + u64::from(!d) * MS, d, i, size(f)));
+            }
+        }
+        assert_eq!(kind(&st), Some(0));
+        assert!(
+            st.voiced[0] > 0 && st.voiced[1] == st.voiced[0],
+            "{:?}",
+            st.voiced
+        );
         // The limit: 50 ms packets (G.711 at ptime 50) are not media.
         let st = two_clocks(&m, 60, 50 * MS, 50 * MS, 2 * MS, size);
         assert_eq!(kind(&st), Some(NOT_MEDIA));
