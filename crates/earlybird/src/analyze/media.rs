@@ -62,6 +62,13 @@
 //!   datagrams not media by their shape (a DNS or ONC RPC message, or a
 //!   body repeated from the previous datagram of its direction: `shape.rs`),
 //!   or a DTLS tunnel (`clear.rs`).
+//! - Voice clock ([`VoiceClock`]): when the windows find a flow audio,
+//!   its regular windows (not their direction's first, gaps of a
+//!   coefficient of variation at most `iat_cv_max`, median gap from the
+//!   shortest frame to 100 ms) must not sit more often off every voice
+//!   frame duration (`frames_ms`, within `tolerance`) than on one; else
+//!   the flow is not media, decided as a guard decides. Each window keeps
+//!   its first [`GAPS`] gaps for the median. Off under packet sampling.
 //! - A flow every datagram of which (so far) is a WireGuard message
 //!   (`wireguard.rs`) has the windows read its sizes net of the tunnel's
 //!   overhead (the inner packet with its padding), and when the windows

@@ -27,7 +27,11 @@
 //!   fastest clock allows ([`RATE_MAX`]) is a sender's backlog flushed at
 //!   once (a pipeline that queued seconds of audio while ICE and DTLS
 //!   completed) and is left out of the spans, whereas packets that jitter
-//!   bunched keep their timestamps in their segment. A stream whose
+//!   bunched keep their timestamps in their segment; before any segment
+//!   was counted, the one after a flushed segment (the flush's tail with
+//!   the first paced packets) is left out too. A stream of
+//!   [`CLOCKLESS_RUN`] consistent steps in a row whose rate is no
+//!   standard clock is audio (video by its frames) at an unknown clock. A stream whose
 //!   payload type is that of a stream of the flow that already has a kind
 //!   takes that kind and clock: on one 5-tuple a payload type names one
 //!   codec configuration (RFC 8843 §7.5 for bundled media; RFC 3264
