@@ -24,7 +24,11 @@ ones (or --media-config's), so a held-out app sees the same detector as
 the others. The per-app rows say what each app gets.
 
 Usage: media_eval.py [--corpus DIR] [--bin EARLYBIRD] [--markdown]
-       [--config NAME=ARGS ...] [--json FILE] [--explain N]
+       [--config NAME=ARGS ...] [--json FILE] [--explain N] [--by-bytes]
+`--by-bytes` adds each set again over its flows that carry an RTP stream
+by an independent reading (tshark's heuristic RTP decode: one SSRC in
+one direction, at least 10 packets, at least 90 % of its sequence steps
+1 to 10), so nDPI's labels and the bytes can be read side by side.
 Each --config runs the binary with ARGS (split on spaces) added to
 `flows FILE --analyzer media -o OUT.csv`; the default is one config
 "default" with no added arguments. `--explain N` prints, for each call
