@@ -24,7 +24,11 @@ ones (or --media-config's), so a held-out app sees the same detector as
 the others. The per-app rows say what each app gets.
 
 Usage: media_eval.py [--corpus DIR] [--bin EARLYBIRD] [--markdown]
-       [--config NAME=ARGS ...] [--json FILE] [--explain N]
+       [--config NAME=ARGS ...] [--json FILE] [--explain N] [--by-bytes]
+`--by-bytes` adds each set again over its flows that carry an RTP stream
+by an independent reading (tshark's heuristic RTP decode: one SSRC in
+one direction, at least 10 packets, at least 90 % of its sequence steps
+1 to 10), so nDPI's labels and the bytes can be read side by side.
 Each --config runs the binary with ARGS (split on spaces) added to
 `flows FILE --analyzer media -o OUT.csv`; the default is one config
 "default" with no added arguments. `--explain N` prints, for each call
@@ -47,6 +51,8 @@ import sys
 import tempfile
 
 MIN_PACKETS = 30
+# Packets of an RTP stream for a flow to carry media by its bytes.
+RTP_MIN = 10
 
 
 def load_truth(dev):
@@ -146,6 +152,37 @@ def demux(b):
     return "other"
 
 
+def rtp_flows(pcap):
+    """Flows (keys) that carry an RTP stream by tshark's heuristic decode:
+    one SSRC in one direction with at least RTP_MIN packets, at least 90 %
+    of whose consecutive steps move the sequence number 1 to 10 ahead."""
+    cmd = ["tshark", "-r", pcap, "-o", "rtp.heuristic_rtp:TRUE", "-Y", "rtp.version == 2",
+           "-T", "fields", "-e", "ip.src", "-e", "ipv6.src", "-e", "udp.srcport",
+           "-e", "ip.dst", "-e", "ipv6.dst", "-e", "udp.dstport", "-e", "rtp.ssrc", "-e", "rtp.seq"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed: {p.stderr.strip()}")
+    last, steps = {}, collections.defaultdict(lambda: [0, 0])
+    for row in p.stdout.splitlines():
+        f = row.split("\t")
+        if len(f) < 8 or not f[2] or not f[5] or not f[6] or not f[7]:
+            continue
+        # Inside a tunnel tshark lists every layer's value: the last is
+        # the innermost (TURN and GTP-U keep the outer UDP 5-tuple's).
+        src = (f[0] or f[1]).split(",")[-1]
+        dst = (f[3] or f[4]).split(",")[-1]
+        sport, dport = f[2].split(",")[-1], f[5].split(",")[-1]
+        ssrc, seq = f[6].split(",")[-1], int(f[7].split(",")[-1])
+        key = flow_key(src, sport, dst, dport)
+        stream = (key, src, sport, ssrc)
+        if stream in last:
+            st = steps[stream]
+            st[0] += 1
+            st[1] += 1 <= (seq - last[stream]) % 65536 <= 10
+        last[stream] = seq
+    return {k for (k, *_), (n, ok) in steps.items() if n + 1 >= RTP_MIN and ok >= 0.9 * n}
+
+
 def explain(pcap, key, n):
     """The first `n` datagrams of the flow `key` as tshark reads them."""
     (a, ap), (b, bp) = key
@@ -184,6 +221,7 @@ def main():
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json")
     ap.add_argument("--explain", type=int, default=0)
+    ap.add_argument("--by-bytes", action="store_true")
     a = ap.parse_args()
     dev = os.path.join(a.corpus, "classify", "dev")
     if not os.path.exists(os.path.join(dev, "media_flows.csv")):
@@ -205,6 +243,10 @@ def main():
             k for k in big if k not in media and big[k]["label"] != "Unknown"
         ],
     }
+    if a.by_bytes:
+        rtp = {(p, k) for p in pcaps for k in rtp_flows(p)}
+        for s in list(sets):
+            sets[s + ", RTP by tshark"] = [k for k in sets[s] if k in rtp]
     result = {"sets": {s: len(v) for s, v in sets.items()}, "configs": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for name, extra in configs:

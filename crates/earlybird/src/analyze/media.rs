@@ -66,6 +66,13 @@
 //!   datagrams not media by their shape (a DNS or ONC RPC message, or a
 //!   body repeated from the previous datagram of its direction: `shape.rs`),
 //!   or a DTLS tunnel (`clear.rs`).
+//! - Voice clock ([`VoiceClock`]): when the windows find a flow audio,
+//!   its regular windows (not their direction's first, gaps of a
+//!   coefficient of variation at most `iat_cv_max`, median gap from the
+//!   shortest frame to 100 ms) must not sit more often off every voice
+//!   frame duration (`frames_ms`, within `tolerance`) than on one; else
+//!   the flow is not media, decided as a guard decides. Each window keeps
+//!   its first [`GAPS`] gaps for the median. Off under packet sampling.
 //! - A flow every datagram of which (so far) is a WireGuard message
 //!   (`wireguard.rs`) has the windows read its sizes net of the tunnel's
 //!   overhead (the inner packet with its padding), and when the windows
@@ -184,6 +191,9 @@ pub struct MediaConfig {
     /// Flows seen to be a WireGuard tunnel (on by default, also in a file
     /// that leaves it out).
     pub tunnel: TunnelRule,
+    /// The voice clock rule (on by default, also in a file that leaves it
+    /// out).
+    pub voice_clock: VoiceClock,
 }
 
 fn yes() -> bool {
@@ -319,6 +329,43 @@ impl Default for MediaConfig {
             fixed_size: FixedSizeGuard::default(),
             clear: true,
             tunnel: TunnelRule::default(),
+            voice_clock: VoiceClock::default(),
+        }
+    }
+}
+
+/// The voice clock rule (`[voice_clock]`): a voice codec sends one packet
+/// per frame, and frame durations are few (Opus 2.5–60 ms, RFC 6716 and
+/// 7587; G.711, G.729 10–30 ms; iLBC 20/30 ms; AMR and GSM 20 ms; G.723.1
+/// 30 ms). When the windows find a flow audio, its regular windows (gaps'
+/// coefficient of variation at most `iat_cv_max`, not their direction's
+/// first) have their median gap tested: within `tolerance` (relative) of
+/// one of `frames_ms`, or not. More windows off a frame than on it: the
+/// flow is not media (a periodic exchange at another clock, a game's 30 Hz
+/// or 20 Hz tick), decided as a guard decides. Without a regular window
+/// the audio verdict stands. Not applied under packet sampling (the gaps
+/// seen are then multiples of the sender's). Default on.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct VoiceClock {
+    /// `false`: not tested.
+    pub on: bool,
+    /// Frame durations, milliseconds.
+    pub frames_ms: Vec<f64>,
+    /// Largest relative distance of a window's median gap from a frame
+    /// duration.
+    pub tolerance: f64,
+    /// Largest coefficient of variation of a regular window's gaps.
+    pub iat_cv_max: f64,
+}
+
+impl Default for VoiceClock {
+    fn default() -> Self {
+        VoiceClock {
+            on: true,
+            frames_ms: vec![2.5, 5.0, 10.0, 20.0, 30.0, 40.0, 60.0],
+            tolerance: 0.08,
+            iat_cv_max: 0.5,
         }
     }
 }
@@ -362,6 +409,9 @@ pub enum ConfigError {
     /// The feedback guard's interval is empty or not a number.
     #[error("media feedback: bad interval {0:?}")]
     Feedback([f64; 2]),
+    /// The voice clock rule's frames or tolerance are not positive numbers.
+    #[error("media voice_clock: frames_ms must be > 0 and tolerance >= 0")]
+    VoiceClock,
 }
 
 impl MediaConfig {
@@ -405,6 +455,14 @@ impl MediaConfig {
         let f = &self.feedback;
         if f.packets[0].is_nan() || f.packets[1].is_nan() || f.packets[0] > f.packets[1] {
             return Err(ConfigError::Feedback(f.packets));
+        }
+        let v = &self.voice_clock;
+        if v.on
+            && (v.frames_ms.iter().any(|f| f.is_nan() || *f <= 0.0)
+                || v.tolerance.is_nan()
+                || v.tolerance < 0.0)
+        {
+            return Err(ConfigError::VoiceClock);
         }
         Ok(())
     }
@@ -466,7 +524,31 @@ pub struct Media {
     /// Someone takes the per-second figures ([`Media::count_per_second`]):
     /// a media flow is then followed to its end for its packets and bytes.
     counting: bool,
+    /// [`VoiceClock`] (`None`: off, or packet sampling).
+    voice: Option<Voice>,
 }
+
+/// [`VoiceClock`] in the analyzer's units.
+#[derive(Debug, Clone)]
+struct Voice {
+    /// Per frame duration, the interval of median gaps on it, in
+    /// [`GAP_UNIT_NS`].
+    frames: Vec<[f64; 2]>,
+    /// The median gaps that are a clock at all: from the shortest frame's
+    /// interval to [`VOICE_GAP_MAX_NS`] (or the longest frame's).
+    clocked: [f64; 2],
+    iat_cv_max: f64,
+}
+
+/// The longest median gap the voice clock rule counts: a conversational
+/// codec packetizes at most this much (audio's 100 ms bound); longer is
+/// silence (discontinuous transmission), not a clock.
+const VOICE_GAP_MAX_NS: u64 = 100_000_000;
+
+/// Gaps of a window kept for its median, at most (a longer window's first).
+const GAPS: usize = 16;
+/// The unit of a kept gap, ns (0.1 ms; a longer gap saturates at 6.5 s).
+const GAP_UNIT_NS: u64 = 100_000;
 
 /// The per-second figures of one media kind in one flow table: flows
 /// decided, media flows ended, and the packets and IP bytes media flows
@@ -537,6 +619,28 @@ impl Media {
             clear: c.clear,
             tunnel: c.tunnel.on.then_some((c.tunnel.iat_cv_max, c.tunnel.share)),
             counting: true,
+            voice: c.voice_clock.on.then(|| {
+                let frames: Vec<[f64; 2]> = c
+                    .voice_clock
+                    .frames_ms
+                    .iter()
+                    .map(|ms| {
+                        let unit = ms * 1e6 / GAP_UNIT_NS as f64;
+                        let tol = c.voice_clock.tolerance;
+                        [unit * (1.0 - tol), unit * (1.0 + tol)]
+                    })
+                    .collect();
+                let lo = frames.iter().map(|f| f[0]).fold(f64::INFINITY, f64::min);
+                let hi = frames
+                    .iter()
+                    .map(|f| f[1])
+                    .fold((VOICE_GAP_MAX_NS / GAP_UNIT_NS) as f64, f64::max);
+                Voice {
+                    frames,
+                    clocked: [lo, hi],
+                    iat_cv_max: c.voice_clock.iat_cv_max,
+                }
+            }),
         }
     }
 
@@ -565,6 +669,9 @@ impl Media {
         if c.sampling_correction {
             m.iat_divisor = f64::from(rate.max(1));
         }
+        if rate > 1 {
+            m.voice = None;
+        }
         m
     }
 }
@@ -588,6 +695,9 @@ struct Dir {
     iat_n: u32,
     /// Mean inter-arrival of the previous window, ns (`None`: no window yet).
     prev_iat: Option<f64>,
+    /// The current window's first [`GAPS`] gaps, in [`GAP_UNIT_NS`] (kept
+    /// only with the voice clock rule on).
+    gaps: [u16; GAPS],
 }
 
 /// Per-flow state.
@@ -630,6 +740,10 @@ pub struct State {
     /// window in their direction: how many, and how many had regular gaps
     /// ([`TunnelRule`]).
     gapped: [u16; 2],
+    /// Of the flow's windows with regular gaps and a previous window in
+    /// their direction: how many, and how many had a median gap on a voice
+    /// frame duration ([`VoiceClock`]).
+    voiced: [u16; 2],
 }
 
 /// `State::tunnel`: no datagram with a payload yet.
@@ -699,6 +813,16 @@ impl Media {
                 0.0
             }
         });
+        // The median gap, of the window's first GAPS gaps.
+        let median = match &self.voice {
+            Some(v) if w.iat_n >= 2 && gaps_cv.is_some_and(|cv| cv <= v.iat_cv_max) => {
+                let n = (w.iat_n as usize).min(GAPS);
+                let g = &mut w.gaps[..n];
+                g.sort_unstable();
+                Some((f64::from(g[(n - 1) / 2]) + f64::from(g[n / 2])) / 2.0)
+            }
+            _ => None,
+        };
         // All sizes equal: n Σs² = (Σs)² (exact in integers).
         let one_size = w.size_sq * u64::from(w.n) == w.size_sum * w.size_sum;
         let prev = w.prev_iat.replace(iat);
@@ -720,6 +844,16 @@ impl Media {
         st.windows = st.windows.saturating_add(1);
         if prev.is_some() {
             st.iat_windows = st.iat_windows.saturating_add(1);
+            // A median under the shortest frame is a burst (a backlog
+            // flushed, packets of one video frame), over 100 ms silence:
+            // neither is a clock.
+            if let (Some(m), Some(v)) = (median, &self.voice) {
+                if m >= v.clocked[0] && m <= v.clocked[1] {
+                    let on = v.frames.iter().any(|f| m >= f[0] && m <= f[1]);
+                    st.voiced[0] = st.voiced[0].saturating_add(1);
+                    st.voiced[1] = st.voiced[1].saturating_add(u16::from(on));
+                }
+            }
         }
         if one_size && self.fixed_size.is_some_and(|(max, _)| iat < max) {
             st.fixed = st.fixed.saturating_add(1);
@@ -794,6 +928,15 @@ impl Media {
                     return;
                 }
                 let (k, least) = self.tunnel_kind(st, k, least);
+                // Audio whose regular windows are clocked off every voice
+                // frame duration: not media.
+                if k == 0
+                    && self.voice.is_some()
+                    && u32::from(st.voiced[1]) * 2 < u32::from(st.voiced[0])
+                {
+                    st.verdict = Some((NOT_MEDIA, 0.0, index));
+                    return;
+                }
                 st.verdict = Some((k as u8, least as f32, index));
                 st.by = BY_WINDOWS;
                 return;
@@ -941,7 +1084,7 @@ impl Analyzer for Media {
             "media_clock",
             FieldType::U64,
             "Hz",
-            "RTP clock rate of the flow's largest RTP stream in clear, from its payload type or inferred from its timestamps over capture time (8000 ... 48000 audio, 90000 video); null without one",
+            "RTP clock rate of the flow's largest RTP stream in clear, from its payload type or inferred from its timestamps over capture time (8000 ... 48000 audio, 90000 video); null without one, or when its timestamps follow no standard clock",
         ),
         Field::new(
             "media_streams",
@@ -1071,6 +1214,11 @@ impl Analyzer for Media {
         let w = &mut st.dirs[d];
         if w.seen > 0 {
             let gap = p.ts.saturating_sub(w.last_ts);
+            if self.voice.is_some() {
+                if let Some(g) = w.gaps.get_mut(w.iat_n as usize) {
+                    *g = (gap / GAP_UNIT_NS).min(u64::from(u16::MAX)) as u16;
+                }
+            }
             w.iat_sum += gap;
             w.iat_sq += (gap as f64) * (gap as f64);
             w.iat_n += 1;
@@ -1128,7 +1276,10 @@ impl Analyzer for Media {
         }
         match q {
             Some(q) => {
-                out.u64(u64::from(q.clock));
+                match q.clock {
+                    0 => out.null(),
+                    c => out.u64(u64::from(c)),
+                }
                 out.u64(u64::from(q.streams));
                 out.u64(q.packets);
                 out.i64(q.lost);
@@ -1201,6 +1352,113 @@ mod tests {
         assert_eq!(at, 39);
     }
 
+    /// Two directions of `n` packets each: the client's every `a` ns, the
+    /// server's every `b` ns, each packet's arrival moved by up to
+    /// `jitter` ns (a fixed pseudo-random sequence), sizes from `size`;
+    /// fed in arrival order; returns the state.
+    fn two_clocks(m: &Media, n: u64, a: u64, b: u64, jitter: u64, size: fn(u64) -> u16) -> State {
+        let mut x = 0x9e37_79b9u64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut ev: Vec<(u64, bool, u16)> = (0..n)
+            .flat_map(|i| {
+                [
+                    (i * a + 5_000_000, true, size(i)),
+                    (i * b + 6_000_000, false, size(i) + 40),
+                ]
+            })
+            .map(|(t, d, s)| (t + rnd() % (jitter + 1), d, s))
+            .collect();
+        ev.sort_unstable();
+        let mut st = State::default();
+        for (i, (t, d, sz)) in ev.into_iter().enumerate() {
+            m.packet(&mut st, &view(t, d, i as u32 + 1, sz));
+        }
+        st
+    }
+
+    #[test]
+    fn audio_clocked_off_every_voice_frame_is_not_media() {
+        const MS: u64 = 1_000_000;
+        let m = Media::default();
+        let size = |i: u64| 60 + (i * 7 % 31) as u16;
+        let kind = |st: &State| st.verdict.map(|v| v.0);
+        // A game's tick: inputs at 30 Hz, snapshots at 20 Hz, 0-3 ms late.
+        let game = two_clocks(&m, 60, 33_333_333, 50 * MS, 3 * MS, size);
+        assert_eq!(kind(&game), Some(NOT_MEDIA));
+        assert_eq!(game.by, 0);
+        let off = Media::new(&MediaConfig {
+            voice_clock: VoiceClock {
+                on: false,
+                ..VoiceClock::default()
+            },
+            ..MediaConfig::default()
+        });
+        let game_off = two_clocks(&off, 60, 33_333_333, 50 * MS, 3 * MS, size);
+        assert_eq!(kind(&game_off), Some(0));
+        // Voice: 20 ms both ways with 0-5 ms of jitter, 30 ms (G.711,
+        // iLBC), 60 ms one way and 20 ms the other (Opus at two frame
+        // sizes), 21.3 ms (AAC, 1024 samples at 48 kHz): audio.
+        for (a, b) in [(20, 20), (30, 30), (60, 20), (21_333, 21_333)] {
+            let (a, b) = if a > 1000 {
+                (a * 1000, b * 1000)
+            } else {
+                (a * MS, b * MS)
+            };
+            let st = two_clocks(&m, 60, a, b, 5 * MS, size);
+            assert_eq!(kind(&st), Some(0), "{a} {b}");
+        }
+        // An extra packet in a window (RTCP beside RTP: a window mean 10 %
+        // short) or a lost one keeps the median on the frame.
+        let mut st = State::default();
+        let mut i = 0;
+        for f in 0..60u64 {
+            for d in [true, false] {
+                if f % 10 == 4 && !d {
+                    continue;
+                }
+                i += 1;
+                m.packet(
+                    &mut st,
+                    &view(f * 20 * MS + u64::from(!d) * MS, d, i, size(f)),
+                );
+                if f % 10 == 7 && d {
+                    i += 1;
+                    m.packet(&mut st, &view(f * 20 * MS + 300_000, d, i, 90));
+                }
+            }
+        }
+        assert_eq!(kind(&st), Some(0));
+        // A backlog flushed at the start (20 packets each way 0.3 ms
+        // apart, as GStreamer's) is a burst, not a clock: not counted.
+        let mut st = State::default();
+        let mut i = 0;
+        for f in 0..120u64 {
+            let t = if f < 20 { f * 300_000 } else { f * 20 * MS };
+            for d in [true, false] {
+                i += 1;
+                m.packet(&mut st, &view(t + u64::from(!d) * MS, d, i, size(f)));
+            }
+        }
+        assert_eq!(kind(&st), Some(0));
+        assert!(
+            st.voiced[0] > 0 && st.voiced[1] == st.voiced[0],
+            "{:?}",
+            st.voiced
+        );
+        // The limit: 50 ms packets (G.711 at ptime 50) are not media.
+        let st = two_clocks(&m, 60, 50 * MS, 50 * MS, 2 * MS, size);
+        assert_eq!(kind(&st), Some(NOT_MEDIA));
+        // Under packet sampling the rule is not applied.
+        let sampled = Media::sampled(&MediaConfig::default(), 2);
+        let st = two_clocks(&sampled, 60, 2 * 33_333_333, 2 * 50 * MS, 0, size);
+        assert_eq!(kind(&st), Some(0));
+    }
+
     #[test]
     fn bulk_traffic_is_not_media_and_large_steady_packets_are_video() {
         let m = Media::default();
@@ -1249,6 +1507,7 @@ mod tests {
         // windows (with it, 160 ms gaps seen uncorrected are not audio).
         let mut table = MediaConfig::default();
         table.audio.as_mut().unwrap().iat_max_ms = None;
+        table.voice_clock.on = false;
         let plain = Media::new(&table);
         assert_ne!(seen(&Media::default()).map(|v| v.0), Some(0));
         let corrected = Media::sampled(&MediaConfig::default(), 8);
@@ -1678,6 +1937,9 @@ mod tests {
         assert_eq!(feed_slow(&Media::default()), None);
         let mut unbounded = MediaConfig::default();
         unbounded.audio.as_mut().unwrap().iat_max_ms = None;
+        // (150 ms is no voice frame: the voice clock rule, off here, would
+        // say not media too.)
+        unbounded.voice_clock.on = false;
         assert_eq!(feed_slow(&Media::new(&unbounded)), Some("audio"));
         // Audio at 60 ms (as KakaoTalk's in the corpus) is still audio.
         assert_eq!(
@@ -1711,6 +1973,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("shar"), "{e}");
+        assert_eq!(c.voice_clock, VoiceClock::default());
+        let c = MediaConfig::from_toml(
+            "[voice_clock]\nframes_ms = [20, 50]\ntolerance = 0.05\n[audio]\nsize = [[1, 2]]\n",
+            "x",
+        )
+        .unwrap();
+        assert!(c.voice_clock.on);
+        assert_eq!(c.voice_clock.frames_ms, vec![20.0, 50.0]);
+        let e = MediaConfig::from_toml(
+            "[voice_clock]\nframes_ms = [0]\n[audio]\nsize = [[1, 2]]\n",
+            "bad.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("voice_clock"), "{e}");
     }
 
     #[test]

@@ -473,6 +473,16 @@ size_cv_share = {}",
         "\n[tunnel]\non = {}\niat_cv_max = {}\nshare = {}\n",
         t.on, t.iat_cv_max, t.share
     );
+    let v = &c.voice_clock;
+    let frames: Vec<String> = v.frames_ms.iter().map(|f| f.to_string()).collect();
+    let _ = write!(
+        s,
+        "\n[voice_clock]\non = {}\nframes_ms = [{}]\ntolerance = {}\niat_cv_max = {}\n",
+        v.on,
+        frames.join(", "),
+        v.tolerance,
+        v.iat_cv_max
+    );
     s
 }
 

@@ -27,7 +27,11 @@
 //!   fastest clock allows ([`RATE_MAX`]) is a sender's backlog flushed at
 //!   once (a pipeline that queued seconds of audio while ICE and DTLS
 //!   completed) and is left out of the spans, whereas packets that jitter
-//!   bunched keep their timestamps in their segment. A stream whose
+//!   bunched keep their timestamps in their segment; before any segment
+//!   was counted, the one after a flushed segment (the flush's tail with
+//!   the first paced packets) is left out too. A stream of
+//!   [`CLOCKLESS_RUN`] consistent steps in a row whose rate is no
+//!   standard clock is audio (video by its frames) at an unknown clock. A stream whose
 //!   payload type is that of a stream of the flow that already has a kind
 //!   takes that kind and clock: on one 5-tuple a payload type names one
 //!   codec configuration (RFC 8843 §7.5 for bundled media; RFC 3264
@@ -68,6 +72,9 @@ pub const SEQ_GAP: u16 = 10;
 pub const TS_STEP_MAX: u32 = 900_000;
 /// Consistent steps before a stream can decide.
 pub const RUN_MIN: u32 = 5;
+/// Consistent steps in a row before a stream whose rate is no standard
+/// clock is media all the same (clock unknown).
+pub const CLOCKLESS_RUN: u32 = 10;
 /// Capture time a stream must span before its clock is inferred.
 pub const SPAN_MIN_NS: u64 = 80_000_000;
 /// Capture time of a stream's spans at which an inferred clock is
@@ -133,6 +140,8 @@ struct Track {
     /// The segment in progress: timestamp steps and capture time.
     seg_ts: u64,
     seg_ns: u64,
+    /// The last segment ran faster than [`RATE_MAX`] (a backlog flushed).
+    flushed: bool,
     clock: u32,
     /// The clock was inferred from this stream's timestamps (not a static
     /// payload type's, not taken from another stream) and is yet to be
@@ -377,10 +386,16 @@ impl Clear {
                 t.seg_ts += u64::from(ts_step);
                 t.seg_ns += ts.saturating_sub(t.last_ns);
                 if t.seg_ns >= SEGMENT_NS {
-                    if t.seg_ts as f64 * 1e9 <= t.seg_ns as f64 * RATE_MAX {
+                    let paced = t.seg_ts as f64 * 1e9 <= t.seg_ns as f64 * RATE_MAX;
+                    // The segment after a flushed one before any was
+                    // counted (the backlog a sender flushes as the stream
+                    // starts) holds the flush's tail with the first paced
+                    // packets: left out too. Later, counted spans dilute it.
+                    if paced && !(t.flushed && t.ns_span == 0) {
                         t.ts_span += t.seg_ts;
                         t.ns_span += t.seg_ns;
                     }
+                    t.flushed = !paced;
                     t.seg_ts = 0;
                     t.seg_ns = 0;
                     refine_now = t.refine && t.ns_span >= REFINE_NS;
@@ -411,6 +426,11 @@ impl Clear {
                     t.refine = true;
                     (c, Some(if video { Kind::Video } else { Kind::Audio }))
                 }
+                // No standard clock, but a long run of one SSRC's
+                // sequence numbers: media at a clock of its own (LINE's
+                // RTP counts milliseconds), audio unless its frames span
+                // several packets.
+                (None, None, None) if t.run >= CLOCKLESS_RUN => (0, Some(Kind::Audio)),
                 (None, None, None) => (0, None),
             };
             // Frames of several packets: video.
@@ -783,6 +803,32 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_segment_after_a_flushed_one_is_left_out() {
+        // 61 queued Opus packets 0.5 ms apart (a 30 ms segment at 1.9 MHz,
+        // left out), 3 more 2 ms apart, then paced at 20 ms: the next
+        // segment holds the flush's tail and two paced steps, 4800 ticks in
+        // 46 ms (104 kHz, under the fastest clock): counted, it made the
+        // stream 90 kHz, video (as GStreamer's audio in lab run 5).
+        let mut c = Clear::default();
+        let mut ns = 0;
+        for s in 0..90u16 {
+            ns += match s {
+                0..61 => 500_000,
+                61..64 => 2 * MS,
+                _ => 20 * MS,
+            };
+            c.packet(
+                &rtp(111, s, u32::from(s) * 960, 1, 80),
+                true,
+                ns,
+                u32::from(s) + 1,
+            );
+        }
+        assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Audio));
+        assert_eq!(c.quality().unwrap().clock, 48_000);
+    }
+
+    #[test]
     fn a_stream_of_a_payload_type_with_a_kind_takes_that_kind() {
         // Opus one way at 48 kHz; the other way the same PT 111 whose
         // timestamps run 1.6 times ahead of capture time (a sender whose
@@ -855,9 +901,10 @@ pub(crate) mod tests {
             );
         }
         assert!(c.verdict.is_none());
-        // Consistent steps but a 5 kHz clock: no kind.
+        // Consistent steps at a 5 kHz clock: no kind for 9 steps in a row;
+        // at the 10th, audio at a clock of its own (no jitter figures).
         let mut c = Clear::default();
-        for i in 0..60u16 {
+        for i in 0..10u16 {
             c.packet(
                 &rtp(100, i, u32::from(i) * 100, 5, 50),
                 true,
@@ -866,6 +913,32 @@ pub(crate) mod tests {
             );
         }
         assert!(c.verdict.is_none());
+        c.packet(&rtp(100, 10, 1000, 5, 50), true, 200 * MS, 11);
+        assert_eq!(c.verdict.map(|v| (v.0, v.2)), Some((Kind::Audio, 11)));
+        let q = c.quality().unwrap();
+        assert_eq!((q.clock, q.packets, q.jitter_ms), (0, 11, None));
+        // LINE's RTP (the corpus's line.pcap): a millisecond clock, 10 to
+        // 100 ms between packets; interleaved with its own framing.
+        let mut c = Clear::default();
+        let gaps = [5u32, 20, 11, 19, 10, 21, 9, 100, 11, 99, 10, 20];
+        let (mut ms, mut index) = (0u32, 0);
+        for (i, g) in gaps.iter().enumerate() {
+            ms += g;
+            index += 2;
+            c.packet(
+                &[0xd3, 7, 7, 7, 7, 7, 7, 7, 7],
+                true,
+                u64::from(ms) * MS,
+                index - 1,
+            );
+            c.packet(
+                &rtp(101, i as u16, 15_000 + ms, 0x9bd_a678, 20),
+                true,
+                u64::from(ms) * MS,
+                index,
+            );
+        }
+        assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Audio));
         assert_eq!(nearest_clock(47_000.0), Some((48_000, false)));
         assert_eq!(nearest_clock(90_500.0), Some((90_000, true)));
         assert_eq!(nearest_clock(5_000.0), None);
