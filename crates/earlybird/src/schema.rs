@@ -176,6 +176,9 @@ enum Cell {
     Text { start: u32, len: u32 },
 }
 
+/// A row of nulls, the widest [`Rows::push_row`] lays down by copying.
+const NULL_ROW: [Cell; 64] = [Cell::Null; 64];
+
 /// One cell as read.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Value<'a> {
@@ -255,7 +258,12 @@ impl Rows {
         // The row is laid down as nulls in one go and `fill` writes over
         // them in turn: what it leaves is null without a fill per section.
         let start = self.cells.len();
-        self.cells.resize(start + width, Cell::Null);
+        // A row of a usual width is copied from a row of nulls (one copy
+        // of its bytes, not a store per cell).
+        match NULL_ROW.get(..width) {
+            Some(nulls) => self.cells.extend_from_slice(nulls),
+            None => self.cells.resize(start + width, Cell::Null),
+        }
         let mut c = Cells {
             rows: self,
             at: start,
@@ -589,6 +597,26 @@ mod tests {
         );
         assert_eq!(r.get(5, 0), Value::Null);
         assert_eq!(r.get(0, 3), Value::Null);
+    }
+
+    #[test]
+    fn rows_wider_than_the_copied_nulls_are_null_where_not_written() {
+        for width in [NULL_ROW.len() - 1, NULL_ROW.len(), NULL_ROW.len() + 7] {
+            let mut r = Rows::default();
+            for i in 0..3u64 {
+                r.push_row(width, |c| {
+                    c.nulls(width - 2);
+                    c.u64(i);
+                });
+            }
+            assert_eq!(r.len(), 3);
+            for i in 0..3u64 {
+                let row: Vec<_> = r.row(i as usize).collect();
+                assert_eq!(row.len(), width);
+                assert!(row[..width - 2].iter().all(|v| *v == Value::Null));
+                assert_eq!(row[width - 2..], [Value::U64(i), Value::Null]);
+            }
+        }
     }
 
     #[test]
