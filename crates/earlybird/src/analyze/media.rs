@@ -6,8 +6,9 @@
 //! - The statistical windows examine UDP flows only. The clear-header
 //!   layer (`clear.rs`) reads UDP flows and TCP flows whose first payload
 //!   is TURN framing ([`clear::turn_tcp`]). Any other flow gets an empty
-//!   verdict and the analyzer is done with it at that packet
-//!   ([`Analyzer::done`]), as it is with a flow the windows or a guard
+//!   verdict and the analyzer is done with it at that packet (its state
+//!   never made, nor by a TCP flow's packets before its first payload:
+//!   [`Analyzer::declines`]), as it is with a flow the windows or a guard
 //!   decided once no RTP stream can replace that verdict (the
 //!   clear-header layer off, past its [`CLEAR_PACKETS`], or RTP ruled
 //!   out: [`RTP_TRIES`]) and, for a media verdict, the per-second figures
@@ -1055,6 +1056,41 @@ impl Analyzer for Media {
         "real-time media (audio, video, file transfer): RTP in clear (also inside TURN, beside STUN and DTLS), then UDP packet sizes and inter-arrivals (Skypeness, thesis Table 6.2); RTP quality, STUN app, ICE call id";
     const PAYLOAD: bool = true;
     const ENDS_EARLY: bool = true;
+    const LAZY: bool = true;
+
+    /// What `packet` does with a `Default` state and leaves it so: a flow
+    /// neither UDP nor TCP, or TCP without the clear-header layer, is left
+    /// at its first packet; a TCP packet without payload captured changes
+    /// nothing (no side done); a TCP flow's first payload that is not
+    /// TURN framing leaves the flow. A UDP flow's state is always made.
+    #[inline(always)]
+    fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
+        match p.proto {
+            UDP => None,
+            TCP if self.clear => {
+                if p.payload.is_empty() {
+                    Some([false; 2])
+                } else if clear::turn_tcp(p.payload) {
+                    None
+                } else {
+                    Some([true; 2])
+                }
+            }
+            _ => Some([true; 2]),
+        }
+    }
+
+    /// As `record` of a `Default` state: empty text where it writes text.
+    #[inline(always)]
+    fn record_declined(&self, out: &mut Cells<'_>) {
+        out.empty_text();
+        out.nulls(2);
+        out.empty_text();
+        out.nulls(7);
+        out.empty_text();
+        out.empty_text();
+    }
+
     const FIELDS: &'static [Field] = &[
         Field::new(
             "media",
@@ -1686,6 +1722,84 @@ mod tests {
         }
         assert_eq!(st.kind(), Some("audio"));
         assert_eq!(st.by, BY_RTP);
+    }
+
+    #[test]
+    fn what_media_declines_a_default_state_leaves_recording_as_declined() {
+        let m = Media::default();
+        let tcp = |mut v: PacketView<'static>| {
+            v.proto = TCP;
+            v
+        };
+        let mut icmp = view(0, true, 1, 84);
+        icmp.proto = 1;
+        let mut alloc = vec![0x00, 0x03, 0x00, 0x00];
+        alloc.extend_from_slice(&stun::MAGIC.to_be_bytes());
+        alloc.extend_from_slice(&[7; 12]);
+        let alloc: &'static [u8] = alloc.leak();
+        let get: &'static [u8] = b"GET / HTTP/1.1\r\n\r\n";
+        let cases = [
+            (tcp(view(0, true, 1, 60)), Some([false; 2])),
+            (tcp(with_payload(0, true, 2, get)), Some([true; 2])),
+            (icmp, Some([true; 2])),
+            (tcp(with_payload(0, true, 1, alloc)), None),
+            (view(0, true, 1, 60), None),
+            (with_payload(0, true, 1, get), None),
+        ];
+        let row = |f: &dyn Fn(&mut Cells<'_>)| {
+            let mut rows = crate::schema::Rows::default();
+            rows.push_row(Media::FIELDS.len(), |c| f(c));
+            rows.row(0).map(|v| format!("{v:?}")).collect::<Vec<_>>()
+        };
+        let declined = row(&|c| m.record_declined(c));
+        assert_eq!(declined, row(&|c| m.record(&State::default(), c)));
+        assert_eq!(declined.iter().filter(|v| v.contains("Text")).count(), 4);
+        for (p, want) in cases {
+            assert_eq!(m.declines(&p), want, "{p:?}");
+            let Some(sides) = want else { continue };
+            // Shown to a `Default` state, the packet leaves one done with
+            // the sides declined and recording what a declined flow does.
+            let mut st = State::default();
+            m.packet(&mut st, &p);
+            assert_eq!(m.done(&st), sides == [true; 2], "{p:?}");
+            assert_eq!(row(&|c| m.record(&st, c)), declined, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn a_tcp_flow_media_leaves_makes_no_state_and_records_as_before() {
+        let mut a = crate::analyze::Active::new(&["media".to_string()]).unwrap();
+        a.start(0);
+        let show = |a: &mut crate::analyze::Active, i: u32, flags: u8, payload: &[u8]| {
+            let v = PacketView {
+                tcp_flags: flags,
+                proto: TCP,
+                payload_len: payload.len() as u16,
+                payload,
+                ..view(
+                    u64::from(i) * 1_000,
+                    i % 2 == 1,
+                    i,
+                    40 + payload.len() as u16,
+                )
+            };
+            a.packet(0, &v)
+        };
+        show(&mut a, 1, 0x02, b"");
+        show(&mut a, 2, 0x12, b"");
+        assert!(a.live(0, true, false) && a.live(0, false, false));
+        let (_, follows) = show(&mut a, 3, 0x18, b"GET / HTTP/1.1\r\n\r\n");
+        assert_eq!(follows, 0, "left at the first payload");
+        assert!(a.each.media.as_ref().unwrap().states.is_empty());
+        let mut rows = crate::schema::Rows::default();
+        a.record(0, &mut rows, (3, 0));
+        let r: Vec<_> = rows.row(0).collect();
+        assert_eq!(r[0], crate::schema::Value::Text(""), "{r:?}");
+        assert_eq!(r[1], crate::schema::Value::Null, "{r:?}");
+        // A UDP flow makes its state at its first datagram.
+        a.start(1);
+        a.packet(1, &view(0, true, 1, 60));
+        assert_eq!(a.each.media.as_ref().unwrap().states.len(), 2);
     }
 
     #[test]

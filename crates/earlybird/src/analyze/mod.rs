@@ -19,7 +19,8 @@
 //!   first shown to it a packet it does not decline
 //!   ([`Analyzer::declines`]: one it would give the flow, or a side, up
 //!   at, recording nothing): a flow it declines costs it no reset, no
-//!   call and no record (its fields stay null).
+//!   call and no record (its fields stay null, or hold what
+//!   [`Analyzer::record_declined`] writes).
 //! - Payload: [`PacketView::payload`] is the transport payload as captured
 //!   (cut by the snaplen, never past the IP length), a view into the
 //!   capture's bytes with no copy. It is empty when no analyzer on this run
@@ -173,10 +174,11 @@ pub trait Analyzer: Default + Send + 'static {
     /// Whether its state of a flow is made (reset to `Default`) only when
     /// a packet of the flow is first shown to it that it does not
     /// [`Self::declines`] (only with [`Self::ENDS_EARLY`]): it then says
-    /// that a flow whose state was never made records nothing (its
-    /// [`Self::record`] of a `Default` state writes no field, after a
-    /// [`Self::finish`] that does nothing), and a flow it declines costs
-    /// it no state reset, no call and no record.
+    /// that a flow whose state was never made records what
+    /// [`Self::record_declined`] writes (what its [`Self::record`] of a
+    /// `Default` state writes, after a [`Self::finish`] that does
+    /// nothing), and a flow it declines costs it no state reset, no call
+    /// and no record of a state.
     const LAZY: bool = false;
     /// The analyzer for a run's options (analyzers with options read them
     /// from it; the default ignores it).
@@ -188,15 +190,21 @@ pub trait Analyzer: Default + Send + 'static {
     /// With [`Self::LAZY`], for a packet shown to a flow whose state was
     /// not made (every packet shown to it before was declined):
     /// `Some(sides)` when the packet, shown to a `Default` state, would
-    /// leave one that records nothing and is done with the client's
-    /// packets (`sides[0]`) and the server's (`sides[1]`), at least one,
-    /// and with which a later packet of the other side does what it does
-    /// with a `Default` state (their done bits kept, the analyzer's
-    /// own state not made); `None` to have it made and shown the packet.
+    /// leave one that records what [`Self::record_declined`] writes and
+    /// is done with the client's packets (`sides[0]`) and the server's
+    /// (`sides[1]`) (neither: it left the state `Default`), and with
+    /// which a later packet of a side not done does what it does with a
+    /// `Default` state (their done bits kept, the analyzer's own state
+    /// not made); `None` to have it made and shown the packet.
     #[inline(always)]
     fn declines(&self, _p: &PacketView<'_>) -> Option<[bool; 2]> {
         None
     }
+    /// With [`Self::LAZY`], writes the fields of a flow whose state was
+    /// not made (as [`Self::record`] does of a `Default` state); by
+    /// default none (all null).
+    #[inline(always)]
+    fn record_declined(&self, _out: &mut Cells<'_>) {}
     /// True once no later packet of the flow can change what it records
     /// nor anything it counts (read after each packet it is shown, only
     /// when [`Self::ENDS_EARLY`]): its later packets are then not shown to
@@ -291,10 +299,12 @@ impl<A: Analyzer> Slots<A> {
         }
     }
 
-    /// Writes the record's fields of the flow in slot `s` (nothing when
-    /// its state was not made, `fresh`: [`Analyzer::LAZY`]).
+    /// Writes the record's fields of the flow in slot `s`
+    /// ([`Analyzer::record_declined`]'s when its state was not made,
+    /// `fresh`: [`Analyzer::LAZY`]).
     fn record(&mut self, s: usize, out: &mut Cells<'_>, fresh: bool) {
         if A::LAZY && fresh {
+            self.analyzer.record_declined(out);
             return;
         }
         match self.states.get_mut(s) {
