@@ -1080,6 +1080,8 @@ impl Analyzer for Media {
         }
     }
 
+    const DECLINED_NULL: bool = false;
+
     /// As `record` of a `Default` state: empty text where it writes text.
     #[inline(always)]
     fn record_declined(&self, out: &mut Cells<'_>) {

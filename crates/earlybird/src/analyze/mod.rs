@@ -205,6 +205,10 @@ pub trait Analyzer: Default + Send + 'static {
     /// default none (all null).
     #[inline(always)]
     fn record_declined(&self, _out: &mut Cells<'_>) {}
+    /// With [`Self::LAZY`]: whether [`Self::record_declined`] writes
+    /// nothing (every field null). A row no analyzer on made a state for
+    /// is then laid down null in one step when all of them say so.
+    const DECLINED_NULL: bool = true;
     /// True once no later packet of the flow can change what it records
     /// nor anything it counts (read after each packet it is shown, only
     /// when [`Self::ENDS_EARLY`]): its later packets are then not shown to
@@ -411,6 +415,9 @@ macro_rules! registry {
             /// The bits of the analyzers on whose states are made lazily
             /// ([`Analyzer::LAZY`]).
             lazy: u16,
+            /// The bits of the lazy analyzers on whose declined flows
+            /// record all null ([`Analyzer::DECLINED_NULL`]).
+            null_declined: u16,
             /// The `dns` analyzer's bit (0 when it is off).
             dns_bit: u16,
             /// Per slot (with `early`), for the client's and the server's
@@ -457,6 +464,7 @@ macro_rules! registry {
                     no_empty: 0,
                     syn_only: 0,
                     lazy: 0,
+                    null_declined: 0,
                     dns_bit: 0,
                     done: Vec::new(),
                 };
@@ -477,6 +485,9 @@ macro_rules! registry {
                         }
                         if <$ty as Analyzer>::LAZY && <$ty as Analyzer>::ENDS_EARLY {
                             a.lazy |= bit;
+                            if <$ty as Analyzer>::DECLINED_NULL {
+                                a.null_declined |= bit;
+                            }
                         }
                         if <$ty as Analyzer>::NAME == <dns::Dns as Analyzer>::NAME {
                             a.dns_bit = bit;
@@ -700,9 +711,12 @@ macro_rules! registry {
             pub(crate) fn record(&mut self, s: usize, rows: &mut Rows, seen: (u64, u64)) {
                 let sample = self.sample;
                 let fresh = self.done.get(s).map_or(0, |d| d[2]);
-                if fresh & self.all == self.all && sample.is_none() {
-                    // No analyzer on made a state of the flow (all lazy):
-                    // each would write nothing, so the row stays null.
+                if fresh & self.all == self.all
+                    && self.null_declined == self.all
+                    && sample.is_none()
+                {
+                    // No analyzer on made a state of the flow (all lazy)
+                    // and each would write nothing: the row stays null.
                     rows.push_row(self.width, |_| {});
                     return;
                 }
