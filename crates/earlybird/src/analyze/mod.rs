@@ -671,8 +671,8 @@ macro_rules! registry {
                 $($(#[$attr])* {
                     if let Some(x) = &mut self.each.$name {
                         if skip & bit == 0 {
-                            let (a, d) = if <$ty as Analyzer>::LAZY {
-                                let mut fresh = done[2] & bit != 0;
+                            let (a, d) = if <$ty as Analyzer>::LAZY && done[2] & bit != 0 {
+                                let mut fresh = true;
                                 let r = x.packet_lazy(s, p, &mut fresh);
                                 if !fresh {
                                     done[2] &= !bit;
