@@ -957,7 +957,7 @@ impl Media {
                 if !clear::worth(p.payload) {
                     return false;
                 }
-                st.clear.insert(Box::default())
+                st.clear.insert(Box::new(clear::Clear::FRESH))
             }
         };
         let had = c.verdict.map(|v| v.0);
@@ -1208,7 +1208,10 @@ impl Analyzer for Media {
             self.count(st, p);
             return Action::Continue;
         }
-        if self.clear && !st.clear_off && !p.payload.is_empty() {
+        // QUIC, ZRTP or unknown by its first byte (`clear::inert`): the
+        // layer would read it and change nothing, nor make its state for
+        // it; RTP was not ruled out after the last payload that was read.
+        if self.clear && !st.clear_off && !clear::inert(p.payload) {
             if self.clear_packet(st, p) {
                 return Action::Continue;
             }
