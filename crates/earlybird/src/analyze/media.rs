@@ -48,8 +48,9 @@
 //!   decides, the media flows that end, and the packets and IP bytes of
 //!   media flows from the deciding packet on; the shard takes them each
 //!   second of the per-second statistics ([`Media::take_counts`]). A run
-//!   that keeps none says so ([`Media::count_per_second`]): the packets
-//!   and bytes are then not counted to the flows' ends.
+//!   that keeps none says so ([`Media::count_per_second`], before its
+//!   first packet): the packets and bytes are then not counted, nor are
+//!   the flows followed to their ends for them.
 //! - A kind with [`KindConfig::iat_max_ms`] (audio by default, 100 ms)
 //!   counts a window as stable only when its mean inter-arrival is also at
 //!   most that long.
@@ -957,7 +958,7 @@ impl Media {
                 if !clear::worth(p.payload) {
                     return false;
                 }
-                st.clear.insert(Box::default())
+                st.clear.insert(Box::new(clear::Clear::FRESH))
             }
         };
         let had = c.verdict.map(|v| v.0);
@@ -1025,9 +1026,13 @@ impl Media {
     }
 
     /// Counts packet `p` of a flow decided media for the per-second
-    /// figures.
+    /// figures, when they are taken (the shard says so before its first
+    /// packet: no count of a run that takes none is ever read).
     #[inline]
     fn count(&self, st: &State, p: &PacketView<'_>) {
+        if !self.counting {
+            return;
+        }
         if let Some(c) = st
             .verdict
             .and_then(|(k, _, _)| self.counts.get(usize::from(k)))
@@ -1208,7 +1213,10 @@ impl Analyzer for Media {
             self.count(st, p);
             return Action::Continue;
         }
-        if self.clear && !st.clear_off && !p.payload.is_empty() {
+        // QUIC, ZRTP or unknown by its first byte (`clear::inert`): the
+        // layer would read it and change nothing, nor make its state for
+        // it; RTP was not ruled out after the last payload that was read.
+        if self.clear && !st.clear_off && !clear::inert(p.payload) {
             if self.clear_packet(st, p) {
                 return Action::Continue;
             }

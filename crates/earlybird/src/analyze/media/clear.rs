@@ -176,6 +176,53 @@ pub struct Clear {
     pub call: u64,
 }
 
+impl Track {
+    /// A slot no stream holds (`Default`).
+    const FREE: Track = Track {
+        ssrc: 0,
+        from_client: false,
+        pt: 0,
+        used: false,
+        last_seq: 0,
+        last_ts: 0,
+        last_ns: 0,
+        first_ns: 0,
+        first_len: 0,
+        run: 0,
+        steps: 0,
+        same_ts: 0,
+        ts_span: 0,
+        ns_span: 0,
+        seg_ts: 0,
+        seg_ns: 0,
+        flushed: false,
+        clock: 0,
+        refine: false,
+        kind: None,
+        relay: None,
+        stats: None,
+    };
+}
+
+impl Clear {
+    /// A flow that showed nothing yet (`Default`), as one constant: the
+    /// media analyzer boxes one at most flows' first datagram that is not
+    /// inert, and copying it costs less than building it field by field.
+    pub const FRESH: Clear = Clear {
+        tracks: [Track::FREE; TRACKS],
+        rtp_class: 0,
+        consistent: 0,
+        rtcp: 0,
+        stun: 0,
+        dtls: [0; 2],
+        relayed: 0,
+        verdict: None,
+        app: [0; APP_MAX],
+        app_len: 0,
+        call: 0,
+    };
+}
+
 /// The quality of a flow's largest RTP stream.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Quality {
@@ -205,6 +252,18 @@ pub struct Quality {
 pub fn worth(payload: &[u8]) -> bool {
     let inner = unwrap_turn(payload).map_or(payload, |(_, d)| d);
     !matches!(classify(inner), Demux::Quic | Demux::Other | Demux::Zrtp)
+}
+
+/// Whether [`Clear::packet`] does nothing with a payload, whatever the
+/// flow showed before: its first byte is no TURN framing's (0..=3,
+/// 64..=79) and demultiplexes as unknown, ZRTP or QUIC (4..=19, 80..=127,
+/// 192..=255), or it is empty. Such a payload is not [`worth`] the
+/// layer's state either.
+#[inline(always)]
+pub fn inert(payload: &[u8]) -> bool {
+    payload
+        .first()
+        .is_none_or(|&b| matches!(b, 4..=19 | 80..=127 | 192..=255))
 }
 
 /// Whether a TCP flow's first payload starts a TURN-over-TCP frame: a
@@ -567,6 +626,61 @@ pub(crate) mod tests {
     }
 
     const MS: u64 = 1_000_000;
+
+    #[test]
+    fn the_fresh_state_is_the_default() {
+        assert_eq!(
+            format!("{:?}", Clear::FRESH),
+            format!("{:?}", Clear::default())
+        );
+    }
+
+    #[test]
+    fn an_inert_payload_changes_nothing_and_is_not_worth_the_state() {
+        // A flow part way through a stream, then every first byte under
+        // payloads of several lengths and contents.
+        let mut c = Clear::default();
+        for s in 0..4u16 {
+            c.packet(
+                &rtp(111, s, u32::from(s) * 960, 7, 40),
+                true,
+                u64::from(s) * 20 * MS,
+                u32::from(s) + 1,
+            );
+        }
+        let mut inert_bytes = 0;
+        for first in 0..=255u8 {
+            for (len, seed) in [(1usize, 0u8), (4, 1), (12, 2), (20, 3), (48, 4), (300, 5)] {
+                let mut b: Vec<u8> = (0..len)
+                    .map(|i| {
+                        (i as u8)
+                            .wrapping_mul(31)
+                            .wrapping_add(seed.wrapping_mul(97))
+                    })
+                    .collect();
+                b[0] = first;
+                // A length field that fits, as ChannelData's or STUN's
+                // would: still only what the first byte says counts.
+                if len >= 4 {
+                    b[2..4].copy_from_slice(&((len - 4) as u16).to_be_bytes());
+                }
+                if !inert(&b) {
+                    continue;
+                }
+                inert_bytes += 1;
+                assert!(!worth(&b), "{first}");
+                let before = format!("{c:?}");
+                c.packet(&b, first % 2 == 0, 100 * MS, 9);
+                assert_eq!(format!("{c:?}"), before, "first byte {first}, {len} bytes");
+            }
+        }
+        // 4..=19, 80..=127 and 192..=255, six payloads each.
+        assert_eq!(inert_bytes, (16 + 48 + 64) * 6);
+        assert!(inert(&[]));
+        for first in [0u8, 3, 20, 63, 64, 79, 128, 191] {
+            assert!(!inert(&[first, 0, 0, 0]), "{first}");
+        }
+    }
 
     #[test]
     fn opus_at_48k_is_audio_with_its_clock_and_quality() {

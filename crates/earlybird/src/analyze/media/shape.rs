@@ -28,28 +28,42 @@ pub const HEAD: usize = 16;
 /// End of the bytes the repeated-body test compares.
 pub const BODY_END: usize = 48;
 
+// `Body::of` hashes whole 8-byte words.
+const _: () = assert!(HEAD.is_multiple_of(8) && BODY_END.is_multiple_of(8) && HEAD < BODY_END);
+
 /// Whether `b` is a DNS or ONC RPC message (see the module docs).
 pub fn not_media(b: &[u8]) -> bool {
     dns(b) || rpc(b)
 }
 
-/// A datagram's head and body hashes (FNV-1a, 32 bits each); zero: the
-/// datagram is shorter than [`BODY_END`].
+/// A datagram's head and body hashes (32 bits each); zero: the datagram
+/// is shorter than [`BODY_END`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Body(u64);
 
 impl Body {
-    /// The summary of `b`.
+    /// The summary of `b`: each part hashed 8 bytes at a time (a word
+    /// xored in, multiplied by an odd constant, rotated: each step one to
+    /// one in the word, so parts that differ in one word differ in the
+    /// 64-bit hash), folded to 32 bits. Equal parts hash equal; unequal
+    /// ones collide with a chance of about 2^-32, as a byte-wise 32-bit
+    /// hash's would, at a fraction of its cost.
+    #[inline]
     pub fn of(b: &[u8]) -> Body {
-        let Some(x) = b.get(..BODY_END) else {
+        let Some(x) = b.first_chunk::<BODY_END>() else {
             return Body(0);
         };
-        let fnv = |bytes: &[u8]| {
-            bytes.iter().fold(0x811c_9dc5u32, |h, &v| {
-                (h ^ u32::from(v)).wrapping_mul(0x0100_0193)
-            })
+        let (words, _) = x.as_chunks::<8>();
+        let (head, body) = words.split_at(HEAD / 8);
+        let hash = |ws: &[[u8; 8]]| {
+            let h = ws.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, w| {
+                (h ^ u64::from_le_bytes(*w))
+                    .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                    .rotate_left(29)
+            });
+            (h ^ h >> 32) as u32
         };
-        Body((u64::from(fnv(&x[..HEAD])) << 32 | u64::from(fnv(&x[HEAD..]))).max(1))
+        Body((u64::from(hash(head)) << 32 | u64::from(hash(body))).max(1))
     }
 
     /// Whether `self` repeats `prev`'s body under another head.
@@ -154,6 +168,18 @@ mod tests {
             d
         };
         assert!(!Body::of(&srtp(2)).repeats(Body::of(&srtp(1))));
+        // Any one byte of the body changed, or of the head: told apart.
+        let d = dgram(5);
+        for i in 0..BODY_END {
+            for x in [1u8, 0x80, 0xff] {
+                let mut e = d.clone();
+                e[i] ^= x;
+                let (a, b) = (Body::of(&d), Body::of(&e));
+                assert_ne!(a, b, "byte {i} ^ {x:#x}");
+                // A body under another head repeats; another body does not.
+                assert_eq!(b.repeats(a), i < HEAD, "byte {i} ^ {x:#x}");
+            }
+        }
         // Too short to compare: never a repeat.
         assert_eq!(Body::of(&[7; 47]), Body::default());
         assert!(!Body::of(&[7; 47]).repeats(Body::of(&[7; 47])));
