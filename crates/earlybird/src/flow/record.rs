@@ -208,6 +208,9 @@ impl RecordBatch {
     pub fn with_capacity(records: usize, stride: usize) -> Self {
         RecordBatch {
             records: Vec::with_capacity(records),
+            // The table appends snapshots (`push_raw`): grown from empty,
+            // a batch copied them at each doubling.
+            raw: Vec::with_capacity(records),
             early: Vec::with_capacity(records * stride),
             stride,
             ..RecordBatch::default()
