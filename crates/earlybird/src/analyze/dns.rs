@@ -279,6 +279,21 @@ fn hopeless(need: usize, b: &[u8]) -> bool {
     need > MAX_TCP || b.get(4).is_some_and(|f| (f >> 3) & 0x0f != 0)
 }
 
+/// A datagram `b` (whole) whose header [`State::message`] would turn
+/// away before its questions, as a flow's first: shorter than a header,
+/// OPCODE not 0, or more questions or records than
+/// [`dns_wire::parse`] reads.
+#[inline(always)]
+fn not_a_message(b: &[u8]) -> bool {
+    let Some(h) = b.get(..12) else {
+        return true;
+    };
+    let n = |at: usize| usize::from(u16::from_be_bytes([h[at], h[at + 1]]));
+    (h[2] >> 3) & 0x0f != 0
+        || n(4) > dns_wire::MAX_QUESTIONS
+        || n(6) + n(8) + n(10) > dns_wire::MAX_RECORDS
+}
+
 impl Analyzer for Dns {
     type State = State;
     const NAME: &'static str = "dns";
@@ -334,8 +349,10 @@ impl Analyzer for Dns {
 
     /// What `packet` decides from a flow's first payload, before a name
     /// is cached for it (its state is then made at the flow's start): TCP
-    /// whose first message will not be read ([`hopeless`]), or neither
-    /// TCP nor UDP. Then nothing is recorded.
+    /// whose first message will not be read ([`hopeless`]), a whole UDP
+    /// datagram whose header already says it is no message read
+    /// ([`not_a_message`]), or neither TCP nor UDP. Then nothing is
+    /// recorded.
     #[inline(always)]
     fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
         if p.payload_len == 0 {
@@ -349,7 +366,7 @@ impl Analyzer for Dns {
                         p.payload,
                     )
             }
-            UDP => false,
+            UDP => p.payload.len() >= usize::from(p.payload_len) && not_a_message(p.payload),
             _ => true,
         };
         off.then_some([true; 2])
@@ -530,6 +547,51 @@ mod tests {
         }
         Dns::default().finish(&mut st);
         st
+    }
+
+    #[test]
+    fn a_datagram_declined_is_one_a_fresh_state_gives_up_at() {
+        let q = query("www.example.org");
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut declined, mut read) = (0, 0);
+        for i in 0..20_000 {
+            // Random bytes, or a query with a few random bytes.
+            let mut b: Vec<u8> = if i % 2 == 0 {
+                (0..next() % 40).map(|_| next() as u8).collect()
+            } else {
+                q.clone()
+            };
+            for _ in 0..next() % 3 {
+                if let Some(n) = std::num::NonZeroUsize::new(b.len().min(12)) {
+                    let at = next() as usize % n;
+                    b[at] = next() as u8;
+                }
+            }
+            let cut = i % 7 == 0 && !b.is_empty();
+            let mut v = view(&b, true, UDP);
+            if cut {
+                v.payload_len += 1;
+            }
+            let mut st = State::default();
+            Dns::default().packet(&mut st, &v);
+            let gave_up = st.off && st.seen.is_none() && st.tcp.is_none();
+            match Dns::default().declines(&v) {
+                Some(sides) => {
+                    assert_eq!(sides, [true; 2]);
+                    assert!(gave_up, "declined but read: {b:02x?}");
+                    assert!(!cut);
+                    declined += 1;
+                }
+                None => read += 1,
+            }
+        }
+        assert!(declined > 5_000 && read > 5_000, "{declined} {read}");
     }
 
     #[test]

@@ -75,6 +75,18 @@ pub struct State {
     phase: Phase,
 }
 
+/// Whether a byte is the first of a method (one look for a payload's
+/// first byte).
+const METHOD_FIRST: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < METHODS.len() {
+        t[METHODS[i][0] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
 /// True when `b` starts with a request method and a space.
 pub fn starts_request(b: &[u8]) -> bool {
     METHODS
@@ -87,9 +99,7 @@ pub fn starts_request(b: &[u8]) -> bool {
 /// few bytes).
 fn may_start_request(b: &[u8]) -> bool {
     // The common case first: a first byte no method starts with.
-    if b.first()
-        .is_some_and(|&c| METHODS.iter().all(|m| m[0] != c))
-    {
+    if b.first().is_some_and(|&c| !METHOD_FIRST[usize::from(c)]) {
         return false;
     }
     starts_request(b)
@@ -316,6 +326,16 @@ impl Analyzer for Http {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_bytes_table_holds_the_methods_first_bytes() {
+        for c in 0..=255u8 {
+            let starts = METHODS.iter().any(|m| m[0] == c);
+            assert_eq!(METHOD_FIRST[usize::from(c)], starts, "byte {c:#04x}");
+            // A payload of that one byte may start a request exactly then.
+            assert_eq!(may_start_request(&[c]), starts, "byte {c:#04x}");
+        }
+    }
 
     fn view(payload: &[u8], from_client: bool) -> PacketView<'_> {
         PacketView {

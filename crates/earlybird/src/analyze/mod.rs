@@ -11,10 +11,13 @@
 //!   pays one predictable branch per packet and nothing else.
 //! - Calls are statically dispatched: `Active` holds one optional side
 //!   array of states per registered analyzer, indexed by the flow's slot in
-//!   the table, and the table calls `Active::packet` after it has
+//!   the table, and the table calls `Active::packet_with` after it has
 //!   accounted each packet (the packet count in [`PacketView::index`]
-//!   includes it). A slot's state is reset to `Default` when a flow starts in
-//!   it, so an analyzer never sees another flow's state; a lazy analyzer's
+//!   includes it); the loop over the analyzers on is compiled per route
+//!   (one analyzer alone, the payload labellers together, any other
+//!   set), so a run tests only those it has on. A slot's state is reset
+//!   to `Default` when a flow starts in it, so an analyzer never sees
+//!   another flow's state; a lazy analyzer's
 //!   ([`Analyzer::LAZY`]: the payload labellers) only when the flow is
 //!   first shown to it a packet it does not decline
 //!   ([`Analyzer::declines`]: one it would give the flow, or a side, up
@@ -48,7 +51,7 @@
 //!   ([`Analyzer::SYN_ONLY`]). A packet every analyzer on would not be shown
 //!   (the flow left the analyzers, or they are done with its side, or it
 //!   has no payload) costs the flow table one test of a mask it keeps in
-//!   the flow's entry (`Active::follows`, which `Active::packet` returns
+//!   the flow's entry (`Active::follows`, which `Active::packet_with` returns
 //!   and `shard/analyzers.rs` hands to the table): the analyzers'
 //!   consumer is not called, and its payload is never sliced.
 //! - [`Action::End`] ends the flow after the packet: its record says
@@ -265,7 +268,9 @@ impl<A: Analyzer> Slots<A> {
     /// [`Self::packet`] for a flow whose state is not made (`fresh`, with
     /// [`Analyzer::LAZY`]): the packet declined, or the state made and
     /// shown it.
-    #[inline]
+    // Always inlined, as `packet`: a route's loop is one of several in
+    // the caller, where the compiler would otherwise call them.
+    #[inline(always)]
     fn packet_lazy(
         &mut self,
         s: usize,
@@ -285,7 +290,7 @@ impl<A: Analyzer> Slots<A> {
     /// Shows packet `p` to the flow in slot `s`: what the analyzer asks,
     /// and whether it is done with the client's and the server's packets
     /// of the flow after it.
-    #[inline]
+    #[inline(always)]
     fn packet(&mut self, s: usize, p: &PacketView<'_>) -> (Action, [bool; 2]) {
         match self.states.get_mut(s) {
             Some(st) => {
@@ -332,6 +337,18 @@ fn start_slot<T>(v: &mut Vec<T>, s: usize, fresh: impl Fn() -> T) {
     } else {
         v.resize_with(s + 1, fresh);
     }
+}
+
+/// The [`Follows`] of a flow whose analyzers on (bits `all`) are done
+/// with its client's and its server's packets as `done` says, when those
+/// of `no_empty` are not shown packets without payload (nor those shown
+/// only SYNs: a SYN is then in the class of the packets with payload,
+/// `syn_with_payload`).
+#[inline(always)]
+fn follows_done(all: u16, no_empty: u16, done: [u16; 2]) -> Follows {
+    let side =
+        |d: u16| Follows::from(d & all != all) | Follows::from((d | no_empty) & all != all) << 1;
+    side(done[0]) | side(done[1]) << 2
 }
 
 /// An analyzer name a run cannot turn on.
@@ -391,9 +408,69 @@ macro_rules! registry {
             $($(#[$attr])* $name: Option<Slots<$ty>>,)*
         }
 
+        /// Each registered analyzer's bit in the per-slot done words, by
+        /// name (registry order).
+        #[allow(non_upper_case_globals)]
+        mod bit {
+            #[allow(non_camel_case_types, dead_code)]
+            enum At {
+                $($(#[$attr])* $name,)*
+            }
+            $($(#[$attr])* pub(super) const $name: u16 = 1 << At::$name as u16;)*
+        }
+
+        /// The analyzers a packet's loop is made for ([`Active::packet_on`]
+        /// is compiled once per route, with only their calls): one
+        /// analyzer alone, the payload labellers together, or any set.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[allow(non_camel_case_types)]
+        enum Route {
+            Any,
+            Labellers,
+            $($(#[$attr])* $name,)*
+        }
+
+        // The bits of the registered analyzers (one each, in registry
+        // order) that are not shown packets without payload (`NO_EMPTY`),
+        // that are shown of those only SYNs (`SYN_ONLY`), and that keep
+        // the done bits (`EARLY`): `Active::packet_on`'s constants for a
+        // route (its `no_empty`, `syn_only` and `early`).
+        const NO_EMPTY: u16 = {
+            let mut b = 0;
+            $($(#[$attr])* {
+                if !<$ty as Analyzer>::EMPTY {
+                    b |= bit::$name;
+                }
+            })*
+            b
+        };
+        const SYN_ONLY: u16 = {
+            let mut b = 0;
+            $($(#[$attr])* {
+                if <$ty as Analyzer>::EMPTY && <$ty as Analyzer>::SYN_ONLY {
+                    b |= bit::$name;
+                }
+            })*
+            b
+        };
+        const EARLY: u16 = {
+            let mut b = 0;
+            $($(#[$attr])* {
+                if <$ty as Analyzer>::ENDS_EARLY
+                    || !<$ty as Analyzer>::EMPTY
+                    || <$ty as Analyzer>::SYN_ONLY
+                {
+                    b |= bit::$name;
+                }
+            })*
+            b
+        };
+
         /// The analyzers turned on for one flow table.
         pub(crate) struct Active {
             each: Each,
+            /// Which compiled loop shows packets to them (from `all`).
+            route: Route,
             payload: bool,
             ip: bool,
             width: usize,
@@ -455,6 +532,7 @@ macro_rules! registry {
                     each: Each {
                         $($(#[$attr])* $name: on(<$ty as Analyzer>::NAME).then(|| Slots::new(opts)),)*
                     },
+                    route: Route::Any,
                     payload: false,
                     ip: false,
                     width: 0,
@@ -498,6 +576,12 @@ macro_rules! registry {
                 let _ = bit;
                 if a.sample.is_some() {
                     a.width += crate::sample::FIELDS.len();
+                }
+                $($(#[$attr])* if a.all == bit::$name {
+                    a.route = Route::$name;
+                })*
+                if a.all == LABELLER_BITS {
+                    a.route = Route::Labellers;
                 }
                 Ok(a)
             }
@@ -549,8 +633,10 @@ macro_rules! registry {
             /// A flow starts in slot `s`.
             #[inline]
             pub(crate) fn start(&mut self, s: usize) {
-                $($(#[$attr])* if let Some(x) = &mut self.each.$name {
-                    if !(<$ty as Analyzer>::LAZY && <$ty as Analyzer>::ENDS_EARLY) {
+                // A lazy analyzer's state is made when the flow first
+                // engages it: nothing to look up here.
+                $($(#[$attr])* if !(<$ty as Analyzer>::LAZY && <$ty as Analyzer>::ENDS_EARLY) {
+                    if let Some(x) = &mut self.each.$name {
                         x.start(s);
                     }
                 })*
@@ -563,26 +649,9 @@ macro_rules! registry {
             /// The bits of the analyzers on not shown a packet of the flow
             /// in slot `s` sent by the client (`from_client`) or the
             /// server, with a payload or not (`empty`), with SYN or not
-            /// (`syn`).
-            #[inline]
-            fn skipped(&self, s: usize, from_client: bool, empty: bool, syn: bool) -> u16 {
-                let done = match self.done.get(s) {
-                    Some(d) => d[usize::from(!from_client)],
-                    None => 0,
-                };
-                done | if empty {
-                    self.no_empty | if syn { 0 } else { self.syn_only }
-                } else {
-                    0
-                }
-            }
-
-            /// The bits of the analyzers on not shown a packet of the flow
-            /// in slot `s` sent by the client (`from_client`) or the
-            /// server, with a payload or not (`empty`), with SYN or not
             /// (`syn`); `None` when no analyzer on is shown it (see the
             /// module docs).
-            #[inline]
+            #[cfg(test)]
             pub(crate) fn skip(
                 &self,
                 s: usize,
@@ -593,7 +662,15 @@ macro_rules! registry {
                 if !self.early {
                     return Some(0);
                 }
-                let skip = self.skipped(s, from_client, empty, syn);
+                let done = match self.done.get(s) {
+                    Some(d) => d[usize::from(!from_client)],
+                    None => 0,
+                };
+                let skip = done | if empty {
+                    self.no_empty | if syn { 0 } else { self.syn_only }
+                } else {
+                    0
+                };
                 (skip & self.all != self.all).then_some(skip)
             }
 
@@ -601,7 +678,7 @@ macro_rules! registry {
             /// flow in slot `s` sent by the client (`from_client`) or the
             /// server, with a payload or not (`empty`); see the module
             /// docs.
-            #[inline]
+            #[cfg(test)]
             pub(crate) fn live(&self, s: usize, from_client: bool, empty: bool) -> bool {
                 self.skip(s, from_client, empty, false).is_some()
             }
@@ -614,7 +691,7 @@ macro_rules! registry {
                     return FOLLOW_ALL;
                 }
                 let d = self.done.get(s).copied().unwrap_or([0; 3]);
-                self.follows_done([d[0], d[1]])
+                follows_done(self.all, self.no_empty | self.syn_only, [d[0], d[1]])
             }
 
             /// [`Active::follows`] of a flow that just started.
@@ -623,59 +700,98 @@ macro_rules! registry {
                 if !self.early {
                     return FOLLOW_ALL;
                 }
-                self.follows_done([0; 2])
-            }
-
-            /// [`Active::follows`] of a flow whose analyzers are done with
-            /// its client's and its server's packets as `done` says.
-            #[inline(always)]
-            fn follows_done(&self, done: [u16; 2]) -> Follows {
-                // Without payload: neither those not shown such packets
-                // nor those shown only SYNs (a SYN is then in the class
-                // of the packets with payload, `syn_with_payload`).
-                let (all, no_empty) = (self.all, self.no_empty | self.syn_only);
-                let side = |d: u16| {
-                    Follows::from(d & all != all) | Follows::from((d | no_empty) & all != all) << 1
-                };
-                side(done[0]) | side(done[1]) << 2
+                follows_done(self.all, self.no_empty | self.syn_only, [0; 2])
             }
 
             /// A packet of the flow in slot `s`, shown to each analyzer
             /// on that is not done with the flow; `End` when one asks to
             /// end the flow, and the flow's [`Active::follows`] after it.
-            #[inline]
+            #[cfg(test)]
             pub(crate) fn packet(&mut self, s: usize, p: &PacketView<'_>) -> (Action, Follows) {
                 let syn = p.proto == 6 && p.tcp_flags & 0x02 != 0;
-                match self.skip(s, p.from_client, p.payload_len == 0, syn) {
-                    Some(skip) => self.packet_skipping(s, p, skip),
-                    None => (Action::Continue, self.follows(s)),
+                self.packet_with(s, p.from_client, p.payload_len == 0, syn, || *p)
+            }
+
+            /// A packet of the flow in slot `s` sent by the client
+            /// (`from_client`) or the server, with a payload or not
+            /// (`empty`), with SYN or not (`syn`), shown to each analyzer
+            /// on that is not done with that side or kind of packet (its
+            /// view made by `view`, only when one is); `End` when one asks
+            /// to end the flow, and the flow's [`Active::follows`] after
+            /// it.
+            #[inline]
+            pub(crate) fn packet_with<'a>(
+                &mut self,
+                s: usize,
+                from_client: bool,
+                empty: bool,
+                syn: bool,
+                view: impl FnOnce() -> PacketView<'a>,
+            ) -> (Action, Follows) {
+                match self.route {
+                    Route::Any => {
+                        self.packet_on::<{ u16::MAX }>(s, from_client, empty, syn, view)
+                    }
+                    Route::Labellers => {
+                        self.packet_on::<LABELLER_BITS>(s, from_client, empty, syn, view)
+                    }
+                    $($(#[$attr])* Route::$name => {
+                        self.packet_on::<{ bit::$name }>(s, from_client, empty, syn, view)
+                    })*
                 }
             }
 
-            /// [`Active::packet`] with the bits of the analyzers not shown
-            /// `p` ([`Active::skip`]'s): the caller asked once.
-            #[inline]
-            pub(crate) fn packet_skipping(
+            /// [`Active::packet_with`] compiled for the analyzers on being
+            /// those of `ON` (all of them when `ON` is every bit: then each
+            /// registered analyzer's `Option` is tested), so that a run
+            /// tests only the analyzers it has on, with their bits as
+            /// constants.
+            #[inline(always)]
+            fn packet_on<'a, const ON: u16>(
                 &mut self,
                 s: usize,
-                p: &PacketView<'_>,
-                skip: u16,
+                from_client: bool,
+                empty: bool,
+                syn: bool,
+                view: impl FnOnce() -> PacketView<'a>,
             ) -> (Action, Follows) {
-                let mut act = Action::Continue;
-                let mut done = if self.early {
-                    self.done.get(s).copied().unwrap_or([0; 3])
+                let (all, no_empty, syn_only, early) = if ON == u16::MAX {
+                    (self.all, self.no_empty, self.syn_only, self.early)
                 } else {
-                    [0; 3]
+                    (ON, ON & NO_EMPTY, ON & SYN_ONLY, ON & EARLY != 0)
                 };
-                let mut bit = 1u16;
-                $($(#[$attr])* {
+                debug_assert!(
+                    (all, no_empty, syn_only, early)
+                        == (self.all, self.no_empty, self.syn_only, self.early)
+                );
+                // Which analyzers on are not shown the packet.
+                let (mut done, skip) = if early {
+                    let done = self.done.get(s).copied().unwrap_or([0; 3]);
+                    let skip = done[usize::from(!from_client)] | if empty {
+                        no_empty | if syn { 0 } else { syn_only }
+                    } else {
+                        0
+                    };
+                    if skip & all == all {
+                        // None (another consumer reads the packet).
+                        let follows = follows_done(all, no_empty | syn_only, [done[0], done[1]]);
+                        return (Action::Continue, follows);
+                    }
+                    (done, skip)
+                } else {
+                    ([0; 3], 0)
+                };
+                let p = &view();
+                let mut act = Action::Continue;
+                $($(#[$attr])* if ON & bit::$name != 0 {
                     if let Some(x) = &mut self.each.$name {
-                        if skip & bit == 0 {
-                            let (a, d) = if <$ty as Analyzer>::LAZY && done[2] & bit != 0 {
+                        const BIT: u16 = bit::$name;
+                        if skip & BIT == 0 {
+                            let (a, d) = if <$ty as Analyzer>::LAZY && done[2] & BIT != 0 {
                                 let mut fresh = true;
                                 let r = x.packet_lazy(s, p, &mut fresh);
                                 if !fresh {
-                                    done[2] &= !bit;
+                                    done[2] &= !BIT;
                                 }
                                 r
                             } else {
@@ -685,21 +801,19 @@ macro_rules! registry {
                                 act = Action::End;
                             }
                             if d[0] {
-                                done[0] |= bit;
+                                done[0] |= BIT;
                             }
                             if d[1] {
-                                done[1] |= bit;
+                                done[1] |= BIT;
                             }
                         }
                     }
-                    bit <<= 1;
                 })*
-                let _ = bit;
-                if self.early {
+                if early {
                     if let Some(d) = self.done.get_mut(s) {
                         *d = done;
                     }
-                    (act, self.follows_done([done[0], done[1]]))
+                    (act, follows_done(all, no_empty | syn_only, [done[0], done[1]]))
                 } else {
                     (act, FOLLOW_ALL)
                 }
@@ -819,6 +933,10 @@ registry! {
     #[cfg(test)]
     test_end: tests::EndAfter,
 }
+
+/// The bits of the payload labellers ([`LABELLERS`]) in the done words:
+/// a run with exactly them on shows packets through a loop made for them.
+const LABELLER_BITS: u16 = bit::tls | bit::http | bit::ssh | bit::dns;
 
 #[cfg(test)]
 mod tests;

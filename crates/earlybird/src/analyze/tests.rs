@@ -349,3 +349,99 @@ fn a_slot_started_holds_a_fresh_state_whatever_the_array_held() {
     super::start_slot(&mut v, 5, || 4);
     assert_eq!(v, [9, 2, 7, 4, 4, 4]);
 }
+
+/// Shows the same packets to `names` through the loop made for them and
+/// through the one for any set: the same actions, follow masks, done bits
+/// and records.
+fn same_through_either_loop(names: &[&str], route: super::Route) {
+    let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    let mut own = super::Active::new(&names).unwrap();
+    assert_eq!(own.route, route);
+    let mut any = super::Active::new(&names).unwrap();
+    any.route = super::Route::Any;
+    let hello: &[u8] = b"\x16\x03\x01\x00\x40\x01\x00\x00\x3c\x03\x03";
+    let dns_q: &[u8] = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x01a\x00\x00\x01\x00\x01";
+    let mut dns_tcp = (dns_q.len() as u16).to_be_bytes().to_vec();
+    dns_tcp.extend_from_slice(dns_q);
+    let rtp: &[u8] = &[
+        0x80, 0x00, 0x01, 0x02, 0, 0, 0, 160, 1, 2, 3, 4, 0xd5, 0xd5, 0xd5, 0xd5,
+    ];
+    let payloads: [&[u8]; 9] = [
+        b"",
+        hello,
+        b"SSH-2.0-x\r\n",
+        b"GET / HTTP/1.1\r\nHost: h.example\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n\r\n",
+        b"\x01\x02\x03\x04\x7f\x06",
+        &dns_tcp,
+        dns_q,
+        rtp,
+    ];
+    let (mut rows_own, mut rows_any) = (
+        crate::schema::Rows::default(),
+        crate::schema::Rows::default(),
+    );
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    for flow in 0..400u64 {
+        let s = (flow % 13) as usize;
+        own.start(s);
+        any.start(s);
+        let udp = next(4) == 0;
+        for i in 0..1 + next(8) {
+            let client = i == 0 || next(2) == 0;
+            let flags = if udp {
+                0
+            } else {
+                [0x02, 0x12, 0x10, 0x18][next(4) as usize]
+            };
+            let payload = payloads[next(payloads.len() as u64) as usize];
+            let mut ip = tcp_packet(1000 + i as u32, flags, payload);
+            if udp {
+                ip[9] = 17;
+            }
+            let view = PacketView {
+                ts: 1_000_000 * flow + 20_000_000 * i,
+                from_client: client,
+                index: i as u32 + 1,
+                size: ip.len() as u16,
+                tcp_flags: flags,
+                proto: if udp { 17 } else { 6 },
+                payload_len: payload.len() as u16,
+                payload,
+                ip: &ip,
+            };
+            assert_eq!(
+                own.packet(s, &view),
+                any.packet(s, &view),
+                "flow {flow} packet {i}"
+            );
+            assert_eq!(own.follows(s), any.follows(s));
+        }
+        assert_eq!(own.done, any.done, "flow {flow}");
+        own.record(s, &mut rows_own, (8, 800));
+        any.record(s, &mut rows_any, (8, 800));
+        let r = flow as usize;
+        assert_eq!(
+            rows_own.row(r).collect::<Vec<_>>(),
+            rows_any.row(r).collect::<Vec<_>>(),
+            "flow {flow}"
+        );
+    }
+}
+
+#[test]
+fn a_loop_made_for_the_analyzers_on_shows_them_what_the_general_one_does() {
+    same_through_either_loop(&super::LABELLERS, super::Route::Labellers);
+    same_through_either_loop(&["media"], super::Route::media);
+    same_through_either_loop(&["tls"], super::Route::tls);
+    same_through_either_loop(&["http"], super::Route::http);
+    same_through_either_loop(&["payload"], super::Route::payload);
+    // Two analyzers: the general loop.
+    same_through_either_loop(&["media", "tls"], super::Route::Any);
+}

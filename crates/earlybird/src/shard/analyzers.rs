@@ -154,12 +154,9 @@ impl Consumer for Analyzers {
         let h = flow.entry;
         let from_client = flow.sent_by_client(p);
         let syn = p.flags & crate::features::tcp::SYN != 0;
-        let Some(skip) = self.active.skip(flow.slot, from_client, pl.len == 0, syn) else {
-            // No analyzer on would be shown the packet (another consumer
-            // reads it).
-            return Some(self.active.follows(flow.slot));
-        };
-        let view = PacketView {
+        // The view is made only when an analyzer on is shown the packet
+        // (else another consumer reads it).
+        let view = || PacketView {
             ts: p.ts,
             from_client,
             index: h.packets[0] + h.packets[1],
@@ -170,7 +167,10 @@ impl Consumer for Analyzers {
             payload: pl.bytes(),
             ip: pl.ip(),
         };
-        match self.active.packet_skipping(flow.slot, &view, skip) {
+        match self
+            .active
+            .packet_with(flow.slot, from_client, pl.len == 0, syn, view)
+        {
             (Action::End, _) => None,
             (Action::Continue, f) => Some(f),
         }
