@@ -1062,6 +1062,7 @@ impl Analyzer for Media {
     const PAYLOAD: bool = true;
     const ENDS_EARLY: bool = true;
     const LAZY: bool = true;
+    const TCP_EMPTY_DECLINED: bool = true;
 
     /// What `packet` does with a `Default` state and leaves it so: a flow
     /// neither UDP nor TCP, or TCP without the clear-header layer, is left
@@ -1795,9 +1796,15 @@ mod tests {
             };
             a.packet(0, &v)
         };
-        show(&mut a, 1, 0x02, b"");
+        // Of a TCP flow whose state it has not made, media is shown only
+        // packets with payload; of a UDP flow, every packet.
+        assert_eq!(a.follows_new(true), 0b0101);
+        assert_eq!(a.follows_new(false), 0b1111);
+        let (_, follows) = show(&mut a, 1, 0x02, b"");
+        assert_eq!(follows, 0b0101);
         show(&mut a, 2, 0x12, b"");
         assert!(a.live(0, true, false) && a.live(0, false, false));
+        assert_eq!(a.follows(0, true), 0b0101);
         let (_, follows) = show(&mut a, 3, 0x18, b"GET / HTTP/1.1\r\n\r\n");
         assert_eq!(follows, 0, "left at the first payload");
         assert!(a.each.media.as_ref().unwrap().states.is_empty());

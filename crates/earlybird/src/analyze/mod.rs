@@ -183,6 +183,12 @@ pub trait Analyzer: Default + Send + 'static {
     /// nothing), and a flow it declines costs it no state reset, no call
     /// and no record of a state.
     const LAZY: bool = false;
+    /// With [`Self::LAZY`]: whether, while its state of a TCP flow is not
+    /// made, it declines every TCP packet without payload (SYN or not)
+    /// with neither side done. The flow table then does not show it such
+    /// packets of a flow whose state it has not made: the flow's first
+    /// payload makes the state or is declined.
+    const TCP_EMPTY_DECLINED: bool = false;
     /// The analyzer for a run's options (analyzers with options read them
     /// from it; the default ignores it).
     fn configure(_opts: &Options<'_>) -> Self {
@@ -453,6 +459,18 @@ macro_rules! registry {
             })*
             b
         };
+        const TCP_EMPTY_DECLINED: u16 = {
+            let mut b = 0;
+            $($(#[$attr])* {
+                if <$ty as Analyzer>::LAZY
+                    && <$ty as Analyzer>::ENDS_EARLY
+                    && <$ty as Analyzer>::TCP_EMPTY_DECLINED
+                {
+                    b |= bit::$name;
+                }
+            })*
+            b
+        };
         const EARLY: u16 = {
             let mut b = 0;
             $($(#[$attr])* {
@@ -495,6 +513,10 @@ macro_rules! registry {
             /// The bits of the lazy analyzers on whose declined flows
             /// record all null ([`Analyzer::DECLINED_NULL`]).
             null_declined: u16,
+            /// The bits of the lazy analyzers on not shown a TCP packet
+            /// without payload of a flow whose state they have not made
+            /// ([`Analyzer::TCP_EMPTY_DECLINED`]).
+            tcp_empty_declined: u16,
             /// The `dns` analyzer's bit (0 when it is off).
             dns_bit: u16,
             /// Per slot (with `early`), for the client's and the server's
@@ -543,6 +565,7 @@ macro_rules! registry {
                     syn_only: 0,
                     lazy: 0,
                     null_declined: 0,
+                    tcp_empty_declined: 0,
                     dns_bit: 0,
                     done: Vec::new(),
                 };
@@ -565,6 +588,9 @@ macro_rules! registry {
                             a.lazy |= bit;
                             if <$ty as Analyzer>::DECLINED_NULL {
                                 a.null_declined |= bit;
+                            }
+                            if <$ty as Analyzer>::TCP_EMPTY_DECLINED {
+                                a.tcp_empty_declined |= bit;
                             }
                         }
                         if <$ty as Analyzer>::NAME == <dns::Dns as Analyzer>::NAME {
@@ -686,21 +712,24 @@ macro_rules! registry {
             /// Which packets of the flow in slot `s` an analyzer on is
             /// shown ([`Active::live`] of each side, with payload or not,
             /// as one [`Follows`] mask).
-            pub(crate) fn follows(&self, s: usize) -> Follows {
+            pub(crate) fn follows(&self, s: usize, tcp: bool) -> Follows {
                 if !self.early {
                     return FOLLOW_ALL;
                 }
                 let d = self.done.get(s).copied().unwrap_or([0; 3]);
-                follows_done(self.all, self.no_empty | self.syn_only, [d[0], d[1]])
+                let unmade = if tcp { d[2] & self.tcp_empty_declined } else { 0 };
+                follows_done(self.all, self.no_empty | self.syn_only | unmade, [d[0], d[1]])
             }
 
-            /// [`Active::follows`] of a flow that just started.
+            /// [`Active::follows`] of a flow that just started (over TCP
+            /// or not).
             #[inline]
-            pub(crate) fn follows_new(&self) -> Follows {
+            pub(crate) fn follows_new(&self, tcp: bool) -> Follows {
                 if !self.early {
                     return FOLLOW_ALL;
                 }
-                follows_done(self.all, self.no_empty | self.syn_only, [0; 2])
+                let unmade = if tcp { self.lazy & self.tcp_empty_declined } else { 0 };
+                follows_done(self.all, self.no_empty | self.syn_only | unmade, [0; 2])
             }
 
             /// A packet of the flow in slot `s`, shown to each analyzer
@@ -709,11 +738,11 @@ macro_rules! registry {
             #[cfg(test)]
             pub(crate) fn packet(&mut self, s: usize, p: &PacketView<'_>) -> (Action, Follows) {
                 let syn = p.proto == 6 && p.tcp_flags & 0x02 != 0;
-                self.packet_with(s, p.from_client, p.payload_len == 0, syn, || *p)
+                self.packet_with(s, p.proto == 6, p.from_client, p.payload_len == 0, syn, || *p)
             }
 
-            /// A packet of the flow in slot `s` sent by the client
-            /// (`from_client`) or the server, with a payload or not
+            /// A packet of the flow in slot `s` (over TCP or not) sent by
+            /// the client (`from_client`) or the server, with a payload or not
             /// (`empty`), with SYN or not (`syn`), shown to each analyzer
             /// on that is not done with that side or kind of packet (its
             /// view made by `view`, only when one is); `End` when one asks
@@ -723,6 +752,7 @@ macro_rules! registry {
             pub(crate) fn packet_with<'a>(
                 &mut self,
                 s: usize,
+                tcp: bool,
                 from_client: bool,
                 empty: bool,
                 syn: bool,
@@ -730,13 +760,13 @@ macro_rules! registry {
             ) -> (Action, Follows) {
                 match self.route {
                     Route::Any => {
-                        self.packet_on::<{ u16::MAX }>(s, from_client, empty, syn, view)
+                        self.packet_on::<{ u16::MAX }>(s, tcp, from_client, empty, syn, view)
                     }
                     Route::Labellers => {
-                        self.packet_on::<LABELLER_BITS>(s, from_client, empty, syn, view)
+                        self.packet_on::<LABELLER_BITS>(s, tcp, from_client, empty, syn, view)
                     }
                     $($(#[$attr])* Route::$name => {
-                        self.packet_on::<{ bit::$name }>(s, from_client, empty, syn, view)
+                        self.packet_on::<{ bit::$name }>(s, tcp, from_client, empty, syn, view)
                     })*
                 }
             }
@@ -750,6 +780,7 @@ macro_rules! registry {
             fn packet_on<'a, const ON: u16>(
                 &mut self,
                 s: usize,
+                tcp: bool,
                 from_client: bool,
                 empty: bool,
                 syn: bool,
@@ -764,17 +795,36 @@ macro_rules! registry {
                     (all, no_empty, syn_only, early)
                         == (self.all, self.no_empty, self.syn_only, self.early)
                 );
+                let tcp_empty_declined = if ON == u16::MAX {
+                    self.tcp_empty_declined
+                } else {
+                    ON & TCP_EMPTY_DECLINED
+                };
+                debug_assert_eq!(tcp_empty_declined, self.tcp_empty_declined);
+                // Of a TCP flow, the analyzers not shown packets without
+                // payload while they have not made its state.
+                let unmade = |done: &[u16; 3]| {
+                    if tcp {
+                        done[2] & tcp_empty_declined
+                    } else {
+                        0
+                    }
+                };
                 // Which analyzers on are not shown the packet.
                 let (mut done, skip) = if early {
                     let done = self.done.get(s).copied().unwrap_or([0; 3]);
                     let skip = done[usize::from(!from_client)] | if empty {
-                        no_empty | if syn { 0 } else { syn_only }
+                        no_empty | unmade(&done) | if syn { 0 } else { syn_only }
                     } else {
                         0
                     };
                     if skip & all == all {
                         // None (another consumer reads the packet).
-                        let follows = follows_done(all, no_empty | syn_only, [done[0], done[1]]);
+                        let follows = follows_done(
+                            all,
+                            no_empty | syn_only | unmade(&done),
+                            [done[0], done[1]],
+                        );
                         return (Action::Continue, follows);
                     }
                     (done, skip)
@@ -813,7 +863,8 @@ macro_rules! registry {
                     if let Some(d) = self.done.get_mut(s) {
                         *d = done;
                     }
-                    (act, follows_done(all, no_empty | syn_only, [done[0], done[1]]))
+                    let no_empty = no_empty | syn_only | unmade(&done);
+                    (act, follows_done(all, no_empty, [done[0], done[1]]))
                 } else {
                     (act, FOLLOW_ALL)
                 }

@@ -113,14 +113,15 @@ pub trait Consumer {
         let _ = flow;
     }
 
-    /// Which packets of a flow that just opened (after [`Self::start`] and
-    /// [`Self::opened`]) [`Self::packet`] is to be called for
+    /// Which packets of `flow`, which just opened (after [`Self::start`]
+    /// and [`Self::opened`]), [`Self::packet`] is to be called for
     /// ([`Follows`]); only asked when [`Self::reads_packets`]. The table
     /// keeps it, and what each packet call returns, in the flow's entry
     /// (`entry::FOLLOW_SHIFT`): a packet outside it costs one test of
     /// that line, no call, and its payload is never sliced.
     #[inline(always)]
-    fn follows_new(&self) -> Follows {
+    fn follows_new(&self, flow: FlowRef<'_>) -> Follows {
+        let _ = flow;
         FOLLOW_ALL
     }
 

@@ -185,7 +185,7 @@ impl Consumer for Picky {
     fn syn_with_payload(&self) -> bool {
         self.syn
     }
-    fn follows_new(&self) -> Follows {
+    fn follows_new(&self, _: FlowRef<'_>) -> Follows {
         self.first
     }
     fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> Option<Follows> {

@@ -500,7 +500,13 @@ impl<C: Consumer> FlowTable<C> {
             None => {
                 let s = self.insert_at(p, side, i);
                 if PACKETS {
-                    self.follow(s, self.consumers.follows_new());
+                    let f = self.consumers.follows_new(flow_ref(
+                        &self.entries,
+                        &self.tails,
+                        &self.wide,
+                        s,
+                    ));
+                    self.follow(s, f);
                 }
                 self.update(s, p);
                 if PACKETS && self.shown(s, p, &pl) {
@@ -534,7 +540,10 @@ impl<C: Consumer> FlowTable<C> {
             self.end(s, reason);
             let s = self.insert(p, side);
             if PACKETS {
-                self.follow(s, self.consumers.follows_new());
+                let f =
+                    self.consumers
+                        .follows_new(flow_ref(&self.entries, &self.tails, &self.wide, s));
+                self.follow(s, f);
             }
             s
         } else {

@@ -13,6 +13,7 @@
 use crate::analyze::media::KindCounts;
 use crate::analyze::{Action, Active, PacketView};
 use crate::config::FlowConfig;
+use crate::decode::ipproto::TCP;
 use crate::flow::consumer::{Consumer, FlowRef, Follows};
 use crate::flow::packet::{Payload, Pkt};
 use crate::flow::record::{EndReason, RecordBatch};
@@ -145,8 +146,8 @@ impl Consumer for Analyzers {
     }
 
     #[inline(always)]
-    fn follows_new(&self) -> Follows {
-        self.active.follows_new()
+    fn follows_new(&self, flow: FlowRef<'_>) -> Follows {
+        self.active.follows_new(flow.entry.key.proto == TCP)
     }
 
     #[inline]
@@ -167,10 +168,14 @@ impl Consumer for Analyzers {
             payload: pl.bytes(),
             ip: pl.ip(),
         };
-        match self
-            .active
-            .packet_with(flow.slot, from_client, pl.len == 0, syn, view)
-        {
+        match self.active.packet_with(
+            flow.slot,
+            h.key.proto == TCP,
+            from_client,
+            pl.len == 0,
+            syn,
+            view,
+        ) {
             (Action::End, _) => None,
             (Action::Continue, f) => Some(f),
         }

@@ -69,9 +69,9 @@ macro_rules! registry {
             }
 
             #[inline(always)]
-            fn follows_new(&self) -> Follows {
+            fn follows_new(&self, flow: FlowRef<'_>) -> Follows {
                 0 $(| match &self.$name {
-                    Some(c) if c.reads_packets() => c.follows_new(),
+                    Some(c) if c.reads_packets() => c.follows_new(flow),
                     _ => 0,
                 })*
             }
