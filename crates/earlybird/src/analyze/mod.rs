@@ -48,7 +48,8 @@
 //!   It may also say so of one side's packets ([`Analyzer::done_with`]),
 //!   and that it never reads packets without payload
 //!   ([`Analyzer::EMPTY`]), or of those only the ones with SYN
-//!   ([`Analyzer::SYN_ONLY`]). A packet every analyzer on would not be shown
+//!   ([`Analyzer::SYN_ONLY`]), or, of a TCP flow whose lazy state it has
+//!   not made, none ([`Analyzer::TCP_EMPTY_DECLINED`]). A packet every analyzer on would not be shown
 //!   (the flow left the analyzers, or they are done with its side, or it
 //!   has no payload) costs the flow table one test of a mask it keeps in
 //!   the flow's entry (`Active::follows`, which `Active::packet_with` returns
