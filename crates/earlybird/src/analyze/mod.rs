@@ -185,10 +185,11 @@ pub trait Analyzer: Default + Send + 'static {
     /// and no record of a state.
     const LAZY: bool = false;
     /// With [`Self::LAZY`]: whether, while its state of a TCP flow is not
-    /// made, it declines every TCP packet without payload (SYN or not)
-    /// with neither side done. The flow table then does not show it such
-    /// packets of a flow whose state it has not made: the flow's first
-    /// payload makes the state or is declined.
+    /// made, it declines every TCP packet without payload (SYN or not),
+    /// and what it does with the flow's later packets does not depend on
+    /// those. The flow table then does not show it such packets of a flow
+    /// whose state it has not made: the flow's first payload makes the
+    /// state or is declined.
     const TCP_EMPTY_DECLINED: bool = false;
     /// The analyzer for a run's options (analyzers with options read them
     /// from it; the default ignores it).
