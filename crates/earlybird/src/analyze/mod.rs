@@ -408,6 +408,61 @@ pub fn fields_of(names: &[String]) -> Vec<Field> {
     Active::new(names).map(|a| a.fields()).unwrap_or_default()
 }
 
+// What the flow table shows an analyzer and how its states are made, as
+// flags ([`traits`]).
+const SHOWN_NO_EMPTY: u8 = 1;
+const SHOWN_SYN_ONLY: u8 = 2;
+const KEEPS_DONE: u8 = 4;
+const MADE_LAZILY: u8 = 8;
+const DECLINED_RECORDS_NULL: u8 = 16;
+const SKIPS_EMPTY_TCP: u8 = 32;
+
+/// Analyzer `A`'s flags: not shown packets without payload
+/// ([`Analyzer::EMPTY`] false); shown of those only SYNs
+/// ([`Analyzer::SYN_ONLY`]); keeps the done bits (either, or
+/// [`Analyzer::ENDS_EARLY`]); states made lazily ([`Analyzer::LAZY`] with
+/// `ENDS_EARLY`), and then [`Analyzer::DECLINED_NULL`] and
+/// [`Analyzer::TCP_EMPTY_DECLINED`].
+const fn traits<A: Analyzer>() -> u8 {
+    const fn flag(on: bool, f: u8) -> u8 {
+        if on {
+            f
+        } else {
+            0
+        }
+    }
+    let lazy = A::LAZY && A::ENDS_EARLY;
+    flag(!A::EMPTY, SHOWN_NO_EMPTY)
+        | flag(A::EMPTY && A::SYN_ONLY, SHOWN_SYN_ONLY)
+        | flag(A::ENDS_EARLY || !A::EMPTY || A::SYN_ONLY, KEEPS_DONE)
+        | flag(lazy, MADE_LAZILY)
+        | flag(lazy && A::DECLINED_NULL, DECLINED_RECORDS_NULL)
+        | flag(lazy && A::TCP_EMPTY_DECLINED, SKIPS_EMPTY_TCP)
+}
+
+/// The bits of the registered analyzers whose [`traits`] have `flag`.
+const fn with(flag: u8) -> u16 {
+    let mut b = 0;
+    let mut i = 0;
+    while i < TRAITS.len() {
+        if TRAITS[i].1 & flag != 0 {
+            b |= TRAITS[i].0;
+        }
+        i += 1;
+    }
+    b
+}
+
+// The masks of the registered analyzers by flag: `Active::packet_on`'s
+// constants for a route (its `no_empty`, `syn_only`, `early` and
+// `tcp_empty_declined`), and what `Active::configured` keeps of them.
+const NO_EMPTY: u16 = with(SHOWN_NO_EMPTY);
+const SYN_ONLY: u16 = with(SHOWN_SYN_ONLY);
+const EARLY: u16 = with(KEEPS_DONE);
+const LAZY: u16 = with(MADE_LAZILY);
+const NULL_DECLINED: u16 = with(DECLINED_RECORDS_NULL);
+const TCP_EMPTY_DECLINED: u16 = with(SKIPS_EMPTY_TCP);
+
 /// Declares the analyzers a run can turn on: `name: Type` per line.
 macro_rules! registry {
     ($($(#[$attr:meta])* $name:ident: $ty:ty),* $(,)?) => {
@@ -438,53 +493,10 @@ macro_rules! registry {
             $($(#[$attr])* $name,)*
         }
 
-        // The bits of the registered analyzers (one each, in registry
-        // order) that are not shown packets without payload (`NO_EMPTY`),
-        // that are shown of those only SYNs (`SYN_ONLY`), and that keep
-        // the done bits (`EARLY`): `Active::packet_on`'s constants for a
-        // route (its `no_empty`, `syn_only` and `early`).
-        const NO_EMPTY: u16 = {
-            let mut b = 0;
-            $($(#[$attr])* {
-                if !<$ty as Analyzer>::EMPTY {
-                    b |= bit::$name;
-                }
-            })*
-            b
-        };
-        const SYN_ONLY: u16 = {
-            let mut b = 0;
-            $($(#[$attr])* {
-                if <$ty as Analyzer>::EMPTY && <$ty as Analyzer>::SYN_ONLY {
-                    b |= bit::$name;
-                }
-            })*
-            b
-        };
-        const TCP_EMPTY_DECLINED: u16 = {
-            let mut b = 0;
-            $($(#[$attr])* {
-                if <$ty as Analyzer>::LAZY
-                    && <$ty as Analyzer>::ENDS_EARLY
-                    && <$ty as Analyzer>::TCP_EMPTY_DECLINED
-                {
-                    b |= bit::$name;
-                }
-            })*
-            b
-        };
-        const EARLY: u16 = {
-            let mut b = 0;
-            $($(#[$attr])* {
-                if <$ty as Analyzer>::ENDS_EARLY
-                    || !<$ty as Analyzer>::EMPTY
-                    || <$ty as Analyzer>::SYN_ONLY
-                {
-                    b |= bit::$name;
-                }
-            })*
-            b
-        };
+        /// Each registered analyzer's bit and its [`traits`] (registry
+        /// order): [`with`] makes the masks of `Active::packet_on`'s routes
+        /// and of [`Active::configured`] from it.
+        const TRAITS: &[(u16, u8)] = &[$($(#[$attr])* (bit::$name, traits::<$ty>()),)*];
 
         /// The analyzers turned on for one flow table.
         pub(crate) struct Active {
@@ -571,37 +583,23 @@ macro_rules! registry {
                     dns_bit: 0,
                     done: Vec::new(),
                 };
-                let mut bit = 1u16;
                 $($(#[$attr])* {
                     if a.each.$name.is_some() {
                         a.payload |= <$ty as Analyzer>::PAYLOAD || <$ty as Analyzer>::IP;
                         a.ip |= <$ty as Analyzer>::IP;
                         a.width += <$ty as Analyzer>::FIELDS.len();
-                        a.early |= <$ty as Analyzer>::ENDS_EARLY
-                            || !<$ty as Analyzer>::EMPTY
-                            || <$ty as Analyzer>::SYN_ONLY;
-                        a.all |= bit;
-                        if !<$ty as Analyzer>::EMPTY {
-                            a.no_empty |= bit;
-                        } else if <$ty as Analyzer>::SYN_ONLY {
-                            a.syn_only |= bit;
-                        }
-                        if <$ty as Analyzer>::LAZY && <$ty as Analyzer>::ENDS_EARLY {
-                            a.lazy |= bit;
-                            if <$ty as Analyzer>::DECLINED_NULL {
-                                a.null_declined |= bit;
-                            }
-                            if <$ty as Analyzer>::TCP_EMPTY_DECLINED {
-                                a.tcp_empty_declined |= bit;
-                            }
-                        }
+                        a.all |= bit::$name;
                         if <$ty as Analyzer>::NAME == <dns::Dns as Analyzer>::NAME {
-                            a.dns_bit = bit;
+                            a.dns_bit = bit::$name;
                         }
                     }
-                    bit <<= 1;
                 })*
-                let _ = bit;
+                a.early = a.all & EARLY != 0;
+                a.no_empty = a.all & NO_EMPTY;
+                a.syn_only = a.all & SYN_ONLY;
+                a.lazy = a.all & LAZY;
+                a.null_declined = a.all & NULL_DECLINED;
+                a.tcp_empty_declined = a.all & TCP_EMPTY_DECLINED;
                 if a.sample.is_some() {
                     a.width += crate::sample::FIELDS.len();
                 }
