@@ -14,7 +14,8 @@ in phases of S seconds:
   GStreamer's webrtcbin with libnice from Debian): audio (Opus, from
   speech that espeak-ng spoke), video (VP8, H.264; 320x240), audio and
   video bundled on one 5-tuple, and data-channel-only sessions; directly,
-  and relayed through coturn (Debian) over UDP and over TCP. The offerer
+  relayed through coturn (Debian) over UDP and over TCP, and (GStreamer
+  only: aiortc has no TCP candidates) directly over ICE-TCP. The offerer
   runs in the client namespace, the answerer in the server namespace.
 * negatives from real programs, through the whole run: QUIC downloads
   and segment fetches (aioquic, ``quic_pair.py``), collectd's network
@@ -41,7 +42,7 @@ socket of the call's offerer (each peer lists its own sockets from
   capture, and server-to-client packets in the server-side one: their
   difference is the link's loss on that flow); class is ``audio``, ``video`` (a flow that carries
   video, bundled audio or not) or ``not-media``; stack ``aiortc``, ``gst``
-  or the program; relay ``direct``, ``turn-udp``, ``turn-tcp``, ``vpn``;
+  or the program; relay ``direct``, ``turn-udp``, ``turn-tcp``, ``ice-tcp``, ``vpn``;
 * ``OUT/calls-N.meta.json``: seed, link, sessions run and failed (with
   the first error of each), the link emulator's per-direction counters.
 
@@ -100,7 +101,11 @@ CALLS = [
     ("video-turn-tcp", "video", "vp8", "turn-tcp"),
     ("audio-turn-tcp", "audio", None, "turn-tcp"),
     ("data-turn-udp", "data", None, "turn-udp"),
+    ("audio-ice-tcp", "audio", None, "ice-tcp"),
+    ("video-ice-tcp", "video", "vp8", "ice-tcp"),
 ]
+# Relays a stack cannot make: aiortc's ICE (aioice) has no TCP candidates.
+CANNOT = {("aiortc", "ice-tcp")}
 NEGATIVES = ["quic-download", "quic-segments", "collectd", "syslog", "snmp", "game",
              "dns", "ntp", "iperf-udp"]
 
@@ -300,6 +305,8 @@ class CallLab:
             prog = [SYSTEM_PY, os.path.join(HERE, "gst_peer.py")]
             common += ["--audio", self.audio, "--video", self.video]
         relay_args = []
+        if relay == "ice-tcp":
+            common += ["--ice-transport", "tcp"]
         if relay.startswith("turn"):
             relay_args = ["--turn", f"{turn_ip}:3478", "--turn-transport",
                           relay.split("-")[1], "--relay"]
@@ -475,7 +482,7 @@ def main():
                     break
             time.sleep(0.05)
     started = time.time()
-    batches = [(st, c) for st in stacks for c in calls]
+    batches = [(st, c) for st in stacks for c in calls if (st, c[3]) not in CANNOT]
     phase_s = args.seconds + 10
     n_phases = (len(batches) + args.parallel - 1) // args.parallel
     neg_procs, neg_threads = cl.negatives(negs, n_phases * phase_s)

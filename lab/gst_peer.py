@@ -9,6 +9,12 @@ audio|video|av|data [--audio WAV] [--video Y4M] [--vcodec vp8|h264] [--turn HOST
 [--turn-transport udp|tcp] [--relay] [--bind-ip IP] [--seconds S]
 [--sockets-out FILE]``, a second, independent WebRTC stack (Debian's
 GStreamer: webrtcbin, libnice for ICE, its own DTLS-SRTP and SCTP).
+One option of its own, ``--ice-transport udp|tcp``: the transport of
+the ICE candidates a peer signals (UDP by default, as aiortc's; TCP
+makes a direct session ICE-TCP, RFC 6544, RTP framed by RFC 4571).
+libnice gathers both; a candidate of the other transport is never
+signalled, so no pair of it is ever checked and the session's
+transport does not depend on which check wins first.
 Runs under Debian's python3 (GStreamer's introspection, python3-gi).
 
 Media: Opus from the WAV file, VP8 (vp8enc) or H.264 (x264enc, zero
@@ -145,6 +151,12 @@ class Peer:
         pad.link(q.get_static_pad("sink"))
 
     def on_candidate(self, _w, mline, cand):
+        # "candidate:FOUNDATION COMPONENT TRANSPORT PRIORITY ADDR PORT typ ..."
+        # A relayed candidate's transport is UDP whatever reaches the TURN
+        # server.
+        fields = cand.split()
+        if len(fields) > 2 and fields[2].lower() != self.args.ice_transport:
+            return
         with open(self.path(f"{self.args.role}.cands"), "a") as f:
             f.write(json.dumps({"m": mline, "c": cand}) + "\n")
 
@@ -258,6 +270,7 @@ def main():
     p.add_argument("--turn")
     p.add_argument("--turn-transport", choices=["udp", "tcp"], default="udp")
     p.add_argument("--relay", action="store_true")
+    p.add_argument("--ice-transport", choices=["udp", "tcp"], default="udp")
     p.add_argument("--bind-ip")
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--seed", type=int, default=1)

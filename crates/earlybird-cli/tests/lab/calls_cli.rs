@@ -2,9 +2,10 @@
 //! today's calls") against `flows --analyzer media`: one short run with
 //! both WebRTC stacks (aiortc, GStreamer's webrtcbin) making audio, VP8
 //! and H.264 video, bundled audio+video and data-channel sessions,
-//! directly and through coturn over UDP and TCP, beside the negatives
-//! (QUIC, collectd, syslog, SNMP, a games-like exchange, DNS, NTP,
-//! iperf3, a WireGuard download) and a call inside WireGuard, through
+//! directly (UDP, and ICE-TCP for GStreamer) and through coturn over UDP
+//! and TCP, beside the negatives (QUIC, collectd, syslog, SNMP, a
+//! games-like exchange, DNS, NTP, iperf3, a WireGuard download) and a
+//! call inside WireGuard, through
 //! `lab/linkem.py` with loss and jitter. `lab/call_eval.py` scores the
 //! verdicts against the labels and runs tshark's RTP stream analysis.
 //!
@@ -13,9 +14,9 @@
 //! a labelled flow; tshark finds RTP headers in clear in every UDP call
 //! flow of audio or video, direct or relayed through TURN) and today's
 //! detector (docs/MEDIA.md, "The default") at floors one flow below what
-//! it does on this run (`FOUND_FLOOR`, `FLAGGED_CEILING`, `KIND_FLOOR`):
-//! call flows found, negatives flagged, audio told from video. The scores
-//! table is printed. With `EARLYBIRD_CALLS_LAB_DIR=DIR` the captures and labels are
+//! it does on this run (`FOUND_FLOOR`, `FLAGGED_CEILING`, `KIND_FLOOR`
+//! over UDP; over TCP one miss): call flows found, negatives flagged,
+//! audio told from video. The scores table is printed. With `EARLYBIRD_CALLS_LAB_DIR=DIR` the captures and labels are
 //! kept there.
 //!
 //! Needs root, python3 with aiortc and aioquic, Debian's python3 with
@@ -114,7 +115,7 @@ fn todays_calls_are_labelled_and_scored() {
         .args(["--seed", "1", "--seconds", "8", "--parallel", "4"])
         .args([
             "--calls",
-            "audio-direct,vp8-direct,h264-direct,av-turn-udp,data-direct,audio-turn-tcp",
+            "audio-direct,vp8-direct,h264-direct,av-turn-udp,data-direct,audio-turn-tcp,audio-ice-tcp",
         ])
         .arg("-o")
         .arg(&dir)
@@ -133,9 +134,10 @@ fn todays_calls_are_labelled_and_scored() {
         .filter(|s| s["ok"] == true)
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    // 2 stacks × 6 calls, and the call over WireGuard.
-    assert_eq!(sessions.len(), 13, "{meta}");
-    assert!(ok.len() >= 11, "sessions connected: {ok:?} of {meta}");
+    // 2 stacks × 6 calls, GStreamer's ICE-TCP call, and the call over
+    // WireGuard.
+    assert_eq!(sessions.len(), 14, "{meta}");
+    assert!(ok.len() >= 12, "sessions connected: {ok:?} of {meta}");
     let labels = std::fs::read_to_string(dir.join("calls-1.labels.csv")).unwrap();
     let rows: Vec<Vec<&str>> = labels
         .lines()
@@ -199,6 +201,16 @@ fn todays_calls_are_labelled_and_scored() {
     assert!(flagged <= FLAGGED_CEILING, "negatives flagged: {udp}");
     let kind = udp["kind_share"].as_f64().unwrap_or(0.0);
     assert!(kind >= KIND_FLOOR, "audio and video told apart: {udp}");
+    // Over TCP (TURN-TCP of both stacks, GStreamer's ICE-TCP): RTP in
+    // clear after each frame's length; one miss is let pass.
+    let tcp = &scores["default"]["TCP"];
+    let (calls, found) = (
+        tcp["calls"].as_u64().unwrap(),
+        tcp["found"].as_u64().unwrap(),
+    );
+    assert!(calls >= 3, "{tcp}");
+    assert!(found + 1 >= calls, "TCP call flows found: {tcp}");
+    assert_eq!(tcp["kind_right"], tcp["found"], "{tcp}");
 
     // tshark finds the RTP header in clear in every UDP call flow's
     // server-to-client direction (SRTP, direct or in TURN channel data).

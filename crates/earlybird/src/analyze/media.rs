@@ -5,7 +5,7 @@
 //! Contract:
 //! - The statistical windows examine UDP flows only. The clear-header
 //!   layer (`clear.rs`) reads UDP flows and TCP flows whose first payload
-//!   is TURN framing ([`clear::turn_tcp`]). Any other flow gets an empty
+//!   is TURN or ICE-TCP framing ([`clear::tcp_framing`]). Any other flow gets an empty
 //!   verdict and the analyzer is done with it at that packet (its state
 //!   never made, nor by a TCP flow's packets before its first payload:
 //!   [`Analyzer::declines`]), as it is with a flow the windows or a guard
@@ -732,6 +732,8 @@ pub struct State {
     bodies: [shape::Body; 2],
     /// Nothing more to learn or count of the flow ([`Analyzer::done`]).
     done: bool,
+    /// A TCP flow's framing, from its first payload.
+    tcp: Option<clear::TcpFraming>,
     /// The clear-header layer reads no more of the flow: RTP ruled out
     /// ([`RTP_TRIES`]).
     clear_off: bool,
@@ -965,7 +967,10 @@ impl Media {
         if had.is_none() && p.index > CLEAR_PACKETS {
             return false;
         }
-        c.packet(p.payload, p.from_client, p.ts, p.index);
+        match st.tcp {
+            None => c.packet(p.payload, p.from_client, p.ts, p.index),
+            Some(f) => c.segment(f, p.payload, p.from_client, p.ts, p.index),
+        }
         let Some((kind, conf, at, _)) = c.verdict else {
             return false;
         };
@@ -1068,7 +1073,7 @@ impl Analyzer for Media {
     /// neither UDP nor TCP, or TCP without the clear-header layer, is left
     /// at its first packet; a TCP packet without payload captured changes
     /// nothing (no side done); a TCP flow's first payload that is not
-    /// TURN framing leaves the flow. A UDP flow's state is always made.
+    /// TURN or ICE-TCP framing leaves the flow. A UDP flow's state is always made.
     #[inline(always)]
     fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
         match p.proto {
@@ -1076,7 +1081,7 @@ impl Analyzer for Media {
             TCP if self.clear => {
                 if p.payload.is_empty() {
                     Some([false; 2])
-                } else if clear::turn_tcp(p.payload) {
+                } else if clear::tcp_framing(p.payload).is_some() {
                     None
                 } else {
                     Some([true; 2])
@@ -1195,12 +1200,13 @@ impl Analyzer for Media {
             return Action::Continue;
         }
         if p.proto != UDP {
-            // TCP for TURN over TCP only, from a first payload that is a
-            // STUN or ChannelData frame; any other flow is left at once.
-            let follow = p.proto == TCP
-                && self.clear
-                && (st.clear.is_some() || p.payload.is_empty() || clear::turn_tcp(p.payload));
-            if !follow {
+            // TCP for TURN over TCP and ICE-TCP only, from a first payload
+            // that is a STUN or ChannelData frame (with ICE-TCP's length
+            // before it); any other flow is left at once.
+            if st.tcp.is_none() && !p.payload.is_empty() {
+                st.tcp = clear::tcp_framing(p.payload);
+            }
+            if p.proto != TCP || !self.clear || (st.tcp.is_none() && !p.payload.is_empty()) {
                 st.done = true;
                 return Action::Continue;
             }
@@ -1217,7 +1223,9 @@ impl Analyzer for Media {
         // QUIC, ZRTP or unknown by its first byte (`clear::inert`): the
         // layer would read it and change nothing, nor make its state for
         // it; RTP was not ruled out after the last payload that was read.
-        if self.clear && !st.clear_off && !clear::inert(p.payload) {
+        // A TCP segment's first byte can be a frame length's or a frame's
+        // middle: each is read (`clear::Clear::segment`).
+        if self.clear && !st.clear_off && (st.tcp.is_some() || !clear::inert(p.payload)) {
             if self.clear_packet(st, p) {
                 return Action::Continue;
             }
@@ -1733,6 +1741,40 @@ mod tests {
         }
         assert_eq!(st.kind(), Some("audio"));
         assert_eq!(st.by, BY_RTP);
+        // ICE-TCP (RFC 6544): a Binding request after its 16-bit length
+        // (RFC 4571), then RTP at 20 ms, each after its length, and a
+        // segment that starts inside a frame: followed, audio.
+        let mut st = State::default();
+        let mut bind = vec![0x00, 0x01, 0x00, 0x00];
+        bind.extend_from_slice(&stun::MAGIC.to_be_bytes());
+        bind.extend_from_slice(&[7; 12]);
+        let mut framed = (bind.len() as u16).to_be_bytes().to_vec();
+        framed.extend_from_slice(&bind);
+        let mut v = with_payload(0, true, 1, &framed);
+        v.proto = TCP;
+        m.packet(&mut st, &v);
+        assert!(!m.done(&st) && st.tcp == Some(clear::TcpFraming::Rfc4571));
+        for i in 0..20u16 {
+            let rtp = clear::tests::rtp(111, 100 + i, 960 * u32::from(i), 0x55, 80);
+            let mut f = (rtp.len() as u16).to_be_bytes().to_vec();
+            f.extend_from_slice(&rtp);
+            if i == 7 {
+                f = vec![0x33; 60];
+            }
+            let mut v = with_payload(u64::from(i + 1) * 20_000_000, true, u32::from(i) + 2, &f);
+            v.proto = TCP;
+            m.packet(&mut st, &v);
+            assert!(!m.done(&st));
+        }
+        assert_eq!(st.kind(), Some("audio"));
+        assert_eq!(st.by, BY_RTP);
+        // The same RTP without the lengths, after an unframed first check:
+        // TURN over TCP's reading, not ICE-TCP's.
+        let mut st = State::default();
+        let mut v = with_payload(0, true, 1, &bind);
+        v.proto = TCP;
+        m.packet(&mut st, &v);
+        assert!(!m.done(&st) && st.tcp == Some(clear::TcpFraming::Turn));
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The media analyzer's first layer: what a flow's payload shows in clear.
 //!
 //! Contract: [`Clear::packet`] takes each packet's transport payload (UDP
-//! datagrams; TCP segments are read as frames that start at the segment,
-//! as TURN and ICE-TCP send them one per segment most of the time) and:
+//! datagrams; of TCP, each frame [`Clear::segment`] finds in a segment:
+//! TURN's STUN and ChannelData messages, ICE-TCP's RFC 4571 frames, each
+//! frame's start known from the previous frame's length) and:
 //! - demultiplexes it by its first byte (RFC 9443, [`super::demux`]),
 //!   taking a TURN ChannelData message or Send/Data indication off once;
 //! - for RTP (also inside TURN), follows up to [`TRACKS`] streams, each one
@@ -174,6 +175,10 @@ pub struct Clear {
     app_len: u8,
     /// FNV-1a of the sorted ICE ufrags (0: none seen).
     pub call: u64,
+    /// A TCP flow's, per direction (client's first): the bytes of the
+    /// last frame a segment began that the next segments hold
+    /// ([`Clear::segment`]).
+    carry: [u32; 2],
 }
 
 impl Track {
@@ -220,6 +225,7 @@ impl Clear {
         app: [0; APP_MAX],
         app_len: 0,
         call: 0,
+        carry: [0; 2],
     };
 }
 
@@ -266,14 +272,75 @@ pub fn inert(payload: &[u8]) -> bool {
         .is_none_or(|&b| matches!(b, 4..=19 | 80..=127 | 192..=255))
 }
 
-/// Whether a TCP flow's first payload starts a TURN-over-TCP frame: a
-/// STUN message with the magic cookie (an Allocate, a Binding) or a
-/// ChannelData message. The media analyzer leaves any other TCP flow.
-pub fn turn_tcp(payload: &[u8]) -> bool {
+/// How a TCP flow's segments carry STUN, DTLS and RTP, from its first
+/// payload ([`tcp_framing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TcpFraming {
+    /// TURN over TCP (RFC 8656 §12.5): STUN and ChannelData messages, one
+    /// after the other with no other framing.
+    Turn,
+    /// ICE-TCP (RFC 6544): each STUN, DTLS or RTP message after a 16-bit
+    /// length (RFC 4571 §2); [`unframe`] takes it off.
+    Rfc4571,
+}
+
+/// How a TCP flow's first payload frames media, if it does: a STUN
+/// message with the magic cookie or a ChannelData message at its start
+/// (TURN over TCP), or a 16-bit length followed by a whole STUN message
+/// of that length with the cookie (ICE-TCP's first connectivity check).
+/// Any other TCP flow is left by the media analyzer.
+pub fn tcp_framing(payload: &[u8]) -> Option<TcpFraming> {
     match payload.first() {
-        Some(0..=3) => Stun::parse(payload).is_ok(),
-        Some(64..=79) => super::turn::ChannelData::parse(payload).is_ok(),
-        _ => false,
+        Some(0..=3) if Stun::parse(payload).is_ok() => return Some(TcpFraming::Turn),
+        Some(64..=79) if super::turn::ChannelData::parse(payload).is_ok() => {
+            return Some(TcpFraming::Turn)
+        }
+        _ => {}
+    }
+    let (&[hi, lo], rest) = payload.split_first_chunk::<2>()?;
+    let frame = rest.get(..usize::from(u16::from_be_bytes([hi, lo])))?;
+    let stun = Stun::parse(frame).ok()?;
+    (frame.first().is_some_and(|&b| b <= 3) && stun.wire_len() == frame.len())
+        .then_some(TcpFraming::Rfc4571)
+}
+
+/// The longest frame [`Clear::segment`] takes a TCP segment's bytes for:
+/// RTP, DTLS and STUN over ICE-TCP and TURN keep to the path's MTU as they
+/// would over UDP, so a longer length is bytes in the middle of a frame,
+/// and following it would skip the frames after it.
+pub const FRAME_MAX: usize = 2048;
+
+impl TcpFraming {
+    /// The frame `b` starts with: what the layer reads of it (the STUN,
+    /// ChannelData, DTLS or RTP message, cut where `b` ends) and its
+    /// length on the wire. `None` when `b` does not start a frame as far
+    /// as its first bytes tell: too short to hold the length, a first
+    /// byte no frame of this framing has, an RFC 4571 length of 0, or a
+    /// frame longer than [`FRAME_MAX`].
+    fn frame(self, b: &[u8]) -> Option<(&[u8], usize)> {
+        match self {
+            TcpFraming::Rfc4571 => {
+                let (&[hi, lo], rest) = b.split_first_chunk::<2>()?;
+                let len = usize::from(u16::from_be_bytes([hi, lo]));
+                // STUN, DTLS, RTP/RTCP (RFC 9443): what ICE-TCP carries.
+                let known = rest
+                    .first()
+                    .is_some_and(|&x| matches!(x, 0..=3 | 20..=63 | 128..=191));
+                (len > 0 && len <= FRAME_MAX && known)
+                    .then(|| (&rest[..len.min(rest.len())], 2 + len))
+            }
+            TcpFraming::Turn => {
+                let h: &[u8; 4] = b.first_chunk()?;
+                let len = usize::from(u16::from_be_bytes([h[2], h[3]]));
+                let wire = match h[0] {
+                    0..=3 => 20 + len,
+                    // RFC 8656 §12.5: padded to 4 bytes over TCP.
+                    64..=79 => (4 + len + 3) & !3,
+                    _ => return None,
+                };
+                (wire <= FRAME_MAX).then(|| (&b[..wire.min(b.len())], wire))
+            }
+        }
     }
 }
 
@@ -315,6 +382,51 @@ impl Clear {
         (!b.is_empty())
             .then(|| std::str::from_utf8(b).ok())
             .flatten()
+    }
+
+    /// Reads a TCP segment's payload of a flow framed as `framing`
+    /// says: each frame it holds, in order, as [`Clear::packet`] reads a
+    /// datagram. The first frame starts where the previous segment's
+    /// last one ends (its `carry`), or, when no frame starts there (a
+    /// segment lost before the capture, repeated or out of order), at the
+    /// segment's start; a segment that starts no frame is not read. The
+    /// frame the segment ends in is read as far as it goes.
+    pub fn segment(
+        &mut self,
+        framing: TcpFraming,
+        payload: &[u8],
+        from_client: bool,
+        ts: Nanos,
+        index: u32,
+    ) {
+        let d = usize::from(!from_client);
+        let skip = std::mem::take(&mut self.carry[d]) as usize;
+        let mut rest = payload;
+        if skip > 0 {
+            match payload.get(skip..) {
+                Some(after) if !after.is_empty() => {
+                    if framing.frame(after).is_some() {
+                        rest = after;
+                    }
+                }
+                _ => {
+                    self.carry[d] = (skip - payload.len()) as u32;
+                    return;
+                }
+            }
+        }
+        // Each turn moves at least 3 bytes on, or stops.
+        while let Some((frame, wire)) = framing.frame(rest) {
+            self.packet(frame, from_client, ts, index);
+            match rest.get(wire..) {
+                Some(next) if !next.is_empty() => rest = next,
+                Some(_) => break,
+                None => {
+                    self.carry[d] = (wire - rest.len()) as u32;
+                    break;
+                }
+            }
+        }
     }
 
     /// Reads one packet's payload (see the module docs); `index` is the
@@ -626,6 +738,96 @@ pub(crate) mod tests {
     }
 
     const MS: u64 = 1_000_000;
+
+    #[test]
+    fn tcp_framing_tells_turn_from_ice_tcp_and_unframe_takes_the_length_off() {
+        let mut bind = vec![0x00, 0x01, 0x00, 0x08];
+        bind.extend_from_slice(&super::super::stun::MAGIC.to_be_bytes());
+        bind.extend_from_slice(&[7; 12]);
+        bind.extend_from_slice(&[0x80, 0x22, 0x00, 0x04, b'l', b'a', b'b', b'!']);
+        assert_eq!(tcp_framing(&bind), Some(TcpFraming::Turn));
+        let mut framed = (bind.len() as u16).to_be_bytes().to_vec();
+        framed.extend_from_slice(&bind);
+        assert_eq!(tcp_framing(&framed), Some(TcpFraming::Rfc4571));
+        // A length that is not the message's, a cut message, no cookie,
+        // an HTTP request, too short: neither.
+        let mut wrong = framed.clone();
+        wrong[1] += 4;
+        wrong.extend_from_slice(&[0; 4]);
+        assert_eq!(tcp_framing(&wrong), None);
+        assert_eq!(tcp_framing(&framed[..framed.len() - 1]), None);
+        let mut nocookie = framed.clone();
+        nocookie[6] ^= 1;
+        assert_eq!(tcp_framing(&nocookie), None);
+        assert_eq!(tcp_framing(b"GET / HTTP/1.1\r\n\r\n"), None);
+        assert_eq!(tcp_framing(&[0x00]), None);
+        assert_eq!(tcp_framing(&[]), None);
+        // ChannelData at the start: TURN.
+        assert_eq!(
+            tcp_framing(&[0x40, 0x00, 0x00, 0x04, 1, 2, 3, 4]),
+            Some(TcpFraming::Turn)
+        );
+        let f = TcpFraming::Rfc4571;
+        assert_eq!(f.frame(&framed), Some((&bind[..], framed.len())));
+        assert_eq!(f.frame(&[0x00, 0x00, 0x80]), None);
+        assert_eq!(f.frame(&[0x00, 0x05]), None);
+        assert_eq!(f.frame(&[0x00, 0x05, 0x44]), None);
+        assert_eq!(f.frame(&[0x00, 0x05, 0x80]), Some((&[0x80][..], 7)));
+        let t = TcpFraming::Turn;
+        assert_eq!(
+            t.frame(&[0x40, 0x00, 0x00, 0x05, 1]),
+            Some((&[0x40, 0, 0, 5, 1][..], 12))
+        );
+        assert_eq!(t.frame(&[0x17, 0xfe, 0xfd, 0x00]), None);
+    }
+
+    #[test]
+    fn segments_are_read_frame_by_frame_across_their_bounds() {
+        // Opus-like RTP at 20 ms, each frame after its RFC 4571 length, in
+        // segments as a sender's writes make them: one frame, two
+        // frames, a frame cut across two segments.
+        let mut stream = Vec::new();
+        let mut cuts = vec![0];
+        for i in 0..60u16 {
+            let rtp = rtp(
+                111,
+                500 + i,
+                960 * u32::from(i),
+                0x77,
+                60 + usize::from(i % 7),
+            );
+            stream.extend_from_slice(&(rtp.len() as u16).to_be_bytes());
+            stream.extend_from_slice(&rtp);
+            match i % 5 {
+                1 => {}
+                3 => cuts.push(stream.len() - 25),
+                _ => cuts.push(stream.len()),
+            }
+        }
+        cuts.push(stream.len());
+        let segs: Vec<&[u8]> = cuts
+            .windows(2)
+            .map(|w| &stream[w[0]..w[1]])
+            .filter(|s| !s.is_empty())
+            .collect();
+        let read = |skip: Option<usize>| {
+            let mut c = Clear::FRESH;
+            for (k, seg) in segs.iter().enumerate().filter(|(k, _)| Some(*k) != skip) {
+                let k = k as u64;
+                c.segment(TcpFraming::Rfc4571, seg, true, k * 20_000_000, k as u32 + 1);
+            }
+            c
+        };
+        let c = read(None);
+        let q = c.quality().unwrap();
+        assert_eq!((q.packets, q.lost), (60, 0), "{q:?}");
+        assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Audio));
+        // A segment lost before the capture (the one after a cut frame):
+        // reading goes on from the next segment that starts a frame.
+        let c = read(Some(17));
+        let q = c.quality().unwrap();
+        assert!(q.packets >= 55 && (1..=4).contains(&q.lost), "{q:?}");
+    }
 
     #[test]
     fn the_fresh_state_is_the_default() {
