@@ -245,6 +245,7 @@ pub use time::{Nanos, SECOND};
 #[cfg(feature = "testing")]
 pub mod testing {
     pub use crate::analyze::media::clear::Clear as MediaClear;
+    pub use crate::analyze::media::clear::TcpFraming as MediaTcpFraming;
     pub use crate::analyze::media::demux::{classify as demux_classify, unwrap_turn};
     pub use crate::analyze::media::dtls::Record as DtlsRecord;
     pub use crate::analyze::media::stun::Stun;

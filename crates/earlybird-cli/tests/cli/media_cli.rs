@@ -218,3 +218,32 @@ fn train_media_learns_intervals_that_flows_reads() {
     assert_eq!(learned.len(), 1);
     assert_eq!(learned[0].0, "audio");
 }
+
+/// ICE-TCP in a capture written by others: nDPI's `stun.pcap` holds a
+/// Teams call's TCP candidate pair (10.77.110.51:41588 to
+/// 10.206.50.239:42000, nDPI: STUN.Skype_TeamsCall), its connectivity
+/// checks each after an RFC 4571 length. The media analyzer reads the
+/// flow through its frames: the call id from the checks' USERNAME, no
+/// media verdict (no RTP in it).
+#[test]
+fn an_ice_tcp_flow_of_the_corpus_is_read_through_its_frames() {
+    let Some(g711) = g711() else { return };
+    let corpus = g711.parent().unwrap().parent().unwrap().to_path_buf();
+    let pcap = corpus.join("classify/dev/ndpi/pcap/stun.pcap");
+    let recs = records(pcap.to_str().unwrap(), &[]);
+    let ice = recs
+        .iter()
+        .find(|r| r["proto"] == 6 && (r["sport"] == 42000 || r["dport"] == 42000))
+        .expect("the ICE-TCP flow");
+    let call = ice["media_call"].as_str().unwrap();
+    assert_eq!(call.len(), 16, "{ice}");
+    assert!(call.bytes().all(|b| b.is_ascii_hexdigit()), "{ice}");
+    assert_eq!(ice["media"], "", "{ice}");
+    // Beside it, coturn's TURN over TCP (port 3478), read as before.
+    let turn = recs
+        .iter()
+        .find(|r| r["proto"] == 6 && (r["sport"] == 3478 || r["dport"] == 3478))
+        .expect("the TURN-TCP flow");
+    assert_eq!(turn["media_app"], "Coturn-4.5.0.5 'dan Eider'", "{turn}");
+    assert_ne!(turn["media_call"], ice["media_call"], "{turn}");
+}
