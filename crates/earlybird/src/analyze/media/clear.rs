@@ -390,7 +390,10 @@ impl Clear {
     /// last one ends (its `carry`), or, when no frame starts there (a
     /// segment lost before the capture, repeated or out of order), at the
     /// segment's start; a segment that starts no frame is not read. The
-    /// frame the segment ends in is read as far as it goes.
+    /// frame the segment ends in is read as far as it goes: a ChannelData
+    /// message's datagram, or an RTP header, are read from their first
+    /// bytes (an RTP packet's length is then what the segment holds of
+    /// it).
     pub fn segment(
         &mut self,
         framing: TcpFraming,
@@ -417,11 +420,28 @@ impl Clear {
         }
         // Each turn moves at least 3 bytes on, or stops.
         while let Some((frame, wire)) = framing.frame(rest) {
-            self.packet(frame, from_client, ts, index);
             match rest.get(wire..) {
-                Some(next) if !next.is_empty() => rest = next,
-                Some(_) => break,
+                Some(next) => {
+                    self.packet(frame, from_client, ts, index);
+                    if next.is_empty() {
+                        break;
+                    }
+                    rest = next;
+                }
                 None => {
+                    // Cut by the segment's end: its first bytes are read
+                    // (an RTP header, inside ChannelData too), and the
+                    // rest is skipped in the next segment.
+                    match (framing, frame.first()) {
+                        (TcpFraming::Turn, Some(64..=79)) => self.relayed_packet(
+                            Relay::Channel,
+                            frame.get(4..).unwrap_or_default(),
+                            from_client,
+                            ts,
+                            index,
+                        ),
+                        _ => self.packet(frame, from_client, ts, index),
+                    }
                     self.carry[d] = (wire - rest.len()) as u32;
                     break;
                 }
@@ -432,13 +452,26 @@ impl Clear {
     /// Reads one packet's payload (see the module docs); `index` is the
     /// packet's number in the flow.
     pub fn packet(&mut self, payload: &[u8], from_client: bool, ts: Nanos, index: u32) {
-        let (relay, inner) = match unwrap_turn(payload) {
-            Some((r, d)) => {
-                self.relayed = self.relayed.saturating_add(1);
-                (Some(r), d)
-            }
-            None => (None, payload),
-        };
+        match unwrap_turn(payload) {
+            Some((r, d)) => self.relayed_packet(r, d, from_client, ts, index),
+            None => self.inner(payload, from_client, ts, index, None),
+        }
+    }
+
+    fn relayed_packet(&mut self, r: Relay, d: &[u8], from_client: bool, ts: Nanos, index: u32) {
+        self.relayed = self.relayed.saturating_add(1);
+        self.inner(d, from_client, ts, index, Some(r));
+    }
+
+    /// Reads a datagram (or a TCP frame), TURN taken off.
+    fn inner(
+        &mut self,
+        inner: &[u8],
+        from_client: bool,
+        ts: Nanos,
+        index: u32,
+        relay: Option<Relay>,
+    ) {
         match classify(inner) {
             Demux::Rtp => {
                 self.rtp_class = self.rtp_class.saturating_add(1);
@@ -783,50 +816,64 @@ pub(crate) mod tests {
 
     #[test]
     fn segments_are_read_frame_by_frame_across_their_bounds() {
-        // Opus-like RTP at 20 ms, each frame after its RFC 4571 length, in
-        // segments as a sender's writes make them: one frame, two
-        // frames, a frame cut across two segments.
-        let mut stream = Vec::new();
-        let mut cuts = vec![0];
-        for i in 0..60u16 {
-            let rtp = rtp(
-                111,
-                500 + i,
-                960 * u32::from(i),
-                0x77,
-                60 + usize::from(i % 7),
+        // RTP at 20 ms, each packet after its RFC 4571 length or in a
+        // ChannelData message (padded to 4 bytes over TCP), in segments
+        // as a sender's writes make them: one frame, two frames, a frame
+        // cut across two segments.
+        for framing in [TcpFraming::Rfc4571, TcpFraming::Turn] {
+            let mut stream = Vec::new();
+            let mut cuts = vec![0];
+            for i in 0..60u16 {
+                let rtp = rtp(
+                    111,
+                    500 + i,
+                    960 * u32::from(i),
+                    0x77,
+                    60 + usize::from(i % 7),
+                );
+                let len = (rtp.len() as u16).to_be_bytes();
+                match framing {
+                    TcpFraming::Rfc4571 => stream.extend_from_slice(&len),
+                    TcpFraming::Turn => stream.extend_from_slice(&[0x40, 0x01, len[0], len[1]]),
+                }
+                stream.extend_from_slice(&rtp);
+                if framing == TcpFraming::Turn {
+                    stream.resize(stream.len().next_multiple_of(4), 0);
+                }
+                match i % 5 {
+                    1 => {}
+                    3 => cuts.push(stream.len() - 25),
+                    _ => cuts.push(stream.len()),
+                }
+            }
+            cuts.push(stream.len());
+            let segs: Vec<&[u8]> = cuts
+                .windows(2)
+                .map(|w| &stream[w[0]..w[1]])
+                .filter(|s| !s.is_empty())
+                .collect();
+            let read = |skip: Option<usize>| {
+                let mut c = Clear::FRESH;
+                for (k, seg) in segs.iter().enumerate().filter(|(k, _)| Some(*k) != skip) {
+                    let k = k as u64;
+                    c.segment(framing, seg, true, k * 20_000_000, k as u32 + 1);
+                }
+                c
+            };
+            let c = read(None);
+            let q = c.quality().unwrap();
+            assert_eq!((q.packets, q.lost), (60, 0), "{framing:?} {q:?}");
+            assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Audio));
+            // A segment lost before the capture (the one after a cut
+            // frame): reading goes on from the next segment that starts a
+            // frame.
+            let c = read(Some(17));
+            let q = c.quality().unwrap();
+            assert!(
+                q.packets >= 55 && (1..=4).contains(&q.lost),
+                "{framing:?} {q:?}"
             );
-            stream.extend_from_slice(&(rtp.len() as u16).to_be_bytes());
-            stream.extend_from_slice(&rtp);
-            match i % 5 {
-                1 => {}
-                3 => cuts.push(stream.len() - 25),
-                _ => cuts.push(stream.len()),
-            }
         }
-        cuts.push(stream.len());
-        let segs: Vec<&[u8]> = cuts
-            .windows(2)
-            .map(|w| &stream[w[0]..w[1]])
-            .filter(|s| !s.is_empty())
-            .collect();
-        let read = |skip: Option<usize>| {
-            let mut c = Clear::FRESH;
-            for (k, seg) in segs.iter().enumerate().filter(|(k, _)| Some(*k) != skip) {
-                let k = k as u64;
-                c.segment(TcpFraming::Rfc4571, seg, true, k * 20_000_000, k as u32 + 1);
-            }
-            c
-        };
-        let c = read(None);
-        let q = c.quality().unwrap();
-        assert_eq!((q.packets, q.lost), (60, 0), "{q:?}");
-        assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Audio));
-        // A segment lost before the capture (the one after a cut frame):
-        // reading goes on from the next segment that starts a frame.
-        let c = read(Some(17));
-        let q = c.quality().unwrap();
-        assert!(q.packets >= 55 && (1..=4).contains(&q.lost), "{q:?}");
     }
 
     #[test]
