@@ -1368,6 +1368,7 @@ mod tests {
             payload_len: 0,
             payload: &[],
             ip: &[],
+            tcp_starts: &crate::analyze::TcpStarts::NONE,
         }
     }
 
