@@ -163,6 +163,22 @@ struct InFrame<'f, 'a> {
     i: usize,
 }
 
+impl InFrame<'_, '_> {
+    /// Where packet `p`'s frame lies.
+    #[inline(always)]
+    fn frame(&self, p: &Pkt) -> Option<Span> {
+        let fs = self.frames;
+        if fs.refs.is_empty() {
+            fs.spans.get(self.i).copied()
+        } else {
+            (fs.refs.get(p.idx as usize)).map(|r| Span {
+                frame: r.offset,
+                caplen: r.caplen,
+            })
+        }
+    }
+}
+
 impl<'a> PayloadSource<'a> for InFrame<'_, 'a> {
     #[inline(always)]
     fn empty(&self, p: &Pkt) -> bool {
@@ -175,15 +191,7 @@ impl<'a> PayloadSource<'a> for InFrame<'_, 'a> {
     #[inline(always)]
     fn payload(self, p: &Pkt) -> Payload<'a> {
         let fs = self.frames;
-        let frame = if fs.refs.is_empty() {
-            fs.spans.get(self.i).copied()
-        } else {
-            (fs.refs.get(p.idx as usize)).map(|r| Span {
-                frame: r.offset,
-                caplen: r.caplen,
-            })
-        };
-        let Some(f) = frame else {
+        let Some(f) = self.frame(p) else {
             return Payload::NONE;
         };
         let at = p.payload_at as usize;
@@ -195,6 +203,23 @@ impl<'a> PayloadSource<'a> for InFrame<'_, 'a> {
         };
         let captured = room.min(p.payload_len as usize) as u16;
         Payload::at(fs.data, f.frame + at, captured, p.payload_len, head)
+    }
+
+    /// The IP packet up to the payload's end, as captured, when its
+    /// headers were all captured (as [`Payload::ip`] with `ip` on).
+    fn ip(self, p: &Pkt) -> &'a [u8] {
+        let Some(f) = self.frame(p) else {
+            return &[];
+        };
+        let at = p.payload_at as usize;
+        if at > f.caplen as usize {
+            return &[];
+        }
+        let end = (at + p.payload_len as usize).min(f.caplen as usize);
+        self.frames
+            .data
+            .get(f.frame + p.ip_offset as usize..f.frame + end)
+            .unwrap_or(&[])
     }
 }
 

@@ -515,6 +515,7 @@ mod tests {
             payload_len: payload.len() as u16,
             payload,
             ip: &[],
+            tcp_starts: &crate::analyze::TcpStarts::NONE,
         }
     }
 

@@ -211,7 +211,24 @@ impl TcpStream {
 
 /// The TCP header fields a stream needs, from an IP packet as captured:
 /// (sequence number, flags); `None` when the packet is not TCP or too short.
+/// (IPv4 inline, for the flow table's SYNs: `tcp_seq_any` the rest.)
+#[inline]
 pub fn tcp_seq(ip: &[u8]) -> Option<(u32, u8)> {
+    match ip.first() {
+        Some(&v) if v >> 4 == 4 => {
+            let off = usize::from(v & 0x0f) * 4;
+            if ip.len() < off + 14 || ip[9] != 6 {
+                return None;
+            }
+            let t = &ip[off..off + 14];
+            Some((u32::from_be_bytes([t[4], t[5], t[6], t[7]]), t[13]))
+        }
+        _ => tcp_seq_any(ip),
+    }
+}
+
+/// [`tcp_seq`] of any IP version.
+fn tcp_seq_any(ip: &[u8]) -> Option<(u32, u8)> {
     let (proto, off) = match ip.first()? >> 4 {
         4 => (*ip.get(9)?, usize::from(ip[0] & 0x0f) * 4),
         6 => {

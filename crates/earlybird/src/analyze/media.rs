@@ -1376,6 +1376,7 @@ mod tests {
             payload_len: 0,
             payload: &[],
             ip: &[],
+            tcp_starts: &crate::analyze::TcpStarts::NONE,
         }
     }
 

@@ -47,14 +47,20 @@
 //!   (its state is kept for [`Analyzer::finish`] and [`Analyzer::record`]).
 //!   It may also say so of one side's packets ([`Analyzer::done_with`]),
 //!   and that it never reads packets without payload
-//!   ([`Analyzer::EMPTY`]), or of those only the ones with SYN
-//!   ([`Analyzer::SYN_ONLY`]), or, of a TCP flow whose lazy state it has
+//!   ([`Analyzer::EMPTY`]), or, of a TCP flow whose lazy state it has
 //!   not made, none ([`Analyzer::TCP_EMPTY_DECLINED`]). A packet every analyzer on would not be shown
 //!   (the flow left the analyzers, or they are done with its side, or it
 //!   has no payload) costs the flow table one test of a mask it keeps in
 //!   the flow's entry (`Active::follows`, which `Active::packet_with` returns
 //!   and `shard/analyzers.rs` hands to the table): the analyzers'
 //!   consumer is not called, and its payload is never sliced.
+//! - Where a TCP flow's streams start: an analyzer that declares
+//!   [`Analyzer::STARTS`] reads in [`PacketView::tcp_starts`] the sequence
+//!   number of the last SYN without payload each side sent so far, kept
+//!   by the flow table (`flow/table.rs`) from each such SYN of a side the
+//!   consumers follow, so that it need not be shown those SYNs to know
+//!   where the streams start (a SYN with payload it is shown, if it reads
+//!   payload, and reads itself).
 //! - [`Action::End`] ends the flow after the packet: its record says
 //!   `active` (as when the active timeout splits a flow) and the flow's next
 //!   packet starts a new flow.
@@ -101,15 +107,44 @@ use crate::time::Nanos;
 /// Which packets of a flow a consumer reads (`flow::consumer`'s
 /// `Consumer::packet` returns it; the analyzers compute theirs): bit 0 the
 /// client's packets with payload, bit 1 the client's without, bit 2 the
-/// server's with, bit 3 the server's without. A TCP packet without
-/// payload that carries SYN counts as one with payload when the
-/// consumers ask it (`Consumer::syn_with_payload`; the analyzers do when
-/// one on reads, of the packets without payload, only SYNs:
-/// [`Analyzer::SYN_ONLY`]).
+/// server's with, bit 3 the server's without.
 pub type Follows = u8;
 
 /// Every packet of the flow.
 pub const FOLLOW_ALL: Follows = 0b1111;
+
+/// Where a TCP flow's two streams start: the sequence number of the last
+/// SYN without payload each side sent so far (index 0 the flow's client,
+/// 1 its server), as the flow table keeps it for the consumers that read
+/// it (a SYN whose TCP header was not captured is not counted). 12 bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct TcpStarts {
+    seq: [u32; 2],
+    seen: [bool; 2],
+}
+
+impl TcpStarts {
+    /// No SYN seen.
+    pub const NONE: TcpStarts = TcpStarts {
+        seq: [0; 2],
+        seen: [false; 2],
+    };
+
+    /// The sequence number of the last SYN of the client (`side` 0) or
+    /// the server (1), if one came.
+    #[inline]
+    pub fn syn(&self, side: usize) -> Option<u32> {
+        self.seen[side].then_some(self.seq[side])
+    }
+
+    /// A SYN of `side` with sequence number `seq` came.
+    #[inline]
+    pub fn set(&mut self, side: usize, seq: u32) {
+        self.seq[side] = seq;
+        self.seen[side] = true;
+    }
+}
 
 /// One packet of a flow, as an analyzer sees it.
 #[derive(Debug, Clone, Copy)]
@@ -135,6 +170,10 @@ pub struct PacketView<'a> {
     /// The IP packet as captured (see the module docs; empty unless an
     /// analyzer on declares [`Analyzer::IP`]).
     pub ip: &'a [u8],
+    /// TCP: where the flow's streams start, so far (see the module docs;
+    /// [`TcpStarts::NONE`] unless an analyzer on declares
+    /// [`Analyzer::STARTS`]).
+    pub tcp_starts: &'a TcpStarts,
 }
 
 /// What an analyzer asks of the flow after a packet.
@@ -171,10 +210,10 @@ pub trait Analyzer: Default + Send + 'static {
     /// (only for an analyzer that reads payload: without one on, every
     /// packet's `payload_len` is 0).
     const EMPTY: bool = true;
-    /// Whether, of the packets without payload, it reads only TCP packets
-    /// that carry SYN (only with [`Self::EMPTY`]): the others are not
-    /// shown to it, so a flow's pure acknowledgements cost it nothing.
-    const SYN_ONLY: bool = false;
+    /// Whether it reads [`PacketView::tcp_starts`] (the flow table then
+    /// keeps them; only for an analyzer that reads payload: it is shown a
+    /// SYN with payload, to read itself).
+    const STARTS: bool = false;
     /// Whether its state of a flow is made (reset to `Default`) only when
     /// a packet of the flow is first shown to it that it does not
     /// [`Self::declines`] (only with [`Self::ENDS_EARLY`]): it then says
@@ -349,9 +388,7 @@ fn start_slot<T>(v: &mut Vec<T>, s: usize, fresh: impl Fn() -> T) {
 
 /// The [`Follows`] of a flow whose analyzers on (bits `all`) are done
 /// with its client's and its server's packets as `done` says, when those
-/// of `no_empty` are not shown packets without payload (nor those shown
-/// only SYNs: a SYN is then in the class of the packets with payload,
-/// `syn_with_payload`).
+/// of `no_empty` are not shown packets without payload.
 #[inline(always)]
 fn follows_done(all: u16, no_empty: u16, done: [u16; 2]) -> Follows {
     let side =
@@ -411,15 +448,15 @@ pub fn fields_of(names: &[String]) -> Vec<Field> {
 // What the flow table shows an analyzer and how its states are made, as
 // flags ([`traits`]).
 const SHOWN_NO_EMPTY: u8 = 1;
-const SHOWN_SYN_ONLY: u8 = 2;
+const READS_STARTS: u8 = 2;
 const KEEPS_DONE: u8 = 4;
 const MADE_LAZILY: u8 = 8;
 const DECLINED_RECORDS_NULL: u8 = 16;
 const SKIPS_EMPTY_TCP: u8 = 32;
 
 /// Analyzer `A`'s flags: not shown packets without payload
-/// ([`Analyzer::EMPTY`] false); shown of those only SYNs
-/// ([`Analyzer::SYN_ONLY`]); keeps the done bits (either, or
+/// ([`Analyzer::EMPTY`] false); reads where TCP streams start
+/// ([`Analyzer::STARTS`]); keeps the done bits (the first, or
 /// [`Analyzer::ENDS_EARLY`]); states made lazily ([`Analyzer::LAZY`] with
 /// `ENDS_EARLY`), and then [`Analyzer::DECLINED_NULL`] and
 /// [`Analyzer::TCP_EMPTY_DECLINED`].
@@ -433,8 +470,8 @@ const fn traits<A: Analyzer>() -> u8 {
     }
     let lazy = A::LAZY && A::ENDS_EARLY;
     flag(!A::EMPTY, SHOWN_NO_EMPTY)
-        | flag(A::EMPTY && A::SYN_ONLY, SHOWN_SYN_ONLY)
-        | flag(A::ENDS_EARLY || !A::EMPTY || A::SYN_ONLY, KEEPS_DONE)
+        | flag(A::STARTS, READS_STARTS)
+        | flag(A::ENDS_EARLY || !A::EMPTY, KEEPS_DONE)
         | flag(lazy, MADE_LAZILY)
         | flag(lazy && A::DECLINED_NULL, DECLINED_RECORDS_NULL)
         | flag(lazy && A::TCP_EMPTY_DECLINED, SKIPS_EMPTY_TCP)
@@ -454,10 +491,10 @@ const fn with(flag: u8) -> u16 {
 }
 
 // The masks of the registered analyzers by flag: `Active::packet_on`'s
-// constants for a route (its `no_empty`, `syn_only`, `early` and
+// constants for a route (its `no_empty`, `early` and
 // `tcp_empty_declined`), and what `Active::configured` keeps of them.
 const NO_EMPTY: u16 = with(SHOWN_NO_EMPTY);
-const SYN_ONLY: u16 = with(SHOWN_SYN_ONLY);
+const STARTS: u16 = with(READS_STARTS);
 const EARLY: u16 = with(KEEPS_DONE);
 const LAZY: u16 = with(MADE_LAZILY);
 const NULL_DECLINED: u16 = with(DECLINED_RECORDS_NULL);
@@ -517,10 +554,9 @@ macro_rules! registry {
             /// The bits of the analyzers on that are not shown packets
             /// without payload.
             no_empty: u16,
-            /// The bits of the analyzers on that are shown, of the packets
-            /// without payload, only those with SYN
-            /// ([`Analyzer::SYN_ONLY`]).
-            syn_only: u16,
+            /// An analyzer on reads where TCP streams start
+            /// ([`Analyzer::STARTS`]).
+            starts: bool,
             /// The bits of the analyzers on whose states are made lazily
             /// ([`Analyzer::LAZY`]).
             lazy: u16,
@@ -576,7 +612,7 @@ macro_rules! registry {
                     early: false,
                     all: 0,
                     no_empty: 0,
-                    syn_only: 0,
+                    starts: false,
                     lazy: 0,
                     null_declined: 0,
                     tcp_empty_declined: 0,
@@ -596,7 +632,7 @@ macro_rules! registry {
                 })*
                 a.early = a.all & EARLY != 0;
                 a.no_empty = a.all & NO_EMPTY;
-                a.syn_only = a.all & SYN_ONLY;
+                a.starts = a.all & STARTS != 0;
                 a.lazy = a.all & LAZY;
                 a.null_declined = a.all & NULL_DECLINED;
                 a.tcp_empty_declined = a.all & TCP_EMPTY_DECLINED;
@@ -632,11 +668,10 @@ macro_rules! registry {
                 self.payload
             }
 
-            /// True when an analyzer on reads, of the packets without
-            /// payload, only SYNs: such a packet with SYN is then in the
-            /// class of those with payload ([`Follows`]).
-            pub(crate) fn syn_with_payload(&self) -> bool {
-                self.syn_only != 0
+            /// True when an analyzer on reads where TCP streams start
+            /// ([`Analyzer::STARTS`]).
+            pub(crate) fn reads_starts(&self) -> bool {
+                self.starts
             }
 
             /// True when an analyzer on reads the IP packet.
@@ -674,17 +709,10 @@ macro_rules! registry {
 
             /// The bits of the analyzers on not shown a packet of the flow
             /// in slot `s` sent by the client (`from_client`) or the
-            /// server, with a payload or not (`empty`), with SYN or not
-            /// (`syn`); `None` when no analyzer on is shown it (see the
-            /// module docs).
+            /// server, with a payload or not (`empty`); `None` when no
+            /// analyzer on is shown it (see the module docs).
             #[cfg(test)]
-            pub(crate) fn skip(
-                &self,
-                s: usize,
-                from_client: bool,
-                empty: bool,
-                syn: bool,
-            ) -> Option<u16> {
+            pub(crate) fn skip(&self, s: usize, from_client: bool, empty: bool) -> Option<u16> {
                 if !self.early {
                     return Some(0);
                 }
@@ -692,21 +720,16 @@ macro_rules! registry {
                     Some(d) => d[usize::from(!from_client)],
                     None => 0,
                 };
-                let skip = done | if empty {
-                    self.no_empty | if syn { 0 } else { self.syn_only }
-                } else {
-                    0
-                };
+                let skip = done | if empty { self.no_empty } else { 0 };
                 (skip & self.all != self.all).then_some(skip)
             }
 
-            /// Whether an analyzer on is shown a packet without SYN of the
-            /// flow in slot `s` sent by the client (`from_client`) or the
-            /// server, with a payload or not (`empty`); see the module
-            /// docs.
+            /// Whether an analyzer on is shown a packet of the flow in slot
+            /// `s` sent by the client (`from_client`) or the server, with a
+            /// payload or not (`empty`); see the module docs.
             #[cfg(test)]
             pub(crate) fn live(&self, s: usize, from_client: bool, empty: bool) -> bool {
-                self.skip(s, from_client, empty, false).is_some()
+                self.skip(s, from_client, empty).is_some()
             }
 
             /// Which packets of the flow in slot `s` an analyzer on is
@@ -718,7 +741,7 @@ macro_rules! registry {
                 }
                 let d = self.done.get(s).copied().unwrap_or([0; 3]);
                 let unmade = if tcp { d[2] & self.tcp_empty_declined } else { 0 };
-                follows_done(self.all, self.no_empty | self.syn_only | unmade, [d[0], d[1]])
+                follows_done(self.all, self.no_empty | unmade, [d[0], d[1]])
             }
 
             /// [`Active::follows`] of a flow that just started (over TCP
@@ -729,7 +752,7 @@ macro_rules! registry {
                     return FOLLOW_ALL;
                 }
                 let unmade = if tcp { self.lazy & self.tcp_empty_declined } else { 0 };
-                follows_done(self.all, self.no_empty | self.syn_only | unmade, [0; 2])
+                follows_done(self.all, self.no_empty | unmade, [0; 2])
             }
 
             /// A packet of the flow in slot `s`, shown to each analyzer
@@ -737,13 +760,12 @@ macro_rules! registry {
             /// end the flow, and the flow's [`Active::follows`] after it.
             #[cfg(test)]
             pub(crate) fn packet(&mut self, s: usize, p: &PacketView<'_>) -> (Action, Follows) {
-                let syn = p.proto == 6 && p.tcp_flags & 0x02 != 0;
-                self.packet_with(s, p.proto == 6, p.from_client, p.payload_len == 0, syn, || *p)
+                self.packet_with(s, p.proto == 6, p.from_client, p.payload_len == 0, || *p)
             }
 
             /// A packet of the flow in slot `s` (over TCP or not) sent by
             /// the client (`from_client`) or the server, with a payload or not
-            /// (`empty`), with SYN or not (`syn`), shown to each analyzer
+            /// (`empty`), shown to each analyzer
             /// on that is not done with that side or kind of packet (its
             /// view made by `view`, only when one is); `End` when one asks
             /// to end the flow, and the flow's [`Active::follows`] after
@@ -755,18 +777,17 @@ macro_rules! registry {
                 tcp: bool,
                 from_client: bool,
                 empty: bool,
-                syn: bool,
                 view: impl FnOnce() -> PacketView<'a>,
             ) -> (Action, Follows) {
                 match self.route {
                     Route::Any => {
-                        self.packet_on::<{ u16::MAX }>(s, tcp, from_client, empty, syn, view)
+                        self.packet_on::<{ u16::MAX }>(s, tcp, from_client, empty, view)
                     }
                     Route::Labellers => {
-                        self.packet_on::<LABELLER_BITS>(s, tcp, from_client, empty, syn, view)
+                        self.packet_on::<LABELLER_BITS>(s, tcp, from_client, empty, view)
                     }
                     $($(#[$attr])* Route::$name => {
-                        self.packet_on::<{ bit::$name }>(s, tcp, from_client, empty, syn, view)
+                        self.packet_on::<{ bit::$name }>(s, tcp, from_client, empty, view)
                     })*
                 }
             }
@@ -783,18 +804,14 @@ macro_rules! registry {
                 tcp: bool,
                 from_client: bool,
                 empty: bool,
-                syn: bool,
                 view: impl FnOnce() -> PacketView<'a>,
             ) -> (Action, Follows) {
-                let (all, no_empty, syn_only, early) = if ON == u16::MAX {
-                    (self.all, self.no_empty, self.syn_only, self.early)
+                let (all, no_empty, early) = if ON == u16::MAX {
+                    (self.all, self.no_empty, self.early)
                 } else {
-                    (ON, ON & NO_EMPTY, ON & SYN_ONLY, ON & EARLY != 0)
+                    (ON, ON & NO_EMPTY, ON & EARLY != 0)
                 };
-                debug_assert!(
-                    (all, no_empty, syn_only, early)
-                        == (self.all, self.no_empty, self.syn_only, self.early)
-                );
+                debug_assert!((all, no_empty, early) == (self.all, self.no_empty, self.early));
                 let tcp_empty_declined = if ON == u16::MAX {
                     self.tcp_empty_declined
                 } else {
@@ -814,7 +831,7 @@ macro_rules! registry {
                 let (mut done, skip) = if early {
                     let done = self.done.get(s).copied().unwrap_or([0; 3]);
                     let skip = done[usize::from(!from_client)] | if empty {
-                        no_empty | unmade(&done) | if syn { 0 } else { syn_only }
+                        no_empty | unmade(&done)
                     } else {
                         0
                     };
@@ -822,7 +839,7 @@ macro_rules! registry {
                         // None (another consumer reads the packet).
                         let follows = follows_done(
                             all,
-                            no_empty | syn_only | unmade(&done),
+                            no_empty | unmade(&done),
                             [done[0], done[1]],
                         );
                         return (Action::Continue, follows);
@@ -863,7 +880,7 @@ macro_rules! registry {
                     if let Some(d) = self.done.get_mut(s) {
                         *d = done;
                     }
-                    let no_empty = no_empty | syn_only | unmade(&done);
+                    let no_empty = no_empty | unmade(&done);
                     (act, follows_done(all, no_empty, [done[0], done[1]]))
                 } else {
                     (act, FOLLOW_ALL)

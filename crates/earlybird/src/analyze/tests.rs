@@ -1,7 +1,7 @@
 //! The analyzer framework on a flow table: states per slot, reset per
 //! flow, fields in registry order, and flows ended by an analyzer.
 
-use super::{Action, Analyzer, PacketView};
+use super::{Action, Analyzer, PacketView, TcpStarts};
 use crate::config::FlowConfig;
 use crate::flow::consumer::Consumer;
 use crate::flow::key::Key;
@@ -193,6 +193,7 @@ fn analyzers_done_with_a_flow_see_no_more_of_it_and_record_the_same() {
             payload_len: payload.len() as u16,
             payload,
             ip: &ip,
+            tcp_starts: &crate::analyze::TcpStarts::NONE,
         };
         gated.packet(0, &view);
         open.packet(0, &view);
@@ -244,6 +245,7 @@ fn a_side_the_labellers_are_done_with_and_empty_packets_are_not_shown() {
             payload_len: payload.len() as u16,
             payload,
             ip: &ip,
+            tcp_starts: &crate::analyze::TcpStarts::NONE,
         };
         a.packet(0, &view);
     };
@@ -273,20 +275,20 @@ fn a_side_the_labellers_are_done_with_and_empty_packets_are_not_shown() {
 }
 
 #[test]
-fn tls_is_shown_of_the_packets_without_payload_only_syns() {
+fn the_labellers_are_shown_no_packet_without_payload_and_tls_reads_tcp_starts() {
     let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut a = super::Active::new(&names(&super::LABELLERS)).unwrap();
     a.start(0);
-    assert!(a.syn_with_payload());
-    // Without payload: a SYN goes to `tls` alone, an acknowledgement to none.
-    assert_eq!(a.skip(0, true, true, true), Some(a.all & !a.syn_only));
-    assert_eq!(a.skip(0, false, true, false), None);
+    // `tls` learns where the streams start from the flow table.
+    assert!(a.reads_starts());
+    assert_eq!(a.skip(0, true, true), None);
+    assert_eq!(a.skip(0, false, true), None);
     assert!(!a.live(0, true, true) && a.live(0, true, false));
-    // The flows' mask: without payload (and SYN) nothing on either side.
+    // The flows' mask: nothing without payload on either side.
     assert_eq!(a.follows(0, true), 0b0101);
-    // Without `tls`, a SYN is a packet without payload as any other.
+    assert_eq!(a.follows_new(true), 0b0101);
     let b = super::Active::new(&names(&["http", "ssh", "dns"])).unwrap();
-    assert!(!b.syn_with_payload());
+    assert!(!b.reads_starts());
 }
 
 #[test]
@@ -294,17 +296,21 @@ fn a_flow_the_labellers_decline_makes_no_state_and_records_nulls() {
     let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut a = super::Active::new(&names(&super::LABELLERS)).unwrap();
     assert_eq!(a.lazy, a.all);
-    let view = |ip: &'static [u8], client: bool, flags: u8, payload: &'static [u8]| PacketView {
-        ts: 1_000,
-        from_client: client,
-        index: 1,
-        size: ip.len() as u16,
-        tcp_flags: flags,
-        proto: 6,
-        payload_len: payload.len() as u16,
-        payload,
-        ip,
+    let starts = |st: &'static TcpStarts| {
+        move |ip: &'static [u8], client: bool, flags: u8, payload: &'static [u8]| PacketView {
+            ts: 1_000,
+            from_client: client,
+            index: 1,
+            size: ip.len() as u16,
+            tcp_flags: flags,
+            proto: 6,
+            payload_len: payload.len() as u16,
+            payload,
+            ip,
+            tcp_starts: st,
+        }
     };
+    let view = starts(&TcpStarts::NONE);
     // Bits in registry order: payload, media, http, ssh, dns, tls.
     let (http, tls) = (1 << 2, 1 << 5);
     // A TCP client's first payload none of them reads (no SYN before it;
@@ -320,15 +326,25 @@ fn a_flow_the_labellers_decline_makes_no_state_and_records_nulls() {
     let mut rows = crate::schema::Rows::default();
     a.record(0, &mut rows, (1, 46));
     assert!(rows.row(0).all(|v| v == Value::Null));
-    // A SYN makes the state of `tls` alone; a server's first payload that
-    // is not a request leaves `http` waiting for the client's.
+    // A SYN is shown to none (the table keeps where its stream starts);
+    // a server's first payload that is not a request leaves `http`
+    // waiting for the client's, and `tls` declines it (no SYN of the
+    // server's side).
     a.start(1);
     let syn: &'static [u8] = tcp_packet(7, 0x02, b"").leak();
     a.packet(1, &view(syn, true, 0x02, b""));
-    assert_eq!(a.done[1][2], a.lazy & !tls);
+    assert_eq!(a.done[1], [0, 0, a.lazy]);
+    let client_syn: &'static TcpStarts = Box::leak(Box::new({
+        let mut st = TcpStarts::NONE;
+        st.set(0, 7);
+        st
+    }));
+    let view = starts(client_syn);
     let (_, follows) = a.packet(1, &view(ip, false, 0x18, six));
     assert_eq!(a.done[1][1] & http, http);
     assert_eq!(a.done[1][0] & http, 0);
+    assert_eq!(a.done[1][2] & tls, tls, "declined");
+    assert_eq!(a.done[1][0] & tls, tls);
     assert_ne!(follows & 1, 0, "the client's payload is still read");
     let req: &'static [u8] = b"GET / HTTP/1.1\r\nHost: h.example\r\n\r\n";
     let ip2: &'static [u8] = tcp_packet(8, 0x18, req).leak();
@@ -415,6 +431,7 @@ fn same_through_either_loop(names: &[&str], route: super::Route) {
                 payload_len: payload.len() as u16,
                 payload,
                 ip: &ip,
+                tcp_starts: &crate::analyze::TcpStarts::NONE,
             };
             assert_eq!(
                 own.packet(s, &view),

@@ -9,7 +9,11 @@
 //!   01`); each direction's first bytes are
 //!   reassembled in sequence order ([`super::handshake`]; sequence numbers
 //!   from the TCP header, so the analyzer reads the IP packet) up to
-//!   [`CLIENT_CAP`] and [`SERVER_CAP`] bytes, until its hello is read.
+//!   [`CLIENT_CAP`] and [`SERVER_CAP`] bytes, until its hello is read. A
+//!   stream starts after its side's last SYN before its first payload
+//!   (the flow table keeps those without payload,
+//!   [`PacketView::tcp_starts`]: the analyzer is shown no packet without
+//!   payload), else at its first payload.
 //! - UDP: a flow is read when its first datagram is at least
 //!   1,200 bytes on the wire (RFC 9000 section 14.1) and starts with a
 //!   QUIC long header, or Google QUIC's public header with version flag.
@@ -77,8 +81,6 @@ struct Found {
 /// Per-flow state.
 #[derive(Debug, Default)]
 pub struct State {
-    /// SYN sequence numbers seen before the first payload.
-    syn: [Option<u32>; 2],
     /// Decided: not a handshake this analyzer reads, or finished.
     done: bool,
     hs: Option<Box<Handshake>>,
@@ -439,17 +441,26 @@ impl Tls {
     /// ClientHello (from either side: a capture may miss the flow's first
     /// packets) or nothing; when it lies past the start of a stream whose
     /// SYN was seen, the start decides when it comes.
-    fn start_tcp(&self, st: &mut State, dir: usize, seq: u32, p: &PacketView<'_>) {
+    /// `syn`: the last SYN of the payload's side, this packet's if it is
+    /// one (the other side's is in `p.tcp_starts`).
+    fn start_tcp(
+        &self,
+        st: &mut State,
+        dir: usize,
+        seq: u32,
+        syn: Option<u32>,
+        p: &PacketView<'_>,
+    ) {
         let b = p.payload;
-        let past_start = st.syn[dir].is_some_and(|s| s.wrapping_add(1) != seq);
+        let past_start = syn.is_some_and(|s| s.wrapping_add(1) != seq);
         if !past_start && !client_hello_start(b) {
             st.done = true;
             return;
         }
         let mut hs = Handshake::new(false, Some(dir), &self.held);
         hs.provisional = past_start;
-        for (r, d) in [(0, dir), (1, 1 - dir)] {
-            if let Some(s) = st.syn[d] {
+        for (r, s) in [(0, syn), (1, p.tcp_starts.syn(1 - dir))] {
+            if let Some(s) = s {
                 hs.tcp[r].syn(s);
             }
         }
@@ -499,21 +510,28 @@ impl Analyzer for Tls {
     const PAYLOAD: bool = true;
     const ENDS_EARLY: bool = true;
     const IP: bool = true;
-    // A packet without payload changes nothing here unless it carries SYN
-    // (TCP: its sequence number; UDP: nothing; another protocol: only
-    // `done`, which the next packet with payload sets too, and no field).
-    const SYN_ONLY: bool = true;
+    // A packet without payload changes nothing here (TCP: a SYN's sequence
+    // number is read from `tcp_starts` at the next payload; UDP: nothing;
+    // another protocol: only `done`, which the next packet with payload
+    // sets too, and no field).
+    const EMPTY: bool = false;
+    const STARTS: bool = true;
     const LAZY: bool = true;
 
-    /// What `packet` decides from a flow's first packet when it is not a
-    /// SYN: TCP, a first payload that is not a ClientHello's start with
-    /// no SYN of its side before it (in a header `tcp_seq` reads); UDP, a
-    /// first datagram shorter than 1,200 bytes (or none of it captured);
-    /// another protocol. Then nothing is recorded.
+    /// What `packet` decides from a flow's first packet: TCP, a first
+    /// payload that is not a ClientHello's start with no SYN of its side
+    /// before it (in a header `tcp_seq` reads); UDP, a first datagram
+    /// shorter than 1,200 bytes (or none of it captured); another
+    /// protocol. Then nothing is recorded.
     #[inline(always)]
     fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
         let off = match p.proto {
-            TCP => p.payload_len != 0 && !client_hello_start(p.payload) && v4_tcp_header(p.ip),
+            TCP => {
+                p.payload_len != 0
+                    && !client_hello_start(p.payload)
+                    && p.tcp_starts.syn(usize::from(!p.from_client)).is_none()
+                    && v4_tcp_header(p.ip)
+            }
             UDP => {
                 p.payload_len != 0 && (usize::from(p.payload_len) < 1200 || p.payload.is_empty())
             }
@@ -583,8 +601,11 @@ impl Analyzer for Tls {
         let d = usize::from(!p.from_client);
         match p.proto {
             TCP => {
+                // The last SYN of this side (but this packet: it has
+                // payload, so it is no SYN the table kept).
+                let mut syn = p.tcp_starts.syn(d);
                 if st.hs.is_none()
-                    && st.syn[d].is_none()
+                    && syn.is_none()
                     && p.payload_len != 0
                     && !client_hello_start(p.payload)
                     && v4_tcp_header(p.ip)
@@ -601,11 +622,7 @@ impl Analyzer for Tls {
                     return Action::Continue;
                 };
                 if flags & SYN != 0 {
-                    st.syn[d] = Some(seq);
-                    if let Some(hs) = &mut st.hs {
-                        let r = usize::from(hs.client != Some(d));
-                        hs.tcp[r].syn(seq);
-                    }
+                    syn = Some(seq);
                 }
                 if p.payload_len == 0 {
                     return Action::Continue;
@@ -618,12 +635,18 @@ impl Analyzer for Tls {
                     seq
                 };
                 if st.hs.is_none() {
-                    self.start_tcp(st, d, seq, p);
+                    self.start_tcp(st, d, seq, syn, p);
                 }
                 let Some(hs) = &mut st.hs else {
                     return Action::Continue;
                 };
                 let r = usize::from(hs.client != Some(d));
+                if let Some(s) = syn {
+                    // A SYN of this side that came after the handshake
+                    // began, before its first payload (else it changes
+                    // nothing: the stream's start is kept).
+                    hs.tcp[r].syn(s);
+                }
                 if let Some((off, data, wire)) =
                     hs.tcp[r].place(seq, p.payload, usize::from(p.payload_len))
                 {

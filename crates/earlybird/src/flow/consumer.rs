@@ -20,6 +20,7 @@
 use super::entry::{Entry, EntryTail, V6Addrs, CLIENT_IS_A};
 use super::packet::{Payload, Pkt};
 use super::record::{EndReason, RecordBatch};
+use crate::analyze::TcpStarts;
 use crate::classify::inline::Inline;
 
 /// A live flow's lines in the table, lent to a consumer for one call.
@@ -33,6 +34,11 @@ pub struct FlowRef<'a> {
     pub tail: &'a EntryTail,
     /// The two addresses of an IPv6 flow (`None` for IPv4).
     pub wide: Option<&'a V6Addrs>,
+    /// Where a TCP flow's streams start, so far, in the per-packet call
+    /// ([`Consumer::packet`]) when a consumer reads them
+    /// ([`Consumer::reads_tcp_starts`]); else, and in the other calls,
+    /// [`TcpStarts::NONE`].
+    pub tcp_starts: &'a TcpStarts,
 }
 
 impl FlowRef<'_> {
@@ -81,11 +87,14 @@ pub trait Consumer {
         false
     }
 
-    /// Whether a TCP packet without payload that carries SYN is in the
-    /// class of the packets with payload ([`Follows`]), not of those
-    /// without: a consumer that reads, of the packets without payload,
-    /// only SYNs then follows the others of a flow's side no more.
-    fn syn_with_payload(&self) -> bool {
+    /// Whether [`Self::packet`] reads [`FlowRef::tcp_starts`]: the table
+    /// then keeps, from the flow's start, the sequence number of each SYN
+    /// without payload of a side the consumers follow (any of its
+    /// packets, with payload or not), whether or not they are shown it
+    /// (its IP packet is then looked up, [`Self::reads_ip`] or not). A
+    /// SYN with payload is shown to a consumer that follows its side's
+    /// packets with payload, to read itself.
+    fn reads_tcp_starts(&self) -> bool {
         false
     }
 

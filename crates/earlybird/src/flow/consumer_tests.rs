@@ -174,22 +174,38 @@ fn a_consumer_ends_a_flow_and_the_next_packet_starts_another() {
 struct Picky {
     first: Follows,
     seen: Vec<(bool, bool)>,
-    /// [`Consumer::syn_with_payload`].
-    syn: bool,
+    /// [`Consumer::reads_tcp_starts`].
+    starts: bool,
+    /// The flow's [`FlowRef::tcp_starts`] at each packet shown (client,
+    /// server).
+    starts_seen: Vec<[Option<u32>; 2]>,
+}
+
+impl Picky {
+    fn new(first: Follows, starts: bool) -> Picky {
+        Picky {
+            first,
+            seen: Vec::new(),
+            starts,
+            starts_seen: Vec::new(),
+        }
+    }
 }
 
 impl Consumer for Picky {
     fn reads_packets(&self) -> bool {
         true
     }
-    fn syn_with_payload(&self) -> bool {
-        self.syn
+    fn reads_tcp_starts(&self) -> bool {
+        self.starts
     }
     fn follows_new(&self, _: FlowRef<'_>) -> Follows {
         self.first
     }
     fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> Option<Follows> {
         self.seen.push((flow.sent_by_client(p), pl.len == 0));
+        let st = flow.tcp_starts;
+        self.starts_seen.push([st.syn(0), st.syn(1)]);
         Some(0)
     }
 }
@@ -211,16 +227,8 @@ fn a_consumer_is_called_only_for_the_packets_it_follows() {
             (2, false, false),
             (3, false, true),
         ] {
-            let mut t = FlowTable::with_consumers(
-                &cfg(),
-                None,
-                Picky {
-                    first: 1 << bit,
-                    seen: Vec::new(),
-                    syn: false,
-                },
-            )
-            .unwrap();
+            let mut t =
+                FlowTable::with_consumers(&cfg(), None, Picky::new(1 << bit, false)).unwrap();
             let mut ts = 1_000;
             let mut send = |t: &mut FlowTable<Picky>, client: bool, empty: bool| {
                 ts += 1_000;
@@ -254,48 +262,74 @@ fn a_consumer_is_called_only_for_the_packets_it_follows() {
     }
 }
 
+/// An IPv4 packet of TCP segment `seq` with `flags` and `payload` (20
+/// bytes of IP header, 20 of TCP).
+fn tcp_ip(seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let mut p = vec![
+        0x45, 0, 0, 0, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+    ];
+    p.extend_from_slice(&[0x13, 0x88, 0x01, 0xbb]);
+    p.extend_from_slice(&seq.to_be_bytes());
+    p.extend_from_slice(&[0, 0, 0, 0, 0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+    p.extend_from_slice(payload);
+    p
+}
+
 #[test]
-fn a_syn_without_payload_is_of_the_class_with_payload_when_asked() {
-    let (key, a_first) = Key::from_v4([10, 0, 0, 1], 5000, [10, 0, 0, 2], 443, 6, true);
-    let bytes = [1u8; 4];
-    for syn in [false, true] {
-        // The packets with payload of both sides.
-        let mut t = FlowTable::with_consumers(
-            &cfg(),
-            None,
-            Picky {
-                first: 0b0101,
-                seen: Vec::new(),
-                syn,
-            },
-        )
-        .unwrap();
-        let mut ts = 1_000;
-        let mut send = |t: &mut FlowTable<Picky>, flags: u8, payload: bool| {
-            ts += 1_000;
-            let p = Pkt {
-                ts,
-                size: 100,
-                flags,
-                ..Pkt::from_key(&key, false, a_first)
-            };
-            let pl = if payload {
-                Payload::of(&bytes, 4)
-            } else {
-                Payload::NONE
-            };
-            t.packet_full(&p, &V6Icmp::default(), 0, pl);
-        };
-        // An acknowledgement opens the flow, then a SYN, an
-        // acknowledgement and a packet with payload, none of them with
-        // SYN and payload.
-        send(&mut t, 0x10, false);
-        send(&mut t, 0x02, false);
-        send(&mut t, 0x10, false);
-        send(&mut t, 0x18, true);
-        // The first packet shown: the SYN (empty) when asked, else the
-        // one with payload.
-        assert_eq!(t.consumers.seen, [(true, syn)], "syn with payload: {syn}");
+fn the_table_keeps_where_the_tcp_streams_of_the_sides_it_follows_start() {
+    // Where a side's last SYN without payload says its stream starts.
+    let (ka, a_first) = Key::from_v4([10, 0, 0, 1], 5000, [10, 0, 0, 2], 443, 6, true);
+    let (kb, b_first) = Key::from_v4([10, 0, 0, 2], 443, [10, 0, 0, 1], 5000, 6, true);
+    // (whether the consumer reads them, which packets it follows, what
+    // it is told at the client's payload, on a SYN).
+    let cases = [
+        (true, 0b0101, [Some(100), Some(700)]),
+        // The server's packets not followed: its SYN is not kept.
+        (true, 0b0001, [Some(100), None]),
+        (false, 0b0101, [None, None]),
+    ];
+    for (key, client_a) in [(ka, a_first), (kb, b_first)] {
+        for (starts, first, told) in cases {
+            let mut t = FlowTable::with_consumers(&cfg(), None, Picky::new(first, starts)).unwrap();
+            let mut ts = 1_000;
+            let mut send =
+                |t: &mut FlowTable<Picky>, client: bool, seq: u32, flags: u8, data: &[u8]| {
+                    ts += 1_000;
+                    let ip = tcp_ip(seq, flags, data);
+                    let p = Pkt {
+                        ts,
+                        size: ip.len() as u16,
+                        flags,
+                        ..Pkt::from_key(&key, false, client == client_a)
+                    };
+                    let pl = Payload::in_ip(&ip, 40, data.len() as u16);
+                    t.packet_full(&p, &V6Icmp::default(), 0, pl);
+                };
+            // The client's SYN is retransmitted with another number: the
+            // last one counts.
+            send(&mut t, true, 99, 0x02, b"");
+            send(&mut t, true, 100, 0x02, b"");
+            send(&mut t, false, 700, 0x12, b"");
+            send(&mut t, true, 101, 0x10, b"");
+            // A SYN with payload is shown, not kept.
+            send(&mut t, true, 300, 0x02, b"hello");
+            assert_eq!(
+                t.consumers.seen,
+                [(true, false)],
+                "only the payload is shown"
+            );
+            assert_eq!(
+                t.consumers.starts_seen,
+                [told],
+                "{starts} {first:#b} {client_a}"
+            );
+            // The next flow of the slot starts with none: its first
+            // packet has payload.
+            t.flush();
+            t.consumers.first = 0b0101;
+            send(&mut t, true, 5, 0x18, b"again");
+            assert_eq!(t.consumers.starts_seen[1], [None, None]);
+        }
     }
 }
 

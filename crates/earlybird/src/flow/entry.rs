@@ -159,6 +159,8 @@ unsafe impl ZeroValid for V6Addrs {}
 unsafe impl ZeroValid for IcmpHead {}
 // SAFETY: an array of integers.
 unsafe impl ZeroValid for FlagCounts {}
+// SAFETY: arrays of integers and of `bool`s (zero: false).
+unsafe impl ZeroValid for crate::analyze::TcpStarts {}
 
 const _: () = assert!(std::mem::size_of::<Entry>() == 64);
 const _: () = assert!(std::mem::size_of::<EntryTail>() == 16);

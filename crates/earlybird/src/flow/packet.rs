@@ -135,6 +135,10 @@ pub(crate) trait PayloadSource<'a>: Copy {
     fn empty(&self, p: &Pkt) -> bool;
     /// The payload of packet `p`.
     fn payload(self, p: &Pkt) -> Payload<'a>;
+    /// The (innermost) IP packet `p` up to its payload's end, as captured
+    /// ([`Payload::ip`] whether or not a consumer reads it: empty when
+    /// its headers were not all captured).
+    fn ip(self, p: &Pkt) -> &'a [u8];
 }
 
 /// A payload already found is its own source.
@@ -147,6 +151,10 @@ impl<'a> PayloadSource<'a> for Payload<'a> {
     #[inline(always)]
     fn payload(self, _: &Pkt) -> Payload<'a> {
         self
+    }
+
+    fn ip(self, _: &Pkt) -> &'a [u8] {
+        Payload::ip(&self)
     }
 }
 

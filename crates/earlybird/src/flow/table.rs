@@ -20,6 +20,12 @@
 //! code of their first packet ([`IcmpHead`]). Both come with a packet of
 //! the general decoding path beside its [`Pkt`] ([`V6Icmp`]), so the fast
 //! path's packets carry nothing more.
+//! When a consumer reads where TCP streams start
+//! ([`Consumer::reads_tcp_starts`]), a last side array holds, per flow,
+//! the sequence number of the last SYN without payload of each side the
+//! consumers follow ([`TcpStarts`], 12 bytes; cleared when a flow starts,
+//! written only by such SYNs): the consumers need not be shown them to
+//! know where the streams start.
 //!
 //! Flow boundaries are decided from packet timestamps only and at lookup
 //! time: a packet that arrives after the idle timeout, after the active
@@ -65,6 +71,7 @@ use super::entry::{
 use super::expiry::close_reason;
 use super::packet::{is_icmp, Payload, PayloadSource, Pkt, V6Icmp};
 use super::record::{EndReason, RecordBatch};
+use crate::analyze::TcpStarts;
 use crate::classify::inline::Inline;
 use crate::classify::Classifier;
 use crate::classify::Verdict;
@@ -119,6 +126,12 @@ pub struct FlowTable<C: Consumer = ()> {
     pub(super) icmp: Arena<IcmpHead>,
     /// An ICMP flow has used the `icmp` array.
     pub(super) icmp_used: bool,
+    /// Where the TCP streams of each flow start, kept when a consumer
+    /// reads them ([`Consumer::reads_tcp_starts`]; committed where
+    /// touched, cleared when a flow starts).
+    pub(super) tcp_starts: Arena<TcpStarts>,
+    /// The `tcp_starts` array is used.
+    pub(super) tcp_starts_used: bool,
     pub(super) extra: Arena<FullStats>,
     /// Flag counts spilled out of [`FullStats`]'s 16-bit lanes (flows with
     /// [`SPILLED`] only; committed where touched).
@@ -197,6 +210,8 @@ impl<C: Consumer> FlowTable<C> {
             wide_used: false,
             icmp: Arena::new_lazy(capacity).map_err(|e| reserve("ICMP types", e))?,
             icmp_used: false,
+            tcp_starts: Arena::new_lazy(capacity).map_err(|e| reserve("TCP starts", e))?,
+            tcp_starts_used: false,
             extra: Arena::new(if cfg.full_stats { capacity } else { 0 })
                 .map_err(|e| reserve("statistics", e))?,
             flags_hi: Arena::new_lazy(if cfg.full_stats { capacity } else { 0 })
@@ -321,13 +336,14 @@ impl<C: Consumer> FlowTable<C> {
 
     /// Bytes of table memory in use: slots ever used × slot size + index
     /// (+ the IPv6 and ICMP side arrays up to the highest slot once such
-    /// flows came).
+    /// flows came, and that of where TCP streams start once kept).
     pub fn memory_bytes(&self) -> usize {
         let side = |used: bool, size: usize| if used { self.high * size } else { 0 };
         self.high * self.slot_bytes()
             + self.index.capacity() * 4
             + side(self.wide_used, std::mem::size_of::<V6Addrs>())
             + side(self.icmp_used, std::mem::size_of::<IcmpHead>())
+            + side(self.tcp_starts_used, std::mem::size_of::<TcpStarts>())
             + side(self.swappable, 2)
     }
 
@@ -500,13 +516,7 @@ impl<C: Consumer> FlowTable<C> {
             None => {
                 let s = self.insert_at(p, side, i);
                 if PACKETS {
-                    let f = self.consumers.follows_new(flow_ref(
-                        &self.entries,
-                        &self.tails,
-                        &self.wide,
-                        s,
-                    ));
-                    self.follow(s, f);
+                    self.follow_new(s);
                 }
                 self.update(s, p);
                 if PACKETS && self.shown(s, p, &pl) {
@@ -540,10 +550,7 @@ impl<C: Consumer> FlowTable<C> {
             self.end(s, reason);
             let s = self.insert(p, side);
             if PACKETS {
-                let f =
-                    self.consumers
-                        .follows_new(flow_ref(&self.entries, &self.tails, &self.wide, s));
-                self.follow(s, f);
+                self.follow_new(s);
             }
             s
         } else {
@@ -728,6 +735,21 @@ impl<C: Consumer> FlowTable<C> {
         }
     }
 
+    /// The consumers' [`Follows`] of the flow that just started in slot
+    /// `s`, and where its TCP streams start cleared when a consumer reads
+    /// them ([`Consumer::reads_tcp_starts`]).
+    #[inline(always)]
+    fn follow_new(&mut self, s: usize) {
+        let f = self
+            .consumers
+            .follows_new(flow_ref(&self.entries, &self.tails, &self.wide, s));
+        self.follow(s, f);
+        if self.consumers.reads_tcp_starts() {
+            self.tcp_starts[s] = TcpStarts::NONE;
+            self.tcp_starts_used = true;
+        }
+    }
+
     /// Whether a consumer reads packet `p` of the flow in slot `s`: a test
     /// of the bits [`Self::follow`] keeps in its entry, indexed by the
     /// packet's endpoint (`p.from_a`), so that the flow's client is not
@@ -736,11 +758,11 @@ impl<C: Consumer> FlowTable<C> {
     /// endpoint whose two bits are alike one more, without the payload
     /// (on the realistic mix with `--labellers`, 3 in 10 packets of known
     /// flows leave at the first test, 4 in 10 at the second: BENCHMARKS.md,
-    /// issues 34 and 35, branch hot13). A SYN without payload is of the
-    /// class with payload when the consumers say so
-    /// ([`Consumer::syn_with_payload`]).
+    /// issues 34 and 35, branch hot13). A SYN without payload of an
+    /// endpoint the consumers follow is where its stream starts
+    /// ([`Self::syn_seen`]).
     #[inline(always)]
-    fn shown<'a, L: PayloadSource<'a>>(&self, s: usize, p: &Pkt, pl: &L) -> bool {
+    fn shown<'a, L: PayloadSource<'a>>(&mut self, s: usize, p: &Pkt, pl: &L) -> bool {
         // SAFETY: `s` is the slot `update` just ran (a slot in use).
         let e = unsafe { self.entries.get_unchecked(s) };
         let follows = e.tcp.close >> FOLLOW_SHIFT;
@@ -751,10 +773,38 @@ impl<C: Consumer> FlowTable<C> {
         // without.
         let pair = follows >> (2 * u32::from(!p.from_a)) & 3;
         if pair != 1 && pair != 2 {
+            if pair == 3 && p.flags & tcp::SYN != 0 && pl.empty(p) {
+                self.syn_seen(s, e.state, p, *pl);
+            }
             return pair == 3;
         }
-        let empty = pl.empty(p) && (p.flags & tcp::SYN == 0 || !self.consumers.syn_with_payload());
+        let empty = pl.empty(p);
+        if empty && p.flags & tcp::SYN != 0 {
+            self.syn_seen(s, e.state, p, *pl);
+        }
         pair >> u32::from(empty) & 1 != 0
+    }
+
+    /// A SYN `p` without payload of the flow in slot `s` (whose entry's
+    /// state is `state`), an endpoint the consumers follow: when a
+    /// consumer reads where TCP streams start
+    /// ([`Consumer::reads_tcp_starts`]), its sequence number is where the
+    /// endpoint's stream starts (if its TCP header was captured). A SYN
+    /// with payload is shown to the consumers that read payload, which
+    /// read its header themselves.
+    #[cold]
+    #[inline(never)]
+    fn syn_seen<'a, L: PayloadSource<'a>>(&mut self, s: usize, state: u8, p: &Pkt, pl: L) {
+        if !self.consumers.reads_tcp_starts() {
+            return;
+        }
+        let Some((seq, _)) = crate::analyze::handshake::tcp_seq(pl.ip(p)) else {
+            return;
+        };
+        let side = usize::from(p.from_a != (state & CLIENT_IS_A != 0));
+        // SAFETY: `s` is the slot `update` just ran (a slot in use);
+        // `tcp_starts` has one element per slot.
+        unsafe { self.tcp_starts.get_unchecked_mut(s) }.set(side, seq);
     }
 
     /// Shows packet `p` of the flow in slot `s` (just accounted) to the
@@ -762,7 +812,12 @@ impl<C: Consumer> FlowTable<C> {
     /// to.
     #[inline(never)]
     fn consume<'a, L: PayloadSource<'a>>(&mut self, s: usize, p: &Pkt, pl: L) {
-        let flow = flow_ref(&self.entries, &self.tails, &self.wide, s);
+        let flow = FlowRef {
+            // SAFETY: `s` is a slot in use; `tcp_starts` has one element
+            // per slot.
+            tcp_starts: unsafe { self.tcp_starts.get_unchecked(s) },
+            ..flow_ref(&self.entries, &self.tails, &self.wide, s)
+        };
         match self.consumers.packet(flow, p, pl.payload(p)) {
             None => self.end(s, EndReason::Active),
             Some(f) => self.follow(s, f),
@@ -784,7 +839,8 @@ impl<C: Consumer> FlowTable<C> {
     }
 }
 
-/// The lines of slot `s` (a live flow) as consumers see them. Unchecked
+/// The lines of slot `s` (a live flow) as consumers see them, but where
+/// its TCP streams start (read only by the per-packet call). Unchecked
 /// reads, so that what no consumer on reads is never loaded: the cost of
 /// the call is then that of the consumers on.
 #[inline(always)]
@@ -807,6 +863,8 @@ pub(super) fn flow_ref<'a>(
         tail,
         // SAFETY: as above.
         wide: entry.key.is_v6().then(|| unsafe { wide.get_unchecked(s) }),
+        // Where the streams start only for the per-packet call (`consume`).
+        tcp_starts: &TcpStarts::NONE,
     }
 }
 

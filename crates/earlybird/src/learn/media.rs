@@ -500,6 +500,7 @@ pub fn verdict(media: &Media, packets: &[Pkt]) -> Option<&'static str> {
             payload_len: 0,
             payload: &[],
             ip: &[],
+            tcp_starts: &crate::analyze::TcpStarts::NONE,
         };
         media.packet(&mut st, &p);
         if let Some(k) = st.kind() {

@@ -4,8 +4,9 @@
 //! Contract: on when an analyzer is turned on or the run samples packets
 //! (records then carry a row of cells). It starts each analyzer's state
 //! when a flow starts in a slot, shows each analyzer every packet of the
-//! flow until all are done with it (as a [`PacketView`]; when one asks,
-//! the flow ends after the packet) and, when the flow ends, corrects its early packets' gaps for
+//! flow until all are done with it (as a [`PacketView`], with where the
+//! flow's TCP streams start, which the table keeps when an analyzer
+//! reads them; when one asks, the flow ends after the packet) and, when the flow ends, corrects its early packets' gaps for
 //! the sampling rate and appends the analyzers' and the sampling fields
 //! as the record's row. Allocates only when a slot is first used (the
 //! analyzers' side arrays grow to the highest slot).
@@ -123,8 +124,8 @@ impl Consumer for Analyzers {
         self.active.wants_ip()
     }
 
-    fn syn_with_payload(&self) -> bool {
-        self.active.syn_with_payload()
+    fn reads_tcp_starts(&self) -> bool {
+        self.active.reads_starts()
     }
 
     #[inline]
@@ -154,7 +155,6 @@ impl Consumer for Analyzers {
     fn packet(&mut self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> Option<Follows> {
         let h = flow.entry;
         let from_client = flow.sent_by_client(p);
-        let syn = p.flags & crate::features::tcp::SYN != 0;
         // The view is made only when an analyzer on is shown the packet
         // (else another consumer reads it).
         let view = || PacketView {
@@ -167,13 +167,13 @@ impl Consumer for Analyzers {
             payload_len: pl.len,
             payload: pl.bytes(),
             ip: pl.ip(),
+            tcp_starts: flow.tcp_starts,
         };
         match self.active.packet_with(
             flow.slot,
             h.key.proto == TCP,
             from_client,
             pl.len == 0,
-            syn,
             view,
         ) {
             (Action::End, _) => None,

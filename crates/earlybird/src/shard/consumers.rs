@@ -50,8 +50,8 @@ macro_rules! registry {
             }
 
             #[inline(always)]
-            fn syn_with_payload(&self) -> bool {
-                false $(|| self.$name.as_ref().is_some_and(Consumer::syn_with_payload))*
+            fn reads_tcp_starts(&self) -> bool {
+                false $(|| self.$name.as_ref().is_some_and(Consumer::reads_tcp_starts))*
             }
 
             #[inline(always)]

@@ -2,6 +2,7 @@
 //! over the QUIC Initial packets of RFC 9001 and RFC 9369.
 
 use super::*;
+use crate::analyze::TcpStarts;
 use crate::schema::{OwnedValue, Rows};
 
 fn unhex(s: &str) -> Vec<u8> {
@@ -53,13 +54,23 @@ fn tcp_packet(seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
 }
 
 /// Feeds `(from_client, ip packet, wire payload length)` to a fresh flow
-/// and returns its record's cells.
+/// as the flow table does (the sequence number of a TCP SYN without
+/// payload kept in the flow's [`TcpStarts`], a packet without payload not
+/// shown) and returns its record's cells.
 fn run(proto: u8, packets: &[(bool, Vec<u8>, usize)], payload_at: usize) -> Vec<OwnedValue> {
     let tls = Tls::default();
     let mut st = State::default();
+    let mut starts = TcpStarts::NONE;
     for (i, (from_client, ip, wire)) in packets.iter().enumerate() {
         let payload = &ip[payload_at.min(ip.len())..];
         let flags = if proto == TCP { ip[33] } else { 0 };
+        if flags & SYN != 0 && *wire == 0 {
+            let (seq, _) = tcp_seq(ip).unwrap();
+            starts.set(usize::from(!from_client), seq);
+        }
+        if *wire == 0 {
+            continue;
+        }
         let view = PacketView {
             ts: i as u64,
             from_client: *from_client,
@@ -70,6 +81,7 @@ fn run(proto: u8, packets: &[(bool, Vec<u8>, usize)], payload_at: usize) -> Vec<
             payload_len: *wire as u16,
             payload,
             ip,
+            tcp_starts: &starts,
         };
         tls.packet(&mut st, &view);
     }
@@ -176,6 +188,22 @@ fn tcp_hello_cut_by_the_snap_length_or_a_hole() {
     );
     assert_eq!(cells[0], text("example.com"));
     assert_eq!(cells[2], text("1.3"));
+    // The server's SYN-ACK comes after the client's hello, its hello's
+    // second half before its first: its stream starts after the SYN-ACK.
+    let sh = server_hello_record();
+    let cells = run(
+        TCP,
+        &[
+            (true, tcp_packet(0, SYN, &[]), 0),
+            (true, tcp_packet(1, 0x18, &ch), ch.len()),
+            (false, tcp_packet(7000, SYN | 0x10, &[]), 0),
+            (false, tcp_packet(7051, 0x18, &sh[50..]), sh.len() - 50),
+            (false, tcp_packet(7001, 0x18, &sh[..50]), 50),
+        ],
+        40,
+    );
+    assert_eq!(cells[0], text("example.com"));
+    assert_eq!(cells[2], text("1.3"));
     // Half the hello, then the flow ends.
     let cells = run(TCP, &[(true, tcp_packet(1, 0x18, &ch[..120]), 120)], 40);
     assert_eq!(cells[7], text("incomplete"));
@@ -251,6 +279,7 @@ fn a_flow_that_is_not_a_handshake_costs_32_bytes() {
         payload_len: 16,
         payload: &ip[40..],
         ip: &ip,
+        tcp_starts: &crate::analyze::TcpStarts::NONE,
     };
     tls.packet(&mut st, &view);
     assert!(st.hs.is_none() && st.done);
