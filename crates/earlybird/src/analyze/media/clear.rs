@@ -433,13 +433,11 @@ impl Clear {
                     // (an RTP header, inside ChannelData too), and the
                     // rest is skipped in the next segment.
                     match (framing, frame.first()) {
-                        (TcpFraming::Turn, Some(64..=79)) => self.relayed_packet(
-                            Relay::Channel,
-                            frame.get(4..).unwrap_or_default(),
-                            from_client,
-                            ts,
-                            index,
-                        ),
+                        (TcpFraming::Turn, Some(64..=79)) => {
+                            self.relayed = self.relayed.saturating_add(1);
+                            let data = frame.get(4..).unwrap_or_default();
+                            self.cut_datagram(data, from_client, ts, index);
+                        }
                         _ => self.packet(frame, from_client, ts, index),
                     }
                     self.carry[d] = (wire - rest.len()) as u32;
@@ -452,26 +450,13 @@ impl Clear {
     /// Reads one packet's payload (see the module docs); `index` is the
     /// packet's number in the flow.
     pub fn packet(&mut self, payload: &[u8], from_client: bool, ts: Nanos, index: u32) {
-        match unwrap_turn(payload) {
-            Some((r, d)) => self.relayed_packet(r, d, from_client, ts, index),
-            None => self.inner(payload, from_client, ts, index, None),
-        }
-    }
-
-    fn relayed_packet(&mut self, r: Relay, d: &[u8], from_client: bool, ts: Nanos, index: u32) {
-        self.relayed = self.relayed.saturating_add(1);
-        self.inner(d, from_client, ts, index, Some(r));
-    }
-
-    /// Reads a datagram (or a TCP frame), TURN taken off.
-    fn inner(
-        &mut self,
-        inner: &[u8],
-        from_client: bool,
-        ts: Nanos,
-        index: u32,
-        relay: Option<Relay>,
-    ) {
+        let (relay, inner) = match unwrap_turn(payload) {
+            Some((r, d)) => {
+                self.relayed = self.relayed.saturating_add(1);
+                (Some(r), d)
+            }
+            None => (None, payload),
+        };
         match classify(inner) {
             Demux::Rtp => {
                 self.rtp_class = self.rtp_class.saturating_add(1);
@@ -502,6 +487,27 @@ impl Clear {
         }
     }
 
+    /// The start of a datagram a TURN-over-TCP segment cut (ChannelData
+    /// whose message the next segment ends): an RTP or RTCP packet is
+    /// read as [`Clear::packet`] reads it, anything else is not (its
+    /// header runs past the segment). Kept apart from `packet`, each
+    /// datagram's path, as its code was before TCP's cut frames.
+    fn cut_datagram(&mut self, data: &[u8], from_client: bool, ts: Nanos, index: u32) {
+        match classify(data) {
+            Demux::Rtp => {
+                self.rtp_class = self.rtp_class.saturating_add(1);
+                if let Ok(rtp) = Rtp::parse(data) {
+                    self.rtp(&rtp, from_client, ts, index, Some(Relay::Channel));
+                }
+            }
+            Demux::Rtcp => {
+                self.rtp_class = self.rtp_class.saturating_add(1);
+                self.rtcp = self.rtcp.saturating_add(1);
+            }
+            _ => {}
+        }
+    }
+
     fn stun_msg(&mut self, s: &Stun<'_>) {
         if self.app_len == 0 {
             if let Some(sw) = s.software() {
@@ -526,6 +532,9 @@ impl Clear {
         }
     }
 
+    /// Inlined in both callers: called from `packet`, it cost a run of
+    /// RTP calls (voip200) 3–4 % more instructions.
+    #[inline(always)]
     fn rtp(&mut self, r: &Rtp, from_client: bool, ts: Nanos, index: u32, relay: Option<Relay>) {
         let found = self
             .tracks
