@@ -1722,60 +1722,53 @@ mod tests {
         icmp.proto = 1;
         m.packet(&mut st, &icmp);
         assert!(m.done(&st));
-        // TURN over TCP: an Allocate request first, then ChannelData
-        // frames carrying RTP at 20 ms (Opus at 48 kHz): followed, audio.
-        let mut st = State::default();
-        let mut alloc = vec![0x00, 0x03, 0x00, 0x00];
-        alloc.extend_from_slice(&stun::MAGIC.to_be_bytes());
-        alloc.extend_from_slice(&[7; 12]);
-        let mut v = with_payload(0, true, 1, &alloc);
-        v.proto = TCP;
-        m.packet(&mut st, &v);
-        for i in 0..20u16 {
-            let rtp = clear::tests::rtp(111, 100 + i, 960 * u32::from(i), 0x55, 80);
-            let mut ch = vec![0x40, 0x01, 0x00, rtp.len() as u8];
-            ch.extend_from_slice(&rtp);
-            let mut v = with_payload(u64::from(i + 1) * 20_000_000, true, u32::from(i) + 2, &ch);
+        // A TCP flow: a first payload, then RTP at 20 ms (Opus at 48 kHz)
+        // as `frame` wraps each packet; the flow's state after it.
+        let tcp_call = |first: &[u8], frame: &dyn Fn(u16, Vec<u8>) -> Vec<u8>| {
+            let mut st = State::default();
+            let mut v = with_payload(0, true, 1, first);
             v.proto = TCP;
             m.packet(&mut st, &v);
-            assert!(!m.done(&st));
-        }
-        assert_eq!(st.kind(), Some("audio"));
-        assert_eq!(st.by, BY_RTP);
-        // ICE-TCP (RFC 6544): a Binding request after its 16-bit length
-        // (RFC 4571), then RTP at 20 ms, each after its length, and a
-        // segment that starts inside a frame: followed, audio.
-        let mut st = State::default();
-        let mut bind = vec![0x00, 0x01, 0x00, 0x00];
-        bind.extend_from_slice(&stun::MAGIC.to_be_bytes());
-        bind.extend_from_slice(&[7; 12]);
-        let mut framed = (bind.len() as u16).to_be_bytes().to_vec();
-        framed.extend_from_slice(&bind);
-        let mut v = with_payload(0, true, 1, &framed);
-        v.proto = TCP;
-        m.packet(&mut st, &v);
-        assert!(!m.done(&st) && st.tcp == Some(clear::TcpFraming::Rfc4571));
-        for i in 0..20u16 {
-            let rtp = clear::tests::rtp(111, 100 + i, 960 * u32::from(i), 0x55, 80);
-            let mut f = (rtp.len() as u16).to_be_bytes().to_vec();
-            f.extend_from_slice(&rtp);
-            if i == 7 {
-                f = vec![0x33; 60];
+            let framing = st.tcp;
+            for i in 0..20u16 {
+                let f = frame(
+                    i,
+                    clear::tests::rtp(111, 100 + i, 960 * u32::from(i), 0x55, 80),
+                );
+                let mut v = with_payload(u64::from(i + 1) * 20_000_000, true, u32::from(i) + 2, &f);
+                v.proto = TCP;
+                m.packet(&mut st, &v);
+                assert!(!m.done(&st));
             }
-            let mut v = with_payload(u64::from(i + 1) * 20_000_000, true, u32::from(i) + 2, &f);
-            v.proto = TCP;
-            m.packet(&mut st, &v);
-            assert!(!m.done(&st));
-        }
-        assert_eq!(st.kind(), Some("audio"));
-        assert_eq!(st.by, BY_RTP);
-        // The same RTP without the lengths, after an unframed first check:
-        // TURN over TCP's reading, not ICE-TCP's.
-        let mut st = State::default();
-        let mut v = with_payload(0, true, 1, &bind);
-        v.proto = TCP;
-        m.packet(&mut st, &v);
-        assert!(!m.done(&st) && st.tcp == Some(clear::TcpFraming::Turn));
+            (framing, st.kind(), st.by)
+        };
+        let stun = |ty: u8| {
+            let mut b = vec![0x00, ty, 0x00, 0x00];
+            b.extend_from_slice(&stun::MAGIC.to_be_bytes());
+            b.extend_from_slice(&[7; 12]);
+            b
+        };
+        // TURN over TCP: an Allocate request first, then ChannelData
+        // frames carrying RTP: followed, audio.
+        let channel =
+            |_: u16, rtp: Vec<u8>| [vec![0x40, 0x01, 0x00, rtp.len() as u8], rtp].concat();
+        let turn = Some(clear::TcpFraming::Turn);
+        assert_eq!(
+            tcp_call(&stun(0x03), &channel),
+            (turn, Some("audio"), BY_RTP)
+        );
+        // ICE-TCP (RFC 6544): a Binding request after its 16-bit length
+        // (RFC 4571), then RTP each after its length, and a segment that
+        // starts inside a frame: followed, audio.
+        let framed = |b: Vec<u8>| [(b.len() as u16).to_be_bytes().to_vec(), b].concat();
+        let ice = |i: u16, rtp: Vec<u8>| if i == 7 { vec![0x33; 60] } else { framed(rtp) };
+        let rfc4571 = Some(clear::TcpFraming::Rfc4571);
+        assert_eq!(
+            tcp_call(&framed(stun(0x01)), &ice),
+            (rfc4571, Some("audio"), BY_RTP)
+        );
+        // A Binding request without the length: TURN over TCP's reading.
+        assert_eq!(tcp_call(&stun(0x01), &channel).0, turn);
     }
 
     #[test]
