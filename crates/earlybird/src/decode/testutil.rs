@@ -80,9 +80,16 @@ pub fn ipv6(next: u8, payload: &[u8]) -> Vec<u8> {
 
 /// TCP header (data offset 5) with `flags`, then `payload`.
 pub fn tcp(sport: u16, dport: u16, flags: u8, payload: &[u8]) -> Vec<u8> {
+    tcp_seq(sport, dport, 1, flags, payload)
+}
+
+/// TCP header (data offset 5) with sequence number `seq` and `flags`,
+/// then `payload`.
+pub fn tcp_seq(sport: u16, dport: u16, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
     let mut b = sport.to_be_bytes().to_vec();
     b.extend_from_slice(&dport.to_be_bytes());
-    b.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
+    b.extend_from_slice(&seq.to_be_bytes());
+    b.extend_from_slice(&[0, 0, 0, 0, 0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
     b.extend_from_slice(payload);
     b
 }

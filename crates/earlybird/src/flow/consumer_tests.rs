@@ -265,14 +265,8 @@ fn a_consumer_is_called_only_for_the_packets_it_follows() {
 /// An IPv4 packet of TCP segment `seq` with `flags` and `payload` (20
 /// bytes of IP header, 20 of TCP).
 fn tcp_ip(seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
-    let mut p = vec![
-        0x45, 0, 0, 0, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-    ];
-    p.extend_from_slice(&[0x13, 0x88, 0x01, 0xbb]);
-    p.extend_from_slice(&seq.to_be_bytes());
-    p.extend_from_slice(&[0, 0, 0, 0, 0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
-    p.extend_from_slice(payload);
-    p
+    use crate::decode::testutil::{ipv4, tcp_seq};
+    ipv4(6, &tcp_seq(5000, 443, seq, flags, payload))
 }
 
 #[test]

@@ -43,14 +43,8 @@ fn server_hello_record() -> Vec<u8> {
 
 /// An IPv4 + TCP packet (no options) with `payload`.
 fn tcp_packet(seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
-    let mut p = vec![
-        0x45, 0, 0, 0, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
-    ];
-    p.extend_from_slice(&[0xc0, 0x00, 0x01, 0xbb]);
-    p.extend_from_slice(&seq.to_be_bytes());
-    p.extend_from_slice(&[0, 0, 0, 0, 0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
-    p.extend_from_slice(payload);
-    p
+    use crate::decode::testutil::{ipv4, tcp_seq};
+    ipv4(6, &tcp_seq(0xc000, 443, seq, flags, payload))
 }
 
 /// Feeds `(from_client, ip packet, wire payload length)` to a fresh flow
