@@ -19,7 +19,8 @@ packets (default 30), both directions counted, it prints:
   video), negatives flagged (class not-media, verdict audio or video),
   audio and video told apart (found call flows whose verdict is their
   class), each over all, UDP only (the windows examine UDP only), TCP
-  only (RTP in clear over TURN-TCP and ICE-TCP) and per stack;
+  only (RTP in clear over TURN-TCP and ICE-TCP), ICE-TCP only and per
+  stack;
 * with ``--train-on STACK``: ``BIN train-media`` learns intervals from
   that stack's labelled call flows and the other stack's flows are
   scored with them (and with the default), runs held out: the captures
@@ -197,7 +198,8 @@ def summary(title, flows):
              "audio/video right |", "|---|---:|---:|---:|"]
     result = {}
     subsets = [("all", lambda r: True), ("UDP", lambda r: r["proto"] == "UDP"),
-               ("TCP", lambda r: r["proto"] == "TCP")]
+               ("TCP", lambda r: r["proto"] == "TCP"),
+               ("ICE-TCP", lambda r: r["relay"] == "ice-tcp")]
     for st in sorted({r["stack"] for r, _ in flows if r["class"] in MEDIA}):
         subsets.append((f"calls of {st} (UDP)",
                         lambda r, st=st: r["proto"] == "UDP" and
