@@ -5,8 +5,9 @@
 //! Contract:
 //! - The statistical windows examine UDP flows only. The clear-header
 //!   layer (`clear.rs`) reads UDP flows and TCP flows whose first payload
-//!   is TURN or ICE-TCP framing ([`clear::tcp_framing`]). Any other flow gets an empty
-//!   verdict and the analyzer is done with it at that packet (its state
+//!   is TURN or ICE-TCP framing ([`clear::tcp_framing`]). Any other flow
+//!   gets an empty verdict and the analyzer is done with it at that
+//!   packet (its state
 //!   never made, nor by a TCP flow's packets before its first payload:
 //!   [`Analyzer::declines`]), as it is with a flow the windows or a guard
 //!   decided once no RTP stream can replace that verdict (the
@@ -1073,7 +1074,8 @@ impl Analyzer for Media {
     /// neither UDP nor TCP, or TCP without the clear-header layer, is left
     /// at its first packet; a TCP packet without payload captured changes
     /// nothing (no side done); a TCP flow's first payload that is not
-    /// TURN or ICE-TCP framing leaves the flow. A UDP flow's state is always made.
+    /// TURN or ICE-TCP framing leaves the flow. A UDP flow's state is
+    /// always made.
     #[inline(always)]
     fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
         match p.proto {
@@ -1203,12 +1205,16 @@ impl Analyzer for Media {
             // TCP for TURN over TCP and ICE-TCP only, from a first payload
             // that is a STUN or ChannelData frame (with ICE-TCP's length
             // before it); any other flow is left at once.
-            if st.tcp.is_none() && !p.payload.is_empty() {
-                st.tcp = clear::tcp_framing(p.payload);
-            }
-            if p.proto != TCP || !self.clear || (st.tcp.is_none() && !p.payload.is_empty()) {
+            if p.proto != TCP || !self.clear {
                 st.done = true;
                 return Action::Continue;
+            }
+            if st.tcp.is_none() && !p.payload.is_empty() {
+                st.tcp = clear::tcp_framing(p.payload);
+                if st.tcp.is_none() {
+                    st.done = true;
+                    return Action::Continue;
+                }
             }
         }
         if st.by == BY_RTP {
