@@ -97,11 +97,19 @@ pub fn starts_request(b: &[u8]) -> bool {
 /// True when `b` may still become the start of a request: it starts one,
 /// or it is a short start of a method and its space (a first segment of a
 /// few bytes).
+#[inline(always)]
 fn may_start_request(b: &[u8]) -> bool {
-    // The common case first: a first byte no method starts with.
+    // The common case first, where it is called: a first byte no method
+    // starts with.
     if b.first().is_some_and(|&c| !METHOD_FIRST[usize::from(c)]) {
         return false;
     }
+    may_start_request_whole(b)
+}
+
+/// [`may_start_request`] past its first byte's test.
+#[inline(never)]
+fn may_start_request_whole(b: &[u8]) -> bool {
     starts_request(b)
         || METHODS
             .iter()

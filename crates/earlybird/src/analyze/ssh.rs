@@ -214,9 +214,10 @@ fn skim(k: &mut Skim, mut b: &[u8]) -> Skimmed {
             k.plain = true;
         }
         // `feed` keeps a line's first MAX_LINE bytes and looks for a NUL
-        // in them.
+        // in them (the `memchr` crate's search: the slice's own
+        // `contains` is slower).
         let room = MAX_LINE.saturating_sub(k.seen);
-        if part[..part.len().min(room)].contains(&0) {
+        if memchr::memchr(0, &part[..part.len().min(room)]).is_some() {
             return Skimmed::Stop;
         }
         k.seen += part.len();
@@ -247,6 +248,17 @@ pub struct State {
     pre_plain: bool,
     /// Before `sides`: the server's side was given up.
     pre_gone: bool,
+}
+
+/// True when `b`'s first bytes (at most four) are those of `SSH-`: a
+/// client's first payload that may start its banner.
+#[inline(always)]
+fn may_be_banner(b: &[u8]) -> bool {
+    // A pattern, not a slice comparison: that is a call to `memcmp`.
+    matches!(
+        b,
+        [] | [b'S'] | [b'S', b'S'] | [b'S', b'S', b'H'] | [b'S', b'S', b'H', b'-', ..]
+    )
 }
 
 impl State {
@@ -299,8 +311,7 @@ impl Analyzer for Ssh {
         if p.payload_len == 0 {
             return None;
         }
-        let n = p.payload.len().min(4);
-        let off = p.proto != TCP || (p.from_client && p.payload[..n] != b"SSH-"[..n]);
+        let off = p.proto != TCP || (p.from_client && !may_be_banner(p.payload));
         off.then_some([true; 2])
     }
 
@@ -333,8 +344,7 @@ impl Analyzer for Ssh {
         if st.sides.is_none() {
             if p.from_client {
                 // The client speaks first and not SSH: nothing is held.
-                let n = p.payload.len().min(4);
-                if p.payload[..n] != b"SSH-"[..n] {
+                if !may_be_banner(p.payload) {
                     st.off = true;
                     return Action::Continue;
                 }
@@ -422,6 +432,30 @@ impl Analyzer for Ssh {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_banner_may_start_where_the_first_bytes_are_those_of_ssh() {
+        // As the slice comparison it stands for, on every input of up to
+        // five bytes over an alphabet around `SSH-`.
+        let alphabet = [b'S', b'H', b'-', b's', 0, b'2'];
+        let mut inputs = vec![Vec::new()];
+        for len in 1..=5 {
+            let mut next = Vec::new();
+            for v in inputs.iter().filter(|v| v.len() == len - 1) {
+                for &c in &alphabet {
+                    let mut w = v.clone();
+                    w.push(c);
+                    next.push(w);
+                }
+            }
+            inputs.extend(next);
+        }
+        assert_eq!(inputs.len(), 1 + 6 + 36 + 216 + 1296 + 7776);
+        for b in &inputs {
+            let n = b.len().min(4);
+            assert_eq!(may_be_banner(b), b[..n] == b"SSH-"[..n], "{b:?}");
+        }
+    }
 
     #[test]
     fn a_client_line_that_only_begins_like_a_banner_ends_the_side() {

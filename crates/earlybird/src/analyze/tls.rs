@@ -406,7 +406,8 @@ impl Handshake {
 /// (`16 03 .. .. .. 01`).
 #[inline]
 fn client_hello_start(b: &[u8]) -> bool {
-    b.len() >= 6 && b[..2] == [0x16, 0x03] && b[5] == tls_hello::CLIENT_HELLO
+    // A pattern, not a slice comparison: that is a call to `memcmp`.
+    matches!(b, [0x16, 0x03, _, _, _, tls_hello::CLIENT_HELLO, ..])
 }
 
 /// True when `ip` is an IPv4 packet whose TCP header [`tcp_seq`] reads

@@ -278,3 +278,23 @@ fn a_flow_that_is_not_a_handshake_costs_32_bytes() {
     tls.packet(&mut st, &view);
     assert!(st.hs.is_none() && st.done);
 }
+
+#[test]
+fn a_client_hello_starts_with_a_handshake_record_of_version_3_and_type_1() {
+    let hello = client_hello_record();
+    assert!(client_hello_start(&hello));
+    assert!(client_hello_start(&hello[..6]));
+    assert!(
+        !client_hello_start(&hello[..5]),
+        "cut before the message type"
+    );
+    for (at, other) in [(0, 23u8), (1, 2), (5, 2)] {
+        let mut b = hello.clone();
+        b[at] = other;
+        assert!(!client_hello_start(&b), "byte {at} = {other}");
+    }
+    // Bytes 2 to 4 (minor version, length) may be anything.
+    let mut b = hello[..6].to_vec();
+    b[2..5].copy_from_slice(&[0xff, 0xff, 0xff]);
+    assert!(client_hello_start(&b));
+}
