@@ -228,17 +228,32 @@ pub struct Rows {
     width: usize,
     cells: Vec<Cell>,
     text: Vec<u8>,
+    /// Per row: where its cells start in `cells`, or [`NULLS`] for a row
+    /// of nulls, which keeps no cells (most records' analyzer cells: the
+    /// analyzers found nothing in most flows).
+    at: Vec<usize>,
+    /// A cell of the row being filled was written.
+    wrote: bool,
+    /// The rows a batch expects: room for them is made when the width is
+    /// first set ([`Rows::expecting`]).
+    expect: usize,
 }
+
+/// [`Rows::at`] of a row of nulls.
+const NULLS: usize = usize::MAX;
 
 impl Rows {
     /// Number of rows.
     pub fn len(&self) -> usize {
-        self.cells.len().checked_div(self.width).unwrap_or(0)
+        if self.width == 0 {
+            return 0;
+        }
+        self.at.len()
     }
 
     /// True when there is no row.
     pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
+        self.len() == 0
     }
 
     /// Cells per row (of the rows pushed last).
@@ -246,15 +261,24 @@ impl Rows {
         self.width
     }
 
+    /// Rows of `width` from here on: a width other than the rows' so far
+    /// clears them first.
+    #[inline]
+    fn set_width(&mut self, width: usize) {
+        if width != self.width {
+            self.clear();
+            self.width = width;
+            self.cells.reserve(self.expect * width);
+            self.at.reserve(self.expect);
+        }
+    }
+
     /// Appends a row of `width` cells written by `fill` (cells it does not
     /// write are null; cells past `width` are dropped). A width other than
     /// the rows' so far clears them first.
     #[inline]
     pub fn push_row(&mut self, width: usize, fill: impl FnOnce(&mut Cells<'_>)) {
-        if width != self.width {
-            self.clear();
-            self.width = width;
-        }
+        self.set_width(width);
         // The row is laid down as nulls in one go and `fill` writes over
         // them in turn: what it leaves is null without a fill per section.
         let start = self.cells.len();
@@ -264,12 +288,29 @@ impl Rows {
             Some(nulls) => self.cells.extend_from_slice(nulls),
             None => self.cells.resize(start + width, Cell::Null),
         }
+        self.wrote = false;
         let mut c = Cells {
             rows: self,
             at: start,
             end: start + width,
         };
         fill(&mut c);
+        if self.wrote {
+            self.at.push(start);
+        } else {
+            self.cells.truncate(start);
+            self.at.push(NULLS);
+        }
+    }
+
+    /// No rows; room for `rows` rows is made when their width is known
+    /// (their first row): a batch of records whose analyzers' width the
+    /// batch's maker does not know.
+    pub fn expecting(rows: usize) -> Rows {
+        Rows {
+            expect: rows,
+            ..Rows::default()
+        }
     }
 
     /// No rows, with room for `rows` rows of `width` cells and `text`
@@ -279,6 +320,9 @@ impl Rows {
             width,
             cells: Vec::with_capacity(rows * width),
             text: Vec::with_capacity(text),
+            at: Vec::with_capacity(rows),
+            wrote: false,
+            expect: rows,
         }
     }
 
@@ -293,6 +337,9 @@ impl Rows {
             width,
             cells: Vec::with_capacity(rows * width),
             text,
+            at: Vec::with_capacity(rows),
+            wrote: false,
+            expect: rows,
         }
     }
 
@@ -301,16 +348,28 @@ impl Rows {
         self.text.len()
     }
 
-    /// Appends a row of nulls.
+    /// Appends a row of nulls (it keeps no cells).
+    #[inline]
     pub fn push_null(&mut self, width: usize) {
-        self.push_row(width, |_| {});
+        self.set_width(width);
+        self.at.push(NULLS);
+    }
+
+    /// The cells of row `i`; `None` for a row of nulls or outside the
+    /// rows.
+    #[inline]
+    fn cells_of(&self, i: usize) -> Option<&[Cell]> {
+        match self.at.get(i) {
+            Some(&a) if a != NULLS => self.cells.get(a..a + self.width),
+            _ => None,
+        }
     }
 
     /// True when the cells `cols` of row `i` are all null (cells outside
     /// the rows count as null).
     #[inline]
     pub fn nulls(&self, i: usize, cols: &[usize]) -> bool {
-        let Some(row) = self.cells.get(i * self.width..(i + 1) * self.width) else {
+        let Some(row) = self.cells_of(i) else {
             return true;
         };
         cols.iter()
@@ -319,10 +378,7 @@ impl Rows {
 
     /// Cell `j` of row `i`; `Null` outside the rows.
     pub fn get(&self, i: usize, j: usize) -> Value<'_> {
-        if j >= self.width {
-            return Value::Null;
-        }
-        match self.cells.get(i * self.width + j) {
+        match self.cells_of(i).and_then(|row| row.get(j)) {
             None | Some(Cell::Null) => Value::Null,
             Some(Cell::U64(v)) => Value::U64(*v),
             Some(Cell::I64(v)) => Value::I64(*v),
@@ -349,6 +405,7 @@ impl Rows {
     pub fn clear(&mut self) {
         self.cells.clear();
         self.text.clear();
+        self.at.clear();
     }
 }
 
@@ -443,6 +500,7 @@ impl Cells<'_> {
     fn put(&mut self, c: Cell) {
         if self.at < self.end {
             self.rows.cells[self.at] = c;
+            self.rows.wrote = true;
             self.at += 1;
         }
     }
@@ -531,8 +589,7 @@ impl Cells<'_> {
     /// no row `i`): what [`Rows::get`] would read of each, written in turn,
     /// without reading each cell as a [`Value`].
     pub fn row_of(&mut self, src: &Rows, i: usize) {
-        let from = i * src.width;
-        let Some(cells) = src.cells.get(from..from + src.width) else {
+        let Some(cells) = self.src_row(src, i) else {
             return;
         };
         for c in cells {
@@ -551,13 +608,25 @@ impl Cells<'_> {
     /// [`Rows::sharing_text`] of `src` (whose text their text cells point
     /// into): what [`Cells::row_of`] writes there.
     pub(crate) fn row_as_is(&mut self, src: &Rows, i: usize) {
-        let from = i * src.width;
-        let Some(cells) = src.cells.get(from..from + src.width) else {
+        let Some(cells) = self.src_row(src, i) else {
             return;
         };
         let n = cells.len().min(self.end.saturating_sub(self.at));
         self.rows.cells[self.at..self.at + n].copy_from_slice(&cells[..n]);
+        self.rows.wrote |= n > 0;
         self.at += n;
+    }
+
+    /// The cells of row `i` of `src` to copy; `None` when there are
+    /// none: `src` has no row `i`, or it is a row of nulls, whose cells
+    /// are passed over here (they are null already).
+    #[inline]
+    fn src_row<'s>(&mut self, src: &'s Rows, i: usize) -> Option<&'s [Cell]> {
+        let row = src.cells_of(i);
+        if row.is_none() && i < src.len() {
+            self.nulls(src.width);
+        }
+        row
     }
 
     fn text_bytes(&mut self, b: &[u8]) {
@@ -663,6 +732,59 @@ mod tests {
         });
         assert_eq!(b.row(2).collect::<Vec<_>>(), [Value::Null; 6]);
         assert_eq!(b.len(), 3);
+    }
+
+    #[test]
+    fn rows_of_nulls_keep_no_cells_and_read_as_null_rows() {
+        let mut r = Rows::expecting(8);
+        r.push_null(3);
+        r.push_row(3, |c| c.u64(9));
+        r.push_row(3, |c| c.nulls(3));
+        r.push_row(3, |c| c.null());
+        r.push_null(3);
+        assert_eq!(r.len(), 5);
+        // The rows of nulls hold no cells; a null written is kept.
+        assert_eq!(r.cells.len(), 6);
+        assert!(r.cells.capacity() >= 8 * 3);
+        let nulls = [Value::Null; 3];
+        for i in [0, 2, 3, 4] {
+            assert_eq!(r.row(i).collect::<Vec<_>>(), nulls, "row {i}");
+            assert!(r.nulls(i, &[0, 1, 2]), "row {i}");
+        }
+        assert_eq!(
+            r.row(1).collect::<Vec<_>>(),
+            [Value::U64(9), Value::Null, Value::Null]
+        );
+        assert!(!r.nulls(1, &[0]) && r.nulls(1, &[1, 2]));
+        // Copied cell by cell and as they are, a row of nulls moves the
+        // writer past its cells: what follows lands after them.
+        for as_is in [false, true] {
+            let mut out = Rows::sharing_text(&r, 5, 4, 0);
+            for i in 0..5 {
+                out.push_row(4, |c| {
+                    if as_is {
+                        c.row_as_is(&r, i)
+                    } else {
+                        c.row_of(&r, i)
+                    }
+                    c.u64(i as u64);
+                });
+            }
+            for i in 0..5 {
+                let mut want: Vec<_> = r.row(i).collect();
+                want.push(Value::U64(i as u64));
+                assert_eq!(
+                    out.row(i).collect::<Vec<_>>(),
+                    want,
+                    "row {i}, as is {as_is}"
+                );
+            }
+        }
+        // A width other than the rows' so far clears them.
+        r.push_null(2);
+        assert_eq!((r.len(), r.cells.len()), (1, 0));
+        r.clear();
+        assert!(r.is_empty());
     }
 
     #[test]

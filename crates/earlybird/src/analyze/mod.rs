@@ -899,7 +899,7 @@ macro_rules! registry {
                 {
                     // No analyzer on made a state of the flow (all lazy)
                     // and each would write nothing: the row stays null.
-                    rows.push_row(self.width, |_| {});
+                    rows.push_null(self.width);
                     return;
                 }
                 let mut bit = 1u16;

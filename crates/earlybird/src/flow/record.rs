@@ -212,6 +212,9 @@ impl RecordBatch {
             // a batch copied them at each doubling.
             raw: Vec::with_capacity(records),
             early: Vec::with_capacity(records * stride),
+            // The analyzers' cells: room made at the first row (the batch
+            // does not know their width), not grown from nothing.
+            analyzed: Rows::expecting(records),
             stride,
             ..RecordBatch::default()
         }
