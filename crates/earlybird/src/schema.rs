@@ -18,6 +18,9 @@
 //! arrays grow (they are reused batch after batch), a row always has
 //! exactly the declared width (missing cells are null, extra cells are
 //! dropped) and text is cut at [`MAX_TEXT`] bytes on a character boundary.
+//! A row nothing was written in keeps no cells (most flows' analyzer
+//! cells): it reads as nulls, and is known to be null without a look at
+//! its cells.
 //! A cell carries its own value type; the field's [`FieldType`] documents
 //! what its producer writes there. Nothing here panics on any value.
 
