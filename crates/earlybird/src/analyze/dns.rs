@@ -32,7 +32,7 @@ use super::dns_wire::{self, Data};
 use super::{Action, Analyzer, PacketView};
 use crate::schema::{Cells, Field, FieldType};
 use crate::time::Nanos;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt::Write;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -52,6 +52,10 @@ pub const CACHE: usize = 65_536;
 #[derive(Debug, Default)]
 pub struct Dns {
     names: Option<RefCell<Names>>,
+    /// The cache holds an address (as of the last [`Dns::turn`], the only
+    /// place it changes): a flow's start looks no further while it holds
+    /// none.
+    holds: Cell<bool>,
 }
 
 /// A shard's side of the name-by-address cache.
@@ -92,6 +96,7 @@ impl Dns {
     pub fn with_board(board: Arc<Board>, shard: usize) -> Dns {
         Dns {
             names: Some(RefCell::new(Names::new(board, shard))),
+            holds: Cell::new(false),
         }
     }
 
@@ -110,6 +115,7 @@ impl Dns {
             n.turn = turn;
         }
         n.replica.advance(&n.board, turn);
+        self.holds.set(!n.replica.is_empty());
     }
 
     /// A flow to `server()` starts at `ts`: its state takes the name
@@ -130,10 +136,10 @@ impl Dns {
         server: impl FnOnce() -> IpAddr,
         ts: Nanos,
     ) -> Option<Box<(Box<str>, Nanos)>> {
-        let n = self.names.as_ref()?.borrow();
-        if n.replica.is_empty() {
+        if !self.holds.get() {
             return None;
         }
+        let n = self.names.as_ref()?.borrow();
         n.replica
             .lookup(server(), ts)
             .map(|(name, age)| Box::new((name.into(), age)))

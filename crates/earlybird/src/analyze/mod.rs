@@ -569,6 +569,11 @@ macro_rules! registry {
             tcp_empty_declined: u16,
             /// The `dns` analyzer's bit (0 when it is off).
             dns_bit: u16,
+            /// A flow none of the analyzers on made a state for records
+            /// a row of nulls: they are all lazy, each declined flow
+            /// records all null ([`Analyzer::DECLINED_NULL`]) and the
+            /// run does not sample packets (whose fields end the row).
+            null_unmade: bool,
             /// Per slot (with `early`), for the client's and the server's
             /// packets: the bits of the analyzers done with them (both:
             /// done with the flow); all of `all` for both: the flow left
@@ -617,6 +622,7 @@ macro_rules! registry {
                     null_declined: 0,
                     tcp_empty_declined: 0,
                     dns_bit: 0,
+                    null_unmade: false,
                     done: Vec::new(),
                 };
                 $($(#[$attr])* {
@@ -639,6 +645,10 @@ macro_rules! registry {
                 if a.sample.is_some() {
                     a.width += crate::sample::FIELDS.len();
                 }
+                a.null_unmade = a.all != 0
+                    && a.lazy == a.all
+                    && a.null_declined == a.all
+                    && a.sample.is_none();
                 $($(#[$attr])* if a.all == bit::$name {
                     a.route = Route::$name;
                 })*
@@ -890,18 +900,23 @@ macro_rules! registry {
             /// Appends the fields of the flow in slot `s` as one row; the
             /// flow was seen with `(packets, bytes)` (for the sampling
             /// estimates).
+            #[inline]
             pub(crate) fn record(&mut self, s: usize, rows: &mut Rows, seen: (u64, u64)) {
-                let sample = self.sample;
                 let fresh = self.done.get(s).map_or(0, |d| d[2]);
-                if fresh & self.all == self.all
-                    && self.null_declined == self.all
-                    && sample.is_none()
-                {
+                if self.null_unmade && fresh & self.all == self.all {
                     // No analyzer on made a state of the flow (all lazy)
                     // and each would write nothing: the row stays null.
                     rows.push_null(self.width);
                     return;
                 }
+                self.record_made(s, rows, seen, fresh);
+            }
+
+            /// [`Active::record`] of a flow an analyzer on made a state
+            /// for (or whose row is not all null).
+            #[inline(never)]
+            fn record_made(&mut self, s: usize, rows: &mut Rows, seen: (u64, u64), fresh: u16) {
+                let sample = self.sample;
                 let mut bit = 1u16;
                 rows.push_row(self.width, |c| {
                     $($(#[$attr])* {
