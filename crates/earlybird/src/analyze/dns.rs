@@ -352,6 +352,7 @@ impl Analyzer for Dns {
 
     const EMPTY: bool = false;
     const LAZY: bool = true;
+    const SPARSE: bool = true;
 
     /// What `packet` decides from a flow's first payload, before a name
     /// is cached for it (its state is then made at the flow's start): TCP

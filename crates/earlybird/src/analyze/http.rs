@@ -223,6 +223,7 @@ impl Analyzer for Http {
 
     const EMPTY: bool = false;
     const LAZY: bool = true;
+    const SPARSE: bool = true;
 
     /// What `packet` decides from a side's first payload while no request
     /// is read: not TCP (the flow), or not the start of a request (that

@@ -11,7 +11,10 @@
 //!   pays one predictable branch per packet and nothing else.
 //! - Calls are statically dispatched: `Active` holds one optional side
 //!   array of states per registered analyzer, indexed by the flow's slot in
-//!   the table, and the table calls `Active::packet_with` after it has
+//!   the table (a sparse one's, [`Analyzer::SPARSE`]: a side array of
+//!   4-byte indexes into the states it made, each returned when its flow
+//!   is recorded), and the
+//!   table calls `Active::packet_with` after it has
 //!   accounted each packet (the packet count in [`PacketView::index`]
 //!   includes it); the loop over the analyzers on is compiled per route
 //!   (one analyzer alone, the payload labellers together, any other
@@ -223,6 +226,14 @@ pub trait Analyzer: Default + Send + 'static {
     /// nothing), and a flow it declines costs it no state reset, no call
     /// and no record of a state.
     const LAZY: bool = false;
+    /// With [`Self::LAZY`]: whether its states are kept apart, one for
+    /// each flow it reads, found through a side array of 4-byte indexes
+    /// by slot and returned when the flow is recorded, rather than one
+    /// per slot. For an analyzer that reads few of the flows it is shown
+    /// (the payload labellers): less memory per slot, no state filled in
+    /// or dropped for the slots between, one load more for each packet it
+    /// is shown of a flow it reads.
+    const SPARSE: bool = false;
     /// With [`Self::LAZY`]: whether, while its state of a TCP flow is not
     /// made, it declines every TCP packet without payload (SYN or not),
     /// and what it does with the flow's later packets does not depend on
@@ -292,10 +303,27 @@ pub struct Options<'a> {
     pub sample: Option<&'a crate::sample::Sampling>,
 }
 
-/// One analyzer's side array of per-flow states.
+/// One analyzer's per-flow states: a side array indexed by the flow's
+/// slot; for a sparse one ([`Analyzer::SPARSE`]) the states it made,
+/// with a side array of 4-byte indexes into them, so that a flow it
+/// declines costs it no state, and a state it made is returned when its
+/// flow is recorded.
 struct Slots<A: Analyzer> {
     analyzer: A,
+    /// By slot; sparse: the states made, where `index` says.
     states: Vec<A::State>,
+    /// Sparse: per slot, 1 + the place in `states` of the slot's state, 0
+    /// when it has none.
+    index: Vec<u32>,
+    /// Sparse: places in `states` whose flow was recorded, to make the
+    /// next state in.
+    free: Vec<u32>,
+}
+
+/// Whether analyzer `A`'s states are kept apart ([`Analyzer::SPARSE`], only
+/// with [`Analyzer::LAZY`]).
+const fn sparse<A: Analyzer>() -> bool {
+    A::SPARSE && A::LAZY
 }
 
 impl<A: Analyzer> Slots<A> {
@@ -303,13 +331,64 @@ impl<A: Analyzer> Slots<A> {
         Slots {
             analyzer: A::configure(opts),
             states: Vec::new(),
+            index: Vec::new(),
+            free: Vec::new(),
         }
     }
 
     /// Makes slot `s`'s state: `Default`.
     #[inline]
     fn start(&mut self, s: usize) {
-        start_slot(&mut self.states, s, A::State::default);
+        if sparse::<A>() {
+            self.start_apart(s);
+        } else {
+            start_slot(&mut self.states, s, A::State::default);
+        }
+    }
+
+    /// [`Self::start`] of a sparse analyzer: the slot's state made where
+    /// a recorded flow left one, or at the end.
+    #[inline(never)]
+    fn start_apart(&mut self, s: usize) {
+        if let Some(k) = self.index.get(s).copied().filter(|&k| k != 0) {
+            // A state its slot's earlier flow left (not recorded).
+            self.states[k as usize - 1] = A::State::default();
+            return;
+        }
+        let at = match self.free.pop() {
+            Some(at) => {
+                self.states[at as usize] = A::State::default();
+                at
+            }
+            None => {
+                self.states.push(A::State::default());
+                (self.states.len() - 1) as u32
+            }
+        };
+        start_slot(&mut self.index, s, || 0);
+        self.index[s] = at + 1;
+    }
+
+    /// Slot `s`'s state, if it has one.
+    #[inline(always)]
+    fn state(&mut self, s: usize) -> Option<&mut A::State> {
+        if !sparse::<A>() {
+            return self.states.get_mut(s);
+        }
+        match self.index.get(s) {
+            Some(&k) if k != 0 => self.states.get_mut(k as usize - 1),
+            _ => None,
+        }
+    }
+
+    /// Whether slot `s` holds a state.
+    #[cfg(test)]
+    fn holds(&self, s: usize) -> bool {
+        if sparse::<A>() {
+            self.index.get(s).is_some_and(|&k| k != 0)
+        } else {
+            s < self.states.len()
+        }
     }
 
     /// [`Self::packet`] for a flow whose state is not made (`fresh`, with
@@ -339,7 +418,15 @@ impl<A: Analyzer> Slots<A> {
     /// of the flow after it.
     #[inline(always)]
     fn packet(&mut self, s: usize, p: &PacketView<'_>) -> (Action, [bool; 2]) {
-        match self.states.get_mut(s) {
+        let at = if sparse::<A>() {
+            match self.index.get(s) {
+                Some(&k) if k != 0 => k as usize - 1,
+                _ => return (Action::Continue, [false; 2]),
+            }
+        } else {
+            s
+        };
+        match self.states.get_mut(at) {
             Some(st) => {
                 let act = self.analyzer.packet(st, p);
                 if !A::ENDS_EARLY {
@@ -363,12 +450,29 @@ impl<A: Analyzer> Slots<A> {
             self.analyzer.record_declined(out);
             return;
         }
-        match self.states.get_mut(s) {
-            Some(st) => {
-                self.analyzer.finish(st);
-                self.analyzer.record(st, out);
+        let Slots {
+            analyzer, states, ..
+        } = self;
+        let at = if sparse::<A>() {
+            match self.index.get_mut(s) {
+                Some(k) if *k != 0 => {
+                    // The state goes back with its flow's record.
+                    let at = *k - 1;
+                    *k = 0;
+                    self.free.push(at);
+                    Some(at as usize)
+                }
+                _ => None,
             }
-            None => self.analyzer.record(&A::State::default(), out),
+        } else {
+            Some(s)
+        };
+        match at.and_then(|at| states.get_mut(at)) {
+            Some(st) => {
+                analyzer.finish(st);
+                analyzer.record(st, out);
+            }
+            None => analyzer.record(&A::State::default(), out),
         }
     }
 }
@@ -991,7 +1095,7 @@ impl Active {
         // a name found.
         if let Some(name) = d.analyzer.cached(server, ts) {
             d.start(s);
-            if let Some(st) = d.states.get_mut(s) {
+            if let Some(st) = d.state(s) {
                 st.keep_cached(name);
             }
             if let Some(bits) = self.done.get_mut(s) {

@@ -303,6 +303,7 @@ impl Analyzer for Ssh {
 
     const EMPTY: bool = false;
     const LAZY: bool = true;
+    const SPARSE: bool = true;
 
     /// What `packet` decides from a flow's first payload: not TCP, or the
     /// client's and not the start of `SSH-`. Then nothing is recorded.

@@ -356,6 +356,68 @@ fn a_flow_the_labellers_decline_makes_no_state_and_records_nulls() {
 }
 
 #[test]
+fn a_lazy_analyzers_states_are_made_for_the_flows_it_reads_and_return_with_their_records() {
+    let mut a = super::Active::new(&["http".to_string()]).unwrap();
+    let request = |host: &str| -> &'static [u8] {
+        format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n")
+            .into_bytes()
+            .leak()
+    };
+    let view = |payload: &'static [u8]| PacketView {
+        ts: 1_000,
+        from_client: true,
+        index: 1,
+        size: 40 + payload.len() as u16,
+        tcp_flags: 0x18,
+        proto: 6,
+        payload_len: payload.len() as u16,
+        payload,
+        ip: &[],
+        tcp_starts: &TcpStarts::NONE,
+    };
+    let slots = |a: &super::Active| {
+        let h = a.each.http.as_ref().unwrap();
+        (h.states.len(), h.free.len(), h.index.len())
+    };
+    // Flows in slots 0, 5 and 9 read, the one in slot 3 declined: three
+    // states, one index per slot up to the last.
+    for (s, host) in [(0, "a.example"), (5, "b.example"), (9, "c.example")] {
+        a.start(s);
+        a.packet(s, &view(request(host)));
+    }
+    a.start(3);
+    a.packet(3, &view(b"\x16\x03\x01\x00\x05\x01"));
+    assert_eq!(slots(&a), (3, 0, 10));
+    let mut rows = crate::schema::Rows::default();
+    let host = |rows: &crate::schema::Rows, i| rows.row(i).any(|v| v == Value::Text("b.example"));
+    a.record(5, &mut rows, (1, 0));
+    assert!(host(&rows, 0));
+    assert_eq!(slots(&a), (3, 1, 10), "slot 5's state returned");
+    // The next flow made reuses it; a slot whose earlier flow was not
+    // recorded (slot 0) starts its new flow with a fresh state there.
+    a.start(12);
+    a.packet(12, &view(request("d.example")));
+    a.start(0);
+    a.packet(0, &view(request("e.example")));
+    assert_eq!(slots(&a), (3, 0, 13));
+    for (s, want) in [
+        (3, None),
+        (0, Some("e.example")),
+        (9, Some("c.example")),
+        (12, Some("d.example")),
+    ] {
+        let mut rows = crate::schema::Rows::default();
+        a.record(s, &mut rows, (1, 0));
+        let row: Vec<_> = rows.row(0).collect();
+        match want {
+            Some(h) => assert!(row.contains(&Value::Text(h)), "slot {s}: {row:?}"),
+            None => assert!(row.iter().all(|v| *v == Value::Null), "slot {s}: {row:?}"),
+        }
+    }
+    assert_eq!(slots(&a), (3, 3, 13), "every state returned");
+}
+
+#[test]
 fn a_slot_started_holds_a_fresh_state_whatever_the_array_held() {
     let mut v = vec![1, 2];
     super::start_slot(&mut v, 0, || 9);

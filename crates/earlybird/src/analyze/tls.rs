@@ -518,6 +518,7 @@ impl Analyzer for Tls {
     const EMPTY: bool = false;
     const STARTS: bool = true;
     const LAZY: bool = true;
+    const SPARSE: bool = true;
 
     /// What `packet` decides from a flow's first packet: TCP, a first
     /// payload that is not a ClientHello's start with no SYN of its side
