@@ -348,6 +348,8 @@ impl<A: Analyzer> Slots<A> {
 
     /// [`Self::start`] of a sparse analyzer: the slot's state made where
     /// a recorded flow left one, or at the end.
+    // Out of line: inlined into a route's loop it moved the loop's
+    // registers (voip200's media run +1.1 M, BENCHMARKS.md S27).
     #[inline(never)]
     fn start_apart(&mut self, s: usize) {
         if let Some(k) = self.index.get(s).copied().filter(|&k| k != 0) {
