@@ -352,9 +352,9 @@ impl<A: Analyzer> Slots<A> {
     // registers (voip200's media run +1.1 M, BENCHMARKS.md S27).
     #[inline(never)]
     fn start_apart(&mut self, s: usize) {
-        if let Some(k) = self.index.get(s).copied().filter(|&k| k != 0) {
+        if let Some(at) = self.place(s) {
             // A state its slot's earlier flow left (not recorded).
-            self.states[k as usize - 1] = A::State::default();
+            self.states[at] = A::State::default();
             return;
         }
         let at = match self.free.pop() {
@@ -371,26 +371,29 @@ impl<A: Analyzer> Slots<A> {
         self.index[s] = at + 1;
     }
 
+    /// Where slot `s`'s state is in `states`: the slot itself, or for a
+    /// sparse analyzer where its index says (`None`: it has none).
+    #[inline(always)]
+    fn place(&self, s: usize) -> Option<usize> {
+        if !sparse::<A>() {
+            return Some(s);
+        }
+        match self.index.get(s) {
+            Some(&k) if k != 0 => Some(k as usize - 1),
+            _ => None,
+        }
+    }
+
     /// Slot `s`'s state, if it has one.
     #[inline(always)]
     fn state(&mut self, s: usize) -> Option<&mut A::State> {
-        if !sparse::<A>() {
-            return self.states.get_mut(s);
-        }
-        match self.index.get(s) {
-            Some(&k) if k != 0 => self.states.get_mut(k as usize - 1),
-            _ => None,
-        }
+        self.place(s).and_then(|at| self.states.get_mut(at))
     }
 
     /// Whether slot `s` holds a state.
     #[cfg(test)]
     fn holds(&self, s: usize) -> bool {
-        if sparse::<A>() {
-            self.index.get(s).is_some_and(|&k| k != 0)
-        } else {
-            s < self.states.len()
-        }
+        self.place(s).is_some_and(|at| at < self.states.len())
     }
 
     /// [`Self::packet`] for a flow whose state is not made (`fresh`, with
@@ -420,13 +423,8 @@ impl<A: Analyzer> Slots<A> {
     /// of the flow after it.
     #[inline(always)]
     fn packet(&mut self, s: usize, p: &PacketView<'_>) -> (Action, [bool; 2]) {
-        let at = if sparse::<A>() {
-            match self.index.get(s) {
-                Some(&k) if k != 0 => k as usize - 1,
-                _ => return (Action::Continue, [false; 2]),
-            }
-        } else {
-            s
+        let Some(at) = self.place(s) else {
+            return (Action::Continue, [false; 2]);
         };
         match self.states.get_mut(at) {
             Some(st) => {
@@ -452,29 +450,18 @@ impl<A: Analyzer> Slots<A> {
             self.analyzer.record_declined(out);
             return;
         }
-        let Slots {
-            analyzer, states, ..
-        } = self;
-        let at = if sparse::<A>() {
-            match self.index.get_mut(s) {
-                Some(k) if *k != 0 => {
-                    // The state goes back with its flow's record.
-                    let at = *k - 1;
-                    *k = 0;
-                    self.free.push(at);
-                    Some(at as usize)
-                }
-                _ => None,
-            }
-        } else {
-            Some(s)
-        };
-        match at.and_then(|at| states.get_mut(at)) {
+        let at = self.place(s);
+        if let (true, Some(at)) = (sparse::<A>(), at) {
+            // The state goes back with its flow's record.
+            self.index[s] = 0;
+            self.free.push(at as u32);
+        }
+        match at.and_then(|at| self.states.get_mut(at)) {
             Some(st) => {
-                analyzer.finish(st);
-                analyzer.record(st, out);
+                self.analyzer.finish(st);
+                self.analyzer.record(st, out);
             }
-            None => analyzer.record(&A::State::default(), out),
+            None => self.analyzer.record(&A::State::default(), out),
         }
     }
 }
@@ -666,9 +653,6 @@ macro_rules! registry {
             /// The bits of the analyzers on whose states are made lazily
             /// ([`Analyzer::LAZY`]).
             lazy: u16,
-            /// The bits of the lazy analyzers on whose declined flows
-            /// record all null ([`Analyzer::DECLINED_NULL`]).
-            null_declined: u16,
             /// The bits of the lazy analyzers on not shown a TCP packet
             /// without payload of a flow whose state they have not made
             /// ([`Analyzer::TCP_EMPTY_DECLINED`]).
@@ -725,7 +709,6 @@ macro_rules! registry {
                     no_empty: 0,
                     starts: false,
                     lazy: 0,
-                    null_declined: 0,
                     tcp_empty_declined: 0,
                     dns_bit: 0,
                     null_unmade: false,
@@ -746,14 +729,13 @@ macro_rules! registry {
                 a.no_empty = a.all & NO_EMPTY;
                 a.starts = a.all & STARTS != 0;
                 a.lazy = a.all & LAZY;
-                a.null_declined = a.all & NULL_DECLINED;
                 a.tcp_empty_declined = a.all & TCP_EMPTY_DECLINED;
                 if a.sample.is_some() {
                     a.width += crate::sample::FIELDS.len();
                 }
                 a.null_unmade = a.all != 0
                     && a.lazy == a.all
-                    && a.null_declined == a.all
+                    && a.all & NULL_DECLINED == a.all
                     && a.sample.is_none();
                 $($(#[$attr])* if a.all == bit::$name {
                     a.route = Route::$name;
