@@ -237,6 +237,13 @@ impl<C: Consumer> FlowTable<C> {
     /// been appended to [`Self::out`] or none is left; returns true once the
     /// table is empty. Lets the caller hand records over between steps, so a
     /// table of millions of flows never builds one giant batch.
+    ///
+    /// The index is emptied in whichever way costs less: each flow's bucket
+    /// removed as the flow ends while the live flows are few beside the
+    /// buckets ([`Self::few_live`]), else the whole index cleared in one
+    /// pass at the end. Ends of time domains (a directory of short
+    /// captures: one per file) flush a table holding a few hundred flows,
+    /// whose index still has millions of buckets.
     pub fn flush_some(&mut self, max: usize) -> bool {
         let mut emitted = 0;
         while self.flush_cursor < self.high {
@@ -251,18 +258,34 @@ impl<C: Consumer> FlowTable<C> {
                     None if self.entries[s].state & CLOSED != 0 => close_reason(&self.entries[s]),
                     None => EndReason::EndOfInput,
                 };
-                // Every flow goes: no per-flow index deletion, the index is
-                // cleared below in one pass.
                 self.emit(s, r);
-                self.entries[s].state = 0;
-                self.free.push(s as u32);
+                // `used` only falls by a removal, so a flush that starts
+                // with few live flows removes every one of them, and one
+                // that does not removes none.
+                if self.few_live() {
+                    self.remove(s);
+                } else {
+                    self.entries[s].state = 0;
+                    self.free.push(s as u32);
+                }
                 emitted += 1;
             }
         }
-        self.index.as_mut_slice().fill(0);
-        self.used = 0;
+        if self.used != 0 {
+            self.index.as_mut_slice().fill(0);
+            self.used = 0;
+        }
         self.flush_cursor = 0;
         true
+    }
+
+    /// Whether removing each live flow's bucket (a probe from its home
+    /// bucket, a cache line or two) costs less than clearing the whole
+    /// index: fewer live flows than a 128th of the buckets (a removal
+    /// against 512 bytes of the clearing pass).
+    #[inline]
+    fn few_live(&self) -> bool {
+        self.used < (self.mask + 1) / 128
     }
 }
 

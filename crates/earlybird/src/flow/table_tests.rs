@@ -248,6 +248,43 @@ fn flush_in_steps_hands_over_every_flow_once() {
 }
 
 #[test]
+fn a_flush_of_few_flows_empties_the_index_flow_by_flow() {
+    // 40 flows in an index of at least 2 × 65,536 buckets: each flow's
+    // bucket is removed as it ends (no pass over the whole index); 40 in
+    // 64 slots' index: the whole index is cleared. Both leave every bucket
+    // empty, and the table takes the same flows again as new ones.
+    for max_flows in [65_536, 64] {
+        let c = FlowConfig {
+            max_flows,
+            ..FlowConfig::default()
+        };
+        let mut t = FlowTable::new(&c, None).unwrap();
+        for round in 0..2u64 {
+            for i in 0..40u16 {
+                let ts = round * 1_000_000 + 1_000 + u64::from(i);
+                t.packet(&pkt(&c, 1, 5000 + i, 2, 443, ts, SYN));
+                t.packet(&pkt(&c, 2, 443, 1, 5000 + i, ts + 1, SYN | ACK));
+            }
+            assert_eq!(
+                t.len(),
+                40,
+                "max_flows {max_flows}, round {round}: 40 new flows"
+            );
+            t.flush();
+            assert!(t.is_empty());
+            assert!(
+                t.index.as_slice().iter().all(|&b| b == 0),
+                "max_flows {max_flows}, round {round}: a bucket left"
+            );
+        }
+        t.out.materialize();
+        let ports: Vec<u16> = t.out.records.iter().map(|r| r.key.sport).collect();
+        assert_eq!(ports.len(), 80);
+        assert!(t.out.records.iter().all(|r| r.packets == [1, 1]));
+    }
+}
+
+#[test]
 fn byte_counters_carry_past_4_gib() {
     let c = cfg();
     let mut t = FlowTable::new(&c, None).unwrap();
