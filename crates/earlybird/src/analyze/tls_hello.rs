@@ -361,33 +361,72 @@ pub fn server_hello(body: &[u8]) -> Result<ServerHello, HelloError> {
     Ok(sh)
 }
 
-fn join<T: Copy>(v: &[T], sep: &str, f: impl Fn(T) -> String) -> String {
-    v.iter().map(|x| f(*x)).collect::<Vec<_>>().join(sep)
+// The fingerprints are written into one string each, digit by digit: a
+// `format!` per number and a `String` per list cost a hello about 80,000
+// instructions (BENCHMARKS.md, "The labellers on real handshakes").
+
+/// Lower-case hex digits.
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Appends `b` in lower-case hex.
+fn push_hex(s: &mut String, b: &[u8]) {
+    for &x in b {
+        s.push(char::from(HEX[usize::from(x >> 4)]));
+        s.push(char::from(HEX[usize::from(x & 0x0f)]));
+    }
+}
+
+/// `b` in lower-case hex.
+fn hex(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len() * 2);
+    push_hex(&mut s, b);
+    s
+}
+
+/// Appends `x` as 4 hex digits.
+fn put_hex4(s: &mut String, x: u16) {
+    push_hex(s, &x.to_be_bytes());
+}
+
+/// Appends `x` in decimal.
+fn put_dec(s: &mut String, x: u16) {
+    s.push_str(itoa::Buffer::new().format(x));
+}
+
+/// Appends the values of `v`, each as `put` writes it, `sep` between two.
+fn push_joined(s: &mut String, v: impl Iterator<Item = u16>, sep: char, put: fn(&mut String, u16)) {
+    for (i, x) in v.enumerate() {
+        if i > 0 {
+            s.push(sep);
+        }
+        put(s, x);
+    }
+}
+
+/// The values of `v` that are not GREASE.
+fn kept(v: &[u16]) -> impl Iterator<Item = u16> + '_ {
+    v.iter().copied().filter(|x| !is_grease(*x))
 }
 
 /// The JA3 string (before hashing).
 pub fn ja3_string(ch: &ClientHello) -> String {
-    let keep = |v: &[u16]| {
-        v.iter()
-            .copied()
-            .filter(|x| !is_grease(*x))
-            .collect::<Vec<_>>()
-    };
-    format!(
-        "{},{},{},{},{}",
-        ch.version,
-        join(&keep(&ch.ciphers), "-", |x| x.to_string()),
-        join(&keep(&ch.extensions), "-", |x| x.to_string()),
-        join(&keep(&ch.groups), "-", |x| x.to_string()),
-        join(&ch.point_formats, "-", |x| x.to_string()),
-    )
-}
-
-fn hex(b: &[u8]) -> String {
-    let mut s = String::with_capacity(b.len() * 2);
-    for x in b {
-        s.push_str(&format!("{x:02x}"));
+    let mut s = String::with_capacity(
+        6 * (ch.ciphers.len() + ch.extensions.len() + ch.groups.len())
+            + 4 * ch.point_formats.len()
+            + 10,
+    );
+    put_dec(&mut s, ch.version);
+    for v in [&ch.ciphers, &ch.extensions, &ch.groups] {
+        s.push(',');
+        push_joined(&mut s, kept(v), '-', put_dec);
     }
+    s.push(',');
+    push_joined(
+        &mut s,
+        ch.point_formats.iter().map(|&p| u16::from(p)),
+        '-',
+        put_dec,
+    );
     s
 }
 
@@ -396,52 +435,39 @@ pub fn ja3(ch: &ClientHello) -> String {
     hex(&Md5::digest(ja3_string(ch).as_bytes()))
 }
 
-/// First 12 hex digits of the SHA-256 of `s`; twelve zeros when empty.
-fn hash12(s: &str) -> String {
+/// Appends the first 12 hex digits of the SHA-256 of `s`; twelve zeros
+/// when empty.
+fn push_hash12(out: &mut String, s: &str) {
     if s.is_empty() {
-        return "000000000000".into();
+        out.push_str("000000000000");
+    } else {
+        push_hex(out, &Sha256::digest(s.as_bytes())[..6]);
     }
-    let mut h = hex(&Sha256::digest(s.as_bytes()));
-    h.truncate(12);
-    h
 }
 
-/// JA4's two ALPN characters.
-fn ja4_alpn(alpn: &[Vec<u8>]) -> String {
+/// Appends JA4's two ALPN characters.
+fn push_ja4_alpn(out: &mut String, alpn: &[Vec<u8>]) {
     let Some(first) = alpn.first().filter(|a| !a.is_empty()) else {
-        return "00".into();
+        out.push_str("00");
+        return;
     };
     let (a, z) = (first[0], first[first.len() - 1]);
     if a.is_ascii_alphanumeric() && z.is_ascii_alphanumeric() {
-        return format!("{}{}", a as char, z as char);
+        out.push(char::from(a));
+        out.push(char::from(z));
+    } else {
+        // The first and the last hex digit of the whole value.
+        out.push(char::from(HEX[usize::from(a >> 4)]));
+        out.push(char::from(HEX[usize::from(z & 0x0f)]));
     }
-    let h = hex(first);
-    let c = h.as_bytes();
-    format!("{}{}", c[0] as char, c[c.len() - 1] as char)
 }
 
 /// The JA4 fingerprint of a ClientHello sent over TCP (`quic` false) or
 /// in a QUIC Initial (`quic` true).
 pub fn ja4(ch: &ClientHello, quic: bool) -> String {
-    let ciphers: Vec<u16> = ch
-        .ciphers
-        .iter()
-        .copied()
-        .filter(|x| !is_grease(*x))
-        .collect();
-    let exts: Vec<u16> = ch
-        .extensions
-        .iter()
-        .copied()
-        .filter(|x| !is_grease(*x))
-        .collect();
-    let version = ch
-        .versions
-        .iter()
-        .copied()
-        .filter(|x| !is_grease(*x))
-        .max()
-        .unwrap_or(ch.version);
+    let mut ciphers: Vec<u16> = kept(&ch.ciphers).collect();
+    let exts: Vec<u16> = kept(&ch.extensions).collect();
+    let version = kept(&ch.versions).max().unwrap_or(ch.version);
     let version = match version {
         0x0304 => "13",
         0x0303 => "12",
@@ -455,38 +481,40 @@ pub fn ja4(ch: &ClientHello, quic: bool) -> String {
         0xfefc => "d3",
         _ => "00",
     };
-    let a = format!(
-        "{}{}{}{:02}{:02}{}",
-        if quic { 'q' } else { 't' },
-        version,
-        if exts.contains(&EXT_SNI) { 'd' } else { 'i' },
-        ciphers.len().min(99),
-        exts.len().min(99),
-        ja4_alpn(&ch.alpn)
-    );
-    let mut sorted = ciphers;
-    sorted.sort_unstable();
-    let b = hash12(&join(&sorted, ",", |x| format!("{x:04x}")));
+    let mut out = String::with_capacity(36);
+    out.push(if quic { 'q' } else { 't' });
+    out.push_str(version);
+    out.push(if exts.contains(&EXT_SNI) { 'd' } else { 'i' });
+    for n in [ciphers.len(), exts.len()] {
+        let n = n.min(99) as u8;
+        out.push(char::from(b'0' + n / 10));
+        out.push(char::from(b'0' + n % 10));
+    }
+    push_ja4_alpn(&mut out, &ch.alpn);
+    out.push('_');
+    ciphers.sort_unstable();
+    let mut list = String::with_capacity(5 * ciphers.len().max(exts.len() + ch.sig_algs.len()));
+    push_joined(&mut list, ciphers.into_iter(), ',', put_hex4);
+    push_hash12(&mut out, &list);
+    out.push('_');
     let mut e: Vec<u16> = exts
         .into_iter()
         .filter(|x| *x != EXT_SNI && *x != EXT_ALPN)
         .collect();
-    e.sort_unstable();
-    let mut c = join(&e, ",", |x| format!("{x:04x}"));
-    let sigs: Vec<u16> = ch
-        .sig_algs
-        .iter()
-        .copied()
-        .filter(|x| !is_grease(*x))
-        .collect();
-    if !sigs.is_empty() {
-        c.push('_');
-        c.push_str(&join(&sigs, ",", |x| format!("{x:04x}")));
+    if e.is_empty() {
+        push_hash12(&mut out, "");
+        return out;
     }
-    format!(
-        "{a}_{b}_{}",
-        if e.is_empty() { hash12("") } else { hash12(&c) }
-    )
+    e.sort_unstable();
+    list.clear();
+    push_joined(&mut list, e.into_iter(), ',', put_hex4);
+    let mut sigs = kept(&ch.sig_algs).peekable();
+    if sigs.peek().is_some() {
+        list.push('_');
+        push_joined(&mut list, sigs, ',', put_hex4);
+    }
+    push_hash12(&mut out, &list);
+    out
 }
 
 #[cfg(test)]

@@ -3,6 +3,13 @@
 
 use super::*;
 
+/// JA4's two ALPN characters of `alpn`.
+fn alpn_chars(alpn: &[Vec<u8>]) -> String {
+    let mut s = String::new();
+    push_ja4_alpn(&mut s, alpn);
+    s
+}
+
 fn unhex(s: &str) -> Vec<u8> {
     (0..s.len())
         .step_by(2)
@@ -181,14 +188,14 @@ fn ja4_specification_example() {
 
 #[test]
 fn ja4_alpn_characters() {
-    assert_eq!(ja4_alpn(&[]), "00");
-    assert_eq!(ja4_alpn(&[b"http/1.1".to_vec()]), "h1");
-    assert_eq!(ja4_alpn(&[b"h3".to_vec()]), "h3");
-    assert_eq!(ja4_alpn(&[b"x".to_vec()]), "xx");
+    assert_eq!(alpn_chars(&[]), "00");
+    assert_eq!(alpn_chars(&[b"http/1.1".to_vec()]), "h1");
+    assert_eq!(alpn_chars(&[b"h3".to_vec()]), "h3");
+    assert_eq!(alpn_chars(&[b"x".to_vec()]), "xx");
     // Non-alphanumeric ends: the first and last hex digits.
-    assert_eq!(ja4_alpn(&[vec![0xab]]), "ab");
-    assert_eq!(ja4_alpn(&[vec![0xab, 0xcd]]), "ad");
-    assert_eq!(ja4_alpn(&[vec![0x30, 0xab]]), "3b");
+    assert_eq!(alpn_chars(&[vec![0xab]]), "ab");
+    assert_eq!(alpn_chars(&[vec![0xab, 0xcd]]), "ad");
+    assert_eq!(alpn_chars(&[vec![0x30, 0xab]]), "3b");
 }
 
 /// JA3 with GREASE values in every list (they are left out).
@@ -208,4 +215,151 @@ fn ja3_leaves_grease_out() {
     );
     // MD5 of that string, by an independent tool (coreutils md5sum).
     assert_eq!(ja3(&ch), "d513a2c384da97e772fef72dfe6d8276");
+}
+
+/// JA3 and JA4 spelled out with `format!`, as their specifications read
+/// (the code before the fingerprints were written digit by digit).
+fn plain_ja3_ja4(ch: &ClientHello, quic: bool) -> (String, String) {
+    let keep = |v: &[u16]| {
+        v.iter()
+            .copied()
+            .filter(|x| !is_grease(*x))
+            .collect::<Vec<_>>()
+    };
+    let dec = |v: &[u16]| {
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join("-")
+    };
+    let hex4 = |v: &[u16]| {
+        v.iter()
+            .map(|x| format!("{x:04x}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let h12 = |s: &str| {
+        if s.is_empty() {
+            "000000000000".to_string()
+        } else {
+            Sha256::digest(s.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()[..12]
+                .to_string()
+        }
+    };
+    let pf: Vec<u16> = ch.point_formats.iter().map(|&p| u16::from(p)).collect();
+    let j3 = format!(
+        "{},{},{},{},{}",
+        ch.version,
+        dec(&keep(&ch.ciphers)),
+        dec(&keep(&ch.extensions)),
+        dec(&keep(&ch.groups)),
+        dec(&pf)
+    );
+    let j3: String = Md5::digest(j3.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let ciphers = keep(&ch.ciphers);
+    let exts = keep(&ch.extensions);
+    let v = keep(&ch.versions).into_iter().max().unwrap_or(ch.version);
+    let v = match v {
+        0x0304 => "13",
+        0x0303 => "12",
+        0x0302 => "11",
+        0x0301 => "10",
+        0x0300 => "s3",
+        0x0200 => "s2",
+        0x0100 => "s1",
+        0xfeff => "d1",
+        0xfefd => "d2",
+        0xfefc => "d3",
+        _ => "00",
+    };
+    let alpn = match ch.alpn.first().filter(|a| !a.is_empty()) {
+        None => "00".to_string(),
+        Some(f) => {
+            let (a, z) = (f[0], f[f.len() - 1]);
+            if a.is_ascii_alphanumeric() && z.is_ascii_alphanumeric() {
+                format!("{}{}", a as char, z as char)
+            } else {
+                let h: String = f.iter().map(|b| format!("{b:02x}")).collect();
+                format!("{}{}", &h[..1], &h[h.len() - 1..])
+            }
+        }
+    };
+    let a = format!(
+        "{}{}{}{:02}{:02}{}",
+        if quic { 'q' } else { 't' },
+        v,
+        if exts.contains(&EXT_SNI) { 'd' } else { 'i' },
+        ciphers.len().min(99),
+        exts.len().min(99),
+        alpn
+    );
+    let mut sorted = ciphers;
+    sorted.sort_unstable();
+    let mut e: Vec<u16> = exts
+        .into_iter()
+        .filter(|x| *x != EXT_SNI && *x != EXT_ALPN)
+        .collect();
+    e.sort_unstable();
+    let mut c = hex4(&e);
+    let sigs = keep(&ch.sig_algs);
+    if !sigs.is_empty() {
+        c.push('_');
+        c.push_str(&hex4(&sigs));
+    }
+    let c = if e.is_empty() { h12("") } else { h12(&c) };
+    (j3, format!("{a}_{}_{c}", h12(&hex4(&sorted))))
+}
+
+#[test]
+fn fingerprints_match_their_plain_spelling_on_random_hellos() {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    // Values drawn from a short list (GREASE, SNI, ALPN, versions among
+    // them) or at random.
+    let value = |next: &mut dyn FnMut() -> u64| {
+        const SOME: [u16; 10] = [
+            0x0a0a, 0xfafa, 0, 16, 43, 0x0304, 0x0303, 0x0301, 0x1301, 0xc02b,
+        ];
+        let r = next();
+        if r % 3 == 0 {
+            (r >> 8) as u16
+        } else {
+            SOME[(r >> 8) as usize % SOME.len()]
+        }
+    };
+    for i in 0..3_000 {
+        let mut list = |n: u64| {
+            (0..next() % n)
+                .map(|_| value(&mut next))
+                .collect::<Vec<u16>>()
+        };
+        let ch = ClientHello {
+            version: [0x0303, 0x0301, 0x0300][i % 3],
+            ciphers: list(130),
+            extensions: list(25),
+            versions: list(5),
+            groups: list(8),
+            sig_algs: list(12),
+            point_formats: (0..next() % 4).map(|_| next() as u8).collect(),
+            alpn: (0..next() % 3)
+                .map(|_| (0..next() % 9).map(|_| next() as u8).collect())
+                .collect(),
+            ..ClientHello::default()
+        };
+        let quic = i % 2 == 0;
+        let (j3, j4) = plain_ja3_ja4(&ch, quic);
+        assert_eq!(ja3(&ch), j3, "{ch:?}");
+        assert_eq!(ja4(&ch, quic), j4, "{ch:?}");
+    }
 }
