@@ -16,6 +16,14 @@ script with its exit code and standard error.
 
 An A/A run (X and a byte-identical copy of it as Y) beside an A/B run
 shows how far two medians of the same binary move on this machine.
+
+`--x-opts` and `--y-opts` add options to X's or Y's runs only, so that
+one binary can be set against itself with and without an option:
+
+    scripts/wall_rounds.py -r 10 IN X=BIN Y=BIN --y-opts=--labellers -- '-f null -s 1'
+
+`--per N` also prints N over each median wall time (e.g. the input's
+flows: new flows a second).
 """
 import argparse
 import os
@@ -57,6 +65,9 @@ def main():
     ap.add_argument("x")
     ap.add_argument("y")
     ap.add_argument("configs", nargs="+")
+    ap.add_argument("--x-opts", default="")
+    ap.add_argument("--y-opts", default="")
+    ap.add_argument("--per", type=float, default=None)
     a = ap.parse_args()
     (xn, xb), (yn, yb) = (s.split("=", 1) for s in (a.x, a.y))
     xb, yb = os.path.abspath(xb), os.path.abspath(yb)
@@ -67,12 +78,13 @@ def main():
     summary = []
     for cfg in configs:
         opts = cfg.split()
-        one(xb, capture, opts, work)  # warm-up
+        extra = {xn: a.x_opts.split(), yn: a.y_opts.split()}
+        one(xb, capture, opts + extra[xn], work)  # warm-up
         res = {xn: [], yn: []}
         for r in range(1, a.rounds + 1):
             order = [(xn, xb), (yn, yb)] if r % 2 else [(yn, yb), (xn, xb)]
             for name, b in order:
-                wall, cpu = one(b, capture, opts, work)
+                wall, cpu = one(b, capture, opts + extra[name], work)
                 res[name].append((wall, cpu))
                 print(f"{r}\t{name}\t{cfg}\t{wall:.3f}\t{cpu:.3f}", flush=True)
         med = {n: (statistics.median(w for w, _ in v), min(w for w, _ in v), statistics.median(c for _, c in v))
@@ -86,6 +98,8 @@ def main():
         (xw, xbst, xc), (yw, ybst, yc) = m[xn], m[yn]
         print(f"| `{cfg}` | {xw:.3f} → {yw:.3f} | {xbst:.3f} → {ybst:.3f} | {xc:.3f} → {yc:.3f} "
               f"| {yw / xw:.3f} | {yc / xc:.3f} |")
+        if a.per:
+            print(f"  {cfg}: {a.per / xw:,.0f} ({xn}) and {a.per / yw:,.0f} ({yn}) a second of median wall time")
     if not a.work:
         shutil.rmtree(work, ignore_errors=True)
 
