@@ -156,7 +156,7 @@ pub fn version_name(version: u32) -> String {
 }
 
 /// Keys protecting one side's Initial packets.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InitialKeys {
     /// AEAD key.
     pub key: [u8; 16],

@@ -107,6 +107,10 @@ struct Handshake {
     dcid: Vec<u8>,
     /// QUIC: which of its version's salts opened the client's Initial.
     salt: usize,
+    /// QUIC: the keys of each role's Initial packets (from `dcid` and
+    /// `salt`), with the version they were made for, once made: a key
+    /// derivation is about a dozen SHA-256 blocks.
+    keys: [Option<(u32, quic::InitialKeys)>; 2],
     found: Found,
     /// Bytes counted in the table's account.
     held: usize,
@@ -131,6 +135,7 @@ impl Handshake {
             read: [false; 2],
             dcid: Vec::new(),
             salt: 0,
+            keys: [None; 2],
             found: Found::default(),
             held: 0,
             account: Arc::clone(account),
@@ -297,14 +302,15 @@ impl Handshake {
                 }
                 let opened = (0..quic::salt_count(h.version)).find_map(|salt| {
                     let keys = quic::initial_keys_with(salt, h.version, h.dcid, false)?;
-                    Some((salt, quic::open_initial(dg, &h, &keys)))
-                        .filter(|(_, r)| r.is_ok() || snapped)
+                    Some((salt, keys, quic::open_initial(dg, &h, &keys)))
+                        .filter(|(_, _, r)| r.is_ok() || snapped)
                 });
-                let Some((salt, opened)) = opened else {
+                let Some((salt, keys, opened)) = opened else {
                     dg = next;
                     continue;
                 };
                 self.salt = salt;
+                self.keys = [Some((h.version, keys)), None];
                 match opened {
                     Ok(plain) if h.version == quic::Q050 => {
                         self.client = Some(dir);
@@ -381,12 +387,19 @@ impl Handshake {
         dg: &[u8],
         h: &quic::LongHeader<'_>,
     ) -> Result<Vec<u8>, quic::QuicError> {
-        let keys = quic::initial_keys_with(self.salt, h.version, &self.dcid, d == 1);
-        let Some(keys) = keys else {
-            return Err(quic::QuicError {
-                offset: 1,
-                what: "unsupported version",
-            });
+        let keys = match self.keys[d] {
+            Some((version, keys)) if version == h.version => keys,
+            _ => {
+                let keys = quic::initial_keys_with(self.salt, h.version, &self.dcid, d == 1);
+                let Some(keys) = keys else {
+                    return Err(quic::QuicError {
+                        offset: 1,
+                        what: "unsupported version",
+                    });
+                };
+                self.keys[d] = Some((h.version, keys));
+                keys
+            }
         };
         match quic::open_initial(dg, h, &keys) {
             Err(e) if d == 0 && h.dcid != self.dcid.as_slice() => {
@@ -395,6 +408,9 @@ impl Handshake {
                 };
                 let plain = quic::open_initial(dg, h, &k)?;
                 self.dcid = h.dcid.to_vec();
+                // The server's keys come from the new Destination
+                // Connection ID too.
+                self.keys = [Some((h.version, k)), None];
                 Ok(plain)
             }
             r => r,
