@@ -5,7 +5,8 @@
 //! set lower), with valid IPv4, TCP and UDP checksums. Flows are written one
 //! after the other (no two at once); packets are 2 to 8 µs apart. The last
 //! flow is cut short where the packet count ends. Every flow has its own
-//! client address (10.0.0.0/10) and port, so its own 5-tuple. The kind of
+//! client address (10.0.0.0/10) and port (32,768–60,999), so its own
+//! 5-tuple. The kind of
 //! each flow is drawn by the seeded generator:
 //! - 45 % TLS 1.3 over TCP 443: handshake, the client's ClientHello in one
 //!   handshake record (SNI from [`HOSTS`], ALPN `h2,http/1.1`,
@@ -207,12 +208,13 @@ fn host_address(h: usize, r: u32) -> u32 {
 
 /// Client address and port of flow `f`: the address is an affine
 /// bijection (`mul` odd) of f mod 2^22 into 10.0.0.0/10, and flows with the
-/// same address (f 2^22 apart) differ in the port, for up to 2^22 · 64,000
-/// flows.
+/// same address (f 2^22 apart) differ in the port, for up to 2^22 · 28,232
+/// flows. Ports are Linux's ephemeral ones (32,768 to 60,999), clear of
+/// the registered ports other dissectors claim.
 fn client_endpoint(f: u64, key: u64, mul: u32, add: u32) -> (u32, u16) {
     let low = f & 0x3F_FFFF;
     let addr = 0x0A00_0000 | ((low as u32).wrapping_mul(mul).wrapping_add(add) & 0x3F_FFFF);
-    let port = 1024 + ((mix64(key ^ low) + (f >> 22)) % 64_000) as u16;
+    let port = 32_768 + ((mix64(key ^ low) + (f >> 22)) % 28_232) as u16;
     (addr, port)
 }
 
