@@ -15,6 +15,10 @@ enum Kind {
     /// CAIDA-like mix: ~744-byte mean IP size, ~49 packets per flow
     /// (heavy-tailed), both directions, 1 Gbit/s at 50% load, snaplen 128.
     Realistic,
+    /// Short flows one after another, each a real handshake: TLS 1.3 (45%),
+    /// QUIC v1 Initial (25%), DNS (20%), HTTP/1.1 (7%), SSH (3%); whole
+    /// packets, for the payload labellers (--labellers).
+    Handshakes,
     /// SIP calls over UDP with G.711 RTP both ways (INVITE … BYE), with
     /// seeded loss and jitter; --truth writes each call's ground truth.
     Voip,
@@ -133,6 +137,7 @@ pub fn run(a: GenArgs) -> i32 {
     let kind = match a.kind {
         Kind::Worst => GenKind::Worst,
         Kind::Realistic => GenKind::Realistic,
+        Kind::Handshakes => GenKind::Handshakes,
         Kind::Voip => return gen_voip(&a),
     };
     let mut o = GenOptions::new(kind, a.packets);

@@ -36,6 +36,7 @@ const EXAMPLES: &[(&str, &[&str])] = &[
         "gen",
         &[
             "earlybird gen worst -n 1000000 -o worst.pcap",
+            "earlybird gen handshakes -n 300000 -o handshakes.pcap",
             "earlybird gen voip --calls 20 --truth calls-truth.csv -o calls.pcap",
         ],
     ),

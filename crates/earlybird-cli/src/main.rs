@@ -73,7 +73,8 @@ enum Command {
     /// Turn capture files (pcap/pcapng) into flow records.
     #[command(after_help = FLOWS_AFTER_HELP, args_override_self = true)]
     Flows(Box<cmd_flows::FlowsArgs>),
-    /// Write a synthetic capture (HPTRAC worst case or a CAIDA-like mix).
+    /// Write a synthetic capture (HPTRAC worst case, a CAIDA-like mix,
+    /// application handshakes or VoIP calls).
     Gen(cmd_gen::GenArgs),
     /// Measure end-to-end throughput (Mpps, Gbit/s) and memory per flow.
     Bench(cmd_bench::BenchArgs),

@@ -95,6 +95,7 @@ fn kind_name(k: GenKind) -> &'static str {
     match k {
         GenKind::Worst => "worst",
         GenKind::Realistic => "realistic",
+        GenKind::Handshakes => "handshakes",
     }
 }
 

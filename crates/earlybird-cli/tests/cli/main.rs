@@ -29,6 +29,7 @@ mod dump_cli;
 mod faults_cli;
 mod filter_cli;
 mod flows_cli;
+mod gen_handshakes_cli;
 mod grafana_cli;
 mod handshake_flood_cli;
 mod inputs_cli;

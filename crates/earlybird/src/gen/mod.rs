@@ -1,4 +1,4 @@
-//! Synthetic traffic generator: `earlybird gen worst|realistic`.
+//! Synthetic traffic generator: `earlybird gen worst|realistic|handshakes`.
 //!
 //! Contract:
 //! - Input: [`GenOptions`] (traffic model, packet count, seed and the model's
@@ -28,11 +28,15 @@
 //! - [`GenKind::Realistic`] (see `realistic.rs`): CAIDA-like mix of TCP and UDP
 //!   connections in both directions, heavy-tailed sizes, paced on a link at a
 //!   given load, cut at `snaplen`.
+//! - [`GenKind::Handshakes`] (see `handshakes.rs`, our own): short flows one
+//!   after another, each a real TLS 1.3, QUIC v1 Initial, DNS, HTTP/1.1 or
+//!   SSH handshake, whole, for the payload labellers.
 //!
 //! [`replay`] is the other half of a benchmark: it sends capture files out
 //! of a network interface (`earlybird replay`, AF_PACKET transmit ring).
 
 mod frame;
+mod handshakes;
 mod realistic;
 pub mod voip;
 mod worst;
@@ -52,6 +56,9 @@ pub enum GenKind {
     Worst,
     /// CAIDA-like backbone mix (TCP/UDP, both directions, heavy tails).
     Realistic,
+    /// Short flows each carrying an application handshake (TLS, QUIC,
+    /// DNS, HTTP, SSH) for the payload labellers.
+    Handshakes,
 }
 
 /// Parameters of a generation run. Build with [`GenOptions::new`] and change
@@ -89,11 +96,14 @@ impl GenOptions {
     /// - worst: seed 1, window 10,000, 5 packets per flow, 10 Gbit/s,
     ///   load 1, snaplen 65,535, microsecond timestamps;
     /// - realistic: seed 1, 1 Gbit/s, load 0.5, snaplen 128, microsecond
-    ///   timestamps (window 10,000 and 5 packets per flow are unused).
+    ///   timestamps (window 10,000 and 5 packets per flow are unused);
+    /// - handshakes: seed 1, snaplen 65,535, microsecond timestamps (the
+    ///   other fields are unused: packets are 2 to 8 µs apart).
     pub fn new(kind: GenKind, packets: u64) -> Self {
         let (gbps, load, snaplen) = match kind {
             GenKind::Worst => (10.0, 1.0, 65_535),
             GenKind::Realistic => (1.0, 0.5, 128),
+            GenKind::Handshakes => (1.0, 1.0, 65_535),
         };
         GenOptions {
             kind,
@@ -143,6 +153,15 @@ impl GenOptions {
                 if self.packets > u64::from(u32::MAX) {
                     return bad(format!(
                         "realistic: at most {} packets, got {}",
+                        u32::MAX,
+                        self.packets
+                    ));
+                }
+            }
+            GenKind::Handshakes => {
+                if self.packets > u64::from(u32::MAX) {
+                    return bad(format!(
+                        "handshakes: at most {} packets, got {}",
                         u32::MAX,
                         self.packets
                     ));
@@ -231,6 +250,7 @@ pub fn generate<W: io::Write>(opts: &GenOptions, w: W) -> io::Result<GenSummary>
     let mut summary = match opts.kind {
         GenKind::Worst => worst::generate(opts, out)?,
         GenKind::Realistic => realistic::generate(opts, out)?,
+        GenKind::Handshakes => handshakes::generate(opts, out)?,
     };
     summary.mean_ip_size = if summary.packets == 0 {
         0.0
@@ -293,7 +313,7 @@ mod tests {
 
     #[test]
     fn empty_trace_is_just_a_header() {
-        for kind in [GenKind::Worst, GenKind::Realistic] {
+        for kind in [GenKind::Worst, GenKind::Realistic, GenKind::Handshakes] {
             let mut out = Vec::new();
             let s = generate(&GenOptions::new(kind, 0), &mut out).unwrap();
             assert_eq!(out.len(), 24);
@@ -312,7 +332,7 @@ mod tests {
                 Ok(())
             }
         }
-        for kind in [GenKind::Worst, GenKind::Realistic] {
+        for kind in [GenKind::Worst, GenKind::Realistic, GenKind::Handshakes] {
             let e = generate(&GenOptions::new(kind, 100_000), Broken).unwrap_err();
             assert_eq!(e.to_string(), "disk full");
         }
