@@ -402,7 +402,15 @@ pub fn crypto_frames_of(
         let at = pos;
         let ty = varint(p, &mut pos, "truncated frame type")?;
         match ty {
-            0x00 | 0x01 => {}
+            // A run of PADDING (a client's Initial is padded to 1,200
+            // bytes) skipped at once rather than frame by frame.
+            0x00 => {
+                pos = p[pos..]
+                    .iter()
+                    .position(|&b| b != 0)
+                    .map_or(p.len(), |n| pos + n)
+            }
+            0x01 => {}
             t if t == crypto_type => {
                 let off = varint(p, &mut pos, "truncated CRYPTO offset")?;
                 let len = varint(p, &mut pos, "truncated CRYPTO length")?;
