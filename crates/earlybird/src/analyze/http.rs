@@ -5,7 +5,9 @@
 //! HTTP method token and a space (`GET `, `POST ` …): the client, or the
 //! other side of a flow seen from its middle that starts with a reply.
 //! When neither side's first payload does, the flow is not HTTP and the
-//! analyzer stops looking at it. From there the requester's payload bytes
+//! analyzer stops looking at it; so it does after the client's first
+//! payload when the flow's TCP handshake was seen (a SYN from each side:
+//! the roles are known, and a server does not send the first request). From there the requester's payload bytes
 //! are kept, in arrival order, in a buffer of at most
 //! [`MAX_HEAD`] bytes until the blank line that ends the request's header
 //! block; then the header block is read and the buffer freed. The request
@@ -222,6 +224,7 @@ impl Analyzer for Http {
     ];
 
     const EMPTY: bool = false;
+    const STARTS: bool = true;
     const LAZY: bool = true;
     const SPARSE: bool = true;
 
@@ -229,7 +232,10 @@ impl Analyzer for Http {
     /// is read: not TCP (the flow), or not the start of a request (that
     /// side; the other's first payload is read as by a fresh state, the
     /// `Waiting` bit of the declined side aside, which only the done bits
-    /// read). Then nothing is recorded.
+    /// read). Then nothing is recorded. The whole flow when that side is
+    /// its client and both sides' SYNs came before ([`PacketView::tcp_starts`]):
+    /// the handshake was seen, so the flow's client is the TCP client,
+    /// and its server does not send the first request.
     #[inline(always)]
     fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
         if p.payload_len == 0 {
@@ -238,7 +244,15 @@ impl Analyzer for Http {
         if p.proto != TCP {
             return Some([true; 2]);
         }
-        (!may_start_request(p.payload)).then_some([p.from_client, !p.from_client])
+        if may_start_request(p.payload) {
+            return None;
+        }
+        let handshake_seen = p.tcp_starts.syn(0).is_some() && p.tcp_starts.syn(1).is_some();
+        Some(if p.from_client && handshake_seen {
+            [true; 2]
+        } else {
+            [p.from_client, !p.from_client]
+        })
     }
 
     fn done(&self, st: &State) -> bool {
@@ -369,6 +383,37 @@ mod tests {
         }
         a.finish(&mut st);
         st
+    }
+
+    #[test]
+    fn a_client_that_sends_no_request_ends_the_flow_when_its_handshake_was_seen() {
+        let a = Http;
+        let mut both = crate::analyze::TcpStarts::NONE;
+        both.set(0, 1000);
+        both.set(1, 5000);
+        let mut client_only = crate::analyze::TcpStarts::NONE;
+        client_only.set(0, 1000);
+        let with = |starts, payload, from_client| PacketView {
+            tcp_starts: starts,
+            ..view(payload, from_client)
+        };
+        let tls = &[0x16, 0x03, 0x01, 0x02, 0x00, 0x01];
+        // Both SYNs seen: the client's first payload decides for the flow.
+        assert_eq!(a.declines(&with(&both, tls, true)), Some([true; 2]));
+        // Not from the client, or the handshake not seen whole: that side
+        // only (the flow may be seen from its middle, roles unknown).
+        assert_eq!(a.declines(&with(&both, tls, false)), Some([false, true]));
+        assert_eq!(
+            a.declines(&with(&client_only, tls, true)),
+            Some([true, false])
+        );
+        assert_eq!(
+            a.declines(&with(&crate::analyze::TcpStarts::NONE, tls, true)),
+            Some([true, false])
+        );
+        // A request is read whatever was seen.
+        assert_eq!(a.declines(&with(&both, REQ, true)), None);
+        assert_eq!(a.declines(&with(&both, REQ, false)), None);
     }
 
     const REQ: &[u8] = b"GET /index.html HTTP/1.1\r\nhost: www.example.org\r\nAccept: */*\r\nUser-Agent:  curl/8.5.0 \r\nHost: other\r\n\r\nbody";

@@ -275,11 +275,11 @@ fn a_side_the_labellers_are_done_with_and_empty_packets_are_not_shown() {
 }
 
 #[test]
-fn the_labellers_are_shown_no_packet_without_payload_and_tls_reads_tcp_starts() {
+fn the_labellers_are_shown_no_packet_without_payload_and_tls_and_http_read_tcp_starts() {
     let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut a = super::Active::new(&names(&super::LABELLERS)).unwrap();
     a.start(0);
-    // `tls` learns where the streams start from the flow table.
+    // `tls` and `http` learn where the streams start from the flow table.
     assert!(a.reads_starts());
     assert_eq!(a.skip(0, true, true), None);
     assert_eq!(a.skip(0, false, true), None);
@@ -287,8 +287,10 @@ fn the_labellers_are_shown_no_packet_without_payload_and_tls_reads_tcp_starts() 
     // The flows' mask: nothing without payload on either side.
     assert_eq!(a.follows(0, true), 0b0101);
     assert_eq!(a.follows_new(true), 0b0101);
-    let b = super::Active::new(&names(&["http", "ssh", "dns"])).unwrap();
+    let b = super::Active::new(&names(&["ssh", "dns"])).unwrap();
     assert!(!b.reads_starts());
+    let c = super::Active::new(&names(&["http"])).unwrap();
+    assert!(c.reads_starts());
 }
 
 #[test]
