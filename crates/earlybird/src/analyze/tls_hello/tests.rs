@@ -332,7 +332,7 @@ fn fingerprints_match_their_plain_spelling_on_random_hellos() {
             0x0a0a, 0xfafa, 0, 16, 43, 0x0304, 0x0303, 0x0301, 0x1301, 0xc02b,
         ];
         let r = next();
-        if r % 3 == 0 {
+        if r.is_multiple_of(3) {
             (r >> 8) as u16
         } else {
             SOME[(r >> 8) as usize % SOME.len()]
