@@ -462,13 +462,9 @@ fn push_ja4_alpn(out: &mut String, alpn: &[Vec<u8>]) {
     }
 }
 
-/// The JA4 fingerprint of a ClientHello sent over TCP (`quic` false) or
-/// in a QUIC Initial (`quic` true).
-pub fn ja4(ch: &ClientHello, quic: bool) -> String {
-    let mut ciphers: Vec<u16> = kept(&ch.ciphers).collect();
-    let exts: Vec<u16> = kept(&ch.extensions).collect();
-    let version = kept(&ch.versions).max().unwrap_or(ch.version);
-    let version = match version {
+/// JA4's two characters of the highest TLS version offered.
+fn ja4_version(v: u16) -> &'static str {
+    match v {
         0x0304 => "13",
         0x0303 => "12",
         0x0302 => "11",
@@ -480,7 +476,15 @@ pub fn ja4(ch: &ClientHello, quic: bool) -> String {
         0xfefd => "d2",
         0xfefc => "d3",
         _ => "00",
-    };
+    }
+}
+
+/// The JA4 fingerprint of a ClientHello sent over TCP (`quic` false) or
+/// in a QUIC Initial (`quic` true).
+pub fn ja4(ch: &ClientHello, quic: bool) -> String {
+    let mut ciphers: Vec<u16> = kept(&ch.ciphers).collect();
+    let exts: Vec<u16> = kept(&ch.extensions).collect();
+    let version = ja4_version(kept(&ch.versions).max().unwrap_or(ch.version));
     let mut out = String::with_capacity(36);
     out.push(if quic { 'q' } else { 't' });
     out.push_str(version);

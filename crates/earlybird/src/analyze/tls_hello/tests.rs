@@ -218,7 +218,8 @@ fn ja3_leaves_grease_out() {
 }
 
 /// JA3 and JA4 spelled out with `format!`, as their specifications read
-/// (the code before the fingerprints were written digit by digit).
+/// (the code before the fingerprints were written digit by digit; the
+/// version's two characters are the same table's).
 fn plain_ja3_ja4(ch: &ClientHello, quic: bool) -> (String, String) {
     let keep = |v: &[u16]| {
         v.iter()
@@ -264,20 +265,7 @@ fn plain_ja3_ja4(ch: &ClientHello, quic: bool) -> (String, String) {
         .collect();
     let ciphers = keep(&ch.ciphers);
     let exts = keep(&ch.extensions);
-    let v = keep(&ch.versions).into_iter().max().unwrap_or(ch.version);
-    let v = match v {
-        0x0304 => "13",
-        0x0303 => "12",
-        0x0302 => "11",
-        0x0301 => "10",
-        0x0300 => "s3",
-        0x0200 => "s2",
-        0x0100 => "s1",
-        0xfeff => "d1",
-        0xfefd => "d2",
-        0xfefc => "d3",
-        _ => "00",
-    };
+    let v = ja4_version(keep(&ch.versions).into_iter().max().unwrap_or(ch.version));
     let alpn = match ch.alpn.first().filter(|a| !a.is_empty()) {
         None => "00".to_string(),
         Some(f) => {
