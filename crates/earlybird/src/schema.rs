@@ -306,6 +306,21 @@ impl Rows {
         }
     }
 
+    /// Appends the row `t` holds ([`Template`]), in one copy of its
+    /// cells, or as a row of nulls.
+    #[inline]
+    pub fn push_template(&mut self, width: usize, t: &Template) {
+        if t.cells.is_empty() {
+            self.push_null(width);
+            return;
+        }
+        debug_assert_eq!(t.cells.len(), width);
+        self.set_width(width);
+        let start = self.cells.len();
+        self.cells.extend_from_slice(&t.cells);
+        self.at.push(start);
+    }
+
     /// No rows; room for `rows` rows is made when their width is known
     /// (their first row): a batch of records whose analyzers' width the
     /// batch's maker does not know.
@@ -486,6 +501,43 @@ impl RowBatch {
     pub fn reset(&mut self, kind: &'static Kind) {
         self.rows.clear();
         self.kind = kind;
+    }
+}
+
+/// A row that is the same for every record it is written for (the
+/// analyzers' fields of a flow none of them made a state for): its cells
+/// kept once and copied into [`Rows`] as they are
+/// ([`Rows::push_template`]). Only rows whose text cells are all empty:
+/// those point nowhere in the rows' text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    /// The row's cells; none for a row of nulls.
+    cells: Vec<Cell>,
+}
+
+impl Template {
+    /// The row of `width` cells `fill` writes (as [`Rows::push_row`]
+    /// takes it), when it writes no text but empty text.
+    pub fn of(width: usize, fill: impl FnOnce(&mut Cells<'_>)) -> Option<Template> {
+        let mut rows = Rows::default();
+        rows.push_row(width, fill);
+        let Some(cells) = rows.cells_of(0) else {
+            return Some(Template { cells: Vec::new() });
+        };
+        let mut kept = Vec::with_capacity(width);
+        for c in cells {
+            kept.push(match *c {
+                Cell::Text { len: 0, .. } => Cell::Text { start: 0, len: 0 },
+                Cell::Text { .. } => return None,
+                other => other,
+            });
+        }
+        Some(Template { cells: kept })
+    }
+
+    /// True for a row of nulls.
+    pub fn is_null(&self) -> bool {
+        self.cells.is_empty()
     }
 }
 
@@ -735,6 +787,41 @@ mod tests {
         });
         assert_eq!(b.row(2).collect::<Vec<_>>(), [Value::Null; 6]);
         assert_eq!(b.len(), 3);
+    }
+
+    #[test]
+    fn a_template_row_reads_as_the_row_it_was_made_from() {
+        let fill = |c: &mut Cells<'_>| {
+            c.empty_text();
+            c.nulls(2);
+            c.u64(7);
+            c.empty_text();
+        };
+        let t = Template::of(6, fill).expect("no text but empty text");
+        assert!(!t.is_null());
+        let mut by_template = Rows::default();
+        let mut by_fill = Rows::default();
+        for rows in [&mut by_template, &mut by_fill] {
+            rows.push_row(6, |c| c.text("before"));
+        }
+        by_template.push_template(6, &t);
+        by_fill.push_row(6, fill);
+        for i in 0..2 {
+            let a: Vec<Value<'_>> = by_template.row(i).collect();
+            let b: Vec<Value<'_>> = by_fill.row(i).collect();
+            assert_eq!(a, b, "row {i}");
+        }
+        assert_eq!(by_template.get(1, 0), Value::Text(""));
+        assert_eq!(by_template.get(1, 5), Value::Null);
+        // Text other than empty would point into one rows' text: no
+        // template; a row of nulls is laid down as one.
+        assert_eq!(Template::of(3, |c| c.text("x")), None);
+        let null = Template::of(3, |c| c.nulls(3)).unwrap();
+        assert!(null.is_null());
+        let mut rows = Rows::default();
+        rows.push_template(3, &null);
+        assert_eq!(rows.len(), 1);
+        assert!(rows.nulls(0, &[0, 1, 2]));
     }
 
     #[test]

@@ -1093,8 +1093,6 @@ impl Analyzer for Media {
         }
     }
 
-    const DECLINED_NULL: bool = false;
-
     /// As `record` of a `Default` state: empty text where it writes text.
     #[inline(always)]
     fn record_declined(&self, out: &mut Cells<'_>) {

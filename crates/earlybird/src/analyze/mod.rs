@@ -104,7 +104,7 @@ pub const OPTIONAL: &[(&str, &str, &str, &[Field])] = &[(
     ndpi_fields::FIELDS,
 )];
 
-use crate::schema::{Cells, Field, Rows};
+use crate::schema::{Cells, Field, Rows, Template};
 use crate::time::Nanos;
 
 /// Which packets of a flow a consumer reads (`flow::consumer`'s
@@ -263,13 +263,11 @@ pub trait Analyzer: Default + Send + 'static {
     }
     /// With [`Self::LAZY`], writes the fields of a flow whose state was
     /// not made (as [`Self::record`] does of a `Default` state); by
-    /// default none (all null).
+    /// default none (all null). The same for every flow: a row no
+    /// analyzer on made a state for is written once and copied
+    /// (`Active::unmade`).
     #[inline(always)]
     fn record_declined(&self, _out: &mut Cells<'_>) {}
-    /// With [`Self::LAZY`]: whether [`Self::record_declined`] writes
-    /// nothing (every field null). A row no analyzer on made a state for
-    /// is then laid down null in one step when all of them say so.
-    const DECLINED_NULL: bool = true;
     /// True once no later packet of the flow can change what it records
     /// nor anything it counts (read after each packet it is shown, only
     /// when [`Self::ENDS_EARLY`]): its later packets are then not shown to
@@ -544,15 +542,13 @@ const SHOWN_NO_EMPTY: u8 = 1;
 const READS_STARTS: u8 = 2;
 const KEEPS_DONE: u8 = 4;
 const MADE_LAZILY: u8 = 8;
-const DECLINED_RECORDS_NULL: u8 = 16;
-const SKIPS_EMPTY_TCP: u8 = 32;
+const SKIPS_EMPTY_TCP: u8 = 16;
 
 /// Analyzer `A`'s flags: not shown packets without payload
 /// ([`Analyzer::EMPTY`] false); reads where TCP streams start
 /// ([`Analyzer::STARTS`]); keeps the done bits (the first, or
 /// [`Analyzer::ENDS_EARLY`]); states made lazily ([`Analyzer::LAZY`] with
-/// `ENDS_EARLY`), and then [`Analyzer::DECLINED_NULL`] and
-/// [`Analyzer::TCP_EMPTY_DECLINED`].
+/// `ENDS_EARLY`), and then [`Analyzer::TCP_EMPTY_DECLINED`].
 const fn traits<A: Analyzer>() -> u8 {
     const fn flag(on: bool, f: u8) -> u8 {
         if on {
@@ -566,7 +562,6 @@ const fn traits<A: Analyzer>() -> u8 {
         | flag(A::STARTS, READS_STARTS)
         | flag(A::ENDS_EARLY || !A::EMPTY, KEEPS_DONE)
         | flag(lazy, MADE_LAZILY)
-        | flag(lazy && A::DECLINED_NULL, DECLINED_RECORDS_NULL)
         | flag(lazy && A::TCP_EMPTY_DECLINED, SKIPS_EMPTY_TCP)
 }
 
@@ -590,7 +585,6 @@ const NO_EMPTY: u16 = with(SHOWN_NO_EMPTY);
 const STARTS: u16 = with(READS_STARTS);
 const EARLY: u16 = with(KEEPS_DONE);
 const LAZY: u16 = with(MADE_LAZILY);
-const NULL_DECLINED: u16 = with(DECLINED_RECORDS_NULL);
 const TCP_EMPTY_DECLINED: u16 = with(SKIPS_EMPTY_TCP);
 
 /// Declares the analyzers a run can turn on: `name: Type` per line.
@@ -659,11 +653,12 @@ macro_rules! registry {
             tcp_empty_declined: u16,
             /// The `dns` analyzer's bit (0 when it is off).
             dns_bit: u16,
-            /// A flow none of the analyzers on made a state for records
-            /// a row of nulls: they are all lazy, each declined flow
-            /// records all null ([`Analyzer::DECLINED_NULL`]) and the
-            /// run does not sample packets (whose fields end the row).
-            null_unmade: bool,
+            /// The row of a flow none of the analyzers on made a state
+            /// for, when it is the same for every such flow: they are all
+            /// lazy (each writes [`Analyzer::record_declined`]'s cells),
+            /// and the run does not sample packets (whose fields end the
+            /// row). A row of nulls when each records all null.
+            unmade: Option<Template>,
             /// Per slot (with `early`), for the client's and the server's
             /// packets: the bits of the analyzers done with them (both:
             /// done with the flow); all of `all` for both: the flow left
@@ -711,7 +706,7 @@ macro_rules! registry {
                     lazy: 0,
                     tcp_empty_declined: 0,
                     dns_bit: 0,
-                    null_unmade: false,
+                    unmade: None,
                     done: Vec::new(),
                 };
                 $($(#[$attr])* {
@@ -733,10 +728,9 @@ macro_rules! registry {
                 if a.sample.is_some() {
                     a.width += crate::sample::FIELDS.len();
                 }
-                a.null_unmade = a.all != 0
-                    && a.lazy == a.all
-                    && a.all & NULL_DECLINED == a.all
-                    && a.sample.is_none();
+                if a.all != 0 && a.lazy == a.all && a.sample.is_none() {
+                    a.unmade = a.unmade_row();
+                }
                 $($(#[$attr])* if a.all == bit::$name {
                     a.route = Route::$name;
                 })*
@@ -991,13 +985,29 @@ macro_rules! registry {
             #[inline]
             pub(crate) fn record(&mut self, s: usize, rows: &mut Rows, seen: (u64, u64)) {
                 let fresh = self.done.get(s).map_or(0, |d| d[2]);
-                if self.null_unmade && fresh & self.all == self.all {
-                    // No analyzer on made a state of the flow (all lazy)
-                    // and each would write nothing: the row stays null.
-                    rows.push_null(self.width);
-                    return;
+                if let Some(t) = &self.unmade {
+                    if fresh & self.all == self.all {
+                        // No analyzer on made a state of the flow (all
+                        // lazy): the row each declined flow records.
+                        rows.push_template(self.width, t);
+                        return;
+                    }
                 }
                 self.record_made(s, rows, seen, fresh);
+            }
+
+            /// The row of a flow none of the analyzers on (all lazy) made
+            /// a state for: what each one's [`Analyzer::record_declined`]
+            /// writes, kept once ([`Active::unmade`]).
+            fn unmade_row(&mut self) -> Option<Template> {
+                Template::of(self.width, |c| {
+                    $($(#[$attr])* {
+                        if let Some(x) = &mut self.each.$name {
+                            c.section(<$ty as Analyzer>::FIELDS.len(), |c| x.record(0, c, true));
+                        }
+                    })*
+                    let _ = &c;
+                })
             }
 
             /// [`Active::record`] of a flow an analyzer on made a state
