@@ -6,8 +6,9 @@
 //! other side of a flow seen from its middle that starts with a reply.
 //! When neither side's first payload does, the flow is not HTTP and the
 //! analyzer stops looking at it; so it does after the client's first
-//! payload when the flow's TCP handshake was seen (a SYN from each side:
-//! the roles are known, and a server does not send the first request). From there the requester's payload bytes
+//! payload when the roles are known (a SYN from each side came before,
+//! or the payload rides on the client's SYN): a server does not send the
+//! first request. From there the requester's payload bytes
 //! are kept, in arrival order, in a buffer of at most
 //! [`MAX_HEAD`] bytes until the blank line that ends the request's header
 //! block; then the header block is read and the buffer freed. The request
@@ -32,6 +33,9 @@ pub const MAX_HEAD: usize = 4096;
 
 /// IP protocol number of TCP.
 const TCP: u8 = 6;
+/// TCP flags: SYN and ACK.
+const SYN: u8 = 0x02;
+const ACK: u8 = 0x10;
 
 /// The request methods a first request may start with (RFC 9110 section 9
 /// and RFC 5789's PATCH).
@@ -233,9 +237,11 @@ impl Analyzer for Http {
     /// side; the other's first payload is read as by a fresh state, the
     /// `Waiting` bit of the declined side aside, which only the done bits
     /// read). Then nothing is recorded. The whole flow when that side is
-    /// its client and both sides' SYNs came before ([`PacketView::tcp_starts`]):
-    /// the handshake was seen, so the flow's client is the TCP client,
-    /// and its server does not send the first request.
+    /// its client and the roles are known, so its server does not send
+    /// the first request: both sides' SYNs came before
+    /// ([`PacketView::tcp_starts`]), or the payload rides on the
+    /// client's SYN itself (TCP Fast Open), which only the side that
+    /// opens the connection sends.
     #[inline(always)]
     fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
         if p.payload_len == 0 {
@@ -247,8 +253,9 @@ impl Analyzer for Http {
         if may_start_request(p.payload) {
             return None;
         }
-        let handshake_seen = p.tcp_starts.syn(0).is_some() && p.tcp_starts.syn(1).is_some();
-        Some(if p.from_client && handshake_seen {
+        let opened = p.tcp_flags & (SYN | ACK) == SYN
+            || p.tcp_starts.syn(0).is_some() && p.tcp_starts.syn(1).is_some();
+        Some(if p.from_client && opened {
             [true; 2]
         } else {
             [p.from_client, !p.from_client]
@@ -386,7 +393,7 @@ mod tests {
     }
 
     #[test]
-    fn a_client_that_sends_no_request_ends_the_flow_when_its_handshake_was_seen() {
+    fn a_client_that_sends_no_request_ends_the_flow_when_the_roles_are_known() {
         let a = Http;
         let mut both = crate::analyze::TcpStarts::NONE;
         both.set(0, 1000);
@@ -411,6 +418,14 @@ mod tests {
             a.declines(&with(&crate::analyze::TcpStarts::NONE, tls, true)),
             Some([true, false])
         );
+        // Data on the client's own SYN (TCP Fast Open): the client opened
+        // the connection. Not on a SYN-ACK, the server's.
+        let on_syn = |flags| PacketView {
+            tcp_flags: flags,
+            ..view(tls, true)
+        };
+        assert_eq!(a.declines(&on_syn(0x02)), Some([true; 2]));
+        assert_eq!(a.declines(&on_syn(0x12)), Some([true, false]));
         // A request is read whatever was seen.
         assert_eq!(a.declines(&with(&both, REQ, true)), None);
         assert_eq!(a.declines(&with(&both, REQ, false)), None);
