@@ -179,6 +179,9 @@ enum Cell {
     Text { start: u32, len: u32 },
 }
 
+/// Lower-case hexadecimal digits, for text cells and the writers.
+pub(crate) const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+
 /// A row of nulls, the widest [`Rows::push_row`] lays down by copying.
 const NULL_ROW: [Cell; 64] = [Cell::Null; 64];
 
@@ -626,12 +629,11 @@ impl Cells<'_> {
 
     /// Bytes as lower-case hexadecimal text (at most `MAX_TEXT / 2` bytes).
     pub fn hex(&mut self, b: &[u8]) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let b = &b[..b.len().min(MAX_TEXT / 2)];
         let start = self.rows.text.len();
         for &x in b {
-            self.rows.text.push(HEX[(x >> 4) as usize]);
-            self.rows.text.push(HEX[(x & 15) as usize]);
+            self.rows.text.push(HEX_DIGITS[(x >> 4) as usize]);
+            self.rows.text.push(HEX_DIGITS[(x & 15) as usize]);
         }
         let len = self.rows.text.len() - start;
         self.put(Cell::Text {

@@ -33,6 +33,8 @@ use std::fmt;
 use md5::Md5;
 use sha2::{Digest, Sha256};
 
+use crate::schema::HEX_DIGITS as HEX;
+
 /// A hello that cannot be parsed: what was wrong, at which byte offset of
 /// the input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -364,9 +366,6 @@ pub fn server_hello(body: &[u8]) -> Result<ServerHello, HelloError> {
 // The fingerprints are written into one string each, digit by digit: a
 // `format!` per number and a `String` per list cost a hello about 80,000
 // instructions (BENCHMARKS.md, "The labellers on real handshakes").
-
-/// Lower-case hex digits.
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Appends `b` in lower-case hex.
 fn push_hex(s: &mut String, b: &[u8]) {

@@ -28,7 +28,7 @@
 //! `super::max_record_len` (fields × `MAX_FIELD` + early values + margin),
 //! and the exporter makes room for that bound before each record.
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
+use crate::schema::HEX_DIGITS as HEX;
 
 /// Largest magnitude written with fixed decimals: `v * 1000` is still an
 /// exact integer in an `f64` below 2^53.

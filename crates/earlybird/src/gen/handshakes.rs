@@ -540,6 +540,7 @@ fn client_hello(b: &mut Vec<u8>, rng: &mut Pcg64Mcg, h: &Hello<'_>) {
         extension(b, 0xff01, |b| b.push(0)); // renegotiation_info
     }
     extension(b, 10, |b| {
+        // supported_groups
         let groups: &[u16] = if h.mlkem {
             &[0x11ec, 0x001d, 0x0017, 0x0018]
         } else {
@@ -555,6 +556,7 @@ fn client_hello(b: &mut Vec<u8>, rng: &mut Pcg64Mcg, h: &Hello<'_>) {
         extension(b, 35, |_| {}); // session_ticket
     }
     extension(b, 16, |b| {
+        // ALPN
         let list = open_len(b, 2);
         for p in h.alpn {
             b.push(p.len() as u8);
@@ -566,6 +568,7 @@ fn client_hello(b: &mut Vec<u8>, rng: &mut Pcg64Mcg, h: &Hello<'_>) {
         extension(b, 5, |b| b.extend_from_slice(&[1, 0, 0, 0, 0])); // OCSP
     }
     extension(b, 13, |b| {
+        // signature_algorithms
         let algs = [
             0x0403u16, 0x0804, 0x0401, 0x0503, 0x0805, 0x0501, 0x0806, 0x0601,
         ];
@@ -575,6 +578,7 @@ fn client_hello(b: &mut Vec<u8>, rng: &mut Pcg64Mcg, h: &Hello<'_>) {
         }
     });
     extension(b, 51, |b| {
+        // key_share
         let shares = open_len(b, 2);
         if h.mlkem {
             put16(b, 0x11ec);
@@ -588,6 +592,7 @@ fn client_hello(b: &mut Vec<u8>, rng: &mut Pcg64Mcg, h: &Hello<'_>) {
     });
     extension(b, 45, |b| b.extend_from_slice(&[1, 1])); // psk_dhe_ke
     extension(b, 43, |b| {
+        // supported_versions
         if tcp {
             b.extend_from_slice(&[4, 0x03, 0x04, 0x03, 0x03]);
         } else {
@@ -595,11 +600,11 @@ fn client_hello(b: &mut Vec<u8>, rng: &mut Pcg64Mcg, h: &Hello<'_>) {
         }
     });
     if let Some(p) = h.quic_params {
-        extension(b, 0x39, |b| b.extend_from_slice(p));
+        extension(b, 0x39, |b| b.extend_from_slice(p)); // quic_transport_parameters
     }
     let now = b.len() - h.record_start;
     if h.pad_to >= now + 4 {
-        extension(b, 21, |b| b.resize(b.len() + h.pad_to - now - 4, 0));
+        extension(b, 21, |b| b.resize(b.len() + h.pad_to - now - 4, 0)); // padding
     }
     close_len(b, exts, 2);
     close_len(b, msg, 3);
@@ -618,8 +623,9 @@ fn server_hello(b: &mut Vec<u8>, rng: &mut Pcg64Mcg, session_id: &[u8]) {
     put16(b, 0x1301);
     b.push(0);
     let exts = open_len(b, 2);
-    extension(b, 43, |b| put16(b, 0x0304));
+    extension(b, 43, |b| put16(b, 0x0304)); // supported_versions
     extension(b, 51, |b| {
+        // key_share
         put16(b, 0x001d);
         put16(b, 32);
         random_bytes(b, rng, 32);
