@@ -537,18 +537,33 @@ impl Analyzer for Tls {
     const SPARSE: bool = true;
 
     /// What `packet` decides from a flow's first packet: TCP, a first
-    /// payload that is not a ClientHello's start with no SYN of its side
-    /// before it (in a header `tcp_seq` reads); UDP, a first datagram
-    /// shorter than 1,200 bytes (or none of it captured); another
-    /// protocol. Then nothing is recorded.
+    /// payload that is not a ClientHello's start, at the start of its
+    /// side's stream or with no SYN of its side before it (in a header
+    /// `tcp_seq` reads); UDP, a first datagram shorter than 1,200 bytes
+    /// (or none of it captured); another protocol. Then nothing is
+    /// recorded.
     #[inline(always)]
     fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
         let off = match p.proto {
             TCP => {
-                p.payload_len != 0
-                    && !client_hello_start(p.payload)
-                    && p.tcp_starts.syn(usize::from(!p.from_client)).is_none()
-                    && v4_tcp_header(p.ip)
+                if p.payload_len == 0 || client_hello_start(p.payload) {
+                    return None;
+                }
+                match p.tcp_starts.syn(usize::from(!p.from_client)) {
+                    // `packet`'s first test, without the header read.
+                    None if v4_tcp_header(p.ip) => true,
+                    side_syn => {
+                        // As `packet` and `start_tcp` place it: data on a
+                        // SYN (TCP Fast Open) starts after its own number.
+                        let (seq, flags) = tcp_seq(p.ip)?;
+                        let (syn, seq) = if flags & SYN != 0 {
+                            (Some(seq), seq.wrapping_add(1))
+                        } else {
+                            (side_syn, seq)
+                        };
+                        syn.is_none_or(|s| s.wrapping_add(1) == seq)
+                    }
+                }
             }
             UDP => {
                 p.payload_len != 0 && (usize::from(p.payload_len) < 1200 || p.payload.is_empty())

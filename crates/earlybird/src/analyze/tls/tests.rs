@@ -298,3 +298,76 @@ fn a_client_hello_starts_with_a_handshake_record_of_version_3_and_type_1() {
     b[2..5].copy_from_slice(&[0xff, 0xff, 0xff]);
     assert!(client_hello_start(&b));
 }
+
+/// `declines` says of a flow's first payload what `packet` does with a
+/// `Default` state: over TCP, with or without a SYN of either side seen,
+/// at its stream's start, past it, on a SYN (TCP Fast Open), from either
+/// side, a ClientHello's start or not, its header captured or not. A
+/// declined packet leaves a state that is done and records nothing.
+#[test]
+fn declines_agrees_with_packet_at_and_past_the_stream_start() {
+    let tls = Tls::default();
+    let hello = client_hello_record();
+    let mut declined_with_syn = 0;
+    for payload in [
+        &b"\x01\x02\x03\x04\x7f\x06"[..],
+        b"SSH-2.0-x\r\n",
+        &hello[..],
+    ] {
+        for (seq, flags) in [(8u32, 0x18u8), (100, 0x18), (7, 0x02), (7, 0x12)] {
+            for from_client in [true, false] {
+                for syns in [
+                    [None, None],
+                    [Some(7), None],
+                    [None, Some(7)],
+                    [Some(7), Some(7)],
+                ] {
+                    for cut in [false, true] {
+                        let ip = tcp_packet(seq, flags, payload);
+                        // Cut: the TCP header not captured whole.
+                        let ip = if cut { &ip[..30] } else { &ip[..] };
+                        let mut starts = TcpStarts::NONE;
+                        for (side, s) in syns.iter().enumerate() {
+                            if let Some(s) = s {
+                                starts.set(side, *s);
+                            }
+                        }
+                        let view = PacketView {
+                            ts: 0,
+                            from_client,
+                            index: 2,
+                            size: 40 + payload.len() as u16,
+                            tcp_flags: flags,
+                            proto: TCP,
+                            payload_len: payload.len() as u16,
+                            payload: if cut { &[] } else { &ip[40..] },
+                            ip,
+                            tcp_starts: &starts,
+                        };
+                        let mut st = State::default();
+                        tls.packet(&mut st, &view);
+                        let case = format!("{payload:?} seq {seq} flags {flags:#x} client {from_client} syns {syns:?} cut {cut}");
+                        match tls.declines(&view) {
+                            Some(sides) => {
+                                assert_eq!(sides, [true; 2], "{case}");
+                                assert!(tls.done(&st) && st.hs.is_none(), "{case}");
+                                if syns[usize::from(!from_client)].is_some() {
+                                    declined_with_syn += 1;
+                                }
+                            }
+                            None => assert!(
+                                !(tls.done(&st) && st.hs.is_none()),
+                                "declinable, not declined: {case}"
+                            ),
+                        }
+                        tls.finish(&mut st);
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        declined_with_syn > 0,
+        "a payload at its stream's start after its SYN"
+    );
+}
