@@ -498,9 +498,8 @@ impl Shard {
 
     /// [`Self::batch`] with the flow consumers' per-packet call (`PACKETS`)
     /// or without. Not inlined: each variant's loop is compiled on its own,
-    /// so that a change to the consumers' path does not move the
-    /// registers of the loop without it (BENCHMARKS.md, "The labellers in
-    /// time").
+    /// so that the consumers' path does not move the registers of the loop
+    /// without it (BENCHMARKS.md, "What the analyzers cost in time").
     #[inline(never)]
     fn batch_as<const PACKETS: bool>(&mut self, data: &[u8], refs: &[PacketRef]) {
         self.begin(refs.len());
