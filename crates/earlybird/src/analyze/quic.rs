@@ -168,14 +168,14 @@ pub struct InitialKeys {
 
 /// HKDF-Expand-Label of TLS 1.3 (RFC 8446 section 7.1), empty context.
 fn expand_label(prk: &Hkdf<Sha256>, label: &str, out: &mut [u8]) {
-    let full = [b"tls13 ", label.as_bytes()].concat();
-    let mut info = Vec::with_capacity(4 + full.len());
-    info.extend_from_slice(&(out.len() as u16).to_be_bytes());
-    info.push(full.len() as u8);
-    info.extend_from_slice(&full);
-    info.push(0);
+    // The HkdfLabel structure in its parts, with no buffer: the output's
+    // length, the label's ("tls13 " and `label`, short constants here),
+    // the label, an empty context.
+    let length = (out.len() as u16).to_be_bytes();
+    let label_len = [(6 + label.len()) as u8];
+    let info: [&[u8]; 5] = [&length, &label_len, b"tls13 ", label.as_bytes(), &[0]];
     // Lengths here are at most 32 bytes, far below HKDF's limit.
-    let _ = prk.expand(&info, out);
+    let _ = prk.expand_multi_info(&info, out);
 }
 
 /// The Initial keys of `version` for the client's packets (`server`

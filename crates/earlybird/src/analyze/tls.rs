@@ -41,6 +41,7 @@
 //!   hundred bytes is not): a handshake that would pass it stops with
 //!   `tls_status` `cut-memory`. Never panics on input.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -75,7 +76,8 @@ struct Found {
     ja3: Option<String>,
     ech: Option<bool>,
     quic_version: Option<u32>,
-    status: Option<String>,
+    /// Most often `ok`: borrowed, not allocated.
+    status: Option<Cow<'static, str>>,
 }
 
 /// Per-flow state.
@@ -166,9 +168,9 @@ impl Handshake {
         self.streams[d].release();
     }
 
-    fn fail(&mut self, d: usize, why: String) {
+    fn fail(&mut self, d: usize, why: impl Into<Cow<'static, str>>) {
         if d == 0 && self.found.status.is_none() {
-            self.found.status = Some(why);
+            self.found.status = Some(why.into());
         }
         self.finish_direction(d);
     }
@@ -204,16 +206,18 @@ impl Handshake {
         };
         match (d, ty) {
             (0, tls_hello::CLIENT_HELLO) => match tls_hello::client_hello(&body) {
-                Ok(ch) => {
+                Ok(mut ch) => {
                     let f = &mut self.found;
-                    f.sni = ch.sni.clone();
+                    f.sni = ch.sni.take();
                     if !ch.alpn.is_empty() {
-                        let names: Vec<String> = ch
-                            .alpn
-                            .iter()
-                            .map(|a| String::from_utf8_lossy(a).into_owned())
-                            .collect();
-                        f.alpn = Some(names.join(","));
+                        let mut names = String::new();
+                        for (i, a) in ch.alpn.iter().enumerate() {
+                            if i > 0 {
+                                names.push(',');
+                            }
+                            names.push_str(&String::from_utf8_lossy(a));
+                        }
+                        f.alpn = Some(names);
                     }
                     f.ja4 = Some(tls_hello::ja4(&ch, self.quic));
                     f.ja3 = Some(tls_hello::ja3(&ch));
@@ -229,7 +233,7 @@ impl Handshake {
             }
             (0, _) => self.fail(
                 0,
-                "error: the client's first handshake message is not a ClientHello".into(),
+                "error: the client's first handshake message is not a ClientHello",
             ),
             _ => {}
         }
@@ -251,7 +255,7 @@ impl Handshake {
             }
         }
         if self.over_budget(data.len()) {
-            self.fail(d, "cut-memory".into());
+            self.fail(d, "cut-memory");
             return;
         }
         let grew = self.streams[d].insert(offset, data, wire, cap);
@@ -288,10 +292,10 @@ impl Handshake {
                 }
                 if !quic::supported(h.version) {
                     if h.version != 0 && self.found.status.is_none() {
-                        self.found.status = Some(format!(
-                            "unsupported QUIC version {}",
-                            quic::version_name(h.version)
-                        ));
+                        self.found.status = Some(
+                            format!("unsupported QUIC version {}", quic::version_name(h.version))
+                                .into(),
+                        );
                     }
                     dg = next;
                     continue;
@@ -321,7 +325,7 @@ impl Handshake {
                                 "ok".into()
                             }
                             Ok(None) => "no client hello in the Google QUIC Q050 Initial".into(),
-                            Err(e) => format!("error: Google QUIC {e}"),
+                            Err(e) => format!("error: Google QUIC {e}").into(),
                         });
                         self.read = [true; 2];
                         return;
@@ -336,7 +340,7 @@ impl Handshake {
                     Err(_) => {
                         // Snapped: a cut Initial cannot be opened.
                         self.found.quic_version = Some(h.version);
-                        self.fail(0, "cut-snap".into());
+                        self.fail(0, "cut-snap");
                         self.read[1] = true;
                         return;
                     }
@@ -352,7 +356,7 @@ impl Handshake {
                 match self.open(r, dg, &h) {
                     Ok(plain) => self.frames(r, h.version, &plain),
                     Err(e) if snapped && e.what.contains("snap length") => {
-                        self.fail(r, "cut-snap".into());
+                        self.fail(r, "cut-snap");
                         return;
                     }
                     Err(e) => {
@@ -500,12 +504,15 @@ impl Tls {
                     hs.found.status = Some("ok".into());
                 }
                 Ok(None) => {
-                    hs.found.status = Some(format!(
-                        "no clear client hello in Google QUIC {}",
-                        quic::version_name(v)
-                    ))
+                    hs.found.status = Some(
+                        format!(
+                            "no clear client hello in Google QUIC {}",
+                            quic::version_name(v)
+                        )
+                        .into(),
+                    )
                 }
-                Err(e) => hs.found.status = Some(format!("error: Google QUIC {e}")),
+                Err(e) => hs.found.status = Some(format!("error: Google QUIC {e}").into()),
             }
             hs.read = [true; 2];
             st.hs = Some(hs);

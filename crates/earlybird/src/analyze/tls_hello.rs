@@ -481,8 +481,12 @@ fn ja4_version(v: u16) -> &'static str {
 /// The JA4 fingerprint of a ClientHello sent over TCP (`quic` false) or
 /// in a QUIC Initial (`quic` true).
 pub fn ja4(ch: &ClientHello, quic: bool) -> String {
-    let mut ciphers: Vec<u16> = kept(&ch.ciphers).collect();
-    let exts: Vec<u16> = kept(&ch.extensions).collect();
+    // The kept ciphers, then the kept extensions, in one buffer.
+    let mut ids: Vec<u16> = Vec::with_capacity(ch.ciphers.len() + ch.extensions.len());
+    ids.extend(kept(&ch.ciphers));
+    let n_ciphers = ids.len();
+    ids.extend(kept(&ch.extensions));
+    let (ciphers, exts) = ids.split_at_mut(n_ciphers);
     let version = ja4_version(kept(&ch.versions).max().unwrap_or(ch.version));
     let mut out = String::with_capacity(36);
     out.push(if quic { 'q' } else { 't' });
@@ -497,20 +501,26 @@ pub fn ja4(ch: &ClientHello, quic: bool) -> String {
     out.push('_');
     ciphers.sort_unstable();
     let mut list = String::with_capacity(5 * ciphers.len().max(exts.len() + ch.sig_algs.len()));
-    push_joined(&mut list, ciphers.into_iter(), ',', put_hex4);
+    push_joined(&mut list, ciphers.iter().copied(), ',', put_hex4);
     push_hash12(&mut out, &list);
     out.push('_');
-    let mut e: Vec<u16> = exts
-        .into_iter()
-        .filter(|x| *x != EXT_SNI && *x != EXT_ALPN)
-        .collect();
+    // The extensions but SNI and ALPN, moved to the front, sorted.
+    let mut n = 0;
+    for i in 0..exts.len() {
+        let x = exts[i];
+        if x != EXT_SNI && x != EXT_ALPN {
+            exts[n] = x;
+            n += 1;
+        }
+    }
+    let e = &mut exts[..n];
     if e.is_empty() {
         push_hash12(&mut out, "");
         return out;
     }
     e.sort_unstable();
     list.clear();
-    push_joined(&mut list, e.into_iter(), ',', put_hex4);
+    push_joined(&mut list, e.iter().copied(), ',', put_hex4);
     let mut sigs = kept(&ch.sig_algs).peekable();
     if sigs.peek().is_some() {
         list.push('_');
