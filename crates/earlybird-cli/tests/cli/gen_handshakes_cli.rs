@@ -320,21 +320,16 @@ fn gen_handshakes_cli_labellers_read_what_was_written() {
     let Some(tshark) = lib_common::tool("tshark", "tshark") else {
         return;
     };
-    let out = std::process::Command::new(tshark)
-        // QUIC is found by heuristics, after the dissectors of ports:
-        // decoding port 443 as QUIC keeps a client port another dissector
-        // registered from taking the datagrams.
-        .args(["-r", &fs, "-d", "udp.port==443,quic"])
-        .args(["-Y", "tls.handshake.type == 1", "-T", "fields"])
-        .args(["-E", "separator=|"])
-        .args(["-e", "ip.src", "-e", "tcp.srcport", "-e", "udp.srcport"])
-        .args(["-e", "tls.handshake.extensions_server_name"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = lib_common::output_ok(
+        std::process::Command::new(tshark)
+            // QUIC is found by heuristics, after the dissectors of ports:
+            // decoding port 443 as QUIC keeps a client port another dissector
+            // registered from taking the datagrams.
+            .args(["-r", &fs, "-d", "udp.port==443,quic"])
+            .args(["-Y", "tls.handshake.type == 1", "-T", "fields"])
+            .args(["-E", "separator=|"])
+            .args(["-e", "ip.src", "-e", "tcp.srcport", "-e", "udp.srcport"])
+            .args(["-e", "tls.handshake.extensions_server_name"]),
     );
     let mut by_client: HashMap<([u8; 4], u16), String> = HashMap::new();
     for line in String::from_utf8(out.stdout).unwrap().lines() {

@@ -10,6 +10,7 @@
 //! test says SKIPPED, and fails under CI.
 
 use crate::common;
+use crate::lib_common;
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -158,15 +159,13 @@ pub(crate) fn proto_number(s: &str) -> u8 {
 
 /// The flows `nfdump -o csv` shows of the files under `dir`.
 fn nfdump_flows(dir: &Path) -> Vec<Flow> {
-    let out = Command::new("nfdump")
-        .args(["-R", dir.to_str().unwrap(), "-o", "csv", "-q"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = lib_common::output_ok(Command::new("nfdump").args([
+        "-R",
+        dir.to_str().unwrap(),
+        "-o",
+        "csv",
+        "-q",
+    ]));
     let text = String::from_utf8(out.stdout).unwrap();
     let mut v: Vec<Flow> = text
         .lines()
@@ -417,15 +416,10 @@ fn tshark_decodes_the_records_and_the_enterprise_elements_as_documented() {
     assert!(datagrams.iter().all(|d| d.len() <= 1400), "MTU");
     let pcap = tmp.path().join("ipfix.pcap");
     to_pcap(&datagrams, &pcap);
-    let out = Command::new("tshark")
-        .args(["-r", pcap.to_str().unwrap(), "-d", "udp.port==4739,cflow"])
-        .args(["-T", "json", "--no-duplicate-keys"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = lib_common::output_ok(
+        Command::new("tshark")
+            .args(["-r", pcap.to_str().unwrap(), "-d", "udp.port==4739,cflow"])
+            .args(["-T", "json", "--no-duplicate-keys"]),
     );
     let packets: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(packets.len(), datagrams.len());
@@ -735,15 +729,10 @@ fn early_verdict_events_go_to_ipfix_too() {
 fn tshark_records(datagrams: &[Vec<u8>], dir: &Path) -> Vec<serde_json::Value> {
     let pcap = dir.join("ipfix.pcap");
     to_pcap(datagrams, &pcap);
-    let out = Command::new("tshark")
-        .args(["-r", pcap.to_str().unwrap(), "-d", "udp.port==4739,cflow"])
-        .args(["-T", "json", "--no-duplicate-keys"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = lib_common::output_ok(
+        Command::new("tshark")
+            .args(["-r", pcap.to_str().unwrap(), "-d", "udp.port==4739,cflow"])
+            .args(["-T", "json", "--no-duplicate-keys"]),
     );
     let packets: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     let mut flows = Vec::new();

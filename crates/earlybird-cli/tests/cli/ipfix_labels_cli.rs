@@ -7,6 +7,7 @@
 
 use crate::common::eb;
 use crate::ipfix_cli::{csv_rows, have, to_pcap, Catcher};
+use crate::lib_common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -80,15 +81,10 @@ fn run(
     assert!(datagrams.iter().all(|d| d.len() <= 1400), "MTU");
     let pcap = dir.join("ipfix.pcap");
     to_pcap(&datagrams, &pcap);
-    let out = Command::new("tshark")
-        .args(["-r", pcap.to_str().unwrap(), "-d", "udp.port==4739,cflow"])
-        .args(["-T", "json", "--no-duplicate-keys"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = lib_common::output_ok(
+        Command::new("tshark")
+            .args(["-r", pcap.to_str().unwrap(), "-d", "udp.port==4739,cflow"])
+            .args(["-T", "json", "--no-duplicate-keys"]),
     );
     let packets: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     let mut flows = Vec::new();

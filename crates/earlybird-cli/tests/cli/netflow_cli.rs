@@ -17,6 +17,7 @@ use crate::ipfix_cli::{
     csv_rows, eventually, free_udp_port, have, proto_number, samples, to_pcap, udp_listening,
     Catcher, Kill,
 };
+use crate::lib_common;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -108,16 +109,13 @@ fn nfdump_secs(s: &str) -> u64 {
 
 /// The records `nfdump -o csv` shows of the files under `dir`.
 fn nfdump_records(dir: &Path) -> Vec<OneWay> {
-    let out = Command::new("nfdump")
-        .env("TZ", "UTC")
-        .args(["-R", dir.to_str().unwrap(), "-o", "csv", "-q"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = lib_common::output_ok(Command::new("nfdump").env("TZ", "UTC").args([
+        "-R",
+        dir.to_str().unwrap(),
+        "-o",
+        "csv",
+        "-q",
+    ]));
     let text = String::from_utf8(out.stdout).unwrap();
     let mut v: Vec<OneWay> = text
         .lines()
@@ -264,15 +262,10 @@ fn unhex(s: &str) -> Vec<u8> {
 fn tshark_flows(datagrams: &[Vec<u8>], dir: &Path) -> Vec<(u64, serde_json::Value)> {
     let pcap = dir.join("nf9.pcap");
     to_pcap(datagrams, &pcap);
-    let out = Command::new("tshark")
-        .args(["-r", pcap.to_str().unwrap(), "-d", "udp.port==4739,cflow"])
-        .args(["-T", "json", "--no-duplicate-keys"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = lib_common::output_ok(
+        Command::new("tshark")
+            .args(["-r", pcap.to_str().unwrap(), "-d", "udp.port==4739,cflow"])
+            .args(["-T", "json", "--no-duplicate-keys"]),
     );
     let packets: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     let mut flows = Vec::new();

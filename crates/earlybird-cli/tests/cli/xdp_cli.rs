@@ -25,16 +25,11 @@ const BIN: &str = env!("CARGO_BIN_EXE_earlybird");
 
 /// Writes the records of `pcap` read as a file to `csv`.
 fn file_records(pcap: &std::path::Path, csv: &std::path::Path) {
-    let out = Command::new(BIN)
-        .args(["flows", "--no-model", "-q", "-o"])
-        .arg(csv)
-        .arg(pcap)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    lib_common::output_ok(
+        Command::new(BIN)
+            .args(["flows", "--no-model", "-q", "-o"])
+            .arg(csv)
+            .arg(pcap),
     );
 }
 

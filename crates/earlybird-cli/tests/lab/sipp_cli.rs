@@ -205,16 +205,11 @@ fn sipp_calls_are_tracked_live_and_from_a_file() {
     std::thread::sleep(Duration::from_millis(500));
     drop(dump);
 
-    let out = Command::new(bin)
-        .args(["voip", "-q", "-o"])
-        .arg(&file)
-        .arg(&cap)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    lib_common::output_ok(
+        Command::new(bin)
+            .args(["voip", "-q", "-o"])
+            .arg(&file)
+            .arg(&cap),
     );
     let (live, file) = (records(&live), records(&file));
     assert_eq!(live.len(), 4, "{live:#?}");
@@ -530,18 +525,13 @@ fn sipp_calls_over_a_lossy_link_report_the_loss_the_link_made() {
 
     // Every call, live and from the file, with its parties and times.
     for side in ["client", "server"] {
-        let out = Command::new(bin)
-            .args(["voip", "-q", "-o"])
-            .arg(d.join(format!("{side}.jsonl")))
-            .arg("--streams-out")
-            .arg(d.join(format!("{side}_streams.jsonl")))
-            .arg(d.join(format!("{side}.pcap")))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        lib_common::output_ok(
+            Command::new(bin)
+                .args(["voip", "-q", "-o"])
+                .arg(d.join(format!("{side}.jsonl")))
+                .arg("--streams-out")
+                .arg(d.join(format!("{side}_streams.jsonl")))
+                .arg(d.join(format!("{side}.pcap"))),
         );
     }
     let live = records(&d.join("live.jsonl"));

@@ -366,6 +366,18 @@ impl earlybird::Exporter for Count {
     }
 }
 
+/// Runs `cmd` to its end and returns its output; fails the test, with
+/// the command's standard error, when it exits with an error.
+pub fn output_ok(cmd: &mut std::process::Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// The path of tool `name` if it is installed. Under CI (`CI` set) a
 /// missing tool fails the test, since `.ci/run` installs it; elsewhere the
 /// test is skipped, and says so.
