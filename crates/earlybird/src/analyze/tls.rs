@@ -430,6 +430,24 @@ fn client_hello_start(b: &[u8]) -> bool {
     matches!(b, [0x16, 0x03, _, _, _, tls_hello::CLIENT_HELLO, ..])
 }
 
+/// The last SYN of a TCP payload's side (`side_syn`, or the packet's own
+/// when it is one) and the sequence number its payload starts at, from
+/// its header's sequence number and flags ([`tcp_seq`]): data on a SYN
+/// (TCP Fast Open) starts after the SYN's own number.
+fn placed(side_syn: Option<u32>, (seq, flags): (u32, u8)) -> (Option<u32>, u32) {
+    if flags & SYN != 0 {
+        (Some(seq), seq.wrapping_add(1))
+    } else {
+        (side_syn, seq)
+    }
+}
+
+/// True when a payload starting at `seq` lies past the start of its
+/// stream, whose side's last SYN is `syn`.
+fn past_start(syn: Option<u32>, seq: u32) -> bool {
+    syn.is_some_and(|s| s.wrapping_add(1) != seq)
+}
+
 /// True when `ip` is an IPv4 packet whose TCP header [`tcp_seq`] reads
 /// (its `Some` for IPv4, without the reading).
 #[inline]
@@ -473,7 +491,7 @@ impl Tls {
         p: &PacketView<'_>,
     ) {
         let b = p.payload;
-        let past_start = syn.is_some_and(|s| s.wrapping_add(1) != seq);
+        let past_start = past_start(syn, seq);
         if !past_start && !client_hello_start(b) {
             st.done = true;
             return;
@@ -560,15 +578,8 @@ impl Analyzer for Tls {
                     // `packet`'s first test, without the header read.
                     None if v4_tcp_header(p.ip) => true,
                     side_syn => {
-                        // As `packet` and `start_tcp` place it: data on a
-                        // SYN (TCP Fast Open) starts after its own number.
-                        let (seq, flags) = tcp_seq(p.ip)?;
-                        let (syn, seq) = if flags & SYN != 0 {
-                            (Some(seq), seq.wrapping_add(1))
-                        } else {
-                            (side_syn, seq)
-                        };
-                        syn.is_none_or(|s| s.wrapping_add(1) == seq)
+                        let (syn, seq) = placed(side_syn, tcp_seq(p.ip)?);
+                        !past_start(syn, seq)
                     }
                 }
             }
@@ -643,9 +654,9 @@ impl Analyzer for Tls {
             TCP => {
                 // The last SYN of this side (but this packet: it has
                 // payload, so it is no SYN the table kept).
-                let mut syn = p.tcp_starts.syn(d);
+                let side_syn = p.tcp_starts.syn(d);
                 if st.hs.is_none()
-                    && syn.is_none()
+                    && side_syn.is_none()
                     && p.payload_len != 0
                     && !client_hello_start(p.payload)
                     && v4_tcp_header(p.ip)
@@ -658,22 +669,13 @@ impl Analyzer for Tls {
                     st.done = true;
                     return Action::Continue;
                 }
-                let Some((seq, flags)) = tcp_seq(p.ip) else {
+                let Some(header) = tcp_seq(p.ip) else {
                     return Action::Continue;
                 };
-                if flags & SYN != 0 {
-                    syn = Some(seq);
-                }
+                let (syn, seq) = placed(side_syn, header);
                 if p.payload_len == 0 {
                     return Action::Continue;
                 }
-                // Data on a SYN (TCP Fast Open) starts after the SYN's own
-                // sequence number.
-                let seq = if flags & SYN != 0 {
-                    seq.wrapping_add(1)
-                } else {
-                    seq
-                };
                 if st.hs.is_none() {
                     self.start_tcp(st, d, seq, syn, p);
                 }
