@@ -440,6 +440,16 @@ impl<A: Analyzer> Slots<A> {
         }
     }
 
+    /// Reserves the per-slot array (the index of a sparse analyzer, else
+    /// the states) for `capacity` slots ([`reserve_slots`]).
+    fn reserve(&mut self, capacity: usize) -> Option<SlotArray> {
+        if sparse::<A>() {
+            reserve_slots(&mut self.index, capacity)
+        } else {
+            reserve_slots(&mut self.states, capacity)
+        }
+    }
+
     /// Writes the record's fields of the flow in slot `s`
     /// ([`Analyzer::record_declined`]'s when its state was not made,
     /// `fresh`: [`Analyzer::LAZY`]).
@@ -462,6 +472,20 @@ impl<A: Analyzer> Slots<A> {
             None => self.analyzer.record(&A::State::default(), out),
         }
     }
+}
+
+/// A per-slot array's first byte and the bytes each slot takes, for the
+/// table's prefault helper (`flow/prefault.rs`).
+pub(crate) type SlotArray = (*const u8, usize);
+
+/// Reserves room for `capacity` slots in a per-slot array, so that it never
+/// moves while a table of that many slots fills it, and returns it as a
+/// [`SlotArray`]; `None` when the room cannot be had (the array then grows
+/// as it is used, and its pages are cleared by the thread that first
+/// writes them).
+fn reserve_slots<T>(v: &mut Vec<T>, capacity: usize) -> Option<SlotArray> {
+    v.try_reserve_exact(capacity.saturating_sub(v.len())).ok()?;
+    Some((v.as_ptr().cast(), std::mem::size_of::<T>()))
 }
 
 /// Slot `s` of a side array holds `fresh()` (the array grown to it when
@@ -781,6 +805,21 @@ macro_rules! registry {
                     f.extend_from_slice(crate::sample::FIELDS);
                 }
                 f
+            }
+
+            /// Reserves the per-slot arrays of the analyzers on for
+            /// `capacity` slots, so that they never move, and returns
+            /// them for the table to populate ahead of use (an array
+            /// whose room cannot be had is left out and grows as used).
+            pub(crate) fn reserve(&mut self, capacity: usize) -> Vec<SlotArray> {
+                let mut arrays = Vec::new();
+                $($(#[$attr])* if let Some(x) = &mut self.each.$name {
+                    arrays.extend(x.reserve(capacity));
+                })*
+                if self.early {
+                    arrays.extend(reserve_slots(&mut self.done, capacity));
+                }
+                arrays
             }
 
             /// A flow starts in slot `s`.

@@ -430,6 +430,50 @@ fn a_slot_started_holds_a_fresh_state_whatever_the_array_held() {
     assert_eq!(v, [9, 2, 7, 4, 4, 4]);
 }
 
+#[test]
+fn arrays_reserved_for_a_tables_slots_do_not_move_while_its_flows_start() {
+    // The labellers and media: the sparse analyzers' indexes, media's
+    // states and the done words, populated ahead of use by the table's
+    // helper thread (`flow/prefault.rs`): they must stay where they were
+    // reserved while every slot fills.
+    let names: Vec<String> = ["tls", "http", "ssh", "dns", "media"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut a = super::Active::new(&names).unwrap();
+    let capacity = 5000;
+    let arrays = a.reserve(capacity);
+    assert_eq!(arrays.len(), 6, "four indexes, media's states, done");
+    // A DNS query over UDP: `dns` and `media` make the flow's state.
+    let query = [
+        0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3, b'w', b'w', b'w', 0, 0, 1, 0, 1,
+    ];
+    for s in 0..capacity {
+        a.start(s);
+        a.packet(
+            s,
+            &PacketView {
+                ts: 1,
+                from_client: true,
+                index: 1,
+                size: 49,
+                tcp_flags: 0,
+                proto: 17,
+                payload_len: query.len() as u16,
+                payload: &query,
+                ip: &[],
+                tcp_starts: &TcpStarts::NONE,
+            },
+        );
+    }
+    let dns = &a.each.dns.as_ref().unwrap().index;
+    assert_eq!(dns.len(), capacity, "a state made for every flow");
+    assert!(arrays.contains(&(dns.as_ptr().cast(), 4)));
+    assert_eq!(a.done.len(), capacity);
+    assert!(arrays.contains(&(a.done.as_ptr().cast(), 6)));
+    assert_eq!(a.reserve(capacity), arrays, "nothing moved");
+}
+
 /// Shows the same packets to `names` through the loop made for them and
 /// through the one for any set: the same actions, follow masks, done bits
 /// and records.

@@ -19,6 +19,7 @@
 
 use super::entry::{Entry, EntryTail, V6Addrs, CLIENT_IS_A};
 use super::packet::{Payload, Pkt};
+use super::prefault::Region;
 use super::record::{EndReason, RecordBatch};
 use crate::analyze::TcpStarts;
 use crate::classify::inline::Inline;
@@ -96,6 +97,18 @@ pub trait Consumer {
     /// packets with payload, to read itself.
     fn reads_tcp_starts(&self) -> bool {
         false
+    }
+
+    /// The table holds at most `capacity` slots: a consumer that keeps
+    /// arrays indexed by slot reserves them for that many now, so that
+    /// they no longer move, and returns them for the table's helper to
+    /// populate ahead of use with its own (`flow/prefault.rs`: the pages
+    /// of the next slots are cleared on a spare core, not by the shard at
+    /// a flow's start). Called when the table starts the helper or
+    /// populates its first slots.
+    fn slot_arrays(&mut self, capacity: usize) -> Vec<Region> {
+        let _ = capacity;
+        Vec::new()
     }
 
     /// A flow starts in `slot` (before its first packet is accounted).

@@ -8,7 +8,9 @@
 //! wake-up only every [`WINDOW`]` / 2` new slots); once it has used
 //! [`START`] slots, the helper asks the kernel to populate the pages of the
 //! next [`WINDOW`] slots of every slot array with
-//! `madvise(MADV_POPULATE_WRITE)` (Linux ≥ 5.14). Populating never changes
+//! `madvise(MADV_POPULATE_WRITE)` (Linux ≥ 5.14); the consumers' arrays
+//! indexed by slot (`Consumer::slot_arrays`: the analyzers') are among
+//! them. Populating never changes
 //! the contents of a page that is already there, and fresh pages are zero
 //! either way, so the table sees the same memory it would see without the
 //! helper; only who pays the page clearing changes.
@@ -151,9 +153,11 @@ fn populate(r: &Region, from: usize, to: usize) -> bool {
     }
     // SAFETY: [start, end) lies within the region's mapping (mappings are
     // whole pages, and callers keep it mapped for the call: the table's
-    // own thread, or the helper joined before the table unmaps it);
-    // POPULATE_WRITE only faults pages in, it never changes what a present
-    // page holds.
+    // own thread, or the helper joined before the table unmaps it or
+    // drops its consumers); POPULATE_WRITE only faults pages in, it never
+    // changes what a present page holds, so even a range freed and mapped
+    // again meanwhile (a consumer replaced while the helper runs) keeps
+    // its contents, and one no longer mapped makes the call fail.
     let rc = unsafe {
         libc::madvise(
             start as *mut libc::c_void,

@@ -272,7 +272,8 @@ impl<C: Consumer> FlowTable<C> {
         if self.prefault.is_some() {
             return;
         }
-        self.prefault = Prefaulter::start(self.slot_regions(), self.capacity);
+        let regions = self.slot_regions();
+        self.prefault = Prefaulter::start(regions, self.capacity);
     }
 
     /// Populates now the whole index (its buckets are touched at random)
@@ -286,8 +287,9 @@ impl<C: Consumer> FlowTable<C> {
     }
 
     /// The slot arrays filled in slot order (not the randomly probed
-    /// index, nor the IPv6 addresses committed only where used).
-    fn slot_regions(&self) -> Vec<Region> {
+    /// index, nor the IPv6 addresses committed only where used), the
+    /// consumers' among them ([`Consumer::slot_arrays`]).
+    fn slot_regions(&mut self) -> Vec<Region> {
         let mut regions = vec![
             region(&self.entries, 1),
             region(&self.tails, 1),
@@ -296,6 +298,10 @@ impl<C: Consumer> FlowTable<C> {
         if self.full_stats {
             regions.push(region(&self.extra, 1));
         }
+        if self.consumers.reads_tcp_starts() {
+            regions.push(region(&self.tcp_starts, 1));
+        }
+        regions.extend(self.consumers.slot_arrays(self.capacity));
         regions
     }
 

@@ -17,6 +17,7 @@ use crate::config::FlowConfig;
 use crate::decode::ipproto::TCP;
 use crate::flow::consumer::{Consumer, FlowRef, Follows};
 use crate::flow::packet::{Payload, Pkt};
+use crate::flow::prefault::Region;
 use crate::flow::record::{EndReason, RecordBatch};
 use crate::flow::tally::{Sums, Tally};
 
@@ -126,6 +127,18 @@ impl Consumer for Analyzers {
 
     fn reads_tcp_starts(&self) -> bool {
         self.active.reads_starts()
+    }
+
+    fn slot_arrays(&mut self, capacity: usize) -> Vec<Region> {
+        let arrays = if self.on {
+            self.active.reserve(capacity)
+        } else {
+            Vec::new()
+        };
+        arrays
+            .into_iter()
+            .map(|(base, per_slot)| Region { base, per_slot })
+            .collect()
     }
 
     #[inline]

@@ -20,6 +20,7 @@ use crate::flow::consumer::{Consumer, FlowRef, Follows};
 use crate::flow::events::Events;
 use crate::flow::held::HeldEnds;
 use crate::flow::packet::{Payload, Pkt};
+use crate::flow::prefault::Region;
 use crate::flow::record::{EndReason, RecordBatch};
 use crate::flow::table::FlowTable;
 use crate::flow::tally::Tally;
@@ -52,6 +53,14 @@ macro_rules! registry {
             #[inline(always)]
             fn reads_tcp_starts(&self) -> bool {
                 false $(|| self.$name.as_ref().is_some_and(Consumer::reads_tcp_starts))*
+            }
+
+            fn slot_arrays(&mut self, capacity: usize) -> Vec<Region> {
+                let mut arrays = Vec::new();
+                $(if let Some(c) = &mut self.$name {
+                    arrays.extend(c.slot_arrays(capacity));
+                })*
+                arrays
             }
 
             #[inline(always)]
