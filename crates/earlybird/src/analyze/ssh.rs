@@ -198,7 +198,23 @@ enum Skimmed {
 fn skim(k: &mut Skim, mut b: &[u8]) -> Skimmed {
     let all = b.len();
     while !b.is_empty() {
-        let (part, rest, ended) = match memchr::memchr(b'\n', b) {
+        // The bytes of the line that `feed` would keep are searched once,
+        // for the line's end and for a NUL (which gives the side up);
+        // past them only the line's end is looked for, and not past the
+        // bytes the side may still skip (it is given up there whether the
+        // line ends or not).
+        let kept = &b[..b.len().min(MAX_LINE.saturating_sub(k.seen))];
+        let (end, nul) = match memchr::memchr2(b'\n', 0, kept) {
+            Some(i) if b[i] == 0 => (None, true),
+            Some(i) => (Some(i), false),
+            None if kept.len() < b.len() => {
+                let limit = (MAX_SKIP + 1).saturating_sub(k.skipped + k.seen);
+                let past = &b[kept.len()..b.len().min(limit.max(kept.len()))];
+                (memchr::memchr(b'\n', past).map(|i| kept.len() + i), false)
+            }
+            None => (None, false),
+        };
+        let (part, rest, ended) = match end {
             Some(i) => (&b[..i], &b[i + 1..], true),
             None => (b, &b[b.len()..], false),
         };
@@ -213,11 +229,7 @@ fn skim(k: &mut Skim, mut b: &[u8]) -> Skimmed {
             }
             k.plain = true;
         }
-        // `feed` keeps a line's first MAX_LINE bytes and looks for a NUL
-        // in them (the `memchr` crate's search: the slice's own
-        // `contains` is slower).
-        let room = MAX_LINE.saturating_sub(k.seen);
-        if memchr::memchr(0, &part[..part.len().min(room)]).is_some() {
+        if nul {
             return Skimmed::Stop;
         }
         k.seen += part.len();
