@@ -441,12 +441,16 @@ impl<A: Analyzer> Slots<A> {
     }
 
     /// Reserves the per-slot array (the index of a sparse analyzer, else
-    /// the states) for `capacity` slots ([`reserve_slots`]).
+    /// the states) for `capacity` slots ([`reserve_slots`]); returns it to
+    /// be populated ahead of use unless it holds the states of a lazy
+    /// analyzer (`media`'s, about 200 bytes a slot: a run where no flow
+    /// engages it would commit them all for nothing).
     fn reserve(&mut self, capacity: usize) -> Option<SlotArray> {
         if sparse::<A>() {
             reserve_slots(&mut self.index, capacity)
         } else {
-            reserve_slots(&mut self.states, capacity)
+            let states = reserve_slots(&mut self.states, capacity);
+            states.filter(|_| !A::LAZY)
         }
     }
 
@@ -809,8 +813,9 @@ macro_rules! registry {
 
             /// Reserves the per-slot arrays of the analyzers on for
             /// `capacity` slots, so that they never move, and returns
-            /// them for the table to populate ahead of use (an array
-            /// whose room cannot be had is left out and grows as used).
+            /// those the table is to populate ahead of use (not a lazy
+            /// analyzer's states, [`Slots::reserve`]; an array whose room
+            /// cannot be had is left out and grows as used).
             pub(crate) fn reserve(&mut self, capacity: usize) -> Vec<SlotArray> {
                 let mut arrays = Vec::new();
                 $($(#[$attr])* if let Some(x) = &mut self.each.$name {
