@@ -272,8 +272,7 @@ impl<C: Consumer> FlowTable<C> {
         if self.prefault.is_some() {
             return;
         }
-        let regions = self.slot_regions();
-        self.prefault = Prefaulter::start(regions, self.capacity);
+        self.prefault = Prefaulter::start(self.slot_regions(), self.capacity);
     }
 
     /// Populates now the whole index (its buckets are touched at random)

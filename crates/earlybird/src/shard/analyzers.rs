@@ -130,12 +130,8 @@ impl Consumer for Analyzers {
     }
 
     fn slot_arrays(&mut self, capacity: usize) -> Vec<Region> {
-        let arrays = if self.on {
-            self.active.reserve(capacity)
-        } else {
-            Vec::new()
-        };
-        arrays
+        self.active
+            .reserve(capacity)
             .into_iter()
             .map(|(base, per_slot)| Region { base, per_slot })
             .collect()
