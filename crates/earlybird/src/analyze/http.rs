@@ -236,12 +236,15 @@ impl Analyzer for Http {
     /// is read: not TCP (the flow), or not the start of a request (that
     /// side; the other's first payload is read as by a fresh state, the
     /// `Waiting` bit of the declined side aside, which only the done bits
-    /// read). Then nothing is recorded. The whole flow when that side is
-    /// its client and the roles are known, so its server does not send
-    /// the first request: both sides' SYNs came before
-    /// ([`PacketView::tcp_starts`]), or the payload rides on the
-    /// client's SYN itself (TCP Fast Open), which only the side that
-    /// opens the connection sends.
+    /// read). Then nothing is recorded. The whole flow when the
+    /// connection was seen opened, so the roles are known: both sides'
+    /// SYNs came before ([`PacketView::tcp_starts`]), or the payload
+    /// rides on the client's SYN itself (TCP Fast Open), which only the
+    /// side that opens the connection sends. An HTTP/1.x client speaks
+    /// first: when it did not send a request, or its server spoke before
+    /// it (a server's greeting, a download without a request), no
+    /// request is to come. Seen from its middle, a connection's first
+    /// payload may be a reply and the next a request of the other side.
     #[inline(always)]
     fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
         if p.payload_len == 0 {
@@ -255,7 +258,7 @@ impl Analyzer for Http {
         }
         let opened = p.tcp_flags & (SYN | ACK) == SYN
             || p.tcp_starts.syn(0).is_some() && p.tcp_starts.syn(1).is_some();
-        Some(if p.from_client && opened {
+        Some(if opened {
             [true; 2]
         } else {
             [p.from_client, !p.from_client]
@@ -393,7 +396,7 @@ mod tests {
     }
 
     #[test]
-    fn a_client_that_sends_no_request_ends_the_flow_when_the_roles_are_known() {
+    fn a_first_payload_that_is_no_request_ends_the_flow_when_the_roles_are_known() {
         let a = Http;
         let mut both = crate::analyze::TcpStarts::NONE;
         both.set(0, 1000);
@@ -405,11 +408,16 @@ mod tests {
             ..view(payload, from_client)
         };
         let tls = &[0x16, 0x03, 0x01, 0x02, 0x00, 0x01];
-        // Both SYNs seen: the client's first payload decides for the flow.
+        // Both SYNs seen: either side's first payload decides for the
+        // flow (the client speaks first).
         assert_eq!(a.declines(&with(&both, tls, true)), Some([true; 2]));
-        // Not from the client, or the handshake not seen whole: that side
-        // only (the flow may be seen from its middle, roles unknown).
-        assert_eq!(a.declines(&with(&both, tls, false)), Some([false, true]));
+        assert_eq!(a.declines(&with(&both, tls, false)), Some([true; 2]));
+        // The handshake not seen whole: that side only (the flow may be
+        // seen from its middle, roles unknown).
+        assert_eq!(
+            a.declines(&with(&client_only, tls, false)),
+            Some([false, true])
+        );
         assert_eq!(
             a.declines(&with(&client_only, tls, true)),
             Some([true, false])

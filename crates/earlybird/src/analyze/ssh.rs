@@ -5,7 +5,10 @@
 //! (ended by a line feed, a carriage return before it dropped). The
 //! client's first line must start with `SSH-`; the server may send other
 //! lines before its own (RFC 4253 allows it), at most [`MAX_SKIP`] bytes
-//! of them, each free of NUL bytes. The first line starting with `SSH-`
+//! of them, each a line of text: free of NUL bytes (as OpenSSH wants) and
+//! of the other control characters but TAB, CR and ESC ([`not_text`]).
+//! A server that sends anything else before its banner is not SSH: the
+//! client's banner is not read either. The first line starting with `SSH-`
 //! is the banner, written whole (`SSH-2.0-OpenSSH_9.6 comment`) without
 //! its line end; it is at most 255 bytes with its line end (the RFC's
 //! bound), and a longer one, or bytes that are not a banner where it must
@@ -26,6 +29,17 @@ pub const MAX_LINE: usize = 255;
 
 /// Most bytes of other lines a server may send before its banner.
 pub const MAX_SKIP: usize = 1024;
+
+/// A byte that no line of text carries, in a server's lines before its
+/// banner (RFC 4253 wants them UTF-8): NUL and the C0 control characters
+/// but TAB, LF (the line's end), CR and ESC, and DEL. Binary data (a
+/// server-first protocol, a download seen without its request) carries
+/// one of them within a few bytes.
+#[inline(always)]
+fn not_text(c: u8) -> bool {
+    const TEXT_CONTROLS: u32 = 1 << b'\t' | 1 << b'\n' | 1 << b'\r' | 1 << 0x1B;
+    c < 0x20 && TEXT_CONTROLS >> c & 1 == 0 || c == 0x7F
+}
 
 /// IP protocol number of TCP.
 const TCP: u8 = 6;
@@ -74,6 +88,11 @@ impl Banner {
             done: gone.then_some(None),
             ..Banner::default()
         }
+    }
+
+    /// True while no byte was fed.
+    fn untouched(&self) -> bool {
+        self.done.is_none() && self.seen == 0 && self.skipped == 0
     }
 
     /// True once the banner is read or known absent.
@@ -132,7 +151,8 @@ impl Banner {
                 self.stop();
                 return;
             }
-            if !banner && (self.line.contains(&0) || self.skipped + self.seen > MAX_SKIP) {
+            let text = !self.line.iter().any(|&c| not_text(c));
+            if !banner && (!text || self.skipped + self.seen > MAX_SKIP) {
                 self.stop();
                 return;
             }
@@ -181,7 +201,8 @@ struct Skim {
 /// What [`skim`] did with a server's bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Skimmed {
-    /// They give the side up (a NUL, or more than [`MAX_SKIP`] bytes).
+    /// They give the side up: not SSH (a byte [`not_text`], or more than
+    /// [`MAX_SKIP`] bytes).
     Stop,
     /// All were lines (or a line under way) that cannot be the banner.
     All,
@@ -193,19 +214,20 @@ enum Skimmed {
 /// Reads a server's bytes `b` from a line start or from within a line
 /// known not to be the banner (`k.plain`), as [`Banner::feed`] would,
 /// without keeping them: a line whose start is not `SSH-` (nor, cut
-/// short, the start of it) is only checked for a NUL in the bytes `feed`
-/// would keep of it and counted toward [`MAX_SKIP`].
+/// short, the start of it) is only checked for bytes [`not_text`] in the
+/// bytes `feed` would keep of it and counted toward [`MAX_SKIP`].
 fn skim(k: &mut Skim, mut b: &[u8]) -> Skimmed {
     let all = b.len();
     while !b.is_empty() {
         // The bytes of the line that `feed` would keep are searched once,
-        // for the line's end and for a NUL (which gives the side up);
-        // past them only the line's end is looked for, and not past the
-        // bytes the side may still skip (it is given up there whether the
-        // line ends or not).
+        // for the line's end and for a byte that is not text (which gives
+        // the side up); past them only the line's end is looked for, and
+        // not past the bytes the side may still skip (it is given up
+        // there whether the line ends or not).
         let kept = &b[..b.len().min(MAX_LINE.saturating_sub(k.seen))];
-        let (end, nul) = match memchr::memchr2(b'\n', 0, kept) {
-            Some(i) if b[i] == 0 => (None, true),
+        let stop = kept.iter().position(|&c| c == b'\n' || not_text(c));
+        let (end, binary) = match stop {
+            Some(i) if b[i] != b'\n' => (None, true),
             Some(i) => (Some(i), false),
             None if kept.len() < b.len() => {
                 let limit = (MAX_SKIP + 1).saturating_sub(k.skipped + k.seen);
@@ -229,7 +251,7 @@ fn skim(k: &mut Skim, mut b: &[u8]) -> Skimmed {
             }
             k.plain = true;
         }
-        if nul {
+        if binary {
             return Skimmed::Stop;
         }
         k.seen += part.len();
@@ -246,11 +268,25 @@ fn skim(k: &mut Skim, mut b: &[u8]) -> Skimmed {
     Skimmed::All
 }
 
+/// Whether a server's first payload `b` is not SSH ([`skim`] from a
+/// fresh state stops at it). Out of line, so as not to weigh on the
+/// labellers' loop.
+#[inline(never)]
+fn server_refused(b: &[u8]) -> bool {
+    let mut k = Skim {
+        skipped: 0,
+        seen: 0,
+        plain: false,
+    };
+    skim(&mut k, b) == Skimmed::Stop
+}
+
 /// Per-flow state: the client's side, then the server's.
 #[derive(Debug, Default)]
 pub struct State {
     sides: Option<Box<[Banner; 2]>>,
-    /// Not SSH: the client spoke first, and not SSH.
+    /// Not SSH: the client spoke first, and not SSH, or the server sent
+    /// what no SSH server sends before its banner ([`Skimmed::Stop`]).
     off: bool,
     /// Before `sides`: the server has sent only lines that cannot be its
     /// banner ([`skim`]; nothing is held for them), `pre` their
@@ -258,7 +294,9 @@ pub struct State {
     /// lives), `pre_plain` theirs.
     pre: [u16; 2],
     pre_plain: bool,
-    /// Before `sides`: the server's side was given up.
+    /// Before `sides`: the server's side was given up, its packet cut by
+    /// the snap length within a line that cannot be its banner (the
+    /// client's banner is still read).
     pre_gone: bool,
 }
 
@@ -317,14 +355,20 @@ impl Analyzer for Ssh {
     const LAZY: bool = true;
     const SPARSE: bool = true;
 
-    /// What `packet` decides from a flow's first payload: not TCP, or the
-    /// client's and not the start of `SSH-`. Then nothing is recorded.
+    /// What `packet` decides from a flow's first payload: not TCP, the
+    /// client's and not the start of `SSH-`, or the server's and not
+    /// text ([`Skimmed::Stop`]). Then nothing is recorded.
     #[inline(always)]
     fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
         if p.payload_len == 0 {
             return None;
         }
-        let off = p.proto != TCP || (p.from_client && !may_be_banner(p.payload));
+        let off = p.proto != TCP
+            || if p.from_client {
+                !may_be_banner(p.payload)
+            } else {
+                server_refused(p.payload)
+            };
         off.then_some([true; 2])
     }
 
@@ -374,7 +418,8 @@ impl Analyzer for Ssh {
                 st.pre_plain = k.plain;
                 match r {
                     Skimmed::Stop => {
-                        st.pre_gone = true;
+                        // What no SSH server sends before its banner.
+                        st.off = true;
                         return Action::Continue;
                     }
                     Skimmed::All => {
@@ -403,12 +448,12 @@ impl Analyzer for Ssh {
             return Action::Continue;
         }
         sides[d].feed(bytes);
-        if p.from_client
-            && sides[0].is_done()
-            && sides[0].banner().is_none()
-            && sides[1].banner().is_none()
+        let refused = sides[d].is_done() && sides[d].banner().is_none();
+        if refused && p.from_client && sides[1].banner().is_none()
+            || refused && !p.from_client && sides[0].untouched()
         {
-            // The client spoke something else: not SSH; nothing held.
+            // The client spoke something else, or the server did before
+            // the client spoke: not SSH; nothing held.
             st.sides = None;
             st.off = true;
             return Action::Continue;
@@ -653,6 +698,8 @@ mod tests {
         seen: usize,
         skipped: usize,
         done: Option<Option<String>>,
+        /// Given up by the bytes it was sent (not SSH), not by a cut.
+        refused: bool,
     }
 
     impl Reference {
@@ -674,7 +721,12 @@ mod tests {
                 self.long |= part.len() > room;
                 self.seen += part.len();
                 let banner = self.line.starts_with(b"SSH-");
-                if !banner && (self.line.contains(&0) || self.skipped + self.seen > MAX_SKIP) {
+                let text = self
+                    .line
+                    .iter()
+                    .all(|&c| c >= 0x20 && c != 0x7F || b"\t\r\x1b".contains(&c));
+                if !banner && (!text || self.skipped + self.seen > MAX_SKIP) {
+                    self.refused = true;
                     self.stop();
                     return;
                 }
@@ -713,18 +765,21 @@ mod tests {
             x ^= x << 17;
             x % n
         };
-        let pieces: [&[u8]; 9] = [
+        let pieces: [&[u8]; 12] = [
             b"a",
             b"hello there ",
             b"\n",
             b"\r\n",
             b"\0",
+            b"\x07",
+            b"\t\x1b[1m",
+            b"\xc3\xa9",
             b"S",
             b"SSH",
             b"SSH-2.0-srv\r\n",
             &[b'z'; 200],
         ];
-        let mut banners = 0;
+        let (mut banners, mut refusals) = (0, 0);
         for _ in 0..3000 {
             let mut bytes = Vec::new();
             for _ in 0..next(16) {
@@ -740,15 +795,22 @@ mod tests {
             }
             let client_at = next(packets.len() as u64 + 2) as usize;
             let mut reference = Reference::default();
-            for &(b, cut) in &packets {
+            // The server was found not SSH before the client's banner
+            // came: that is not read either.
+            let mut refused_at = None;
+            for (i, &(b, cut)) in packets.iter().enumerate() {
                 if reference.done.is_some() {
                     break;
                 }
                 reference.feed(b);
+                if reference.refused {
+                    refused_at = Some(i);
+                }
                 if cut {
                     reference.stop();
                 }
             }
+            let refused_first = refused_at.is_some_and(|i| i < client_at);
             let a = Ssh;
             let mut st = State::default();
             let client = view(b"SSH-2.0-cli\r\n", true);
@@ -772,14 +834,56 @@ mod tests {
             a.finish(&mut st);
             let want = reference.done.flatten();
             banners += usize::from(want.is_some());
+            refusals += usize::from(refused_first);
+            let client = (!refused_first).then_some("SSH-2.0-cli");
             assert_eq!(
                 st.banners(),
-                (Some("SSH-2.0-cli"), want.as_deref()),
+                (client, want.as_deref()),
                 "{:?}",
                 String::from_utf8_lossy(&bytes)
             );
         }
         assert!(banners > 100, "{banners}");
+        assert!(refusals > 100, "{refusals}");
+    }
+
+    /// A server's first bytes that are not text are not SSH: neither
+    /// banner is read. Text cut by the snap length before the banner only
+    /// ends the server's side.
+    #[test]
+    fn a_server_that_sends_binary_first_is_not_ssh() {
+        for first in [
+            &b"\x00\x00\x00\x4a\x0a\x38\x2e"[..],
+            b"220 ok\x07\r\n",
+            b"abc\x7f\r\n",
+            b"\x16\x03\x03",
+        ] {
+            let st = run(&[(first, false), (C, true), (S, false)]);
+            assert!(st.off, "{first:?}");
+            assert_eq!(st.banners(), (None, None), "{first:?}");
+            assert!(Ssh.done(&st));
+        }
+        // TAB, ESC (colours) and UTF-8 are text.
+        let st = run(&[
+            (b"\x1b[1mWelcome\t\xc3\xa9t\xc3\xa9\r\n", false),
+            (S, false),
+            (C, true),
+        ]);
+        assert_eq!(st.banners().1, Some("SSH-2.0-dropbear_2022.83"));
+        // Cut within a line of text: the client's banner is still read.
+        let a = Ssh;
+        let mut st = State::default();
+        let mut p = view(b"Welcome to", false);
+        p.payload_len = 200;
+        a.packet(&mut st, &p);
+        assert!(!st.off && st.pre_gone && a.done_with(&st, false));
+        assert!(!a.done_with(&st, true));
+        a.packet(&mut st, &view(C, true));
+        a.finish(&mut st);
+        assert_eq!(
+            st.banners(),
+            (Some("SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13"), None)
+        );
     }
 
     #[test]
@@ -798,9 +902,9 @@ mod tests {
         long.push(b'\n');
         let st = run(&[(&long, false), (C, true), (S, false)]);
         assert_eq!(st.banners().1, Some("SSH-2.0-dropbear_2022.83"));
-        // Within the 255 bytes it gives the side up, nothing held.
+        // Within the 255 bytes it is not SSH, nothing held.
         let st = run(&[(b"ab\0\n", false)]);
-        assert!(st.pre_gone && st.sides.is_none());
+        assert!(st.off && st.sides.is_none());
     }
 
     #[test]
