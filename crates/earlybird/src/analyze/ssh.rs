@@ -449,9 +449,12 @@ impl Analyzer for Ssh {
         }
         sides[d].feed(bytes);
         let refused = sides[d].is_done() && sides[d].banner().is_none();
-        if refused && p.from_client && sides[1].banner().is_none()
-            || refused && !p.from_client && sides[0].untouched()
-        {
+        let before = if p.from_client {
+            sides[1].banner().is_none()
+        } else {
+            sides[0].untouched()
+        };
+        if refused && before {
             // The client spoke something else, or the server did before
             // the client spoke: not SSH; nothing held.
             st.sides = None;
