@@ -761,9 +761,9 @@ impl<C: Consumer> FlowTable<C> {
     /// looked up, and by whether it carries payload (`pl`). A flow no
     /// consumer follows any more costs one test of all four bits, and an
     /// endpoint whose two bits are alike one more, without the payload
-    /// (on the realistic mix with `--labellers`, 3 in 10 packets of known
-    /// flows leave at the first test, 4 in 10 at the second: BENCHMARKS.md,
-    /// issues 34 and 35, branch hot13). A SYN without payload of an
+    /// (the labellers leave most flows at their first payloads, so that
+    /// on the realistic mix nearly every packet leaves at the first
+    /// test: BENCHMARKS.md, S31). A SYN without payload of an
     /// endpoint the consumers follow is where its stream starts
     /// ([`Self::syn_seen`]).
     #[inline(always)]
