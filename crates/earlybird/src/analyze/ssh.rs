@@ -191,7 +191,7 @@ impl Banner {
 
 /// Where a server's reader is in lines that cannot be its banner (as
 /// [`Banner`]'s fields of the same names).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Skim {
     skipped: usize,
     seen: usize,
@@ -273,12 +273,7 @@ fn skim(k: &mut Skim, mut b: &[u8]) -> Skimmed {
 /// labellers' loop.
 #[inline(never)]
 fn server_refused(b: &[u8]) -> bool {
-    let mut k = Skim {
-        skipped: 0,
-        seen: 0,
-        plain: false,
-    };
-    skim(&mut k, b) == Skimmed::Stop
+    skim(&mut Skim::default(), b) == Skimmed::Stop
 }
 
 /// Per-flow state: the client's side, then the server's.
