@@ -348,7 +348,8 @@ impl Shard {
         }
     }
 
-    /// The shard is about to run turn `turn` (batch `turn` of the input):
+    /// The shard is about to run a batch of turn `turn` (with files, of
+    /// the input's records `256·turn` on, `pipeline/files.rs`):
     /// the `dns` analyzer's cache hands over the answers of the turns
     /// before and takes what `turn` sees (`analyze/dns.rs`).
     pub fn names_turn(&self, turn: u64) {

@@ -336,7 +336,7 @@ impl Analyzer for Dns {
             "dns_name",
             FieldType::Str,
             "",
-            "Name a DNS answer gave the flow's server address (the destination of its first packet) before the flow started, from the run's name-by-address cache (seen two batches of the input after the answer); empty when none",
+            "Name a DNS answer gave the flow's server address (the destination of its first packet) before the flow started, from the run's name-by-address cache (seen by the flows that start two 256-packet turns of the input or more after the answer); empty when none",
         ),
         Field::new(
             "dns_name_age_ns",

@@ -5,7 +5,9 @@
 //! Contract: an [`Update`] is one answered address (from a DNS response's
 //! A or AAAA record, named by the response's question) with its packet's
 //! timestamp. Shards run the input in turns (every shard runs every turn,
-//! in order: with files, turn `t` is the input's batch `t`); each shard
+//! in order: with files, turn `t` is the input's packet records `256·t`
+//! to `256·t + 255`, whatever files or stream chunks hold them,
+//! `pipeline/files.rs`); each shard
 //! hands the updates it saw in turn `t` to the shared [`Board`] once it
 //! has run that turn ([`Board::publish`], the empty list too, every turn
 //! in order). Each shard keeps its own [`Replica`] of the cache and,

@@ -17,6 +17,7 @@
 //! shards had already read. (A stop at a capture boundary may leave out the
 //! turns another shard read of the next capture.)
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -87,8 +88,7 @@ pub(super) fn shard_loop(
     let mut refs: Vec<PacketRef> = Vec::with_capacity(batch);
     let mut retime = crate::source::retime::Retimer::new(timestamps);
     let mut done_bytes = 0u64;
-    // Batches of the run, across files: the turns of the DNS cache.
-    let mut turn = 0u64;
+    let mut cuts = Cuts::new(batch);
     let mut k = 0;
     'files: while let Some(input) = files.get(k) {
         k += 1;
@@ -120,13 +120,15 @@ pub(super) fn shard_loop(
                 break 'files;
             }
             stride.reached(reader.position());
-            let end = reader.next_batch(&mut refs, batch) == 0;
+            let turn = cuts.turn();
+            let n = reader.next_batch(&mut refs, cuts.room());
+            cuts.read(n);
+            let end = n == 0;
             if retime.on() {
                 correct(&mut retime, &reader, &mut refs, true);
             }
             if !refs.is_empty() {
                 shard.names_turn(turn);
-                turn += 1;
                 shard.batch(data, &refs);
                 after_batch(shard, sink, ctl, done_bytes + reader.position());
             }
@@ -170,6 +172,10 @@ pub(super) fn shard_loop_shared(
     // next file is read: the reader, its warning and its counts belong to
     // one file at a time.
     let (mut read, mut run) = (0usize, 0usize);
+    // The cut each turn read and not yet run ends before (all shards step
+    // through every turn, so they agree on the cuts).
+    let mut cuts = Cuts::new(batch);
+    let mut turns: VecDeque<u64> = VecDeque::new();
     // Once stopping, nothing more is read; what was read is still run.
     let mut stopping = false;
     let mut k = 0;
@@ -201,12 +207,13 @@ pub(super) fn shard_loop_shared(
             }
             while !stopping && !end_of_file && read < run + crate::exchange::LOOKAHEAD {
                 stride.reached(reader.position());
+                let room = cuts.room();
                 let n = if read % shards == id {
-                    let n = reader.next_batch(&mut refs, batch);
+                    let n = reader.next_batch(&mut refs, room);
                     if retime.on() {
                         correct(&mut retime, &reader, &mut refs, true);
                     }
-                    if n == batch && reader.warning().is_none() {
+                    if n == room && reader.warning().is_none() {
                         if retime.on() {
                             ends.publish_state(read, retime.state());
                         }
@@ -224,7 +231,7 @@ pub(super) fn shard_loop_shared(
                     }
                     n
                 } else if copying {
-                    let n = reader.next_batch(&mut refs, batch);
+                    let n = reader.next_batch(&mut refs, room);
                     if retime.on() {
                         correct(&mut retime, &reader, &mut refs, false);
                     }
@@ -241,24 +248,26 @@ pub(super) fn shard_loop_shared(
                         .and_then(|_| ends.state_of_turn(read));
                     match end {
                         Some(end)
-                            if (!retime.on() || state.is_some()) && reader.jump_to(end, batch) =>
+                            if (!retime.on() || state.is_some()) && reader.jump_to(end, room) =>
                         {
                             if let Some(st) = state {
                                 retime.set_state(st);
                             }
-                            batch
+                            room
                         }
                         _ if retime.on() => {
-                            let n = reader.next_batch(&mut refs, batch);
+                            let n = reader.next_batch(&mut refs, room);
                             correct(&mut retime, &reader, &mut refs, false);
                             n
                         }
-                        _ => reader.skip_batch(batch),
+                        _ => reader.skip_batch(room),
                     }
                 };
                 if n == 0 {
                     end_of_file = true;
                 } else {
+                    turns.push_back(cuts.turn());
+                    cuts.read(n);
                     read += 1;
                 }
                 ends.progress(fi, read, end_of_file);
@@ -276,6 +285,7 @@ pub(super) fn shard_loop_shared(
                                 ends.stop_sending();
                             }
                         }
+                        turns.push_back(cuts.turn());
                         read += 1;
                         ends.progress(fi, read, true);
                     }
@@ -299,26 +309,30 @@ pub(super) fn shard_loop_shared(
                 // Stopping: another shard read this turn before it heard
                 // of the stop; its packets are counted, so they are
                 // written too (a turn nobody read is stepped over).
+                let room = cuts.room();
                 let n = match shard_batch {
                     Some(_) => {
-                        let n = reader.next_batch(&mut refs, batch);
+                        let n = reader.next_batch(&mut refs, room);
                         if retime.on() {
                             correct(&mut retime, &reader, &mut refs, false);
                         }
                         shard.copy(data, &refs);
                         n
                     }
-                    None => reader.skip_batch(batch),
+                    None => reader.skip_batch(room),
                 };
                 if n == 0 {
                     end_of_file = true;
                 } else {
+                    turns.push_back(cuts.turn());
+                    cuts.read(n);
                     read += 1;
                 }
             }
+            let turn = turns.pop_front().unwrap_or(cuts.turn());
             match shard_batch {
                 Some(shard_batch) => {
-                    shard.names_turn(run as u64);
+                    shard.names_turn(turn);
                     shard.run_shard_batch(&shard_batch, data);
                     ends.give_back(run % shards, shard_batch);
                 }
@@ -515,5 +529,42 @@ fn file_done(
             },
             ..w
         }));
+    }
+}
+
+/// Where a file run's batches are cut: at every `batch` packet records of
+/// the whole input, across its files and a stream's chunks. A batch never
+/// crosses a cut (it ends short of one where a file or chunk ends), and
+/// the DNS cache's turn of a batch is the number of cuts before it
+/// (`analyze/dns_cache.rs`): so the names flows see do not depend on how
+/// the input was cut into files, nor on how a stream's data arrived.
+#[derive(Debug, Clone, Copy)]
+struct Cuts {
+    batch: u64,
+    /// Records read so far.
+    records: u64,
+}
+
+impl Cuts {
+    fn new(batch: usize) -> Cuts {
+        Cuts {
+            batch: batch.max(1) as u64,
+            records: 0,
+        }
+    }
+
+    /// The most records the next batch may take.
+    fn room(&self) -> usize {
+        (self.batch - self.records % self.batch) as usize
+    }
+
+    /// The turn of the next batch.
+    fn turn(&self) -> u64 {
+        self.records / self.batch
+    }
+
+    /// A batch of `n` records was read (or stepped over).
+    fn read(&mut self, n: usize) {
+        self.records += n as u64;
     }
 }
