@@ -22,6 +22,19 @@ use crate::progress::Progress;
 /// The options that only the command line has (not configuration keys).
 pub const FRONT_ONLY: [&str; 4] = ["help", "config", "print-config", "check-config"];
 
+/// The configuration key of the `flows` option whose clap id is `id` and
+/// long name `long`: its long name, but `inputs` for the capture files
+/// and `labellers` for `--labellers` and `--no-labellers` (which sets it
+/// false); `None` for an option only the command line has.
+pub fn key_of<'a>(id: &str, long: Option<&'a str>) -> Option<&'a str> {
+    match (id, long) {
+        ("files", _) => Some("inputs"),
+        ("labellers" | "labellers_on", _) => Some("labellers"),
+        (_, Some(long)) if FRONT_ONLY.contains(&long) => None,
+        (_, long) => long,
+    }
+}
+
 /// The options given on the command line of `flows` (`cmd`, as parsed
 /// into `m`): each one's clap id and its configuration key (long option
 /// name; `inputs` for the capture files). Read before the typed arguments
@@ -33,11 +46,8 @@ pub fn given_keys(cmd: &clap::Command, m: &ArgMatches) -> Vec<(String, String)> 
         if m.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
             continue;
         }
-        let key = match (id, arg.get_long()) {
-            ("files", _) => "inputs",
-            (_, Some(long)) if FRONT_ONLY.contains(&long) => continue,
-            (_, Some(long)) => long,
-            (_, None) => continue,
+        let Some(key) = key_of(id, arg.get_long()) else {
+            continue;
         };
         out.push((id.to_string(), key.to_string()));
     }
@@ -342,11 +352,13 @@ mod tests {
     fn every_long_option_is_a_configuration_key() {
         let mut walked = 0;
         for arg in command().get_arguments() {
-            let key = match (arg.get_id().as_str(), arg.get_long()) {
-                ("files", _) => "inputs",
-                (_, Some(l)) if FRONT_ONLY.contains(&l) => continue,
-                (_, Some(l)) => l,
-                (id, None) => panic!("--{id} has no long name"),
+            let id = arg.get_id().as_str();
+            assert!(
+                arg.get_long().is_some() || id == "files",
+                "--{id} has no long name"
+            );
+            let Some(key) = key_of(id, arg.get_long()) else {
+                continue;
             };
             // A date is a value of no key's type: a key that exists says
             // so ("invalid type"); one that does not is refused as unknown.
@@ -384,7 +396,8 @@ mod tests {
                 continue;
             }
             let default = default.to_str().unwrap();
-            let ours = lookup(long).unwrap_or_else(|| panic!("--{long}: no default"));
+            let key = key_of(arg.get_id().as_str(), Some(long)).unwrap();
+            let ours = lookup(key).unwrap_or_else(|| panic!("--{long}: no default"));
             let same = match &ours {
                 toml::Value::String(s) => s == default,
                 toml::Value::Integer(i) => default.parse::<i64>().ok() == Some(*i),
@@ -437,5 +450,15 @@ mod tests {
         assert_eq!(c.voip_db.as_deref(), Some("calls.db"));
         assert_eq!(c.max_calls, 7);
         assert_eq!(c.snaplen, 256, "clap's default is not a given option");
+        assert!(c.labellers, "on by default");
+        for (args, on) in [(["--no-labellers"], false), (["--labellers"], true)] {
+            let m = command().get_matches_from(["flows", "a.pcap"].into_iter().chain(args));
+            let given = given_keys(&command(), &m);
+            let a = FlowsArgs::from_arg_matches(&m).unwrap();
+            let mut c = Config::from_toml(&format!("labellers = {}\n", !on), "f").unwrap();
+            c.overlay(given_options(&a, &given).unwrap(), "command line")
+                .unwrap();
+            assert_eq!(c.labellers, on, "{args:?}");
+        }
     }
 }

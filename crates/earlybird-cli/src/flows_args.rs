@@ -449,13 +449,31 @@ pub struct FlowsArgs {
         value_delimiter = ','
     )]
     analyzers: Vec<String>,
-    /// Run the payload labellers (tls, http, ssh, dns).
+    /// Run the payload labellers (the default).
     ///
-    /// Run the payload labellers: the tls, http, ssh and dns analyzers,
-    /// whose names (SNI, Host, banners, DNS names) give the records'
-    /// payload labels (docs/SERVICES.md). Without them `app` is the
-    /// model's verdict; --analyzer turns any of them on alone.
-    #[arg(help_heading = "Flows", long)]
+    /// Run the payload labellers, as by default: the tls, http, ssh and dns
+    /// analyzers, whose names (SNI, Host, banners, DNS names) give the
+    /// records' payload labels (docs/SERVICES.md).
+    #[arg(
+        help_heading = "Flows",
+        long = "labellers",
+        id = "labellers_on",
+        conflicts_with = "labellers",
+        default_value_t = true
+    )]
+    labellers_on: bool,
+    /// Leave the payload labellers off.
+    ///
+    /// Leave the payload labellers (tls, http, ssh, dns) off: `app` is then
+    /// the model's verdict, the records go without their names, and the
+    /// run saves their cost (about a tenth on a realistic mix, a fifth on
+    /// a flood of minimum-size new flows; docs/OPERATIONS.md, "Payload
+    /// names"). --analyzer turns any of them on alone.
+    #[arg(
+        help_heading = "Flows",
+        long = "no-labellers",
+        action = clap::ArgAction::SetFalse
+    )]
     labellers: bool,
     /// The media analyzer's TOML of intervals.
     ///

@@ -20,16 +20,17 @@ def rows(**kw):
 
 
 def test_every_record_is_labelled():
-    # The labellers, all four (`labellers=True`).
-    t = rows(labellers=True)
+    # The labellers, all four: by default, as with `labellers=True`.
+    t = rows()
+    assert t == rows(labellers=True)
     assert all(r["label_source"] in SOURCES for r in t)
     sni = [r for r in t if r["label_source"] == "sni"]
     # The shipped map knows Apple's names (docs/SERVICES.md): its web,
     # iCloud and software-update (mesu.apple.com) servers.
     assert sni and all(r["app"] in ("Apple", "iCloud", "AppleUpdate") and r["category"] for r in sni)
     assert all(r["stat_confidence"] == r["app_confidence"] for r in t)
-    # By default (no labellers), the label is the model's verdict.
-    plain = rows()
+    # Without the labellers, the label is the model's verdict.
+    plain = rows(labellers=False)
     assert plain and "sni" not in plain[0]
     assert all(r["app"] == r["stat_app"] and r["label_source"] in ("port", "none") for r in plain)
 

@@ -357,8 +357,10 @@ fn app_filter_dumps_the_packets_after_the_verdict_of_flows_with_that_app() {
     let (code, err) = run(&["-q", "-o"], &[&out, &input]);
     assert_eq!(code, 0, "{err}");
     let (h, rows) = csv(&out);
+    // (--dump-app names a class of the model: its verdict is `stat_app`,
+    // beside the payload label in `app`.)
     let (app, at, fp, bp) = (
-        col(&h, "app"),
+        col(&h, "stat_app"),
         col(&h, "decided_at_packet"),
         col(&h, "fwd_packets"),
         col(&h, "bwd_packets"),
@@ -458,8 +460,10 @@ fn app_filter_holds_the_packets_before_the_verdict_and_dumps_whole_flows() {
     let (code, err) = run(&["-q", "--model", m, "-o"], &[&out, &input]);
     assert_eq!(code, 0, "{err}");
     let (h, rows) = csv(&out);
+    // (--dump-app names a class of the model: its verdict is `stat_app`,
+    // beside the payload label in `app`.)
     let (app, at, fp, bp) = (
-        col(&h, "app"),
+        col(&h, "stat_app"),
         col(&h, "decided_at_packet"),
         col(&h, "fwd_packets"),
         col(&h, "bwd_packets"),

@@ -366,6 +366,7 @@ fn an_analyzer_adds_its_fields_to_csv_and_json_lines() {
     let (code, _, err) = eb(&[
         "flows",
         sample().to_str().unwrap(),
+        "--no-labellers",
         "--analyzer",
         "payload",
         "-o",

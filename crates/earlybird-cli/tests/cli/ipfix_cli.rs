@@ -401,6 +401,7 @@ fn tshark_decodes_the_records_and_the_enterprise_elements_as_documented() {
     let csv = tmp.path().join("out.csv");
     let (code, _, err) = eb(&[
         "flows",
+        "--no-labellers",
         input.to_str().unwrap(),
         "-o",
         &format!("ipfix+udp://127.0.0.1:{}", catcher.port),
@@ -776,6 +777,7 @@ fn without_the_community_id_ipfix_goes_without_its_element() {
         );
         let mut args = vec![
             "flows",
+            "--no-labellers",
             input.to_str().unwrap(),
             "-o",
             ipfix.to_str().unwrap(),
@@ -862,6 +864,7 @@ fn tshark_decodes_the_media_verdict() {
     let csv = tmp.path().join("out.csv");
     let (code, _, err) = eb(&[
         "flows",
+        "--no-labellers",
         input.to_str().unwrap(),
         "--analyzer",
         "media",

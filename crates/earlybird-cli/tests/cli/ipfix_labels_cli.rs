@@ -234,8 +234,12 @@ fn ipfix_labels_cli_tshark_decodes_the_label_elements_as_documented() {
     );
     assert!(rows.iter().any(|r| r["model_id"] == "0"), "{rows:?}");
     check(&flows, &rows);
-    // Without a labeller: none of them.
-    let (flows, _) = run(dir.path(), &sample("ndpi__iphone.pcap"), &[]);
+    // Without the labellers: none of them.
+    let (flows, _) = run(
+        dir.path(),
+        &sample("ndpi__iphone.pcap"),
+        &["--no-labellers"],
+    );
     for f in &flows {
         assert_eq!(strs(&f["cflow.enterprise_private_entry"]).len(), 7);
         assert!(f.get("cflow.application_category_name").is_none());

@@ -48,23 +48,28 @@ const SOURCES: &[&str] = &["sni", "quic", "http", "dns", "ssh", "stat", "port", 
 #[test]
 fn payload_labels_cli_every_record_is_labelled_and_keeps_the_verdict_beside() {
     let dir = tempfile::tempdir().unwrap();
-    let plain = records(dir.path(), &[]);
+    let plain = records(dir.path(), &["--no-labellers"]);
     assert!(!plain.is_empty());
     for r in &plain {
-        // By default (no labellers) the label is the model's verdict
-        // (the default model is a port table), and no name is read.
+        // Without the labellers the label is the model's verdict (the
+        // default model is a port table), and no name is read.
         assert!(!r.contains_key("sni") && !r.contains_key("dns_query"));
         assert_eq!(r["app"], r["stat_app"], "{r:?}");
         assert_eq!(r["app_confidence"], r["stat_confidence"]);
         assert!(r["label_source"] == "port" || r["label_source"] == "none");
         assert_eq!(r["label_source"] == "none", r["app"] == "unknown");
     }
-    // --labellers: the four labellers; --analyzer runs those named alone.
-    let named = records(dir.path(), &["--labellers"]);
+    // By default (and with --labellers) the four labellers run; with
+    // --no-labellers, --analyzer runs those named alone.
+    let named = records(dir.path(), &[]);
     assert_eq!(named.len(), plain.len());
-    let four = records(dir.path(), &["--analyzer", "tls,http,ssh,dns"]);
+    assert_eq!(named, records(dir.path(), &["--labellers"]));
+    let four = records(
+        dir.path(),
+        &["--no-labellers", "--analyzer", "tls,http,ssh,dns"],
+    );
     assert_eq!(named, four);
-    let some = records(dir.path(), &["--analyzer", "tls,dns"]);
+    let some = records(dir.path(), &["--no-labellers", "--analyzer", "tls,dns"]);
     assert!(some[0].contains_key("sni") && !some[0].contains_key("http_host"));
     let mut by_source = BTreeMap::new();
     for (r, p) in named.iter().zip(&plain) {

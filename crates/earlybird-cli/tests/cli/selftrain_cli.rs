@@ -513,7 +513,13 @@ fn drift_columns_count_the_records_whose_model_verdict_and_payload_label_agree()
     let stats = tmp.path().join("none-stats.csv");
     let stderr = flows_ok(
         &dev,
-        &["-f", "null", "--stats-out", &stats.display().to_string()],
+        &[
+            "--no-labellers",
+            "-f",
+            "null",
+            "--stats-out",
+            &stats.display().to_string(),
+        ],
     );
     assert_eq!(column_sums(&stats, &["labelled_flows"]), [0]);
     assert!(!stderr.contains("model against payload labels"), "{stderr}");

@@ -159,14 +159,17 @@ fn flows_labels_with_the_built_in_model() {
     let (code, out, err) = eb(&["flows", "-q", "--no-progress", &cap]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(",TLS,") || out.contains("\"TLS\""), "{out}");
-    let (code, out, err) = eb(&["flows", "-q", "--no-progress", "--no-model", &cap]);
+    // (Without the labellers, whose SNI would name TLS whatever the
+    // model.)
+    let no_labels = ["flows", "-q", "--no-progress", "--no-labellers"];
+    let (code, out, err) = eb(&[&no_labels[..], &["--no-model", &cap]].concat());
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains(",TLS,"), "{out}");
     // `default` names the built-in model; --threshold replaces its own:
     // no confidence reaches 1, so every flow is unknown.
-    let (code, named, err) = eb(&["flows", "-q", "--no-progress", "--model", "default", &cap]);
+    let (code, named, err) = eb(&[&no_labels[..], &["--model", "default", &cap]].concat());
     assert_eq!(code, 0, "{err}");
-    let (code, strict, err) = eb(&["flows", "-q", "--no-progress", "--threshold", "1", &cap]);
+    let (code, strict, err) = eb(&[&no_labels[..], &["--threshold", "1", &cap]].concat());
     assert_eq!(code, 0, "{err}");
     assert!(
         named.contains(",TLS,") && !strict.contains(",TLS,"),

@@ -90,8 +90,7 @@ pub struct Config {
     pub analyzer: Vec<String>,
     /// Run the payload labellers: the `tls`, `http`, `ssh` and `dns`
     /// analyzers, whose names give the records' payload labels. Default
-    /// false: they cost more than the rest of the per-packet work on a
-    /// handshake-rich mix (BENCHMARKS.md).
+    /// true (false saves their cost: docs/OPERATIONS.md, "Payload names").
     pub labellers: bool,
     /// The media analyzer's TOML of intervals. Default: built in.
     pub media_config: Option<PathBuf>,
@@ -335,7 +334,7 @@ impl Default for Config {
             max_flows: 1_000_000,
             stats: "full".into(),
             analyzer: Vec::new(),
-            labellers: false,
+            labellers: true,
             media_config: None,
             hash: "fold".into(),
             shards: 1,
