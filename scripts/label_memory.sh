@@ -1,7 +1,8 @@
 #!/bin/sh
 # Memory per flow with and without the payload labellers: the peak
 # resident memory (GNU time's %M) of `earlybird flows` on each capture
-# given, without and with --labellers, and the difference per flow of the
+# given, with --no-labellers and with the labellers (the default), and
+# the difference per flow of the
 # run (the flows the summary counts) and per flow-table slot.
 #
 # Usage: scripts/label_memory.sh EARLYBIRD CAPTURE [CAPTURE...]
@@ -13,7 +14,7 @@ printf '| capture | flows | peak flows | RSS without (KiB) | RSS with (KiB) | by
 printf '|---|---|---|---|---|---|---|\n'
 for cap in "$@"; do
     out=$(mktemp)
-    /usr/bin/time -f '%M' -o "$out.t0" "$eb" flows "$cap" -s 1 -o /dev/null -f csv 2>"$out.s0"
+    /usr/bin/time -f '%M' -o "$out.t0" "$eb" flows "$cap" -s 1 -o /dev/null -f csv --no-labellers 2>"$out.s0"
     /usr/bin/time -f '%M' -o "$out.t1" "$eb" flows "$cap" -s 1 -o /dev/null -f csv --labellers 2>"$out.s1"
     without=$(tail -1 "$out.t0")
     with=$(tail -1 "$out.t1")

@@ -4,9 +4,11 @@
 #
 # Each DIR is one run (default: testdata/pcap and the shared corpus's
 # classify/dev/ndpi, classify/dev/nfstream, voip and tunnels); each run
-# with no analyzer, --labellers, --labellers --names hash and --analyzer
-# media, on 1 and 2 shards, to CSV and to JSON lines. Prints one line per
-# run that differs and the count of runs that were the same.
+# with no analyzer (--no-labellers), the labellers (the default), the
+# labellers with --names hash and --analyzer media alone, on 1 and 2
+# shards, to CSV and to JSON lines (both binaries 6df25d2c or later: the
+# labellers on by default). Prints one line per run that differs and the
+# count of runs that were the same.
 set -u
 OLD=$1 NEW=$2
 shift 2
@@ -17,7 +19,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 same=0 differ=0
 for dir in "$@"; do
-    for mode in "" "--labellers" "--labellers --names hash" "--analyzer media"; do
+    for mode in "--no-labellers" "" "--names hash" "--no-labellers --analyzer media"; do
         for s in 1 2; do
             for ext in csv jsonl; do
                 for b in old new; do

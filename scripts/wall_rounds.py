@@ -20,7 +20,7 @@ shows how far two medians of the same binary move on this machine.
 `--x-opts` and `--y-opts` add options to X's or Y's runs only, so that
 one binary can be set against itself with and without an option:
 
-    scripts/wall_rounds.py -r 10 IN X=BIN Y=BIN --y-opts=--labellers -- '-f null -s 1'
+    scripts/wall_rounds.py -r 10 IN X=BIN Y=BIN --x-opts=--no-labellers -- '-f null -s 1'
 
 `--per N` also prints N over each median wall time (e.g. the input's
 flows: new flows a second).

@@ -17,7 +17,7 @@ enum Kind {
     Realistic,
     /// Short flows one after another, each a real handshake: TLS 1.3 (45%),
     /// QUIC v1 Initial (25%), DNS (20%), HTTP/1.1 (7%), SSH (3%); whole
-    /// packets, for the payload labellers (--labellers).
+    /// packets, for the payload labellers.
     Handshakes,
     /// SIP calls over UDP with G.711 RTP both ways (INVITE … BYE), with
     /// seeded loss and jitter; --truth writes each call's ground truth.

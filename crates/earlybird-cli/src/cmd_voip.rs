@@ -191,6 +191,8 @@ fn configuration(a: &VoipArgs) -> earlybird::Config {
         interface: a.interface.clone(),
         duration: a.duration,
         no_model: true,
+        // No flow records: nothing to label.
+        labellers: false,
         format: Some("null".into()),
         voip_db: a.db.clone(),
         calls_out: a.output.clone(),

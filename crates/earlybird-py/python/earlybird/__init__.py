@@ -291,7 +291,8 @@ def flows(
     records come here; the file's or the arguments' ``output`` files are
     written too. ``model``: ``"default"`` (the built-in model), a model
     file's path, or ``None`` (no classifier, as ``--no-model``).
-    ``analyzers``: names as ``--analyzer``. ``batch_size``: rows per
+    ``analyzers``: names as ``--analyzer`` (the payload labellers run
+    too, unless ``labellers=False``, as ``--no-labellers``). ``batch_size``: rows per
     Arrow batch (memory held is a few batches). ``early_lists``: the early
     packets as three list columns (``early_size``, ``early_dir``,
     ``early_iat_us``; one entry per packet the flow had, up to N) instead

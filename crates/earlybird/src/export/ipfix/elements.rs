@@ -127,7 +127,8 @@ pub(crate) enum When {
     /// Runs that keep the Community ID (all but `--no-community-id`).
     CommunityId,
     /// Runs with a payload labeller on whose records have the field
-    /// (`--labellers`, or `--analyzer` with `tls`, `http`, `dns` or `ssh`).
+    /// (the default; with `--no-labellers`, `--analyzer` with `tls`,
+    /// `http`, `dns` or `ssh`).
     Labels,
 }
 
