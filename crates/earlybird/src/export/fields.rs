@@ -538,7 +538,8 @@ pub fn markdown(other: &[(&Kind, &str, &str)]) -> String {
     }
     s.push_str("\n## Analyzer fields\n\n");
     s.push_str(
-        "Each per-flow analyzer turned on with `--analyzer NAME` adds its fields \
+        "Each per-flow analyzer turned on with `--analyzer NAME` (the payload \
+         labellers `http`, `ssh`, `dns` and `tls` unless `--no-labellers`) adds its fields \
          after the early columns (CSV) or the early arrays (JSON lines), in the \
          order of this list. A value an analyzer did not measure is empty in CSV \
          and `null` in JSON.\n",
