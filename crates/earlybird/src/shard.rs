@@ -164,6 +164,23 @@ struct InFrame<'f, 'a> {
 }
 
 impl InFrame<'_, '_> {
+    /// Where packet `p`'s payload starts in its frame `f` and its length
+    /// per the headers: the general decoder keeps them in the `Pkt`; a
+    /// fast-path packet's are read from the frame here
+    /// ([`Pkt::place_in_frame`]), only for a packet a consumer follows.
+    /// (0, 0) when the frame is not in the bytes.
+    #[inline(always)]
+    fn place(&self, p: &Pkt, f: Span) -> (u16, u16) {
+        if !p.place_in_frame() {
+            return (p.payload_at, p.payload_len);
+        }
+        self.frames
+            .data
+            .get(f.frame..f.frame + f.caplen as usize)
+            .and_then(|b| fast::payload_place(b, p.key.proto, p.size))
+            .unwrap_or((0, 0))
+    }
+
     /// Where packet `p`'s frame lies.
     #[inline(always)]
     fn frame(&self, p: &Pkt) -> Option<Span> {
@@ -182,6 +199,12 @@ impl InFrame<'_, '_> {
 impl<'a> PayloadSource<'a> for InFrame<'_, 'a> {
     #[inline(always)]
     fn empty(&self, p: &Pkt) -> bool {
+        if p.place_in_frame() {
+            return match self.frame(p) {
+                Some(f) => self.place(p, f).1 == 0,
+                None => true,
+            };
+        }
         p.payload_len == 0
     }
 
@@ -194,15 +217,16 @@ impl<'a> PayloadSource<'a> for InFrame<'_, 'a> {
         let Some(f) = self.frame(p) else {
             return Payload::NONE;
         };
-        let at = p.payload_at as usize;
+        let (payload_at, len) = self.place(p, f);
+        let at = payload_at as usize;
         let room = (f.caplen as usize).saturating_sub(at);
         let head = if fs.ip && at <= f.caplen as usize {
-            p.payload_at.saturating_sub(p.ip_offset)
+            payload_at.saturating_sub(p.ip_offset)
         } else {
             0
         };
-        let captured = room.min(p.payload_len as usize) as u16;
-        Payload::at(fs.data, f.frame + at, captured, p.payload_len, head)
+        let captured = room.min(len as usize) as u16;
+        Payload::at(fs.data, f.frame + at, captured, len, head)
     }
 
     /// The IP packet up to the payload's end, as captured, when its
@@ -211,11 +235,12 @@ impl<'a> PayloadSource<'a> for InFrame<'_, 'a> {
         let Some(f) = self.frame(p) else {
             return &[];
         };
-        let at = p.payload_at as usize;
+        let (payload_at, len) = self.place(p, f);
+        let at = payload_at as usize;
         if at > f.caplen as usize {
             return &[];
         }
-        let end = (at + p.payload_len as usize).min(f.caplen as usize);
+        let end = (at + len as usize).min(f.caplen as usize);
         self.frames
             .data
             .get(f.frame + p.ip_offset as usize..f.frame + end)
@@ -755,8 +780,11 @@ impl Shard {
                     macs: [f.src_mac(), f.dst_mac()],
                     idx: idx as u16,
                     ip_offset: fast::IP_OFFSET,
-                    payload_at: if PACKETS { f.payload_offset } else { 0 },
-                    payload_len: if PACKETS { f.payload_len } else { 0 },
+                    // Read again from the frame for a packet a consumer
+                    // reads (`InFrame::place`): the loop carries two
+                    // values less a packet.
+                    payload_at: 0,
+                    payload_len: if PACKETS { Pkt::FAST_PLACE } else { 0 },
                 };
                 if PACKETS && SPLIT {
                     push_frame(fwd, owner, r);

@@ -56,6 +56,12 @@ fn whole_corpus_never_panics() {
                 if link == LinkType::Ethernet {
                     if let Some(f) = super::fast::ethernet_ipv4(p) {
                         assert_eq!(Ok(f.to_decoded()), general, "{}", path.display());
+                        assert_eq!(
+                            super::fast::payload_place(p, f.proto, f.ip_len),
+                            Some((f.payload_offset, f.payload_len)),
+                            "{}",
+                            path.display()
+                        );
                         fast += 1;
                     }
                 }

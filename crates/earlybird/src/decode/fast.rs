@@ -62,7 +62,7 @@ pub fn ethernet_ipv4(data: &[u8]) -> Option<Fast<'_>> {
     let captured = end.checked_sub(L4)?;
     let (tcp_flags, payload_offset, payload_len) = match proto {
         ipproto::TCP => {
-            let hl = usize::from(h[46] >> 4) * 4;
+            let hl = tcp_header_len(h[46]);
             if captured < 14 || declared < 20 || hl < 20 || hl > declared {
                 return None;
             }
@@ -86,6 +86,31 @@ pub fn ethernet_ipv4(data: &[u8]) -> Option<Fast<'_>> {
         payload_offset: payload_offset as u16,
         payload_len: payload_len as u16,
     })
+}
+
+/// The TCP header's length from its data-offset byte.
+#[inline(always)]
+fn tcp_header_len(b: u8) -> usize {
+    usize::from(b >> 4) * 4
+}
+
+/// Where the transport payload of a frame [`ethernet_ipv4`] accepted
+/// starts and its length per the headers, as its [`Fast`] said, from the
+/// frame's bytes, its protocol and its IPv4 total length (`ip_len`):
+/// for a caller that did not keep them (the shard's batch loop reads
+/// them again only for a packet a consumer reads). `None` for a frame
+/// too short to say.
+#[inline(always)]
+pub fn payload_place(frame: &[u8], proto: u8, ip_len: u16) -> Option<(u16, u16)> {
+    let declared = usize::from(ip_len).checked_sub(20)?;
+    let (offset, len) = match proto {
+        ipproto::TCP => {
+            let hl = tcp_header_len(*frame.get(46)?);
+            (L4 + hl, declared.checked_sub(hl)?)
+        }
+        _ => (L4 + 8, declared.checked_sub(8)?),
+    };
+    Some((offset as u16, len as u16))
 }
 
 /// `N` bytes of the header from offset `i` (constant offsets within the
@@ -219,6 +244,18 @@ mod tests {
         assert!(ethernet_ipv4(&f[..47]).is_none(), "short frame");
     }
 
+    /// The payload's place read again from the frame is the one the
+    /// fast path found.
+    fn same_place(f: &[u8], what: &str) {
+        if let Some(x) = ethernet_ipv4(f) {
+            assert_eq!(
+                payload_place(f, x.proto, x.ip_len),
+                Some((x.payload_offset, x.payload_len)),
+                "{what}"
+            );
+        }
+    }
+
     #[test]
     fn every_cut_and_every_byte_flip_agrees_with_general_decoder() {
         let f = syn();
@@ -227,6 +264,7 @@ mod tests {
         for base in [f, u] {
             for cut in 0..=base.len() {
                 let c = &base[..cut];
+                same_place(c, &format!("cut {cut}"));
                 if let Some(x) = ethernet_ipv4(c) {
                     assert_eq!(Some(x.to_decoded()), general(c), "cut {cut}");
                 }
@@ -235,6 +273,7 @@ mod tests {
                 for v in [0u8, 1, 0x0f, 0x10, 0x45, 0x50, 0x80, 0xff] {
                     let mut g = base.clone();
                     g[i] = v;
+                    same_place(&g, &format!("byte {i} = {v:#x}"));
                     if let Some(x) = ethernet_ipv4(&g) {
                         assert_eq!(Some(x.to_decoded()), general(&g), "byte {i} = {v:#x}");
                     }

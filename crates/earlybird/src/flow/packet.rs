@@ -37,7 +37,10 @@ pub struct Pkt {
     /// only when a consumer reads packets (else 0).
     pub payload_at: u16,
     /// Transport payload length according to the headers; set only when
-    /// a consumer reads packets (else 0).
+    /// a consumer reads packets (else 0). With `payload_at` 0,
+    /// [`Pkt::FAST_PLACE`]: a packet of the fast path
+    /// (`decode/fast.rs`), whose payload's place is read from its frame
+    /// when a consumer reads it ([`crate::decode::fast::payload_place`]).
     pub payload_len: u16,
 }
 
@@ -183,6 +186,17 @@ pub fn is_icmp(proto: u8) -> bool {
 }
 
 impl Pkt {
+    /// [`Pkt::payload_len`] of a fast-path packet whose payload's place
+    /// is to be read from its frame (no IPv4 packet's payload is this
+    /// long: its total length is at most 65,535 bytes, headers included).
+    pub const FAST_PLACE: u16 = u16::MAX;
+
+    /// The payload's place is read from the frame ([`Pkt::FAST_PLACE`]).
+    #[inline(always)]
+    pub fn place_in_frame(&self) -> bool {
+        self.payload_at == 0 && self.payload_len == Pkt::FAST_PLACE
+    }
+
     /// The packet of a full key (`v6`: IPv6 addresses, which then go to
     /// [`FlowTable::packet_wide`] beside it), hashed with the default table
     /// hash; the other fields are zero.

@@ -523,8 +523,11 @@ impl<C: Consumer> FlowTable<C> {
                 if PACKETS {
                     self.follow_new(s);
                 }
+                // Tested before the update (which leaves the follow bits
+                // as they were), so that only its answer is kept across.
+                let shown = PACKETS && self.shown(s, p, &pl);
                 self.update(s, p);
-                if PACKETS && self.shown(s, p, &pl) {
+                if shown {
                     self.consume(s, p, pl);
                 }
                 s
@@ -561,8 +564,11 @@ impl<C: Consumer> FlowTable<C> {
         } else {
             s
         };
+        // Tested before the update (which leaves the follow bits as they
+        // were), so that only its answer is kept across.
+        let shown = PACKETS && self.shown(s, p, &pl);
         self.update(s, p);
-        if PACKETS && self.shown(s, p, &pl) {
+        if shown {
             self.consume(s, p, pl);
         }
         s
