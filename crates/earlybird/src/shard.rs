@@ -38,7 +38,7 @@ use std::sync::Arc;
 use crate::classify::Classifier;
 use crate::config::{FlowConfig, FlowHash};
 use crate::decode::LinkType;
-use crate::decode::{decode, fast, Decoded, Skip};
+use crate::decode::{decode, fast, ipproto, Decoded, Skip};
 use crate::dump::Taps;
 use crate::flow::consumer::Consumer;
 use crate::flow::key::{shard_hash_v4, shard_of, toeplitz, Key, TableKey};
@@ -174,11 +174,15 @@ impl InFrame<'_, '_> {
         if !p.place_in_frame() {
             return (p.payload_at, p.payload_len);
         }
-        self.frames
-            .data
-            .get(f.frame..f.frame + f.caplen as usize)
-            .and_then(|b| fast::payload_place(b, p.key.proto, p.size))
-            .unwrap_or((0, 0))
+        let tcp_offset = if p.key.proto == ipproto::TCP {
+            match self.frames.data.get(f.frame + fast::TCP_OFFSET_AT) {
+                Some(&b) if fast::TCP_OFFSET_AT < f.caplen as usize => b,
+                _ => return (0, 0),
+            }
+        } else {
+            0
+        };
+        fast::payload_place(p.key.proto, p.size, tcp_offset)
     }
 
     /// Where packet `p`'s frame lies.
@@ -199,13 +203,17 @@ impl InFrame<'_, '_> {
 impl<'a> PayloadSource<'a> for InFrame<'_, 'a> {
     #[inline(always)]
     fn empty(&self, p: &Pkt) -> bool {
-        if p.place_in_frame() {
-            return match self.frame(p) {
-                Some(f) => self.place(p, f).1 == 0,
-                None => true,
-            };
+        if !p.place_in_frame() {
+            return p.payload_len == 0;
         }
-        p.payload_len == 0
+        // UDP's needs no byte of the frame.
+        if p.key.proto != ipproto::TCP {
+            return fast::payload_place(p.key.proto, p.size, 0).1 == 0;
+        }
+        match self.frame(p) {
+            Some(f) => self.place(p, f).1 == 0,
+            None => true,
+        }
     }
 
     /// The payload as captured (cut by the snaplen, never past its length

@@ -56,9 +56,10 @@ fn whole_corpus_never_panics() {
                 if link == LinkType::Ethernet {
                     if let Some(f) = super::fast::ethernet_ipv4(p) {
                         assert_eq!(Ok(f.to_decoded()), general, "{}", path.display());
+                        let b = p[super::fast::TCP_OFFSET_AT];
                         assert_eq!(
-                            super::fast::payload_place(p, f.proto, f.ip_len),
-                            Some((f.payload_offset, f.payload_len)),
+                            super::fast::payload_place(f.proto, f.ip_len, b),
+                            (f.payload_offset, f.payload_len),
                             "{}",
                             path.display()
                         );

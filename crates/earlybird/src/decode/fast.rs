@@ -94,23 +94,25 @@ fn tcp_header_len(b: u8) -> usize {
     usize::from(b >> 4) * 4
 }
 
+/// Byte of a frame that holds its TCP header's data offset (for
+/// [`payload_place`]).
+pub const TCP_OFFSET_AT: usize = L4 + 12;
+
 /// Where the transport payload of a frame [`ethernet_ipv4`] accepted
-/// starts and its length per the headers, as its [`Fast`] said, from the
-/// frame's bytes, its protocol and its IPv4 total length (`ip_len`):
-/// for a caller that did not keep them (the shard's batch loop reads
-/// them again only for a packet a consumer reads). `None` for a frame
-/// too short to say.
+/// starts and its length per the headers, as its [`Fast`] said, from its
+/// protocol, its IPv4 total length (`ip_len`) and, for TCP, the frame's
+/// byte at [`TCP_OFFSET_AT`] (`tcp_offset`; UDP does not read it): for a
+/// caller that did not keep them (the shard's batch loop reads them
+/// again only for a packet a consumer reads).
 #[inline(always)]
-pub fn payload_place(frame: &[u8], proto: u8, ip_len: u16) -> Option<(u16, u16)> {
-    let declared = usize::from(ip_len).checked_sub(20)?;
-    let (offset, len) = match proto {
-        ipproto::TCP => {
-            let hl = tcp_header_len(*frame.get(46)?);
-            (L4 + hl, declared.checked_sub(hl)?)
-        }
-        _ => (L4 + 8, declared.checked_sub(8)?),
+pub fn payload_place(proto: u8, ip_len: u16, tcp_offset: u8) -> (u16, u16) {
+    let declared = usize::from(ip_len).saturating_sub(20);
+    let hl = if proto == ipproto::TCP {
+        tcp_header_len(tcp_offset)
+    } else {
+        8
     };
-    Some((offset as u16, len as u16))
+    ((L4 + hl) as u16, declared.saturating_sub(hl) as u16)
 }
 
 /// `N` bytes of the header from offset `i` (constant offsets within the
@@ -248,9 +250,14 @@ mod tests {
     /// fast path found.
     fn same_place(f: &[u8], what: &str) {
         if let Some(x) = ethernet_ipv4(f) {
+            let b = if x.proto == ipproto::TCP {
+                f[TCP_OFFSET_AT]
+            } else {
+                0xff
+            };
             assert_eq!(
-                payload_place(f, x.proto, x.ip_len),
-                Some((x.payload_offset, x.payload_len)),
+                payload_place(x.proto, x.ip_len, b),
+                (x.payload_offset, x.payload_len),
                 "{what}"
             );
         }

@@ -3,7 +3,7 @@
 //! general decoding path carries beside it ([`V6Icmp`]: IPv6 addresses, ICMP
 //! type) and its transport payload for the analyzers ([`Payload`]).
 //!
-//! Contract: plain `Copy` values, no allocation; a `Pkt` is 56 bytes so a
+//! Contract: plain `Copy` values, no allocation; a `Pkt` is 64 bytes so a
 //! batch of them stays small in the shard batches shards exchange.
 
 use super::entry::V6Addrs;
