@@ -155,8 +155,10 @@ struct Frames<'a> {
 
 /// Where the flow table finds the payload of packet `i` of a pass, when a
 /// consumer follows it ([`PayloadSource`]): its frame in `frames`, its
-/// place in the frame in the packet ([`Pkt::payload_at`]). Only then is it
-/// looked up: a packet no analyzer reads costs nothing more.
+/// place in the frame in the packet ([`Pkt::payload_at`]) or, for a
+/// fast-path packet, read from the frame's headers ([`InFrame::place`]).
+/// Only then is it looked up: a packet no analyzer reads costs nothing
+/// more.
 #[derive(Clone, Copy)]
 struct InFrame<'f, 'a> {
     frames: &'f Frames<'a>,
@@ -279,8 +281,9 @@ pub struct Shard {
     /// in the batch.
     wide: Vec<V6Icmp>,
     /// A flow consumer reads packets (an analyzer is on): the first pass
-    /// keeps each packet's payload place and length in its `Pkt` (and a
-    /// shard batch its frame's place) and the second shows the packets to
+    /// keeps each packet's payload place and length in its `Pkt` (but a
+    /// fast-path packet's, read again from its frame when a consumer reads
+    /// it; a shard batch keeps each frame's place) and the second shows the packets to
     /// the consumers (each pass is compiled twice, with and without, and
     /// picked once per batch: `PACKETS`).
     per_packet: bool,
