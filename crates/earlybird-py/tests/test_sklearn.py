@@ -41,7 +41,7 @@ def train(flows_dir):
 
 def engine_vs_sklearn(est, flows_dir, path, cli, tmp_path):
     ebsk.to_model(est, path, packets=N)
-    t = earlybird.flows(flows_dir, early_packets=N, model=path).to_arrow()
+    t = earlybird.flows(flows_dir, early_packets=N, model=path, labellers=False).to_arrow()
     x = ebsk.features(t, N)
     want = est.predict(x).astype(str)
     got = np.array(t.column("app").to_pylist())
@@ -53,7 +53,7 @@ def engine_vs_sklearn(est, flows_dir, path, cli, tmp_path):
     # The CLI runs the same file with the same verdicts.
     out = tmp_path / "cli.csv"
     subprocess.run(
-        [cli, "flows", str(flows_dir), "-n", str(N), "--model", str(path), "-o", str(out), "--quiet", "--no-progress"],
+        [cli, "flows", str(flows_dir), "-n", str(N), "--model", str(path), "--no-labellers", "-o", str(out), "--quiet", "--no-progress"],
         check=True,
     )
     with open(out, newline="") as f:
@@ -105,7 +105,7 @@ def test_gaussian_nb_verdicts_identical(train, flows_dir, cli, tmp_path):
     assert np.array_equal(np.array(m["body"]["class_prior"]), est.class_prior_)
     # The engine's confidence is scikit-learn's posterior of the verdict
     # (stored in steps of 1/65535).
-    t = earlybird.flows(flows_dir, early_packets=N, model=path).to_arrow()
+    t = earlybird.flows(flows_dir, early_packets=N, model=path, labellers=False).to_arrow()
     proba = est.predict_proba(ebsk.features(t, N)).max(axis=1)
     conf = t.column("app_confidence").to_numpy(zero_copy_only=False)
     assert np.allclose(conf, proba, atol=1e-4)
