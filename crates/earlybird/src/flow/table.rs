@@ -564,14 +564,42 @@ impl<C: Consumer> FlowTable<C> {
         } else {
             s
         };
+        // The update is compiled twice: a packet of a flow no consumer
+        // follows any more (most packets, once the consumers have read a
+        // flow's first payloads) runs it as without consumers, with
+        // nothing kept across it. With one copy, the answer of `shown`
+        // and the payload's source were kept across it at every packet
+        // (15 instructions a packet of a known flow on the realistic mix;
+        // BENCHMARKS.md, S34). Called out of line, the followed copy
+        // cost a VoIP capture 2 %: there most packets are followed.
+        if PACKETS && self.follows(s) != 0 {
+            self.update_followed(s, p, pl);
+        } else {
+            self.update(s, p);
+        }
+        s
+    }
+
+    /// [`Self::update`] of a packet of a flow a consumer still follows,
+    /// and the consumers' call when they read it (always inlined: see
+    /// [`Self::known`]).
+    #[inline(always)]
+    fn update_followed<'a, L: PayloadSource<'a>>(&mut self, s: usize, p: &Pkt, pl: L) {
         // Tested before the update (which leaves the follow bits as they
         // were), so that only its answer is kept across.
-        let shown = PACKETS && self.shown(s, p, &pl);
+        let shown = self.shown(s, p, &pl);
         self.update(s, p);
         if shown {
             self.consume(s, p, pl);
         }
-        s
+    }
+
+    /// The bits of slot `s`'s entry that say which of its packets the
+    /// consumers read ([`Self::follow`]); 0 when they read none.
+    #[inline(always)]
+    fn follows(&self, s: usize) -> u8 {
+        // SAFETY: `s` is a slot in use (callers).
+        unsafe { self.entries.get_unchecked(s) }.tcp.close >> FOLLOW_SHIFT
     }
 
     /// Does packet `p` start a new flow instead of joining slot `s`?
