@@ -705,7 +705,8 @@ impl<C: Consumer> FlowTable<C> {
     }
 
     /// Updates slot `s` with packet `p` (the same code whether a consumer
-    /// reads packets or not: the caller asks [`Self::shown`] after it).
+    /// reads packets or not: the caller asks [`Self::shown`] before it,
+    /// and of a known flow runs one of two copies, [`Self::known`]).
     /// Always inlined into the shard's loop: called, it saved and restored
     /// registers at every packet (measured: 19 instructions a packet on
     /// the realistic mix without consumers; BENCHMARKS.md, issue 34).
