@@ -266,8 +266,7 @@ pub(super) fn shard_loop_shared(
                 if n == 0 {
                     end_of_file = true;
                 } else {
-                    turns.push_back(cuts.turn());
-                    cuts.read(n);
+                    cuts.queue(n, &mut turns);
                     read += 1;
                 }
                 ends.progress(fi, read, end_of_file);
@@ -285,7 +284,7 @@ pub(super) fn shard_loop_shared(
                                 ends.stop_sending();
                             }
                         }
-                        turns.push_back(cuts.turn());
+                        cuts.queue(0, &mut turns);
                         read += 1;
                         ends.progress(fi, read, true);
                     }
@@ -324,8 +323,7 @@ pub(super) fn shard_loop_shared(
                 if n == 0 {
                     end_of_file = true;
                 } else {
-                    turns.push_back(cuts.turn());
-                    cuts.read(n);
+                    cuts.queue(n, &mut turns);
                     read += 1;
                 }
             }
@@ -566,5 +564,13 @@ impl Cuts {
     /// A batch of `n` records was read (or stepped over).
     fn read(&mut self, n: usize) {
         self.records += n as u64;
+    }
+
+    /// A turn of `n` records was read, stepped over, or found past this
+    /// reader's end by another shard's (`n` = 0): its turn goes to the
+    /// back of `turns`, the turns read and not yet run.
+    fn queue(&mut self, n: usize, turns: &mut VecDeque<u64>) {
+        turns.push_back(self.turn());
+        self.read(n);
     }
 }
