@@ -1384,6 +1384,25 @@ mod tests {
         }
     }
 
+    /// What one flow costs the detector in memory at most: its state in
+    /// the slot, the clear-header layer's (made at the flow's first
+    /// datagram worth reading) and, per RTP stream it tracks, the
+    /// stream's figures with their window of sequence numbers. The
+    /// bounds are the sizes today: a field added to a per-flow state
+    /// fails here first, and the docs (docs/MEDIA.md, "Cost") say them.
+    #[test]
+    fn a_flows_state_is_bounded() {
+        use crate::analyze::rtp_stats::{StreamStats, WINDOW};
+        let slot = std::mem::size_of::<State>();
+        let layer = std::mem::size_of::<clear::Clear>();
+        let stream = std::mem::size_of::<StreamStats>() + WINDOW * std::mem::size_of::<u32>();
+        let most = slot + layer + clear::TRACKS * stream;
+        assert!(slot <= 312, "{slot}");
+        assert!(layer <= 512, "{layer}");
+        assert!(stream <= 656, "{stream}");
+        assert!(most <= 3448, "{most}");
+    }
+
     /// Feeds `n` packets per direction alternating, `gap` ns apart in each
     /// direction, of sizes from `size(i)`; returns the state.
     fn feed(m: &Media, n: u32, gap: u64, size: impl Fn(u32) -> u16) -> State {

@@ -443,7 +443,7 @@ impl<A: Analyzer> Slots<A> {
     /// Reserves the per-slot array (the index of a sparse analyzer, else
     /// the states) for `capacity` slots ([`reserve_slots`]); returns it to
     /// be populated ahead of use unless it holds the states of a lazy
-    /// analyzer (`media`'s, about 200 bytes a slot: a run where no flow
+    /// analyzer (`media`'s, 312 bytes a slot: a run where no flow
     /// engages it would commit them all for nothing).
     fn reserve(&mut self, capacity: usize) -> Option<SlotArray> {
         if sparse::<A>() {

@@ -37,7 +37,7 @@ pub const MAX_DROPOUT: u16 = 3000;
 /// A sequence number this far behind the highest is a restart.
 pub const MAX_MISORDER: u16 = 100;
 /// Sequence numbers remembered for duplicate detection.
-const WINDOW: usize = 128;
+pub(crate) const WINDOW: usize = 128;
 
 /// The figures of one stream (see the module docs).
 #[derive(Debug, Clone)]

@@ -54,8 +54,9 @@
 //! - counts DTLS records by content type (application data outside
 //!   DTLS-SRTP's handshake marks a DTLS tunnel, not media).
 //!
-//! State per flow is bounded: [`TRACKS`] streams of one `StreamStats` each
-//! (about 600 bytes), a fixed app buffer, counters. No allocation but a
+//! State per flow is bounded: [`TRACKS`] tracks, a fixed app buffer and
+//! counters (512 bytes), and one `StreamStats` per stream tracked (656
+//! bytes with its window of sequence numbers). No allocation but a
 //! stream's statistics (once per stream); never panics.
 
 use super::demux::{classify, unwrap_turn, Demux, Relay};
