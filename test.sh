@@ -18,6 +18,10 @@ else
   echo "SKIPPED: the ndpi feature's tests (libndpi-dev is not installed)"
   cargo test --workspace "$@"
 fi
+# The fuzz targets (fuzz/, docs/FUZZING.md) sit outside the workspace and
+# run only under cargo-fuzz; checked here (about a minute) so that they
+# keep compiling against the library they feed.
+cargo check --manifest-path fuzz/Cargo.toml --bins --quiet
 # The Python package (crates/earlybird-py, docs/PYTHON.md; outside the
 # workspace): built with the dev profile into the workspace's target
 # directory (reusing every dependency the build above compiled but pyo3's

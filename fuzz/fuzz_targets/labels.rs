@@ -11,7 +11,7 @@ use earlybird::analyze::dns::Dns;
 use earlybird::analyze::dns_wire::{self, MAX_ANSWERS, MAX_QUESTIONS};
 use earlybird::analyze::http::{self, Http};
 use earlybird::analyze::ssh::{Banner, Ssh};
-use earlybird::analyze::{Analyzer, PacketView};
+use earlybird::analyze::{Analyzer, PacketView, TcpStarts};
 use libfuzzer_sys::fuzz_target;
 
 fn view(payload: &[u8], from_client: bool, proto: u8) -> PacketView<'_> {
@@ -25,6 +25,7 @@ fn view(payload: &[u8], from_client: bool, proto: u8) -> PacketView<'_> {
         payload_len: payload.len() as u16,
         payload,
         ip: &[],
+        tcp_starts: &TcpStarts::NONE,
     }
 }
 

@@ -8,13 +8,17 @@
 #![no_main]
 
 use earlybird::analyze::tls::Tls;
-use earlybird::analyze::{quic, Analyzer, PacketView};
+use earlybird::analyze::{quic, Analyzer, PacketView, TcpStarts};
 use libfuzzer_sys::fuzz_target;
 
 fn flow(proto: u8, mut data: &[u8]) {
     let tls = Tls::default();
     let mut st = Default::default();
     let mut i = 0;
+    // Where the streams start: with bit 1 of a packet's first header byte,
+    // as if its side's SYN without payload (sequence number one before
+    // this segment's) had come first.
+    let mut starts = TcpStarts::NONE;
     while data.len() >= 2 {
         let n = usize::from(data[1]) * 8;
         let n = n.min(data.len() - 2);
@@ -27,6 +31,13 @@ fn flow(proto: u8, mut data: &[u8]) {
         }
         ip.extend_from_slice(pkt);
         let at = if proto == 6 { (20 + 20).min(ip.len()) } else { 0 };
+        let side = usize::from(data[0] & 1);
+        if proto == 6 && data[0] & 2 != 0 && starts.syn(side).is_none() {
+            if let Some(seq) = ip.get(24..28) {
+                let seq = u32::from_be_bytes([seq[0], seq[1], seq[2], seq[3]]);
+                starts.set(side, seq.wrapping_sub(1));
+            }
+        }
         let view = PacketView {
             ts: i,
             from_client: data[0] & 1 == 0,
@@ -37,6 +48,7 @@ fn flow(proto: u8, mut data: &[u8]) {
             payload_len: (ip.len() - at + usize::from(data[0] >> 4)) as u16,
             payload: &ip[at..],
             ip: &ip,
+            tcp_starts: &starts,
         };
         tls.packet(&mut st, &view);
         data = &data[2 + n..];
