@@ -22,7 +22,13 @@ fuzz_target!(|data: &[u8]| {
             n += 1;
         }
         assert!(n <= s.body.len() / 4);
-        let _ = (s.software(), s.username(), s.data(), s.xor_mapped(), s.xor_peer());
+        let _ = (
+            s.software(),
+            s.username(),
+            s.data(),
+            s.xor_mapped(),
+            s.xor_peer(),
+        );
     }
     if let Ok(c) = ChannelData::parse(data) {
         assert!(c.data.len() + 4 <= data.len());

@@ -30,7 +30,11 @@ fn flow(proto: u8, mut data: &[u8]) {
             ip.resize(20, 0);
         }
         ip.extend_from_slice(pkt);
-        let at = if proto == 6 { (20 + 20).min(ip.len()) } else { 0 };
+        let at = if proto == 6 {
+            (20 + 20).min(ip.len())
+        } else {
+            0
+        };
         let side = usize::from(data[0] & 1);
         if proto == 6 && data[0] & 2 != 0 && starts.syn(side).is_none() {
             if let Some(seq) = ip.get(24..28) {

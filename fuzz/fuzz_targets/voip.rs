@@ -25,7 +25,10 @@ fuzz_target!(|data: &[u8]| {
     let mut rest = data;
     while let Ok(m) = sip::parse(rest, Framing::Stream) {
         assert!(m.len > 0 && m.len <= rest.len());
-        assert_eq!(m.body.len(), m.len - (m.body.as_ptr() as usize - rest.as_ptr() as usize));
+        assert_eq!(
+            m.body.len(),
+            m.len - (m.body.as_ptr() as usize - rest.as_ptr() as usize)
+        );
         rest = &rest[m.len..];
     }
     let sdp = Sdp::parse(data);
