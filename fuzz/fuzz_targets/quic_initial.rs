@@ -8,7 +8,7 @@
 #![no_main]
 
 use earlybird::analyze::tls::Tls;
-use earlybird::analyze::{quic, Analyzer, PacketView, TcpStarts};
+use earlybird::analyze::{handshake, quic, Analyzer, PacketView, TcpStarts};
 use libfuzzer_sys::fuzz_target;
 
 fn flow(proto: u8, mut data: &[u8]) {
@@ -37,8 +37,7 @@ fn flow(proto: u8, mut data: &[u8]) {
         };
         let side = usize::from(data[0] & 1);
         if proto == 6 && data[0] & 2 != 0 && starts.syn(side).is_none() {
-            if let Some(seq) = ip.get(24..28) {
-                let seq = u32::from_be_bytes([seq[0], seq[1], seq[2], seq[3]]);
+            if let Some((seq, _)) = handshake::tcp_seq(&ip) {
                 starts.set(side, seq.wrapping_sub(1));
             }
         }
