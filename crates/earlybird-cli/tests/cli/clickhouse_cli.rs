@@ -417,8 +417,9 @@ fn clickhouse_stopped_and_started_again_gets_every_record_of_the_meantime() {
 /// The server away for more than 16 batches, the queue's bound before
 /// `--clickhouse-hold` (docs/OPERATIONS.md, "What survives what"): a
 /// replay of 33 seconds while it is stopped makes a batch at nearly every
-/// one-second flush. With the default hold every record of that time
-/// waits and is inserted once the server is back; with
+/// one-second flush. Two probes read the same replay on one interface,
+/// each into its own table: with the default hold every record of that
+/// time waits and is inserted once the server is back; with
 /// `--clickhouse-hold 30` at most 30 wait, the rest are counted as not
 /// inserted, and the table holds exactly the records not counted.
 #[test]
@@ -438,68 +439,95 @@ fn clickhouse_away_for_more_than_sixteen_batches_keeps_what_the_hold_allows() {
         gen.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{e}");
-    for (table, hold) in [("flows", None), ("held", Some(30))] {
-        live.create(table);
-        let csv = live.tmp.path().join(format!("{table}.csv"));
-        let dest = format!("clickhouse+http://127.0.0.1:{port}/{table}");
-        let hold_arg = hold.map(|h: usize| h.to_string());
-        let mport = free_tcp_port();
-        let mport_arg = format!("127.0.0.1:{mport}");
-        let mut args = vec![
-            "--idle-timeout",
-            "1",
-            "-o",
-            &dest,
-            "-o",
-            csv.to_str().unwrap(),
-            "--metrics-listen",
-            &mport_arg,
-        ];
-        if let Some(h) = &hold_arg {
-            args.extend(["--clickhouse-hold", h.as_str()]);
-        }
-        let cap = Capture::start(&live.net, &args);
-        let rows = || csv_records(&csv);
-        live.stop();
-        let net = &live.net;
-        // The replay (33 s at 150 packets a second; at 200 a second, 25 s,
-        // a run with the metrics endpoint on saw 13 to 16 batches on a
-        // loaded machine) while the server is
-        // away; every growth of the CSV beside it is a flush that made a
-        // ClickHouse batch too.
-        let replay = std::thread::scope(|s| {
-            let r = s.spawn(|| replay_paced(net, &gen, 150));
-            let (mut last, mut batches) = (0, 0);
-            while !r.is_finished() {
-                let n = rows();
-                if n > last {
-                    batches += 1;
-                    last = n;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(100));
+    /// One probe: its table, hold, CSV beside, metrics port and process.
+    struct Probe {
+        table: &'static str,
+        hold: Option<usize>,
+        csv: std::path::PathBuf,
+        dest: String,
+        mport: u16,
+        cap: Capture,
+    }
+    let probes: Vec<Probe> = [("flows", None), ("held", Some(30))]
+        .into_iter()
+        .map(|(table, hold)| {
+            live.create(table);
+            let csv = live.tmp.path().join(format!("{table}.csv"));
+            let dest = format!("clickhouse+http://127.0.0.1:{port}/{table}");
+            let hold_arg = hold.map(|h: usize| h.to_string());
+            let mport = free_tcp_port();
+            let mport_arg = format!("127.0.0.1:{mport}");
+            let mut args = vec![
+                "--idle-timeout",
+                "1",
+                "-o",
+                &dest,
+                "-o",
+                csv.to_str().unwrap(),
+                "--metrics-listen",
+                &mport_arg,
+            ];
+            if let Some(h) = &hold_arg {
+                args.extend(["--clickhouse-hold", h.as_str()]);
             }
-            r.join().unwrap();
-            batches
-        });
-        // The last flows end after a second idle.
-        std::thread::sleep(std::time::Duration::from_secs(3));
-        assert!(replay > 16, "{replay} batches while the server was away");
-        // The hold on /metrics while the server is away: every record
-        // written is held or was dropped beyond the hold.
-        let metric = |text: &str, name: &str| -> u64 {
-            text.lines()
-                .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or_else(|| panic!("{name} missing: {text}"))
-        };
+            let cap = Capture::start(&live.net, &args);
+            Probe {
+                table,
+                hold,
+                csv,
+                dest,
+                mport,
+                cap,
+            }
+        })
+        .collect();
+    live.stop();
+    let net = &live.net;
+    // The replay (33 s at 150 packets a second; at 200 a second, 25 s,
+    // a run with the metrics endpoint on saw 13 to 16 batches on a
+    // loaded machine) while the server is away; every growth of a
+    // probe's CSV is a flush that made a ClickHouse batch too.
+    let batches = std::thread::scope(|s| {
+        let r = s.spawn(|| replay_paced(net, &gen, 150));
+        let mut last = vec![0; probes.len()];
+        let mut batches = vec![0; probes.len()];
+        while !r.is_finished() {
+            for (i, p) in probes.iter().enumerate() {
+                let n = csv_records(&p.csv);
+                if n > last[i] {
+                    batches[i] += 1;
+                    last[i] = n;
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        r.join().unwrap();
+        batches
+    });
+    // The last flows end after a second idle.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // The hold on /metrics while the server is away: every record
+    // written is held or was dropped beyond the hold.
+    let metric = |text: &str, name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing: {text}"))
+    };
+    for (p, &replay) in probes.iter().zip(&batches) {
+        assert!(
+            replay > 16,
+            "{replay} batches while the server was away ({})",
+            p.table
+        );
         let scrape = || {
-            let text = crate::metrics_cli::scrape(net, mport).expect("/metrics answers");
+            let text = crate::metrics_cli::scrape(net, p.mport).expect("/metrics answers");
             (
                 metric(&text, "earlybird_clickhouse_held_records"),
                 metric(&text, "earlybird_clickhouse_dropped_records_total"),
             )
         };
-        let away = rows();
+        let away = csv_records(&p.csv);
         assert!(
             eventually(10, || {
                 let (h, d) = scrape();
@@ -509,34 +537,38 @@ fn clickhouse_away_for_more_than_sixteen_batches_keeps_what_the_hold_allows() {
             scrape()
         );
         let (held_away, dropped_away) = scrape();
-        match hold {
+        match p.hold {
             None => assert_eq!(dropped_away, 0, "held {held_away}"),
             Some(_) => assert!(
                 dropped_away > 0 && held_away > 0,
                 "held {held_away}, dropped {dropped_away}"
             ),
         }
-        live.restart();
-        let count = || live.count(table);
-        let written = rows();
-        match hold {
-            None => assert!(
-                eventually(90, || count() == Some(written)),
-                "{written} rows, {:?} in the table",
-                count()
-            ),
-            // What was held goes in at the next try (5 s at most).
-            Some(_) => std::thread::sleep(std::time::Duration::from_secs(8)),
-        }
-        let (code, rest) = cap.end(Some(libc::SIGINT));
-        let inserted = count().unwrap();
+    }
+    live.restart();
+    let count = |table: &str| live.count(table);
+    // Every record of the probe without a hold goes in; what the other
+    // held goes in at its next try (5 s at most).
+    let unheld = &probes[0];
+    let written = csv_records(&unheld.csv);
+    assert!(
+        eventually(90, || count(unheld.table) == Some(written)),
+        "{written} rows, {:?} in the table",
+        count(unheld.table)
+    );
+    std::thread::sleep(std::time::Duration::from_secs(8));
+    for (p, replay) in probes.into_iter().zip(batches) {
+        let written = csv_records(&p.csv);
+        let (code, rest) = p.cap.end(Some(libc::SIGINT));
+        let inserted = count(p.table).unwrap();
+        let hold = p.hold;
         eprintln!(
             "hold {hold:?}: {replay} batches while away, {written} records, {inserted} inserted; {rest}"
         );
         // The summary's line of the hold.
         let summary = rest
             .lines()
-            .find(|l| l.starts_with(&format!("ClickHouse {dest}: ")))
+            .find(|l| l.starts_with(&format!("ClickHouse {}: ", p.dest)))
             .unwrap_or_else(|| panic!("no ClickHouse line: {rest}"));
         let beyond = written as u64 - inserted as u64;
         assert!(
