@@ -154,18 +154,38 @@ fn last(s: &str) -> &str {
 /// both the innermost IPv4 and IPv6 pairs are returned, and the caller
 /// keeps the one earlybird has.
 fn tshark(cap: &Path) -> Vec<([Option<Key>; 2], String, String)> {
-    let run = |filter: &str, fields: &[&str]| -> String {
-        let mut c = Command::new("tshark");
-        c.arg("-r")
-            .arg(cap)
-            .args(["-o", "quic.reassemble_crypto_out_of_order:TRUE"])
-            .args(["-Y", filter, "-T", "fields", "-E", "separator=|"]);
-        for f in fields {
-            c.args(["-e", f]);
-        }
-        let o = c.output().unwrap();
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
+    // One pass for both: ClientHellos (TLS and QUIC), then Google QUIC's
+    // SNI tags (each flow's first name kept, ClientHellos' first).
+    let fields = [
+        "ip.src",
+        "ipv6.src",
+        "tcp.srcport",
+        "udp.srcport",
+        "ip.dst",
+        "ipv6.dst",
+        "tcp.dstport",
+        "udp.dstport",
+        "tls.handshake.extensions_server_name",
+        "tls.handshake.ja3",
+        "tls.handshake.type",
+        "gquic.tag.sni",
+    ];
+    let mut c = Command::new("tshark");
+    c.arg("-r")
+        .arg(cap)
+        .args(["-o", "quic.reassemble_crypto_out_of_order:TRUE"])
+        .args(["-Y", "tls.handshake.type == 1 || gquic.tag.sni"])
+        .args(["-T", "fields", "-E", "separator=|"]);
+    for f in fields {
+        c.args(["-e", f]);
+    }
+    let o = c.output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split('|').collect::<Vec<_>>())
+        .filter(|c| c.len() == fields.len())
+        .collect();
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     let mut add = |keys: [Option<Key>; 2], sni: &str, ja3: &str| {
@@ -174,26 +194,7 @@ fn tshark(cap: &Path) -> Vec<([Option<Key>; 2], String, String)> {
         }
         out.push((keys, sni.to_string(), ja3.to_string()));
     };
-    let text = run(
-        "tls.handshake.type == 1",
-        &[
-            "ip.src",
-            "ipv6.src",
-            "tcp.srcport",
-            "udp.srcport",
-            "ip.dst",
-            "ipv6.dst",
-            "tcp.dstport",
-            "udp.dstport",
-            "tls.handshake.extensions_server_name",
-            "tls.handshake.ja3",
-        ],
-    );
-    for l in text.lines() {
-        let c: Vec<&str> = l.split('|').collect();
-        if c.len() < 10 {
-            continue;
-        }
+    for c in rows.iter().filter(|c| c[10].split(',').any(|t| t == "1")) {
         let (proto, sp, dp) = if c[2].is_empty() {
             (17, last(c[3]), last(c[7]))
         } else {
@@ -207,28 +208,12 @@ fn tshark(cap: &Path) -> Vec<([Option<Key>; 2], String, String)> {
         let ja3 = c[9].split(',').next().unwrap_or("");
         add([k(c[1], c[5]), k(c[0], c[4])], sni, ja3);
     }
-    let text = run(
-        "gquic.tag.sni",
-        &[
-            "ip.src",
-            "ipv6.src",
-            "udp.srcport",
-            "ip.dst",
-            "ipv6.dst",
-            "udp.dstport",
-            "gquic.tag.sni",
-        ],
-    );
-    for l in text.lines() {
-        let c: Vec<&str> = l.split('|').collect();
-        if c.len() < 7 {
-            continue;
-        }
-        let (Ok(sp), Ok(dp)) = (last(c[2]).parse(), last(c[5]).parse()) else {
+    for c in rows.iter().filter(|c| !c[11].is_empty()) {
+        let (Ok(sp), Ok(dp)) = (last(c[3]).parse(), last(c[7]).parse()) else {
             continue;
         };
         let k = |s: &str, d: &str| (!s.is_empty()).then(|| key(17, last(s), sp, last(d), dp));
-        add([k(c[1], c[4]), k(c[0], c[3])], c[6], "");
+        add([k(c[1], c[5]), k(c[0], c[4])], c[11], "");
     }
     out
 }
