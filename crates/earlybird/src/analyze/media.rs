@@ -94,6 +94,7 @@ use super::{Action, Analyzer, PacketView};
 pub(crate) mod clear;
 pub(crate) mod demux;
 pub(crate) mod dtls;
+pub(crate) mod ports;
 pub(crate) mod shape;
 pub(crate) mod stun;
 pub(crate) mod turn;
@@ -1175,7 +1176,7 @@ impl Analyzer for Media {
             "media_app",
             FieldType::Str,
             "",
-            "The first STUN SOFTWARE attribute of the flow (also inside TURN), at most 32 bytes; empty without one",
+            "The first STUN SOFTWARE attribute of the flow (also inside TURN), at most 32 bytes; else, for a UDP flow found audio or video, the app whose vendor alone publishes a port of the flow for its media (Zoom 8801-8810, GoogleMeet 19302-19309, Teams 3480-3481); empty without one",
         ),
         Field::new(
             "media_call",
@@ -1312,6 +1313,10 @@ impl Analyzer for Media {
     }
 
     fn record(&self, st: &State, out: &mut Cells<'_>) {
+        self.record_ports(st, [0; 2], out);
+    }
+
+    fn record_ports(&self, st: &State, ports: [u16; 2], out: &mut Cells<'_>) {
         let c = st.clear.as_deref();
         let q = c.and_then(|c| c.quality());
         match st.verdict.filter(|v| v.0 != NOT_MEDIA) {
@@ -1354,7 +1359,18 @@ impl Analyzer for Media {
             }
             None => out.nulls(7),
         }
-        match c.and_then(|c| c.app()) {
+        // STUN's SOFTWARE, else the app whose published media ports a
+        // UDP flow found audio or video in uses (`media/ports.rs`): the
+        // server's, or the client's where the capture began with the
+        // server's packet (those ports are below every system's
+        // ephemeral range, so a client's own is not one of them).
+        let by_port = || {
+            let av = st.kind().is_some_and(|k| k != "file");
+            (av && st.tcp.is_none())
+                .then(|| ports::app(ports[1]).or_else(|| ports::app(ports[0])))
+                .flatten()
+        };
+        match c.and_then(|c| c.app()).or_else(by_port) {
             Some(app) => out.text(app),
             None => out.empty_text(),
         }
@@ -1429,6 +1445,50 @@ mod tests {
         // Windows end at packets 19/20 and 39/40 (2 windows each way after
         // 40 packets) and 59/60: the 3rd window ends at packet 39 (≥ 30).
         assert_eq!(at, 39);
+    }
+
+    /// `media_app` of a flow without STUN: the app whose vendor alone
+    /// publishes one of its ports for media, for a UDP flow found audio
+    /// or video only.
+    #[test]
+    fn an_audio_flow_on_a_vendors_own_media_port_is_its_app() {
+        let m = Media::default();
+        let app = |st: &State, ports: [u16; 2]| {
+            let mut rows = crate::schema::Rows::default();
+            rows.push_row(Media::FIELDS.len(), |c| m.record_ports(st, ports, c));
+            let at = Media::FIELDS.iter().position(|f| f.name == "media_app");
+            format!("{:?}", rows.row(0).nth(at.unwrap()).unwrap())
+        };
+        let audio = feed(&m, 40, 20_000_000, |_| 160);
+        assert_eq!(audio.kind(), Some("audio"));
+        let named = |ports| app(&audio, ports).contains("Zoom");
+        // The server's port, or the client's when the capture began with
+        // the server's packet.
+        assert!(named([51234, 8801]));
+        assert!(named([8810, 51234]));
+        assert!(app(&audio, [51234, 19305]).contains("GoogleMeet"));
+        assert!(app(&audio, [51234, 3481]).contains("Teams"));
+        let video = feed(&m, 40, 30_000_000, |_| 1000);
+        assert_eq!(video.kind(), Some("video"));
+        assert!(app(&video, [51234, 8801]).contains("Zoom"));
+        let empty = app(&audio, [51234, 3478]);
+        assert!(
+            !empty.contains("Zoom") && !empty.contains("Teams"),
+            "{empty}"
+        );
+        // Not media, or not decided: no app from the ports.
+        let bulk = feed(&m, 40, 1_000_000, |_| 1400);
+        assert_ne!(bulk.kind(), Some("audio"));
+        assert_eq!(app(&bulk, [51234, 8801]), empty);
+        assert_eq!(app(&State::default(), [51234, 8801]), empty);
+        // The record without ports (as before) names nobody.
+        let mut rows = crate::schema::Rows::default();
+        rows.push_row(Media::FIELDS.len(), |c| m.record(&audio, c));
+        let at = Media::FIELDS.iter().position(|f| f.name == "media_app");
+        assert_eq!(
+            format!("{:?}", rows.row(0).nth(at.unwrap()).unwrap()),
+            empty
+        );
     }
 
     /// Two directions of `n` packets each: the client's every `a` ns, the
@@ -1868,7 +1928,7 @@ mod tests {
         assert_eq!(follows, 0, "left at the first payload");
         assert!(!a.each.media.as_ref().unwrap().holds(0));
         let mut rows = crate::schema::Rows::default();
-        a.record(0, &mut rows, (3, 0));
+        a.record(0, &mut rows, (3, 0), || [0; 2]);
         let r: Vec<_> = rows.row(0).collect();
         assert_eq!(r[0], crate::schema::Value::Text(""), "{r:?}");
         assert_eq!(r[1], crate::schema::Value::Null, "{r:?}");

@@ -287,6 +287,14 @@ pub trait Analyzer: Default + Send + 'static {
     /// the fields after the last one written are null (a flow the
     /// analyzer found nothing in may write none).
     fn record(&self, state: &Self::State, out: &mut Cells<'_>);
+    /// [`Self::record`] of a flow whose client's and server's ports were
+    /// `ports` (the table calls this one; by default the ports are not
+    /// read).
+    #[inline(always)]
+    fn record_ports(&self, state: &Self::State, ports: [u16; 2], out: &mut Cells<'_>) {
+        let _ = ports;
+        self.record(state, out);
+    }
 }
 
 /// The options of the analyzers that have some (a run's `FlowConfig`
@@ -454,10 +462,10 @@ impl<A: Analyzer> Slots<A> {
         }
     }
 
-    /// Writes the record's fields of the flow in slot `s`
-    /// ([`Analyzer::record_declined`]'s when its state was not made,
-    /// `fresh`: [`Analyzer::LAZY`]).
-    fn record(&mut self, s: usize, out: &mut Cells<'_>, fresh: bool) {
+    /// Writes the record's fields of the flow in slot `s`, whose client's
+    /// and server's ports were `ports` ([`Analyzer::record_declined`]'s
+    /// when its state was not made, `fresh`: [`Analyzer::LAZY`]).
+    fn record(&mut self, s: usize, out: &mut Cells<'_>, fresh: bool, ports: [u16; 2]) {
         if A::LAZY && fresh {
             self.analyzer.record_declined(out);
             return;
@@ -471,9 +479,9 @@ impl<A: Analyzer> Slots<A> {
         match at.and_then(|at| self.states.get_mut(at)) {
             Some(st) => {
                 self.analyzer.finish(st);
-                self.analyzer.record(st, out);
+                self.analyzer.record_ports(st, ports, out);
             }
-            None => self.analyzer.record(&A::State::default(), out),
+            None => self.analyzer.record_ports(&A::State::default(), ports, out),
         }
     }
 }
@@ -1025,9 +1033,16 @@ macro_rules! registry {
 
             /// Appends the fields of the flow in slot `s` as one row; the
             /// flow was seen with `(packets, bytes)` (for the sampling
-            /// estimates).
+            /// estimates), and `ports` gives its client's and server's
+            /// ports (asked only when an analyzer made a state of it).
             #[inline]
-            pub(crate) fn record(&mut self, s: usize, rows: &mut Rows, seen: (u64, u64)) {
+            pub(crate) fn record(
+                &mut self,
+                s: usize,
+                rows: &mut Rows,
+                seen: (u64, u64),
+                ports: impl FnOnce() -> [u16; 2],
+            ) {
                 let fresh = self.done.get(s).map_or(0, |d| d[2]);
                 if let Some(t) = &self.unmade {
                     if fresh & self.all == self.all {
@@ -1037,7 +1052,7 @@ macro_rules! registry {
                         return;
                     }
                 }
-                self.record_made(s, rows, seen, fresh);
+                self.record_made(s, rows, seen, fresh, ports());
             }
 
             /// The row of a flow none of the analyzers on (all lazy) made
@@ -1047,7 +1062,9 @@ macro_rules! registry {
                 Template::of(self.width, |c| {
                     $($(#[$attr])* {
                         if let Some(x) = &mut self.each.$name {
-                            c.section(<$ty as Analyzer>::FIELDS.len(), |c| x.record(0, c, true));
+                            c.section(<$ty as Analyzer>::FIELDS.len(), |c| {
+                                x.record(0, c, true, [0; 2])
+                            });
                         }
                     })*
                     let _ = &c;
@@ -1057,14 +1074,23 @@ macro_rules! registry {
             /// [`Active::record`] of a flow an analyzer on made a state
             /// for (or whose row is not all null).
             #[inline(never)]
-            fn record_made(&mut self, s: usize, rows: &mut Rows, seen: (u64, u64), fresh: u16) {
+            fn record_made(
+                &mut self,
+                s: usize,
+                rows: &mut Rows,
+                seen: (u64, u64),
+                fresh: u16,
+                ports: [u16; 2],
+            ) {
                 let sample = self.sample;
                 let mut bit = 1u16;
                 rows.push_row(self.width, |c| {
                     $($(#[$attr])* {
                         if let Some(x) = &mut self.each.$name {
                             let fresh = fresh & bit != 0;
-                            c.section(<$ty as Analyzer>::FIELDS.len(), |c| x.record(s, c, fresh));
+                            c.section(<$ty as Analyzer>::FIELDS.len(), |c| {
+                                x.record(s, c, fresh, ports)
+                            });
                         }
                         bit <<= 1;
                     })*

@@ -215,8 +215,8 @@ fn analyzers_done_with_a_flow_see_no_more_of_it_and_record_the_same() {
         crate::schema::Rows::default(),
         crate::schema::Rows::default(),
     );
-    gated.record(0, &mut a, (7, 0));
-    open.record(0, &mut b, (7, 0));
+    gated.record(0, &mut a, (7, 0), || [0; 2]);
+    open.record(0, &mut b, (7, 0), || [0; 2]);
     let n = a.width();
     let ra: Vec<_> = a.row(0).collect();
     // `payload`'s fields come first (registry order).
@@ -268,7 +268,7 @@ fn a_side_the_labellers_are_done_with_and_empty_packets_are_not_shown() {
     );
     assert_eq!(a.done[0][..2], [a.all; 2]);
     let mut rows = crate::schema::Rows::default();
-    a.record(0, &mut rows, (2, 0));
+    a.record(0, &mut rows, (2, 0), || [0; 2]);
     let r: Vec<_> = rows.row(0).collect();
     assert!(r.contains(&Value::Text("h.example")), "{r:?}");
     assert!(r.contains(&Value::Text("SSH-2.0-srv")), "{r:?}");
@@ -326,7 +326,7 @@ fn a_flow_the_labellers_decline_makes_no_state_and_records_nulls() {
     assert!(a.each.tls.as_ref().unwrap().states.is_empty());
     assert!(a.each.http.as_ref().unwrap().states.is_empty());
     let mut rows = crate::schema::Rows::default();
-    a.record(0, &mut rows, (1, 46));
+    a.record(0, &mut rows, (1, 46), || [0; 2]);
     assert!(rows.row(0).all(|v| v == Value::Null));
     // A SYN is shown to none (the table keeps where its stream starts);
     // a server's first payload that is not a request leaves `http`
@@ -352,7 +352,7 @@ fn a_flow_the_labellers_decline_makes_no_state_and_records_nulls() {
     let ip2: &'static [u8] = tcp_packet(8, 0x18, req).leak();
     a.packet(1, &view(ip2, true, 0x18, req));
     assert_eq!(a.done[1][2] & http, 0, "made for the request");
-    a.record(1, &mut rows, (3, 0));
+    a.record(1, &mut rows, (3, 0), || [0; 2]);
     let r: Vec<_> = rows.row(1).collect();
     assert!(r.contains(&Value::Text("h.example")), "{r:?}");
 }
@@ -392,7 +392,7 @@ fn a_lazy_analyzers_states_are_made_for_the_flows_it_reads_and_return_with_their
     assert_eq!(slots(&a), (3, 0, 10));
     let mut rows = crate::schema::Rows::default();
     let host = |rows: &crate::schema::Rows, i| rows.row(i).any(|v| v == Value::Text("b.example"));
-    a.record(5, &mut rows, (1, 0));
+    a.record(5, &mut rows, (1, 0), || [0; 2]);
     assert!(host(&rows, 0));
     assert_eq!(slots(&a), (3, 1, 10), "slot 5's state returned");
     // The next flow made reuses it; a slot whose earlier flow was not
@@ -409,7 +409,7 @@ fn a_lazy_analyzers_states_are_made_for_the_flows_it_reads_and_return_with_their
         (12, Some("d.example")),
     ] {
         let mut rows = crate::schema::Rows::default();
-        a.record(s, &mut rows, (1, 0));
+        a.record(s, &mut rows, (1, 0), || [0; 2]);
         let row: Vec<_> = rows.row(0).collect();
         match want {
             Some(h) => assert!(row.contains(&Value::Text(h)), "slot {s}: {row:?}"),
@@ -551,8 +551,8 @@ fn same_through_either_loop(names: &[&str], route: super::Route) {
             assert_eq!(own.follows(s, !udp), any.follows(s, !udp));
         }
         assert_eq!(own.done, any.done, "flow {flow}");
-        own.record(s, &mut rows_own, (8, 800));
-        any.record(s, &mut rows_any, (8, 800));
+        own.record(s, &mut rows_own, (8, 800), || [0; 2]);
+        any.record(s, &mut rows_any, (8, 800), || [0; 2]);
         let r = flow as usize;
         assert_eq!(
             rows_own.row(r).collect::<Vec<_>>(),

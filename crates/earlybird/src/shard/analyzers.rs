@@ -196,6 +196,12 @@ impl Consumer for Analyzers {
         if self.sample_rate > 1 {
             out.correct_last_early(self.sample_rate);
         }
-        self.active.record(flow.slot, &mut out.analyzed, seen);
+        self.active.record(flow.slot, &mut out.analyzed, seen, || {
+            let k = &flow.entry.key;
+            match flow.entry.state & crate::flow::entry::CLIENT_IS_A != 0 {
+                true => [k.pa, k.pb],
+                false => [k.pb, k.pa],
+            }
+        });
     }
 }

@@ -159,3 +159,86 @@ fn the_clear_layer_finds_more_calls_and_flags_fewer_other_flows() {
     assert!(on.2 == 0, "other flows flagged {}/{}", on.2, on.3);
     assert!(on.0 > off.0 && on.2 < off.2, "{on:?} vs {off:?}");
 }
+
+/// `media_app` from a vendor's published media ports (docs/MEDIA.md,
+/// "What the payload shows in clear") against nDPI's labels: every flow
+/// of the call captures, and of every capture with a labelled UDP flow on
+/// such a port, that gets an app from its ports has nDPI's label of that
+/// vendor where nDPI labels it; Google's 19305 flow of stun_dtls_rtp
+/// (DTLS.GoogleCall) is named.
+#[test]
+fn an_app_from_a_vendors_media_ports_agrees_with_ndpi() {
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    let dev = corpus.join("classify/dev");
+    let vendor = |p: u16| matches!(p, 8801..=8810 | 19302..=19309 | 3480..=3481);
+    let mut labels: BTreeMap<(String, Tuple), String> = BTreeMap::new();
+    let mut caps: BTreeSet<String> = BTreeSet::new();
+    let mut r = csv::Reader::from_path(dev.join("ndpi_truth.csv")).unwrap();
+    for row in r.deserialize::<BTreeMap<String, String>>() {
+        let row = row.unwrap();
+        let (Some(a), Some(b)) = (
+            end(&row["src"], &row["sport"]),
+            end(&row["dst"], &row["dport"]),
+        ) else {
+            continue;
+        };
+        if row["proto"] == "UDP" && (vendor(a.1) || vendor(b.1)) {
+            caps.insert(row["pcap"].clone());
+        }
+        labels.insert((row["pcap"].clone(), tuple(a, b)), row["app_label"].clone());
+    }
+    let mut r = csv::Reader::from_path(dev.join("media_flows.csv")).unwrap();
+    for row in r.deserialize::<BTreeMap<String, String>>() {
+        let row = row.unwrap();
+        if row["truth_file"] == "ndpi_truth.csv" {
+            caps.insert(row["pcap"].clone());
+        }
+    }
+    use earlybird::analyze::Analyzer;
+    let at = earlybird::analyze::media::Media::FIELDS
+        .iter()
+        .position(|f| f.name == "media_app")
+        .unwrap();
+    let (mut named, mut agree, mut unlabelled) = (Vec::new(), 0, 0);
+    for cap in &caps {
+        let files = vec![CaptureFile::open(&dev.join("ndpi/pcap").join(cap)).unwrap()];
+        let mut opts = RunOptions::default();
+        opts.flow.analyzers = vec!["media".into()];
+        let flows = earlybird::collect(&files, &opts, &ModelRef::default())
+            .unwrap()
+            .0;
+        for f in &flows {
+            let k = &f.record.key;
+            let OwnedValue::Text(app) = &f.analyzed[at] else {
+                continue;
+            };
+            let want = match app.as_str() {
+                "Zoom" => "Zoom",
+                "GoogleMeet" => "Google",
+                "Teams" => "Teams",
+                _ => continue,
+            };
+            let t = tuple((k.src, k.sport), (k.dst, k.dport));
+            named.push(format!("{cap} {}:{} {app}", k.dport, k.sport));
+            match labels.get(&(cap.clone(), t)) {
+                Some(l) => {
+                    assert!(l.contains(want), "{cap} {t:?}: {app}, nDPI {l}");
+                    agree += 1;
+                }
+                None => unlabelled += 1,
+            }
+        }
+    }
+    eprintln!(
+        "{} captures; named by their ports: {named:?}; {agree} as nDPI, {unlabelled} unlabelled",
+        caps.len()
+    );
+    assert!(
+        named
+            .iter()
+            .any(|n| n.starts_with("stun_dtls_rtp.pcapng 19305:") && n.ends_with("GoogleMeet")),
+        "{named:?}"
+    );
+}
