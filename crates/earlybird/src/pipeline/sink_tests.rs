@@ -172,6 +172,57 @@ fn flow_lines(path: &std::path::Path) -> u64 {
 /// outputs that fail (one of each kind); checks that both kinds arrived
 /// whole; returns the report.
 fn run_with_tally(paths: &[PathBuf], shards: usize, ctl: &RunControl) -> Report {
+    run_with_tally_stopped(paths, shards, ctl, false)
+}
+
+/// Raises the run's stop flag at the first flow records it is given.
+struct StopAtFirst(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Exporter for StopAtFirst {
+    fn kind(&self) -> &'static crate::schema::Kind {
+        &crate::export::fields::FLOWS
+    }
+
+    fn write_batch(&mut self, batch: &crate::flow::record::RecordBatch) -> crate::Result<()> {
+        if batch.len() > 0 {
+            self.0.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn write_rows(&mut self, _: &RowBatch) -> crate::Result<()> {
+        Ok(())
+    }
+
+    fn finish(&mut self) -> crate::Result<()> {
+        Ok(())
+    }
+
+    fn name(&self) -> &str {
+        "stop-at-first"
+    }
+
+    fn reads_moments(&self) -> bool {
+        false
+    }
+
+    fn reads_label_cells(&self) -> bool {
+        false
+    }
+}
+
+/// [`run_with_tally`]; with `stop_at_first`, `ctl`'s stop is raised by an
+/// output at the first flow records it takes, and the shards queue one
+/// batch at most: a shard that runs ahead waits for the exporter thread
+/// at its next batch, so the stop comes while the input is still read
+/// whatever the machine's load (a thread watching the progress missed it
+/// on a loaded machine).
+fn run_with_tally_stopped(
+    paths: &[PathBuf],
+    shards: usize,
+    ctl: &RunControl,
+    stop_at_first: bool,
+) -> Report {
     let dir = tempfile::tempdir().unwrap();
     let flows = dir.path().join("flows.csv");
     let (tally_csv, tally_jsonl) = (dir.path().join("tally.csv"), dir.path().join("t.jsonl"));
@@ -179,19 +230,27 @@ fn run_with_tally(paths: &[PathBuf], shards: usize, ctl: &RunControl) -> Report 
         early_packets: 4,
         ..ExportOptions::default()
     };
-    let exporters = vec![
+    let mut exporters = vec![
         export::open(Format::Csv, &flows, &opts).unwrap(),
         export::rows_to_writer(&TALLY, Format::Csv, Box::new(Broken), "csv:broken-tally"),
         export::open_rows(&TALLY, Format::Csv, &tally_csv).unwrap(),
         export::to_writer(Format::JsonLines, Box::new(Broken), "jsonl:broken", &opts),
         export::open_rows(&TALLY, Format::JsonLines, &tally_jsonl).unwrap(),
     ];
+    if stop_at_first {
+        exporters.push(Box::new(StopAtFirst(ctl.stop.clone())));
+    }
     let files = open_all(paths).unwrap();
     let run_opts = RunOptions {
         shards,
         flow: crate::config::FlowConfig {
             early_packets: 4,
             ..Default::default()
+        },
+        channel_batches: if stop_at_first {
+            1
+        } else {
+            RunOptions::default().channel_batches
         },
         ..RunOptions::default()
     };
@@ -242,7 +301,7 @@ fn rows_of_another_kind_travel_beside_the_flows_of_real_captures() {
 #[test]
 fn rows_are_flushed_when_the_run_is_stopped() {
     // Copies of a real capture (each a time domain of its own), stopped
-    // once a tenth of them is read.
+    // when the first flow records reach an output.
     let copies = 400;
     let paths = vec![capture("ndpi__iphone.pcap"); copies];
     let total = std::fs::metadata(&paths[0]).unwrap().len() * copies as u64;
@@ -256,16 +315,12 @@ fn rows_are_flushed_when_the_run_is_stopped() {
     .unwrap();
     for shards in [1, 2] {
         let ctl = RunControl::default();
-        let report = std::thread::scope(|scope| {
-            scope.spawn(|| {
-                while ctl.progress.load(Ordering::Relaxed) < total / 10 {
-                    std::thread::yield_now();
-                }
-                ctl.stop.store(true, Ordering::Relaxed);
-            });
-            run_with_tally(&paths, shards, &ctl)
-        });
+        let report = run_with_tally_stopped(&paths, shards, &ctl, true);
         assert!(report.interrupted);
+        assert!(
+            ctl.progress.load(Ordering::Relaxed) < total,
+            "the input was read to its end ({shards} shards)"
+        );
         assert!(
             report.counters.packets_read < one.counters.packets_read * copies as u64,
             "the run stopped early ({shards} shards)"
