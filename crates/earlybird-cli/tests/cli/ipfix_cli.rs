@@ -901,6 +901,7 @@ fn tshark_decodes_the_media_verdict() {
             "audio" => 1,
             "video" => 2,
             "file" => 3,
+            "none" => 4,
             k => panic!("{ctx}: media {k:?}"),
         };
         assert_eq!(pie[7], [kind], "{ctx}");
@@ -909,6 +910,12 @@ fn tshark_decodes_the_media_verdict() {
         assert_eq!(pie[9].len(), 4, "{ctx}");
         if kind == 0 {
             assert_eq!((share, packet), (0.0, 0), "{ctx}");
+            continue;
+        }
+        if kind == 4 {
+            // Ruled out: no share, the packet it was ruled out at.
+            assert_eq!((share, r["media_share"].as_str()), (0.0, ""), "{ctx}");
+            assert_eq!(packet.to_string(), r["media_packet"], "{ctx}");
             continue;
         }
         let want: f32 = r["media_share"].parse().unwrap();

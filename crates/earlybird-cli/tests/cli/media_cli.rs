@@ -44,7 +44,7 @@ fn records(pcap: &str, args: &[&str]) -> Vec<serde_json::Value> {
 
 fn media_of(recs: &[serde_json::Value]) -> Vec<(String, serde_json::Value, serde_json::Value)> {
     recs.iter()
-        .filter(|r| r["media"] != "")
+        .filter(|r| r["media"] != "" && r["media"] != "none")
         .map(|r| {
             (
                 r["media"].as_str().unwrap().to_string(),

@@ -1110,25 +1110,25 @@ impl Analyzer for Media {
             "media",
             FieldType::Str,
             "",
-            "Media kind: audio or video from an RTP stream in clear (its clock or payload type), else audio, video or file from the UDP flow's windows of packet sizes, inter-arrivals and bitrates; empty when not media",
+            "Media kind: audio or video from an RTP stream in clear (its clock or payload type), else audio, video or file from the UDP flow's windows of packet sizes, inter-arrivals and bitrates; none when a guard ruled the flow out (transport feedback, fixed-size bulk, a DNS-, RPC- or repeated-body shape, a DTLS tunnel, audio off every voice frame duration); empty while undecided (too few packets, no kind's tests passed) or not read (neither UDP nor TURN or ICE-TCP framing over TCP)",
         ),
         Field::new(
             "media_share",
             FieldType::F64,
             "",
-            "Confidence of the verdict when it was decided: for media_layer rtp, the share of the flow's RTP/RTCP-looking packets that were consistent steps of an RTP stream; for windows, the smallest share of windows passing one of the kind's tests; null when not media",
+            "Confidence of the verdict when it was decided: for media_layer rtp, the share of the flow's RTP/RTCP-looking packets that were consistent steps of an RTP stream; for windows, the smallest share of windows passing one of the kind's tests; null when none or undecided",
         ),
         Field::new(
             "media_packet",
             FieldType::U64,
             "packets",
-            "Packet of the flow (1 = first) at which the media verdict was decided; null when not media",
+            "Packet of the flow (1 = first) at which the media verdict was decided (for none: the packet whose window's end ruled it out); null while undecided",
         ),
         Field::new(
             "media_layer",
             FieldType::Str,
             "",
-            "What decided the media verdict: rtp (an RTP stream in clear), turn-rtp (an RTP stream inside TURN ChannelData or Send/Data indications), windows (packet sizes and inter-arrivals); empty when not media",
+            "What decided the media verdict: rtp (an RTP stream in clear), turn-rtp (an RTP stream inside TURN ChannelData or Send/Data indications), windows (packet sizes and inter-arrivals), guard (media none); empty while undecided",
         ),
         Field::new(
             "media_clock",
@@ -1319,7 +1319,14 @@ impl Analyzer for Media {
     fn record_ports(&self, st: &State, ports: [u16; 2], out: &mut Cells<'_>) {
         let c = st.clear.as_deref();
         let q = c.and_then(|c| c.quality());
-        match st.verdict.filter(|v| v.0 != NOT_MEDIA) {
+        match st.verdict {
+            // A guard ruled the flow out (its share is not a confidence).
+            Some((NOT_MEDIA, _, at)) => {
+                out.text("none");
+                out.null();
+                out.u64(u64::from(at));
+                out.text("guard");
+            }
             Some((k, share, at)) => {
                 out.text(KINDS[usize::from(k)]);
                 out.f64(f64::from(share));

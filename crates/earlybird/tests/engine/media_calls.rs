@@ -242,3 +242,52 @@ fn an_app_from_a_vendors_media_ports_agrees_with_ndpi() {
         "{named:?}"
     );
 }
+
+/// A flow a guard rules out says so: `media` `none`, `media_layer`
+/// `guard`, the packet it was ruled out at (a window's end, from the
+/// 30th packet on) and no share; a flow too short to decide stays empty.
+/// Real captures whose UDP flows are not media: a DNS tunnel (iodine),
+/// NFS over UDP, TFTP.
+#[test]
+fn a_flow_a_guard_rules_out_is_none_with_the_packet_it_was_ruled_out_at() {
+    let Some(corpus) = common::corpus() else {
+        return;
+    };
+    use earlybird::analyze::Analyzer;
+    let fields = earlybird::analyze::media::Media::FIELDS;
+    let at = |name: &str| fields.iter().position(|f| f.name == name).unwrap();
+    let pcap = corpus.join("classify/dev/ndpi/pcap");
+    for cap in ["dns-tunnel-iodine.pcap", "nfsv2.pcap", "tftp.pcap"] {
+        let files = vec![CaptureFile::open(&pcap.join(cap)).unwrap()];
+        let mut opts = RunOptions::default();
+        opts.flow.analyzers = vec!["media".into()];
+        let flows = earlybird::collect(&files, &opts, &ModelRef::default())
+            .unwrap()
+            .0;
+        let mut none = 0;
+        for f in &flows {
+            let packets = f.record.packets[0] + f.record.packets[1];
+            let v = |name: &str| f.analyzed[at(name)].clone();
+            let OwnedValue::Text(kind) = v("media") else {
+                panic!("{cap}: media {:?}", v("media"));
+            };
+            if kind == "none" {
+                none += 1;
+                assert_eq!(v("media_layer"), OwnedValue::Text("guard".into()), "{cap}");
+                assert_eq!(v("media_share"), OwnedValue::Null, "{cap}");
+                let OwnedValue::U64(p) = v("media_packet") else {
+                    panic!("{cap}: media_packet {:?}", v("media_packet"));
+                };
+                assert!(
+                    (30..=packets).contains(&p),
+                    "{cap}: ruled out at {p} of {packets}"
+                );
+            } else if packets < 30 {
+                assert_eq!(kind, "", "{cap}: {packets} packets");
+                assert_eq!(v("media_packet"), OwnedValue::Null, "{cap}");
+            }
+            assert!(kind != "audio" && kind != "video", "{cap}: {kind}");
+        }
+        assert!(none >= 1, "{cap}: no flow ruled out");
+    }
+}

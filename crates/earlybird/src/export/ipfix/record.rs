@@ -126,8 +126,9 @@ const fn media_place(src: Source) -> Option<(u8, u8)> {
 }
 
 /// The media analyzer's verdict of one record as its three elements, in
-/// network byte order, at their [`media_place`]: kind code (0 not media,
-/// 1 audio, 2 video, 3 file), share (float32), packet (unsigned32).
+/// network byte order, at their [`media_place`]: kind code (0 undecided,
+/// 1 audio, 2 video, 3 file, 4 none: ruled out), share (float32), packet
+/// (unsigned32).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Media(pub [u8; 9]);
 
@@ -140,6 +141,7 @@ impl Media {
             "audio" => 1,
             "video" => 2,
             "file" => 3,
+            "none" => 4,
             _ => 0,
         };
         let mut m = [0u8; 9];
