@@ -184,7 +184,7 @@ impl Exporter for StopAtFirst {
     }
 
     fn write_batch(&mut self, batch: &crate::flow::record::RecordBatch) -> crate::Result<()> {
-        if batch.len() > 0 {
+        if !batch.is_empty() {
             self.0.store(true, Ordering::Relaxed);
         }
         Ok(())
