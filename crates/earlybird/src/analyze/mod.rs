@@ -38,8 +38,8 @@
 //!   this run does, or when the packet's headers were not all captured.
 //! - Flow end: the table calls [`Analyzer::finish`] (with the state
 //!   mutable: an analyzer frees what it holds there) and then
-//!   [`Analyzer::record`] (neither for a lazy analyzer's state the flow
-//!   did not make). A state still held when a later flow of its slot makes
+//!   [`Analyzer::record_ports`], which by default is [`Analyzer::record`]
+//!   (neither for a lazy analyzer's state the flow did not make). A state still held when a later flow of its slot makes
 //!   its own, or when the table is dropped, is dropped then.
 //! - When a flow ends, `Active::record` appends the analyzers' fields to
 //!   the record's row of cells ([`crate::schema::Rows`]), in registry order;
