@@ -42,7 +42,7 @@
 //!   exporter takes the records of one [`Kind`] ([`Exporter::kind`]): flow
 //!   records in [`RecordBatch`]es, or rows of another kind in
 //!   [`RowBatch`]es.
-//!   With the `parquet` feature, [`ArrowFlows`] gathers flow records into
+//!   With the `parquet` feature, `ArrowFlows` gathers flow records into
 //!   Arrow record batches (the Parquet output's columns) for a program to
 //!   hand on.
 //! - **Models**: [`Model`] (load, save, classify), the [`Classifier`] trait
@@ -73,7 +73,7 @@
 //!   such an input is an error naming the feature.
 //! - `metrics`: [`Metrics`] and [`MetricsServer`] (Prometheus, HTTP).
 //! - `chart`: the PNG chart of an evaluation (with `tools`).
-//! - Off by default: `parquet` (the Parquet exporter, [`ArrowFlows`]),
+//! - Off by default: `parquet` (the Parquet exporter, `ArrowFlows`),
 //!   `sqlite` and `postgres` (the call store), `ndpi` (the nDPI analyzer,
 //!   through the system's libndpi).
 //!

@@ -6,7 +6,7 @@
 //! - [`Sampling`] is a run's choice: a [`Policy`], the rate N (1 in N
 //!   packets, 2..=65536) and a seed. [`Sampling::parse`] reads
 //!   `systematic:N`, `stratified:N` or `random:N`.
-//! - A [`Sampler`] decides packet by packet, in the order it is shown them:
+//! - A `Sampler` decides packet by packet, in the order it is shown them:
 //!   - systematic: the packets are cut into cycles of N and the first of
 //!     each cycle is kept (no randomness; the seed is unused);
 //!   - stratified: cycles of N, one packet of each cycle kept, at a
@@ -15,7 +15,7 @@
 //! - The draws come from SplitMix64 seeded with the run's seed and the
 //!   sampler's stream number (the shard's id), so the same seed, input and
 //!   number of shards keep the same packets.
-//! - [`Sampler::sample`] copies the kept packets of a batch to a buffer and
+//! - `Sampler::sample` copies the kept packets of a batch to a buffer and
 //!   counts the others (packets and wire bytes); it reads only the
 //!   `PacketRef`s (`crate::source`), never the packets, so a skipped packet costs no decode.
 //! - Records of a sampled run carry [`FIELDS`]: the policy, N, and the

@@ -309,7 +309,7 @@ impl Rows {
         }
     }
 
-    /// Appends the row `t` holds ([`Template`]), in one copy of its
+    /// Appends the row `t` holds (`Template`), in one copy of its
     /// cells, or as a row of nulls.
     #[inline]
     pub fn push_template(&mut self, width: usize, t: &Template) {

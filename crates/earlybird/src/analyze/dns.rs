@@ -356,9 +356,9 @@ impl Analyzer for Dns {
 
     /// What `packet` decides from a flow's first payload, before a name
     /// is cached for it (its state is then made at the flow's start): TCP
-    /// whose first message will not be read ([`hopeless`]), a whole UDP
+    /// whose first message will not be read (`hopeless`), a whole UDP
     /// datagram whose header already says it is no message read
-    /// ([`not_a_message`]), or neither TCP nor UDP. Then nothing is
+    /// (`not_a_message`), or neither TCP nor UDP. Then nothing is
     /// recorded.
     #[inline(always)]
     fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {

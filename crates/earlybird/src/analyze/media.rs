@@ -5,14 +5,14 @@
 //! Contract:
 //! - The statistical windows examine UDP flows only. The clear-header
 //!   layer (`clear.rs`) reads UDP flows and TCP flows whose first payload
-//!   is TURN or ICE-TCP framing ([`clear::tcp_framing`]). Any other flow
+//!   is TURN or ICE-TCP framing (`clear::tcp_framing`). Any other flow
 //!   gets an empty verdict and the analyzer is done with it at that
 //!   packet (its state
 //!   never made, nor by a TCP flow's packets before its first payload:
 //!   [`Analyzer::declines`]), as it is with a flow the windows or a guard
 //!   decided once no RTP stream can replace that verdict (the
-//!   clear-header layer off, past its [`CLEAR_PACKETS`], or RTP ruled
-//!   out: [`RTP_TRIES`]) and, for a media verdict, the per-second figures
+//!   clear-header layer off, past its `CLEAR_PACKETS`, or RTP ruled
+//!   out: `RTP_TRIES`) and, for a media verdict, the per-second figures
 //!   are not taken ([`Media::count_per_second`]): no later packet of those
 //!   flows can change their record or the figures taken.
 //! - Each direction of a flow is cut into windows of [`MediaConfig::window`]
@@ -75,7 +75,7 @@
 //!   shortest frame to 100 ms) must not sit more often off every voice
 //!   frame duration (`frames_ms`, within `tolerance`) than on one; else
 //!   the flow is not media, decided as a guard decides. Each window keeps
-//!   its first [`GAPS`] gaps for the median. Off under packet sampling.
+//!   its first `GAPS` gaps for the median. Off under packet sampling.
 //! - A flow every datagram of which (so far) is a WireGuard message
 //!   (`wireguard.rs`) has the windows read its sizes net of the tunnel's
 //!   overhead (the inner packet with its padding), and when the windows
@@ -256,7 +256,7 @@ impl Default for FixedSizeGuard {
 }
 
 /// A flow every datagram of which is a WireGuard message
-/// ([`wireguard::Message`]) has its sizes read net of the tunnel's
+/// (`wireguard::Message`) has its sizes read net of the tunnel's
 /// overhead (the inner packet's length with its padding), and, once the
 /// windows find it audio or video, the kind is told by timing: audio when
 /// more than `share` of its windows with two gaps or more (and a previous

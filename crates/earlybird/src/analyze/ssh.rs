@@ -6,7 +6,7 @@
 //! client's first line must start with `SSH-`; the server may send other
 //! lines before its own (RFC 4253 allows it), at most [`MAX_SKIP`] bytes
 //! of them, each a line of text: free of NUL bytes (as OpenSSH wants) and
-//! of the other control characters but TAB, CR and ESC ([`not_text`]).
+//! of the other control characters but TAB, CR and ESC (`not_text`).
 //! A server that sends anything else before its banner is not SSH: the
 //! client's banner is not read either. The first line starting with `SSH-`
 //! is the banner, written whole (`SSH-2.0-OpenSSH_9.6 comment`) without
@@ -352,7 +352,7 @@ impl Analyzer for Ssh {
 
     /// What `packet` decides from a flow's first payload: not TCP, the
     /// client's and not the start of `SSH-`, or the server's and not
-    /// text ([`Skimmed::Stop`]). Then nothing is recorded.
+    /// text (`Skimmed::Stop`). Then nothing is recorded.
     #[inline(always)]
     fn declines(&self, p: &PacketView<'_>) -> Option<[bool; 2]> {
         if p.payload_len == 0 {

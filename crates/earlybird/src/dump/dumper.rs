@@ -199,7 +199,7 @@ pub struct DumpCounters {
     pub failures: u64,
     /// Packets not written: longer than the snaplen (262,144 bytes).
     pub oversize: u64,
-    /// Packets held until their flow's verdict (`--dump-app`; [`super::held`]).
+    /// Packets held until their flow's verdict (`--dump-app`; `super::held`).
     pub held: super::HeldCounters,
 }
 

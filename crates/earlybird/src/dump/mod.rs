@@ -120,11 +120,11 @@ pub struct DumpConfig {
     /// names (`unknown` allowed); empty: any flow.
     pub apps: Vec<String>,
     /// With `apps`: bytes (all shards together) of packets held while
-    /// their flow has no verdict yet, written once it matches ([`held`]);
+    /// their flow has no verdict yet, written once it matches (`held`);
     /// 0: none held, only the packets from the verdict's on are dumped.
     pub hold_bytes: u64,
     /// Write the classic pcap files past the page cache (`O_DIRECT`,
-    /// `--dump-direct`; see [`check_direct`]).
+    /// `--dump-direct`; see `check_direct`).
     pub direct: bool,
 }
 

@@ -130,7 +130,7 @@ pub trait Exporter: Send {
         true
     }
     /// Whether this output reads the records' label cells (the fields of
-    /// [`crate::classify::labeller::FIELDS`] at the end of
+    /// `crate::classify::labeller::FIELDS` at the end of
     /// [`crate::flow::record::RecordBatch::analyzed`]; the analyzers' and
     /// the sampling cells before them are there either way). When no flow
     /// output of a run does, records are labelled (their `app`, the
@@ -179,7 +179,7 @@ pub(crate) fn wrong_kind(name: &str, takes: &Kind, given: &Kind, n: usize) -> Er
 
 /// Formats records into text on any thread: a copy of an exporter (same
 /// format, same options, no header) whose output is kept in memory, or a
-/// function that appends the text itself ([`Renderer::direct`], no copy
+/// function that appends the text itself (`Renderer::direct`, no copy
 /// through a writer).
 pub struct Renderer {
     how: Rendering,
@@ -259,14 +259,14 @@ pub enum Format {
     /// IPFIX messages ([`ipfix`]): a `.ipfix` file, or a collector named
     /// `ipfix+udp://HOST:PORT` or `ipfix+tcp://HOST:PORT`.
     Ipfix,
-    /// Apache Parquet, typed columns (cargo feature `parquet`; [`parquet`]).
+    /// Apache Parquet, typed columns (cargo feature `parquet`; module `export::parquet`).
     #[cfg(feature = "parquet")]
     Parquet,
-    /// NetFlow packets ([`netflow`]) to a collector named
+    /// NetFlow packets (`netflow`) to a collector named
     /// `netflow9+udp://HOST:PORT` (v9) or `netflow5+udp://HOST:PORT` (v5);
     /// over a writer, v9 packets one after the other.
     Netflow,
-    /// Batches inserted into a ClickHouse table ([`clickhouse`]) named
+    /// Batches inserted into a ClickHouse table (`clickhouse`) named
     /// `clickhouse+http://HOST:PORT/TABLE`; over a writer, the JSON lines
     /// it would post.
     ClickHouse,
@@ -478,7 +478,7 @@ pub struct ExportOptions {
     /// own ([`crate::analyze`]; their values are in
     /// [`RecordBatch::analyzed`]); empty when none is on.
     pub analyzed: Arc<[crate::schema::Field]>,
-    /// Seed of the records' Community ID ([`community_id`]); 0 (the
+    /// Seed of the records' Community ID (`community_id`); 0 (the
     /// default) is the seed other tools use unless told otherwise.
     pub community_id_seed: u16,
     /// Leave the Community ID out: the field is empty (null) in every

@@ -179,7 +179,7 @@ pub struct RecordBatch {
     pub skip_moments: bool,
     /// The seconds of packet time the records were made in, in record
     /// order (empty when the run keeps no per-second statistics): see
-    /// [`MadeIn`].
+    /// `MadeIn`.
     pub made_in: Vec<MadeIn>,
 }
 

@@ -25,7 +25,7 @@
 //! first) a last model is trained from everything kept, so one pass over
 //! a capture leaves a model in DIR. What was learnt is in [`Status`].
 //!
-//! With a [`Swap`] (`LearnOptions::swap`), a model that beats the best so
+//! With a `Swap` (`LearnOptions::swap`), a model that beats the best so
 //! far is published to the shards (`classify/swap.rs`). In a file run
 //! that stops at points, the triggers are not looked at per record batch:
 //! at each point the training thread waits until every record handed over

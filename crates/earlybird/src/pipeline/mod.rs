@@ -135,9 +135,9 @@ pub struct RunOptions {
     /// stage thread (`pipeline/calls.rs`).
     pub calls: Option<CallStage>,
     /// Labels every record (`app`, `category`, `label_source`, `stat_app`,
-    /// `stat_confidence`: [`crate::classify::labeller`]) where its record
+    /// `stat_confidence`: `crate::classify::labeller`) where its record
     /// is built; `None`: the record's `app` is the model's verdict alone.
-    /// The exporters' class names must then be [`Labeller::names`](crate::classify::labeller::Labeller::names).
+    /// The exporters' class names must then be `Labeller::names`.
     pub labels: Option<Arc<crate::classify::labeller::Labeller>>,
     /// Models swapped into the shards while the run goes (`--learn`;
     /// `classify/swap.rs`): each shard installs a published model between

@@ -166,7 +166,7 @@ impl CallOutputs {
         Ok(())
     }
 
-    /// Finishes the record files and tries for at most [`DB_LINGER`] to
+    /// Finishes the record files and tries for at most `DB_LINGER` to
     /// write what the database holds; the errors of the outputs that
     /// failed.
     pub fn finish(&mut self) -> Vec<String> {

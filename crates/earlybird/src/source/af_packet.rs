@@ -96,7 +96,7 @@ pub enum Capture {
     #[default]
     AfPacket,
     /// An AF_XDP socket on each receive queue of the interface, one per
-    /// shard ([`super::af_xdp`]).
+    /// shard (`super::af_xdp`).
     AfXdp,
 }
 
@@ -133,7 +133,7 @@ pub struct LiveConfig {
     /// How packets are spread over several sockets.
     pub fanout: Fanout,
     /// Turn the NIC's hardware receive stamps on (`--hw-timestamps`,
-    /// [`super::hwstamp::HwStamping`]); an interface without them is an
+    /// `super::hwstamp::HwStamping`); an interface without them is an
     /// error.
     pub hw_timestamps: bool,
     /// A capture filter (`--filter`) run in the kernel on every socket.

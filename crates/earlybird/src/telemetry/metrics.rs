@@ -420,7 +420,7 @@ impl Metrics {
 
     /// Adds the `n` complete seconds from `first` on, whose figures (all
     /// shards, all `n` seconds together) are `f`: one second, or the empty
-    /// seconds of a gap at once ([`super::series::Merger`]); `app` names
+    /// seconds of a gap at once (`super::series::Merger`); `app` names
     /// the application of a tally index.
     pub fn observe<'a>(&self, first: u64, n: u64, f: &Figures, app: impl Fn(usize) -> &'a str) {
         let c = &f.counters;

@@ -19,7 +19,7 @@
 //! order; in a live run, its timestamp.
 //!
 //! [`run_stage`] merges the shards' streams (each in key order) and hands
-//! the packets to one [`Tracker`] in key order. Files ([`Order::Turns`]):
+//! the packets to one [`Tracker`](super::tracker::Tracker) in key order. Files ([`Order::Turns`]):
 //! a packet is tracked once every other shard has either a queued packet
 //! with a later key or has published (its watermark, one atomic store per
 //! turn after the turn's batch was sent) that it has sent every packet of
@@ -28,7 +28,7 @@
 //! is tracked once it is [`LIVE_WINDOW`] older than the newest packet
 //! queued, or when no batch came for [`LIVE_IDLE`] (then everything
 //! queued is tracked and the tracker's clock moves to an
-//! [`IdleClock`](crate::time::IdleClock) less a second: the latest packet
+//! `IdleClock` less a second: the latest packet
 //! time carried on by the monotonic clock, so a step of the wall clock
 //! ends no call); the stage's own timers (`last_batch`, `last_sent`) are
 //! monotonic too. Shards' packets that come later than the

@@ -183,7 +183,7 @@ fn ends(p: &Pkt, side: &V6Icmp) -> (Addr, Addr) {
 /// addresses are built only for a packet that is kept (or asked of a
 /// set that knows connections). A TCP segment whose payload starts past
 /// the bytes captured keeps its flow followed (so does the general walk;
-/// the fast path had judged it as a UDP datagram). Packets [`locate`]
+/// the fast path had judged it as a UDP datagram). Packets `locate`
 /// cannot place are decoded again (`link`, scratch `d`).
 #[allow(clippy::too_many_arguments)]
 #[inline]

@@ -28,8 +28,8 @@
 //!   silence if it reached `min_packets` (shorter ones are counted, not
 //!   reported: one datagram can look like RTP by chance).
 //! - Time is packet time: the latest capture time seen drives the
-//!   timeouts. Records come out in [`Tracker::calls`] and
-//!   [`Tracker::streams`] as calls end; [`Tracker::finish`] ends what is
+//!   timeouts. Records come out in `Tracker::calls` and
+//!   `Tracker::streams` as calls end; [`Tracker::finish`] ends what is
 //!   open (end cause `open`).
 //! - Memory is bounded: the call, stream, media and TCP tables have
 //!   maximum sizes; what does not fit is dropped and counted
