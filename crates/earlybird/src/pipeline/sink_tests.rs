@@ -176,21 +176,13 @@ fn run_with_tally(paths: &[PathBuf], shards: usize, ctl: &RunControl) -> Report 
 }
 
 /// Raises the run's stop flag at the first flow records it is given.
-struct StopAtFirst(std::sync::Arc<std::sync::atomic::AtomicBool>);
+struct StopAtFirst(Arc<std::sync::atomic::AtomicBool>);
 
 impl Exporter for StopAtFirst {
-    fn kind(&self) -> &'static crate::schema::Kind {
-        &crate::export::fields::FLOWS
-    }
-
     fn write_batch(&mut self, batch: &crate::flow::record::RecordBatch) -> crate::Result<()> {
         if !batch.is_empty() {
             self.0.store(true, Ordering::Relaxed);
         }
-        Ok(())
-    }
-
-    fn write_rows(&mut self, _: &RowBatch) -> crate::Result<()> {
         Ok(())
     }
 
@@ -200,14 +192,6 @@ impl Exporter for StopAtFirst {
 
     fn name(&self) -> &str {
         "stop-at-first"
-    }
-
-    fn reads_moments(&self) -> bool {
-        false
-    }
-
-    fn reads_label_cells(&self) -> bool {
-        false
     }
 }
 
