@@ -486,6 +486,14 @@ impl<A: Analyzer> Slots<A> {
     }
 }
 
+/// Whether analyzer `x` (on) declines packet `p` for both sides of a flow
+/// whose state it has not made ([`Analyzer::declines`]).
+#[inline(always)]
+fn declined<A: Analyzer>(x: &Option<Slots<A>>, p: &PacketView<'_>) -> bool {
+    x.as_ref()
+        .is_some_and(|x| x.analyzer.declines(p) == Some([true; 2]))
+}
+
 /// A per-slot array's first byte and the bytes each slot takes, for the
 /// table's prefault helper (`flow/prefault.rs`).
 pub(crate) type SlotArray = (*const u8, usize);
@@ -993,6 +1001,24 @@ macro_rules! registry {
                     ([0; 3], 0)
                 };
                 let p = &view();
+                // The labellers' first payload of a flow none of them made a
+                // state for: when each declines it for both sides, the flow
+                // leaves them, with the done words the loop below would
+                // leave (most flows of most traffic).
+                if ON == LABELLER_BITS
+                    && !empty
+                    && done[2] & ON == ON
+                    && skip & ON == 0
+                    && declined(&self.each.dns, p)
+                    && declined(&self.each.tls, p)
+                    && declined(&self.each.http, p)
+                    && declined(&self.each.ssh, p)
+                {
+                    if let Some(d) = self.done.get_mut(s) {
+                        *d = [ON, ON, done[2]];
+                    }
+                    return (Action::Continue, 0);
+                }
                 let mut act = Action::Continue;
                 $($(#[$attr])* if ON & bit::$name != 0 {
                     if let Some(x) = &mut self.each.$name {
