@@ -505,7 +505,29 @@ pub(crate) type SlotArray = (*const u8, usize);
 /// writes them).
 fn reserve_slots<T>(v: &mut Vec<T>, capacity: usize) -> Option<SlotArray> {
     v.try_reserve_exact(capacity.saturating_sub(v.len())).ok()?;
+    huge_pages(v.as_ptr().cast(), v.capacity() * std::mem::size_of::<T>());
     Some((v.as_ptr().cast(), std::mem::size_of::<T>()))
+}
+
+/// Asks for the whole pages of `len` bytes at `ptr` (one allocation) to
+/// be backed by transparent huge pages where the system leaves them to
+/// `madvise` (as the flow table's arrays are, `flow/arena.rs`): the
+/// states of the slots a table fills then cost a page fault per 2 MiB,
+/// not per 4 KiB. Nothing is committed before it is touched; a refusal
+/// leaves 4 KiB pages.
+fn huge_pages(ptr: *const u8, len: usize) {
+    const PAGE: usize = 4096;
+    if len < 2 << 20 {
+        return;
+    }
+    let start = (ptr as usize).next_multiple_of(PAGE);
+    let end = (ptr as usize + len) & !(PAGE - 1);
+    // SAFETY: [start, end) lies within one live allocation of `len` bytes
+    // at `ptr` (the caller's); MADV_HUGEPAGE changes how its pages are
+    // backed, never what they hold.
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+    }
 }
 
 /// Slot `s` of a side array holds `fresh()` (the array grown to it when
