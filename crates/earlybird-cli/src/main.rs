@@ -13,6 +13,11 @@
 //! interrupted by SIGINT/SIGTERM (open flows were flushed). SIGHUP reopens
 //! the record files of `flows` (log rotation).
 
+// The arguments' doc comments are their `--help` text, which names TOML
+// tables and metavariables in brackets ("[dump]", "SERIES[:METHOD]"):
+// not links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 /// `println!` for the commands that print a report (model info, train,
 /// evaluate…): `println!` panics when the reader of standard output went
 /// away (`earlybird model info | head`); this drops the rest of the report
