@@ -1079,6 +1079,36 @@ macro_rules! registry {
                 }
             }
 
+            /// Whether packet `p`, with payload, the first packet of a
+            /// flow that just started, leaves the analyzers on as
+            /// [`Active::packet_with`] would leave them, done with both
+            /// sides, with nothing else to do: they are all lazy and each
+            /// declines it for both sides ([`Analyzer::declines`]). The
+            /// flow's done words may then stay as [`Active::start`] left
+            /// them: its record reads only which states it made, and no
+            /// later packet of it is shown.
+            #[inline(always)]
+            pub(crate) fn declines_first(&self, p: &PacketView<'_>) -> bool {
+                if self.route == Route::Labellers {
+                    // `dns` first: the order `packet_on`'s own test asks
+                    // (BENCHMARKS.md, S38).
+                    return declined(&self.each.dns, p)
+                        && declined(&self.each.tls, p)
+                        && declined(&self.each.http, p)
+                        && declined(&self.each.ssh, p);
+                }
+                if !self.early || self.lazy != self.all || p.payload_len == 0 {
+                    return false;
+                }
+                let mut all = true;
+                $($(#[$attr])* if let Some(x) = &self.each.$name {
+                    all = all
+                        && <$ty as Analyzer>::LAZY
+                        && x.analyzer.declines(p) == Some([true; 2]);
+                })*
+                all
+            }
+
             /// Appends the fields of the flow in slot `s` as one row; the
             /// flow was seen with `(packets, bytes)` (for the sampling
             /// estimates), and `ports` gives its client's and server's

@@ -572,3 +572,83 @@ fn a_loop_made_for_the_analyzers_on_shows_them_what_the_general_one_does() {
     // Two analyzers: the general loop.
     same_through_either_loop(&["media", "tls"], super::Route::Any);
 }
+
+/// [`super::Active::declines_first`] of the first packets of 400 flows
+/// against showing them (`packet`): where it says declined, the packet
+/// leaves the flow followed by none and changes nothing its record
+/// says; returns how many it declined.
+fn declined_first_as_shown(names: &[&str]) -> usize {
+    let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    let mut screened = super::Active::new(&names).unwrap();
+    let mut shown = super::Active::new(&names).unwrap();
+    let hello: &[u8] = b"\x16\x03\x01\x00\x40\x01\x00\x00\x3c\x03\x03";
+    let dns_q: &[u8] = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x01a\x00\x00\x01\x00\x01";
+    let quic = [0xc3u8; 1250];
+    let payloads: [&[u8]; 8] = [
+        hello,
+        b"SSH-2.0-x\r\n",
+        b"GET / HTTP/1.1\r\nHost: h.example\r\n\r\n",
+        b"\x01\x02\x03\x04\x7f\x06",
+        b"\x00\x10\x00\x00",
+        dns_q,
+        &quic,
+        &[0x80, 0x00, 0x01, 0x02, 0, 0, 0, 160, 1, 2, 3, 4],
+    ];
+    let (mut rows_a, mut rows_b) = (
+        crate::schema::Rows::default(),
+        crate::schema::Rows::default(),
+    );
+    let mut declined = 0;
+    for flow in 0..400usize {
+        let s = flow % 13;
+        screened.start(s);
+        shown.start(s);
+        let udp = flow % 3 == 0;
+        let payload = payloads[flow % payloads.len()];
+        let flags = if udp { 0 } else { [0x02, 0x18][flow / 8 % 2] };
+        let mut ip = tcp_packet(1000, flags, payload);
+        if udp {
+            ip[9] = 17;
+        }
+        let view = PacketView {
+            ts: 1_000_000 * flow as u64,
+            from_client: true,
+            index: 1,
+            size: ip.len() as u16,
+            tcp_flags: flags,
+            proto: if udp { 17 } else { 6 },
+            payload_len: payload.len() as u16,
+            payload,
+            ip: &ip,
+            tcp_starts: &crate::analyze::TcpStarts::NONE,
+        };
+        let seen = shown.packet(s, &view);
+        if screened.declines_first(&view) {
+            declined += 1;
+            assert_eq!(seen, (super::Action::Continue, 0), "flow {flow}");
+        } else {
+            assert_eq!(screened.packet(s, &view), seen, "flow {flow}");
+        }
+        screened.record(s, &mut rows_a, (1, 100), || [40000, 443]);
+        shown.record(s, &mut rows_b, (1, 100), || [40000, 443]);
+        assert_eq!(
+            rows_a.row(flow).collect::<Vec<_>>(),
+            rows_b.row(flow).collect::<Vec<_>>(),
+            "flow {flow}"
+        );
+    }
+    declined
+}
+
+#[test]
+fn a_first_packet_declined_before_the_call_is_one_the_call_would_let_go() {
+    let all = |n: usize| n > 0 && n < 400;
+    assert!(all(declined_first_as_shown(&super::LABELLERS)));
+    assert!(all(declined_first_as_shown(&["tls"])));
+    assert!(all(declined_first_as_shown(&["media"])));
+    // The general route: both lazy.
+    assert!(all(declined_first_as_shown(&["media", "tls"])));
+    // Not lazy: never declined before the call.
+    assert_eq!(declined_first_as_shown(&["payload"]), 0);
+    assert_eq!(declined_first_as_shown(&["payload", "tls"]), 0);
+}

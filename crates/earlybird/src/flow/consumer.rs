@@ -147,6 +147,18 @@ pub trait Consumer {
         FOLLOW_ALL
     }
 
+    /// Whether showing packet `p` of `flow` to [`Self::packet`] would
+    /// change nothing the consumer keeps or records and leave it following
+    /// none of the flow's packets, when `p` is the flow's first packet
+    /// (the flow just opened; the packet accounted) and carries payload
+    /// `pl` (not empty). The table then makes no [`Self::packet`] call for
+    /// it and follows none of the flow's packets. Only asked when
+    /// [`Self::reads_packets`]; `false` is always right.
+    #[inline(always)]
+    fn declines_first(&self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> bool {
+        let _ = (flow, p, pl);
+        false
+    }
     /// `flow` just got its verdict (in its entry); `model` names its class.
     #[inline(always)]
     fn verdict(&mut self, flow: FlowRef<'_>, model: &Inline) {

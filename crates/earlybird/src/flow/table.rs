@@ -528,7 +528,7 @@ impl<C: Consumer> FlowTable<C> {
                 let shown = PACKETS && self.shown(s, p, &pl);
                 self.update(s, p);
                 if shown {
-                    self.consume(s, p, pl);
+                    self.consume_first(s, p, pl);
                 }
                 s
             }
@@ -862,6 +862,32 @@ impl<C: Consumer> FlowTable<C> {
             None => self.end(s, EndReason::Active),
             Some(f) => self.follow(s, f),
         }
+    }
+
+    /// [`Self::consume`] of the first packet of the flow that just
+    /// started in slot `s`: a packet with payload every consumer declines
+    /// ([`Consumer::declines_first`]) leaves the flow followed by none,
+    /// without the consumers' call (whose frame and view a flow no
+    /// consumer wants would otherwise pay: BENCHMARKS.md, S39).
+    #[inline(never)]
+    fn consume_first<'a, L: PayloadSource<'a>>(&mut self, s: usize, p: &Pkt, pl: L) {
+        let payload = pl.payload(p);
+        if payload.len != 0 {
+            let flow = FlowRef {
+                // SAFETY: `s` is a slot in use; `tcp_starts` has one
+                // element per slot.
+                tcp_starts: unsafe { self.tcp_starts.get_unchecked(s) },
+                ..flow_ref(&self.entries, &self.tails, &self.wide, s)
+            };
+            if self.consumers.declines_first(flow, p, payload) {
+                self.follow(s, 0);
+                return;
+            }
+        }
+        // `pl`, not the payload found: a second copy of `consume` (for
+        // `Payload`) had the compiler call the analyzers' loop out of
+        // line in both (voip200's media run +5 %, BENCHMARKS.md, S39).
+        self.consume(s, p, pl);
     }
 
     /// Keeps in slot `s`'s entry which of its packets the consumers read

@@ -190,6 +190,23 @@ impl Consumer for Analyzers {
         }
     }
 
+    #[inline(always)]
+    fn declines_first(&self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> bool {
+        let h = flow.entry;
+        self.active.declines_first(&PacketView {
+            ts: p.ts,
+            from_client: flow.sent_by_client(p),
+            index: h.packets[0] + h.packets[1],
+            size: p.size,
+            tcp_flags: p.flags,
+            proto: h.key.proto,
+            payload_len: pl.len,
+            payload: pl.bytes(),
+            ip: pl.ip(),
+            tcp_starts: flow.tcp_starts,
+        })
+    }
+
     #[inline]
     fn end(&mut self, flow: FlowRef<'_>, _: EndReason, out: &mut RecordBatch) {
         let seen = (flow.packets(), flow.bytes());

@@ -100,6 +100,15 @@ macro_rules! registry {
                 (!end).then_some(follows)
             }
 
+            /// Every consumer that reads packets declines it.
+            #[inline(always)]
+            fn declines_first(&self, flow: FlowRef<'_>, p: &Pkt, pl: Payload<'_>) -> bool {
+                true $(&& match &self.$name {
+                    Some(c) if c.reads_packets() => c.declines_first(flow, p, pl),
+                    _ => true,
+                })*
+            }
+
             #[inline(always)]
             fn verdict(&mut self, flow: FlowRef<'_>, model: &Inline) {
                 $(if let Some(c) = &mut self.$name {
