@@ -479,6 +479,40 @@ fn arrays_reserved_for_a_tables_slots_do_not_move_while_its_flows_start() {
 /// Shows the same packets to `names` through the loop made for them and
 /// through the one for any set: the same actions, follow masks, done bits
 /// and records.
+/// [`tcp_packet`], made a UDP datagram's when `udp`.
+fn ip_packet(udp: bool, seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let mut ip = tcp_packet(seq, flags, payload);
+    if udp {
+        ip[9] = 17;
+    }
+    ip
+}
+
+/// The view of IP packet `ip` (from [`ip_packet`]), whose payload is
+/// `payload`, at `ts`, the flow's packet `index`.
+fn view_of<'a>(
+    ip: &'a [u8],
+    udp: bool,
+    ts: u64,
+    from_client: bool,
+    index: u32,
+    flags: u8,
+    payload: &'a [u8],
+) -> PacketView<'a> {
+    PacketView {
+        ts,
+        from_client,
+        index,
+        size: ip.len() as u16,
+        tcp_flags: flags,
+        proto: if udp { 17 } else { 6 },
+        payload_len: payload.len() as u16,
+        payload,
+        ip,
+        tcp_starts: &crate::analyze::TcpStarts::NONE,
+    }
+}
+
 fn same_through_either_loop(names: &[&str], route: super::Route) {
     let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
     let mut own = super::Active::new(&names).unwrap();
@@ -527,22 +561,9 @@ fn same_through_either_loop(names: &[&str], route: super::Route) {
                 [0x02, 0x12, 0x10, 0x18][next(4) as usize]
             };
             let payload = payloads[next(payloads.len() as u64) as usize];
-            let mut ip = tcp_packet(1000 + i as u32, flags, payload);
-            if udp {
-                ip[9] = 17;
-            }
-            let view = PacketView {
-                ts: 1_000_000 * flow + 20_000_000 * i,
-                from_client: client,
-                index: i as u32 + 1,
-                size: ip.len() as u16,
-                tcp_flags: flags,
-                proto: if udp { 17 } else { 6 },
-                payload_len: payload.len() as u16,
-                payload,
-                ip: &ip,
-                tcp_starts: &crate::analyze::TcpStarts::NONE,
-            };
+            let ip = ip_packet(udp, 1000 + i as u32, flags, payload);
+            let ts = 1_000_000 * flow + 20_000_000 * i;
+            let view = view_of(&ip, udp, ts, client, i as u32 + 1, flags, payload);
             assert_eq!(
                 own.packet(s, &view),
                 any.packet(s, &view),
@@ -606,22 +627,8 @@ fn declined_first_as_shown(names: &[&str]) -> usize {
         let udp = flow % 3 == 0;
         let payload = payloads[flow % payloads.len()];
         let flags = if udp { 0 } else { [0x02, 0x18][flow / 8 % 2] };
-        let mut ip = tcp_packet(1000, flags, payload);
-        if udp {
-            ip[9] = 17;
-        }
-        let view = PacketView {
-            ts: 1_000_000 * flow as u64,
-            from_client: true,
-            index: 1,
-            size: ip.len() as u16,
-            tcp_flags: flags,
-            proto: if udp { 17 } else { 6 },
-            payload_len: payload.len() as u16,
-            payload,
-            ip: &ip,
-            tcp_starts: &crate::analyze::TcpStarts::NONE,
-        };
+        let ip = ip_packet(udp, 1000, flags, payload);
+        let view = view_of(&ip, udp, 1_000_000 * flow as u64, true, 1, flags, payload);
         let seen = shown.packet(s, &view);
         if screened.declines_first(&view) {
             declined += 1;
