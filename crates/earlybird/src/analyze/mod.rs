@@ -1031,10 +1031,7 @@ macro_rules! registry {
                     && !empty
                     && done[2] & ON == ON
                     && skip & ON == 0
-                    && declined(&self.each.dns, p)
-                    && declined(&self.each.tls, p)
-                    && declined(&self.each.http, p)
-                    && declined(&self.each.ssh, p)
+                    && self.labellers_decline(p)
                 {
                     if let Some(d) = self.done.get_mut(s) {
                         *d = [ON, ON, done[2]];
@@ -1079,6 +1076,18 @@ macro_rules! registry {
                 }
             }
 
+            /// Whether each of the four labellers declines packet `p`
+            /// for both sides of a flow none of them made a state for
+            /// ([`declined`]), `dns` first (BENCHMARKS.md, S38: the
+            /// order that keeps voip200's labelled run where it was).
+            #[inline(always)]
+            fn labellers_decline(&self, p: &PacketView<'_>) -> bool {
+                declined(&self.each.dns, p)
+                    && declined(&self.each.tls, p)
+                    && declined(&self.each.http, p)
+                    && declined(&self.each.ssh, p)
+            }
+
             /// Whether packet `p`, with payload, the first packet of a
             /// flow that just started, leaves the analyzers on as
             /// [`Active::packet_with`] would leave them, done with both
@@ -1090,12 +1099,7 @@ macro_rules! registry {
             #[inline(always)]
             pub(crate) fn declines_first(&self, p: &PacketView<'_>) -> bool {
                 if self.route == Route::Labellers {
-                    // `dns` first: the order `packet_on`'s own test asks
-                    // (BENCHMARKS.md, S38).
-                    return declined(&self.each.dns, p)
-                        && declined(&self.each.tls, p)
-                        && declined(&self.each.http, p)
-                        && declined(&self.each.ssh, p);
+                    return self.labellers_decline(p);
                 }
                 if !self.early || self.lazy != self.all || p.payload_len == 0 {
                     return false;
