@@ -16,6 +16,12 @@
 //!   90 kHz for video, within a factor of [`CLOCK_TOLERANCE`]), or taken
 //!   from a static payload type (RFC 3551); a stream whose frames often
 //!   span several packets (equal timestamps) is video whatever its clock.
+//!   A stream read at 90 kHz whose packets, each its own frame, mostly
+//!   step fewer ticks than a 60 fps frame ([`VIDEO_STEP_MIN`]) is an
+//!   audio sender draining a backlog at about twice real time (which no
+//!   segment's rate shows as a flush): its spans start again, up to
+//!   [`RESTARTS_MAX`] times, and the clock is read from the segments
+//!   after the drain.
 //!   An inferred clock is inferred once more when the stream's spans
 //!   reach [`REFINE_NS`]: a rate read over the first ~100 ms can sit
 //!   nearer 44.1 than 48 kHz (a sender settling after ICE and DTLS),
@@ -92,6 +98,16 @@ pub const CLOCK_TOLERANCE: f64 = 1.25;
 /// fastest standard clock (90 kHz) times [`CLOCK_TOLERANCE`]. Faster is a
 /// backlog flushed at once, not a sender pacing its media in real time.
 pub const RATE_MAX: f64 = 90_000.0 * CLOCK_TOLERANCE;
+/// Fewest RTP timestamp ticks between two frames of a 90 kHz video
+/// stream (60 frames a second). A stream read at 90 kHz whose packets
+/// mostly step less, each its own frame, is no video sender: it is an
+/// audio sender draining its backlog at about twice real time (an Opus
+/// packet's 960 ticks, 10.7 ms at 90 kHz).
+pub const VIDEO_STEP_MIN: u32 = 1_500;
+/// Times a stream's spans start again because they read 90 kHz from
+/// steps under [`VIDEO_STEP_MIN`] (one [`SPAN_MIN_NS`] each at least);
+/// after that, the reading stands.
+pub const RESTARTS_MAX: u8 = 12;
 /// Longest app name kept from a SOFTWARE attribute, bytes.
 pub const APP_MAX: usize = 32;
 
@@ -135,6 +151,10 @@ struct Track {
     steps: u32,
     /// Steps with an unchanged timestamp (packets of one video frame).
     same_ts: u32,
+    /// Steps whose timestamp moved less than [`VIDEO_STEP_MIN`] a packet.
+    small: u32,
+    /// Times the spans started again ([`RESTARTS_MAX`]).
+    restarts: u8,
     /// Sum of the timestamp steps of consistent steps.
     ts_span: u64,
     /// Capture time of those steps, ns.
@@ -197,6 +217,8 @@ impl Track {
         run: 0,
         steps: 0,
         same_ts: 0,
+        small: 0,
+        restarts: 0,
         ts_span: 0,
         ns_span: 0,
         seg_ts: 0,
@@ -596,6 +618,8 @@ impl Clear {
                 t.steps = t.steps.saturating_add(1);
                 if ts_step == 0 {
                     t.same_ts += 1;
+                } else if ts_step < VIDEO_STEP_MIN * u32::from(seq_step) {
+                    t.small += 1;
                 }
                 t.seg_ts += u64::from(ts_step);
                 t.seg_ns += ts.saturating_sub(t.last_ns);
@@ -633,6 +657,21 @@ impl Clear {
                 .find(|o| o.pt == pt && o.used && o.kind.is_some())
                 .map(|o| (o.clock, o.kind));
             let t = &mut self.tracks[i];
+            if inferred.is_some_and(|(_, video)| video)
+                && known.is_none()
+                && static_pt(t.pt).is_none()
+                && t.restarts < RESTARTS_MAX
+                && t.same_ts * 5 < t.steps
+                && t.small * 2 > t.steps - t.same_ts
+            {
+                // 90 kHz from steps no video frame takes: a backlog drained
+                // at about twice real time. Read the clock from the
+                // segments after it.
+                t.restarts += 1;
+                t.ts_span = 0;
+                t.ns_span = 0;
+                return;
+            }
             let (clock, mut kind) = match (known, static_pt(t.pt), inferred) {
                 (Some(ck), _, _) => ck,
                 (None, Some((c, k)), _) => (c, Some(k)),
@@ -1173,6 +1212,61 @@ pub(crate) mod tests {
         }
         assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Audio));
         assert_eq!(c.quality().unwrap().clock, 48_000);
+    }
+
+    #[test]
+    fn a_backlog_drained_at_twice_real_time_is_not_a_video_clock() {
+        // GStreamer's Opus over TURN/TCP on a loaded machine: 1.4 s of
+        // queued audio sent at 10 ms a packet (960 ticks in 10 ms: 96 kHz,
+        // under RATE_MAX, so no segment reads as a flush), then paced at
+        // 20 ms. Read from the drain alone it was 90 kHz, video.
+        let mut c = Clear::default();
+        let mut ns = 0;
+        for s in 0..160u16 {
+            ns += if s < 70 { 10 * MS } else { 20 * MS };
+            c.packet(
+                &rtp(111, s, u32::from(s) * 960, 1, 80),
+                true,
+                ns,
+                u32::from(s) + 1,
+            );
+        }
+        assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Audio));
+        assert_eq!(c.quality().unwrap().clock, 48_000);
+        // Decided after the drain, on the paced packets.
+        assert!(c.verdict.unwrap().2 > 70, "{:?}", c.verdict);
+    }
+
+    #[test]
+    fn a_90k_stream_of_small_single_packet_frames_is_video_after_the_restarts() {
+        // 120 frames a second at 90 kHz (750 ticks), one packet a frame:
+        // read again RESTARTS_MAX times, then taken as it reads.
+        let mut c = Clear::default();
+        let mut ns = 0;
+        for s in 0..600u16 {
+            ns += 8_333_333;
+            c.packet(
+                &rtp(96, s, u32::from(s) * 750, 1, 900),
+                true,
+                ns,
+                u32::from(s) + 1,
+            );
+        }
+        assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Video));
+        assert_eq!(c.quality().unwrap().clock, 90_000);
+        assert_eq!(c.tracks[0].restarts, RESTARTS_MAX);
+        // A 90 kHz stream of larger steps is read at once, as before.
+        let mut c = Clear::default();
+        for s in 0..40u16 {
+            c.packet(
+                &rtp(96, s, u32::from(s) * 3000, 1, 900),
+                true,
+                u64::from(s) * 33_333_333,
+                u32::from(s) + 1,
+            );
+        }
+        assert_eq!(c.verdict.map(|v| v.0), Some(Kind::Video));
+        assert_eq!(c.tracks[0].restarts, 0);
     }
 
     #[test]
